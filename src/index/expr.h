@@ -1,0 +1,126 @@
+// Symbolic integer index expressions over loop variables (the index algebra of lowering and
+// scheduling): constants, variables, +, *, floor division and modulo by positive constants.
+//
+// Every Expr is kept in a canonical polynomial form as it is built: a constant plus a sorted
+// sum of coefficient * monomial terms, where a monomial is a sorted product of atoms
+// (variables, floordiv(e, c), mod(e, c)). So algebraically equal polynomials compare equal
+// with ==. Range-aware rewriting (e.g. (128*i0 + i1) // 128 -> i0 when 0 <= i1 < 128) is done
+// by simplify(), given the ranges of the variables.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace stax::index {
+
+namespace detail {
+struct ExprNode;
+}
+
+// Ranges of loop variables: name -> extent n, meaning the variable takes values 0..n-1.
+using RangeMap = std::map<std::string, int64_t>;
+
+class Expr {
+ public:
+  Expr();                         // the constant 0
+  Expr(int64_t constant);         // NOLINT(google-explicit-constructor): literals in formulas
+  static Expr var(const std::string& name);
+
+  bool is_constant() const;
+  std::optional<int64_t> constant_value() const;
+  // True when the expression is exactly one variable with coefficient 1.
+  std::optional<std::string> as_var() const;
+
+  friend Expr operator+(const Expr& a, const Expr& b);
+  friend Expr operator-(const Expr& a, const Expr& b);
+  friend Expr operator-(const Expr& a);
+  friend Expr operator*(const Expr& a, const Expr& b);
+  Expr& operator+=(const Expr& b) { return *this = *this + b; }
+  Expr& operator*=(const Expr& b) { return *this = *this * b; }
+
+  friend bool operator==(const Expr& a, const Expr& b);
+  friend bool operator!=(const Expr& a, const Expr& b) { return !(a == b); }
+  // A total order on canonical forms (for use as map keys).
+  friend bool operator<(const Expr& a, const Expr& b);
+
+  const detail::ExprNode& node() const { return *node_; }
+  explicit Expr(std::shared_ptr<const detail::ExprNode> node) : node_(std::move(node)) {}
+
+ private:
+  std::shared_ptr<const detail::ExprNode> node_;
+};
+
+// floor(a / divisor) and a - divisor * floor(a / divisor) (Python semantics), divisor > 0.
+// Throws std::invalid_argument for a non-positive divisor.
+Expr floordiv(const Expr& a, int64_t divisor);
+Expr mod(const Expr& a, int64_t divisor);
+
+// Readable form, e.g. "128*i0 + i1", "(c0 // 128)", "(c0 % 128)".
+std::string to_string(const Expr& e);
+// C++ source form for generated code. Floor division and modulo are emitted as plain `/` and
+// `%` when the ranges prove the dividend non-negative, else as stax_floordiv / stax_mod calls.
+std::string to_cpp(const Expr& e, const RangeMap& ranges);
+
+// Value at a point; every free variable must be bound (throws std::out_of_range otherwise).
+int64_t evaluate(const Expr& e, const std::map<std::string, int64_t>& values);
+
+std::set<std::string> free_vars(const Expr& e);
+bool depends_on(const Expr& e, const std::string& var);
+Expr substitute(const Expr& e, const std::map<std::string, Expr>& replacements);
+
+// Closed interval [lo, hi] containing every value of e when each variable v ranges over
+// [0, ranges[v] - 1]. Variables missing from `ranges` make the bound unknown (nullopt).
+struct Interval {
+  int64_t lo;
+  int64_t hi;
+};
+std::optional<Interval> bounds(const Expr& e, const RangeMap& ranges);
+
+// Range-aware simplification to a canonical form: equal indices over the given ranges get the
+// same form wherever the rules below can show it. Rules: floordiv/mod of a sum split into the
+// part divisible by the divisor and a remainder whose bounds are known; x // c -> 0 and
+// x % c -> x when 0 <= x < c; nested floordiv merged; c*(e // c) + e % c -> e; variables of
+// extent 1 replaced by 0.
+Expr simplify(const Expr& e, const RangeMap& ranges);
+
+// e(var + 1) - e(var) when it is the same constant for every value of the other variables
+// (the access stride used for vectorization decisions); nullopt when it is not constant.
+std::optional<int64_t> stride(const Expr& e, const std::string& var, const RangeMap& ranges);
+
+// A loop variable with its extent, in loop order (outermost first).
+struct LoopVar {
+  std::string name;
+  int64_t extent;
+  friend bool operator==(const LoopVar&, const LoopVar&) = default;
+};
+
+// Dimension collapsing for dependence normalization (Example 7.1): drops the variables the
+// index does not use, merges adjacent used variables (outer a, inner b) whenever the index
+// depends on them only through extent(b)*a + b, and renames the survivors to
+// `<prefix>0, <prefix>1, ...` in loop order. `128*i0 + i1` over {i0: 64, i1: 128} becomes
+// `c0` over {c0: 8192}; `i0` over {i0: 64, i1: 128} becomes `c0` over {c0: 64}.
+struct CollapsedIndex {
+  Expr index;
+  std::vector<LoopVar> vars;
+  friend bool operator==(const CollapsedIndex&, const CollapsedIndex&) = default;
+};
+CollapsedIndex collapse(const Expr& e, const std::vector<LoopVar>& loop_vars,
+                        const std::string& prefix = "c");
+
+// Loop simplification for a whole loop nest: merges adjacent loops (outer a, inner b) when
+// *every* index in `indices` depends on them only through extent(b)*a + b (or on neither),
+// and drops loops of extent 1. Returns the new loops (named `<prefix>0, ...`) and, for each
+// old variable, its expression in the new variables, to substitute into the indices.
+struct MergedLoops {
+  std::vector<LoopVar> vars;
+  std::map<std::string, Expr> old_to_new;
+};
+MergedLoops merge_loops(const std::vector<LoopVar>& loop_vars, const std::vector<Expr>& indices,
+                        const std::string& prefix);
+
+}  // namespace stax::index

@@ -1,0 +1,74 @@
+// The op registry of the graph IR: for each op, its ATen-style schema (parameter names, kinds,
+// defaults, keyword-only markers) and its type inference. Every other module (eager
+// interpreter, lowering, the PyTorch bridge) keys its per-op table on these names.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace stax::ir {
+
+enum class ParamKind : uint8_t {
+  Tensor,          // Tensor
+  TensorOrScalar,  // Tensor, or a scalar literal (ATen's .Scalar overloads)
+  Scalar,          // Scalar
+  Int,             // int
+  Bool,            // bool
+  IntList,         // int[] (a single int is accepted and wrapped)
+  OptionalIntList, // int[]? (None allowed)
+  OptionalString,  // str? (None allowed)
+  OptionalDType,   // ScalarType? (None allowed; a dtype name string otherwise)
+};
+
+struct Param {
+  std::string name;
+  ParamKind kind;
+  std::optional<Arg> default_value;  // nullopt: required
+  bool keyword_only = false;
+};
+
+// Broad families, used by modules that treat many ops alike (lowering, the cost model).
+enum class OpCategory : uint8_t { Pointwise, Reduction, View, Copy };
+
+struct OpSchema {
+  std::string name;
+  std::vector<Param> params;
+  OpCategory category;
+  // Infers the output type from the (already bound and kind-checked) node arguments.
+  // Throws GraphError naming the problem.
+  std::function<TensorType(const Graph&, const Node&)> infer;
+};
+
+const OpSchema* find_op_schema(std::string_view name);
+std::vector<std::string> registered_op_names();
+
+// Helpers for reading bound arguments of a node (args are in schema order).
+const Value& tensor_arg(const Graph& graph, const Node& node, size_t position);
+bool is_tensor_arg(const Node& node, size_t position);
+const Scalar& scalar_arg(const Node& node, size_t position);
+int64_t int_arg(const Node& node, size_t position);
+bool bool_arg(const Node& node, size_t position);
+// For OptionalIntList parameters None yields nullopt.
+std::optional<std::vector<int64_t>> int_list_arg(const Node& node, size_t position);
+std::optional<std::string> string_arg(const Node& node, size_t position);
+
+// Shape helpers shared by type inference, the interpreter and lowering.
+// Normalizes a possibly negative dim against rank (throws GraphError when out of range).
+int64_t normalize_dim(int64_t dim, size_t rank, const std::string& op);
+// PyTorch broadcasting of two size lists (throws GraphError when incompatible).
+std::vector<int64_t> broadcast_sizes(const std::vector<int64_t>& a, const std::vector<int64_t>& b,
+                                     const std::string& op);
+// Resolves a reshape target with at most one -1 (throws GraphError on mismatch).
+std::vector<int64_t> infer_reshape_sizes(const std::vector<int64_t>& from,
+                                         const std::vector<int64_t>& to, const std::string& op);
+// Dims reduced by a reduction with the given dim argument (None or [] = all dims), sorted,
+// normalized and deduplicated.
+std::vector<int64_t> reduction_dims(const std::optional<std::vector<int64_t>>& dim, size_t rank,
+                                    const std::string& op);
+
+}  // namespace stax::ir

@@ -1,0 +1,81 @@
+// Host tensors: a strided view (sizes, strides, offset in elements) over shared, 64-byte
+// aligned storage. Used by the eager interpreter, the compiled-graph runtime and the tools.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "ir/dtype.h"
+
+namespace stax {
+
+class Storage {
+ public:
+  explicit Storage(size_t nbytes);  // zero-filled, 64-byte aligned
+  // Adopts memory allocated elsewhere; `deleter` frees it when the storage dies.
+  Storage(void* data, size_t nbytes, void (*deleter)(void*));
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  void* data() const { return data_; }
+  size_t nbytes() const { return nbytes_; }
+
+ private:
+  void* data_;
+  size_t nbytes_;
+  void (*deleter_)(void*);
+};
+
+class Tensor {
+ public:
+  Tensor() = default;
+  // A new contiguous, zero-filled tensor.
+  static Tensor empty(DType dtype, std::vector<int64_t> sizes);
+  // A new tensor with the given strides (storage sized to cover every element).
+  static Tensor empty_strided(DType dtype, std::vector<int64_t> sizes, std::vector<int64_t> strides);
+  // A view sharing storage.
+  Tensor(std::shared_ptr<Storage> storage, DType dtype, std::vector<int64_t> sizes,
+         std::vector<int64_t> strides, int64_t offset);
+
+  bool defined() const { return storage_ != nullptr; }
+  DType dtype() const { return dtype_; }
+  const std::vector<int64_t>& sizes() const { return sizes_; }
+  const std::vector<int64_t>& strides() const { return strides_; }
+  int64_t offset() const { return offset_; }
+  size_t dim() const { return sizes_.size(); }
+  int64_t numel() const;
+  bool is_contiguous() const;
+  const std::shared_ptr<Storage>& storage() const { return storage_; }
+  // Pointer to element 0 of the view (storage data + offset * element size).
+  void* data() const;
+
+  // Element access by multi-index, converting to/from double (any dtype).
+  double get(const std::vector<int64_t>& index) const;
+  void set(const std::vector<int64_t>& index, double value) const;
+  // Element access by row-major logical position 0..numel-1.
+  double get_flat(int64_t position) const;
+  void set_flat(int64_t position, double value) const;
+
+  // A view with other sizes/strides/offset over the same storage.
+  Tensor as_strided(std::vector<int64_t> sizes, std::vector<int64_t> strides, int64_t offset) const;
+  // A contiguous copy.
+  Tensor contiguous_copy() const;
+
+ private:
+  std::shared_ptr<Storage> storage_;
+  DType dtype_ = DType::Float32;
+  std::vector<int64_t> sizes_;
+  std::vector<int64_t> strides_;
+  int64_t offset_ = 0;
+};
+
+// Converts a row-major position into a multi-index for `sizes`.
+std::vector<int64_t> unravel_index(int64_t position, const std::vector<int64_t>& sizes);
+std::string shape_to_string(const std::vector<int64_t>& sizes);
+
+}  // namespace stax
