@@ -1,0 +1,75 @@
+// The code-generating OpsHandler: turns the bodies of the nodes of one loop nest into C++
+// statements, in scalar form or in vectorized form along one loop variable (Section 8.1).
+// Common subexpressions are emitted once; values that do not depend on the vectorized
+// variable stay scalar until combined with a vector. Reductions accumulate into a
+// Vectorized<float> of W lanes, combined after the loop by vec_reduce_* (Proposition 8.1).
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "lowering/ops_handler.h"
+
+namespace stax::codegen {
+
+struct EmitterConfig {
+  bool vectorized = false;
+  std::string vector_var;     // the loop variable stepped by W
+  std::string count;          // lanes valid in this iteration: "W" literal or a tail expression
+  bool full_vector = true;    // count == W (main loop): full loads and stores
+  index::RangeMap ranges;     // every loop variable in scope
+  std::set<std::string> input_buffers;  // named in_<name> in C++
+  std::set<std::string> elided_buffers; // kept in registers, never stored
+};
+
+class BodyEmitter final : public lowering::OpsHandler {
+ public:
+  explicit BodyEmitter(EmitterConfig config) : config_(std::move(config)) {}
+
+  // Statements of the loop body, of the part before the reduction loops (accumulator
+  // declarations) and after them (combining accumulators, storing reductions).
+  const std::string& body() const { return body_; }
+  const std::string& before_reduction() const { return before_; }
+  const std::string& after_reduction() const { return after_; }
+
+  lowering::OpsValue load(const std::string& buffer, const index::Expr& index,
+                          DType dtype) override;
+  lowering::OpsValue constant(double value, DType dtype) override;
+  lowering::OpsValue compute(lowering::PointwiseOp op, std::span<const lowering::OpsValue> args,
+                             double attribute, DType result) override;
+  lowering::OpsValue to_dtype(lowering::OpsValue value, DType dtype) override;
+  lowering::OpsValue reduction(lowering::ReductionType type, lowering::OpsValue value) override;
+  void store(const std::string& buffer, const index::Expr& index,
+             lowering::OpsValue value) override;
+  void store_reduction(const std::string& buffer, const index::Expr& index,
+                       lowering::OpsValue value) override;
+
+  // The C++ name of a buffer's pointer.
+  static std::string pointer_name(const std::string& buffer, bool is_input);
+
+ private:
+  struct Emitted {
+    std::string name;
+    bool vector;
+    DType dtype;
+  };
+  lowering::OpsValue define(const std::string& expr, bool vector, DType dtype);
+  std::string as_vector(const lowering::OpsValue& v);
+  std::string index_cpp(const index::Expr& e) const;
+  std::string ptr(const std::string& buffer) const;
+
+  EmitterConfig config_;
+  std::string body_;
+  std::string before_;
+  std::string after_;
+  std::vector<Emitted> values_;
+  std::map<std::string, int> cse_;
+  std::map<std::string, lowering::OpsValue> elided_values_;
+  int reductions_ = 0;
+};
+
+std::string float_literal(double value);
+
+}  // namespace stax::codegen

@@ -1,0 +1,56 @@
+// CPU code generation (Section 8): one C++ translation unit per graph, holding the kernels
+// (one function per run of adjacent loops, sharing one OpenMP parallel region) and the
+// wrapper function that checks inputs, allocates buffers, calls the kernels in order and
+// frees each buffer after its last use (Section 8.5).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "runtime/simd.h"
+#include "scheduler/schedule.h"
+
+namespace stax::codegen {
+
+struct CodegenOptions {
+  runtime::SimdLevel simd = runtime::SimdLevel::Scalar;
+  int num_threads = 1;  // P of Algorithm 8.1; also the team size of every parallel region
+};
+
+// How one fused node became a loop: its form (Section 8.3) per nest and its parallel depth.
+struct LoopSummary {
+  std::string fused_node;
+  std::vector<std::string> nest_forms;  // "vectorized(W=8) over r0", "scalar"
+  int parallel_depth = 0;
+  std::vector<int64_t> loop_ranges;  // the loops Algorithm 8.1 looked at, outer to inner
+};
+
+struct KernelSummary {
+  std::string name;  // kernel0, ...
+  std::vector<LoopSummary> loops;
+  bool parallel_region = false;
+};
+
+// Where the wrapper finds a graph output: a buffer it allocated through the caller's
+// allocator (`slot`), or a view of input `input`.
+struct OutputBinding {
+  bool from_input = false;
+  int index = 0;  // output slot, or input position
+  DType dtype = DType::Float32;
+  std::vector<int64_t> sizes;
+  std::vector<int64_t> strides;
+  int64_t offset = 0;
+};
+
+struct GeneratedModule {
+  std::string source;
+  std::string entry_point = "stax_graph_run";
+  std::vector<KernelSummary> kernels;
+  std::vector<OutputBinding> outputs;
+  std::vector<int64_t> output_slot_bytes;
+  CodegenOptions options;
+};
+
+GeneratedModule generate_cpp(const scheduler::Schedule& schedule, const CodegenOptions& options);
+
+}  // namespace stax::codegen

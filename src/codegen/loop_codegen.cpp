@@ -1,0 +1,218 @@
+// Loop emission for fused nodes.
+#include "codegen/loop_codegen.h"
+
+#include <sstream>
+
+#include "codegen/body_emitter.h"
+#include "codegen/parallel_depth.h"
+#include "scheduler/fusion_rules.h"
+#include "scheduler/recording_handler.h"
+
+namespace stax::codegen {
+
+using index::Expr;
+using scheduler::FusedNode;
+using scheduler::LoopNest;
+using scheduler::SchedulerNode;
+
+namespace {
+
+struct Loop {
+  std::string var;
+  int64_t extent;
+};
+
+std::string for_header(const Loop& l) {
+  return "for (int64_t " + l.var + " = 0; " + l.var + " < " + std::to_string(l.extent) + "; ++" +
+         l.var + ")";
+}
+
+// Whether every value the nest touches has a vectorized form.
+bool nest_vectorizable(const scheduler::Schedule& s, const FusedNode& f, size_t nest) {
+  for (int id : f.nests[nest].nodes) {
+    const SchedulerNode& n = s.nodes[static_cast<size_t>(id)];
+    scheduler::RecordingHandler rec;
+    n.run_body(rec, std::vector<Expr>(n.vars.size(), Expr(0)),
+               std::vector<Expr>(n.reduction_vars.size(), Expr(0)));
+    for (const auto& r : rec.loads) {
+      if (r.dtype != DType::Float32 && r.dtype != DType::Bool) return false;
+    }
+    for (const auto& r : rec.stores) {
+      if (r.dtype != DType::Float32 && r.dtype != DType::Bool) return false;
+    }
+  }
+  return true;
+}
+
+class LoopEmitter {
+ public:
+  LoopEmitter(const scheduler::Schedule& s, const FusedNode& f, const CodegenOptions& o,
+              const std::set<std::string>& inputs)
+      : s_(s), f_(f), o_(o), inputs_(inputs) {
+    for (const auto& p : s.buffers) {
+      if (p.elided) elided_.insert(p.buffer);
+    }
+  }
+
+  LoopCode run() {
+    LoopCode out;
+    out.summary.fused_node = f_.name;
+    // Loops Algorithm 8.1 may parallelize: the shared outer loops, or, for a single nest, its
+    // pointwise loops (the vectorized one only when it is the only loop).
+    std::vector<Loop> parallel_candidates;
+    std::vector<int64_t> all_ranges;
+    for (size_t j = 0; j < f_.outer.size(); ++j) {
+      parallel_candidates.push_back({"x" + std::to_string(j), f_.outer[j]});
+    }
+    if (f_.outer.empty()) {
+      const LoopNest& nest = f_.nests[0];
+      for (size_t j = 0; j < nest.sizes.size(); ++j) {
+        parallel_candidates.push_back({"x" + std::to_string(j), nest.sizes[j]});
+      }
+      all_ranges = f_.pointwise_ranges();
+      all_ranges.insert(all_ranges.end(), nest.reduction_sizes.begin(),
+                        nest.reduction_sizes.end());
+    } else {
+      // Work of an outer-loop fused node: outer iterations times the largest nest.
+      int64_t inner = 1;
+      for (const LoopNest& nest : f_.nests) {
+        int64_t n = 1;
+        for (int64_t e : nest.sizes) n *= e;
+        for (int64_t e : nest.reduction_sizes) n *= e;
+        inner = std::max(inner, n);
+      }
+      all_ranges = f_.outer;
+      all_ranges.push_back(inner);
+    }
+    size_t max_depth = parallel_candidates.size();
+    const bool single_vector_loop = f_.outer.empty() && f_.nests[0].reduction_sizes.empty() &&
+                                    f_.nests[0].sizes.size() == 1 && vectorize(0);
+    if (f_.outer.empty() && f_.nests[0].reduction_sizes.empty() && !f_.nests[0].sizes.empty() &&
+        vectorize(0) && !single_vector_loop) {
+      max_depth -= 1;  // the vectorized innermost loop stays within a thread
+    }
+    const int depth = parallel_depth(all_ranges, o_.num_threads, max_depth);
+    out.summary.parallel_depth = depth;
+    out.summary.loop_ranges = all_ranges;
+
+    std::ostringstream code;
+    code << "// " << f_.name << ": " << f_.group_string() << "\n";
+    const std::string pragma_for =
+        depth > 0 && !single_vector_loop
+            ? "#pragma omp for collapse(" + std::to_string(depth) + ") schedule(static)\n"
+            : "";
+    if (depth == 0) code << "#pragma omp single\n";
+    code << "{\n";
+    code << (f_.outer.empty() ? "" : pragma_for);
+    for (size_t j = 0; j < f_.outer.size(); ++j) {
+      code << for_header({"x" + std::to_string(j), f_.outer[j]}) << " {\n";
+    }
+    for (size_t k = 0; k < f_.nests.size(); ++k) {
+      code << emit_nest(k, f_.outer.empty() ? pragma_for : "", single_vector_loop && depth > 0,
+                        out.summary);
+    }
+    for (size_t j = 0; j < f_.outer.size(); ++j) code << "}\n";
+    code << "}\n";
+    out.code = code.str();
+    return out;
+  }
+
+ private:
+  bool vectorize(size_t nest) const {
+    const LoopNest& n = f_.nests[nest];
+    const bool has_loop = !n.sizes.empty() || !n.reduction_sizes.empty();
+    return o_.simd != runtime::SimdLevel::Scalar && has_loop && nest_vectorizable(s_, f_, nest);
+  }
+
+  // Runs every node of the nest through an emitter.
+  void run_nodes(size_t nest, BodyEmitter& emitter) const {
+    for (int id : f_.nests[nest].nodes) {
+      const SchedulerNode& n = s_.nodes[static_cast<size_t>(id)];
+      const scheduler::Placement p = scheduler::place(f_, n);
+      n.run_body(emitter, p.pointwise, p.reduction);
+    }
+  }
+
+  std::string emit_nest(size_t nest, const std::string& pragma, bool parallel_vector_loop,
+                        LoopSummary& summary) const {
+    const LoopNest& n = f_.nests[nest];
+    std::vector<Loop> pointwise;
+    for (size_t j = 0; j < n.sizes.size(); ++j) {
+      pointwise.push_back({"x" + std::to_string(f_.outer.size() + j), n.sizes[j]});
+    }
+    std::vector<Loop> reduction;
+    for (size_t j = 0; j < n.reduction_sizes.size(); ++j) {
+      reduction.push_back({"r" + std::to_string(j), n.reduction_sizes[j]});
+    }
+    const bool vec = vectorize(nest);
+    const int64_t width = vec ? runtime::simd_width(o_.simd, DType::Float32) : 1;
+    EmitterConfig config;
+    config.ranges = scheduler::nest_ranges(f_, nest);
+    config.input_buffers = inputs_;
+    config.elided_buffers = elided_;
+    config.vectorized = vec;
+
+    std::vector<Loop>& innermost_owner = reduction.empty() ? pointwise : reduction;
+    std::optional<Loop> vector_loop;
+    if (vec) {
+      vector_loop = innermost_owner.back();
+      innermost_owner.pop_back();
+      config.vector_var = vector_loop->var;
+      config.count = std::to_string(width);
+      summary.nest_forms.push_back("vectorized(W=" + std::to_string(width) + ") over " +
+                                   vector_loop->var);
+    } else {
+      summary.nest_forms.push_back("scalar");
+    }
+
+    BodyEmitter main(config);
+    run_nodes(nest, main);
+    std::ostringstream code;
+    code << "{\n" << pragma;
+    for (const Loop& l : pointwise) code << for_header(l) << " {\n";
+    code << main.before_reduction();
+    for (const Loop& l : reduction) code << for_header(l) << " {\n";
+    if (!vector_loop) {
+      code << main.body();
+    } else {
+      const int64_t extent = vector_loop->extent;
+      const int64_t main_end = extent - extent % width;
+      const std::string& v = vector_loop->var;
+      if (main_end > 0) {
+        if (parallel_vector_loop) code << "#pragma omp for schedule(static)\n";
+        code << "for (int64_t " << v << " = 0; " << v << " < " << main_end << "; " << v
+             << " += " << width << ") {\n"
+             << main.body() << "}\n";
+      }
+      if (main_end < extent) {
+        EmitterConfig tail_config = config;
+        tail_config.full_vector = false;
+        tail_config.count = std::to_string(extent - main_end);
+        BodyEmitter tail(tail_config);
+        run_nodes(nest, tail);
+        if (parallel_vector_loop) code << "#pragma omp single\n";
+        code << "{\nconst int64_t " << v << " = " << main_end << ";\n" << tail.body() << "}\n";
+      }
+    }
+    for (size_t j = 0; j < reduction.size(); ++j) code << "}\n";
+    code << main.after_reduction();
+    for (size_t j = 0; j < pointwise.size(); ++j) code << "}\n";
+    code << "}\n";
+    return code.str();
+  }
+
+  const scheduler::Schedule& s_;
+  const FusedNode& f_;
+  const CodegenOptions& o_;
+  const std::set<std::string>& inputs_;
+  std::set<std::string> elided_;
+};
+
+}  // namespace
+
+LoopCode generate_loop(const scheduler::Schedule& schedule, const FusedNode& fused,
+                       const CodegenOptions& options, const std::set<std::string>& input_names) {
+  return LoopEmitter(schedule, fused, options, input_names).run();
+}
+
+}  // namespace stax::codegen

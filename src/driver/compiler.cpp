@@ -1,0 +1,119 @@
+// compile() and CompiledGraph::run(): the host side of the generated wrapper's ABI.
+#include "driver/compiler.h"
+
+#include <thread>
+
+#include "runtime/jit.h"
+#include "stax_kernel_abi.h"
+
+namespace stax {
+
+namespace {
+
+using EntryFn = int (*)(const StaxTensorArg*, int64_t, void**, StaxAllocFn, void*, int, char*,
+                        int64_t);
+
+struct OutputAllocator {
+  std::vector<std::shared_ptr<Storage>> storages;
+};
+
+void* allocate_output(void* ctx, int64_t nbytes) {
+  auto* a = static_cast<OutputAllocator*>(ctx);
+  try {
+    a->storages.push_back(std::make_shared<Storage>(static_cast<size_t>(nbytes)));
+  } catch (...) {
+    return nullptr;
+  }
+  return a->storages.back()->data();
+}
+
+int resolve_threads(int requested) {
+  if (requested > 0) return requested;
+  const unsigned hw = std::thread::hardware_concurrency();
+  return hw == 0 ? 1 : static_cast<int>(hw);
+}
+
+}  // namespace
+
+std::shared_ptr<const Compilation> analyze(const ir::Graph& graph, const CompileOptions& options) {
+  auto c = std::make_shared<Compilation>();
+  c->lowered = lowering::lower(graph);
+  scheduler::ScheduleOptions so;
+  so.fuse = options.fuse;
+  c->schedule = scheduler::schedule(c->lowered, so);
+  codegen::CodegenOptions co;
+  co.simd = options.simd.value_or(runtime::detect_simd_level());
+  co.num_threads = resolve_threads(options.num_threads);
+  c->module = codegen::generate_cpp(c->schedule, co);
+  return c;
+}
+
+CompiledGraph compile(const ir::Graph& graph, const CompileOptions& options) {
+  CompiledGraph out;
+  out.compilation_ = analyze(graph, options);
+  for (ir::ValueRef in : graph.inputs()) {
+    out.input_types_.push_back(graph.value(in).type);
+    out.input_names_.push_back(graph.value(in).name);
+  }
+  runtime::JitOptions jit;
+  jit.simd = out.compilation_->module.options.simd;
+  jit.cache_dir = options.cache_dir;
+  runtime::JitResult r = runtime::compile_and_load(out.compilation_->module.source, jit);
+  out.cache_hit_ = r.cache_hit;
+  out.library_path_ = r.library_path;
+  out.entry_ = r.library->symbol(out.compilation_->module.entry_point);
+  out.library_ = r.library;
+  if (!runtime::cpu_supports(jit.simd)) {
+    out.runnable_ = false;
+    out.not_runnable_reason_ = "compiled for SIMD level " +
+                               std::string(runtime::simd_level_name(jit.simd)) +
+                               ", which this CPU does not support";
+  }
+  return out;
+}
+
+std::vector<Tensor> CompiledGraph::run(const std::vector<Tensor>& inputs) const {
+  if (!runnable_) throw std::runtime_error(not_runnable_reason_);
+  if (inputs.size() != input_types_.size()) {
+    throw InputError("expected " + std::to_string(input_types_.size()) + " inputs, got " +
+                     std::to_string(inputs.size()));
+  }
+  std::vector<StaxTensorArg> args;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& t = inputs[i];
+    if (!t.defined()) throw InputError("input '" + input_names_[i] + "' is undefined");
+    if (t.dtype() != input_types_[i].dtype) {
+      throw InputError("input '" + input_names_[i] + "' (argument " + std::to_string(i) +
+                       "): expected dtype " + std::string(dtype_name(input_types_[i].dtype)) +
+                       ", got " + std::string(dtype_name(t.dtype())));
+    }
+    args.push_back({t.data(), static_cast<int64_t>(t.dim()), t.sizes().data(),
+                    t.strides().data()});
+  }
+  const auto& module = compilation_->module;
+  std::vector<void*> slots(module.output_slot_bytes.size(), nullptr);
+  OutputAllocator allocator;
+  char err[1024] = {0};
+  const int status = reinterpret_cast<EntryFn>(entry_)(
+      args.data(), static_cast<int64_t>(args.size()), slots.data(), &allocate_output,
+      &allocator, module.options.num_threads, err, sizeof err);
+  if (status != 0) throw InputError(err);
+  std::vector<Tensor> outputs;
+  for (const auto& b : module.outputs) {
+    if (b.from_input) {
+      const Tensor& in = inputs[static_cast<size_t>(b.index)];
+      outputs.push_back(Tensor(in.storage(), b.dtype, b.sizes, b.strides, in.offset() + b.offset));
+      continue;
+    }
+    void* data = slots[static_cast<size_t>(b.index)];
+    std::shared_ptr<Storage> storage;
+    for (const auto& s : allocator.storages) {
+      if (s->data() == data) storage = s;
+    }
+    if (!storage) throw std::logic_error("generated wrapper returned an unknown output buffer");
+    outputs.push_back(Tensor(storage, b.dtype, b.sizes, b.strides, b.offset));
+  }
+  return outputs;
+}
+
+}  // namespace stax

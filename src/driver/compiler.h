@@ -1,0 +1,65 @@
+// The C++ API of Stax: compile a graph (lowering, scheduling, code generation, JIT) and run
+// it on tensors; or stop after code generation to explain or emit what would run.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "codegen/cpp_codegen.h"
+#include "ir/graph.h"
+#include "lowering/lowering.h"
+#include "runtime/tensor.h"
+#include "scheduler/schedule.h"
+
+namespace stax {
+
+// Bad arguments to a compiled graph: wrong count, dtype, size, stride.
+class InputError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+struct CompileOptions {
+  std::optional<runtime::SimdLevel> simd;  // default: the widest the CPU supports
+  int num_threads = 0;                     // default: all hardware threads
+  std::string cache_dir;                   // default: see runtime::JitOptions
+  bool fuse = true;
+};
+
+// Everything known about a graph before the C++ compiler runs.
+struct Compilation {
+  lowering::LoweredGraph lowered;
+  scheduler::Schedule schedule;  // points into `lowered`
+  codegen::GeneratedModule module;
+};
+
+std::shared_ptr<const Compilation> analyze(const ir::Graph& graph,
+                                           const CompileOptions& options = {});
+
+class CompiledGraph {
+ public:
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs) const;
+  const Compilation& compilation() const { return *compilation_; }
+  const std::string& source() const { return compilation_->module.source; }
+  bool cache_hit() const { return cache_hit_; }
+  const std::string& library_path() const { return library_path_; }
+
+ private:
+  friend CompiledGraph compile(const ir::Graph&, const CompileOptions&);
+  std::shared_ptr<const Compilation> compilation_;
+  std::shared_ptr<void> library_;  // keeps the shared object loaded
+  void* entry_ = nullptr;
+  std::vector<ir::TensorType> input_types_;
+  std::vector<std::string> input_names_;
+  bool runnable_ = true;
+  std::string not_runnable_reason_;
+  bool cache_hit_ = false;
+  std::string library_path_;
+};
+
+CompiledGraph compile(const ir::Graph& graph, const CompileOptions& options = {});
+
+}  // namespace stax

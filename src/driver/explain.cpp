@@ -1,0 +1,197 @@
+// Rendering of a Compilation for people (text) and tools (JSON). The text is rendered from
+// the JSON document so that both always say the same.
+#include "driver/explain.h"
+
+#include <sstream>
+
+namespace stax {
+
+using nlohmann::json;
+
+namespace {
+
+std::string deps_string(const std::vector<scheduler::MemoryDep>& deps) {
+  std::string out = "[";
+  for (size_t k = 0; k < deps.size(); ++k) out += (k ? ", " : "") + deps[k].to_string();
+  return out + "]";
+}
+
+std::string node_kind(const scheduler::FusedNode& f) {
+  if (f.outer_loop_fused) return "OuterLoopFusedSchedulerNode";
+  if (f.members().size() > 1) return "FusedSchedulerNode";
+  return "SchedulerNode";
+}
+
+}  // namespace
+
+json explain_json(const Compilation& c) {
+  const auto& s = c.schedule;
+  json doc;
+  doc["graph"] = c.lowered.name;
+  doc["lowering"] = c.lowered.log;
+  std::set<std::string> produced;
+  for (const auto& b : c.lowered.buffers) produced.insert(b.name);
+  json nodes = json::array();
+  for (const auto& n : s.nodes) {
+    std::vector<scheduler::MemoryDep> met, unmet;
+    for (const auto& d : n.read_deps) (produced.count(d.buffer) ? unmet : met).push_back(d);
+    nodes.push_back({{"name", n.name},
+                     {"buffer", n.write.buffer},
+                     {"origin", n.buffer->origin},
+                     {"kind", n.is_reduction() ? "reduction" : "pointwise"},
+                     {"writes", deps_string({n.write_dep})},
+                     {"unmet_dependencies", deps_string(unmet)},
+                     {"met_dependencies", deps_string(met)},
+                     {"group", "(" + scheduler::sizes_string(n.sizes()) + ", " +
+                                   scheduler::sizes_string(n.reduction_sizes()) + ")"},
+                     {"dead", static_cast<bool>(s.dead[static_cast<size_t>(n.id)])}});
+  }
+  doc["nodes"] = nodes;
+  doc["dead_nodes"] = s.dead_node_log;
+  json rounds = json::array();
+  for (const auto& r : s.fusion_log.rounds) {
+    json cands = json::array();
+    for (const auto& cand : r.candidates) {
+      cands.push_back({{"first", cand.first},
+                       {"second", cand.second},
+                       {"legal", cand.legal},
+                       {"fused", cand.fused},
+                       {"reason", cand.reason},
+                       {"score", cand.score.to_string()},
+                       {"shared_bytes", cand.score.shared_bytes}});
+    }
+    rounds.push_back({{"round", r.round},
+                      {"possible_fusions", r.possible},
+                      {"candidates", cands},
+                      {"fused", r.fused}});
+  }
+  doc["fusion_rounds"] = rounds;
+  json finals = json::array();
+  for (const auto& f : s.kernels) {
+    json members = json::array();
+    for (int id : f.members()) {
+      const auto& n = s.nodes[static_cast<size_t>(id)];
+      members.push_back(n.name);
+    }
+    finals.push_back({{"name", f.name},
+                      {"kind", node_kind(f)},
+                      {"group", f.group_string()},
+                      {"outer_loop_fusion_depth", f.outer.size()},
+                      {"members", members}});
+  }
+  doc["final_nodes"] = finals;
+  json kernels = json::array();
+  for (const auto& k : c.module.kernels) {
+    json loops = json::array();
+    for (const auto& l : k.loops) {
+      loops.push_back({{"fused_node", l.fused_node},
+                       {"forms", l.nest_forms},
+                       {"parallel_depth", l.parallel_depth}});
+    }
+    kernels.push_back({{"name", k.name}, {"parallel_region", k.parallel_region}, {"loops", loops}});
+  }
+  doc["kernels"] = kernels;
+  doc["simd"] = std::string(runtime::simd_level_name(c.module.options.simd));
+  doc["threads"] = c.module.options.num_threads;
+  json buffers = json::array();
+  for (size_t k = 0; k < s.kernels.size(); ++k) {
+    for (const auto& b : s.allocate_before[k]) {
+      const auto* p = s.plan_of(b);
+      buffers.push_back({{"event", "allocate"},
+                         {"buffer", b},
+                         {"bytes", p->bytes},
+                         {"output", p->is_output},
+                         {"at", s.kernels[k].name}});
+    }
+    for (const auto& b : s.release_after[k]) {
+      const auto* p = s.plan_of(b);
+      buffers.push_back({{"event", p ? "free" : "release input"},
+                         {"buffer", b},
+                         {"at", s.kernels[k].name}});
+    }
+  }
+  for (const auto& p : s.buffers) {
+    if (p.elided) buffers.push_back({{"event", "elided"}, {"buffer", p.buffer}});
+  }
+  doc["buffers"] = buffers;
+  return doc;
+}
+
+std::string explain_text(const Compilation& c) {
+  const json doc = explain_json(c);
+  std::ostringstream out;
+  out << "graph " << doc["graph"].get<std::string>() << "\n";
+  out << "\nlowering:\n";
+  if (doc["lowering"].empty()) out << "  (no value materialized beyond reductions and outputs)\n";
+  for (const auto& l : doc["lowering"]) out << "  " << l.get<std::string>() << "\n";
+  out << "\nnodes:\n";
+  for (const auto& n : doc["nodes"]) {
+    const std::string name = n["name"];
+    out << "  " << name << ": SchedulerNode(ComputedBuffer)  # " << n["origin"].get<std::string>()
+        << (n["dead"].get<bool>() ? " (dead)" : "") << "\n";
+    out << "  " << name << ".writes = " << n["writes"].get<std::string>() << "\n";
+    out << "  " << name << ".unmet_dependencies = " << n["unmet_dependencies"].get<std::string>()
+        << "\n";
+    out << "  " << name << ".met_dependencies = " << n["met_dependencies"].get<std::string>()
+        << "\n";
+    out << "  " << name << ".group.iteration = " << n["group"].get<std::string>() << "\n";
+  }
+  for (const auto& d : doc["dead_nodes"]) out << "  " << d.get<std::string>() << "\n";
+  out << "\nfusion:\n";
+  for (const auto& r : doc["fusion_rounds"]) {
+    out << "  round " << r["round"].get<int>() << ": found " << r["possible_fusions"].get<int>()
+        << " possible fusions\n";
+    for (const auto& cand : r["candidates"]) {
+      const std::string pair =
+          cand["first"].get<std::string>() + " with " + cand["second"].get<std::string>();
+      if (cand["fused"].get<bool>()) {
+        out << "    fusing " << pair << ": " << cand["reason"].get<std::string>() << ", score "
+            << cand["score"].get<std::string>() << "\n";
+      } else if (cand["legal"].get<bool>()) {
+        out << "    not fusing " << pair << ": " << cand["reason"].get<std::string>() << "\n";
+      } else {
+        out << "    cannot fuse " << pair << ": " << cand["reason"].get<std::string>() << "\n";
+      }
+    }
+    for (const auto& f : r["fused"]) out << "    " << f.get<std::string>() << "\n";
+  }
+  out << "\nfinal nodes:\n";
+  for (const auto& f : doc["final_nodes"]) {
+    out << "  " << f["name"].get<std::string>() << ": " << f["kind"].get<std::string>()
+        << ", group " << f["group"].get<std::string>();
+    if (f["outer_loop_fusion_depth"].get<int>() > 0) {
+      out << ", outer-loop fusion depth " << f["outer_loop_fusion_depth"].get<int>();
+    }
+    out << "\n";
+  }
+  out << "\nkernels (" << doc["simd"].get<std::string>() << ", " << doc["threads"].get<int>()
+      << " threads):\n";
+  for (const auto& k : doc["kernels"]) {
+    out << "  " << k["name"].get<std::string>() << ": " << k["loops"].size() << " loop(s)"
+        << (k["parallel_region"].get<bool>() ? ", one parallel region" : ", serial") << "\n";
+    for (const auto& l : k["loops"]) {
+      out << "    " << l["fused_node"].get<std::string>() << ": parallel depth "
+          << l["parallel_depth"].get<int>() << "; ";
+      std::string forms;
+      for (const auto& f : l["forms"]) forms += (forms.empty() ? "" : ", ") + f.get<std::string>();
+      out << forms << "\n";
+    }
+  }
+  out << "\nbuffers:\n";
+  for (const auto& b : doc["buffers"]) {
+    const std::string event = b["event"];
+    out << "  " << event << " " << b["buffer"].get<std::string>();
+    if (event == "allocate") {
+      out << " (" << b["bytes"].get<int64_t>() << " bytes" << (b["output"].get<bool>() ? ", output" : "")
+          << ") before " << b["at"].get<std::string>();
+    } else if (event == "elided") {
+      out << " (kept in registers, never stored)";
+    } else {
+      out << " after " << b["at"].get<std::string>();
+    }
+    out << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace stax

@@ -1,0 +1,18 @@
+// `stax explain`: the lowering decisions, the nodes with their dependences and iteration
+// groups, the fusion log in the seed's form (candidates per round, "fusing op0 with op1", the
+// reason and the score), the final nodes, the kernels with their form and parallel depth, and
+// the buffers allocated and freed — as text, or as one JSON document.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "driver/compiler.h"
+
+namespace stax {
+
+nlohmann::json explain_json(const Compilation& compilation);
+std::string explain_text(const Compilation& compilation);
+
+}  // namespace stax

@@ -1,0 +1,77 @@
+// The loop-level program that lowering produces (Definition 6.1): every buffer is either a
+// graph input or a computed buffer whose body is a pointwise or reduction function of index
+// variables. Views never appear here: they were folded into the index expressions of the
+// loads that read through them.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "index/expr.h"
+#include "ir/dtype.h"
+#include "lowering/ops_handler.h"
+
+namespace stax::lowering {
+
+// Reads one element of a (possibly unrealized) value at a logical index.
+using Loader = std::function<OpsValue(OpsHandler&, const std::vector<index::Expr>& index)>;
+
+struct InputBuffer {
+  std::string name;
+  DType dtype;
+  std::vector<int64_t> sizes;
+  std::vector<int64_t> strides;
+};
+
+// A buffer computed by a loop nest. Its pointwise loops run over `ranges`; a reduction also
+// runs over `reduction_ranges` and combines `value` under `reduction`.
+struct ComputedBuffer {
+  std::string name;
+  DType dtype;
+  std::vector<int64_t> sizes;    // logical sizes of the stored tensor
+  std::vector<int64_t> strides;  // its layout (contiguous)
+  std::vector<int64_t> ranges;
+  std::vector<int64_t> reduction_ranges;  // empty for a pointwise buffer
+  std::optional<ReductionType> reduction;
+  // Storage offset written at pointwise loop index `index` (a function of the loop vars).
+  std::function<index::Expr(const std::vector<index::Expr>& index)> output_index;
+  // The value computed at (index, reduction_index).
+  std::function<OpsValue(OpsHandler&, const std::vector<index::Expr>& index,
+                         const std::vector<index::Expr>& reduction_index)>
+      value;
+  // What this buffer computes, for logs: "exp", "sum", "mul+sum", ...
+  std::string origin;
+
+  bool is_reduction() const { return reduction.has_value(); }
+  int64_t numel() const;
+  // Runs the whole body under a handler: the value, the reduction, and the store.
+  void run_body(OpsHandler& handler, const std::vector<index::Expr>& index,
+                const std::vector<index::Expr>& reduction_index) const;
+};
+
+// Where a graph output lives: a strided view of an input or of a computed buffer.
+struct OutputSpec {
+  std::string buffer;
+  bool is_input = false;
+  DType dtype;
+  std::vector<int64_t> sizes;
+  std::vector<int64_t> strides;
+  int64_t offset = 0;
+};
+
+struct LoweredGraph {
+  std::string name;
+  std::vector<InputBuffer> inputs;
+  std::vector<ComputedBuffer> buffers;  // in a valid execution order
+  std::vector<OutputSpec> outputs;
+  // Lowering decisions worth explaining: which values were materialized and why.
+  std::vector<std::string> log;
+
+  const InputBuffer* find_input(const std::string& name) const;
+  const ComputedBuffer* find_buffer(const std::string& name) const;
+};
+
+}  // namespace stax::lowering

@@ -1,0 +1,34 @@
+// The state lowering keeps for each graph value: a loader, and, when the value is stored data
+// seen through views, the strided layout over that storage.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lowering/loop_ir.h"
+
+namespace stax::lowering {
+
+struct StridedLayout {
+  std::string buffer;
+  bool is_input = false;
+  std::vector<int64_t> strides;
+  int64_t offset = 0;
+};
+
+struct LoweredValue {
+  DType dtype = DType::Float32;
+  std::vector<int64_t> sizes;
+  Loader loader;
+  // Set while the value only reads stored data, through index rewrites that a strided
+  // layout can express.
+  std::optional<StridedLayout> layout;
+  // True while the value reads stored data without computing anything (a view, possibly one
+  // no strided layout expresses). Such values are never materialized.
+  bool pure_view = false;
+  // The ops composed into the loader, for logs ("mul", "exp", ...).
+  std::vector<std::string> origin;
+};
+
+}  // namespace stax::lowering

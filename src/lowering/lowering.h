@@ -1,0 +1,21 @@
+// Lowering: graph IR -> loop-level buffers (the seed's Definition 6.1, Sections 6.3 and 6.6).
+//
+// Each graph value becomes a loader (an index -> element function). Pointwise ops compose
+// loaders (function composition) instead of storing results; views rewrite indices; the
+// materialization rule decides which multi-user values are stored; reductions and graph
+// outputs are always stored in buffers.
+#pragma once
+
+#include "ir/graph.h"
+#include "lowering/loop_ir.h"
+#include "lowering/materialization.h"
+
+namespace stax::lowering {
+
+struct LoweringOptions {
+  Device device = Device::Cpu;
+};
+
+LoweredGraph lower(const ir::Graph& graph, const LoweringOptions& options = {});
+
+}  // namespace stax::lowering

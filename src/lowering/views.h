@@ -1,0 +1,37 @@
+// Views as index transformations (the seed's Section 6.3): each view op maps an index of its
+// output to an index of its input, so reading through a view is a load at a rewritten index
+// and never a copy. Where the input is stored data with a strided layout, the view's strided
+// layout is derived as well, so that a graph output that is a view needs no copy.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "index/expr.h"
+
+namespace stax::lowering {
+
+using IndexMap = std::function<std::vector<index::Expr>(const std::vector<index::Expr>&)>;
+
+IndexMap permute_index(const std::vector<int64_t>& dims);
+IndexMap unsqueeze_index(int64_t dim);
+// removed[d]: input dim d (of size 1) is dropped by the squeeze.
+IndexMap squeeze_index(const std::vector<bool>& removed);
+// Broadcasting/expand: `in_sizes` aligned to the right of `out_sizes`; size-1 dims read 0.
+IndexMap broadcast_index(const std::vector<int64_t>& in_sizes,
+                         const std::vector<int64_t>& out_sizes);
+// Reshape of the logical (row-major) element order.
+IndexMap reshape_index(const std::vector<int64_t>& in_sizes, const std::vector<int64_t>& out_sizes);
+
+// Storage offset of a logical index under strides.
+index::Expr strided_offset(const std::vector<index::Expr>& idx, const std::vector<int64_t>& strides,
+                           int64_t offset = 0);
+
+// Strides of a reshape of a strided tensor when it can be a view (PyTorch's rule), else nullopt.
+std::optional<std::vector<int64_t>> reshape_strides(const std::vector<int64_t>& in_sizes,
+                                                    const std::vector<int64_t>& in_strides,
+                                                    const std::vector<int64_t>& out_sizes);
+
+}  // namespace stax::lowering

@@ -1,0 +1,174 @@
+// Building scheduler nodes: loop simplification, read/write recording and dependence
+// normalization (Section 7.1, Example 7.1).
+#include "scheduler/dependencies.h"
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+
+#include "scheduler/recording_handler.h"
+
+namespace stax::scheduler {
+
+using index::Expr;
+using index::LoopVar;
+
+int64_t MemoryDep::numel() const {
+  int64_t n = 1;
+  for (const auto& v : ranges) n *= v.extent;
+  return n;
+}
+
+int64_t MemoryDep::bytes() const { return numel() * static_cast<int64_t>(dtype_size(dtype)); }
+
+std::string MemoryDep::to_string() const {
+  std::ostringstream out;
+  out << "MemoryDep('" << buffer << "', " << index::to_string(index) << ", {";
+  for (size_t k = 0; k < ranges.size(); ++k) {
+    out << (k ? ", " : "") << ranges[k].name << ": " << ranges[k].extent;
+  }
+  out << "})";
+  return out.str();
+}
+
+bool operator==(const MemoryDep& a, const MemoryDep& b) {
+  return a.buffer == b.buffer && a.index == b.index && a.ranges == b.ranges;
+}
+
+bool operator<(const MemoryDep& a, const MemoryDep& b) {
+  if (a.buffer != b.buffer) return a.buffer < b.buffer;
+  if (a.index != b.index) return a.index < b.index;
+  if (a.ranges.size() != b.ranges.size()) return a.ranges.size() < b.ranges.size();
+  for (size_t k = 0; k < a.ranges.size(); ++k) {
+    if (a.ranges[k].name != b.ranges[k].name) return a.ranges[k].name < b.ranges[k].name;
+    if (a.ranges[k].extent != b.ranges[k].extent) return a.ranges[k].extent < b.ranges[k].extent;
+  }
+  return false;
+}
+
+MemoryDep normalize_dep(const std::string& buffer, const Expr& idx,
+                        const std::vector<LoopVar>& loops, DType dtype) {
+  index::CollapsedIndex c = index::collapse(idx, loops, "c");
+  return MemoryDep{buffer, c.index, c.vars, dtype};
+}
+
+std::vector<int64_t> SchedulerNode::sizes() const {
+  std::vector<int64_t> out;
+  for (const auto& v : vars) out.push_back(v.extent);
+  return out;
+}
+
+std::vector<int64_t> SchedulerNode::reduction_sizes() const {
+  std::vector<int64_t> out;
+  for (const auto& v : reduction_vars) out.push_back(v.extent);
+  return out;
+}
+
+index::RangeMap SchedulerNode::ranges() const {
+  index::RangeMap r;
+  for (const auto& v : vars) r[v.name] = v.extent;
+  for (const auto& v : reduction_vars) r[v.name] = v.extent;
+  return r;
+}
+
+namespace {
+
+std::vector<LoopVar> make_vars(const std::vector<int64_t>& extents, const std::string& prefix) {
+  std::vector<LoopVar> vars;
+  for (size_t k = 0; k < extents.size(); ++k) {
+    vars.push_back({prefix + std::to_string(k), extents[k]});
+  }
+  return vars;
+}
+
+std::vector<Expr> as_exprs(const std::vector<LoopVar>& vars) {
+  std::vector<Expr> out;
+  for (const auto& v : vars) out.push_back(Expr::var(v.name));
+  return out;
+}
+
+index::RangeMap range_map(const std::vector<LoopVar>& a, const std::vector<LoopVar>& b) {
+  index::RangeMap r;
+  for (const auto& v : a) r[v.name] = v.extent;
+  for (const auto& v : b) r[v.name] = v.extent;
+  return r;
+}
+
+}  // namespace
+
+void SchedulerNode::run_body(lowering::OpsHandler& handler, const std::vector<Expr>& pointwise,
+                             const std::vector<Expr>& reduction) const {
+  std::map<std::string, Expr> rename;
+  for (size_t k = 0; k < vars.size(); ++k) rename[vars[k].name] = pointwise.at(k);
+  for (size_t k = 0; k < reduction_vars.size(); ++k) {
+    rename[reduction_vars[k].name] = reduction.at(k);
+  }
+  std::vector<Expr> idx;
+  std::vector<Expr> ridx;
+  for (size_t k = 0; k < buffer->ranges.size(); ++k) {
+    idx.push_back(index::substitute(original_index.at("i" + std::to_string(k)), rename));
+  }
+  for (size_t k = 0; k < buffer->reduction_ranges.size(); ++k) {
+    ridx.push_back(index::substitute(original_index.at("j" + std::to_string(k)), rename));
+  }
+  buffer->run_body(handler, idx, ridx);
+}
+
+std::vector<std::string> SchedulerNode::buffers() const {
+  std::vector<std::string> out;
+  for (const auto& r : reads) {
+    if (std::find(out.begin(), out.end(), r.buffer) == out.end()) out.push_back(r.buffer);
+  }
+  if (std::find(out.begin(), out.end(), write.buffer) == out.end()) out.push_back(write.buffer);
+  return out;
+}
+
+SchedulerNode make_scheduler_node(int id, const lowering::ComputedBuffer& buffer,
+                                  const lowering::LoweredGraph& graph) {
+  (void)graph;
+  SchedulerNode node;
+  node.id = id;
+  node.name = "op" + std::to_string(id);
+  node.buffer = &buffer;
+
+  // Record with the buffer's own loop variables to find which loops can be merged.
+  const auto pw = make_vars(buffer.ranges, "i");
+  const auto red = make_vars(buffer.reduction_ranges, "j");
+  const auto raw_ranges = range_map(pw, red);
+  RecordingHandler raw;
+  buffer.run_body(raw, as_exprs(pw), as_exprs(red));
+  std::vector<Expr> indices;
+  for (const auto& r : raw.loads) indices.push_back(index::simplify(r.index, raw_ranges));
+  for (const auto& s : raw.stores) indices.push_back(index::simplify(s.index, raw_ranges));
+
+  index::MergedLoops merged_pw = index::merge_loops(pw, indices, "x");
+  index::MergedLoops merged_red = index::merge_loops(red, indices, "r");
+  node.vars = merged_pw.vars;
+  node.reduction_vars = merged_red.vars;
+  node.original_index = merged_pw.old_to_new;
+  node.original_index.insert(merged_red.old_to_new.begin(), merged_red.old_to_new.end());
+
+  // Record again over the simplified loops.
+  RecordingHandler rec;
+  node.run_body(rec, as_exprs(node.vars), as_exprs(node.reduction_vars));
+  const index::RangeMap ranges = node.ranges();
+  std::vector<LoopVar> all_loops = node.vars;
+  all_loops.insert(all_loops.end(), node.reduction_vars.begin(), node.reduction_vars.end());
+
+  std::set<std::pair<std::string, Expr>> seen;
+  for (const auto& r : rec.loads) {
+    Expr idx = index::simplify(r.index, ranges);
+    if (!seen.insert({r.buffer, idx}).second) continue;
+    node.reads.push_back({r.buffer, idx, r.dtype});
+    MemoryDep dep = normalize_dep(r.buffer, idx, all_loops, r.dtype);
+    if (std::find(node.read_deps.begin(), node.read_deps.end(), dep) == node.read_deps.end()) {
+      node.read_deps.push_back(dep);
+    }
+  }
+  const auto& st = rec.stores.at(0);
+  node.write = {st.buffer, index::simplify(st.index, ranges), st.dtype};
+  node.write_dep = normalize_dep(st.buffer, node.write.index, all_loops, st.dtype);
+  return node;
+}
+
+}  // namespace stax::scheduler

@@ -1,0 +1,43 @@
+// Fused nodes: what the scheduler hands to code generation, one per kernel loop.
+//
+// A fused node is a set of scheduler nodes sharing `outer` loops (the outer-loop fusion depth
+// is outer.size(); 0 when the node is not outer-loop fused). Inside the outer loops come one
+// or more loop nests, run one after another in each outer iteration (Listing 7.1). All nodes
+// of one nest share its loops: a nest is (pointwise ranges, reduction ranges), and a
+// pointwise node whose ranges are the nest's pointwise ++ reduction ranges runs inside the
+// reduction loop (Definition 7.2, condition 3).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "scheduler/dependencies.h"
+
+namespace stax::scheduler {
+
+struct LoopNest {
+  std::vector<int64_t> sizes;            // pointwise ranges inside the outer loops
+  std::vector<int64_t> reduction_sizes;  // empty for a pointwise nest
+  std::vector<int> nodes;                // scheduler node ids, in execution order
+};
+
+struct FusedNode {
+  std::string name;  // op0, or op0_op1 after fusion
+  std::vector<int64_t> outer;
+  std::vector<LoopNest> nests;
+  bool outer_loop_fused = false;
+
+  std::vector<int> members() const;
+  bool contains(int node_id) const;
+  bool has_reduction() const;
+  // The iteration group (pointwise ranges, reduction ranges) of a single-nest node.
+  std::vector<int64_t> pointwise_ranges() const;  // outer ++ nests[0].sizes
+  std::vector<int64_t> reduction_ranges() const { return nests.at(0).reduction_sizes; }
+  // "((64,), (128,))" for a single nest; "outer (64,): ((), (128,)) ; ((128,), ())" otherwise.
+  std::string group_string() const;
+};
+
+std::string sizes_string(const std::vector<int64_t>& sizes);  // "(64, 128)", "(64,)", "()"
+
+}  // namespace stax::scheduler

@@ -1,0 +1,359 @@
+// The CPU fusion legality rules and the fusion score (Sections 7.1-7.3).
+#include "scheduler/fusion_rules.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <sstream>
+
+namespace stax::scheduler {
+
+using index::Expr;
+using index::LoopVar;
+
+std::string FusionScore::to_string() const {
+  std::ostringstream out;
+  out << "(" << type << ", " << shared_bytes << ", " << shared_buffers << ", " << -distance
+      << ")";
+  return out.str();
+}
+
+bool ranks_higher(const FusionScore& x, const FusionScore& y) {
+  const int64_t lo = std::min(x.shared_bytes, y.shared_bytes);
+  const int64_t hi = std::max(x.shared_bytes, y.shared_bytes);
+  if (hi > 16 * lo) return x.shared_bytes > y.shared_bytes;
+  if (x.type != y.type) return x.type > y.type;
+  if (x.shared_bytes != y.shared_bytes) return x.shared_bytes > y.shared_bytes;
+  if (x.shared_buffers != y.shared_buffers) return x.shared_buffers > y.shared_buffers;
+  return x.distance < y.distance;
+}
+
+std::string sizes_string(const std::vector<int64_t>& sizes) {
+  std::string out = "(";
+  for (size_t k = 0; k < sizes.size(); ++k) out += (k ? ", " : "") + std::to_string(sizes[k]);
+  if (sizes.size() == 1) out += ",";
+  return out + ")";
+}
+
+std::vector<int> FusedNode::members() const {
+  std::vector<int> out;
+  for (const auto& nest : nests) out.insert(out.end(), nest.nodes.begin(), nest.nodes.end());
+  return out;
+}
+
+bool FusedNode::contains(int node_id) const {
+  for (const auto& nest : nests) {
+    if (std::find(nest.nodes.begin(), nest.nodes.end(), node_id) != nest.nodes.end()) return true;
+  }
+  return false;
+}
+
+bool FusedNode::has_reduction() const {
+  for (const auto& nest : nests) {
+    if (!nest.reduction_sizes.empty()) return true;
+  }
+  return false;
+}
+
+std::vector<int64_t> FusedNode::pointwise_ranges() const {
+  std::vector<int64_t> out = outer;
+  out.insert(out.end(), nests.at(0).sizes.begin(), nests.at(0).sizes.end());
+  return out;
+}
+
+std::string FusedNode::group_string() const {
+  if (!outer_loop_fused) {
+    return "(" + sizes_string(pointwise_ranges()) + ", " + sizes_string(reduction_ranges()) + ")";
+  }
+  std::string out = "outer " + sizes_string(outer) + ":";
+  for (size_t k = 0; k < nests.size(); ++k) {
+    out += (k ? " ;" : "") + std::string(" (") + sizes_string(nests[k].sizes) + ", " +
+           sizes_string(nests[k].reduction_sizes) + ")";
+  }
+  return out;
+}
+
+Placement place(const FusedNode& fused, const SchedulerNode& node) {
+  for (size_t k = 0; k < fused.nests.size(); ++k) {
+    const LoopNest& nest = fused.nests[k];
+    if (std::find(nest.nodes.begin(), nest.nodes.end(), node.id) == nest.nodes.end()) continue;
+    Placement p;
+    p.nest = k;
+    const size_t pointwise_loops = fused.outer.size() + nest.sizes.size();
+    for (size_t j = 0; j < pointwise_loops; ++j) p.pointwise.push_back(Expr::var("x" + std::to_string(j)));
+    std::vector<Expr> red;
+    for (size_t j = 0; j < nest.reduction_sizes.size(); ++j) {
+      red.push_back(Expr::var("r" + std::to_string(j)));
+    }
+    if (node.is_reduction() || nest.reduction_sizes.empty()) {
+      p.reduction = red;
+    } else {
+      // A pointwise node inside a reduction nest walks the reduction loops as its own.
+      p.pointwise.insert(p.pointwise.end(), red.begin(), red.end());
+    }
+    return p;
+  }
+  throw std::logic_error(node.name + " is not part of " + fused.name);
+}
+
+std::vector<LoopVar> nest_inner_loops(const FusedNode& fused, size_t nest) {
+  std::vector<LoopVar> loops;
+  const LoopNest& n = fused.nests.at(nest);
+  for (size_t j = 0; j < n.sizes.size(); ++j) {
+    loops.push_back({"x" + std::to_string(fused.outer.size() + j), n.sizes[j]});
+  }
+  for (size_t j = 0; j < n.reduction_sizes.size(); ++j) {
+    loops.push_back({"r" + std::to_string(j), n.reduction_sizes[j]});
+  }
+  return loops;
+}
+
+index::RangeMap nest_ranges(const FusedNode& fused, size_t nest) {
+  index::RangeMap r;
+  for (size_t j = 0; j < fused.outer.size(); ++j) r["x" + std::to_string(j)] = fused.outer[j];
+  for (const LoopVar& v : nest_inner_loops(fused, nest)) r[v.name] = v.extent;
+  return r;
+}
+
+namespace {
+
+// An access of a node rewritten into the loop variables of the fused node.
+Expr placed_index(const FusedNode& fused, const SchedulerNode& node, const Expr& idx,
+                  const Placement& p) {
+  std::map<std::string, Expr> rename;
+  for (size_t k = 0; k < node.vars.size(); ++k) rename[node.vars[k].name] = p.pointwise.at(k);
+  for (size_t k = 0; k < node.reduction_vars.size(); ++k) {
+    rename[node.reduction_vars[k].name] = p.reduction.at(k);
+  }
+  return index::simplify(index::substitute(idx, rename), nest_ranges(fused, p.nest));
+}
+
+std::set<std::string> buffers_of(const FusedNode& f, const std::vector<SchedulerNode>& nodes) {
+  std::set<std::string> out;
+  for (int id : f.members()) {
+    for (const auto& b : nodes[static_cast<size_t>(id)].buffers()) out.insert(b);
+  }
+  return out;
+}
+
+std::set<MemoryDep> deps_of(const FusedNode& f, const std::vector<SchedulerNode>& nodes) {
+  std::set<MemoryDep> out;
+  for (int id : f.members()) {
+    const SchedulerNode& n = nodes[static_cast<size_t>(id)];
+    out.insert(n.read_deps.begin(), n.read_deps.end());
+    out.insert(n.write_dep);
+  }
+  return out;
+}
+
+}  // namespace
+
+FusionRules::FusionRules(const std::vector<SchedulerNode>& nodes, FusionLimits limits)
+    : nodes_(nodes), limits_(limits) {}
+
+int FusionRules::position(const FusedNode& n) const {
+  const auto m = n.members();
+  return *std::min_element(m.begin(), m.end());
+}
+
+bool FusionRules::has_edge(const FusedNode& from, const FusedNode& to) const {
+  std::set<std::string> written;
+  for (int id : from.members()) written.insert(nodes_[static_cast<size_t>(id)].write.buffer);
+  for (int id : to.members()) {
+    for (const auto& r : nodes_[static_cast<size_t>(id)].reads) {
+      if (written.count(r.buffer)) return true;
+    }
+  }
+  return false;
+}
+
+FusionScore FusionRules::score(const FusedNode& a, const FusedNode& b) const {
+  FusionScore s;
+  const auto da = deps_of(a, nodes_);
+  const auto db = deps_of(b, nodes_);
+  for (const MemoryDep& d : da) {
+    if (db.count(d)) s.shared_bytes += d.bytes();
+  }
+  const auto ba = buffers_of(a, nodes_);
+  const auto bb = buffers_of(b, nodes_);
+  for (const auto& name : ba) s.shared_buffers += static_cast<int>(bb.count(name));
+  s.type = (a.has_reduction() == b.has_reduction() && s.shared_bytes > 0) ? 1 : 0;
+  s.distance = std::abs(position(a) - position(b));
+  return s;
+}
+
+// Checks every producer/consumer pair across a and b inside the proposed fused node.
+std::string FusionRules::check_accesses(const FusedNode& fused, const FusedNode& a,
+                                        const FusedNode& b) const {
+  std::map<std::string, int> writer;
+  for (int id : fused.members()) writer[nodes_[static_cast<size_t>(id)].write.buffer] = id;
+  for (int reader_id : fused.members()) {
+    const SchedulerNode& reader = nodes_[static_cast<size_t>(reader_id)];
+    for (const Access& read : reader.reads) {
+      auto it = writer.find(read.buffer);
+      if (it == writer.end()) continue;
+      const SchedulerNode& producer = nodes_[static_cast<size_t>(it->second)];
+      const bool crosses = (a.contains(producer.id) && b.contains(reader.id)) ||
+                           (b.contains(producer.id) && a.contains(reader.id));
+      if (!crosses) continue;
+      const Placement pw = place(fused, producer);
+      const Placement pr = place(fused, reader);
+      const Expr w = placed_index(fused, producer, producer.write.index, pw);
+      const Expr r = placed_index(fused, reader, read.index, pr);
+      if (pw.nest == pr.nest) {
+        if (producer.is_reduction()) {
+          return reader.name + " reads " + read.buffer + ", the result of reduction " +
+                 producer.name + ", inside the same loop";
+        }
+        if (w != r) {
+          return reader.name + " reads " + read.buffer + " at " + index::to_string(r) +
+                 " but " + producer.name + " writes it at " + index::to_string(w) +
+                 " (Proposition 7.2)";
+        }
+      } else {
+        if (pw.nest > pr.nest) {
+          return reader.name + " would run before its producer " + producer.name;
+        }
+        const auto cw = index::collapse(w, nest_inner_loops(fused, pw.nest));
+        const auto cr = index::collapse(r, nest_inner_loops(fused, pr.nest));
+        if (!(cw == cr)) {
+          return reader.name + " reads " + read.buffer + " outside the outer iteration that " +
+                 producer.name + " writes (" + index::to_string(r) + " vs " +
+                 index::to_string(w) + ")";
+        }
+      }
+    }
+  }
+  return "";
+}
+
+FusionDecision FusionRules::try_same_nest(const FusedNode& a, const FusedNode& b,
+                                          bool vertical) const {
+  FusionDecision d;
+  d.vertical = vertical;
+  if (a.outer_loop_fused || b.outer_loop_fused || a.nests.size() != 1 || b.nests.size() != 1) {
+    d.reason = "an outer-loop fused node only fuses by outer loops";
+    return d;
+  }
+  const auto pa = a.pointwise_ranges();
+  const auto pb = b.pointwise_ranges();
+  const auto ra = a.reduction_ranges();
+  const auto rb = b.reduction_ranges();
+  auto joined = [](std::vector<int64_t> x, const std::vector<int64_t>& y) {
+    x.insert(x.end(), y.begin(), y.end());
+    return x;
+  };
+  LoopNest nest;
+  if (pa == pb && ra == rb) {
+    d.reason = "SAME_VARS_REDUCE";
+    nest = {pa, ra, {}};
+  } else if (ra.empty() && !rb.empty() && pa == joined(pb, rb)) {
+    d.reason = "COMPATIBLE_REDUCTION";
+    nest = {pb, rb, {}};
+  } else if (rb.empty() && !ra.empty() && pb == joined(pa, ra)) {
+    d.reason = "COMPATIBLE_REDUCTION";
+    nest = {pa, ra, {}};
+  } else {
+    d.reason = "iteration groups " + a.group_string() + " and " + b.group_string() +
+               " differ (Definition 7.2)";
+    return d;
+  }
+  nest.nodes = a.nests[0].nodes;
+  nest.nodes.insert(nest.nodes.end(), b.nests[0].nodes.begin(), b.nests[0].nodes.end());
+  d.fused.name = a.name + "_" + b.name;
+  d.fused.nests = {nest};
+  if (std::string why = check_accesses(d.fused, a, b); !why.empty()) {
+    d.reason = why;
+    return d;
+  }
+  d.accepted = true;
+  return d;
+}
+
+FusionDecision FusionRules::try_outer_loop(const FusedNode& a, const FusedNode& b) const {
+  FusionDecision d;
+  d.vertical = has_edge(a, b);
+  const auto la = a.outer_loop_fused ? a.outer : a.pointwise_ranges();
+  const auto lb = b.outer_loop_fused ? b.outer : b.pointwise_ranges();
+  size_t depth = 0;
+  while (depth < la.size() && depth < lb.size() && la[depth] == lb[depth]) ++depth;
+  if (depth == 0) {
+    d.reason = "outer-loop fusion depth 0: iteration groups " + a.group_string() + " and " +
+               b.group_string() + " share no outer loop";
+    return d;
+  }
+  FusedNode f;
+  f.name = a.name + "_" + b.name;
+  f.outer.assign(la.begin(), la.begin() + static_cast<std::ptrdiff_t>(depth));
+  f.outer_loop_fused = true;
+  for (const FusedNode* part : {&a, &b}) {
+    for (const LoopNest& nest : part->nests) {
+      LoopNest moved = nest;
+      std::vector<int64_t> inner(part->outer.begin(), part->outer.end());
+      inner.insert(inner.end(), nest.sizes.begin(), nest.sizes.end());
+      moved.sizes.assign(inner.begin() + static_cast<std::ptrdiff_t>(depth), inner.end());
+      f.nests.push_back(moved);
+    }
+  }
+  d.fused = f;
+  if (std::string why = check_accesses(f, a, b); !why.empty()) {
+    d.reason = why;
+    return d;
+  }
+  d.reason = "OUTER_LOOP_FUSED depth " + std::to_string(depth);
+  d.accepted = true;
+  return d;
+}
+
+FusionDecision FusionRules::can_fuse(const FusedNode& first, const FusedNode& second) const {
+  // Order the pair so that nothing in `a` depends on `b`.
+  const bool ab = has_edge(first, second);
+  const bool ba = has_edge(second, first);
+  FusionDecision rejected;
+  if (ab && ba) {
+    rejected.reason = first.name + " and " + second.name + " depend on each other";
+    return rejected;
+  }
+  const bool swap = ba || (!ab && position(second) < position(first));
+  const FusedNode& a = swap ? second : first;
+  const FusedNode& b = swap ? first : second;
+  const bool vertical = ab || ba;
+
+  rejected.score = score(a, b);
+  rejected.vertical = vertical;
+  if (a.members().size() + b.members().size() > limits_.max_nodes) {
+    rejected.reason = "more than " + std::to_string(limits_.max_nodes) + " nodes";
+    return rejected;
+  }
+  auto buffers = buffers_of(a, nodes_);
+  const auto more = buffers_of(b, nodes_);
+  buffers.insert(more.begin(), more.end());
+  if (buffers.size() > limits_.max_buffers) {
+    rejected.reason = "more than " + std::to_string(limits_.max_buffers) + " buffers";
+    return rejected;
+  }
+  if (rejected.score.shared_bytes < limits_.min_shared_bytes) {
+    rejected.reason = "no shared data with identical indices (score " +
+                      std::to_string(rejected.score.shared_bytes) + ")";
+    return rejected;
+  }
+  if (!vertical && rejected.score.distance > limits_.max_horizontal_distance) {
+    rejected.reason = "horizontal fusion over a distance of " +
+                      std::to_string(rejected.score.distance) +
+                      " nodes would extend buffer lifetimes";
+    return rejected;
+  }
+  FusionDecision same = try_same_nest(a, b, vertical);
+  if (same.accepted) {
+    same.score = rejected.score;
+    return same;
+  }
+  FusionDecision outer = try_outer_loop(a, b);
+  outer.score = rejected.score;
+  outer.vertical = vertical;
+  if (outer.accepted) return outer;
+  rejected.reason = same.reason + "; " + outer.reason;
+  return rejected;
+}
+
+}  // namespace stax::scheduler

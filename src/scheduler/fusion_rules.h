@@ -1,0 +1,83 @@
+// can_fuse for the CPU (line 3 of Algorithm 7.1): whether two fused nodes may share a kernel,
+// the fused node they would form, and the reason — for a fusion as for a rejection.
+//
+// Rules, in order: size limits (128 nodes, 32 buffers); shared data above the threshold;
+// no far-apart horizontal fusion; then the CPU loop rules of Definition 7.2 — identical
+// iteration groups (SAME_VARS_REDUCE), a pointwise node whose ranges split into a
+// reduction's (COMPATIBLE_REDUCTION), or shared outer loops (OUTER_LOOP_FUSED, with the
+// outer-loop fusion depth) — each checked for vertical correctness: inside one loop nest a
+// read must use exactly the index of the write and may not read a reduction result
+// (Proposition 7.2, δ = 0); across nests of one outer iteration the positions read must be
+// exactly those written in that same outer iteration.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "scheduler/fused_node.h"
+
+namespace stax::scheduler {
+
+// Limits of line 3 of Algorithm 7.1.
+struct FusionLimits {
+  size_t max_nodes = 128;
+  size_t max_buffers = 32;
+  int64_t min_shared_bytes = 1;
+  // Horizontal fusion of nodes further apart than this (in the original order) is refused:
+  // it would extend the lifetime of what the earlier one reads.
+  int max_horizontal_distance = 64;
+};
+
+struct FusionScore {
+  int type = 0;                // τ: both reductions or both pointwise, sharing data
+  int64_t shared_bytes = 0;    // σ
+  int shared_buffers = 0;      // ω
+  int distance = 0;            // δ
+  std::string to_string() const;
+};
+// Whether candidate x ranks strictly above y: (τ, σ, ω, −δ) lexicographically, except that
+// only σ is compared when the σ of the two differ by more than a factor of 16.
+bool ranks_higher(const FusionScore& x, const FusionScore& y);
+
+struct FusionDecision {
+  bool accepted = false;
+  std::string reason;  // SAME_VARS_REDUCE, COMPATIBLE_REDUCTION, OUTER_LOOP_FUSED, or why not
+  bool vertical = false;
+  FusionScore score;
+  FusedNode fused;  // valid when accepted
+};
+
+class FusionRules {
+ public:
+  FusionRules(const std::vector<SchedulerNode>& nodes, FusionLimits limits = {});
+  // a and b are distinct fused nodes; either may come first in the original order.
+  FusionDecision can_fuse(const FusedNode& a, const FusedNode& b) const;
+  FusionScore score(const FusedNode& a, const FusedNode& b) const;
+  // Whether some node of `to` reads a buffer that a node of `from` writes.
+  bool has_edge(const FusedNode& from, const FusedNode& to) const;
+  int position(const FusedNode& n) const;  // smallest node id
+
+ private:
+  FusionDecision try_same_nest(const FusedNode& a, const FusedNode& b, bool vertical) const;
+  FusionDecision try_outer_loop(const FusedNode& a, const FusedNode& b) const;
+  std::string check_accesses(const FusedNode& fused, const FusedNode& a,
+                             const FusedNode& b) const;
+
+  const std::vector<SchedulerNode>& nodes_;
+  FusionLimits limits_;
+};
+
+// The loop variables of a node placed in a fused node: its pointwise and reduction variables
+// expressed in the fused node's loop variables (outer and nest pointwise loops x0, x1, ...;
+// reduction loops r0, r1, ...), plus the index of its nest.
+struct Placement {
+  size_t nest = 0;
+  std::vector<index::Expr> pointwise;
+  std::vector<index::Expr> reduction;
+};
+Placement place(const FusedNode& fused, const SchedulerNode& node);
+// The ranges of the loop variables of one nest of a fused node (outer loops included).
+index::RangeMap nest_ranges(const FusedNode& fused, size_t nest);
+std::vector<index::LoopVar> nest_inner_loops(const FusedNode& fused, size_t nest);
+
+}  // namespace stax::scheduler

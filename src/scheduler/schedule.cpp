@@ -1,0 +1,174 @@
+// The Section 7.6 pipeline.
+#include "scheduler/schedule.h"
+
+#include <algorithm>
+#include <map>
+#include <queue>
+#include <stdexcept>
+
+namespace stax::scheduler {
+
+const BufferPlan* Schedule::plan_of(const std::string& buffer) const {
+  for (const auto& p : buffers) {
+    if (p.buffer == buffer) return &p;
+  }
+  return nullptr;
+}
+
+bool Schedule::is_elided(const std::string& buffer) const {
+  const BufferPlan* p = plan_of(buffer);
+  return p != nullptr && p->elided;
+}
+
+namespace {
+
+// Kahn's algorithm over fused nodes; ties broken by the original position.
+std::vector<FusedNode> topological_order(std::vector<FusedNode> groups,
+                                         const std::vector<SchedulerNode>& nodes) {
+  std::map<std::string, size_t> writer_group;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    for (int id : groups[g].members()) writer_group[nodes[static_cast<size_t>(id)].write.buffer] = g;
+  }
+  std::vector<std::set<size_t>> succs(groups.size());
+  std::vector<int> indegree(groups.size(), 0);
+  for (size_t g = 0; g < groups.size(); ++g) {
+    for (int id : groups[g].members()) {
+      for (const auto& r : nodes[static_cast<size_t>(id)].reads) {
+        auto it = writer_group.find(r.buffer);
+        if (it == writer_group.end() || it->second == g) continue;
+        if (succs[it->second].insert(g).second) ++indegree[g];
+      }
+    }
+  }
+  auto first = [&](size_t g) {
+    const auto m = groups[g].members();
+    return *std::min_element(m.begin(), m.end());
+  };
+  auto later = [&](size_t x, size_t y) { return first(x) > first(y); };
+  std::priority_queue<size_t, std::vector<size_t>, decltype(later)> ready(later);
+  for (size_t g = 0; g < groups.size(); ++g) {
+    if (indegree[g] == 0) ready.push(g);
+  }
+  std::vector<FusedNode> ordered;
+  while (!ready.empty()) {
+    const size_t g = ready.top();
+    ready.pop();
+    ordered.push_back(groups[g]);
+    for (size_t s : succs[g]) {
+      if (--indegree[s] == 0) ready.push(s);
+    }
+  }
+  if (ordered.size() != groups.size()) throw std::logic_error("fused nodes form a cycle");
+  return ordered;
+}
+
+}  // namespace
+
+Schedule schedule(const lowering::LoweredGraph& graph, const ScheduleOptions& options) {
+  Schedule s;
+  s.graph = &graph;
+  // Step 1: one node per buffer, with its dependences.
+  for (size_t k = 0; k < graph.buffers.size(); ++k) {
+    s.nodes.push_back(make_scheduler_node(static_cast<int>(k), graph.buffers[k], graph));
+  }
+  // Step 2: dead-node elimination, from the outputs backwards (buffers are in execution
+  // order, so one reverse sweep suffices).
+  std::set<std::string> needed;
+  for (const auto& out : graph.outputs) needed.insert(out.buffer);
+  s.dead.assign(s.nodes.size(), false);
+  for (size_t k = s.nodes.size(); k-- > 0;) {
+    const SchedulerNode& n = s.nodes[k];
+    if (!needed.count(n.write.buffer)) {
+      s.dead[k] = true;
+      s.dead_node_log.push_back("removed " + n.name + " (" + n.write.buffer +
+                                "): its result is never used");
+      continue;
+    }
+    for (const auto& r : n.reads) needed.insert(r.buffer);
+  }
+  std::reverse(s.dead_node_log.begin(), s.dead_node_log.end());
+
+  std::vector<FusedNode> groups;
+  for (const auto& n : s.nodes) {
+    if (s.dead[static_cast<size_t>(n.id)]) continue;
+    FusedNode f;
+    f.name = n.name;
+    f.nests = {LoopNest{n.sizes(), n.reduction_sizes(), {n.id}}};
+    groups.push_back(f);
+  }
+  // Steps 3-4: ancestor sets and greedy fusion.
+  if (options.fuse) greedy_fusion(s.nodes, groups, s.fusion_log, options.limits);
+  s.kernels = topological_order(std::move(groups), s.nodes);
+
+  // Step 6: producers, last uses, and buffers that never leave a loop nest.
+  std::set<std::string> outputs;
+  for (const auto& out : graph.outputs) {
+    if (!out.is_input) outputs.insert(out.buffer);
+  }
+  std::map<std::string, size_t> plan_index;
+  for (size_t g = 0; g < s.kernels.size(); ++g) {
+    for (int id : s.kernels[g].members()) {
+      const SchedulerNode& n = s.nodes[static_cast<size_t>(id)];
+      BufferPlan p;
+      p.buffer = n.write.buffer;
+      p.bytes = n.buffer->numel() * static_cast<int64_t>(dtype_size(n.buffer->dtype));
+      p.producer = static_cast<int>(g);
+      p.last_use = static_cast<int>(g);
+      p.is_output = outputs.count(p.buffer) > 0;
+      plan_index[p.buffer] = s.buffers.size();
+      s.buffers.push_back(p);
+    }
+  }
+  std::map<std::string, int> input_last_use;
+  std::map<std::string, std::set<std::pair<int, size_t>>> readers;  // buffer -> (group, nest)
+  for (size_t g = 0; g < s.kernels.size(); ++g) {
+    const FusedNode& f = s.kernels[g];
+    for (size_t nest = 0; nest < f.nests.size(); ++nest) {
+      for (int id : f.nests[nest].nodes) {
+        for (const auto& r : s.nodes[static_cast<size_t>(id)].reads) {
+          readers[r.buffer].insert({static_cast<int>(g), nest});
+          if (auto it = plan_index.find(r.buffer); it != plan_index.end()) {
+            s.buffers[it->second].last_use =
+                std::max(s.buffers[it->second].last_use, static_cast<int>(g));
+          } else {
+            input_last_use[r.buffer] = static_cast<int>(g);
+          }
+        }
+      }
+    }
+  }
+  for (auto& p : s.buffers) {
+    if (p.is_output) continue;
+    const FusedNode& f = s.kernels[static_cast<size_t>(p.producer)];
+    const SchedulerNode* writer = nullptr;
+    size_t writer_nest = 0;
+    for (size_t nest = 0; nest < f.nests.size(); ++nest) {
+      for (int id : f.nests[nest].nodes) {
+        if (s.nodes[static_cast<size_t>(id)].write.buffer == p.buffer) {
+          writer = &s.nodes[static_cast<size_t>(id)];
+          writer_nest = nest;
+        }
+      }
+    }
+    const auto& rs = readers[p.buffer];
+    p.elided = writer != nullptr && !writer->is_reduction() && !rs.empty() &&
+               std::all_of(rs.begin(), rs.end(), [&](const auto& r) {
+                 return r.first == p.producer && r.second == writer_nest;
+               });
+  }
+
+  // Allocation and release records.
+  s.allocate_before.assign(s.kernels.size(), {});
+  s.release_after.assign(s.kernels.size(), {});
+  for (const auto& p : s.buffers) {
+    if (p.elided) continue;
+    s.allocate_before[static_cast<size_t>(p.producer)].push_back(p.buffer);
+    if (!p.is_output) s.release_after[static_cast<size_t>(p.last_use)].push_back(p.buffer);
+  }
+  for (const auto& [name, g] : input_last_use) {
+    s.release_after[static_cast<size_t>(g)].push_back(name);
+  }
+  return s;
+}
+
+}  // namespace stax::scheduler

@@ -1,0 +1,50 @@
+// The scheduling pipeline of Section 7.6: nodes and dependences, dead-node elimination,
+// ancestor sets, greedy fusion, kernel order, and the last use of every buffer with the
+// allocation and release points that code generation emits.
+#pragma once
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "lowering/loop_ir.h"
+#include "scheduler/greedy_fusion.h"
+
+namespace stax::scheduler {
+
+struct BufferPlan {
+  std::string buffer;
+  int64_t bytes = 0;
+  int producer = -1;   // fused node index that writes it
+  int last_use = -1;   // last fused node index that reads it (producer if none)
+  bool is_output = false;
+  // Written and read only inside one loop nest at the same index: never stored to memory.
+  bool elided = false;
+};
+
+struct Schedule {
+  const lowering::LoweredGraph* graph = nullptr;
+  std::vector<SchedulerNode> nodes;  // indexed by node id; dead ones included
+  std::vector<bool> dead;
+  std::vector<std::string> dead_node_log;
+  FusionLog fusion_log;
+  std::vector<FusedNode> kernels;  // fused nodes in execution order
+  std::vector<BufferPlan> buffers; // one per live computed buffer
+  // Per fused node: buffers allocated before it runs and released after it (Section 7.5's
+  // allocation and release records; inputs are only released, never freed).
+  std::vector<std::vector<std::string>> allocate_before;
+  std::vector<std::vector<std::string>> release_after;
+
+  const BufferPlan* plan_of(const std::string& buffer) const;
+  bool is_elided(const std::string& buffer) const;
+};
+
+struct ScheduleOptions {
+  FusionLimits limits;
+  bool fuse = true;
+};
+
+// `graph` must outlive the schedule.
+Schedule schedule(const lowering::LoweredGraph& graph, const ScheduleOptions& options = {});
+
+}  // namespace stax::scheduler
