@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Sets everything up, then runs the seed's three example programs through `stax explain`
+# and `stax run`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh build -DSTAX_BUILD_TESTS=OFF
+examples="${STAX_EXAMPLES:-../shared/examples}"
+for f in "$examples"/example_1_1.stax "$examples"/example_7_1.stax "$examples"/example_7_2.stax; do
+  echo "================ stax explain $f"
+  build/src/cli/stax explain "$f"
+  echo "================ stax run $f"
+  build/src/cli/stax run "$f"
+done
