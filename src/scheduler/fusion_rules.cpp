@@ -85,11 +85,33 @@ Placement place(const FusedNode& fused, const SchedulerNode& node) {
     for (size_t j = 0; j < nest.reduction_sizes.size(); ++j) {
       red.push_back(Expr::var("r" + std::to_string(j)));
     }
+    std::vector<int64_t> extents = fused.outer;
+    extents.insert(extents.end(), nest.sizes.begin(), nest.sizes.end());
     if (node.is_reduction() || nest.reduction_sizes.empty()) {
       p.reduction = red;
     } else {
       // A pointwise node inside a reduction nest walks the reduction loops as its own.
       p.pointwise.insert(p.pointwise.end(), red.begin(), red.end());
+      extents.insert(extents.end(), nest.reduction_sizes.begin(), nest.reduction_sizes.end());
+    }
+    if (node.vars.size() != p.pointwise.size()) {
+      // The node's loops are a coarsening of the nest's (its loop simplification merged
+      // loops that the nest keeps apart): each of its variables is the row-major combination
+      // of a run of the nest's variables.
+      std::vector<Expr> regrouped;
+      size_t fine = 0;
+      for (const index::LoopVar& v : node.vars) {
+        Expr combined(0);
+        int64_t covered = 1;
+        while (fine < extents.size() && (covered < v.extent || extents[fine] == 1) &&
+               covered * extents[fine] <= v.extent) {
+          combined = combined * Expr(extents[fine]) + p.pointwise[fine];
+          covered *= extents[fine++];
+        }
+        if (covered != v.extent) throw std::logic_error(node.name + " does not fit " + fused.name);
+        regrouped.push_back(combined);
+      }
+      p.pointwise = regrouped;
     }
     return p;
   }
@@ -147,6 +169,19 @@ std::set<MemoryDep> deps_of(const FusedNode& f, const std::vector<SchedulerNode>
 }
 
 }  // namespace
+
+bool coarsens(const std::vector<int64_t>& coarse, const std::vector<int64_t>& fine) {
+  if (coarse.size() >= fine.size()) return false;
+  size_t j = 0;
+  for (int64_t c : coarse) {
+    int64_t covered = 1;
+    while (j < fine.size() && covered * fine[j] <= c && (covered < c || fine[j] == 1)) {
+      covered *= fine[j++];
+    }
+    if (covered != c) return false;
+  }
+  return j == fine.size();
+}
 
 FusionRules::FusionRules(const std::vector<SchedulerNode>& nodes, FusionLimits limits)
     : nodes_(nodes), limits_(limits) {}
@@ -253,6 +288,12 @@ FusionDecision FusionRules::try_same_nest(const FusedNode& a, const FusedNode& b
   } else if (rb.empty() && !ra.empty() && pb == joined(pa, ra)) {
     d.reason = "COMPATIBLE_REDUCTION";
     nest = {pa, ra, {}};
+  } else if (ra.empty() && rb.empty() && coarsens(pa, pb)) {
+    d.reason = "COMPATIBLE_RANGES_NO_REDUCTION";
+    nest = {pb, {}, {}};
+  } else if (ra.empty() && rb.empty() && coarsens(pb, pa)) {
+    d.reason = "COMPATIBLE_RANGES_NO_REDUCTION";
+    nest = {pa, {}, {}};
   } else {
     d.reason = "iteration groups " + a.group_string() + " and " + b.group_string() +
                " differ (Definition 7.2)";

@@ -3,7 +3,8 @@
 //
 // Rules, in order: size limits (128 nodes, 32 buffers); shared data above the threshold;
 // no far-apart horizontal fusion; then the CPU loop rules of Definition 7.2 — identical
-// iteration groups (SAME_VARS_REDUCE), a pointwise node whose ranges split into a
+// iteration groups (SAME_VARS_REDUCE), pointwise nodes whose loops re-split into each other's
+// (COMPATIBLE_RANGES_NO_REDUCTION), a pointwise node whose ranges split into a
 // reduction's (COMPATIBLE_REDUCTION), or shared outer loops (OUTER_LOOP_FUSED, with the
 // outer-loop fusion depth) — each checked for vertical correctness: inside one loop nest a
 // read must use exactly the index of the write and may not read a reduction result
@@ -76,6 +77,9 @@ struct Placement {
   std::vector<index::Expr> reduction;
 };
 Placement place(const FusedNode& fused, const SchedulerNode& node);
+// Whether every extent of `coarse` is the product of a run of consecutive extents of `fine`
+// (so a pointwise loop nest over `coarse` can be re-split into `fine`, row-major).
+bool coarsens(const std::vector<int64_t>& coarse, const std::vector<int64_t>& fine);
 // The ranges of the loop variables of one nest of a fused node (outer loops included).
 index::RangeMap nest_ranges(const FusedNode& fused, size_t nest);
 std::vector<index::LoopVar> nest_inner_loops(const FusedNode& fused, size_t nest);

@@ -1,0 +1,125 @@
+// Lowering: composition of pointwise ops, views as index maps, the per-device
+// materialization rule, and outputs that are views.
+#include <gtest/gtest.h>
+
+#include "ir/graph.h"
+#include "lowering/lowering.h"
+#include "scheduler/recording_handler.h"
+
+namespace stax::lowering {
+namespace {
+
+LoweredGraph lower_text(const std::string& text, Device device = Device::Cpu) {
+  return lower(ir::parse_graph(text), LoweringOptions{device});
+}
+
+const char* kExp2Users = R"(
+def f(x: f32[64, 128]):
+    e = exp(x)
+    s = sum(e, dim=[-1])
+    m = amax(e, dim=[-1])
+    return s, m
+)";
+
+TEST(Lowering, PointwiseComposesIntoReduction) {
+  auto g = lower_text(R"(
+def f(x: f32[64, 128], y: f32[64, 128]):
+    p = mul(x, y)
+    q = relu(p)
+    s = sum(q, dim=[-1])
+    return s
+)");
+  ASSERT_EQ(g.buffers.size(), 1u);
+  EXPECT_EQ(g.buffers[0].origin, "mul+relu+sum");
+  EXPECT_EQ(g.buffers[0].ranges, (std::vector<int64_t>{64}));
+  EXPECT_EQ(g.buffers[0].reduction_ranges, (std::vector<int64_t>{128}));
+}
+
+TEST(Lowering, ExpensiveMultiUserValueMaterializedOnCpuOnly) {
+  auto cpu = lower_text(kExp2Users, Device::Cpu);
+  EXPECT_EQ(cpu.buffers.size(), 3u);
+  auto gpu = lower_text(kExp2Users, Device::Gpu);
+  EXPECT_EQ(gpu.buffers.size(), 2u);  // exp inlined into both reductions
+}
+
+TEST(Lowering, CheapMultiUserValueIsInlined) {
+  auto g = lower_text(R"(
+def f(x: f32[64, 128]):
+    a = add(x, 1.0)
+    s = sum(a, dim=[-1])
+    m = amax(a, dim=[-1])
+    return s, m
+)");
+  EXPECT_EQ(g.buffers.size(), 2u);
+}
+
+TEST(Lowering, ViewsAreIndexMapsNotCopies) {
+  auto g = lower_text(R"(
+def f(x: f32[4, 6]):
+    t = transpose(x, 0, 1)
+    r = reshape(t, [24])
+    u = unsqueeze(r, 0)
+    e = expand(u, [3, 24])
+    y = mul(e, 2.0)
+    return y
+)");
+  ASSERT_EQ(g.buffers.size(), 1u);  // only the output
+  scheduler::RecordingHandler rec;
+  g.buffers[0].run_body(rec, {index::Expr(1), index::Expr(7)}, {});
+  ASSERT_EQ(rec.loads.size(), 1u);
+  // Element 7 of the flattened transpose is t[1][3] = x[3][1] = offset 3*6 + 1.
+  EXPECT_EQ(index::evaluate(rec.loads[0].index, {}), 19);
+  ASSERT_EQ(rec.stores.size(), 1u);
+  EXPECT_EQ(index::evaluate(rec.stores[0].index, {}), 24 + 7);
+}
+
+TEST(Lowering, OutputThatIsAViewOfAnInputAliasesIt) {
+  auto g = lower_text(R"(
+def f(x: f32[4, 6]):
+    t = transpose(x, 0, 1)
+    return t
+)");
+  EXPECT_TRUE(g.buffers.empty());
+  ASSERT_EQ(g.outputs.size(), 1u);
+  EXPECT_TRUE(g.outputs[0].is_input);
+  EXPECT_EQ(g.outputs[0].strides, (std::vector<int64_t>{1, 6}));
+}
+
+TEST(Lowering, OutputViewOfReductionNeedsNoCopy) {
+  auto g = lower_text(R"(
+def f(x: f32[4, 6]):
+    s = sum(x, dim=[1])
+    u = unsqueeze(s, 1)
+    return u
+)");
+  ASSERT_EQ(g.buffers.size(), 1u);
+  EXPECT_FALSE(g.outputs[0].is_input);
+  EXPECT_EQ(g.outputs[0].buffer, g.buffers[0].name);
+  EXPECT_EQ(g.outputs[0].sizes, (std::vector<int64_t>{4, 1}));
+}
+
+TEST(Lowering, ComparisonsFeedWhere) {
+  auto g = lower_text(R"(
+def f(x: f32[8], y: f32[8]):
+    c = gt(x, y)
+    w = where(c, x, -inf)
+    return c, w
+)");
+  ASSERT_EQ(g.buffers.size(), 2u);
+  EXPECT_EQ(g.buffers[0].dtype, DType::Bool);
+  EXPECT_EQ(g.buffers[1].dtype, DType::Float32);
+}
+
+TEST(Materialization, CostModelRules) {
+  BodyStats transcendental{1, 0, 0, 1};
+  EXPECT_TRUE(decide_materialization(Device::Cpu, transcendental, 2).materialize);
+  EXPECT_FALSE(decide_materialization(Device::Cpu, transcendental, 1).materialize);
+  EXPECT_FALSE(decide_materialization(Device::Gpu, transcendental, 2).materialize);
+  BodyStats cheap{2, 3, 0, 0};
+  EXPECT_FALSE(decide_materialization(Device::Cpu, cheap, 3).materialize);
+  BodyStats big{10, 60, 0, 0};
+  EXPECT_TRUE(decide_materialization(Device::Cpu, big, 2).materialize);
+}
+
+}  // namespace
+}  // namespace stax::lowering
