@@ -118,14 +118,31 @@ class LoopEmitter {
   }
 
  private:
+  static constexpr int64_t kTile = 64;
+
+  // Whether some load of the nest reads contiguously along `outer_var` but not along
+  // `vector_var` (a transposed operand).
+  bool transpose_like(size_t nest, const std::string& outer_var, const std::string& vector_var,
+                      const index::RangeMap& ranges) const {
+    scheduler::RecordingHandler rec;
+    run_nodes(nest, rec);
+    for (const auto& load : rec.loads) {
+      const Expr idx = index::simplify(load.index, ranges);
+      const auto inner = index::stride(idx, vector_var, ranges);
+      const auto outer = index::stride(idx, outer_var, ranges);
+      if (outer && *outer == 1 && (!inner || (*inner != 0 && *inner != 1))) return true;
+    }
+    return false;
+  }
+
   bool vectorize(size_t nest) const {
     const LoopNest& n = f_.nests[nest];
     const bool has_loop = !n.sizes.empty() || !n.reduction_sizes.empty();
     return o_.simd != runtime::SimdLevel::Scalar && has_loop && nest_vectorizable(s_, f_, nest);
   }
 
-  // Runs every node of the nest through an emitter.
-  void run_nodes(size_t nest, BodyEmitter& emitter) const {
+  // Runs every node of the nest through a handler (an emitter, or a recorder).
+  void run_nodes(size_t nest, lowering::OpsHandler& emitter) const {
     for (int id : f_.nests[nest].nodes) {
       const SchedulerNode& n = s_.nodes[static_cast<size_t>(id)];
       const scheduler::Placement p = scheduler::place(f_, n);
@@ -164,12 +181,30 @@ class LoopEmitter {
     } else {
       summary.nest_forms.push_back("scalar");
     }
+    // Transpose-like access (Section 8.2): some load walks the vectorized variable with a
+    // large stride but the next-outer variable contiguously. Tiling both loops by T keeps the
+    // cache lines of that load in L1 while all their elements are used.
+    const bool tiled = vector_loop && reduction.empty() && !pointwise.empty() &&
+                       transpose_like(nest, pointwise.back().var, vector_loop->var, config.ranges);
+    if (tiled) summary.nest_forms.back() = "tiled(T=" + std::to_string(kTile) + ") " + summary.nest_forms.back();
 
     BodyEmitter main(config);
     run_nodes(nest, main);
     std::ostringstream code;
     code << "{\n" << pragma;
-    for (const Loop& l : pointwise) code << for_header(l) << " {\n";
+    std::optional<Loop> tiled_outer;
+    if (tiled) {
+      tiled_outer = pointwise.back();
+      pointwise.back() = {tiled_outer->var + "_tile", tiled_outer->extent};
+    }
+    for (const Loop& l : pointwise) {
+      if (tiled && &l == &pointwise.back()) {
+        code << "for (int64_t " << l.var << " = 0; " << l.var << " < " << l.extent << "; "
+             << l.var << " += " << kTile << ") {\n";
+      } else {
+        code << for_header(l) << " {\n";
+      }
+    }
     code << main.before_reduction();
     for (const Loop& l : reduction) code << for_header(l) << " {\n";
     if (!vector_loop) {
@@ -178,11 +213,28 @@ class LoopEmitter {
       const int64_t extent = vector_loop->extent;
       const int64_t main_end = extent - extent % width;
       const std::string& v = vector_loop->var;
+      // Inside a tile, the rows of the tiled outer loop.
+      auto tile_rows = [&]() {
+        const std::string& a = tiled_outer->var;
+        return "for (int64_t " + a + " = " + a + "_tile; " + a + " < (" + a + "_tile + " +
+               std::to_string(kTile) + " < " + std::to_string(tiled_outer->extent) + " ? " + a +
+               "_tile + " + std::to_string(kTile) + " : " + std::to_string(tiled_outer->extent) +
+               "); ++" + a + ") {\n";
+      };
       if (main_end > 0) {
         if (parallel_vector_loop) code << "#pragma omp for schedule(static)\n";
-        code << "for (int64_t " << v << " = 0; " << v << " < " << main_end << "; " << v
-             << " += " << width << ") {\n"
-             << main.body() << "}\n";
+        if (tiled) {
+          code << "for (int64_t " << v << "_tile = 0; " << v << "_tile < " << main_end << "; "
+               << v << "_tile += " << kTile << ") {\n"
+               << tile_rows() << "for (int64_t " << v << " = " << v << "_tile; " << v << " < ("
+               << v << "_tile + " << kTile << " < " << main_end << " ? " << v << "_tile + "
+               << kTile << " : " << main_end << "); " << v << " += " << width << ") {\n"
+               << main.body() << "}\n}\n}\n";
+        } else {
+          code << "for (int64_t " << v << " = 0; " << v << " < " << main_end << "; " << v
+               << " += " << width << ") {\n"
+               << main.body() << "}\n";
+        }
       }
       if (main_end < extent) {
         EmitterConfig tail_config = config;
@@ -191,7 +243,9 @@ class LoopEmitter {
         BodyEmitter tail(tail_config);
         run_nodes(nest, tail);
         if (parallel_vector_loop) code << "#pragma omp single\n";
+        if (tiled) code << tile_rows();
         code << "{\nconst int64_t " << v << " = " << main_end << ";\n" << tail.body() << "}\n";
+        if (tiled) code << "}\n";
       }
     }
     for (size_t j = 0; j < reduction.size(); ++j) code << "}\n";

@@ -112,10 +112,24 @@ struct CollapsedIndex {
 CollapsedIndex collapse(const Expr& e, const std::vector<LoopVar>& loop_vars,
                         const std::string& prefix = "c");
 
+// collapse() together with the substitution it applied: for every loop variable of extent 1
+// the value 0, and for every loop variable the collapsed index still uses its expression in
+// the new variables (e.g. a -> c0 // 128, b -> c0 % 128 when a and b were merged). Loop
+// variables the index does not use are absent. Both functions throw std::invalid_argument when
+// a new name would clash with a free variable of `e` that is not a loop variable.
+struct CollapseResult {
+  CollapsedIndex collapsed;
+  std::map<std::string, Expr> old_to_new;
+};
+CollapseResult collapse_with_mapping(const Expr& e, const std::vector<LoopVar>& loop_vars,
+                                     const std::string& prefix = "c");
+
 // Loop simplification for a whole loop nest: merges adjacent loops (outer a, inner b) when
 // *every* index in `indices` depends on them only through extent(b)*a + b (or on neither),
 // and drops loops of extent 1. Returns the new loops (named `<prefix>0, ...`) and, for each
 // old variable, its expression in the new variables, to substitute into the indices.
+// Variables of the indices that are not loop variables are left alone; a new name clashing
+// with one of them throws std::invalid_argument.
 struct MergedLoops {
   std::vector<LoopVar> vars;
   std::map<std::string, Expr> old_to_new;

@@ -1,0 +1,229 @@
+// Loop-space normalization: collapse() merges and renames the loop variables of one index
+// (dependence normalization), merge_loops() merges the loops of a whole nest for all of its
+// indices at once. Both share the merge test below.
+//
+// Merge test for adjacent loops a (outer) and b (inner, extent nb): substitute a = c // nb,
+// b = c % nb for a fresh c of extent na*nb, simplify, and accept when the result has no more
+// floordiv/mod atoms involving c than the index had involving a or b. For an index without
+// such atoms that means c appears inside none (128*a + b -> c is accepted; a alone -> c // 128
+// and the transpose 64*b + a -> 64*(c % 128) + c // 128 are refused); for an index such as
+// (128*a + b) // 2 the result c // 2 is accepted as well. Recovering a or b on their own
+// costs an extra atom, so merges that need them are refused. Merging runs from the innermost
+// pair outwards, so a merged loop can merge again with the next outer one.
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "index/expr.h"
+#include "index/node.h"
+
+namespace stax::index {
+
+using detail::Atom;
+using detail::AtomKind;
+using detail::Term;
+
+namespace {
+
+struct Loop {
+  std::string name;
+  int64_t extent = 0;
+  bool used = true;  // collapse only merges used loops and drops unused ones at the end
+};
+
+struct MergeState {
+  std::vector<Loop> loops;               // current loops, outermost first
+  std::vector<Expr> indices;             // indices in the current loop variables
+  std::map<std::string, Expr> old_expr;  // original loop variable -> expression in current ones
+  std::set<std::string> taken;           // names that fresh variables must avoid
+  int fresh_counter = 0;
+};
+
+// Number of floordiv/mod atoms in e, at any depth, whose argument involves a or b.
+int count_atoms(const Expr& e, const std::string& a, const std::string& b) {
+  int n = 0;
+  for (const Term& t : e.node().terms) {
+    for (const Atom& f : t.factors) {
+      if (f.kind == AtomKind::kVar) continue;
+      if (depends_on(f.arg, a) || depends_on(f.arg, b)) ++n;
+      n += count_atoms(f.arg, a, b);
+    }
+  }
+  return n;
+}
+
+RangeMap ranges_of(const std::vector<Loop>& loops) {
+  RangeMap r;
+  for (const Loop& l : loops) r[l.name] = l.extent;
+  return r;
+}
+
+std::string fresh_name(MergeState& st) {
+  // '%' cannot occur in the identifiers of generated code, so these never meet user names.
+  std::string name;
+  do {
+    name = "%merge" + std::to_string(st.fresh_counter++);
+  } while (st.taken.count(name) != 0);
+  st.taken.insert(name);
+  return name;
+}
+
+// Merges adjacent loops innermost pair first, whenever `allowed` accepts the pair and every
+// index passes the merge test.
+void merge_adjacent(MergeState& st, const std::function<bool(const Loop&, const Loop&)>& allowed) {
+  for (size_t p = st.loops.size() < 2 ? 0 : st.loops.size() - 1; p-- > 0;) {
+    const Loop a = st.loops[p];
+    const Loop b = st.loops[p + 1];
+    int64_t extent = 0;
+    if (a.extent < 1 || b.extent < 1 || !allowed(a, b) ||
+        __builtin_mul_overflow(a.extent, b.extent, &extent)) {
+      continue;
+    }
+    std::string c = fresh_name(st);
+    Expr cv = Expr::var(c);
+    std::map<std::string, Expr> sub{{a.name, floordiv(cv, b.extent)}, {b.name, mod(cv, b.extent)}};
+    std::vector<Loop> loops = st.loops;
+    loops[p] = Loop{c, extent, a.used || b.used};
+    loops.erase(loops.begin() + static_cast<std::ptrdiff_t>(p) + 1);
+    RangeMap ranges = ranges_of(loops);
+    std::vector<Expr> indices;
+    bool ok = true;
+    for (const Expr& idx : st.indices) {
+      if (!depends_on(idx, a.name) && !depends_on(idx, b.name)) {
+        indices.push_back(idx);
+        continue;
+      }
+      Expr merged = simplify(substitute(idx, sub), ranges);
+      if (count_atoms(merged, c, c) > count_atoms(idx, a.name, b.name)) {
+        ok = false;
+        break;
+      }
+      indices.push_back(std::move(merged));
+    }
+    if (!ok) continue;
+    st.loops = std::move(loops);
+    st.indices = std::move(indices);
+    for (auto& [old, expr] : st.old_expr) {
+      if (depends_on(expr, a.name) || depends_on(expr, b.name)) expr = substitute(expr, sub);
+    }
+  }
+}
+
+// Renames the surviving loops to prefix0, prefix1, ... and rewrites everything in them.
+// `outside` holds the free variables of the indices that are not loop variables.
+std::map<std::string, Expr> rename_loops(MergeState& st, const std::string& prefix,
+                                         const std::set<std::string>& outside) {
+  std::map<std::string, Expr> rename;
+  for (size_t i = 0; i < st.loops.size(); ++i) {
+    std::string name = prefix + std::to_string(i);
+    if (outside.count(name) != 0) {
+      throw std::invalid_argument("stax::index: new loop variable " + name +
+                                  " clashes with a free variable of an index");
+    }
+    rename[st.loops[i].name] = Expr::var(name);
+    st.loops[i].name = name;
+  }
+  return rename;
+}
+
+std::set<std::string> outside_vars(const std::vector<Expr>& indices,
+                                   const std::vector<LoopVar>& loop_vars) {
+  std::set<std::string> out;
+  for (const Expr& e : indices) {
+    for (const std::string& v : free_vars(e)) out.insert(v);
+  }
+  for (const LoopVar& l : loop_vars) out.erase(l.name);
+  return out;
+}
+
+RangeMap ranges_of(const std::vector<LoopVar>& loop_vars) {
+  RangeMap r;
+  for (const LoopVar& l : loop_vars) r[l.name] = l.extent;
+  return r;
+}
+
+std::vector<LoopVar> as_loop_vars(const std::vector<Loop>& loops) {
+  std::vector<LoopVar> out;
+  out.reserve(loops.size());
+  for (const Loop& l : loops) out.push_back({l.name, l.extent});
+  return out;
+}
+
+}  // namespace
+
+CollapseResult collapse_with_mapping(const Expr& e, const std::vector<LoopVar>& loop_vars,
+                                     const std::string& prefix) {
+  std::set<std::string> outside = outside_vars({e}, loop_vars);
+  MergeState st;
+  st.indices = {simplify(e, ranges_of(loop_vars))};
+  st.taken = free_vars(e);
+  CollapseResult result;
+  // Loops of extent 1 do not affect the iteration order: drop them (the variable is 0).
+  for (const LoopVar& l : loop_vars) {
+    st.taken.insert(l.name);
+    if (l.extent == 1) {
+      result.old_to_new[l.name] = Expr();
+      continue;
+    }
+    bool used = depends_on(st.indices[0], l.name);
+    st.loops.push_back(Loop{l.name, l.extent, used});
+    if (used) st.old_expr[l.name] = Expr::var(l.name);
+  }
+  // An unused loop between two used ones separates them: only merge pairs of used loops.
+  merge_adjacent(st, [](const Loop& a, const Loop& b) { return a.used && b.used; });
+  std::vector<Loop> survivors;
+  for (const Loop& l : st.loops) {
+    if (l.used) survivors.push_back(l);
+  }
+  st.loops = std::move(survivors);
+  auto rename = rename_loops(st, prefix, outside);
+  RangeMap ranges = ranges_of(st.loops);
+  result.collapsed.index = simplify(substitute(st.indices[0], rename), ranges);
+  result.collapsed.vars = as_loop_vars(st.loops);
+  for (auto& [old, expr] : st.old_expr) {
+    result.old_to_new[old] = simplify(substitute(expr, rename), ranges);
+  }
+  return result;
+}
+
+CollapsedIndex collapse(const Expr& e, const std::vector<LoopVar>& loop_vars,
+                        const std::string& prefix) {
+  return collapse_with_mapping(e, loop_vars, prefix).collapsed;
+}
+
+MergedLoops merge_loops(const std::vector<LoopVar>& loop_vars, const std::vector<Expr>& indices,
+                        const std::string& prefix) {
+  std::set<std::string> outside = outside_vars(indices, loop_vars);
+  RangeMap full = ranges_of(loop_vars);
+  MergeState st;
+  for (const Expr& idx : indices) {
+    st.indices.push_back(simplify(idx, full));
+    for (const std::string& v : free_vars(idx)) st.taken.insert(v);
+  }
+  MergedLoops result;
+  for (const LoopVar& l : loop_vars) {
+    st.taken.insert(l.name);
+    if (l.extent == 1) {
+      result.old_to_new[l.name] = Expr();
+      continue;
+    }
+    st.loops.push_back(Loop{l.name, l.extent, true});
+    st.old_expr[l.name] = Expr::var(l.name);
+  }
+  merge_adjacent(st, [](const Loop&, const Loop&) { return true; });
+  auto rename = rename_loops(st, prefix, outside);
+  RangeMap ranges = ranges_of(st.loops);
+  result.vars = as_loop_vars(st.loops);
+  for (auto& [old, expr] : st.old_expr) {
+    result.old_to_new[old] = simplify(substitute(expr, rename), ranges);
+  }
+  return result;
+}
+
+}  // namespace stax::index

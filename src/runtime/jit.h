@@ -1,0 +1,75 @@
+// JIT for generated kernels: compiles C++ source with the system compiler into a shared
+// object, caches it on disk under a content hash (source + compiler identity + flags +
+// kernel headers) and loads it. Safe across threads and concurrent processes.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "runtime/shared_library.h"
+#include "runtime/simd.h"
+
+namespace stax::runtime {
+
+struct JitOptions {
+  SimdLevel simd = detect_simd_level();
+  // Empty: $STAX_CACHE_DIR, else $XDG_CACHE_HOME/stax, else $HOME/.cache/stax.
+  std::string cache_dir;
+  // Empty: $CXX, else "c++". May carry arguments ("ccache g++"), split on whitespace.
+  std::string compiler;
+  // GCC only: build stax_kernel.h once per flag set into a precompiled header in the cache
+  // directory, used by sources that include it first (cuts ~1 s off each compile).
+  bool use_precompiled_header = true;
+};
+
+// The compiler rejected the source (or could not be run). what() holds the compiler's
+// output, the command and the path of the kept source file.
+class CompileError : public std::runtime_error {
+ public:
+  CompileError(const std::string& message, std::string source_path, std::string compiler_output)
+      : std::runtime_error(message),
+        source_path_(std::move(source_path)),
+        compiler_output_(std::move(compiler_output)) {}
+  const std::string& source_path() const { return source_path_; }
+  const std::string& compiler_output() const { return compiler_output_; }
+
+ private:
+  std::string source_path_;
+  std::string compiler_output_;
+};
+
+struct JitResult {
+  std::shared_ptr<SharedLibrary> library;
+  std::string library_path;  // <cache_dir>/stax_<key>.so
+  std::string source_path;   // <cache_dir>/stax_<key>.cpp
+  bool cache_hit = false;    // loaded without running the compiler
+};
+
+// Compiles (or finds in the cache) and loads `source`. Throws CompileError when the
+// compiler fails, std::runtime_error on file-system or loading errors.
+JitResult compile_and_load(const std::string& source, const JitOptions& options = {});
+
+// Absolute path of src/runtime/kernel_include (holds stax_kernel.h), baked in at build time.
+std::string kernel_include_dir();
+
+// Directory compile_and_load uses for `options` (the resolution order of JitOptions).
+std::string resolve_cache_dir(const JitOptions& options);
+
+// Compiler command for `options`: JitOptions::compiler, $CXX or "c++", split on whitespace.
+std::vector<std::string> resolve_compiler(const JitOptions& options);
+
+// Compile flags for a kernel at `level` (without output/input paths): language and
+// optimization flags, the SIMD flags and include directories.
+std::vector<std::string> kernel_compile_flags(SimdLevel level);
+// Link flags appended after the source (SLEEF).
+std::vector<std::string> kernel_link_flags();
+
+// Number of compiler processes this process started to build kernels or precompiled
+// headers (`--version` identity probes are not counted).
+int64_t compiler_invocations();
+
+}  // namespace stax::runtime

@@ -1,0 +1,64 @@
+/* C ABI between the Stax runtime and generated kernels: tensor arguments, the allocator
+ * callback, error reporting into a caller buffer and aligned scratch allocation. Plain C so
+ * host code can include it without the SIMD parts of stax_kernel.h. */
+#ifndef STAX_KERNEL_ABI_H_
+#define STAX_KERNEL_ABI_H_
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One tensor argument: element 0 of the view, rank, sizes and strides (in elements). */
+typedef struct StaxTensorArg {
+  const void* data;
+  int64_t ndim;
+  const int64_t* sizes;
+  const int64_t* strides;
+} StaxTensorArg;
+
+/* Allocator supplied by the caller for kernel outputs; returns 64-byte aligned memory or
+ * NULL on failure. */
+typedef void* (*StaxAllocFn)(void* ctx, int64_t nbytes);
+
+/* Formats an error message into buf (capacity cap bytes, always NUL-terminated when
+ * cap > 0); a NULL buffer or cap <= 0 is ignored. */
+static inline void stax_set_error(char* buf, int64_t cap, const char* fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static inline void stax_set_error(char* buf, int64_t cap, const char* fmt, ...) {
+  if (buf == NULL || cap <= 0) return;
+  va_list args;
+  va_start(args, fmt);
+  vsnprintf(buf, (size_t)cap, fmt, args);
+  va_end(args);
+}
+
+/* 64-byte aligned scratch memory for kernel intermediates (size rounded up to a multiple
+ * of 64, at least 64 bytes); NULL on failure or negative size. Release with stax_free. */
+static inline void* stax_alloc(int64_t nbytes) {
+  if (nbytes < 0) return NULL;
+  size_t rounded = ((size_t)nbytes + 63u) & ~(size_t)63u;
+  if (rounded == 0) rounded = 64;
+  return aligned_alloc(64, rounded);
+}
+
+static inline void stax_free(void* p) {
+  free(p);
+}
+
+/* Marks a kernel entry point: C linkage, visible from the shared object. */
+#ifdef __cplusplus
+#define STAX_KERNEL_EXPORT extern "C" __attribute__((visibility("default")))
+#else
+#define STAX_KERNEL_EXPORT __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* STAX_KERNEL_ABI_H_ */

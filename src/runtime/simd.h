@@ -1,0 +1,39 @@
+// SIMD instruction-set levels targeted by generated kernels: names, vector widths, the
+// compiler flags that select a level, and run-time CPU detection (cpuid + xgetbv).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ir/dtype.h"
+
+namespace stax::runtime {
+
+enum class SimdLevel { Scalar, Avx2, Avx512 };
+
+// "scalar", "avx2", "avx512".
+std::string_view simd_level_name(SimdLevel level);
+// Inverse of simd_level_name (case-sensitive); nullopt for unknown names.
+std::optional<SimdLevel> parse_simd_level(std::string_view name);
+
+// Bytes of one vector register at `level` (64, 32; 0 for Scalar).
+int simd_vector_bytes(SimdLevel level);
+// Lanes of one vector of `dtype` at `level`: vector bytes / element size (Scalar: 1).
+// float32: Avx512 16, Avx2 8, Scalar 1.
+int simd_width(SimdLevel level, DType dtype);
+
+// True when the running CPU and OS support `level`:
+//   Avx512: AVX-512 F, BW, DQ, VL and the OS saves opmask/ZMM state (XCR0).
+//   Avx2:   AVX2, FMA and the OS saves YMM state.
+//   Scalar: always.
+bool cpu_supports(SimdLevel level);
+// Widest level the CPU supports, probing Avx512, then Avx2, then Scalar. Cached.
+SimdLevel detect_simd_level();
+
+// Compiler flags for a kernel built at `level`: the -m ISA flags plus the macro
+// (-DSTAX_SIMD_AVX512 / -DSTAX_SIMD_AVX2) that selects the level in stax_kernel.h.
+std::vector<std::string> simd_compiler_flags(SimdLevel level);
+
+}  // namespace stax::runtime
