@@ -202,6 +202,14 @@ OpsValue BodyEmitter::reduction(lowering::ReductionType type, OpsValue value) {
   const std::string lane_reduce = type == lowering::ReductionType::Sum   ? "stax::vec_reduce_sum"
                                   : type == lowering::ReductionType::Max ? "stax::vec_reduce_max"
                                                                          : "stax::vec_reduce_min";
+  if (config_.vector_over_pointwise) {
+    const std::string vacc = acc + "_vec";
+    before_ += std::string(kVec) + " " + vacc + "(" + init + ");\n";
+    body_ += vacc + " = " + combine(vacc, as_vector(value), true) + ";\n";
+    const int id = static_cast<int>(values_.size());
+    values_.push_back({vacc, true, DType::Float32});
+    return {id, DType::Float32};
+  }
   before_ += "float " + acc + " = " + init + ";\n";
   if (config_.vectorized) {
     const std::string vacc = acc + "_vec";
@@ -229,21 +237,30 @@ void BodyEmitter::store(const std::string& buffer, const index::Expr& idx, OpsVa
     elided_values_[buffer] = value;
     return;
   }
+  body_ += store_code(buffer, idx, value);
+}
+
+void BodyEmitter::store_reduction(const std::string& buffer, const index::Expr& idx,
+                                  OpsValue value) {
+  after_ += store_code(buffer, idx, value);
+}
+
+std::string BodyEmitter::store_code(const std::string& buffer, const index::Expr& idx,
+                                    const OpsValue& value) {
   const Emitted& e = values_.at(static_cast<size_t>(value.id));
   const index::Expr simplified = index::simplify(idx, config_.ranges);
   const std::string p = ptr(buffer);
   const bool is_bool = value.dtype == DType::Bool;
-  if (!config_.vectorized) {
-    body_ += p + "[" + index_cpp(simplified) + "] = " + e.name + ";\n";
-    return;
+  if (!config_.vectorized || !index::depends_on(simplified, config_.vector_var)) {
+    if (e.vector) throw std::logic_error("vector value stored at a scalar position of " + buffer);
+    return p + "[" + index_cpp(simplified) + "] = " + e.name + ";\n";
   }
   const std::string v = as_vector(value);
   const auto stride = index::stride(simplified, config_.vector_var, config_.ranges);
   const std::string count = config_.full_vector ? "" : ", " + config_.count;
   if (stride && *stride == 1) {
-    body_ += v + (is_bool ? ".store_bytes(" : ".store(") + p + " + " + index_cpp(simplified) +
-             count + ");\n";
-    return;
+    return v + (is_bool ? ".store_bytes(" : ".store(") + p + " + " + index_cpp(simplified) +
+           count + ");\n";
   }
   // Scatter lane by lane (each lane writes its own iteration's element).
   const index::Expr lane = index::substitute(
@@ -251,24 +268,12 @@ void BodyEmitter::store(const std::string& buffer, const index::Expr& idx, OpsVa
                     index::Expr::var(config_.vector_var) + index::Expr::var("lane")}});
   index::RangeMap with_lane = config_.ranges;
   with_lane["lane"] = 64;
-  const std::string elem_type = is_bool ? "bool" : "float";
-  body_ += "{\n" + elem_type + " lanes[" + std::string(is_bool ? kMask : kVec) + "::size()];\n" +
-           v + (is_bool ? ".store_bytes(lanes);\n" : ".store(lanes);\n") +
-           "for (int64_t lane = 0; lane < " + (config_.full_vector ? "lanes_count" : config_.count) +
-           "; ++lane) " + p + "[" + index::to_cpp(lane, with_lane) + "] = lanes[lane];\n}\n";
-  if (config_.full_vector) {
-    // lanes_count: a full vector.
-    const std::string size = std::string(is_bool ? kMask : kVec) + "::size()";
-    const auto pos = body_.rfind("lanes_count");
-    body_.replace(pos, std::string("lanes_count").size(), size);
-  }
-}
-
-void BodyEmitter::store_reduction(const std::string& buffer, const index::Expr& idx,
-                                  OpsValue value) {
-  const Emitted& e = values_.at(static_cast<size_t>(value.id));
-  after_ += ptr(buffer) + "[" + index_cpp(index::simplify(idx, config_.ranges)) + "] = " +
-            e.name + ";\n";
+  const std::string type = is_bool ? kMask : kVec;
+  const std::string lanes = config_.full_vector ? type + "::size()" : config_.count;
+  return "{\n" + std::string(is_bool ? "bool" : "float") + " lanes[" + type + "::size()];\n" + v +
+         (is_bool ? ".store_bytes(lanes);\n" : ".store(lanes);\n") +
+         "for (int64_t lane = 0; lane < " + lanes + "; ++lane) " + p + "[" +
+         index::to_cpp(lane, with_lane) + "] = lanes[lane];\n}\n";
 }
 
 }  // namespace stax::codegen

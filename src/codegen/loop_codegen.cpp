@@ -85,10 +85,11 @@ class LoopEmitter {
       all_ranges.push_back(inner);
     }
     size_t max_depth = parallel_candidates.size();
-    const bool single_vector_loop = f_.outer.empty() && f_.nests[0].reduction_sizes.empty() &&
-                                    f_.nests[0].sizes.size() == 1 && vectorize(0);
-    if (f_.outer.empty() && f_.nests[0].reduction_sizes.empty() && !f_.nests[0].sizes.empty() &&
-        vectorize(0) && !single_vector_loop) {
+    const bool pointwise_vectorized =
+        f_.outer.empty() && !f_.nests[0].sizes.empty() && vectorize(0) &&
+        (f_.nests[0].reduction_sizes.empty() || column_reduction(0));
+    const bool single_vector_loop = pointwise_vectorized && f_.nests[0].sizes.size() == 1;
+    if (pointwise_vectorized && !single_vector_loop) {
       max_depth -= 1;  // the vectorized innermost loop stays within a thread
     }
     const int depth = parallel_depth(all_ranges, o_.num_threads, max_depth);
@@ -135,6 +136,28 @@ class LoopEmitter {
     return false;
   }
 
+  // A reduction nest whose reduced loads walk the innermost reduction loop with a stride but
+  // the innermost pointwise loop contiguously (a column reduction such as sum over dim 0) is
+  // vectorized along that pointwise loop, one output per lane.
+  bool column_reduction(size_t nest) const {
+    const LoopNest& n = f_.nests[nest];
+    if (n.reduction_sizes.empty() || n.sizes.empty() || !vectorize(nest)) return false;
+    const index::RangeMap ranges = scheduler::nest_ranges(f_, nest);
+    const std::string x = "x" + std::to_string(f_.outer.size() + n.sizes.size() - 1);
+    const std::string r = "r" + std::to_string(n.reduction_sizes.size() - 1);
+    scheduler::RecordingHandler rec;
+    run_nodes(nest, rec);
+    bool strided_along_r = false;
+    for (const auto& load : rec.loads) {
+      const Expr idx = index::simplify(load.index, ranges);
+      const auto along_x = index::stride(idx, x, ranges);
+      if (!along_x || (*along_x != 0 && *along_x != 1)) return false;
+      const auto along_r = index::stride(idx, r, ranges);
+      if (!along_r || (*along_r != 0 && *along_r != 1)) strided_along_r = true;
+    }
+    return strided_along_r;
+  }
+
   bool vectorize(size_t nest) const {
     const LoopNest& n = f_.nests[nest];
     const bool has_loop = !n.sizes.empty() || !n.reduction_sizes.empty();
@@ -169,6 +192,12 @@ class LoopEmitter {
     config.elided_buffers = elided_;
     config.vectorized = vec;
 
+    const bool column = column_reduction(nest);
+    config.vector_over_pointwise = column;
+    if (column) {
+      return emit_column_reduction(nest, pragma, parallel_vector_loop, config, pointwise,
+                                   reduction, width, summary);
+    }
     std::vector<Loop>& innermost_owner = reduction.empty() ? pointwise : reduction;
     std::optional<Loop> vector_loop;
     if (vec) {
@@ -250,6 +279,52 @@ class LoopEmitter {
     }
     for (size_t j = 0; j < reduction.size(); ++j) code << "}\n";
     code << main.after_reduction();
+    for (size_t j = 0; j < pointwise.size(); ++j) code << "}\n";
+    code << "}\n";
+    return code.str();
+  }
+
+  std::string emit_column_reduction(size_t nest, const std::string& pragma,
+                                    bool parallel_vector_loop, const EmitterConfig& config,
+                                    std::vector<Loop> pointwise, const std::vector<Loop>& reduction,
+                                    int64_t width, LoopSummary& summary) const {
+    const Loop vector_loop = pointwise.back();
+    pointwise.pop_back();
+    summary.nest_forms.push_back("vectorized(W=" + std::to_string(width) + ") over " +
+                                 vector_loop.var + ", one output per lane");
+    EmitterConfig main_config = config;
+    main_config.vector_var = vector_loop.var;
+    main_config.count = std::to_string(width);
+    std::ostringstream code;
+    code << "{\n" << pragma;
+    for (const Loop& l : pointwise) code << for_header(l) << " {\n";
+    auto emit_pass = [&](const EmitterConfig& c) {
+      BodyEmitter pass(c);
+      run_nodes(nest, pass);
+      code << pass.before_reduction();
+      for (const Loop& l : reduction) code << for_header(l) << " {\n";
+      code << pass.body();
+      for (size_t j = 0; j < reduction.size(); ++j) code << "}\n";
+      code << pass.after_reduction();
+    };
+    const std::string& v = vector_loop.var;
+    const int64_t main_end = vector_loop.extent - vector_loop.extent % width;
+    if (main_end > 0) {
+      if (parallel_vector_loop) code << "#pragma omp for schedule(static)\n";
+      code << "for (int64_t " << v << " = 0; " << v << " < " << main_end << "; " << v
+           << " += " << width << ") {\n";
+      emit_pass(main_config);
+      code << "}\n";
+    }
+    if (main_end < vector_loop.extent) {
+      EmitterConfig tail_config = main_config;
+      tail_config.full_vector = false;
+      tail_config.count = std::to_string(vector_loop.extent - main_end);
+      if (parallel_vector_loop) code << "#pragma omp single\n";
+      code << "{\nconst int64_t " << v << " = " << main_end << ";\n";
+      emit_pass(tail_config);
+      code << "}\n";
+    }
     for (size_t j = 0; j < pointwise.size(); ++j) code << "}\n";
     code << "}\n";
     return code.str();

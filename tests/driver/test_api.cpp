@@ -1,0 +1,80 @@
+// The C++ API as the README shows it: build a graph with the builder, compile, run, compare
+// with the eager interpreter; and the wrapper's input checks.
+#include <gtest/gtest.h>
+
+#include "driver/compiler.h"
+#include "driver/explain.h"
+#include "driver/tolerance.h"
+#include "eager/interpreter.h"
+#include "eager/tensor_io.h"
+#include "ir/builder.h"
+
+namespace stax {
+namespace {
+
+TEST(Api, ReadmeExample) {
+  stax::Graph g("k");
+  auto x = stax::ops::input(g, "x", stax::DType::Float32, {64, 128});
+  auto y = x / stax::ops::sum(x, {-1}, /*keepdim=*/true);
+  stax::ops::output(g, {y});
+  stax::CompiledGraph compiled = stax::compile(g);
+  const Tensor input = eager::random_tensor(DType::Float32, {64, 128}, 3);
+  for (int64_t p = 0; p < input.numel(); ++p) input.set_flat(p, input.get_flat(p) + 2.0);
+  const auto out = compiled.run({input});
+  const auto expected = eager::run(g, {input});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].sizes(), (std::vector<int64_t>{64, 128}));
+  const Tolerance tol = comparison_tolerance(DType::Float32, longest_reduction(g));
+  EXPECT_TRUE(eager::compare(out[0], expected[0], tol.rtol, tol.atol).within_tolerance);
+  // The explanation of the same graph is Example 7.1's.
+  const std::string text = explain_text(compiled.compilation());
+  EXPECT_NE(text.find("OUTER_LOOP_FUSED depth 1"), std::string::npos) << text;
+}
+
+TEST(Api, WrongSizesStridesAndDtypesAreReported) {
+  stax::Graph g("k");
+  auto x = stax::ops::input(g, "x", stax::DType::Float32, {4, 8});
+  stax::ops::output(g, {stax::ops::exp(x)});
+  CompileOptions options;
+  options.num_threads = 1;
+  const CompiledGraph compiled = compile(g, options);
+  auto message = [&](const std::vector<Tensor>& inputs) {
+    try {
+      compiled.run(inputs);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message({Tensor::empty(DType::Float32, {4, 9})}),
+            "input 'x' (argument 0): dimension 1: expected size 8, got 9");
+  EXPECT_EQ(message({Tensor::empty_strided(DType::Float32, {4, 8}, {1, 4})}),
+            "input 'x' (argument 0): dimension 0: expected stride 8, got 1");
+  EXPECT_EQ(message({Tensor::empty(DType::Float32, {4, 8, 1})}),
+            "input 'x' (argument 0): expected 2 dimensions, got 3");
+  EXPECT_EQ(message({Tensor::empty(DType::Float64, {4, 8})}),
+            "input 'x' (argument 0): expected dtype f32, got f64");
+  EXPECT_EQ(message({}), "expected 1 inputs, got 0");
+}
+
+TEST(Api, Avx512CompilesAndRunsOnlyWhereSupported) {
+  stax::Graph g("k");
+  auto x = stax::ops::input(g, "x", stax::DType::Float32, {4, 37});
+  stax::ops::output(g, {stax::ops::sum(stax::ops::exp(x), {1})});
+  CompileOptions options;
+  options.simd = runtime::SimdLevel::Avx512;
+  const CompiledGraph compiled = compile(g, options);  // the AVX-512 kernel compiles anywhere
+  const Tensor input = eager::random_tensor(DType::Float32, {4, 37}, 5);
+  if (runtime::cpu_supports(runtime::SimdLevel::Avx512)) {
+    const auto out = compiled.run({input});
+    const auto expected = eager::run(g, {input});
+    const Tolerance tol = comparison_tolerance(DType::Float32, 37);
+    EXPECT_TRUE(eager::compare(out[0], expected[0], tol.rtol, tol.atol).within_tolerance);
+  } else {
+    // Running it would be an illegal instruction: a clear error instead.
+    EXPECT_THROW(compiled.run({input}), std::runtime_error);
+  }
+}
+
+}  // namespace
+}  // namespace stax
