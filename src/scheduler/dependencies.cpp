@@ -145,6 +145,11 @@ SchedulerNode make_scheduler_node(int id, const lowering::ComputedBuffer& buffer
   index::MergedLoops merged_red = index::merge_loops(red, indices, "r");
   node.vars = merged_pw.vars;
   node.reduction_vars = merged_red.vars;
+  if (buffer.is_reduction() && node.reduction_vars.empty()) {
+    // A reduction over extent-1 dims only: keep one trivial loop, so that the node is still
+    // scheduled and generated as a reduction (its old variables were all mapped to 0).
+    node.reduction_vars = {{"r0", 1}};
+  }
   node.original_index = merged_pw.old_to_new;
   node.original_index.insert(merged_red.old_to_new.begin(), merged_red.old_to_new.end());
 

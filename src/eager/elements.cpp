@@ -1,0 +1,142 @@
+// Element helpers of the eager interpreter: argument lookup, exact integer loads/stores and
+// rounding a double to a dtype.
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+
+#include "eager/ops.h"
+#include "ir/op_schema.h"
+
+namespace stax::eager::detail {
+
+const Tensor& Env::tensor(const ir::Node& node, size_t position) const {
+  if (!ir::is_tensor_arg(node, position)) {
+    throw std::logic_error("eager: argument " + std::to_string(position) + " of " + node.op +
+                           " is not a tensor");
+  }
+  const ir::ValueRef ref = std::get<ir::ValueRef>(node.args.at(position));
+  const Tensor& t = values.at(static_cast<size_t>(ref.index));
+  if (!t.defined()) {
+    throw std::logic_error("eager: value '" + graph.value(ref).name + "' used before definition");
+  }
+  return t;
+}
+
+const ir::TensorType& Env::result_type(const ir::Node& node) const {
+  return graph.value(node.output).type;
+}
+
+bool is_integer_like(DType dtype) {
+  return dtype == DType::Bool || is_integral(dtype);
+}
+
+namespace {
+
+const char* element_address(const Tensor& t, const std::vector<int64_t>& index) {
+  if (index.size() != t.dim()) throw std::logic_error("eager: index rank mismatch");
+  int64_t offset = 0;
+  for (size_t i = 0; i < index.size(); ++i) {
+    if (index[i] < 0 || index[i] >= t.sizes()[i])
+      throw std::logic_error("eager: index out of range");
+    offset += index[i] * t.strides()[i];
+  }
+  return static_cast<const char*>(t.data()) + offset * static_cast<int64_t>(dtype_size(t.dtype()));
+}
+
+template <typename T>
+T load_raw(const char* p) {
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  return v;
+}
+
+template <typename T>
+void store_raw(const char* p, T v) {
+  std::memcpy(const_cast<char*>(p), &v, sizeof(T));
+}
+
+int64_t truncate_to_int64(double value) {
+  if (std::isnan(value)) return 0;
+  if (value >= 9223372036854775808.0) return std::numeric_limits<int64_t>::max();
+  if (value <= -9223372036854775808.0) return std::numeric_limits<int64_t>::min();
+  return static_cast<int64_t>(value);
+}
+
+}  // namespace
+
+int64_t load_int(const Tensor& t, const std::vector<int64_t>& index) {
+  const char* p = element_address(t, index);
+  switch (t.dtype()) {
+    case DType::Bool:
+      return load_raw<uint8_t>(p) != 0 ? 1 : 0;
+    case DType::UInt8:
+      return load_raw<uint8_t>(p);
+    case DType::Int8:
+      return load_raw<int8_t>(p);
+    case DType::Int16:
+      return load_raw<int16_t>(p);
+    case DType::Int32:
+      return load_raw<int32_t>(p);
+    case DType::Int64:
+      return load_raw<int64_t>(p);
+    default:
+      return truncate_to_int64(t.get(index));
+  }
+}
+
+void store_int(const Tensor& t, const std::vector<int64_t>& index, int64_t value) {
+  const char* p = element_address(t, index);
+  // Narrowing integer conversions are modular (two's complement) in C++20.
+  switch (t.dtype()) {
+    case DType::Bool:
+      store_raw<uint8_t>(p, value != 0 ? 1 : 0);
+      return;
+    case DType::UInt8:
+      store_raw<uint8_t>(p, static_cast<uint8_t>(value));
+      return;
+    case DType::Int8:
+      store_raw<int8_t>(p, static_cast<int8_t>(value));
+      return;
+    case DType::Int16:
+      store_raw<int16_t>(p, static_cast<int16_t>(value));
+      return;
+    case DType::Int32:
+      store_raw<int32_t>(p, static_cast<int32_t>(value));
+      return;
+    case DType::Int64:
+      store_raw<int64_t>(p, value);
+      return;
+    default:
+      t.set(index, static_cast<double>(value));
+      return;
+  }
+}
+
+double round_to(DType dtype, double value) {
+  switch (dtype) {
+    case DType::Float64:
+      return value;
+    case DType::Float32:
+      return static_cast<float>(value);
+    default: {
+      // One scratch element per dtype and thread; Tensor::set/get do the exact conversion.
+      thread_local Tensor scratch[10];
+      Tensor& s = scratch[static_cast<size_t>(dtype)];
+      if (!s.defined()) s = Tensor::empty(dtype, {});
+      s.set({}, value);
+      return s.get({});
+    }
+  }
+}
+
+double round_to_opmath(DType dtype, double value) {
+  if (dtype == DType::Float64) return value;
+  return static_cast<float>(value);
+}
+
+int64_t scalar_as_int(const ir::Scalar& scalar) {
+  return truncate_to_int64(scalar.value);
+}
+
+}  // namespace stax::eager::detail

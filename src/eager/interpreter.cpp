@@ -1,0 +1,148 @@
+// The eager interpreter's driver: checks the inputs against the graph's declared types, then
+// evaluates the nodes in order, dispatching on the op name to the op families of
+// pointwise.cpp, reductions.cpp and views.cpp, and checks every result against the type the IR
+// inferred for it.
+#include "eager/interpreter.h"
+
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "eager/ops.h"
+
+namespace stax::eager {
+
+namespace {
+
+using detail::BinaryOp;
+using detail::CompareOp;
+using detail::Env;
+using detail::ReduceOp;
+using detail::UnaryOp;
+using OpFn = std::function<Tensor(const Env&, const ir::Node&)>;
+
+OpFn unary(UnaryOp op) {
+  return [op](const Env& env, const ir::Node& node) { return detail::eval_unary(env, node, op); };
+}
+OpFn binary(BinaryOp op) {
+  return [op](const Env& env, const ir::Node& node) { return detail::eval_binary(env, node, op); };
+}
+OpFn compare(CompareOp op) {
+  return [op](const Env& env, const ir::Node& node) { return detail::eval_compare(env, node, op); };
+}
+OpFn reduce(ReduceOp op) {
+  return [op](const Env& env, const ir::Node& node) { return detail::eval_reduce(env, node, op); };
+}
+
+const std::unordered_map<std::string_view, OpFn>& op_table() {
+  static const std::unordered_map<std::string_view, OpFn> table = {
+      // pointwise
+      {"add", binary(BinaryOp::Add)},
+      {"sub", binary(BinaryOp::Sub)},
+      {"mul", binary(BinaryOp::Mul)},
+      {"div", binary(BinaryOp::Div)},
+      {"maximum", binary(BinaryOp::Maximum)},
+      {"minimum", binary(BinaryOp::Minimum)},
+      {"gt", compare(CompareOp::Gt)},
+      {"lt", compare(CompareOp::Lt)},
+      {"ge", compare(CompareOp::Ge)},
+      {"le", compare(CompareOp::Le)},
+      {"eq", compare(CompareOp::Eq)},
+      {"ne", compare(CompareOp::Ne)},
+      {"neg", unary(UnaryOp::Neg)},
+      {"abs", unary(UnaryOp::Abs)},
+      {"exp", unary(UnaryOp::Exp)},
+      {"log", unary(UnaryOp::Log)},
+      {"sqrt", unary(UnaryOp::Sqrt)},
+      {"rsqrt", unary(UnaryOp::Rsqrt)},
+      {"tanh", unary(UnaryOp::Tanh)},
+      {"sigmoid", unary(UnaryOp::Sigmoid)},
+      {"relu", unary(UnaryOp::Relu)},
+      {"pow", detail::eval_pow},
+      {"where", detail::eval_where},
+      // reductions
+      {"sum", reduce(ReduceOp::Sum)},
+      {"mean", reduce(ReduceOp::Mean)},
+      {"amax", reduce(ReduceOp::Amax)},
+      {"amin", reduce(ReduceOp::Amin)},
+      // views and copies
+      {"reshape", detail::eval_reshape},
+      {"view", detail::eval_view},
+      {"permute", detail::eval_permute},
+      {"transpose", detail::eval_transpose},
+      {"unsqueeze", detail::eval_unsqueeze},
+      {"squeeze", detail::eval_squeeze},
+      {"expand", detail::eval_expand},
+      {"clone", detail::eval_clone},
+      {"contiguous", detail::eval_contiguous},
+  };
+  return table;
+}
+
+void check_inputs(const ir::Graph& graph, const std::vector<Tensor>& inputs) {
+  const std::string where = "eager: graph '" + graph.name() + "'";
+  if (inputs.size() != graph.inputs().size()) {
+    throw std::invalid_argument(where + " expects " + std::to_string(graph.inputs().size()) +
+                                " inputs, got " + std::to_string(inputs.size()));
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const ir::Value& declared = graph.value(graph.inputs()[i]);
+    const Tensor& t = inputs[i];
+    const std::string prefix = where + ": input '" + declared.name + "'";
+    if (!t.defined()) throw std::invalid_argument(prefix + " is an undefined tensor");
+    if (t.dtype() != declared.type.dtype) {
+      throw std::invalid_argument(prefix + ": expected dtype " +
+                                  std::string(dtype_name(declared.type.dtype)) + ", got " +
+                                  std::string(dtype_name(t.dtype())));
+    }
+    const std::vector<int64_t>& expected = declared.type.sizes;
+    if (t.dim() != expected.size()) {
+      throw std::invalid_argument(prefix + ": expected " + std::to_string(expected.size()) +
+                                  " dimensions " + shape_to_string(expected) + ", got " +
+                                  std::to_string(t.dim()) + " " + shape_to_string(t.sizes()));
+    }
+    for (size_t d = 0; d < expected.size(); ++d) {
+      if (t.sizes()[d] != expected[d]) {
+        throw std::invalid_argument(prefix + ": dimension " + std::to_string(d) +
+                                    ": expected size " + std::to_string(expected[d]) + ", got " +
+                                    std::to_string(t.sizes()[d]) + " (expected sizes " +
+                                    shape_to_string(expected) + ", got " +
+                                    shape_to_string(t.sizes()) + ")");
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<Tensor> run(const ir::Graph& graph, const std::vector<Tensor>& inputs) {
+  check_inputs(graph, inputs);
+  std::vector<Tensor> values(graph.values().size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    values.at(static_cast<size_t>(graph.inputs()[i].index)) = inputs[i];
+  }
+  const Env env{graph, values};
+  for (const ir::Node& node : graph.nodes()) {
+    auto it = op_table().find(node.op);
+    if (it == op_table().end()) {
+      throw std::invalid_argument("eager: no implementation of op '" + node.op + "'");
+    }
+    Tensor result = it->second(env, node);
+    const ir::Value& value = graph.value(node.output);
+    if (result.dtype() != value.type.dtype || result.sizes() != value.type.sizes) {
+      throw std::logic_error(
+          "eager: " + node.op + " produced " + std::string(dtype_name(result.dtype())) +
+          shape_to_string(result.sizes()) + " for '" + value.name + "', inferred type is " +
+          std::string(dtype_name(value.type.dtype)) + shape_to_string(value.type.sizes));
+    }
+    values.at(static_cast<size_t>(node.output.index)) = std::move(result);
+  }
+  std::vector<Tensor> outputs;
+  for (ir::ValueRef ref : graph.outputs())
+    outputs.push_back(values.at(static_cast<size_t>(ref.index)));
+  return outputs;
+}
+
+}  // namespace stax::eager

@@ -1,0 +1,30 @@
+// The eager reference interpreter: runs a graph op by op on host tensors with plain loops over
+// strided tensors, following PyTorch's semantics. It is the oracle every compiled result is
+// checked against, so it favours obvious correctness over speed.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "ir/graph.h"
+#include "runtime/tensor.h"
+
+namespace stax::eager {
+
+// Runs `graph` on `inputs` (one per graph input, in order) and returns its outputs. Inputs must
+// match the declared dtype and sizes (strides may differ: any layout works); a mismatch throws
+// std::invalid_argument naming the input. Outputs are returned as produced: view ops return
+// views sharing storage with their operand (possibly a graph input), like PyTorch.
+// Errors at run time: std::invalid_argument for a view of an incompatible layout,
+// std::runtime_error for integer division by zero or integers to negative powers.
+std::vector<Tensor> run(const ir::Graph& graph, const std::vector<Tensor>& inputs);
+
+// Strides for viewing a tensor of `sizes`/`strides` as `new_sizes` without copying (the rule
+// of torch.Tensor.view), or nullopt when some new dimension would span memory that is not
+// uniformly strided. The element counts must be equal.
+std::optional<std::vector<int64_t>> view_strides(const std::vector<int64_t>& sizes,
+                                                 const std::vector<int64_t>& strides,
+                                                 const std::vector<int64_t>& new_sizes);
+
+}  // namespace stax::eager
