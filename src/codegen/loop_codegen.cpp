@@ -213,7 +213,7 @@ class LoopEmitter {
     // Transpose-like access (Section 8.2): some load walks the vectorized variable with a
     // large stride but the next-outer variable contiguously. Tiling both loops by T keeps the
     // cache lines of that load in L1 while all their elements are used.
-    const bool tiled = vector_loop && reduction.empty() && !pointwise.empty() &&
+    const bool tiled = vector_loop && n.reduction_sizes.empty() && !pointwise.empty() &&
                        transpose_like(nest, pointwise.back().var, vector_loop->var, config.ranges);
     if (tiled) summary.nest_forms.back() = "tiled(T=" + std::to_string(kTile) + ") " + summary.nest_forms.back();
 

@@ -68,7 +68,7 @@ class ProgramGenerator {
     static const char* kUnary[] = {"neg", "abs", "tanh", "sigmoid", "relu"};
     static const char* kBinary[] = {"add", "sub", "mul", "maximum", "minimum"};
     static const char* kReduce[] = {"sum", "amax", "amin", "mean"};
-    const int kind = pick(8);
+    const int kind = pick(10);
     if (kind == 0) {
       const PoolValue v = any();
       emit(fresh(), std::string(kUnary[pick(5)]) + "(" + v.name + ")", v.shape);
@@ -105,6 +105,27 @@ class ProgramGenerator {
       emit(r, "reshape(" + a.name + ", [" + std::to_string(cols_) + ", " + std::to_string(rows_) + "])", Shape::Full);
       pool_.pop_back();  // [C, R] is not in the pool's shapes
       emit(fresh(), "transpose(" + r + ", 0, 1)", Shape::Full);
+    } else if (kind == 8) {
+      // log / sqrt / rsqrt / pow of a positive operand.
+      static const char* kPositive[] = {"log", "sqrt", "rsqrt", "pow"};
+      const PoolValue v = any();
+      const std::string a = fresh();
+      emit(a, "abs(" + v.name + ")", v.shape);
+      const std::string p = fresh();
+      emit(p, "add(" + a + ", 1.0)", v.shape);
+      const std::string op = kPositive[pick(4)];
+      static const char* kExponents[] = {"2.0", "3.0", "0.5", "1.7"};
+      emit(fresh(), op == "pow" ? "pow(" + p + ", " + kExponents[pick(4)] + ")" : op + "(" + p + ")",
+           v.shape);
+    } else if (kind == 9 && rows_ > 1 && cols_ > 1) {
+      // Broadcast a row through unsqueeze/expand and a permute of a 3-D view.
+      const PoolValue r = any();
+      if (r.shape != Shape::Row) return;
+      const std::string u = fresh();
+      emit(u, "unsqueeze(" + r.name + ", 0)", Shape::Full);
+      pool_.pop_back();
+      emit(fresh(), "expand(" + u + ", [" + std::to_string(rows_) + ", " + std::to_string(cols_) + "])",
+           Shape::Full);
     } else {
       const PoolValue a = full();
       const PoolValue b = any();
@@ -123,9 +144,11 @@ class ProgramGenerator {
   std::ostringstream body_;
 };
 
+constexpr uint32_t kGraphs = 120;
+
 TEST(RandomGraphs, CompiledMatchesEager) {
   int checked = 0;
-  for (uint32_t seed = 1; seed <= 60; ++seed) {
+  for (uint32_t seed = 1; seed <= kGraphs; ++seed) {
     const std::string text = ProgramGenerator(seed).generate();
     SCOPED_TRACE(text);
     const ir::Graph graph = ir::parse_graph(text);
@@ -158,7 +181,7 @@ TEST(RandomGraphs, CompiledMatchesEager) {
     }
     ++checked;
   }
-  EXPECT_EQ(checked, 60);
+  EXPECT_EQ(checked, static_cast<int>(kGraphs));
 }
 
 }  // namespace
