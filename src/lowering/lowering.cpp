@@ -375,6 +375,7 @@ class Lowerer {
       for (size_t d = 0; d < in_sizes.size(); ++d) removed[d] = !dims && in_sizes[d] == 1;
       if (dims) {
         for (int64_t d : *dims) {
+          if (in_sizes.empty()) continue;  // squeezing a 0-dim tensor leaves it as it is
           const auto nd = static_cast<size_t>(ir::normalize_dim(d, in_sizes.size(), node.op));
           removed[nd] = in_sizes[nd] == 1;
         }

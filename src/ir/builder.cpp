@@ -1,0 +1,237 @@
+// Builder API (see builder.h): each op forwards to Graph::add_node under its ATen name.
+#include "ir/builder.h"
+
+namespace stax {
+
+namespace {
+
+using ir::Arg;
+using ir::GraphError;
+
+ir::Scalar float_scalar(double v) {
+  return ir::Scalar{ir::Scalar::Kind::Float, v};
+}
+
+ir::Graph& graph_of(const char* op, std::initializer_list<const Val*> vals) {
+  ir::Graph* graph = nullptr;
+  for (const Val* v : vals) {
+    if (!v->graph) throw GraphError(std::string(op) + ": value handle has no graph");
+    if (graph && graph != v->graph) {
+      throw GraphError(std::string(op) + ": operands belong to different graphs");
+    }
+    graph = v->graph;
+  }
+  return *graph;
+}
+
+Val node(const char* op, std::initializer_list<const Val*> vals, std::vector<Arg> args,
+         std::vector<std::pair<std::string, Arg>> kwargs = {}) {
+  ir::Graph& graph = graph_of(op, vals);
+  return Val{&graph, graph.add_node(op, std::move(args), std::move(kwargs))};
+}
+
+Val binary(const char* op, Val a, Val b) {
+  return node(op, {&a, &b}, {a.ref, b.ref});
+}
+Val binary(const char* op, Val a, double b) {
+  return node(op, {&a}, {a.ref, float_scalar(b)});
+}
+Val binary(const char* op, double a, Val b) {
+  return node(op, {&b}, {float_scalar(a), b.ref});
+}
+Val unary(const char* op, Val a) {
+  return node(op, {&a}, {a.ref});
+}
+
+Val reduction(const char* op, Val a, std::vector<int64_t> dim, bool keepdim, bool empty_is_none) {
+  Arg dim_arg = dim.empty() && empty_is_none ? Arg(ir::None{}) : Arg(std::move(dim));
+  return node(op, {&a}, {a.ref, std::move(dim_arg), keepdim});
+}
+
+}  // namespace
+
+namespace ops {
+
+Val input(Graph& graph, const std::string& name, DType dtype, std::vector<int64_t> sizes,
+          std::optional<std::vector<int64_t>> strides) {
+  return Val{&graph, graph.add_input(name, dtype, std::move(sizes), std::move(strides))};
+}
+
+void output(Graph& graph, std::vector<Val> values) {
+  std::vector<ir::ValueRef> refs;
+  for (const Val& v : values) {
+    if (v.graph != &graph) throw GraphError("output: value belongs to a different graph");
+    refs.push_back(v.ref);
+  }
+  graph.set_outputs(std::move(refs));
+}
+
+#define STAX_BINARY_WITH_SCALARS(NAME) \
+  Val NAME(Val a, Val b) {             \
+    return binary(#NAME, a, b);        \
+  }                                    \
+  Val NAME(Val a, double b) {          \
+    return binary(#NAME, a, b);        \
+  }                                    \
+  Val NAME(double a, Val b) {          \
+    return binary(#NAME, a, b);        \
+  }
+STAX_BINARY_WITH_SCALARS(add)
+STAX_BINARY_WITH_SCALARS(sub)
+STAX_BINARY_WITH_SCALARS(mul)
+STAX_BINARY_WITH_SCALARS(div)
+#undef STAX_BINARY_WITH_SCALARS
+
+Val maximum(Val a, Val b) {
+  return binary("maximum", a, b);
+}
+Val minimum(Val a, Val b) {
+  return binary("minimum", a, b);
+}
+
+#define STAX_COMPARISON(NAME)   \
+  Val NAME(Val a, Val b) {      \
+    return binary(#NAME, a, b); \
+  }                             \
+  Val NAME(Val a, double b) {   \
+    return binary(#NAME, a, b); \
+  }
+STAX_COMPARISON(gt)
+STAX_COMPARISON(lt)
+STAX_COMPARISON(ge)
+STAX_COMPARISON(le)
+STAX_COMPARISON(eq)
+STAX_COMPARISON(ne)
+#undef STAX_COMPARISON
+
+Val neg(Val a) {
+  return unary("neg", a);
+}
+Val abs(Val a) {
+  return unary("abs", a);
+}
+Val exp(Val a) {
+  return unary("exp", a);
+}
+Val log(Val a) {
+  return unary("log", a);
+}
+Val sqrt(Val a) {
+  return unary("sqrt", a);
+}
+Val rsqrt(Val a) {
+  return unary("rsqrt", a);
+}
+Val tanh(Val a) {
+  return unary("tanh", a);
+}
+Val sigmoid(Val a) {
+  return unary("sigmoid", a);
+}
+Val relu(Val a) {
+  return unary("relu", a);
+}
+Val pow(Val a, double exponent) {
+  return node("pow", {&a}, {a.ref, float_scalar(exponent)});
+}
+
+Val where(Val cond, Val a, Val b) {
+  return node("where", {&cond, &a, &b}, {cond.ref, a.ref, b.ref});
+}
+Val where(Val cond, double a, Val b) {
+  return node("where", {&cond, &b}, {cond.ref, float_scalar(a), b.ref});
+}
+Val where(Val cond, Val a, double b) {
+  return node("where", {&cond, &a}, {cond.ref, a.ref, float_scalar(b)});
+}
+Val where(Val cond, double a, double b) {
+  return node("where", {&cond}, {cond.ref, float_scalar(a), float_scalar(b)});
+}
+
+Val sum(Val a, std::vector<int64_t> dim, bool keepdim) {
+  return reduction("sum", a, std::move(dim), keepdim, true);
+}
+Val mean(Val a, std::vector<int64_t> dim, bool keepdim) {
+  return reduction("mean", a, std::move(dim), keepdim, true);
+}
+Val amax(Val a, std::vector<int64_t> dim, bool keepdim) {
+  return reduction("amax", a, std::move(dim), keepdim, false);
+}
+Val amin(Val a, std::vector<int64_t> dim, bool keepdim) {
+  return reduction("amin", a, std::move(dim), keepdim, false);
+}
+
+Val reshape(Val a, std::vector<int64_t> sizes) {
+  return node("reshape", {&a}, {a.ref, std::move(sizes)});
+}
+Val view(Val a, std::vector<int64_t> sizes) {
+  return node("view", {&a}, {a.ref, std::move(sizes)});
+}
+Val permute(Val a, std::vector<int64_t> dims) {
+  return node("permute", {&a}, {a.ref, std::move(dims)});
+}
+Val transpose(Val a, int64_t dim0, int64_t dim1) {
+  return node("transpose", {&a}, {a.ref, dim0, dim1});
+}
+Val unsqueeze(Val a, int64_t dim) {
+  return node("unsqueeze", {&a}, {a.ref, dim});
+}
+Val squeeze(Val a) {
+  return unary("squeeze", a);
+}
+Val squeeze(Val a, std::vector<int64_t> dims) {
+  return node("squeeze", {&a}, {a.ref, std::move(dims)});
+}
+Val expand(Val a, std::vector<int64_t> sizes) {
+  return node("expand", {&a}, {a.ref, std::move(sizes)});
+}
+Val clone(Val a) {
+  return unary("clone", a);
+}
+Val contiguous(Val a) {
+  return unary("contiguous", a);
+}
+
+}  // namespace ops
+
+Val operator+(Val a, Val b) {
+  return ops::add(a, b);
+}
+Val operator+(Val a, double b) {
+  return ops::add(a, b);
+}
+Val operator+(double a, Val b) {
+  return ops::add(a, b);
+}
+Val operator-(Val a, Val b) {
+  return ops::sub(a, b);
+}
+Val operator-(Val a, double b) {
+  return ops::sub(a, b);
+}
+Val operator-(double a, Val b) {
+  return ops::sub(a, b);
+}
+Val operator*(Val a, Val b) {
+  return ops::mul(a, b);
+}
+Val operator*(Val a, double b) {
+  return ops::mul(a, b);
+}
+Val operator*(double a, Val b) {
+  return ops::mul(a, b);
+}
+Val operator/(Val a, Val b) {
+  return ops::div(a, b);
+}
+Val operator/(Val a, double b) {
+  return ops::div(a, b);
+}
+Val operator/(double a, Val b) {
+  return ops::div(a, b);
+}
+Val operator-(Val a) {
+  return ops::neg(a);
+}
+
+}  // namespace stax

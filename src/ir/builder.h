@@ -1,0 +1,117 @@
+// C++ builder API for graphs: value handles (Val) and one free function per op in stax::ops,
+// each a thin wrapper over Graph::add_node with the ATen op name, plus arithmetic operators.
+//
+//   stax::Graph g("softmax_like");
+//   auto x = stax::ops::input(g, "x", stax::DType::Float32, {64, 128});
+//   auto e = stax::ops::exp(x);
+//   stax::ops::output(g, {e / stax::ops::sum(e, {-1}, true)});
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace stax {
+
+using Graph = ir::Graph;
+
+// A value of a graph under construction.
+struct Val {
+  ir::Graph* graph = nullptr;
+  ir::ValueRef ref;
+
+  const ir::Value& value() const { return graph->value(ref); }
+  const ir::TensorType& type() const { return value().type; }
+};
+
+namespace ops {
+
+Val input(Graph& graph, const std::string& name, DType dtype, std::vector<int64_t> sizes,
+          std::optional<std::vector<int64_t>> strides = std::nullopt);
+void output(Graph& graph, std::vector<Val> values);
+
+// Binary pointwise; a double becomes a float scalar literal.
+Val add(Val a, Val b);
+Val add(Val a, double b);
+Val add(double a, Val b);
+Val sub(Val a, Val b);
+Val sub(Val a, double b);
+Val sub(double a, Val b);
+Val mul(Val a, Val b);
+Val mul(Val a, double b);
+Val mul(double a, Val b);
+Val div(Val a, Val b);
+Val div(Val a, double b);
+Val div(double a, Val b);
+Val maximum(Val a, Val b);
+Val minimum(Val a, Val b);
+
+// Comparisons (bool results); only the right operand may be a scalar, as in ATen.
+Val gt(Val a, Val b);
+Val gt(Val a, double b);
+Val lt(Val a, Val b);
+Val lt(Val a, double b);
+Val ge(Val a, Val b);
+Val ge(Val a, double b);
+Val le(Val a, Val b);
+Val le(Val a, double b);
+Val eq(Val a, Val b);
+Val eq(Val a, double b);
+Val ne(Val a, Val b);
+Val ne(Val a, double b);
+
+// Unary pointwise.
+Val neg(Val a);
+Val abs(Val a);
+Val exp(Val a);
+Val log(Val a);
+Val sqrt(Val a);
+Val rsqrt(Val a);
+Val tanh(Val a);
+Val sigmoid(Val a);
+Val relu(Val a);
+Val pow(Val a, double exponent);
+
+Val where(Val cond, Val a, Val b);
+Val where(Val cond, double a, Val b);
+Val where(Val cond, Val a, double b);
+Val where(Val cond, double a, double b);
+
+// Reductions; an empty dim list reduces over all dims (sum/mean then leave dim=None).
+Val sum(Val a, std::vector<int64_t> dim = {}, bool keepdim = false);
+Val mean(Val a, std::vector<int64_t> dim = {}, bool keepdim = false);
+Val amax(Val a, std::vector<int64_t> dim = {}, bool keepdim = false);
+Val amin(Val a, std::vector<int64_t> dim = {}, bool keepdim = false);
+
+// Views and copies.
+Val reshape(Val a, std::vector<int64_t> sizes);
+Val view(Val a, std::vector<int64_t> sizes);
+Val permute(Val a, std::vector<int64_t> dims);
+Val transpose(Val a, int64_t dim0, int64_t dim1);
+Val unsqueeze(Val a, int64_t dim);
+Val squeeze(Val a);
+Val squeeze(Val a, std::vector<int64_t> dims);
+Val expand(Val a, std::vector<int64_t> sizes);
+Val clone(Val a);
+Val contiguous(Val a);
+
+}  // namespace ops
+
+Val operator+(Val a, Val b);
+Val operator+(Val a, double b);
+Val operator+(double a, Val b);
+Val operator-(Val a, Val b);
+Val operator-(Val a, double b);
+Val operator-(double a, Val b);
+Val operator*(Val a, Val b);
+Val operator*(Val a, double b);
+Val operator*(double a, Val b);
+Val operator/(Val a, Val b);
+Val operator/(Val a, double b);
+Val operator/(double a, Val b);
+Val operator-(Val a);
+
+}  // namespace stax

@@ -1,0 +1,364 @@
+// Graph construction: inputs, nodes (argument binding against the op schema, kind checks and
+// conversions, defaults, type inference, output naming), outputs, and structural equality.
+// Also the small value types of graph.h (TensorType, Scalar).
+#include "ir/graph.h"
+
+#include <cmath>
+#include <string>
+#include <utility>
+
+#include "ir/op_schema.h"
+#include "ir/text_format.h"
+
+namespace stax::ir {
+
+int64_t TensorType::numel() const {
+  int64_t n = 1;
+  for (int64_t s : sizes) n *= s;
+  return n;
+}
+
+std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& sizes) {
+  // Like PyTorch: a size-0 dim counts as 1 when computing the strides of outer dims.
+  std::vector<int64_t> strides(sizes.size());
+  int64_t running = 1;
+  for (size_t i = sizes.size(); i-- > 0;) {
+    strides[i] = running;
+    running *= sizes[i] > 1 ? sizes[i] : 1;
+  }
+  return strides;
+}
+
+bool operator==(const Scalar& a, const Scalar& b) {
+  if (a.kind != b.kind) return false;
+  if (std::isnan(a.value) || std::isnan(b.value)) return std::isnan(a.value) && std::isnan(b.value);
+  return a.value == b.value && std::signbit(a.value) == std::signbit(b.value);
+}
+
+namespace {
+
+std::string describe_arg_kind(const Arg& arg) {
+  switch (arg.index()) {
+    case 0:
+      return "None";
+    case 1:
+      return "a tensor";
+    case 2: {
+      const Scalar& s = std::get<Scalar>(arg);
+      return s.kind == Scalar::Kind::Float ? "a float scalar"
+             : s.kind == Scalar::Kind::Int ? "an int scalar"
+                                           : "a bool scalar";
+    }
+    case 3:
+      return "an int";
+    case 4:
+      return "a bool";
+    case 5:
+      return "an int list";
+    case 6:
+      return "a string";
+  }
+  return "?";
+}
+
+std::string param_kind_text(ParamKind kind) {
+  switch (kind) {
+    case ParamKind::Tensor:
+      return "a tensor";
+    case ParamKind::TensorOrScalar:
+      return "a tensor or a scalar";
+    case ParamKind::Scalar:
+      return "a scalar";
+    case ParamKind::Int:
+      return "an int";
+    case ParamKind::Bool:
+      return "a bool";
+    case ParamKind::IntList:
+      return "an int list";
+    case ParamKind::OptionalIntList:
+      return "an int list or None";
+    case ParamKind::OptionalString:
+      return "a string or None";
+    case ParamKind::OptionalDType:
+      return "a dtype name or None";
+  }
+  return "?";
+}
+
+// Checks that an int/bool-kind Scalar holds a value its kind can represent (so that printing
+// and reading it back are exact).
+void check_scalar_value(const Scalar& s, const std::string& where) {
+  if (s.kind == Scalar::Kind::Int) {
+    if (!std::isfinite(s.value) || s.value != std::trunc(s.value) ||
+        s.value < -9.2233720368547758e18 || s.value >= 9.2233720368547758e18) {
+      throw GraphError(where + ": int scalar has a non-integral or out-of-range value " +
+                       format_float(s.value));
+    }
+  } else if (s.kind == Scalar::Kind::Bool) {
+    if (s.value != 0.0 && s.value != 1.0) {
+      throw GraphError(where + ": bool scalar must be 0 or 1, got " + format_float(s.value));
+    }
+  }
+}
+
+// Rejects sizes whose element count (or contiguous strides) would overflow int64.
+void check_size_product(const std::vector<int64_t>& sizes, const std::string& where) {
+  int64_t product = 1;
+  for (int64_t s : sizes) {
+    if (__builtin_mul_overflow(product, s > 1 ? s : 1, &product)) {
+      throw GraphError(where + ": sizes " + format_sizes(sizes) +
+                       " have more elements than int64 can count");
+    }
+  }
+}
+
+}  // namespace
+
+Graph::Graph(std::string name) : name_(std::move(name)) {
+  if (!is_valid_value_name(name_)) {
+    throw GraphError("invalid graph name '" + name_ + "' (expected an identifier)");
+  }
+}
+
+std::optional<ValueRef> Graph::find_value(const std::string& name) const {
+  for (size_t i = 0; i < values_.size(); ++i) {
+    if (values_[i].name == name) return ValueRef{static_cast<int>(i)};
+  }
+  return std::nullopt;
+}
+
+ValueRef Graph::add_input(const std::string& name, DType dtype, std::vector<int64_t> sizes,
+                          std::optional<std::vector<int64_t>> strides) {
+  if (!is_valid_value_name(name)) {
+    throw GraphError("input: invalid value name '" + name + "' (expected an identifier)");
+  }
+  if (find_value(name)) throw GraphError("input: duplicate value name '" + name + "'");
+  for (int64_t s : sizes) {
+    if (s < 0) {
+      throw GraphError("input '" + name + "': sizes " + format_sizes(sizes) +
+                       " must not be negative");
+    }
+  }
+  check_size_product(sizes, "input '" + name + "'");
+  if (strides) {
+    if (strides->size() != sizes.size()) {
+      throw GraphError("input '" + name + "': strides " + format_sizes(*strides) + " must have " +
+                       std::to_string(sizes.size()) + " entries, one per dim of sizes " +
+                       format_sizes(sizes));
+    }
+    for (int64_t s : *strides) {
+      if (s < 0) {
+        throw GraphError("input '" + name + "': strides " + format_sizes(*strides) +
+                         " must not be negative");
+      }
+    }
+  }
+  TensorType type;
+  type.dtype = dtype;
+  type.strides = strides ? std::move(*strides) : contiguous_strides(sizes);
+  type.sizes = std::move(sizes);
+  ValueRef ref{static_cast<int>(values_.size())};
+  values_.push_back(Value{name, std::move(type), -1});
+  inputs_.push_back(ref);
+  return ref;
+}
+
+namespace {
+
+// Kind-checks one bound argument against its parameter and converts it to the canonical
+// representation stored in nodes (see ParamKind).
+Arg convert_arg(const Graph& graph, const std::string& op, const Param& param, Arg arg) {
+  const std::string where = op + ": argument '" + param.name + "'";
+  auto fail = [&]() -> GraphError {
+    return GraphError(where + " expects " + param_kind_text(param.kind) + ", got " +
+                      describe_arg_kind(arg));
+  };
+  auto check_ref = [&](ValueRef ref) {
+    if (ref.index < 0 || static_cast<size_t>(ref.index) >= graph.values().size()) {
+      throw GraphError(where + ": value reference " + std::to_string(ref.index) +
+                       " does not belong to graph '" + graph.name() + "'");
+    }
+  };
+  auto as_scalar = [&](const Arg& a) -> std::optional<Scalar> {
+    if (auto* s = std::get_if<Scalar>(&a)) {
+      check_scalar_value(*s, where);
+      return *s;
+    }
+    if (auto* i = std::get_if<int64_t>(&a))
+      return Scalar{Scalar::Kind::Int, static_cast<double>(*i)};
+    if (auto* b = std::get_if<bool>(&a)) return Scalar{Scalar::Kind::Bool, *b ? 1.0 : 0.0};
+    return std::nullopt;
+  };
+  auto as_int_list = [&](const Arg& a) -> std::optional<std::vector<int64_t>> {
+    if (auto* l = std::get_if<std::vector<int64_t>>(&a)) return *l;
+    if (auto* i = std::get_if<int64_t>(&a)) return std::vector<int64_t>{*i};
+    return std::nullopt;
+  };
+
+  switch (param.kind) {
+    case ParamKind::Tensor:
+      if (auto* ref = std::get_if<ValueRef>(&arg)) {
+        check_ref(*ref);
+        return arg;
+      }
+      throw fail();
+    case ParamKind::TensorOrScalar:
+      if (auto* ref = std::get_if<ValueRef>(&arg)) {
+        check_ref(*ref);
+        return arg;
+      }
+      if (auto s = as_scalar(arg)) return *s;
+      throw fail();
+    case ParamKind::Scalar:
+      if (auto s = as_scalar(arg)) return *s;
+      throw fail();
+    case ParamKind::Int:
+      if (auto* i = std::get_if<int64_t>(&arg)) return *i;
+      if (auto* s = std::get_if<Scalar>(&arg); s && s->kind == Scalar::Kind::Int) {
+        check_scalar_value(*s, where);
+        return static_cast<int64_t>(s->value);
+      }
+      throw fail();
+    case ParamKind::Bool:
+      if (std::holds_alternative<bool>(arg)) return arg;
+      if (auto* s = std::get_if<Scalar>(&arg); s && s->kind == Scalar::Kind::Bool) {
+        check_scalar_value(*s, where);
+        return s->value != 0.0;
+      }
+      throw fail();
+    case ParamKind::IntList:
+      if (auto l = as_int_list(arg)) return *l;
+      throw fail();
+    case ParamKind::OptionalIntList:
+      if (std::holds_alternative<None>(arg)) return arg;
+      if (auto l = as_int_list(arg)) return *l;
+      throw fail();
+    case ParamKind::OptionalString:
+      if (std::holds_alternative<None>(arg) || std::holds_alternative<std::string>(arg)) return arg;
+      throw fail();
+    case ParamKind::OptionalDType:
+      if (std::holds_alternative<None>(arg)) return arg;
+      if (auto* s = std::get_if<std::string>(&arg)) {
+        std::optional<DType> dtype = parse_dtype(*s);
+        if (!dtype) throw GraphError(where + ": unknown dtype '" + *s + "'");
+        return std::string(dtype_name(*dtype));
+      }
+      throw fail();
+  }
+  throw fail();
+}
+
+}  // namespace
+
+ValueRef Graph::add_node(const std::string& op, std::vector<Arg> args,
+                         std::vector<std::pair<std::string, Arg>> kwargs, const std::string& name) {
+  const OpSchema* schema = find_op_schema(op);
+  if (!schema) throw GraphError("unknown op '" + op + "'");
+  const std::vector<Param>& params = schema->params;
+
+  // Bind positional arguments (never to keyword-only parameters), then keywords.
+  size_t max_positional = 0;
+  while (max_positional < params.size() && !params[max_positional].keyword_only) ++max_positional;
+  if (args.size() > max_positional) {
+    throw GraphError(op + ": takes at most " + std::to_string(max_positional) +
+                     " positional argument" + (max_positional == 1 ? "" : "s") + " but " +
+                     std::to_string(args.size()) + " were given");
+  }
+  std::vector<std::optional<Arg>> bound(params.size());
+  for (size_t i = 0; i < args.size(); ++i) bound[i] = std::move(args[i]);
+  for (auto& [key, value] : kwargs) {
+    size_t p = 0;
+    while (p < params.size() && params[p].name != key) ++p;
+    if (p == params.size()) throw GraphError(op + ": unexpected keyword argument '" + key + "'");
+    if (bound[p]) throw GraphError(op + ": got multiple values for argument '" + key + "'");
+    bound[p] = std::move(value);
+  }
+
+  Node node;
+  node.op = op;
+  node.args.reserve(params.size());
+  for (size_t p = 0; p < params.size(); ++p) {
+    if (!bound[p]) {
+      if (!params[p].default_value) {
+        throw GraphError(op + ": missing required argument '" + params[p].name + "'");
+      }
+      bound[p] = *params[p].default_value;
+    }
+    node.args.push_back(convert_arg(*this, op, params[p], std::move(*bound[p])));
+  }
+
+  std::string out_name = name;
+  if (out_name.empty()) {
+    for (size_t k = nodes_.size();; ++k) {
+      out_name = "v" + std::to_string(k);
+      if (!find_value(out_name)) break;
+    }
+  } else if (!is_valid_value_name(out_name)) {
+    throw GraphError(op + ": invalid value name '" + out_name + "' (expected an identifier)");
+  } else if (find_value(out_name)) {
+    throw GraphError(op + ": duplicate value name '" + out_name + "'");
+  }
+
+  node.output = ValueRef{static_cast<int>(values_.size())};
+  TensorType type = schema->infer(*this, node);
+  check_size_product(type.sizes, op + ": result");
+  type.strides = contiguous_strides(type.sizes);
+  values_.push_back(Value{out_name, std::move(type), static_cast<int>(nodes_.size())});
+  nodes_.push_back(std::move(node));
+  return nodes_.back().output;
+}
+
+void Graph::set_outputs(std::vector<ValueRef> outputs) {
+  if (outputs.empty()) throw GraphError("graph '" + name_ + "': needs at least one output");
+  for (ValueRef ref : outputs) {
+    if (ref.index < 0 || static_cast<size_t>(ref.index) >= values_.size()) {
+      throw GraphError("graph '" + name_ + "': output reference " + std::to_string(ref.index) +
+                       " is not a value of this graph");
+    }
+  }
+  outputs_ = std::move(outputs);
+}
+
+namespace {
+
+// Compares values of two graphs by name and type (indices may differ between graphs).
+bool same_value(const Graph& ga, ValueRef a, const Graph& gb, ValueRef b) {
+  const Value& va = ga.value(a);
+  const Value& vb = gb.value(b);
+  return va.name == vb.name && va.type == vb.type;
+}
+
+bool same_arg(const Graph& ga, const Arg& a, const Graph& gb, const Arg& b) {
+  if (a.index() != b.index()) return false;
+  if (auto* ra = std::get_if<ValueRef>(&a)) {
+    return ga.value(*ra).name == gb.value(std::get<ValueRef>(b)).name;
+  }
+  return a == b;
+}
+
+}  // namespace
+
+bool operator==(const Graph& a, const Graph& b) {
+  if (a.name_ != b.name_ || a.inputs_.size() != b.inputs_.size() ||
+      a.nodes_.size() != b.nodes_.size() || a.outputs_.size() != b.outputs_.size()) {
+    return false;
+  }
+  for (size_t i = 0; i < a.inputs_.size(); ++i) {
+    if (!same_value(a, a.inputs_[i], b, b.inputs_[i])) return false;
+  }
+  for (size_t i = 0; i < a.nodes_.size(); ++i) {
+    const Node& na = a.nodes_[i];
+    const Node& nb = b.nodes_[i];
+    if (na.op != nb.op || na.args.size() != nb.args.size()) return false;
+    if (!same_value(a, na.output, b, nb.output)) return false;
+    for (size_t j = 0; j < na.args.size(); ++j) {
+      if (!same_arg(a, na.args[j], b, nb.args[j])) return false;
+    }
+  }
+  for (size_t i = 0; i < a.outputs_.size(); ++i) {
+    if (a.value(a.outputs_[i]).name != b.value(b.outputs_[i]).name) return false;
+  }
+  return true;
+}
+
+}  // namespace stax::ir

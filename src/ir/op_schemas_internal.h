@@ -1,0 +1,36 @@
+// Internal to the op registry: the per-family schema tables (pointwise, reductions, views and
+// copies) and the argument-aware shape helpers their type inference shares.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/op_schema.h"
+
+namespace stax::ir::detail {
+
+void add_pointwise_schemas(std::vector<OpSchema>& out);
+void add_reduction_schemas(std::vector<OpSchema>& out);
+void add_view_schemas(std::vector<OpSchema>& out);  // views and copies
+
+// Schema parameter shorthands.
+Param required(std::string name, ParamKind kind);
+Param optional(std::string name, ParamKind kind, Arg default_value, bool keyword_only = false);
+
+// "OP: argument 'ARG': "
+std::string arg_prefix(const std::string& op, const std::string& arg);
+
+// Normalizes a dim against rank; with scalar_ok a 0-dim tensor accepts 0 and -1 (returning 0),
+// as PyTorch does for reductions, squeeze and transpose.
+int64_t wrap_dim(int64_t dim, size_t rank, const std::string& op, const std::string& arg,
+                 bool scalar_ok = false);
+// Normalizes every dim of a list (see wrap_dim) and rejects repeats. For a 0-dim tensor with
+// scalar_ok the result is empty.
+std::vector<int64_t> wrap_dim_list(const std::vector<int64_t>& dims, size_t rank,
+                                   const std::string& op, const std::string& arg,
+                                   bool scalar_ok = false);
+std::vector<int64_t> reshape_sizes(const std::vector<int64_t>& from, const std::vector<int64_t>& to,
+                                   const std::string& op, const std::string& arg);
+
+}  // namespace stax::ir::detail

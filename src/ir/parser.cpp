@@ -1,0 +1,247 @@
+// Parser of the Stax text format: one `def NAME(inputs):` header, indented `name = op(args)`
+// statements and a final `return a, b`. Builds the Graph through Graph::add_input/add_node,
+// turning their GraphErrors into ParseErrors located at the offending input or statement.
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "ir/graph.h"
+#include "ir/lexer.h"
+#include "ir/op_schema.h"
+#include "ir/text_format.h"
+
+namespace stax::ir {
+
+namespace {
+
+using detail::Token;
+using detail::TokKind;
+
+class Parser {
+ public:
+  Parser(std::vector<Token> tokens, std::string filename)
+      : toks_(std::move(tokens)), file_(std::move(filename)) {}
+
+  Graph parse() {
+    const Token& def = peek();
+    if (!is_keyword(def, "def")) fail(def, "'def'");
+    if (def.col != 1) fail(def, "'def' at the start of the line", "indented 'def'");
+    next();
+    const Token& name = next();
+    if (name.kind != TokKind::Ident || !is_valid_value_name(name.text)) fail(name, "a graph name");
+    Graph graph(name.text);
+    expect(TokKind::LParen, "'('");
+    while (peek().kind != TokKind::RParen) {
+      parse_input(graph);
+      if (peek().kind != TokKind::Comma) break;
+      next();
+    }
+    expect(TokKind::RParen, "',' or ')'");
+    expect(TokKind::Colon, "':'");
+    expect(TokKind::Newline, "end of line");
+    parse_body(graph);
+    const Token& end = peek();
+    if (end.kind != TokKind::End) {
+      fail(end, is_keyword(end, "def") ? "end of file (one def per file)"
+                                       : "end of file after 'return'");
+    }
+    return graph;
+  }
+
+ private:
+  const Token& peek() const { return toks_[pos_]; }
+  const Token& next() {
+    const Token& t = toks_[pos_];
+    if (pos_ + 1 < toks_.size()) ++pos_;
+    return t;
+  }
+  static bool is_keyword(const Token& t, const char* word) {
+    return t.kind == TokKind::Ident && t.text == word;
+  }
+
+  [[noreturn]] void fail(const Token& t, const std::string& expected) const {
+    detail::throw_parse_error(file_, t.line, t.col, expected, detail::describe(t));
+  }
+  [[noreturn]] void fail(const Token& t, const std::string& expected,
+                         const std::string& found) const {
+    detail::throw_parse_error(file_, t.line, t.col, expected, found);
+  }
+  [[noreturn]] void fail_graph(const Token& at, const GraphError& e) const {
+    throw ParseError(file_ + ":" + std::to_string(at.line) + ":" + std::to_string(at.col) + ": " +
+                     e.what());
+  }
+
+  const Token& expect(TokKind kind, const std::string& expected) {
+    if (peek().kind != kind) fail(peek(), expected);
+    return next();
+  }
+
+  // A name for a new value: not reserved, not defined before.
+  const Token& new_value_name(const std::string& what) {
+    const Token& t = next();
+    if (t.kind != TokKind::Ident || !is_valid_value_name(t.text)) fail(t, what);
+    if (auto it = defined_at_.find(t.text); it != defined_at_.end()) {
+      fail(t, "a new value name",
+           "'" + t.text + "' (already defined at line " + std::to_string(it->second) + ")");
+    }
+    defined_at_[t.text] = t.line;
+    return t;
+  }
+
+  std::vector<int64_t> parse_int_list() {
+    expect(TokKind::LBracket, "'['");
+    std::vector<int64_t> values;
+    while (peek().kind != TokKind::RBracket) {
+      const Token& t = next();
+      if (t.kind != TokKind::Int) fail(t, "an integer");
+      values.push_back(t.int_value);
+      if (peek().kind != TokKind::Comma) break;
+      next();
+    }
+    expect(TokKind::RBracket, "',' or ']'");
+    return values;
+  }
+
+  // x: f32[64, 128] strides=[1, 64]
+  void parse_input(Graph& graph) {
+    const Token& name = new_value_name("an input name");
+    expect(TokKind::Colon, "':'");
+    const Token& dtype_tok = next();
+    std::optional<DType> dtype;
+    if (dtype_tok.kind == TokKind::Ident) dtype = parse_dtype(dtype_tok.text);
+    if (!dtype) fail(dtype_tok, "a dtype such as f32, bf16, i64 or bool");
+    std::vector<int64_t> sizes = parse_int_list();
+    std::optional<std::vector<int64_t>> strides;
+    if (peek().kind == TokKind::Ident && peek().text == "strides") {
+      next();
+      expect(TokKind::Equals, "'='");
+      strides = parse_int_list();
+    }
+    try {
+      graph.add_input(name.text, *dtype, std::move(sizes), std::move(strides));
+    } catch (const GraphError& e) {
+      fail_graph(name, e);
+    }
+  }
+
+  void parse_body(Graph& graph) {
+    int indent = 0;
+    while (true) {
+      const Token& first = peek();
+      if (first.kind == TokKind::End) fail(first, "an indented statement or 'return'");
+      if (first.col == 1) fail(first, "an indented statement or 'return'");
+      if (indent == 0) indent = first.col;
+      if (first.col != indent) {
+        fail(first, "indentation of " + std::to_string(indent - 1) + " columns",
+             "indentation of " + std::to_string(first.col - 1) + " columns");
+      }
+      if (is_keyword(first, "return")) {
+        parse_return(graph);
+        return;
+      }
+      parse_statement(graph);
+    }
+  }
+
+  void parse_return(Graph& graph) {
+    next();
+    std::vector<ValueRef> outputs;
+    do {
+      if (!outputs.empty()) next();  // the comma
+      outputs.push_back(lookup(graph, next()));
+    } while (peek().kind == TokKind::Comma);
+    expect(TokKind::Newline, "',' or end of line");
+    graph.set_outputs(std::move(outputs));
+  }
+
+  ValueRef lookup(const Graph& graph, const Token& t) const {
+    if (t.kind != TokKind::Ident || !is_valid_value_name(t.text)) fail(t, "a value name");
+    std::optional<ValueRef> ref = graph.find_value(t.text);
+    if (!ref) fail(t, "a value name defined before this line");
+    return *ref;
+  }
+
+  Arg parse_value(const Graph& graph) {
+    const Token& t = peek();
+    switch (t.kind) {
+      case TokKind::Int:
+        next();
+        return t.int_value;
+      case TokKind::Float:
+        next();
+        return Scalar{Scalar::Kind::Float, t.float_value};
+      case TokKind::String:
+        next();
+        return t.string_value;
+      case TokKind::LBracket:
+        return parse_int_list();
+      case TokKind::Ident:
+        next();
+        if (t.text == "True") return true;
+        if (t.text == "False") return false;
+        if (t.text == "None") return None{};
+        return lookup(graph, t);
+      default:
+        fail(t, "an argument value");
+    }
+  }
+
+  // name = op(arg, ..., key=value, ...)
+  void parse_statement(Graph& graph) {
+    const Token& target = new_value_name("a value name or 'return'");
+    expect(TokKind::Equals, "'='");
+    const Token& op = next();
+    if (op.kind != TokKind::Ident) fail(op, "an op name");
+    if (!find_op_schema(op.text)) fail(op, "a known op name");
+    expect(TokKind::LParen, "'('");
+    std::vector<Arg> args;
+    std::vector<std::pair<std::string, Arg>> kwargs;
+    while (peek().kind != TokKind::RParen) {
+      const bool is_keyword_arg =
+          peek().kind == TokKind::Ident && toks_[pos_ + 1].kind == TokKind::Equals;
+      if (is_keyword_arg) {
+        std::string key = next().text;
+        next();  // '='
+        kwargs.emplace_back(std::move(key), parse_value(graph));
+      } else {
+        if (!kwargs.empty()) fail(peek(), "a keyword argument (positional arguments come first)");
+        args.push_back(parse_value(graph));
+      }
+      if (peek().kind != TokKind::Comma) break;
+      next();
+    }
+    expect(TokKind::RParen, "',' or ')'");
+    expect(TokKind::Newline, "end of line");
+    try {
+      graph.add_node(op.text, std::move(args), std::move(kwargs), target.text);
+    } catch (const GraphError& e) {
+      fail_graph(target, e);
+    }
+  }
+
+  std::vector<Token> toks_;
+  std::string file_;
+  size_t pos_ = 0;
+  std::map<std::string, int> defined_at_;  // value name -> line of its definition
+};
+
+}  // namespace
+
+Graph parse_graph(const std::string& text, const std::string& filename) {
+  return Parser(detail::lex(text, filename), filename).parse();
+}
+
+Graph parse_graph_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw ParseError(path + ": is a directory, not a file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ParseError(path + ": cannot open file for reading");
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  if (in.bad()) throw ParseError(path + ": error while reading file");
+  return parse_graph(buffer.str(), path);
+}
+
+}  // namespace stax::ir

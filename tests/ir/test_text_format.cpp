@@ -1,0 +1,333 @@
+// Tests of the text format: the shared examples parse with the expected types, printing is
+// canonical, and print/parse round-trips for the examples and for a program using every op
+// and every literal kind.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "ir/op_schema.h"
+#include "ir/text_format.h"
+#include "test_util.h"
+
+namespace stax::ir {
+namespace {
+
+using testing::type;
+
+std::string example(const char* name) {
+  return std::string(STAX_EXAMPLES_DIR) + "/" + name;
+}
+
+const TensorType& type_of(const Graph& g, const std::string& name) {
+  return g.value(*g.find_value(name)).type;
+}
+
+std::vector<std::string> output_names(const Graph& g) {
+  std::vector<std::string> names;
+  for (ValueRef r : g.outputs()) names.push_back(g.value(r).name);
+  return names;
+}
+
+void expect_round_trip(const Graph& g) {
+  const std::string text = print_graph(g);
+  Graph again = parse_graph(text, "printed.stax");
+  EXPECT_TRUE(again == g) << text;
+  EXPECT_EQ(print_graph(again), text);
+}
+
+TEST(ExamplesTest, Example_1_1) {
+  Graph g = parse_graph_file(example("example_1_1.stax"));
+  EXPECT_EQ(g.name(), "example_1_1");
+  ASSERT_EQ(g.inputs().size(), 2u);
+  EXPECT_EQ(type_of(g, "x"), type(DType::Float32, {64, 128}));
+  EXPECT_EQ(type_of(g, "y"), type(DType::Float32, {64, 128}));
+  EXPECT_EQ(type_of(g, "p"), type(DType::Float32, {64, 128}));
+  EXPECT_EQ(type_of(g, "s"), type(DType::Float32, {64}));
+  ASSERT_EQ(g.nodes().size(), 2u);
+  EXPECT_EQ(g.nodes()[0].op, "mul");
+  EXPECT_EQ(g.nodes()[1].op, "sum");
+  EXPECT_EQ(g.nodes()[1].args[1], Arg(std::vector<int64_t>{-1}));
+  EXPECT_EQ(output_names(g), (std::vector<std::string>{"s"}));
+  EXPECT_EQ(print_graph(g),
+            "def example_1_1(x: f32[64, 128], y: f32[64, 128]):\n"
+            "    p = mul(x, y)\n"
+            "    s = sum(p, dim=[-1])\n"
+            "    return s\n");
+  expect_round_trip(g);
+}
+
+TEST(ExamplesTest, Example_7_1) {
+  Graph g = parse_graph_file(example("example_7_1.stax"));
+  EXPECT_EQ(type_of(g, "s"), type(DType::Float32, {64, 1}));
+  EXPECT_EQ(type_of(g, "y"), type(DType::Float32, {64, 128}));
+  EXPECT_EQ(g.nodes()[0].args[2], Arg(true));
+  EXPECT_EQ(output_names(g), (std::vector<std::string>{"y"}));
+  EXPECT_EQ(print_graph(g),
+            "def example_7_1(x: f32[64, 128]):\n"
+            "    s = sum(x, dim=[-1], keepdim=True)\n"
+            "    y = div(x, s)\n"
+            "    return y\n");
+  expect_round_trip(g);
+}
+
+TEST(ExamplesTest, Example_7_2) {
+  Graph g = parse_graph_file(example("example_7_2.stax"));
+  EXPECT_EQ(type_of(g, "e"), type(DType::Float32, {64, 128}));
+  EXPECT_EQ(type_of(g, "s"), type(DType::Float32, {64}));
+  EXPECT_EQ(type_of(g, "m"), type(DType::Float32, {64}));
+  EXPECT_EQ(g.nodes()[2].op, "amax");
+  EXPECT_EQ(output_names(g), (std::vector<std::string>{"s", "m"}));
+  expect_round_trip(g);
+}
+
+const char* kEveryOp = R"(# Every op and every literal kind.
+def every_op(x: f32[2, 3], y: f32[3], i: i64[2, 3], b: bool[2, 3],
+             h: f16[4, 1, 3] strides=[1, 4, 4], z: f32[], e: bf16[0]):  # inputs
+    a0 = add(x, y, alpha=2)
+    a1 = add(x, 1.5)
+    a2 = add(2, i)
+    a3 = sub(x, y, alpha=-0.5)
+    a4 = mul(x, True)
+    a5 = div(i, 3)
+    a6 = div(x, y, rounding_mode=None)
+    a7 = maximum(x, y)
+    a8 = minimum(i, x)
+    a9 = mul(x, 1e-3)
+    a10 = add(x, -1)
+    a11 = mul(-2.5e+10, x)
+    a12 = add(x, .25)
+    a13 = sub(x, 0.1)
+    a14 = mul(x, 3.)
+
+    c0 = gt(x, y)
+    c1 = lt(x, 0)
+    c2 = ge(i, 1e-3)
+    c3 = le(x, -inf)
+    c4 = eq(x, nan)
+    c5 = ne(i, inf)
+    c6 = eq(b, False)
+    u0 = neg(x)
+    u1 = abs(i)
+    u2 = exp(i)
+    u3 = log(x)
+    u4 = sqrt(x)
+    u5 = rsqrt(x)
+    u6 = tanh(x)
+    u7 = sigmoid(b)
+    u8 = relu(x)
+    p0 = pow(x, 2)
+    p1 = pow(x, 0.5)
+    w0 = where(b, x, 0.0)
+    w1 = where(b, 1, 2)
+    w2 = where(b, x, y)
+    r0 = sum(x)
+    r1 = sum(i, dim=[0, 1], keepdim=True, dtype='float64')
+    r2 = mean(x, dim=-1)
+    r3 = amax(x, dim=[1])
+    r4 = amin(x, [0], True)
+    r5 = sum(e, dim=[], keepdim=False, dtype=None)
+    v0 = reshape(x, [3, -1])
+    v1 = view(x, [6])
+    v2 = permute(h, [2, 0, 1])
+    v3 = transpose(x, 0, -1)
+    v4 = unsqueeze(x, -1)
+    v5 = squeeze(h)
+    v6 = squeeze(h, 1)
+    v7 = expand(y, [4, 2, -1], implicit=False)
+    v8 = expand(z, size=[5], implicit=True)
+    k0 = clone(x, memory_format="preserve_format")
+    k1 = contiguous(v3)
+    k2 = contiguous(v3, memory_format=None)
+    s0 = add(z, x)
+    return a0, k1, x, a0
+)";
+
+TEST(RoundTripTest, EveryOpAndLiteral) {
+  Graph g = parse_graph(kEveryOp, "every.stax");
+  // Every registered op is used.
+  for (const std::string& op : registered_op_names()) {
+    bool used = false;
+    for (const Node& n : g.nodes()) used = used || n.op == op;
+    EXPECT_TRUE(used) << op;
+  }
+  EXPECT_EQ(type_of(g, "h"), (TensorType{DType::Float16, {4, 1, 3}, {1, 4, 4}}));
+  EXPECT_EQ(type_of(g, "a2"), type(DType::Int64, {2, 3}));
+  EXPECT_EQ(type_of(g, "a4"), type(DType::Float32, {2, 3}));
+  EXPECT_EQ(type_of(g, "a5"), type(DType::Float32, {2, 3}));
+  EXPECT_EQ(type_of(g, "a8"), type(DType::Float32, {2, 3}));
+  EXPECT_EQ(type_of(g, "c2"), type(DType::Bool, {2, 3}));
+  EXPECT_EQ(type_of(g, "u1"), type(DType::Int64, {2, 3}));
+  EXPECT_EQ(type_of(g, "u2"), type(DType::Float32, {2, 3}));
+  EXPECT_EQ(type_of(g, "w1"), type(DType::Int64, {2, 3}));
+  EXPECT_EQ(type_of(g, "r1"), type(DType::Float64, {1, 1}));
+  EXPECT_EQ(type_of(g, "r5"), type(DType::BFloat16, {}));
+  EXPECT_EQ(type_of(g, "v2"), type(DType::Float16, {3, 4, 1}));
+  EXPECT_EQ(type_of(g, "v5"), type(DType::Float16, {4, 3}));
+  EXPECT_EQ(type_of(g, "v7"), type(DType::Float32, {4, 2, 3}));
+  EXPECT_EQ(type_of(g, "s0"), type(DType::Float32, {2, 3}));
+  EXPECT_EQ(output_names(g), (std::vector<std::string>{"a0", "k1", "x", "a0"}));
+
+  // Literal kinds.
+  auto arg = [&](const char* value, size_t position) {
+    return g.nodes()[static_cast<size_t>(g.value(*g.find_value(value)).producer)].args[position];
+  };
+  EXPECT_EQ(arg("a0", 2), Arg(Scalar{Scalar::Kind::Int, 2}));
+  EXPECT_EQ(arg("a3", 2), Arg(Scalar{Scalar::Kind::Float, -0.5}));
+  EXPECT_EQ(arg("a4", 1), Arg(Scalar{Scalar::Kind::Bool, 1}));
+  EXPECT_EQ(arg("a9", 1), Arg(Scalar{Scalar::Kind::Float, 1e-3}));
+  EXPECT_EQ(arg("a10", 1), Arg(Scalar{Scalar::Kind::Int, -1}));
+  EXPECT_EQ(arg("a11", 0), Arg(Scalar{Scalar::Kind::Float, -2.5e10}));
+  EXPECT_EQ(arg("a12", 1), Arg(Scalar{Scalar::Kind::Float, 0.25}));
+  EXPECT_EQ(arg("c3", 1), Arg(Scalar{Scalar::Kind::Float, -INFINITY}));
+  EXPECT_TRUE(std::isnan(std::get<Scalar>(arg("c4", 1)).value));
+  EXPECT_EQ(arg("c5", 1), Arg(Scalar{Scalar::Kind::Float, INFINITY}));
+  EXPECT_EQ(arg("c6", 1), Arg(Scalar{Scalar::Kind::Bool, 0}));
+  EXPECT_EQ(arg("r1", 3), Arg(std::string("f64")));
+  EXPECT_EQ(arg("r2", 1), Arg(std::vector<int64_t>{-1}));
+  EXPECT_EQ(arg("r5", 1), Arg(std::vector<int64_t>{}));
+  EXPECT_EQ(arg("k0", 1), Arg(std::string("preserve_format")));
+  EXPECT_EQ(arg("k2", 1), Arg(None{}));
+  EXPECT_EQ(arg("v8", 2), Arg(true));
+
+  const std::string printed = print_graph(g);
+  for (const char* line :
+       {"def every_op(x: f32[2, 3], y: f32[3], i: i64[2, 3], b: bool[2, 3], h: f16[4, 1, 3] "
+        "strides=[1, 4, 4], z: f32[], e: bf16[0]):\n",
+        "    a0 = add(x, y, alpha=2)\n",
+        "    a1 = add(x, 1.5)\n",
+        "    a3 = sub(x, y, alpha=-0.5)\n",
+        "    a4 = mul(x, True)\n",
+        "    a6 = div(x, y)\n",
+        "    a9 = mul(x, 0.001)\n",
+        "    a11 = mul(-2.5e+10, x)\n",
+        "    a13 = sub(x, 0.1)\n",
+        "    a14 = mul(x, 3.0)\n",
+        "    c3 = le(x, -inf)\n",
+        "    c4 = eq(x, nan)\n",
+        "    c5 = ne(i, inf)\n",
+        "    c6 = eq(b, False)\n",
+        "    p0 = pow(x, 2)\n",
+        "    p1 = pow(x, 0.5)\n",
+        "    w0 = where(b, x, 0.0)\n",
+        "    w1 = where(b, 1, 2)\n",
+        "    r0 = sum(x)\n",
+        "    r1 = sum(i, dim=[0, 1], keepdim=True, dtype='f64')\n",
+        "    r2 = mean(x, dim=[-1])\n",
+        "    r3 = amax(x, dim=[1])\n",
+        "    r4 = amin(x, dim=[0], keepdim=True)\n",
+        "    r5 = sum(e, dim=[])\n",
+        "    v0 = reshape(x, [3, -1])\n",
+        "    v3 = transpose(x, 0, -1)\n",
+        "    v5 = squeeze(h)\n",
+        "    v6 = squeeze(h, dim=[1])\n",
+        "    v7 = expand(y, [4, 2, -1])\n",
+        "    v8 = expand(z, [5], implicit=True)\n",
+        "    k0 = clone(x, memory_format='preserve_format')\n",
+        "    k1 = contiguous(v3)\n",
+        "    k2 = contiguous(v3, memory_format=None)\n",
+        "    return a0, k1, x, a0\n"}) {
+    EXPECT_NE(printed.find(line), std::string::npos) << line << "\nin\n" << printed;
+  }
+  expect_round_trip(g);
+}
+
+TEST(RoundTripTest, FloatsAreBitExact) {
+  const double values[] = {0.1,
+                           1.0 / 3.0,
+                           -0.0,
+                           5e-324,
+                           1.7976931348623157e308,
+                           123456789012345680.0,
+                           1e22,
+                           -2.5,
+                           std::numeric_limits<double>::infinity(),
+                           -std::numeric_limits<double>::infinity(),
+                           std::numeric_limits<double>::quiet_NaN()};
+  for (double v : values) {
+    Graph g("floats");
+    ValueRef x = g.add_input("x", DType::Float64, {2});
+    g.set_outputs({g.add_node("mul", {x, Scalar{Scalar::Kind::Float, v}})});
+    const std::string text = print_graph(g);
+    Graph again = parse_graph(text);
+    ASSERT_TRUE(again == g) << text;
+    const double back = std::get<Scalar>(again.nodes()[0].args[1]).value;
+    if (!std::isnan(v)) {
+      EXPECT_EQ(std::memcmp(&back, &v, sizeof v), 0) << text;
+    }
+  }
+  EXPECT_EQ(format_float(2.0), "2.0");
+  EXPECT_EQ(format_float(-0.0), "-0.0");
+  EXPECT_EQ(format_float(1e22), "1e+22");
+  EXPECT_EQ(format_float(0.1), "0.1");
+}
+
+TEST(RoundTripTest, IntsAndBuiltGraphs) {
+  Graph g("ints");
+  ValueRef x = g.add_input("x", DType::Int64, {2});
+  ValueRef y = g.add_node("add", {x, int64_t{-9007199254740992}}, {{"alpha", int64_t{7}}});
+  ValueRef big = g.add_node("reshape", {y, std::vector<int64_t>{1, 2}}, {}, "big");
+  g.set_outputs({big, y});
+  expect_round_trip(g);
+  Graph max =
+      parse_graph("def f(x: i64[1]):\n  r = expand(x, [9223372036854775807])\n  return r\n");
+  EXPECT_EQ(type_of(max, "r").sizes, (std::vector<int64_t>{9223372036854775807}));
+  expect_round_trip(max);
+}
+
+TEST(TextFormatTest, LayoutFreedoms) {
+  // Comments anywhere, blank lines, any consistent indentation, lines joined inside brackets,
+  // trailing commas, double-quoted strings.
+  const char* good =
+      "\n# leading comment\n\n"
+      "def   f( x : f32[ 2 ,3 ] ,  # after x\n"
+      "         w: f32[3, 2] strides = [1, 3], ):\n"
+      "\t# tab-indented comment line\n"
+      "  t = transpose(w, 0, 1)   # comment\n"
+      "\n"
+      "  s = sum(\n"
+      "      x, [1,],\n"
+      "      dtype=\"f64\",\n"
+      "  )\n"
+      "  return s, t  # done\n"
+      "# trailing comment";
+  Graph g = parse_graph(good);
+  EXPECT_EQ(type_of(g, "w").strides, (std::vector<int64_t>{1, 3}));
+  EXPECT_EQ(type_of(g, "t"), type(DType::Float32, {2, 3}));
+  EXPECT_EQ(type_of(g, "s"), type(DType::Float64, {2}));
+  expect_round_trip(g);
+  // Returning an input directly, with no statements.
+  Graph id = parse_graph("def identity(x: i8[3]):\n    return x\n");
+  EXPECT_TRUE(id.nodes().empty());
+  EXPECT_EQ(output_names(id), (std::vector<std::string>{"x"}));
+  expect_round_trip(id);
+  // A file without a trailing newline, with CRLF line ends.
+  Graph crlf = parse_graph("def f(x: f32[3]):\r\n    y = exp(x)\r\n    return y");
+  EXPECT_EQ(crlf.nodes().size(), 1u);
+  // Contiguous strides given explicitly are not printed.
+  Graph c = parse_graph("def f(x: f32[2, 3] strides=[3, 1]):\n    return x\n");
+  EXPECT_EQ(print_graph(c), "def f(x: f32[2, 3]):\n    return x\n");
+}
+
+TEST(TextFormatTest, FormatHelpers) {
+  Graph g("h");
+  ValueRef x = g.add_input("x", DType::Float32, {2});
+  EXPECT_EQ(format_arg(g, x), "x");
+  EXPECT_EQ(format_arg(g, None{}), "None");
+  EXPECT_EQ(format_arg(g, Scalar{Scalar::Kind::Int, -3}), "-3");
+  EXPECT_EQ(format_arg(g, Scalar{Scalar::Kind::Bool, 0}), "False");
+  EXPECT_EQ(format_arg(g, int64_t{4}), "4");
+  EXPECT_EQ(format_arg(g, true), "True");
+  EXPECT_EQ(format_arg(g, std::vector<int64_t>{}), "[]");
+  EXPECT_EQ(format_arg(g, std::string("a'b\\c\n")), "'a\\'b\\\\c\\n'");
+  EXPECT_EQ(format_type(TensorType{DType::BFloat16, {2, 3}, {1, 2}}), "bf16[2, 3] strides=[1, 2]");
+  EXPECT_EQ(format_type(type(DType::Bool, {})), "bool[]");
+  EXPECT_TRUE(is_valid_value_name("_a1"));
+  EXPECT_FALSE(is_valid_value_name("return"));
+  EXPECT_FALSE(is_valid_value_name("inf"));
+  EXPECT_FALSE(is_valid_value_name(""));
+}
+
+}  // namespace
+}  // namespace stax::ir
