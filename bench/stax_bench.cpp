@@ -64,13 +64,14 @@ int main(int argc, char** argv) {
       files.push_back(a);
     }
   }
-  const auto cache = std::filesystem::temp_directory_path() /
-                     ("stax-bench-" + std::to_string(::getpid()));
+  const auto cache =
+      std::filesystem::temp_directory_path() / ("stax-bench-" + std::to_string(::getpid()));
   std::filesystem::create_directories(cache);
 
   // Warm the precompiled header for both levels with a trivial graph.
   for (auto level : {stax::runtime::detect_simd_level(), stax::runtime::SimdLevel::Scalar}) {
-    stax::ir::Graph warm = stax::ir::parse_graph("def w(x: f32[4]):\n    y = neg(x)\n    return y\n");
+    stax::ir::Graph warm =
+        stax::ir::parse_graph("def w(x: f32[4]):\n    y = neg(x)\n    return y\n");
     stax::CompileOptions o;
     o.cache_dir = cache.string();
     o.simd = level;
@@ -88,13 +89,15 @@ int main(int argc, char** argv) {
     copy_times.push_back(seconds_since(t0));
   }
   const double copy_gbs = 2.0 * static_cast<double>(copy_n) * 4 / median(copy_times) / 1e9;
-  std::cout << "threads " << threads << ", SIMD " << stax::runtime::simd_level_name(stax::runtime::detect_simd_level())
+  std::cout << "threads " << threads << ", SIMD "
+            << stax::runtime::simd_level_name(stax::runtime::detect_simd_level())
             << ", parallel copy bandwidth " << std::fixed << std::setprecision(1) << copy_gbs
             << " GB/s\n\n";
-  std::cout << std::left << std::setw(22) << "program" << std::right << std::setw(11) << "compile ms"
-            << std::setw(12) << "fused us" << std::setw(13) << "unfused us" << std::setw(15)
-            << "unfused/fused" << std::setw(12) << "scalar us" << std::setw(14) << "scalar/simd"
-            << std::setw(9) << "GB/s" << std::setw(12) << "of copy bw" << "\n";
+  std::cout << std::left << std::setw(22) << "program" << std::right << std::setw(11)
+            << "compile ms" << std::setw(12) << "fused us" << std::setw(13) << "unfused us"
+            << std::setw(15) << "unfused/fused" << std::setw(12) << "scalar us" << std::setw(14)
+            << "scalar/simd" << std::setw(9) << "GB/s" << std::setw(12) << "of copy bw"
+            << "\n";
 
   for (const auto& file : files) {
     const stax::ir::Graph graph = stax::ir::parse_graph_file(file);

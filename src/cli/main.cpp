@@ -79,7 +79,8 @@ Args parse_args(int argc, char** argv) {
     } else if (flag == "--simd") {
       const std::string v = value();
       a.options.simd = stax::runtime::parse_simd_level(v);
-      if (!a.options.simd) throw UsageError("--simd must be avx512, avx2 or scalar, got '" + v + "'");
+      if (!a.options.simd)
+        throw UsageError("--simd must be avx512, avx2 or scalar, got '" + v + "'");
     } else {
       throw UsageError("unknown option '" + flag + "' for " + a.command);
     }
@@ -112,8 +113,8 @@ std::vector<stax::Tensor> make_inputs(const stax::ir::Graph& graph, const Args& 
   for (stax::ir::ValueRef ref : graph.inputs()) {
     const auto& v = graph.value(ref);
     if (given.contains(v.name)) {
-      stax::Tensor t = stax::eager::tensor_from_json(given[v.name], v.type.dtype, v.type.sizes,
-                                                     v.name);
+      stax::Tensor t =
+          stax::eager::tensor_from_json(given[v.name], v.type.dtype, v.type.sizes, v.name);
       // The graph declares the layout it is compiled for: hand the values over in it.
       stax::Tensor laid = stax::Tensor::empty_strided(v.type.dtype, v.type.sizes, v.type.strides);
       for (int64_t p = 0; p < t.numel(); ++p) laid.set_flat(p, t.get_flat(p));
@@ -123,8 +124,8 @@ std::vector<stax::Tensor> make_inputs(const stax::ir::Graph& graph, const Args& 
     } else {
       // Random values in [0, 1), like torch.rand: sums of them are well conditioned, so a
       // difference from the oracle means a wrong result rather than cancellation.
-      stax::Tensor t = stax::eager::random_tensor_strided(v.type.dtype, v.type.sizes,
-                                                          v.type.strides, seed++);
+      stax::Tensor t =
+          stax::eager::random_tensor_strided(v.type.dtype, v.type.sizes, v.type.strides, seed++);
       if (stax::is_floating(v.type.dtype)) {
         for (int64_t p = 0; p < t.numel(); ++p) t.set_flat(p, (t.get_flat(p) + 1.0) / 2.0);
       }
@@ -138,8 +139,8 @@ template <class F>
 double median_seconds(F&& f) {
   std::vector<double> times;
   const auto start = std::chrono::steady_clock::now();
-  while (times.size() < 5 || (times.size() < 200 &&
-                              std::chrono::steady_clock::now() - start < std::chrono::milliseconds(300))) {
+  while (times.size() < 5 || (times.size() < 200 && std::chrono::steady_clock::now() - start <
+                                                        std::chrono::milliseconds(300))) {
     const auto t0 = std::chrono::steady_clock::now();
     f();
     times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
@@ -157,7 +158,8 @@ int run_command(const Args& args, const stax::ir::Graph& graph) {
 
   json report;
   report["graph"] = graph.name();
-  report["simd"] = std::string(stax::runtime::simd_level_name(compiled.compilation().module.options.simd));
+  report["simd"] =
+      std::string(stax::runtime::simd_level_name(compiled.compilation().module.options.simd));
   report["threads"] = compiled.compilation().module.options.num_threads;
   report["cache_hit"] = compiled.cache_hit();
   json outs = json::array();
@@ -194,8 +196,8 @@ int run_command(const Args& args, const stax::ir::Graph& graph) {
               << report["threads"].get<int>() << " threads"
               << (compiled.cache_hit() ? ", compiled code from cache" : "") << ")\n";
     for (const auto& o : outs) {
-      std::cout << "  output " << o["name"].get<std::string>()
-                << ": max abs diff " << o["max_abs_diff"].get<double>() << ", max rel diff "
+      std::cout << "  output " << o["name"].get<std::string>() << ": max abs diff "
+                << o["max_abs_diff"].get<double>() << ", max rel diff "
                 << o["max_rel_diff"].get<double>() << " (rtol " << o["rtol"].get<double>()
                 << ", atol " << o["atol"].get<double>() << ") "
                 << (o["within_tolerance"].get<bool>() ? "ok" : "MISMATCH") << "\n";

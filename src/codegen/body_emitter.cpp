@@ -46,6 +46,15 @@ std::string BodyEmitter::index_cpp(const index::Expr& e) const {
   return index::to_cpp(index::simplify(e, config_.ranges), config_.ranges);
 }
 
+std::string BodyEmitter::lane_index_cpp(const index::Expr& simplified) const {
+  const index::Expr lane = index::substitute(
+      simplified,
+      {{config_.vector_var, index::Expr::var(config_.vector_var) + index::Expr::var("lane")}});
+  index::RangeMap with_lane = config_.ranges;
+  with_lane["lane"] = 64;  // at most 64 lanes (AVX-512 with 1-byte elements)
+  return index::to_cpp(lane, with_lane);
+}
+
 OpsValue BodyEmitter::define(const std::string& expr, bool vector, DType dtype) {
   const std::string key = std::string(vector ? "v" : "s") + std::string(dtype_name(dtype)) + expr;
   if (auto it = cse_.find(key); it != cse_.end()) return {it->second, dtype};
@@ -82,16 +91,12 @@ OpsValue BodyEmitter::load(const std::string& buffer, const index::Expr& idx, DT
   if (stride && *stride == 1) {
     const std::string at = p + " + " + index_cpp(simplified);
     const std::string count = config_.full_vector ? "" : ", " + config_.count;
-    if (is_bool) return define(std::string(kMask) + "::load_bytes(" + at + count + ")", true, dtype);
+    if (is_bool)
+      return define(std::string(kMask) + "::load_bytes(" + at + count + ")", true, dtype);
     return define(std::string(kVec) + "::loadu(" + at + count + ")", true, dtype);
   }
   // Gather: lane l reads the element of iteration vector_var + l.
-  const index::Expr lane = index::substitute(
-      simplified, {{config_.vector_var,
-                    index::Expr::var(config_.vector_var) + index::Expr::var("lane")}});
-  index::RangeMap with_lane = config_.ranges;
-  with_lane["lane"] = 64;
-  const std::string element = p + "[" + index::to_cpp(lane, with_lane) + "]";
+  const std::string element = p + "[" + lane_index_cpp(simplified) + "]";
   const std::string count = config_.full_vector ? "" : ", " + config_.count;
   return define(std::string(is_bool ? kMask : kVec) + "::from_lanes([&](int64_t lane) { return " +
                     element + "; }" + count + ")",
@@ -124,34 +129,77 @@ OpsValue BodyEmitter::compute(PointwiseOp op, std::span<const OpsValue> args, do
   };
   std::string expr;
   switch (op) {
-    case PointwiseOp::Add: expr = infix("+"); break;
-    case PointwiseOp::Sub: expr = infix("-"); break;
-    case PointwiseOp::Mul: expr = infix("*"); break;
-    case PointwiseOp::Div: expr = infix("/"); break;
-    case PointwiseOp::Neg: expr = "(-" + x[0] + ")"; break;
-    case PointwiseOp::Abs: expr = call("abs", "abs_f"); break;
-    case PointwiseOp::Exp: expr = call("exp", "exp_f"); break;
-    case PointwiseOp::Log: expr = call("log", "log_f"); break;
-    case PointwiseOp::Sqrt: expr = call("sqrt", "sqrt_f"); break;
-    case PointwiseOp::Rsqrt: expr = call("rsqrt", "rsqrt_f"); break;
-    case PointwiseOp::Tanh: expr = call("tanh", "tanh_f"); break;
-    case PointwiseOp::Sigmoid: expr = call("sigmoid", "sigmoid_f"); break;
-    case PointwiseOp::Relu: expr = call("relu", "relu_f"); break;
-    case PointwiseOp::Maximum: expr = call("maximum", "maximum_f"); break;
-    case PointwiseOp::Minimum: expr = call("minimum", "minimum_f"); break;
+    case PointwiseOp::Add:
+      expr = infix("+");
+      break;
+    case PointwiseOp::Sub:
+      expr = infix("-");
+      break;
+    case PointwiseOp::Mul:
+      expr = infix("*");
+      break;
+    case PointwiseOp::Div:
+      expr = infix("/");
+      break;
+    case PointwiseOp::Neg:
+      expr = "(-" + x[0] + ")";
+      break;
+    case PointwiseOp::Abs:
+      expr = call("abs", "abs_f");
+      break;
+    case PointwiseOp::Exp:
+      expr = call("exp", "exp_f");
+      break;
+    case PointwiseOp::Log:
+      expr = call("log", "log_f");
+      break;
+    case PointwiseOp::Sqrt:
+      expr = call("sqrt", "sqrt_f");
+      break;
+    case PointwiseOp::Rsqrt:
+      expr = call("rsqrt", "rsqrt_f");
+      break;
+    case PointwiseOp::Tanh:
+      expr = call("tanh", "tanh_f");
+      break;
+    case PointwiseOp::Sigmoid:
+      expr = call("sigmoid", "sigmoid_f");
+      break;
+    case PointwiseOp::Relu:
+      expr = call("relu", "relu_f");
+      break;
+    case PointwiseOp::Maximum:
+      expr = call("maximum", "maximum_f");
+      break;
+    case PointwiseOp::Minimum:
+      expr = call("minimum", "minimum_f");
+      break;
     case PointwiseOp::PowScalar:
-      expr = (vector ? "stax::pow(" : "stax::pow_f(") + x[0] + ", " + float_literal(attribute) + ")";
+      expr =
+          (vector ? "stax::pow(" : "stax::pow_f(") + x[0] + ", " + float_literal(attribute) + ")";
       break;
     case PointwiseOp::Where:
       expr = vector ? "stax::where(" + x[0] + ", " + x[1] + ", " + x[2] + ")"
                     : "(" + x[0] + " ? " + x[1] + " : " + x[2] + ")";
       break;
-    case PointwiseOp::Gt: expr = compare("gt", ">"); break;
-    case PointwiseOp::Lt: expr = compare("lt", "<"); break;
-    case PointwiseOp::Ge: expr = compare("ge", ">="); break;
-    case PointwiseOp::Le: expr = compare("le", "<="); break;
-    case PointwiseOp::Eq: expr = compare("eq", "=="); break;
-    case PointwiseOp::Ne: expr = compare("ne", "!="); break;
+    case PointwiseOp::Gt:
+      expr = compare("gt", ">");
+      break;
+    case PointwiseOp::Lt:
+      expr = compare("lt", "<");
+      break;
+    case PointwiseOp::Ge:
+      expr = compare("ge", ">=");
+      break;
+    case PointwiseOp::Le:
+      expr = compare("le", "<=");
+      break;
+    case PointwiseOp::Eq:
+      expr = compare("eq", "==");
+      break;
+    case PointwiseOp::Ne:
+      expr = compare("ne", "!=");
+      break;
   }
   if (vector && args.size() > 1) {
     for (const OpsValue& a : args) {
@@ -172,9 +220,9 @@ OpsValue BodyEmitter::to_dtype(OpsValue value, DType dtype) {
   const Emitted& e = values_.at(static_cast<size_t>(value.id));
   if (dtype == DType::Float32) {  // from bool
     if (e.vector) {
-      return define("stax::where(" + e.name + ", " + std::string(kVec) + "(1.0f), " + kVec +
-                        "(0.0f))",
-                    true, dtype);
+      return define(
+          "stax::where(" + e.name + ", " + std::string(kVec) + "(1.0f), " + kVec + "(0.0f))", true,
+          dtype);
     }
     return define("static_cast<float>(" + e.name + ")", false, dtype);
   }
@@ -191,7 +239,8 @@ OpsValue BodyEmitter::reduction(lowering::ReductionType type, OpsValue value) {
   const std::string init = float_literal(lowering::reduction_identity(type));
   auto combine = [&](const std::string& a, const std::string& b, bool vector) {
     switch (type) {
-      case lowering::ReductionType::Sum: return "(" + a + " + " + b + ")";
+      case lowering::ReductionType::Sum:
+        return "(" + a + " + " + b + ")";
       case lowering::ReductionType::Max:
         return (vector ? "stax::maximum(" : "stax::maximum_f(") + a + ", " + b + ")";
       case lowering::ReductionType::Min:
@@ -223,8 +272,8 @@ OpsValue BodyEmitter::reduction(lowering::ReductionType type, OpsValue value) {
     }
     after_ += acc + " = " + combine(acc, lane_reduce + "(" + vacc + ")", false) + ";\n";
   } else {
-    body_ += acc + " = " + combine(acc, values_.at(static_cast<size_t>(value.id)).name, false) +
-             ";\n";
+    body_ +=
+        acc + " = " + combine(acc, values_.at(static_cast<size_t>(value.id)).name, false) + ";\n";
   }
   // The accumulator is a scalar available after the reduction loop.
   const int id = static_cast<int>(values_.size());
@@ -259,21 +308,16 @@ std::string BodyEmitter::store_code(const std::string& buffer, const index::Expr
   const auto stride = index::stride(simplified, config_.vector_var, config_.ranges);
   const std::string count = config_.full_vector ? "" : ", " + config_.count;
   if (stride && *stride == 1) {
-    return v + (is_bool ? ".store_bytes(" : ".store(") + p + " + " + index_cpp(simplified) +
-           count + ");\n";
+    return v + (is_bool ? ".store_bytes(" : ".store(") + p + " + " + index_cpp(simplified) + count +
+           ");\n";
   }
   // Scatter lane by lane (each lane writes its own iteration's element).
-  const index::Expr lane = index::substitute(
-      simplified, {{config_.vector_var,
-                    index::Expr::var(config_.vector_var) + index::Expr::var("lane")}});
-  index::RangeMap with_lane = config_.ranges;
-  with_lane["lane"] = 64;
   const std::string type = is_bool ? kMask : kVec;
   const std::string lanes = config_.full_vector ? type + "::size()" : config_.count;
   return "{\n" + std::string(is_bool ? "bool" : "float") + " lanes[" + type + "::size()];\n" + v +
          (is_bool ? ".store_bytes(lanes);\n" : ".store(lanes);\n") +
          "for (int64_t lane = 0; lane < " + lanes + "; ++lane) " + p + "[" +
-         index::to_cpp(lane, with_lane) + "] = lanes[lane];\n}\n";
+         lane_index_cpp(simplified) + "] = lanes[lane];\n}\n";
 }
 
 }  // namespace stax::codegen

@@ -16,15 +16,15 @@ namespace stax::codegen {
 
 struct EmitterConfig {
   bool vectorized = false;
-  std::string vector_var;     // the loop variable stepped by W
-  std::string count;          // lanes valid in this iteration: "W" literal or a tail expression
-  bool full_vector = true;    // count == W (main loop): full loads and stores
+  std::string vector_var;   // the loop variable stepped by W
+  std::string count;        // lanes valid in this iteration: "W" literal or a tail expression
+  bool full_vector = true;  // count == W (main loop): full loads and stores
   // Vectorized along a pointwise variable of a reduction nest (a column reduction): each
   // lane accumulates its own output, so accumulators are stored as vectors, never combined.
   bool vector_over_pointwise = false;
-  index::RangeMap ranges;     // every loop variable in scope
-  std::set<std::string> input_buffers;  // named in_<name> in C++
-  std::set<std::string> elided_buffers; // kept in registers, never stored
+  index::RangeMap ranges;                // every loop variable in scope
+  std::set<std::string> input_buffers;   // named in_<name> in C++
+  std::set<std::string> elided_buffers;  // kept in registers, never stored
 };
 
 class BodyEmitter final : public lowering::OpsHandler {
@@ -61,6 +61,8 @@ class BodyEmitter final : public lowering::OpsHandler {
   lowering::OpsValue define(const std::string& expr, bool vector, DType dtype);
   std::string as_vector(const lowering::OpsValue& v);
   std::string index_cpp(const index::Expr& e) const;
+  // The index of lane `lane` (a variable of the generated code) of a vector access.
+  std::string lane_index_cpp(const index::Expr& simplified) const;
   std::string store_code(const std::string& buffer, const index::Expr& index,
                          const lowering::OpsValue& value);
   std::string ptr(const std::string& buffer) const;

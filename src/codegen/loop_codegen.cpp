@@ -70,8 +70,7 @@ class LoopEmitter {
         parallel_candidates.push_back({"x" + std::to_string(j), nest.sizes[j]});
       }
       all_ranges = f_.pointwise_ranges();
-      all_ranges.insert(all_ranges.end(), nest.reduction_sizes.begin(),
-                        nest.reduction_sizes.end());
+      all_ranges.insert(all_ranges.end(), nest.reduction_sizes.begin(), nest.reduction_sizes.end());
     } else {
       // Work of an outer-loop fused node: outer iterations times the largest nest.
       int64_t inner = 1;
@@ -85,9 +84,9 @@ class LoopEmitter {
       all_ranges.push_back(inner);
     }
     size_t max_depth = parallel_candidates.size();
-    const bool pointwise_vectorized =
-        f_.outer.empty() && !f_.nests[0].sizes.empty() && vectorize(0) &&
-        (f_.nests[0].reduction_sizes.empty() || column_reduction(0));
+    const bool pointwise_vectorized = f_.outer.empty() && !f_.nests[0].sizes.empty() &&
+                                      vectorize(0) &&
+                                      (f_.nests[0].reduction_sizes.empty() || column_reduction(0));
     const bool single_vector_loop = pointwise_vectorized && f_.nests[0].sizes.size() == 1;
     if (pointwise_vectorized && !single_vector_loop) {
       max_depth -= 1;  // the vectorized innermost loop stays within a thread
@@ -195,8 +194,8 @@ class LoopEmitter {
     const bool column = column_reduction(nest);
     config.vector_over_pointwise = column;
     if (column) {
-      return emit_column_reduction(nest, pragma, parallel_vector_loop, config, pointwise,
-                                   reduction, width, summary);
+      return emit_column_reduction(nest, pragma, parallel_vector_loop, config, pointwise, reduction,
+                                   width, summary);
     }
     std::vector<Loop>& innermost_owner = reduction.empty() ? pointwise : reduction;
     std::optional<Loop> vector_loop;
@@ -215,7 +214,9 @@ class LoopEmitter {
     // cache lines of that load in L1 while all their elements are used.
     const bool tiled = vector_loop && n.reduction_sizes.empty() && !pointwise.empty() &&
                        transpose_like(nest, pointwise.back().var, vector_loop->var, config.ranges);
-    if (tiled) summary.nest_forms.back() = "tiled(T=" + std::to_string(kTile) + ") " + summary.nest_forms.back();
+    if (tiled)
+      summary.nest_forms.back() =
+          "tiled(T=" + std::to_string(kTile) + ") " + summary.nest_forms.back();
 
     BodyEmitter main(config);
     run_nodes(nest, main);
@@ -228,8 +229,8 @@ class LoopEmitter {
     }
     for (const Loop& l : pointwise) {
       if (tiled && &l == &pointwise.back()) {
-        code << "for (int64_t " << l.var << " = 0; " << l.var << " < " << l.extent << "; "
-             << l.var << " += " << kTile << ") {\n";
+        code << "for (int64_t " << l.var << " = 0; " << l.var << " < " << l.extent << "; " << l.var
+             << " += " << kTile << ") {\n";
       } else {
         code << for_header(l) << " {\n";
       }
@@ -253,11 +254,11 @@ class LoopEmitter {
       if (main_end > 0) {
         if (parallel_vector_loop) code << "#pragma omp for schedule(static)\n";
         if (tiled) {
-          code << "for (int64_t " << v << "_tile = 0; " << v << "_tile < " << main_end << "; "
-               << v << "_tile += " << kTile << ") {\n"
-               << tile_rows() << "for (int64_t " << v << " = " << v << "_tile; " << v << " < ("
-               << v << "_tile + " << kTile << " < " << main_end << " ? " << v << "_tile + "
-               << kTile << " : " << main_end << "); " << v << " += " << width << ") {\n"
+          code << "for (int64_t " << v << "_tile = 0; " << v << "_tile < " << main_end << "; " << v
+               << "_tile += " << kTile << ") {\n"
+               << tile_rows() << "for (int64_t " << v << " = " << v << "_tile; " << v << " < (" << v
+               << "_tile + " << kTile << " < " << main_end << " ? " << v << "_tile + " << kTile
+               << " : " << main_end << "); " << v << " += " << width << ") {\n"
                << main.body() << "}\n}\n}\n";
         } else {
           code << "for (int64_t " << v << " = 0; " << v << " < " << main_end << "; " << v

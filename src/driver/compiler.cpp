@@ -87,16 +87,15 @@ std::vector<Tensor> CompiledGraph::run(const std::vector<Tensor>& inputs) const 
                        "): expected dtype " + std::string(dtype_name(input_types_[i].dtype)) +
                        ", got " + std::string(dtype_name(t.dtype())));
     }
-    args.push_back({t.data(), static_cast<int64_t>(t.dim()), t.sizes().data(),
-                    t.strides().data()});
+    args.push_back({t.data(), static_cast<int64_t>(t.dim()), t.sizes().data(), t.strides().data()});
   }
   const auto& module = compilation_->module;
   std::vector<void*> slots(module.output_slot_bytes.size(), nullptr);
   OutputAllocator allocator;
   char err[1024] = {0};
   const int status = reinterpret_cast<EntryFn>(entry_)(
-      args.data(), static_cast<int64_t>(args.size()), slots.data(), &allocate_output,
-      &allocator, module.options.num_threads, err, sizeof err);
+      args.data(), static_cast<int64_t>(args.size()), slots.data(), &allocate_output, &allocator,
+      module.options.num_threads, err, sizeof err);
   if (status != 0) throw InputError(err);
   std::vector<Tensor> outputs;
   for (const auto& b : module.outputs) {

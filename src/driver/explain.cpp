@@ -105,9 +105,8 @@ json explain_json(const Compilation& c) {
     }
     for (const auto& b : s.release_after[k]) {
       const auto* p = s.plan_of(b);
-      buffers.push_back({{"event", p ? "free" : "release input"},
-                         {"buffer", b},
-                         {"at", s.kernels[k].name}});
+      buffers.push_back(
+          {{"event", p ? "free" : "release input"}, {"buffer", b}, {"at", s.kernels[k].name}});
     }
   }
   for (const auto& p : s.buffers) {
@@ -182,8 +181,9 @@ std::string explain_text(const Compilation& c) {
     const std::string event = b["event"];
     out << "  " << event << " " << b["buffer"].get<std::string>();
     if (event == "allocate") {
-      out << " (" << b["bytes"].get<int64_t>() << " bytes" << (b["output"].get<bool>() ? ", output" : "")
-          << ") before " << b["at"].get<std::string>();
+      out << " (" << b["bytes"].get<int64_t>() << " bytes"
+          << (b["output"].get<bool>() ? ", output" : "") << ") before "
+          << b["at"].get<std::string>();
     } else if (event == "elided") {
       out << " (kept in registers, never stored)";
     } else {

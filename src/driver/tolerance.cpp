@@ -26,11 +26,16 @@ int64_t longest_reduction(const ir::Graph& graph) {
 Tolerance comparison_tolerance(DType dtype, int64_t reduction_length) {
   const double growth = std::sqrt(static_cast<double>(std::max<int64_t>(reduction_length, 1)));
   switch (dtype) {
-    case DType::Float64: return {1e-7 * growth, 1e-7 * growth};
-    case DType::Float32: return {1.3e-6 * growth, 1e-5 * growth};
-    case DType::Float16: return {1e-3 * growth, 1e-5 * growth};
-    case DType::BFloat16: return {1.6e-2 * growth, 1e-5 * growth};
-    default: return {0.0, 0.0};  // integers and bool compare exactly
+    case DType::Float64:
+      return {1e-7 * growth, 1e-7 * growth};
+    case DType::Float32:
+      return {1.3e-6 * growth, 1e-5 * growth};
+    case DType::Float16:
+      return {1e-3 * growth, 1e-5 * growth};
+    case DType::BFloat16:
+      return {1.6e-2 * growth, 1e-5 * growth};
+    default:
+      return {0.0, 0.0};  // integers and bool compare exactly
   }
 }
 

@@ -180,10 +180,18 @@ class Lowerer {
     if (schema == nullptr) throw std::invalid_argument("lowering: unknown op " + node.op);
     LoweredValue v;
     switch (schema->category) {
-      case ir::OpCategory::Pointwise: v = lower_pointwise(node, out); break;
-      case ir::OpCategory::Reduction: v = lower_reduction(node, out); break;
-      case ir::OpCategory::View: v = lower_view(node, out); break;
-      case ir::OpCategory::Copy: v = lower_copy(node, out); break;
+      case ir::OpCategory::Pointwise:
+        v = lower_pointwise(node, out);
+        break;
+      case ir::OpCategory::Reduction:
+        v = lower_reduction(node, out);
+        break;
+      case ir::OpCategory::View:
+        v = lower_view(node, out);
+        break;
+      case ir::OpCategory::Copy:
+        v = lower_copy(node, out);
+        break;
     }
     const int idx = node.output.index;
     if (outputs_.count(idx) && !v.layout) {
@@ -199,10 +207,10 @@ class Lowerer {
 
   LoweredValue lower_pointwise(const ir::Node& node, const ir::Value& out) {
     static const std::map<std::string, PointwiseOp> kUnary = {
-        {"neg", PointwiseOp::Neg},         {"abs", PointwiseOp::Abs},
-        {"exp", PointwiseOp::Exp},         {"log", PointwiseOp::Log},
-        {"sqrt", PointwiseOp::Sqrt},       {"rsqrt", PointwiseOp::Rsqrt},
-        {"tanh", PointwiseOp::Tanh},       {"sigmoid", PointwiseOp::Sigmoid},
+        {"neg", PointwiseOp::Neg},   {"abs", PointwiseOp::Abs},
+        {"exp", PointwiseOp::Exp},   {"log", PointwiseOp::Log},
+        {"sqrt", PointwiseOp::Sqrt}, {"rsqrt", PointwiseOp::Rsqrt},
+        {"tanh", PointwiseOp::Tanh}, {"sigmoid", PointwiseOp::Sigmoid},
         {"relu", PointwiseOp::Relu},
     };
     static const std::map<std::string, PointwiseOp> kBinary = {
@@ -240,8 +248,8 @@ class Lowerer {
       };
     } else if (auto bit = kBinary.find(node.op); bit != kBinary.end()) {
       const PointwiseOp op = bit->second;
-      const DType compute = op_info(op).produces_bool ? promote_operands(graph_, node, {0, 1})
-                                                      : out.type.dtype;
+      const DType compute =
+          op_info(op).produces_bool ? promote_operands(graph_, node, {0, 1}) : out.type.dtype;
       Loader a = operand(node, 0, compute, sizes);
       Loader b = operand(node, 1, compute, sizes);
       if ((op == PointwiseOp::Add || op == PointwiseOp::Sub) && node.args.size() > 2) {
@@ -350,10 +358,10 @@ class Lowerer {
           dims[d] = ir::normalize_dim(given[d], in_sizes.size(), node.op);
         }
       } else if (!in_sizes.empty()) {
-        std::swap(dims[static_cast<size_t>(ir::normalize_dim(ir::int_arg(node, 1), in_sizes.size(),
-                                                             node.op))],
-                  dims[static_cast<size_t>(ir::normalize_dim(ir::int_arg(node, 2), in_sizes.size(),
-                                                             node.op))]);
+        std::swap(dims[static_cast<size_t>(
+                      ir::normalize_dim(ir::int_arg(node, 1), in_sizes.size(), node.op))],
+                  dims[static_cast<size_t>(
+                      ir::normalize_dim(ir::int_arg(node, 2), in_sizes.size(), node.op))]);
       }
       map = permute_index(dims);
       if (src_strides) {
@@ -418,8 +426,8 @@ class Lowerer {
       return inner(h, map(idx));
     };
     if (src.layout && strides) {
-      v.layout = StridedLayout{src.layout->buffer, src.layout->is_input, *strides,
-                               src.layout->offset};
+      v.layout =
+          StridedLayout{src.layout->buffer, src.layout->is_input, *strides, src.layout->offset};
     }
     return v;
   }
@@ -428,9 +436,8 @@ class Lowerer {
     const LoweredValue& src = value(std::get<ir::ValueRef>(node.args[0]).index);
     LoweredValue v = src;
     // A clone never aliases its input; `contiguous` may, when the input already is.
-    const bool alias =
-        node.op == "contiguous" && src.layout &&
-        src.layout->strides == ir::contiguous_strides(src.sizes);
+    const bool alias = node.op == "contiguous" && src.layout &&
+                       src.layout->strides == ir::contiguous_strides(src.sizes);
     if (!alias) {
       v.layout.reset();
       v.pure_view = false;

@@ -20,9 +20,15 @@ class CountingHandler final : public OpsHandler {
   OpsValue constant(double, DType dtype) override { return {0, dtype}; }
   OpsValue compute(PointwiseOp op, std::span<const OpsValue>, double, DType result) override {
     switch (op_info(op).cost) {
-      case CostClass::Cheap: ++stats.cheap_ops; break;
-      case CostClass::Moderate: ++stats.moderate_ops; break;
-      case CostClass::Transcendental: ++stats.transcendental_ops; break;
+      case CostClass::Cheap:
+        ++stats.cheap_ops;
+        break;
+      case CostClass::Moderate:
+        ++stats.moderate_ops;
+        break;
+      case CostClass::Transcendental:
+        ++stats.transcendental_ops;
+        break;
     }
     return {0, result};
   }

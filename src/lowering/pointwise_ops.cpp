@@ -44,18 +44,24 @@ const PointwiseOpInfo& op_info(PointwiseOp op) {
 
 std::string_view reduction_name(ReductionType type) {
   switch (type) {
-    case ReductionType::Sum: return "sum";
-    case ReductionType::Max: return "max";
-    case ReductionType::Min: return "min";
+    case ReductionType::Sum:
+      return "sum";
+    case ReductionType::Max:
+      return "max";
+    case ReductionType::Min:
+      return "min";
   }
   return "?";
 }
 
 double reduction_identity(ReductionType type) {
   switch (type) {
-    case ReductionType::Sum: return 0.0;
-    case ReductionType::Max: return -std::numeric_limits<double>::infinity();
-    case ReductionType::Min: return std::numeric_limits<double>::infinity();
+    case ReductionType::Sum:
+      return 0.0;
+    case ReductionType::Max:
+      return -std::numeric_limits<double>::infinity();
+    case ReductionType::Min:
+      return std::numeric_limits<double>::infinity();
   }
   return 0.0;
 }

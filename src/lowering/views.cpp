@@ -96,13 +96,12 @@ std::optional<std::vector<int64_t>> reshape_strides(const std::vector<int64_t>& 
   int64_t view_numel = 1;
   for (int64_t in_d = static_cast<int64_t>(in_sizes.size()) - 1; in_d >= 0; --in_d) {
     tensor_numel *= in_sizes[static_cast<size_t>(in_d)];
-    const bool chunk_ends =
-        in_d == 0 ||
-        (in_sizes[static_cast<size_t>(in_d - 1)] != 1 &&
-         in_strides[static_cast<size_t>(in_d - 1)] !=
-             tensor_numel * chunk_base_stride);
+    const bool chunk_ends = in_d == 0 || (in_sizes[static_cast<size_t>(in_d - 1)] != 1 &&
+                                          in_strides[static_cast<size_t>(in_d - 1)] !=
+                                              tensor_numel * chunk_base_stride);
     if (chunk_ends) {
-      while (out_d >= 0 && (view_numel < tensor_numel || out_sizes[static_cast<size_t>(out_d)] == 1)) {
+      while (out_d >= 0 &&
+             (view_numel < tensor_numel || out_sizes[static_cast<size_t>(out_d)] == 1)) {
         out_strides[static_cast<size_t>(out_d)] = view_numel * chunk_base_stride;
         view_numel *= out_sizes[static_cast<size_t>(out_d)];
         --out_d;

@@ -33,8 +33,10 @@ CycleChecker::CycleChecker(const std::vector<std::set<int>>& preds)
       state[vi] = 1;
       stack.push_back({v, true});
       for (int p : preds[vi]) {
-        if (state[static_cast<size_t>(p)] == 0) stack.push_back({p, false});
-        else if (state[static_cast<size_t>(p)] == 1) throw std::logic_error("dependence graph has a cycle");
+        if (state[static_cast<size_t>(p)] == 0)
+          stack.push_back({p, false});
+        else if (state[static_cast<size_t>(p)] == 1)
+          throw std::logic_error("dependence graph has a cycle");
       }
     }
   }

@@ -26,9 +26,9 @@ class CycleChecker {
   // Groups that can reach any member of `group`, through fused groups.
   std::set<int> group_ancestors(int group) const;
 
-  std::vector<std::set<int>> ancestors_;  // of original nodes
-  std::vector<int> group_;                // node -> group id
-  std::vector<std::vector<int>> members_; // group id -> nodes
+  std::vector<std::set<int>> ancestors_;   // of original nodes
+  std::vector<int> group_;                 // node -> group id
+  std::vector<std::vector<int>> members_;  // group id -> nodes
 };
 
 }  // namespace stax::scheduler

@@ -19,7 +19,9 @@ int64_t MemoryDep::numel() const {
   return n;
 }
 
-int64_t MemoryDep::bytes() const { return numel() * static_cast<int64_t>(dtype_size(dtype)); }
+int64_t MemoryDep::bytes() const {
+  return numel() * static_cast<int64_t>(dtype_size(dtype));
+}
 
 std::string MemoryDep::to_string() const {
   std::ostringstream out;

@@ -13,8 +13,7 @@ using index::LoopVar;
 
 std::string FusionScore::to_string() const {
   std::ostringstream out;
-  out << "(" << type << ", " << shared_bytes << ", " << shared_buffers << ", " << -distance
-      << ")";
+  out << "(" << type << ", " << shared_bytes << ", " << shared_buffers << ", " << -distance << ")";
   return out.str();
 }
 
@@ -80,7 +79,8 @@ Placement place(const FusedNode& fused, const SchedulerNode& node) {
     Placement p;
     p.nest = k;
     const size_t pointwise_loops = fused.outer.size() + nest.sizes.size();
-    for (size_t j = 0; j < pointwise_loops; ++j) p.pointwise.push_back(Expr::var("x" + std::to_string(j)));
+    for (size_t j = 0; j < pointwise_loops; ++j)
+      p.pointwise.push_back(Expr::var("x" + std::to_string(j)));
     std::vector<Expr> red;
     for (size_t j = 0; j < nest.reduction_sizes.size(); ++j) {
       red.push_back(Expr::var("r" + std::to_string(j)));
@@ -241,9 +241,8 @@ std::string FusionRules::check_accesses(const FusedNode& fused, const FusedNode&
                  producer.name + ", inside the same loop";
         }
         if (w != r) {
-          return reader.name + " reads " + read.buffer + " at " + index::to_string(r) +
-                 " but " + producer.name + " writes it at " + index::to_string(w) +
-                 " (Proposition 7.2)";
+          return reader.name + " reads " + read.buffer + " at " + index::to_string(r) + " but " +
+                 producer.name + " writes it at " + index::to_string(w) + " (Proposition 7.2)";
         }
       } else {
         if (pw.nest > pr.nest) {
@@ -253,8 +252,8 @@ std::string FusionRules::check_accesses(const FusedNode& fused, const FusedNode&
         const auto cr = index::collapse(r, nest_inner_loops(fused, pr.nest));
         if (!(cw == cr)) {
           return reader.name + " reads " + read.buffer + " outside the outer iteration that " +
-                 producer.name + " writes (" + index::to_string(r) + " vs " +
-                 index::to_string(w) + ")";
+                 producer.name + " writes (" + index::to_string(r) + " vs " + index::to_string(w) +
+                 ")";
         }
       }
     }

@@ -30,10 +30,10 @@ struct FusionLimits {
 };
 
 struct FusionScore {
-  int type = 0;                // τ: both reductions or both pointwise, sharing data
-  int64_t shared_bytes = 0;    // σ
-  int shared_buffers = 0;      // ω
-  int distance = 0;            // δ
+  int type = 0;              // τ: both reductions or both pointwise, sharing data
+  int64_t shared_bytes = 0;  // σ
+  int shared_buffers = 0;    // ω
+  int distance = 0;          // δ
   std::string to_string() const;
 };
 // Whether candidate x ranks strictly above y: (τ, σ, ω, −δ) lexicographically, except that
@@ -61,8 +61,7 @@ class FusionRules {
  private:
   FusionDecision try_same_nest(const FusedNode& a, const FusedNode& b, bool vertical) const;
   FusionDecision try_outer_loop(const FusedNode& a, const FusedNode& b) const;
-  std::string check_accesses(const FusedNode& fused, const FusedNode& a,
-                             const FusedNode& b) const;
+  std::string check_accesses(const FusedNode& fused, const FusedNode& a, const FusedNode& b) const;
 
   const std::vector<SchedulerNode>& nodes_;
   FusionLimits limits_;

@@ -87,7 +87,7 @@ void greedy_fusion(const std::vector<SchedulerNode>& nodes, std::vector<FusedNod
     std::set<size_t> fused_this_round;
     std::vector<FusedNode> created;
     for (const Candidate& c : legal) {
-      FusionCandidateLog entry{groups[c.a].name, groups[c.b].name, true, false,
+      FusionCandidateLog entry{groups[c.a].name,  groups[c.b].name, true, false,
                                c.decision.reason, c.decision.score};
       if (fused_this_round.count(c.a) || fused_this_round.count(c.b)) {
         entry.reason += " (skipped: already fused this round)";
@@ -104,8 +104,8 @@ void greedy_fusion(const std::vector<SchedulerNode>& nodes, std::vector<FusedNod
       round_log.candidates.push_back(std::move(entry));
     }
     for (const Candidate& c : refused) {
-      round_log.candidates.push_back({groups[c.a].name, groups[c.b].name, false, false,
-                                      c.decision.reason, c.decision.score});
+      round_log.candidates.push_back(
+          {groups[c.a].name, groups[c.b].name, false, false, c.decision.reason, c.decision.score});
     }
     log.rounds.push_back(std::move(round_log));
     if (created.empty()) break;  // line 8

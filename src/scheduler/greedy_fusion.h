@@ -22,7 +22,7 @@ struct FusionCandidateLog {
 
 struct FusionRoundLog {
   int round = 0;
-  int possible = 0;  // legal candidates ("found N possible fusions")
+  int possible = 0;                            // legal candidates ("found N possible fusions")
   std::vector<FusionCandidateLog> candidates;  // in rank order (legal first)
   std::vector<std::string> fused;              // "op0_op1: OuterLoopFusedSchedulerNode(...)"
 };

@@ -5,13 +5,14 @@ namespace stax::scheduler {
 
 using lowering::OpsValue;
 
-OpsValue RecordingHandler::load(const std::string& buffer, const index::Expr& index,
-                                DType dtype) {
+OpsValue RecordingHandler::load(const std::string& buffer, const index::Expr& index, DType dtype) {
   loads.push_back({buffer, index, dtype});
   return {0, dtype};
 }
 
-OpsValue RecordingHandler::constant(double, DType dtype) { return {0, dtype}; }
+OpsValue RecordingHandler::constant(double, DType dtype) {
+  return {0, dtype};
+}
 
 OpsValue RecordingHandler::compute(lowering::PointwiseOp op, std::span<const OpsValue>, double,
                                    DType result) {
@@ -19,15 +20,16 @@ OpsValue RecordingHandler::compute(lowering::PointwiseOp op, std::span<const Ops
   return {0, result};
 }
 
-OpsValue RecordingHandler::to_dtype(OpsValue, DType dtype) { return {0, dtype}; }
+OpsValue RecordingHandler::to_dtype(OpsValue, DType dtype) {
+  return {0, dtype};
+}
 
 OpsValue RecordingHandler::reduction(lowering::ReductionType, OpsValue value) {
   has_reduction = true;
   return value;
 }
 
-void RecordingHandler::store(const std::string& buffer, const index::Expr& index,
-                             OpsValue value) {
+void RecordingHandler::store(const std::string& buffer, const index::Expr& index, OpsValue value) {
   stores.push_back({buffer, index, value.dtype});
 }
 

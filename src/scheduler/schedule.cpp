@@ -27,7 +27,8 @@ std::vector<FusedNode> topological_order(std::vector<FusedNode> groups,
                                          const std::vector<SchedulerNode>& nodes) {
   std::map<std::string, size_t> writer_group;
   for (size_t g = 0; g < groups.size(); ++g) {
-    for (int id : groups[g].members()) writer_group[nodes[static_cast<size_t>(id)].write.buffer] = g;
+    for (int id : groups[g].members())
+      writer_group[nodes[static_cast<size_t>(id)].write.buffer] = g;
   }
   std::vector<std::set<size_t>> succs(groups.size());
   std::vector<int> indegree(groups.size(), 0);

@@ -15,8 +15,8 @@ namespace stax::scheduler {
 struct BufferPlan {
   std::string buffer;
   int64_t bytes = 0;
-  int producer = -1;   // fused node index that writes it
-  int last_use = -1;   // last fused node index that reads it (producer if none)
+  int producer = -1;  // fused node index that writes it
+  int last_use = -1;  // last fused node index that reads it (producer if none)
   bool is_output = false;
   // Written and read only inside one loop nest at the same index: never stored to memory.
   bool elided = false;
@@ -28,8 +28,8 @@ struct Schedule {
   std::vector<bool> dead;
   std::vector<std::string> dead_node_log;
   FusionLog fusion_log;
-  std::vector<FusedNode> kernels;  // fused nodes in execution order
-  std::vector<BufferPlan> buffers; // one per live computed buffer
+  std::vector<FusedNode> kernels;   // fused nodes in execution order
+  std::vector<BufferPlan> buffers;  // one per live computed buffer
   // Per fused node: buffers allocated before it runs and released after it (Section 7.5's
   // allocation and release records; inputs are only released, never freed).
   std::vector<std::vector<std::string>> allocate_before;

@@ -2,13 +2,13 @@
 // given inputs (NaN and infinities), the outputs file, and exit statuses for bad input.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
 #include <array>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <sys/wait.h>
 
 namespace {
 
@@ -33,7 +33,8 @@ std::string example(const std::string& name) {
 }
 
 std::filesystem::path temp_file(const std::string& name, const std::string& text) {
-  const auto dir = std::filesystem::temp_directory_path() / ("stax-cli-test-" + std::to_string(getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("stax-cli-test-" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
   const auto path = dir / name;
   std::ofstream(path) << text;
@@ -93,8 +94,8 @@ TEST(Cli, RunWithGivenInputsNanAndInf) {
 )");
   const auto inputs = temp_file("in.json", R"({"x": [[1, "nan", -2], ["inf", 0.5, 1]]})");
   const auto outputs = program.parent_path() / "out.json";
-  const Result r = run("run " + program.string() + " --inputs " + inputs.string() +
-                       " --outputs " + outputs.string() + " --json");
+  const Result r = run("run " + program.string() + " --inputs " + inputs.string() + " --outputs " +
+                       outputs.string() + " --json");
   ASSERT_EQ(r.status, 0) << r.out;
   const auto report = nlohmann::json::parse(r.out);
   EXPECT_TRUE(report["match"].get<bool>());

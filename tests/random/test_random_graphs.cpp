@@ -43,7 +43,11 @@ class ProgramGenerator {
     body_ << "    return ";
     const int outputs = 1 + pick(3);
     for (int k = 0; k < outputs; ++k) {
-      body_ << (k ? ", " : "") << pool_[pool_.size() - 1 - static_cast<size_t>(pick(std::min<int>(3, static_cast<int>(pool_.size()) - 4)))].name;
+      body_
+          << (k ? ", " : "")
+          << pool_[pool_.size() - 1 -
+                   static_cast<size_t>(pick(std::min<int>(3, static_cast<int>(pool_.size()) - 4)))]
+                 .name;
     }
     body_ << "\n";
     return def.str() + body_.str();
@@ -80,7 +84,8 @@ class ProgramGenerator {
     } else if (kind <= 3) {
       const PoolValue a = full();
       const PoolValue b = any();
-      emit(fresh(), std::string(kBinary[pick(5)]) + "(" + a.name + ", " + b.name + ")", Shape::Full);
+      emit(fresh(), std::string(kBinary[pick(5)]) + "(" + a.name + ", " + b.name + ")",
+           Shape::Full);
     } else if (kind == 4) {
       const PoolValue a = full();
       const PoolValue b = any();
@@ -102,7 +107,10 @@ class ProgramGenerator {
       // A view round trip with div/mod indices: [R, C] -> [C, R] -> transpose -> [R, C].
       const PoolValue a = full();
       const std::string r = fresh();
-      emit(r, "reshape(" + a.name + ", [" + std::to_string(cols_) + ", " + std::to_string(rows_) + "])", Shape::Full);
+      emit(
+          r,
+          "reshape(" + a.name + ", [" + std::to_string(cols_) + ", " + std::to_string(rows_) + "])",
+          Shape::Full);
       pool_.pop_back();  // [C, R] is not in the pool's shapes
       emit(fresh(), "transpose(" + r + ", 0, 1)", Shape::Full);
     } else if (kind == 8) {
@@ -115,7 +123,8 @@ class ProgramGenerator {
       emit(p, "add(" + a + ", 1.0)", v.shape);
       const std::string op = kPositive[pick(4)];
       static const char* kExponents[] = {"2.0", "3.0", "0.5", "1.7"};
-      emit(fresh(), op == "pow" ? "pow(" + p + ", " + kExponents[pick(4)] + ")" : op + "(" + p + ")",
+      emit(fresh(),
+           op == "pow" ? "pow(" + p + ", " + kExponents[pick(4)] + ")" : op + "(" + p + ")",
            v.shape);
     } else if (kind == 9 && rows_ > 1 && cols_ > 1) {
       // Broadcast a row through unsqueeze/expand and a permute of a 3-D view.
@@ -124,7 +133,8 @@ class ProgramGenerator {
       const std::string u = fresh();
       emit(u, "unsqueeze(" + r.name + ", 0)", Shape::Full);
       pool_.pop_back();
-      emit(fresh(), "expand(" + u + ", [" + std::to_string(rows_) + ", " + std::to_string(cols_) + "])",
+      emit(fresh(),
+           "expand(" + u + ", [" + std::to_string(rows_) + ", " + std::to_string(cols_) + "])",
            Shape::Full);
     } else {
       const PoolValue a = full();
@@ -156,8 +166,8 @@ TEST(RandomGraphs, CompiledMatchesEager) {
     uint64_t input_seed = seed * 10;
     for (auto ref : graph.inputs()) {
       const auto& v = graph.value(ref);
-      inputs.push_back(eager::random_tensor_strided(v.type.dtype, v.type.sizes, v.type.strides,
-                                                    input_seed++));
+      inputs.push_back(
+          eager::random_tensor_strided(v.type.dtype, v.type.sizes, v.type.strides, input_seed++));
     }
     const auto expected = eager::run(graph, inputs);
     const Tolerance tol = comparison_tolerance(DType::Float32, longest_reduction(graph));

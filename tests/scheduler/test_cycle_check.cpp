@@ -19,7 +19,8 @@ bool quotient_has_cycle(const std::vector<std::set<int>>& preds, const std::vect
     for (int p : preds[v]) {
       const int gp = group[static_cast<size_t>(p)];
       const int gv = group[v];
-      if (gp != gv && succ[static_cast<size_t>(gp)].insert(gv).second) ++indegree[static_cast<size_t>(gv)];
+      if (gp != gv && succ[static_cast<size_t>(gp)].insert(gv).second)
+        ++indegree[static_cast<size_t>(gv)];
     }
   }
   std::vector<int> ready;
