@@ -25,8 +25,10 @@ void require_supported(DType dtype) {
 }  // namespace
 
 std::string float_literal(double value) {
-  if (std::isnan(value)) return "__builtin_nanf(\"\")";
-  if (std::isinf(value)) return value > 0 ? "__builtin_inff()" : "(-__builtin_inff())";
+  // The literal is a float: a finite double beyond the float range is an infinity.
+  const float f = static_cast<float>(value);
+  if (std::isnan(f)) return "__builtin_nanf(\"\")";
+  if (std::isinf(f)) return f > 0 ? "__builtin_inff()" : "(-__builtin_inff())";
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.9gf", static_cast<double>(static_cast<float>(value)));
   std::string s = buf;

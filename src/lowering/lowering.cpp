@@ -111,10 +111,17 @@ class Lowerer {
     };
   }
 
+  // buf0, buf1, ...: one name space with the graph inputs, so skip any name an input has.
+  std::string next_buffer_name() const {
+    std::string name = "buf" + std::to_string(result_.buffers.size());
+    while (result_.find_input(name) != nullptr) name += "_";
+    return name;
+  }
+
   // Stores a value into a new contiguous buffer and returns the value that reads it back.
   LoweredValue realize(const LoweredValue& v, const std::string& why) {
     ComputedBuffer buf;
-    buf.name = "buf" + std::to_string(result_.buffers.size());
+    buf.name = next_buffer_name();
     buf.dtype = v.dtype;
     buf.sizes = v.sizes;
     buf.strides = ir::contiguous_strides(v.sizes);
@@ -284,7 +291,7 @@ class Lowerer {
     const bool is_mean = node.op == "mean";
 
     ComputedBuffer buf;
-    buf.name = "buf" + std::to_string(result_.buffers.size());
+    buf.name = next_buffer_name();
     buf.dtype = out.type.dtype;
     buf.sizes = out.type.sizes;
     buf.strides = ir::contiguous_strides(out.type.sizes);
