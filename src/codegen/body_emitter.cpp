@@ -237,7 +237,7 @@ OpsValue BodyEmitter::reduction(lowering::ReductionType type, OpsValue value) {
     throw std::invalid_argument("reductions of " + std::string(dtype_name(value.dtype)) +
                                 " are not supported yet");
   }
-  const std::string acc = "acc" + std::to_string(reductions_++);
+  const std::string acc = "acc" + std::to_string(reductions_++) + config_.name_suffix;
   const std::string init = float_literal(lowering::reduction_identity(type));
   auto combine = [&](const std::string& a, const std::string& b, bool vector) {
     switch (type) {

@@ -22,6 +22,8 @@ struct EmitterConfig {
   // Vectorized along a pointwise variable of a reduction nest (a column reduction): each
   // lane accumulates its own output, so accumulators are stored as vectors, never combined.
   bool vector_over_pointwise = false;
+  // Appended to accumulator names, so that several copies of a body can share one scope.
+  std::string name_suffix;
   index::RangeMap ranges;                // every loop variable in scope
   std::set<std::string> input_buffers;   // named in_<name> in C++
   std::set<std::string> elided_buffers;  // kept in registers, never stored

@@ -1,6 +1,7 @@
 // Loop emission for fused nodes.
 #include "codegen/loop_codegen.h"
 
+#include <memory>
 #include <sstream>
 
 #include "codegen/body_emitter.h"
@@ -119,6 +120,7 @@ class LoopEmitter {
 
  private:
   static constexpr int64_t kTile = 64;
+  static constexpr int64_t kColumnBlock = 8;
 
   // Whether some load of the nest reads contiguously along `outer_var` but not along
   // `vector_var` (a transposed operand).
@@ -310,10 +312,40 @@ class LoopEmitter {
     };
     const std::string& v = vector_loop.var;
     const int64_t main_end = vector_loop.extent - vector_loop.extent % width;
-    if (main_end > 0) {
+    // Blocks of kColumnBlock vectors per step of the reduction loops: each row contributes
+    // whole cache lines, which the next block would otherwise have to fetch again.
+    const int64_t block = kColumnBlock * width;
+    const int64_t blocks_end = main_end - main_end % block;
+    if (blocks_end > 0) {
+      std::vector<std::unique_ptr<BodyEmitter>> passes;
+      for (int64_t k = 0; k < kColumnBlock; ++k) {
+        EmitterConfig c = main_config;
+        c.name_suffix = "_" + std::to_string(k);
+        passes.push_back(std::make_unique<BodyEmitter>(c));
+        run_nodes(nest, *passes.back());
+      }
+      auto lane_scope = [&](int64_t k) {
+        return "{\nconst int64_t " + v + " = " + v + "_block + " + std::to_string(k * width) +
+               ";\n";
+      };
       if (parallel_vector_loop) code << "#pragma omp for schedule(static)\n";
-      code << "for (int64_t " << v << " = 0; " << v << " < " << main_end << "; " << v
-           << " += " << width << ") {\n";
+      code << "for (int64_t " << v << "_block = 0; " << v << "_block < " << blocks_end << "; " << v
+           << "_block += " << block << ") {\n";
+      for (const auto& p : passes) code << p->before_reduction();
+      for (const Loop& l : reduction) code << for_header(l) << " {\n";
+      for (int64_t k = 0; k < kColumnBlock; ++k) {
+        code << lane_scope(k) << passes[static_cast<size_t>(k)]->body() << "}\n";
+      }
+      for (size_t j = 0; j < reduction.size(); ++j) code << "}\n";
+      for (int64_t k = 0; k < kColumnBlock; ++k) {
+        code << lane_scope(k) << passes[static_cast<size_t>(k)]->after_reduction() << "}\n";
+      }
+      code << "}\n";
+    }
+    if (blocks_end < main_end) {
+      if (parallel_vector_loop) code << "#pragma omp for schedule(static)\n";
+      code << "for (int64_t " << v << " = " << blocks_end << "; " << v << " < " << main_end << "; "
+           << v << " += " << width << ") {\n";
       emit_pass(main_config);
       code << "}\n";
     }

@@ -1,6 +1,8 @@
 // compile() and CompiledGraph::run(): the host side of the generated wrapper's ABI.
 #include "driver/compiler.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <thread>
 
 #include "runtime/jit.h"
@@ -19,12 +21,18 @@ struct OutputAllocator {
 
 void* allocate_output(void* ctx, int64_t nbytes) {
   auto* a = static_cast<OutputAllocator*>(ctx);
+  // Every element of an output is written by a kernel, so skip the zero-fill of Storage.
+  const size_t rounded = (static_cast<size_t>(std::max<int64_t>(nbytes, 1)) + 63) / 64 * 64;
+  void* data = std::aligned_alloc(64, rounded);
+  if (data == nullptr) return nullptr;
   try {
-    a->storages.push_back(std::make_shared<Storage>(static_cast<size_t>(nbytes)));
+    a->storages.push_back(std::make_shared<Storage>(data, static_cast<size_t>(nbytes),
+                                                    [](void* p) { std::free(p); }));
   } catch (...) {
+    std::free(data);
     return nullptr;
   }
-  return a->storages.back()->data();
+  return data;
 }
 
 int resolve_threads(int requested) {
