@@ -1,6 +1,7 @@
 // Loop emission for fused nodes.
 #include "codegen/loop_codegen.h"
 
+#include <map>
 #include <memory>
 #include <sstream>
 
@@ -160,9 +161,36 @@ class LoopEmitter {
   }
 
   bool vectorize(size_t nest) const {
+    if (auto it = vectorizable_.find(nest); it != vectorizable_.end()) return it->second;
     const LoopNest& n = f_.nests[nest];
     const bool has_loop = !n.sizes.empty() || !n.reduction_sizes.empty();
-    return o_.simd != runtime::SimdLevel::Scalar && has_loop && nest_vectorizable(s_, f_, nest);
+    bool ok = o_.simd != runtime::SimdLevel::Scalar && has_loop && nest_vectorizable(s_, f_, nest);
+    // An op without a vector form (e.g. comparing two bool vectors) makes the whole nest
+    // take the scalar form: try the vectorized emission along each candidate variable.
+    std::vector<std::string> candidates;
+    if (!n.reduction_sizes.empty())
+      candidates.push_back("r" + std::to_string(n.reduction_sizes.size() - 1));
+    if (!n.sizes.empty())
+      candidates.push_back("x" + std::to_string(f_.outer.size() + n.sizes.size() - 1));
+    for (const auto& var : candidates) {
+      if (!ok) break;
+      EmitterConfig config;
+      config.vectorized = true;
+      config.vector_var = var;
+      config.count = "1";
+      config.ranges = scheduler::nest_ranges(f_, nest);
+      config.input_buffers = inputs_;
+      config.elided_buffers = elided_;
+      config.vector_over_pointwise = var[0] == 'x' && !n.reduction_sizes.empty();
+      try {
+        BodyEmitter trial(config);
+        run_nodes(nest, trial);
+      } catch (const std::invalid_argument&) {
+        ok = false;
+      }
+    }
+    vectorizable_[nest] = ok;
+    return ok;
   }
 
   // Runs every node of the nest through a handler (an emitter, or a recorder).
@@ -368,6 +396,7 @@ class LoopEmitter {
   const CodegenOptions& o_;
   const std::set<std::string>& inputs_;
   std::set<std::string> elided_;
+  mutable std::map<size_t, bool> vectorizable_;
 };
 
 }  // namespace

@@ -78,3 +78,31 @@ TEST(Api, Avx512CompilesAndRunsOnlyWhereSupported) {
 
 }  // namespace
 }  // namespace stax
+
+namespace stax {
+namespace {
+
+TEST(Api, OpWithoutVectorFormFallsBackToScalarForm) {
+  const ir::Graph g = ir::parse_graph(R"(
+def bb(x: f32[5, 33], y: f32[5, 33]):
+    a = gt(x, 0.0)
+    b = lt(y, 0.0)
+    c = eq(a, b)
+    d = where(c, x, y)
+    return c, d
+)");
+  CompileOptions options;  // the widest level: scalar form all the same
+  const CompiledGraph compiled = compile(g, options);
+  const auto& loops = compiled.compilation().module.kernels.at(0).loops;
+  ASSERT_EQ(loops.size(), 1u);
+  EXPECT_EQ(loops[0].nest_forms, (std::vector<std::string>{"scalar"}));
+  const std::vector<Tensor> inputs = {eager::random_tensor(DType::Float32, {5, 33}, 1),
+                                      eager::random_tensor(DType::Float32, {5, 33}, 2)};
+  const auto out = compiled.run(inputs);
+  const auto expected = eager::run(g, inputs);
+  EXPECT_TRUE(eager::compare(out[0], expected[0], 0, 0).within_tolerance);
+  EXPECT_TRUE(eager::compare(out[1], expected[1], 0, 0).within_tolerance);
+}
+
+}  // namespace
+}  // namespace stax
