@@ -238,6 +238,7 @@ OpsValue BodyEmitter::reduction(lowering::ReductionType type, OpsValue value) {
                                 " are not supported yet");
   }
   const std::string acc = "acc" + std::to_string(reductions_++) + config_.name_suffix;
+  accumulator_types_[acc] = type;
   const std::string init = float_literal(lowering::reduction_identity(type));
   auto combine = [&](const std::string& a, const std::string& b, bool vector) {
     switch (type) {
@@ -293,7 +294,23 @@ void BodyEmitter::store(const std::string& buffer, const index::Expr& idx, OpsVa
 
 void BodyEmitter::store_reduction(const std::string& buffer, const index::Expr& idx,
                                   OpsValue value) {
-  after_ += store_code(buffer, idx, value);
+  if (config_.partial_prefix.empty()) {
+    after_ += store_code(buffer, idx, value);
+    return;
+  }
+  const std::string acc = values_.at(static_cast<size_t>(value.id)).name;
+  const std::string partials = config_.partial_prefix + acc;
+  const lowering::ReductionType type = accumulator_types_.at(acc);
+  preamble_ += "float " + partials + "[" + std::to_string(config_.max_threads) + "];\n";
+  after_ += partials + "[omp_get_thread_num()] = " + acc + ";\n";
+  const std::string combined = type == lowering::ReductionType::Sum ? acc + " + " + partials + "[t]"
+                               : type == lowering::ReductionType::Max
+                                   ? "stax::maximum_f(" + acc + ", " + partials + "[t])"
+                                   : "stax::minimum_f(" + acc + ", " + partials + "[t])";
+  final_ += "{\nfloat " + acc + " = " + float_literal(lowering::reduction_identity(type)) +
+            ";\nfor (int t = 0; t < omp_get_num_threads(); ++t) " + acc + " = " + combined + ";\n" +
+            ptr(buffer) + "[" + index_cpp(index::simplify(idx, config_.ranges)) + "] = " + acc +
+            ";\n}\n";
 }
 
 std::string BodyEmitter::store_code(const std::string& buffer, const index::Expr& idx,

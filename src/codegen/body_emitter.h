@@ -24,6 +24,11 @@ struct EmitterConfig {
   bool vector_over_pointwise = false;
   // Appended to accumulator names, so that several copies of a body can share one scope.
   std::string name_suffix;
+  // Parallel reduction over the reduction loop: each thread stores its accumulator into a
+  // shared array named <partial_prefix><acc> (declared by kernel_preamble()), and
+  // final_combine() combines them in thread order.
+  std::string partial_prefix;
+  int max_threads = 1;
   index::RangeMap ranges;                // every loop variable in scope
   std::set<std::string> input_buffers;   // named in_<name> in C++
   std::set<std::string> elided_buffers;  // kept in registers, never stored
@@ -38,6 +43,8 @@ class BodyEmitter final : public lowering::OpsHandler {
   const std::string& body() const { return body_; }
   const std::string& before_reduction() const { return before_; }
   const std::string& after_reduction() const { return after_; }
+  const std::string& kernel_preamble() const { return preamble_; }
+  const std::string& final_combine() const { return final_; }
 
   lowering::OpsValue load(const std::string& buffer, const index::Expr& index,
                           DType dtype) override;
@@ -73,6 +80,9 @@ class BodyEmitter final : public lowering::OpsHandler {
   std::string body_;
   std::string before_;
   std::string after_;
+  std::string preamble_;
+  std::string final_;
+  std::map<std::string, lowering::ReductionType> accumulator_types_;
   std::vector<Emitted> values_;
   std::map<std::string, int> cse_;
   std::map<std::string, lowering::OpsValue> elided_values_;

@@ -66,12 +66,14 @@ GeneratedModule generate_cpp(const scheduler::Schedule& s, const CodegenOptions&
     KernelSummary summary;
     summary.name = "kernel" + std::to_string(gi);
     std::string body;
+    std::string preamble;
     std::set<std::string> used;
     for (size_t k : groups[gi]) {
       LoopCode loop = generate_loop(s, s.kernels[k], options, inputs);
       summary.parallel_region |= loop.summary.parallel_depth > 0;
       summary.loops.push_back(loop.summary);
       body += loop.code;
+      preamble += loop.preamble;
       for (int id : s.kernels[k].members()) {
         const auto& n = s.nodes[static_cast<size_t>(id)];
         for (const auto& b : n.buffers()) {
@@ -88,7 +90,7 @@ GeneratedModule generate_cpp(const scheduler::Schedule& s, const CodegenOptions&
           << BodyEmitter::pointer_name(p, bi.is_input) << ", ";
     }
     src << "int num_threads) {\n";
-    src << "(void)num_threads;\n";
+    src << "(void)num_threads;\n" << preamble;
     if (summary.parallel_region) src << "#pragma omp parallel num_threads(num_threads)\n";
     src << "{\n" << body << "}\n}\n\n";
     module.kernels.push_back(summary);

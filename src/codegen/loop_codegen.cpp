@@ -85,6 +85,17 @@ class LoopEmitter {
       all_ranges = f_.outer;
       all_ranges.push_back(inner);
     }
+    // A reduction with no pointwise loop (one output) splits its reduction loop across the
+    // threads, each with its own accumulators, combined in thread order at the end.
+    const LoopNest& first = f_.nests[0];
+    if (f_.outer.empty() && f_.nests.size() == 1 && first.sizes.empty() &&
+        !first.reduction_sizes.empty() &&
+        parallel_depth(first.reduction_sizes, o_.num_threads, 1) == 1) {
+      out.summary.parallel_depth = 1;
+      out.summary.loop_ranges = first.reduction_sizes;
+      emit_parallel_reduction(out);
+      return out;
+    }
     size_t max_depth = parallel_candidates.size();
     const bool pointwise_vectorized = f_.outer.empty() && !f_.nests[0].sizes.empty() &&
                                       vectorize(0) &&
@@ -313,6 +324,72 @@ class LoopEmitter {
     for (size_t j = 0; j < pointwise.size(); ++j) code << "}\n";
     code << "}\n";
     return code.str();
+  }
+
+  void emit_parallel_reduction(LoopCode& out) const {
+    const LoopNest& n = f_.nests[0];
+    std::vector<Loop> reduction;
+    for (size_t j = 0; j < n.reduction_sizes.size(); ++j) {
+      reduction.push_back({"r" + std::to_string(j), n.reduction_sizes[j]});
+    }
+    const bool vec = vectorize(0);
+    const int64_t width = vec ? runtime::simd_width(o_.simd, DType::Float32) : 1;
+    EmitterConfig config;
+    config.ranges = scheduler::nest_ranges(f_, 0);
+    config.input_buffers = inputs_;
+    config.elided_buffers = elided_;
+    config.vectorized = vec;
+    config.partial_prefix = "partial_" + f_.name + "_";
+    config.max_threads = o_.num_threads;
+    std::optional<Loop> vector_loop;
+    if (vec) {
+      vector_loop = reduction.back();
+      reduction.pop_back();
+      config.vector_var = vector_loop->var;
+      config.count = std::to_string(width);
+      out.summary.nest_forms.push_back("vectorized(W=" + std::to_string(width) + ") over " +
+                                       vector_loop->var + ", split across threads");
+    } else {
+      out.summary.nest_forms.push_back("scalar, split across threads");
+    }
+    BodyEmitter main(config);
+    run_nodes(0, main);
+    std::ostringstream code;
+    code << "// " << f_.name << ": " << f_.group_string() << "\n{\n" << main.before_reduction();
+    std::string vector_part;
+    std::string tail_part;
+    if (vector_loop) {
+      const std::string& v = vector_loop->var;
+      const int64_t main_end = vector_loop->extent - vector_loop->extent % width;
+      if (main_end > 0) {
+        vector_part = "for (int64_t " + v + " = 0; " + v + " < " + std::to_string(main_end) + "; " +
+                      v + " += " + std::to_string(width) + ") {\n" + main.body() + "}\n";
+      }
+      if (main_end < vector_loop->extent) {
+        EmitterConfig tail_config = config;
+        tail_config.full_vector = false;
+        tail_config.count = std::to_string(vector_loop->extent - main_end);
+        BodyEmitter tail(tail_config);
+        run_nodes(0, tail);
+        tail_part = "{\nconst int64_t " + v + " = " + std::to_string(main_end) + ";\n" +
+                    tail.body() + "}\n";
+      }
+    }
+    if (reduction.empty()) {
+      // The vectorized loop is the only one: threads share its full vectors; one thread
+      // adds the tail into its own accumulators.
+      code << "#pragma omp for schedule(static) nowait\n" << vector_part;
+      if (!tail_part.empty()) code << "#pragma omp single nowait\n" << tail_part;
+    } else {
+      code << "#pragma omp for schedule(static) nowait\n";
+      for (const Loop& l : reduction) code << for_header(l) << " {\n";
+      code << (vector_loop ? vector_part + tail_part : main.body());
+      for (size_t j = 0; j < reduction.size(); ++j) code << "}\n";
+    }
+    code << main.after_reduction() << "}\n#pragma omp barrier\n#pragma omp single\n{\n"
+         << main.final_combine() << "}\n";
+    out.code = code.str();
+    out.preamble = main.kernel_preamble();
   }
 
   std::string emit_column_reduction(size_t nest, const std::string& pragma,

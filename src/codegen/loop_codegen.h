@@ -11,7 +11,8 @@
 namespace stax::codegen {
 
 struct LoopCode {
-  std::string code;  // statements to place inside the kernel function (and its parallel region)
+  std::string code;      // statements to place inside the kernel function (and its parallel region)
+  std::string preamble;  // declarations before the parallel region (shared by its threads)
   LoopSummary summary;
 };
 

@@ -25,6 +25,10 @@ std::string join(const std::vector<std::string>& parts, const char* sep) {
   return out;
 }
 
+void append_unique(std::vector<std::string>& ops, const std::string& op) {
+  if (std::find(ops.begin(), ops.end(), op) == ops.end()) ops.push_back(op);
+}
+
 int rank_of_category(DType d) {
   if (d == DType::Bool) return 0;
   if (is_integral(d)) return 1;
@@ -174,8 +178,8 @@ class Lowerer {
     std::vector<std::string> origin;
     for (const ir::Arg& arg : node.args) {
       if (const auto* ref = std::get_if<ir::ValueRef>(&arg)) {
-        const auto& o = value(ref->index).origin;
-        origin.insert(origin.end(), o.begin(), o.end());
+        // A value used by several operands is composed once per use, but named once.
+        for (const auto& op : value(ref->index).origin) append_unique(origin, op);
       }
     }
     return origin;
@@ -232,7 +236,7 @@ class Lowerer {
     v.dtype = out.type.dtype;
     v.sizes = out.type.sizes;
     v.origin = operand_origin(node);
-    v.origin.push_back(node.op);
+    append_unique(v.origin, node.op);
     const auto& sizes = out.type.sizes;
     if (auto it = kUnary.find(node.op); it != kUnary.end()) {
       Loader x = operand(node, 0, out.type.dtype, sizes);
@@ -448,7 +452,7 @@ class Lowerer {
     if (!alias) {
       v.layout.reset();
       v.pure_view = false;
-      v.origin.push_back(node.op);
+      append_unique(v.origin, node.op);
     }
     (void)out;
     return v;

@@ -2,6 +2,8 @@
 // with the eager interpreter; and the wrapper's input checks.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "driver/compiler.h"
 #include "driver/explain.h"
 #include "driver/tolerance.h"
@@ -102,6 +104,45 @@ def bb(x: f32[5, 33], y: f32[5, 33]):
   const auto expected = eager::run(g, inputs);
   EXPECT_TRUE(eager::compare(out[0], expected[0], 0, 0).within_tolerance);
   EXPECT_TRUE(eager::compare(out[1], expected[1], 0, 0).within_tolerance);
+}
+
+}  // namespace
+}  // namespace stax
+
+namespace stax {
+namespace {
+
+TEST(Api, FullReductionSplitsAcrossThreads) {
+  const ir::Graph g = ir::parse_graph(R"(
+def full(x: f32[1000, 1003]):
+    s = sum(x)
+    m = amax(x)
+    n = amin(x, dim=[0, 1], keepdim=True)
+    return s, m, n
+)");
+  Tensor input = eager::random_tensor(DType::Float32, {1000, 1003}, 9);
+  for (bool with_nan : {false, true}) {
+    if (with_nan) input.set({900, 17}, std::nan(""));  // in the second thread's share
+    for (int threads : {1, 2}) {
+      CompileOptions options;
+      options.num_threads = threads;
+      const CompiledGraph compiled = compile(g, options);
+      const auto& forms = compiled.compilation().module.kernels.at(0).loops.at(0).nest_forms;
+      ASSERT_EQ(forms.size(), 1u);
+      EXPECT_EQ(forms[0].find("split across threads") != std::string::npos, threads == 2)
+          << forms[0];
+      const auto out = compiled.run({input});
+      const auto expected = eager::run(g, {input});
+      const Tolerance tol = comparison_tolerance(DType::Float32, longest_reduction(g));
+      for (size_t k = 0; k < out.size(); ++k) {
+        EXPECT_TRUE(eager::compare(out[k], expected[k], tol.rtol, tol.atol).within_tolerance)
+            << "output " << k << " threads " << threads << " nan " << with_nan;
+      }
+      if (with_nan) {
+        EXPECT_TRUE(std::isnan(out[1].get({})));
+      }
+    }
+  }
 }
 
 }  // namespace
