@@ -48,6 +48,12 @@ std::string BodyEmitter::index_cpp(const index::Expr& e) const {
   return index::to_cpp(index::simplify(e, config_.ranges), config_.ranges);
 }
 
+index::Expr BodyEmitter::access_index(const std::string& buffer, const index::Expr& e) const {
+  const index::Expr simplified = index::simplify(e, config_.ranges);
+  if (!config_.localized_buffers.count(buffer)) return simplified;
+  return index::simplify(index::substitute(simplified, config_.zero_outer), config_.ranges);
+}
+
 std::string BodyEmitter::lane_index_cpp(const index::Expr& simplified) const {
   const index::Expr lane = index::substitute(
       simplified,
@@ -83,7 +89,7 @@ OpsValue BodyEmitter::load(const std::string& buffer, const index::Expr& idx, DT
     }
     return it->second;
   }
-  const index::Expr simplified = index::simplify(idx, config_.ranges);
+  const index::Expr simplified = access_index(buffer, idx);
   const std::string p = ptr(buffer);
   if (!config_.vectorized || !index::depends_on(simplified, config_.vector_var)) {
     return define(p + "[" + index_cpp(simplified) + "]", false, dtype);
@@ -316,7 +322,7 @@ void BodyEmitter::store_reduction(const std::string& buffer, const index::Expr& 
 std::string BodyEmitter::store_code(const std::string& buffer, const index::Expr& idx,
                                     const OpsValue& value) {
   const Emitted& e = values_.at(static_cast<size_t>(value.id));
-  const index::Expr simplified = index::simplify(idx, config_.ranges);
+  const index::Expr simplified = access_index(buffer, idx);
   const std::string p = ptr(buffer);
   const bool is_bool = value.dtype == DType::Bool;
   if (!config_.vectorized || !index::depends_on(simplified, config_.vector_var)) {

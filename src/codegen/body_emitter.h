@@ -32,6 +32,9 @@ struct EmitterConfig {
   index::RangeMap ranges;                // every loop variable in scope
   std::set<std::string> input_buffers;   // named in_<name> in C++
   std::set<std::string> elided_buffers;  // kept in registers, never stored
+  // Per-outer-iteration local arrays: indexed with the outer loop variables set to 0.
+  std::set<std::string> localized_buffers;
+  std::map<std::string, index::Expr> zero_outer;
 };
 
 class BodyEmitter final : public lowering::OpsHandler {
@@ -70,6 +73,8 @@ class BodyEmitter final : public lowering::OpsHandler {
   lowering::OpsValue define(const std::string& expr, bool vector, DType dtype);
   std::string as_vector(const lowering::OpsValue& v);
   std::string index_cpp(const index::Expr& e) const;
+  // The simplified index of an access, made local for localized buffers.
+  index::Expr access_index(const std::string& buffer, const index::Expr& e) const;
   // The index of lane `lane` (a variable of the generated code) of a vector access.
   std::string lane_index_cpp(const index::Expr& simplified) const;
   std::string store_code(const std::string& buffer, const index::Expr& index,

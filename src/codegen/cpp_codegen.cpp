@@ -77,7 +77,7 @@ GeneratedModule generate_cpp(const scheduler::Schedule& s, const CodegenOptions&
       for (int id : s.kernels[k].members()) {
         const auto& n = s.nodes[static_cast<size_t>(id)];
         for (const auto& b : n.buffers()) {
-          if (!s.is_elided(b)) used.insert(b);
+          if (!s.is_elided(b) && !s.is_localized(b)) used.insert(b);
         }
       }
     }

@@ -53,7 +53,9 @@ class LoopEmitter {
       : s_(s), f_(f), o_(o), inputs_(inputs) {
     for (const auto& p : s.buffers) {
       if (p.elided) elided_.insert(p.buffer);
+      if (p.localized) localized_.insert(p.buffer);
     }
+    for (size_t j = 0; j < f.outer.size(); ++j) zero_outer_["x" + std::to_string(j)] = Expr(0);
   }
 
   LoopCode run() {
@@ -119,6 +121,14 @@ class LoopEmitter {
     code << (f_.outer.empty() ? "" : pragma_for);
     for (size_t j = 0; j < f_.outer.size(); ++j) {
       code << for_header({"x" + std::to_string(j), f_.outer[j]}) << " {\n";
+    }
+    // Slices of the buffers that live within one outer iteration (private to the thread).
+    for (int id : f_.members()) {
+      const auto& name = s_.nodes[static_cast<size_t>(id)].write.buffer;
+      if (const auto* plan = s_.plan_of(name); plan != nullptr && plan->localized) {
+        code << "alignas(64) " << dtype_cpp_type(s_.nodes[static_cast<size_t>(id)].buffer->dtype)
+             << " " << name << "[" << plan->local_elements << "];\n";
+      }
     }
     for (size_t k = 0; k < f_.nests.size(); ++k) {
       code << emit_nest(k, f_.outer.empty() ? pragma_for : "", single_vector_loop && depth > 0,
@@ -192,6 +202,8 @@ class LoopEmitter {
       config.ranges = scheduler::nest_ranges(f_, nest);
       config.input_buffers = inputs_;
       config.elided_buffers = elided_;
+      config.localized_buffers = localized_;
+      config.zero_outer = zero_outer_;
       config.vector_over_pointwise = var[0] == 'x' && !n.reduction_sizes.empty();
       try {
         BodyEmitter trial(config);
@@ -230,6 +242,8 @@ class LoopEmitter {
     config.ranges = scheduler::nest_ranges(f_, nest);
     config.input_buffers = inputs_;
     config.elided_buffers = elided_;
+    config.localized_buffers = localized_;
+    config.zero_outer = zero_outer_;
     config.vectorized = vec;
 
     const bool column = column_reduction(nest);
@@ -338,6 +352,8 @@ class LoopEmitter {
     config.ranges = scheduler::nest_ranges(f_, 0);
     config.input_buffers = inputs_;
     config.elided_buffers = elided_;
+    config.localized_buffers = localized_;
+    config.zero_outer = zero_outer_;
     config.vectorized = vec;
     config.partial_prefix = "partial_" + f_.name + "_";
     config.max_threads = o_.num_threads;
@@ -473,6 +489,8 @@ class LoopEmitter {
   const CodegenOptions& o_;
   const std::set<std::string>& inputs_;
   std::set<std::string> elided_;
+  std::set<std::string> localized_;
+  std::map<std::string, Expr> zero_outer_;
   mutable std::map<size_t, bool> vectorizable_;
 };
 

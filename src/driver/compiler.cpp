@@ -48,6 +48,7 @@ std::shared_ptr<const Compilation> analyze(const ir::Graph& graph, const Compile
   c->lowered = lowering::lower(graph);
   scheduler::ScheduleOptions so;
   so.fuse = options.fuse;
+  so.localize = options.localize;
   c->schedule = scheduler::schedule(c->lowered, so);
   codegen::CodegenOptions co;
   co.simd = options.simd.value_or(runtime::detect_simd_level());

@@ -27,6 +27,7 @@ struct CompileOptions {
   int num_threads = 0;                     // default: all hardware threads
   std::string cache_dir;                   // default: see runtime::JitOptions
   bool fuse = true;
+  bool localize = true;  // per-outer-iteration local arrays (scheduler::BufferPlan)
 };
 
 // Everything known about a graph before the C++ compiler runs.

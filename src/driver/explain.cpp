@@ -111,6 +111,12 @@ json explain_json(const Compilation& c) {
   }
   for (const auto& p : s.buffers) {
     if (p.elided) buffers.push_back({{"event", "elided"}, {"buffer", p.buffer}});
+    if (p.localized) {
+      buffers.push_back({{"event", "local"},
+                         {"buffer", p.buffer},
+                         {"elements", p.local_elements},
+                         {"at", s.kernels[static_cast<size_t>(p.producer)].name}});
+    }
   }
   doc["buffers"] = buffers;
   return doc;
@@ -186,6 +192,9 @@ std::string explain_text(const Compilation& c) {
           << b["at"].get<std::string>();
     } else if (event == "elided") {
       out << " (kept in registers, never stored)";
+    } else if (event == "local") {
+      out << " (a local array of " << b["elements"].get<int64_t>() << " elements per outer "
+          << "iteration of " << b["at"].get<std::string>() << ")";
     } else {
       out << " after " << b["at"].get<std::string>();
     }

@@ -137,9 +137,6 @@ index::RangeMap nest_ranges(const FusedNode& fused, size_t nest) {
   return r;
 }
 
-namespace {
-
-// An access of a node rewritten into the loop variables of the fused node.
 Expr placed_index(const FusedNode& fused, const SchedulerNode& node, const Expr& idx,
                   const Placement& p) {
   std::map<std::string, Expr> rename;
@@ -149,6 +146,8 @@ Expr placed_index(const FusedNode& fused, const SchedulerNode& node, const Expr&
   }
   return index::simplify(index::substitute(idx, rename), nest_ranges(fused, p.nest));
 }
+
+namespace {
 
 std::set<std::string> buffers_of(const FusedNode& f, const std::vector<SchedulerNode>& nodes) {
   std::set<std::string> out;

@@ -3,10 +3,13 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <queue>
 #include <stdexcept>
 
 namespace stax::scheduler {
+
+using index::Expr;
 
 const BufferPlan* Schedule::plan_of(const std::string& buffer) const {
   for (const auto& p : buffers) {
@@ -20,7 +23,61 @@ bool Schedule::is_elided(const std::string& buffer) const {
   return p != nullptr && p->elided;
 }
 
+bool Schedule::is_localized(const std::string& buffer) const {
+  const BufferPlan* p = plan_of(buffer);
+  return p != nullptr && p->localized;
+}
+
+bool Schedule::is_allocated(const std::string& buffer) const {
+  const BufferPlan* p = plan_of(buffer);
+  return p != nullptr && !p->elided && !p->localized;
+}
+
 namespace {
+
+// Largest local slice kept on a thread's stack.
+constexpr int64_t kMaxLocalBytes = 64 * 1024;
+// A buffer that fits in the L1 data cache is not written back to memory between its writer
+// and its readers anyway; localizing it would only hide it from the memory plan (and the
+// seed's Example 7.1 keeps its 64-element row sums as a buffer).
+constexpr int64_t kMinLocalizedBytes = 32 * 1024;
+
+// The slice of `buffer` one outer iteration of `f` touches, when every access splits into
+// the same function of the outer variables plus an offset of the inner ones; 0 otherwise.
+int64_t local_slice(const Schedule& s, const FusedNode& f, const std::string& buffer) {
+  std::map<std::string, Expr> zero_outer;
+  std::set<std::string> outer_vars;
+  for (size_t j = 0; j < f.outer.size(); ++j) {
+    zero_outer["x" + std::to_string(j)] = Expr(0);
+    outer_vars.insert("x" + std::to_string(j));
+  }
+  std::optional<Expr> common_outer;
+  int64_t slice = 0;
+  for (int id : f.members()) {
+    const SchedulerNode& n = s.nodes[static_cast<size_t>(id)];
+    std::vector<Expr> accesses;
+    if (n.write.buffer == buffer) accesses.push_back(n.write.index);
+    for (const auto& r : n.reads) {
+      if (r.buffer == buffer) accesses.push_back(r.index);
+    }
+    const Placement p = place(f, n);
+    for (const Expr& raw : accesses) {
+      const Expr idx = placed_index(f, n, raw, p);
+      const Expr inner =
+          index::simplify(index::substitute(idx, zero_outer), nest_ranges(f, p.nest));
+      const Expr outer = idx - inner;
+      for (const auto& v : index::free_vars(outer)) {
+        if (!outer_vars.count(v)) return 0;
+      }
+      if (common_outer && *common_outer != outer) return 0;
+      common_outer = outer;
+      const auto b = index::bounds(inner, nest_ranges(f, p.nest));
+      if (!b || b->lo < 0) return 0;
+      slice = std::max(slice, b->hi + 1);
+    }
+  }
+  return slice;
+}
 
 // Kahn's algorithm over fused nodes; ties broken by the original position.
 std::vector<FusedNode> topological_order(std::vector<FusedNode> groups,
@@ -158,11 +215,29 @@ Schedule schedule(const lowering::LoweredGraph& graph, const ScheduleOptions& op
                });
   }
 
+  // Buffers that live within one outer iteration become per-iteration local arrays.
+  for (auto& p : s.buffers) {
+    if (!options.localize || p.is_output || p.elided) continue;
+    const FusedNode& f = s.kernels[static_cast<size_t>(p.producer)];
+    const auto& rs = readers[p.buffer];
+    if (f.outer.empty() || rs.empty() ||
+        !std::all_of(rs.begin(), rs.end(), [&](const auto& r) { return r.first == p.producer; })) {
+      continue;
+    }
+    const int64_t slice = local_slice(s, f, p.buffer);
+    const auto* computed = graph.find_buffer(p.buffer);
+    const int64_t bytes = slice * static_cast<int64_t>(dtype_size(computed->dtype));
+    if (slice > 0 && bytes <= kMaxLocalBytes && p.bytes > kMinLocalizedBytes) {
+      p.localized = true;
+      p.local_elements = slice;
+    }
+  }
+
   // Allocation and release records.
   s.allocate_before.assign(s.kernels.size(), {});
   s.release_after.assign(s.kernels.size(), {});
   for (const auto& p : s.buffers) {
-    if (p.elided) continue;
+    if (p.elided || p.localized) continue;
     s.allocate_before[static_cast<size_t>(p.producer)].push_back(p.buffer);
     if (!p.is_output) s.release_after[static_cast<size_t>(p.last_use)].push_back(p.buffer);
   }

@@ -20,6 +20,11 @@ struct BufferPlan {
   bool is_output = false;
   // Written and read only inside one loop nest at the same index: never stored to memory.
   bool elided = false;
+  // Written and read only within one outer iteration of an outer-loop fused node: each
+  // iteration gets a local array of `local_elements` (its slice), indexed without the outer
+  // variables, which stays in L1 instead of going to memory.
+  bool localized = false;
+  int64_t local_elements = 0;
 };
 
 struct Schedule {
@@ -37,11 +42,16 @@ struct Schedule {
 
   const BufferPlan* plan_of(const std::string& buffer) const;
   bool is_elided(const std::string& buffer) const;
+  bool is_localized(const std::string& buffer) const;
+  // Whether the wrapper allocates the buffer (neither elided nor localized).
+  bool is_allocated(const std::string& buffer) const;
 };
 
 struct ScheduleOptions {
   FusionLimits limits;
   bool fuse = true;
+  // Give buffers that live within one outer iteration a local array (see BufferPlan).
+  bool localize = true;
 };
 
 // `graph` must outlive the schedule.

@@ -147,3 +147,44 @@ def full(x: f32[1000, 1003]):
 
 }  // namespace
 }  // namespace stax
+
+namespace stax {
+namespace {
+
+TEST(Api, LocalizedBuffersMatchEager) {
+  // exp (materialized) and the centered values are localized per row; the result must not
+  // depend on it, at either thread count and with the vector tail (1003 columns).
+  const ir::Graph g = ir::parse_graph(R"(
+def f(x: f32[40, 1003]):
+    m = amax(x, dim=[-1], keepdim=True)
+    d = sub(x, m)
+    e = exp(d)
+    s = sum(e, dim=[-1], keepdim=True)
+    y = div(e, s)
+    c = mul(e, 2.0)
+    t = amin(c, dim=[-1])
+    return y, t
+)");
+  const Tensor input = eager::random_tensor(DType::Float32, {40, 1003}, 4);
+  const auto expected = eager::run(g, {input});
+  const Tolerance tol = comparison_tolerance(DType::Float32, longest_reduction(g));
+  for (bool localize : {true, false}) {
+    for (int threads : {1, 2}) {
+      CompileOptions options;
+      options.localize = localize;
+      options.num_threads = threads;
+      const CompiledGraph compiled = compile(g, options);
+      bool any_local = false;
+      for (const auto& p : compiled.compilation().schedule.buffers) any_local |= p.localized;
+      EXPECT_EQ(any_local, localize);
+      const auto out = compiled.run({input});
+      for (size_t k = 0; k < out.size(); ++k) {
+        EXPECT_TRUE(eager::compare(out[k], expected[k], tol.rtol, tol.atol).within_tolerance)
+            << "output " << k << " localize " << localize << " threads " << threads;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace stax

@@ -153,3 +153,33 @@ TEST(FusionScore, LexicographicWithSixteenfoldException) {
 
 }  // namespace
 }  // namespace stax
+
+namespace stax {
+namespace {
+
+TEST(MemoryPlan, BufferLivingWithinOneOuterIterationIsLocalized) {
+  // Softmax: exp is materialized (two users) but every use is in the same row of the one
+  // outer-loop fused kernel, so each row gets a local array instead of a 16 MiB buffer.
+  auto s = testing::schedule_text(R"(
+def softmax(x: f32[4096, 1024]):
+    m = amax(x, dim=[-1], keepdim=True)
+    d = sub(x, m)
+    e = exp(d)
+    s = sum(e, dim=[-1], keepdim=True)
+    y = div(e, s)
+    return y
+)");
+  ASSERT_EQ(s->schedule.kernels.size(), 1u);
+  const auto* e = s->schedule.plan_of("buf1");
+  ASSERT_NE(e, nullptr);
+  EXPECT_TRUE(e->localized);
+  EXPECT_EQ(e->local_elements, 1024);
+  // The row maxima fit in L1 as a whole: they stay an ordinary (small) buffer.
+  EXPECT_FALSE(s->schedule.plan_of("buf0")->localized);
+  for (const auto& allocs : s->schedule.allocate_before) {
+    EXPECT_EQ(std::find(allocs.begin(), allocs.end(), "buf1"), allocs.end());
+  }
+}
+
+}  // namespace
+}  // namespace stax
