@@ -94,6 +94,14 @@ OpsValue BodyEmitter::load(const std::string& buffer, const index::Expr& idx, DT
   if (!config_.vectorized || !index::depends_on(simplified, config_.vector_var)) {
     return define(p + "[" + index_cpp(simplified) + "]", false, dtype);
   }
+  if (auto tile = config_.tiled_loads.find(buffer + "@" + index::to_string(simplified));
+      tile != config_.tiled_loads.end()) {
+    const std::string& a = config_.tile_outer_var;
+    const std::string& v = config_.vector_var;
+    const std::string at = tile->second + " + (" + a + " - " + a + "_tile) * " +
+                           std::to_string(config_.tile_size) + " + (" + v + " - " + v + "_tile)";
+    return define(std::string(kVec) + "::loadu(" + at + ")", true, dtype);
+  }
   const auto stride = index::stride(simplified, config_.vector_var, config_.ranges);
   const bool is_bool = dtype == DType::Bool;
   if (stride && *stride == 1) {

@@ -35,6 +35,11 @@ struct EmitterConfig {
   // Per-outer-iteration local arrays: indexed with the outer loop variables set to 0.
   std::set<std::string> localized_buffers;
   std::map<std::string, index::Expr> zero_outer;
+  // Loads served from an L1 tile (the 2-D tiled form): "<buffer>@<index>" -> tile array,
+  // laid out [tile_outer_var - tile_outer_var_tile][vector_var - vector_var_tile].
+  std::map<std::string, std::string> tiled_loads;
+  std::string tile_outer_var;
+  int64_t tile_size = 0;
 };
 
 class BodyEmitter final : public lowering::OpsHandler {

@@ -144,19 +144,26 @@ class LoopEmitter {
   static constexpr int64_t kTile = 64;
   static constexpr int64_t kColumnBlock = 8;
 
-  // Whether some load of the nest reads contiguously along `outer_var` but not along
-  // `vector_var` (a transposed operand).
-  bool transpose_like(size_t nest, const std::string& outer_var, const std::string& vector_var,
-                      const index::RangeMap& ranges) const {
+  // The loads of the nest that read contiguously along `outer_var` but not along
+  // `vector_var` (transposed operands), distinct, with their simplified indices.
+  std::vector<scheduler::RecordingHandler::Record> transposed_loads(
+      size_t nest, const std::string& outer_var, const std::string& vector_var,
+      const index::RangeMap& ranges) const {
     scheduler::RecordingHandler rec;
     run_nodes(nest, rec);
+    std::vector<scheduler::RecordingHandler::Record> out;
+    std::set<std::string> seen;
     for (const auto& load : rec.loads) {
       const Expr idx = index::simplify(load.index, ranges);
       const auto inner = index::stride(idx, vector_var, ranges);
       const auto outer = index::stride(idx, outer_var, ranges);
-      if (outer && *outer == 1 && (!inner || (*inner != 0 && *inner != 1))) return true;
+      if (outer && *outer == 1 && (!inner || (*inner != 0 && *inner != 1)) &&
+          !elided_.count(load.buffer) && !localized_.count(load.buffer) &&
+          seen.insert(load.buffer + "@" + index::to_string(idx)).second) {
+        out.push_back({load.buffer, idx, load.dtype});
+      }
     }
-    return false;
+    return out;
   }
 
   // A reduction nest whose reduced loads walk the innermost reduction loop with a stride but
@@ -267,11 +274,23 @@ class LoopEmitter {
     // Transpose-like access (Section 8.2): some load walks the vectorized variable with a
     // large stride but the next-outer variable contiguously. Tiling both loops by T keeps the
     // cache lines of that load in L1 while all their elements are used.
-    const bool tiled = vector_loop && n.reduction_sizes.empty() && !pointwise.empty() &&
-                       transpose_like(nest, pointwise.back().var, vector_loop->var, config.ranges);
-    if (tiled)
+    std::vector<scheduler::RecordingHandler::Record> transposed;
+    if (vector_loop && n.reduction_sizes.empty() && !pointwise.empty()) {
+      transposed = transposed_loads(nest, pointwise.back().var, vector_loop->var, config.ranges);
+    }
+    const bool tiled = !transposed.empty();
+    if (tiled) {
       summary.nest_forms.back() =
           "tiled(T=" + std::to_string(kTile) + ") " + summary.nest_forms.back();
+      // Float operands are transposed through an L1 tile; others are gathered.
+      config.tile_outer_var = pointwise.back().var;
+      config.tile_size = kTile;
+      for (size_t k = 0; k < transposed.size(); ++k) {
+        if (transposed[k].dtype != DType::Float32) continue;
+        config.tiled_loads[transposed[k].buffer + "@" + index::to_string(transposed[k].index)] =
+            "tile" + std::to_string(k);
+      }
+    }
 
     BodyEmitter main(config);
     run_nodes(nest, main);
@@ -309,11 +328,27 @@ class LoopEmitter {
       if (main_end > 0) {
         if (parallel_vector_loop) code << "#pragma omp for schedule(static)\n";
         if (tiled) {
+          const std::string v_end = "(" + v + "_tile + " + std::to_string(kTile) + " < " +
+                                    std::to_string(main_end) + " ? " + v + "_tile + " +
+                                    std::to_string(kTile) + " : " + std::to_string(main_end) + ")";
           code << "for (int64_t " << v << "_tile = 0; " << v << "_tile < " << main_end << "; " << v
-               << "_tile += " << kTile << ") {\n"
-               << tile_rows() << "for (int64_t " << v << " = " << v << "_tile; " << v << " < (" << v
-               << "_tile + " << kTile << " < " << main_end << " ? " << v << "_tile + " << kTile
-               << " : " << main_end << "); " << v << " += " << width << ") {\n"
+               << "_tile += " << kTile << ") {\n";
+          // Read each transposed operand's block along its contiguous direction into L1.
+          const std::string& a = tiled_outer->var;
+          for (size_t k = 0; k < transposed.size(); ++k) {
+            if (transposed[k].dtype != DType::Float32) continue;
+            const std::string tile = "tile" + std::to_string(k);
+            code << "alignas(64) float " << tile << "[" << kTile * kTile << "];\n"
+                 << "for (int64_t " << v << " = " << v << "_tile; " << v << " < " << v_end << "; ++"
+                 << v << ") {\n"
+                 << tile_rows() << tile << "[(" << a << " - " << a << "_tile) * " << kTile << " + ("
+                 << v << " - " << v << "_tile)] = "
+                 << BodyEmitter::pointer_name(transposed[k].buffer,
+                                              inputs_.count(transposed[k].buffer) > 0)
+                 << "[" << index::to_cpp(transposed[k].index, config.ranges) << "];\n}\n}\n";
+          }
+          code << tile_rows() << "for (int64_t " << v << " = " << v << "_tile; " << v << " < "
+               << v_end << "; " << v << " += " << width << ") {\n"
                << main.body() << "}\n}\n}\n";
         } else {
           code << "for (int64_t " << v << " = 0; " << v << " < " << main_end << "; " << v
@@ -325,6 +360,7 @@ class LoopEmitter {
         EmitterConfig tail_config = config;
         tail_config.full_vector = false;
         tail_config.count = std::to_string(extent - main_end);
+        tail_config.tiled_loads.clear();  // the tail columns are outside every tile
         BodyEmitter tail(tail_config);
         run_nodes(nest, tail);
         if (parallel_vector_loop) code << "#pragma omp single\n";
