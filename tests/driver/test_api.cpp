@@ -188,3 +188,32 @@ def f(x: f32[40, 1003]):
 
 }  // namespace
 }  // namespace stax
+
+namespace stax {
+namespace {
+
+TEST(Api, TransposedOperandUsesTheTiledForm) {
+  const ir::Graph g = ir::parse_graph(R"(
+def tr(x: f32[130, 75], y: f32[75, 130]):
+    t = transpose(y, 0, 1)
+    z = add(x, t)
+    return z
+)");
+  const std::vector<Tensor> inputs = {eager::random_tensor(DType::Float32, {130, 75}, 1),
+                                      eager::random_tensor(DType::Float32, {75, 130}, 2)};
+  const auto expected = eager::run(g, inputs);
+  for (int threads : {1, 2}) {
+    CompileOptions options;
+    options.num_threads = threads;
+    const CompiledGraph compiled = compile(g, options);
+    const auto& forms = compiled.compilation().module.kernels.at(0).loops.at(0).nest_forms;
+    if (compiled.compilation().module.options.simd != runtime::SimdLevel::Scalar) {
+      EXPECT_EQ(forms.at(0).rfind("tiled(T=64)", 0), 0u) << forms.at(0);
+    }
+    // Exact: one add per element, whatever the loop order.
+    EXPECT_TRUE(eager::compare(compiled.run(inputs)[0], expected[0], 0, 0).within_tolerance);
+  }
+}
+
+}  // namespace
+}  // namespace stax
