@@ -2,6 +2,7 @@
 // the JSON document so that both always say the same.
 #include "driver/explain.h"
 
+#include <map>
 #include <sstream>
 
 namespace stax {
@@ -93,20 +94,30 @@ json explain_json(const Compilation& c) {
   doc["kernels"] = kernels;
   doc["simd"] = std::string(runtime::simd_level_name(c.module.options.simd));
   doc["threads"] = c.module.options.num_threads;
+  // The wrapper allocates a kernel function's buffers before calling it and frees them after
+  // it returns: name the kernel function that runs each loop.
+  std::map<std::string, std::string> function_of;
+  for (const auto& k : c.module.kernels) {
+    for (const auto& l : k.loops) function_of[l.fused_node] = k.name;
+  }
   json buffers = json::array();
   for (size_t k = 0; k < s.kernels.size(); ++k) {
+    const std::string& function = function_of[s.kernels[k].name];
     for (const auto& b : s.allocate_before[k]) {
       const auto* p = s.plan_of(b);
       buffers.push_back({{"event", "allocate"},
                          {"buffer", b},
                          {"bytes", p->bytes},
                          {"output", p->is_output},
-                         {"at", s.kernels[k].name}});
+                         {"at", function},
+                         {"loop", s.kernels[k].name}});
     }
     for (const auto& b : s.release_after[k]) {
       const auto* p = s.plan_of(b);
-      buffers.push_back(
-          {{"event", p ? "free" : "release input"}, {"buffer", b}, {"at", s.kernels[k].name}});
+      buffers.push_back({{"event", p ? "free" : "release input"},
+                         {"buffer", b},
+                         {"at", function},
+                         {"loop", s.kernels[k].name}});
     }
   }
   for (const auto& p : s.buffers) {
@@ -189,14 +200,16 @@ std::string explain_text(const Compilation& c) {
     if (event == "allocate") {
       out << " (" << b["bytes"].get<int64_t>() << " bytes"
           << (b["output"].get<bool>() ? ", output" : "") << ") before "
-          << b["at"].get<std::string>();
+          << b["at"].get<std::string>() << " (first written by " << b["loop"].get<std::string>()
+          << ")";
     } else if (event == "elided") {
       out << " (kept in registers, never stored)";
     } else if (event == "local") {
       out << " (a local array of " << b["elements"].get<int64_t>() << " elements per outer "
           << "iteration of " << b["at"].get<std::string>() << ")";
     } else {
-      out << " after " << b["at"].get<std::string>();
+      out << " after " << b["at"].get<std::string>() << " (last used by "
+          << b["loop"].get<std::string>() << ")";
     }
     out << "\n";
   }

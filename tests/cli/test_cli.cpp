@@ -52,7 +52,7 @@ TEST(Cli, ExplainExample71) {
             std::string::npos);
   EXPECT_NE(r.out.find("op0.group.iteration = ((64,), (128,))"), std::string::npos);
   EXPECT_NE(r.out.find("op1.group.iteration = ((64, 128), ())"), std::string::npos);
-  EXPECT_NE(r.out.find("free buf0 after op0_op1"), std::string::npos);
+  EXPECT_NE(r.out.find("free buf0 after kernel0 (last used by op0_op1)"), std::string::npos);
 }
 
 TEST(Cli, ExplainJsonExample72) {
