@@ -142,6 +142,18 @@ class LoopEmitter {
 
  private:
   static constexpr int64_t kTile = 64;
+
+  // What every emitter of a nest of this fused node knows: the loop ranges and how each
+  // buffer is held (input, elided, localized).
+  EmitterConfig base_config(size_t nest) const {
+    EmitterConfig config;
+    config.ranges = scheduler::nest_ranges(f_, nest);
+    config.input_buffers = inputs_;
+    config.elided_buffers = elided_;
+    config.localized_buffers = localized_;
+    config.zero_outer = zero_outer_;
+    return config;
+  }
   static constexpr int64_t kColumnBlock = 8;
 
   // The loads of the nest that read contiguously along `outer_var` but not along
@@ -202,15 +214,10 @@ class LoopEmitter {
       candidates.push_back("x" + std::to_string(f_.outer.size() + n.sizes.size() - 1));
     for (const auto& var : candidates) {
       if (!ok) break;
-      EmitterConfig config;
+      EmitterConfig config = base_config(nest);
       config.vectorized = true;
       config.vector_var = var;
       config.count = "1";
-      config.ranges = scheduler::nest_ranges(f_, nest);
-      config.input_buffers = inputs_;
-      config.elided_buffers = elided_;
-      config.localized_buffers = localized_;
-      config.zero_outer = zero_outer_;
       config.vector_over_pointwise = var[0] == 'x' && !n.reduction_sizes.empty();
       try {
         BodyEmitter trial(config);
@@ -245,12 +252,7 @@ class LoopEmitter {
     }
     const bool vec = vectorize(nest);
     const int64_t width = vec ? runtime::simd_width(o_.simd, DType::Float32) : 1;
-    EmitterConfig config;
-    config.ranges = scheduler::nest_ranges(f_, nest);
-    config.input_buffers = inputs_;
-    config.elided_buffers = elided_;
-    config.localized_buffers = localized_;
-    config.zero_outer = zero_outer_;
+    EmitterConfig config = base_config(nest);
     config.vectorized = vec;
 
     const bool column = column_reduction(nest);
@@ -384,12 +386,7 @@ class LoopEmitter {
     }
     const bool vec = vectorize(0);
     const int64_t width = vec ? runtime::simd_width(o_.simd, DType::Float32) : 1;
-    EmitterConfig config;
-    config.ranges = scheduler::nest_ranges(f_, 0);
-    config.input_buffers = inputs_;
-    config.elided_buffers = elided_;
-    config.localized_buffers = localized_;
-    config.zero_outer = zero_outer_;
+    EmitterConfig config = base_config(0);
     config.vectorized = vec;
     config.partial_prefix = "partial_" + f_.name + "_";
     config.max_threads = o_.num_threads;

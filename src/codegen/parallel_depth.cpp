@@ -5,7 +5,6 @@ namespace stax::codegen {
 
 int parallel_depth(const std::vector<int64_t>& ranges, int threads, size_t max_depth,
                    int64_t min_chunk) {
-  if (threads <= 1) return 0;
   int64_t seq = 1;
   for (int64_t r : ranges) seq *= r;
   int64_t par = 1;

@@ -17,12 +17,6 @@ std::string deps_string(const std::vector<scheduler::MemoryDep>& deps) {
   return out + "]";
 }
 
-std::string node_kind(const scheduler::FusedNode& f) {
-  if (f.outer_loop_fused) return "OuterLoopFusedSchedulerNode";
-  if (f.members().size() > 1) return "FusedSchedulerNode";
-  return "SchedulerNode";
-}
-
 }  // namespace
 
 json explain_json(const Compilation& c) {
@@ -75,7 +69,7 @@ json explain_json(const Compilation& c) {
       members.push_back(n.name);
     }
     finals.push_back({{"name", f.name},
-                      {"kind", node_kind(f)},
+                      {"kind", f.kind_name()},
                       {"group", f.group_string()},
                       {"outer_loop_fusion_depth", f.outer.size()},
                       {"members", members}});

@@ -201,7 +201,7 @@ class Lowerer {
         v = lower_view(node, out);
         break;
       case ir::OpCategory::Copy:
-        v = lower_copy(node, out);
+        v = lower_copy(node);
         break;
     }
     const int idx = node.output.index;
@@ -443,7 +443,7 @@ class Lowerer {
     return v;
   }
 
-  LoweredValue lower_copy(const ir::Node& node, const ir::Value& out) {
+  LoweredValue lower_copy(const ir::Node& node) {
     const LoweredValue& src = value(std::get<ir::ValueRef>(node.args[0]).index);
     LoweredValue v = src;
     // A clone never aliases its input; `contiguous` may, when the input already is.
@@ -454,7 +454,6 @@ class Lowerer {
       v.pure_view = false;
       append_unique(v.origin, node.op);
     }
-    (void)out;
     return v;
   }
 

@@ -125,9 +125,7 @@ std::vector<std::string> SchedulerNode::buffers() const {
   return out;
 }
 
-SchedulerNode make_scheduler_node(int id, const lowering::ComputedBuffer& buffer,
-                                  const lowering::LoweredGraph& graph) {
-  (void)graph;
+SchedulerNode make_scheduler_node(int id, const lowering::ComputedBuffer& buffer) {
   SchedulerNode node;
   node.id = id;
   node.name = "op" + std::to_string(id);

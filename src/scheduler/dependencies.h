@@ -64,8 +64,7 @@ struct SchedulerNode {
 };
 
 // Builds the node of `buffer` (loop simplification, recording, normalization).
-SchedulerNode make_scheduler_node(int id, const lowering::ComputedBuffer& buffer,
-                                  const lowering::LoweredGraph& graph);
+SchedulerNode make_scheduler_node(int id, const lowering::ComputedBuffer& buffer);
 
 // Normalizes an index over the given loops into a MemoryDep (dimension collapsing).
 MemoryDep normalize_dep(const std::string& buffer, const index::Expr& index,

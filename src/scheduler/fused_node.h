@@ -36,6 +36,8 @@ struct FusedNode {
   std::vector<int64_t> reduction_ranges() const { return nests.at(0).reduction_sizes; }
   // "((64,), (128,))" for a single nest; "outer (64,): ((), (128,)) ; ((128,), ())" otherwise.
   std::string group_string() const;
+  // SchedulerNode, FusedSchedulerNode or OuterLoopFusedSchedulerNode (the fusion log's names).
+  std::string kind_name() const;
 };
 
 std::string sizes_string(const std::vector<int64_t>& sizes);  // "(64, 128)", "(64,)", "()"

@@ -60,6 +60,12 @@ std::vector<int64_t> FusedNode::pointwise_ranges() const {
   return out;
 }
 
+std::string FusedNode::kind_name() const {
+  if (outer_loop_fused) return "OuterLoopFusedSchedulerNode";
+  if (members().size() > 1) return "FusedSchedulerNode";
+  return "SchedulerNode";
+}
+
 std::string FusedNode::group_string() const {
   if (!outer_loop_fused) {
     return "(" + sizes_string(pointwise_ranges()) + ", " + sizes_string(reduction_ranges()) + ")";

@@ -11,17 +11,8 @@ namespace stax::scheduler {
 
 namespace {
 
-std::string kind_name(const FusedNode& f, const std::vector<SchedulerNode>& nodes) {
-  if (f.outer_loop_fused) return "OuterLoopFusedSchedulerNode";
-  if (f.members().size() > 1) return "FusedSchedulerNode";
-  (void)nodes;
-  return "SchedulerNode";
-}
-
-std::string describe(const FusedNode& f, const FusedNode& a, const FusedNode& b,
-                     const std::vector<SchedulerNode>& nodes) {
-  return f.name + ": " + kind_name(f, nodes) + "(" + kind_name(a, nodes) + "," +
-         kind_name(b, nodes) + ")";
+std::string describe(const FusedNode& f, const FusedNode& a, const FusedNode& b) {
+  return f.name + ": " + f.kind_name() + "(" + a.kind_name() + "," + b.kind_name() + ")";
 }
 
 struct Candidate {
@@ -99,7 +90,7 @@ void greedy_fusion(const std::vector<SchedulerNode>& nodes, std::vector<FusedNod
         fused_this_round.insert(c.b);
         cycles.merge(groups[c.a].members()[0], groups[c.b].members()[0]);
         created.push_back(c.decision.fused);
-        round_log.fused.push_back(describe(c.decision.fused, groups[c.a], groups[c.b], nodes));
+        round_log.fused.push_back(describe(c.decision.fused, groups[c.a], groups[c.b]));
       }
       round_log.candidates.push_back(std::move(entry));
     }

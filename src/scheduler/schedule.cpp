@@ -127,7 +127,7 @@ Schedule schedule(const lowering::LoweredGraph& graph, const ScheduleOptions& op
   s.graph = &graph;
   // Step 1: one node per buffer, with its dependences.
   for (size_t k = 0; k < graph.buffers.size(); ++k) {
-    s.nodes.push_back(make_scheduler_node(static_cast<int>(k), graph.buffers[k], graph));
+    s.nodes.push_back(make_scheduler_node(static_cast<int>(k), graph.buffers[k]));
   }
   // Step 2: dead-node elimination, from the outputs backwards (buffers are in execution
   // order, so one reverse sweep suffices).
