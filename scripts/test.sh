@@ -1,14 +1,38 @@
 #!/usr/bin/env bash
 # Sets everything up, builds, and runs all tests: the full suite, then the unit tests again
-# under AddressSanitizer and UndefinedBehaviorSanitizer.
+# under AddressSanitizer and UndefinedBehaviorSanitizer. Works before or after
+# scripts/demo.sh: the build directory is configured with the tests on whatever its cache
+# says, and the run fails when any expected suite is missing or runs no test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh build
-(cd build && ctest --output-on-failure -j 2)
 
-# Sanitizer build of the suites that do not JIT-compile kernels (generated kernels run in
-# their own shared objects, which the sanitizers would not instrument anyway).
-suites=(test_index test_ir test_eager test_lowering test_scheduler)
-cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DSTAX_SANITIZE=ON >/dev/null
-cmake --build build-asan -j "$(nproc)" --target "${suites[@]}"
-(cd build-asan && ctest --output-on-failure -j 2 -R "^($(IFS='|'; echo "${suites[*]}"))\$")
+# Every suite the project has; the run fails when CTest does not list each of them.
+suites=(test_index test_ir test_runtime test_eager test_lowering test_scheduler test_codegen
+  test_driver test_cli test_random_graphs)
+# The suites that do not JIT-compile kernels run again under the sanitizers (generated
+# kernels run in their own shared objects, which the sanitizers would not instrument).
+sanitized_suites=(test_index test_ir test_eager test_lowering test_scheduler)
+
+# Runs CTest in $1 on exactly the suites named after it, failing when one is not registered.
+run_suites() {
+  local dir="$1"
+  shift
+  local listed
+  listed="$(cd "$dir" && ctest -N | sed -n 's/^ *Test *#[0-9]*: //p')"
+  for s in "$@"; do
+    if ! grep -qx "$s" <<<"$listed"; then
+      echo "test.sh: suite $s is not registered in $dir" >&2
+      exit 1
+    fi
+  done
+  (cd "$dir" && ctest --output-on-failure --no-tests=error -j 2 -R "^($(IFS='|'; echo "$*"))\$")
+}
+
+scripts/setup.sh build -DSTAX_BUILD_TESTS=ON
+run_suites build "${suites[@]}"
+
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DSTAX_SANITIZE=ON \
+  -DSTAX_BUILD_TESTS=ON >/dev/null
+cmake --build build-asan -j "$(nproc)" --target "${sanitized_suites[@]}"
+run_suites build-asan "${sanitized_suites[@]}"
+echo "test.sh: all ${#suites[@]} suites passed, ${#sanitized_suites[@]} again under ASan+UBSan"
