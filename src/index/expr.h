@@ -27,8 +27,8 @@ using RangeMap = std::map<std::string, int64_t>;
 
 class Expr {
  public:
-  Expr();                         // the constant 0
-  Expr(int64_t constant);         // NOLINT(google-explicit-constructor): literals in formulas
+  Expr();                  // the constant 0
+  Expr(int64_t constant);  // NOLINT(google-explicit-constructor): literals in formulas
   static Expr var(const std::string& name);
 
   bool is_constant() const;
@@ -70,6 +70,9 @@ std::string to_cpp(const Expr& e, const RangeMap& ranges);
 int64_t evaluate(const Expr& e, const std::map<std::string, int64_t>& values);
 
 std::set<std::string> free_vars(const Expr& e);
+// The number of floordiv and mod operations in `e` written out as a tree; any count above
+// `limit` may be returned as soon as it is reached (the walk stops there).
+int64_t count_divisions(const Expr& e, int64_t limit);
 bool depends_on(const Expr& e, const std::string& var);
 Expr substitute(const Expr& e, const std::map<std::string, Expr>& replacements);
 

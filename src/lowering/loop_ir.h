@@ -6,8 +6,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "index/expr.h"
@@ -16,8 +18,25 @@
 
 namespace stax::lowering {
 
-// Reads one element of a (possibly unrealized) value at a logical index.
-using Loader = std::function<OpsValue(OpsHandler&, const std::vector<index::Expr>& index)>;
+// Reads one element of a (possibly unrealized) value at a logical index. Loaders capture the
+// loaders of their operands, so they are shared, never cloned: copying one is O(1) however
+// long the chain of values composed into it (a std::function copy would clone the chain).
+class Loader {
+ public:
+  using Function = std::function<OpsValue(OpsHandler&, const std::vector<index::Expr>& index)>;
+  Loader() = default;
+  template <typename F>
+  requires std::is_invocable_r_v < OpsValue, F&, OpsHandler&, const std::vector<index::Expr>
+  & > Loader(F f)  // NOLINT(google-explicit-constructor): lambdas convert as to std::function
+      : function_(std::make_shared<const Function>(std::move(f))) {}
+  OpsValue operator()(OpsHandler& handler, const std::vector<index::Expr>& index) const {
+    return (*function_)(handler, index);
+  }
+  explicit operator bool() const { return function_ != nullptr; }
+
+ private:
+  std::shared_ptr<const Function> function_;
+};
 
 struct InputBuffer {
   std::string name;

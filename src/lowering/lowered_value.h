@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "lowering/loop_ir.h"
+#include "lowering/materialization.h"
 
 namespace stax::lowering {
 
@@ -27,6 +28,8 @@ struct LoweredValue {
   // True while the value reads stored data without computing anything (a view, possibly one
   // no strided layout expresses). Such values are never materialized.
   bool pure_view = false;
+  // What running the loader costs per element (the materialization rule's input).
+  BodyStats stats;
   // The ops composed into the loader, for logs ("mul", "exp", ...).
   std::vector<std::string> origin;
 };

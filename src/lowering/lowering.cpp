@@ -66,12 +66,11 @@ class Lowerer {
  public:
   Lowerer(const ir::Graph& graph, const LoweringOptions& options)
       : graph_(graph), options_(options), values_(graph.values().size()) {
+    // Every operand runs its value's loader once per element, so add(v, v) reads v twice.
     for (const ir::Node& node : graph.nodes()) {
-      std::set<int> distinct;
       for (const ir::Arg& arg : node.args) {
-        if (const auto* ref = std::get_if<ir::ValueRef>(&arg)) distinct.insert(ref->index);
+        if (const auto* ref = std::get_if<ir::ValueRef>(&arg)) ++reads_[ref->index];
       }
-      for (int v : distinct) ++users_[v];
     }
     for (ir::ValueRef out : graph.outputs()) outputs_.insert(out.index);
   }
@@ -105,6 +104,7 @@ class Lowerer {
     v.layout = StridedLayout{in.name, true, in.type.strides, 0};
     v.pure_view = true;
     v.loader = make_load(in.name, in.type.dtype, in.type.strides, 0);
+    v.stats = load_stats();
     values_[static_cast<size_t>(ref.index)] = std::move(v);
   }
 
@@ -150,6 +150,7 @@ class Lowerer {
     out.layout = StridedLayout{buf.name, false, buf.strides, 0};
     out.pure_view = true;
     out.loader = make_load(buf.name, buf.dtype, buf.strides, 0);
+    out.stats = load_stats();
     result_.buffers.push_back(std::move(buf));
     return out;
   }
@@ -207,10 +208,10 @@ class Lowerer {
     const int idx = node.output.index;
     if (outputs_.count(idx) && !v.layout) {
       v = realize(v, "graph output");
-    } else if (!v.pure_view) {
-      const auto users = users_.count(idx) ? users_.at(idx) : 0;
-      auto decision =
-          decide_materialization(options_.device, measure_body(v.loader, v.sizes.size()), users);
+    } else if (!v.pure_view || !v.layout) {
+      // A view that no strided layout expresses composes index arithmetic; it is priced too.
+      const auto reads = reads_.count(idx) ? reads_.at(idx) : 0;
+      auto decision = decide_materialization(options_.device, v.stats, reads);
       if (decision.materialize) v = realize(v, decision.reason);
     }
     values_[static_cast<size_t>(idx)] = std::move(v);
@@ -238,18 +239,21 @@ class Lowerer {
     v.origin = operand_origin(node);
     append_unique(v.origin, node.op);
     const auto& sizes = out.type.sizes;
+    v.stats = operand_stats(node);
     if (auto it = kUnary.find(node.op); it != kUnary.end()) {
       Loader x = operand(node, 0, out.type.dtype, sizes);
       const PointwiseOp op = it->second;
       v.loader = [x, op](OpsHandler& h, const std::vector<Expr>& idx) {
         return apply(h, op, {x(h, idx)});
       };
+      v.stats += op_stats(op);
     } else if (node.op == "pow") {
       Loader x = operand(node, 0, out.type.dtype, sizes);
       const double exponent = ir::scalar_arg(node, 1).value;
       v.loader = [x, exponent](OpsHandler& h, const std::vector<Expr>& idx) {
         return apply(h, PointwiseOp::PowScalar, {x(h, idx)}, exponent);
       };
+      v.stats += op_stats(PointwiseOp::PowScalar);
     } else if (node.op == "where") {
       Loader cond = operand(node, 0, DType::Bool, sizes);
       Loader a = operand(node, 1, out.type.dtype, sizes);
@@ -257,6 +261,7 @@ class Lowerer {
       v.loader = [cond, a, b](OpsHandler& h, const std::vector<Expr>& idx) {
         return apply(h, PointwiseOp::Where, {cond(h, idx), a(h, idx), b(h, idx)});
       };
+      v.stats += op_stats(PointwiseOp::Where);
     } else if (auto bit = kBinary.find(node.op); bit != kBinary.end()) {
       const PointwiseOp op = bit->second;
       const DType compute =
@@ -270,15 +275,26 @@ class Lowerer {
           b = [unscaled, alpha, compute](OpsHandler& h, const std::vector<Expr>& idx) {
             return apply(h, PointwiseOp::Mul, {unscaled(h, idx), h.constant(alpha, compute)});
           };
+          v.stats += op_stats(PointwiseOp::Mul);
         }
       }
       v.loader = [a, b, op](OpsHandler& h, const std::vector<Expr>& idx) {
         return apply(h, op, {a(h, idx), b(h, idx)});
       };
+      v.stats += op_stats(op);
     } else {
       throw std::invalid_argument("lowering: no lowering for pointwise op " + node.op);
     }
     return v;
+  }
+
+  // The cost of running every tensor operand's loader once.
+  BodyStats operand_stats(const ir::Node& node) const {
+    BodyStats stats;
+    for (const ir::Arg& arg : node.args) {
+      if (const auto* ref = std::get_if<ir::ValueRef>(&arg)) stats += value(ref->index).stats;
+    }
+    return stats;
   }
 
   LoweredValue lower_reduction(const ir::Node& node, const ir::Value& out) {
@@ -349,6 +365,8 @@ class Lowerer {
     mean.loader = [sum, count, dtype](OpsHandler& h, const std::vector<Expr>& idx) {
       return apply(h, PointwiseOp::Div, {sum(h, idx), h.constant(count, dtype)});
     };
+    mean.stats = stored.stats;
+    mean.stats += op_stats(PointwiseOp::Div);
     return mean;
   }
 
@@ -432,6 +450,7 @@ class Lowerer {
     v.sizes = out_sizes;
     v.origin = src.origin;
     v.pure_view = src.pure_view;
+    v.stats = src.stats;
     Loader inner = src.loader;
     v.loader = [inner, map](OpsHandler& h, const std::vector<Expr>& idx) {
       return inner(h, map(idx));
@@ -439,6 +458,8 @@ class Lowerer {
     if (src.layout && strides) {
       v.layout =
           StridedLayout{src.layout->buffer, src.layout->is_input, *strides, src.layout->offset};
+    } else {
+      v.stats.index_divisions = measure_index_divisions(v.loader, v.sizes.size());
     }
     return v;
   }
@@ -461,7 +482,7 @@ class Lowerer {
   LoweringOptions options_;
   LoweredGraph result_;
   std::vector<std::optional<LoweredValue>> values_;
-  std::unordered_map<int, int> users_;
+  std::unordered_map<int, int> reads_;
   std::set<int> outputs_;
 };
 
