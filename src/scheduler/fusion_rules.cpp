@@ -153,28 +153,6 @@ Expr placed_index(const FusedNode& fused, const SchedulerNode& node, const Expr&
   return index::simplify(index::substitute(idx, rename), nest_ranges(fused, p.nest));
 }
 
-namespace {
-
-std::set<std::string> buffers_of(const FusedNode& f, const std::vector<SchedulerNode>& nodes) {
-  std::set<std::string> out;
-  for (int id : f.members()) {
-    for (const auto& b : nodes[static_cast<size_t>(id)].buffers()) out.insert(b);
-  }
-  return out;
-}
-
-std::set<MemoryDep> deps_of(const FusedNode& f, const std::vector<SchedulerNode>& nodes) {
-  std::set<MemoryDep> out;
-  for (int id : f.members()) {
-    const SchedulerNode& n = nodes[static_cast<size_t>(id)];
-    out.insert(n.read_deps.begin(), n.read_deps.end());
-    out.insert(n.write_dep);
-  }
-  return out;
-}
-
-}  // namespace
-
 bool coarsens(const std::vector<int64_t>& coarse, const std::vector<int64_t>& fine) {
   if (coarse.size() >= fine.size()) return false;
   size_t j = 0;
@@ -191,34 +169,47 @@ bool coarsens(const std::vector<int64_t>& coarse, const std::vector<int64_t>& fi
 FusionRules::FusionRules(const std::vector<SchedulerNode>& nodes, FusionLimits limits)
     : nodes_(nodes), limits_(limits) {}
 
+// A fused node's name lists its members, so it identifies the member set the summary is of;
+// Algorithm 7.1 asks about the same group in many pairs of a round and across rounds.
+const FusionRules::GroupSummary& FusionRules::summary(const FusedNode& f) const {
+  auto [it, inserted] = summaries_.try_emplace(f.name);
+  GroupSummary& s = it->second;
+  if (!inserted) return s;
+  const auto members = f.members();
+  s.position = *std::min_element(members.begin(), members.end());
+  for (int id : members) {
+    const SchedulerNode& n = nodes_[static_cast<size_t>(id)];
+    s.deps.insert(n.read_deps.begin(), n.read_deps.end());
+    s.deps.insert(n.write_dep);
+    s.written.insert(n.write.buffer);
+    for (const auto& r : n.reads) s.read.insert(r.buffer);
+    for (const auto& b : n.buffers()) s.buffers.insert(b);
+  }
+  return s;
+}
+
 int FusionRules::position(const FusedNode& n) const {
-  const auto m = n.members();
-  return *std::min_element(m.begin(), m.end());
+  return summary(n).position;
 }
 
 bool FusionRules::has_edge(const FusedNode& from, const FusedNode& to) const {
-  std::set<std::string> written;
-  for (int id : from.members()) written.insert(nodes_[static_cast<size_t>(id)].write.buffer);
-  for (int id : to.members()) {
-    for (const auto& r : nodes_[static_cast<size_t>(id)].reads) {
-      if (written.count(r.buffer)) return true;
-    }
+  const auto& written = summary(from).written;
+  for (const auto& r : summary(to).read) {
+    if (written.count(r)) return true;
   }
   return false;
 }
 
 FusionScore FusionRules::score(const FusedNode& a, const FusedNode& b) const {
   FusionScore s;
-  const auto da = deps_of(a, nodes_);
-  const auto db = deps_of(b, nodes_);
-  for (const MemoryDep& d : da) {
-    if (db.count(d)) s.shared_bytes += d.bytes();
+  const GroupSummary& sa = summary(a);
+  const GroupSummary& sb = summary(b);
+  for (const MemoryDep& d : sa.deps) {
+    if (sb.deps.count(d)) s.shared_bytes += d.bytes();
   }
-  const auto ba = buffers_of(a, nodes_);
-  const auto bb = buffers_of(b, nodes_);
-  for (const auto& name : ba) s.shared_buffers += static_cast<int>(bb.count(name));
+  for (const auto& name : sa.buffers) s.shared_buffers += static_cast<int>(sb.buffers.count(name));
   s.type = (a.has_reduction() == b.has_reduction() && s.shared_bytes > 0) ? 1 : 0;
-  s.distance = std::abs(position(a) - position(b));
+  s.distance = std::abs(sa.position - sb.position);
   return s;
 }
 
@@ -370,10 +361,9 @@ FusionDecision FusionRules::can_fuse(const FusedNode& first, const FusedNode& se
     rejected.reason = "more than " + std::to_string(limits_.max_nodes) + " nodes";
     return rejected;
   }
-  auto buffers = buffers_of(a, nodes_);
-  const auto more = buffers_of(b, nodes_);
-  buffers.insert(more.begin(), more.end());
-  if (buffers.size() > limits_.max_buffers) {
+  const size_t buffers = summary(a).buffers.size() + summary(b).buffers.size() -
+                         static_cast<size_t>(rejected.score.shared_buffers);
+  if (buffers > limits_.max_buffers) {
     rejected.reason = "more than " + std::to_string(limits_.max_buffers) + " buffers";
     return rejected;
   }

@@ -12,7 +12,9 @@
 // exactly those written in that same outer iteration.
 #pragma once
 
+#include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "scheduler/fused_node.h"
@@ -63,8 +65,19 @@ class FusionRules {
   FusionDecision try_outer_loop(const FusedNode& a, const FusedNode& b) const;
   std::string check_accesses(const FusedNode& fused, const FusedNode& a, const FusedNode& b) const;
 
+  // What can_fuse needs of a group, gathered once per group.
+  struct GroupSummary {
+    int position = 0;
+    std::set<MemoryDep> deps;
+    std::set<std::string> written;
+    std::set<std::string> read;
+    std::set<std::string> buffers;
+  };
+  const GroupSummary& summary(const FusedNode& f) const;
+
   const std::vector<SchedulerNode>& nodes_;
   FusionLimits limits_;
+  mutable std::unordered_map<std::string, GroupSummary> summaries_;
 };
 
 // The loop variables of a node placed in a fused node: its pointwise and reduction variables

@@ -12,10 +12,8 @@ namespace stax::scheduler {
 using index::Expr;
 
 const BufferPlan* Schedule::plan_of(const std::string& buffer) const {
-  for (const auto& p : buffers) {
-    if (p.buffer == buffer) return &p;
-  }
-  return nullptr;
+  auto it = plan_index.find(buffer);
+  return it == plan_index.end() ? nullptr : &buffers[it->second];
 }
 
 bool Schedule::is_elided(const std::string& buffer) const {
@@ -163,7 +161,7 @@ Schedule schedule(const lowering::LoweredGraph& graph, const ScheduleOptions& op
   for (const auto& out : graph.outputs) {
     if (!out.is_input) outputs.insert(out.buffer);
   }
-  std::map<std::string, size_t> plan_index;
+  auto& plan_index = s.plan_index;
   for (size_t g = 0; g < s.kernels.size(); ++g) {
     for (int id : s.kernels[g].members()) {
       const SchedulerNode& n = s.nodes[static_cast<size_t>(id)];

@@ -5,6 +5,7 @@
 
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "lowering/loop_ir.h"
@@ -33,8 +34,9 @@ struct Schedule {
   std::vector<bool> dead;
   std::vector<std::string> dead_node_log;
   FusionLog fusion_log;
-  std::vector<FusedNode> kernels;   // fused nodes in execution order
-  std::vector<BufferPlan> buffers;  // one per live computed buffer
+  std::vector<FusedNode> kernels;                      // fused nodes in execution order
+  std::vector<BufferPlan> buffers;                     // one per live computed buffer
+  std::unordered_map<std::string, size_t> plan_index;  // buffer name -> index into buffers
   // Per fused node: buffers allocated before it runs and released after it (Section 7.5's
   // allocation and release records; inputs are only released, never freed).
   std::vector<std::vector<std::string>> allocate_before;
