@@ -159,7 +159,21 @@ GeneratedModule generate_cpp(const scheduler::Schedule& s, const CodegenOptions&
     src << "const " << cpp_type(in.dtype) << "* in_" << in.name << " = static_cast<const "
         << cpp_type(in.dtype) << "*>(" << arg << ".data);\n";
   }
-  std::vector<std::string> live_intermediates;
+  // Every intermediate has a slot in one array, null while it is not allocated, so a failed
+  // allocation releases whatever is live with one loop: the wrapper stays linear in the
+  // number of buffers.
+  std::map<std::string, size_t> intermediate_slot;
+  for (const auto& allocations : s.allocate_before) {
+    for (const auto& name : allocations) {
+      if (!s.plan_of(name)->is_output) intermediate_slot.emplace(name, intermediate_slot.size());
+    }
+  }
+  const size_t num_intermediates = intermediate_slot.size();
+  if (num_intermediates > 0) {
+    src << "void* stax_live[" << num_intermediates << "] = {};\n";
+  }
+  const std::string release_live =
+      num_intermediates > 0 ? "for (void* p : stax_live) stax_free(p); " : "";
   for (size_t gi = 0; gi < groups.size(); ++gi) {
     for (size_t k : groups[gi]) {
       for (const auto& name : s.allocate_before[k]) {
@@ -171,15 +185,11 @@ GeneratedModule generate_cpp(const scheduler::Schedule& s, const CodegenOptions&
               << plan->bytes << "));\n";
           src << "outputs[" << slot << "] = " << name << ";\n";
         } else {
-          src << type << "* " << name << " = static_cast<" << type << "*>(stax_alloc("
-              << plan->bytes << "));\n";
-          live_intermediates.push_back(name);
+          src << type << "* " << name << " = static_cast<" << type << "*>(stax_live["
+              << intermediate_slot.at(name) << "] = stax_alloc(" << plan->bytes << "));\n";
         }
-        src << "if (" << name << " == nullptr) { ";
-        for (const auto& live : live_intermediates) {
-          if (live != name) src << "stax_free(" << live << "); ";
-        }
-        src << "stax_set_error(err, err_capacity, \"out of memory allocating " << name << " ("
+        src << "if (" << name << " == nullptr) { " << release_live
+            << "stax_set_error(err, err_capacity, \"out of memory allocating " << name << " ("
             << plan->bytes << " bytes)\"); return 1; }\n";
       }
     }
@@ -193,8 +203,8 @@ GeneratedModule generate_cpp(const scheduler::Schedule& s, const CodegenOptions&
         if (inputs.count(name)) {
           src << "in_" << name << " = nullptr;  // last use of input " << name << "\n";
         } else {
-          src << "stax_free(" << name << ");\n";
-          std::erase(live_intermediates, name);
+          src << "stax_free(" << name << "); stax_live[" << intermediate_slot.at(name)
+              << "] = nullptr;\n";
         }
       }
     }

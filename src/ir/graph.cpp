@@ -121,10 +121,9 @@ Graph::Graph(std::string name) : name_(std::move(name)) {
 }
 
 std::optional<ValueRef> Graph::find_value(const std::string& name) const {
-  for (size_t i = 0; i < values_.size(); ++i) {
-    if (values_[i].name == name) return ValueRef{static_cast<int>(i)};
-  }
-  return std::nullopt;
+  auto it = value_index_.find(name);
+  if (it == value_index_.end()) return std::nullopt;
+  return ValueRef{it->second};
 }
 
 ValueRef Graph::add_input(const std::string& name, DType dtype, std::vector<int64_t> sizes,
@@ -158,6 +157,7 @@ ValueRef Graph::add_input(const std::string& name, DType dtype, std::vector<int6
   type.strides = strides ? std::move(*strides) : contiguous_strides(sizes);
   type.sizes = std::move(sizes);
   ValueRef ref{static_cast<int>(values_.size())};
+  value_index_.emplace(name, static_cast<int>(values_.size()));
   values_.push_back(Value{name, std::move(type), -1});
   inputs_.push_back(ref);
   return ref;
@@ -303,6 +303,7 @@ ValueRef Graph::add_node(const std::string& op, std::vector<Arg> args,
   TensorType type = schema->infer(*this, node);
   check_size_product(type.sizes, op + ": result");
   type.strides = contiguous_strides(type.sizes);
+  value_index_.emplace(out_name, static_cast<int>(values_.size()));
   values_.push_back(Value{out_name, std::move(type), static_cast<int>(nodes_.size())});
   nodes_.push_back(std::move(node));
   return nodes_.back().output;

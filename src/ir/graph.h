@@ -8,6 +8,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 #include <variant>
 #include <vector>
 
@@ -94,6 +95,7 @@ class Graph {
  private:
   std::string name_;
   std::vector<Value> values_;
+  std::unordered_map<std::string, int> value_index_;  // name -> index into values_
   std::vector<Node> nodes_;
   std::vector<ValueRef> inputs_;
   std::vector<ValueRef> outputs_;
