@@ -1,0 +1,175 @@
+// Compile-time benchmark of Stax's own work (parse, lowering, scheduling, C++ generation; the
+// system compiler excluded), on generated graphs of growing size in the shapes that once
+// made it explode: pointwise chains, values read twice by one op, transpose/reshape chains,
+// many outputs of one kernel and wide DAGs. Prints time per node for every stage and size,
+// so super-linear growth shows as a growing per-node figure.
+// Usage: stax_compile_time_bench [--sizes 100,1000,10000] [--shapes chain,self_read,...]
+#include <chrono>
+#include <functional>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "codegen/cpp_codegen.h"
+#include "ir/graph.h"
+#include "lowering/lowering.h"
+#include "scheduler/schedule.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Each generator writes a program of about `n` nodes in the text format.
+std::string chain(int n) {
+  std::ostringstream s;
+  s << "def chain(x: f32[64, 128]):\n    v0 = relu(x)\n";
+  static const char* kOps[] = {"neg", "abs", "relu", "sigmoid"};
+  for (int i = 1; i < n; ++i) s << "    v" << i << " = " << kOps[i % 4] << "(v" << i - 1 << ")\n";
+  s << "    return v" << n - 1 << "\n";
+  return s.str();
+}
+
+// v = add(v, v), repeated: every value is read twice by its only user.
+std::string self_read(int n) {
+  std::ostringstream s;
+  s << "def self_read(x: f32[64, 128]):\n    v0 = add(x, x)\n";
+  for (int i = 1; i < n; ++i) s << "    v" << i << " = add(v" << i - 1 << ", v" << i - 1 << ")\n";
+  s << "    return v" << n - 1 << "\n";
+  return s.str();
+}
+
+// transpose then reshape to another factorization, repeated, over a computed value: no
+// strided layout expresses these views, so their index arithmetic composes.
+std::string view_chain(int n) {
+  std::ostringstream s;
+  s << "def view_chain(x: f32[12, 35]):\n    v0 = add(x, 1.0)\n";
+  for (int i = 1; i < n; ++i) {
+    if (i % 2 == 1) {
+      s << "    v" << i << " = transpose(v" << i - 1 << ", 0, 1)\n";
+    } else {
+      s << "    v" << i << " = reshape(v" << i - 1
+        << (i % 4 == 2 ? ", [20, 21])\n" : ", [12, 35])\n");
+    }
+  }
+  s << "    v" << n << " = add(v" << n - 1 << ", 1.0)\n";
+  s << "    return v" << n << "\n";
+  return s.str();
+}
+
+// n outputs, each a pointwise function of the same input: one kernel with n stores.
+std::string many_outputs(int n) {
+  std::ostringstream s;
+  s << "def many_outputs(x: f32[64, 128]):\n";
+  for (int i = 0; i < n; ++i) s << "    o" << i << " = mul(x, " << i + 1 << ".0)\n";
+  s << "    return ";
+  for (int i = 0; i < n; ++i) s << (i ? ", " : "") << "o" << i;
+  s << "\n";
+  return s.str();
+}
+
+// A binary tree of adds over many products and row sums: wide, and reductions mixed in.
+std::string wide_dag(int n) {
+  std::ostringstream s;
+  s << "def wide_dag(x: f32[64, 128], y: f32[64, 128]):\n";
+  std::vector<std::string> level;
+  int k = 0;
+  for (int i = 0; i < n / 2; ++i) {
+    const std::string name = "p" + std::to_string(k++);
+    if (i % 3 == 2) {
+      s << "    " << name << " = sum(x, dim=[-1], keepdim=True)\n";
+    } else {
+      s << "    " << name << " = mul(" << (i % 2 ? "x" : "y") << ", " << i + 1 << ".0)\n";
+    }
+    level.push_back(name);
+  }
+  while (level.size() > 1) {
+    std::vector<std::string> next;
+    for (size_t i = 0; i + 1 < level.size(); i += 2) {
+      const std::string name = "p" + std::to_string(k++);
+      s << "    " << name << " = add(" << level[i] << ", " << level[i + 1] << ")\n";
+      next.push_back(name);
+    }
+    if (level.size() % 2) next.push_back(level.back());
+    level = next;
+  }
+  s << "    return " << level[0] << "\n";
+  return s.str();
+}
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  for (std::string item; std::getline(in, item, ',');) out.push_back(item);
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<int> sizes = {100, 1000, 10000};
+  const std::map<std::string, std::function<std::string(int)>> generators = {
+      {"chain", chain},
+      {"self_read", self_read},
+      {"view_chain", view_chain},
+      {"many_outputs", many_outputs},
+      {"wide_dag", wide_dag}};
+  std::vector<std::string> shapes;
+  for (const auto& [name, gen] : generators) shapes.push_back(name);
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--sizes" && i + 1 < argc) {
+      sizes.clear();
+      for (const auto& v : split(argv[++i])) sizes.push_back(std::stoi(v));
+    } else if (a == "--shapes" && i + 1 < argc) {
+      shapes = split(argv[++i]);
+    } else {
+      std::cerr << "usage: stax_compile_time_bench [--sizes 100,1000] [--shapes chain,...]\n";
+      return 2;
+    }
+  }
+  // The vectorized forms are the ones that run; two threads give the parallel forms.
+  stax::codegen::CodegenOptions codegen_options;
+  codegen_options.simd = stax::runtime::SimdLevel::Avx2;
+  codegen_options.num_threads = 2;
+  std::cout << "microseconds per node (the system compiler excluded)\n";
+  std::cout << std::left << std::setw(14) << "shape" << std::right << std::setw(7) << "nodes"
+            << std::setw(10) << "parse" << std::setw(10) << "lower" << std::setw(10) << "schedule"
+            << std::setw(10) << "codegen" << std::setw(10) << "total" << std::setw(10) << "buffers"
+            << std::setw(10) << "kernels" << std::setw(12) << "C++ bytes"
+            << "\n";
+  for (const auto& shape : shapes) {
+    auto gen = generators.find(shape);
+    if (gen == generators.end()) {
+      std::cerr << "unknown shape " << shape << "\n";
+      return 2;
+    }
+    for (int n : sizes) {
+      const std::string text = gen->second(n);
+      auto t0 = Clock::now();
+      const stax::ir::Graph graph = stax::ir::parse_graph(text, shape);
+      auto t1 = Clock::now();
+      const stax::lowering::LoweredGraph lowered = stax::lowering::lower(graph);
+      auto t2 = Clock::now();
+      const stax::scheduler::Schedule schedule = stax::scheduler::schedule(lowered);
+      auto t3 = Clock::now();
+      const stax::codegen::GeneratedModule module =
+          stax::codegen::generate_cpp(schedule, codegen_options);
+      auto t4 = Clock::now();
+      const double nodes = static_cast<double>(graph.nodes().size());
+      auto per_node = [&](Clock::time_point a, Clock::time_point b) {
+        return std::chrono::duration<double, std::micro>(b - a).count() / nodes;
+      };
+      std::cout << std::left << std::setw(14) << shape << std::right << std::setw(7)
+                << graph.nodes().size() << std::fixed << std::setprecision(1) << std::setw(10)
+                << per_node(t0, t1) << std::setw(10) << per_node(t1, t2) << std::setw(10)
+                << per_node(t2, t3) << std::setw(10) << per_node(t3, t4) << std::setw(10)
+                << per_node(t0, t4) << std::setw(10) << lowered.buffers.size() << std::setw(10)
+                << schedule.kernels.size() << std::setw(12) << module.source.size() << "\n"
+                << std::flush;
+    }
+  }
+  return 0;
+}
