@@ -12,6 +12,19 @@ namespace {
 
 const std::string kInt64Max = std::to_string(std::numeric_limits<int64_t>::max());
 
+// Product of the sizes with 0 counted as 1: the element count of the layout with its empty
+// dims made non-empty, which bounds every contiguous stride and every product that copies,
+// reshapes and lowering form from the sizes.
+std::optional<int64_t> checked_span(const std::vector<int64_t>& sizes) {
+  int64_t product = 1;
+  for (int64_t s : sizes) {
+    std::optional<int64_t> next = checked_mul(product, s > 1 ? s : 1);
+    if (!next) return std::nullopt;
+    product = *next;
+  }
+  return product;
+}
+
 // The checks shared by both layout validations, given the text naming the layout.
 std::optional<std::string> size_problem(DType dtype, const std::vector<int64_t>& sizes,
                                         const std::string& layout) {
@@ -24,9 +37,9 @@ std::optional<std::string> size_problem(DType dtype, const std::vector<int64_t>&
   if (!checked_numel(sizes)) {
     return layout + ": the element count overflows int64 (more than " + kInt64Max + " elements)";
   }
-  if (!checked_contiguous_strides(sizes)) {
-    return layout + ": the contiguous strides overflow int64 (the outermost stride, the " +
-           "product of the inner sizes with 0 counted as 1, is more than " + kInt64Max + ")";
+  if (!checked_span(sizes)) {
+    return layout + ": the sizes with 0 counted as 1 multiply to more than " + kInt64Max +
+           " (the contiguous strides and reshapes of an empty tensor overflow int64)";
   }
   if (!checked_byte_size(sizes, dtype)) {
     return layout + ": the byte size overflows int64 (" + std::to_string(*checked_numel(sizes)) +

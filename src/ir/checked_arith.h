@@ -5,11 +5,11 @@
 //
 // A layout (dtype, sizes, strides, offset) is valid when sizes and strides are non-negative
 // (negative strides are not supported by the kernels or the tensors) and each of these fits
-// int64: the element count, the contiguous strides (products of inner sizes with 0 counted
-// as 1, needed to copy the tensor), the byte size (elements * element size), the strided extent
-// (offset + the largest offset reached + 1) and the extent in bytes. Every element offset and byte
-// offset of the layout, and every partial sum of i_k * stride_k, is then at most the extent,
-// so kernels computing offsets in int64 cannot overflow.
+// int64: the element count, the product of the sizes with 0 counted as 1 (which bounds the
+// contiguous strides and every size product formed when copying or reshaping), the byte size
+// (elements * element size), the strided extent (offset + the largest offset reached + 1) and the
+// extent in bytes. Every element offset and byte offset of the layout, and every partial sum of i_k
+// * stride_k, is then at most the extent, so kernels computing offsets in int64 cannot overflow.
 #pragma once
 
 #include <cstdint>
