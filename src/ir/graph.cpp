@@ -295,8 +295,8 @@ ValueRef Graph::add_node(const std::string& op, std::vector<Arg> args,
 
   node.output = ValueRef{static_cast<int>(values_.size())};
   TensorType type = schema->infer(*this, node);
-  // Results are materialized contiguously somewhere (eager, or a buffer of the compiled graph),
-  // so their bytes must fit int64 even when the op is a view.
+  // Any result may be materialized contiguously (a buffer of the compiled graph, a copy in
+  // eager), so its bytes must fit int64 even when the op is a view.
   if (std::optional<std::string> problem = contiguous_layout_problem(type.dtype, type.sizes)) {
     throw GraphError(op + ": result '" + out_name + "' (" + std::string(dtype_name(type.dtype)) +
                      "): " + *problem);

@@ -181,14 +181,16 @@ int64_t extent_of(const std::vector<int64_t>& sizes, const std::vector<int64_t>&
 
 Storage::Storage(size_t nbytes)
     : data_(nullptr), allocation_(nullptr), nbytes_(nbytes), deleter_(&std::free) {
-  // Sizes beyond PTRDIFF_MAX cannot be addressed (and sizes computed by layout_problem never
-  // reach it); calloc allocates kAlignment extra bytes to align the data within.
-  if (nbytes > static_cast<size_t>(std::numeric_limits<ptrdiff_t>::max()) - kAlignment) {
+  // Sizes beyond PTRDIFF_MAX cannot be addressed (and sizes that pass layout_problem never
+  // reach it). As before, the data is zero-filled up to the next multiple of kAlignment;
+  // calloc allocates kAlignment bytes more to align the data within.
+  if (nbytes > static_cast<size_t>(std::numeric_limits<ptrdiff_t>::max()) - 2 * kAlignment) {
     throw AllocationError(
         "cannot allocate " + std::to_string(nbytes) + " bytes: more than the address space holds",
         nbytes);
   }
-  allocation_ = std::calloc(std::max<size_t>(nbytes, 1) + kAlignment, 1);
+  const size_t rounded = std::max(kAlignment, (nbytes + kAlignment - 1) / kAlignment * kAlignment);
+  allocation_ = std::calloc(rounded + kAlignment, 1);
   if (allocation_ == nullptr) {
     throw AllocationError("cannot allocate " + std::to_string(nbytes) + " bytes: out of memory",
                           nbytes);
