@@ -2,11 +2,14 @@
 #include "codegen/cpp_codegen.h"
 
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 
 #include "codegen/body_emitter.h"
 #include "codegen/loop_codegen.h"
+#include "ir/checked_arith.h"
 
 namespace stax::codegen {
 
@@ -38,10 +41,32 @@ struct BufferInfo {
   bool is_input;
 };
 
+// Every input layout and every buffer must pass layout_problem (ir/checked_arith.h). Then
+// each offset a kernel computes in int64, a sum of index * stride terms over one buffer, and
+// each partial sum of it, is at most that buffer's strided extent, and every byte count the
+// wrapper allocates is exact: the kernels cannot wrap. The IR refuses such graphs already
+// (at parse or build time); this keeps code generation safe for lowered graphs from elsewhere.
+void check_layouts(const lowering::LoweredGraph& g) {
+  const std::string where = "code generation of graph '" + g.name + "': ";
+  for (const auto& in : g.inputs) {
+    if (std::optional<std::string> problem = layout_problem(in.dtype, in.sizes, in.strides)) {
+      throw std::invalid_argument(where + "input '" + in.name + "' (" +
+                                  std::string(dtype_name(in.dtype)) + "): " + *problem);
+    }
+  }
+  for (const auto& b : g.buffers) {
+    if (std::optional<std::string> problem = layout_problem(b.dtype, b.sizes, b.strides)) {
+      throw std::invalid_argument(where + "buffer '" + b.name + "' (" +
+                                  std::string(dtype_name(b.dtype)) + "): " + *problem);
+    }
+  }
+}
+
 }  // namespace
 
 GeneratedModule generate_cpp(const scheduler::Schedule& s, const CodegenOptions& options) {
   const lowering::LoweredGraph& g = *s.graph;
+  check_layouts(g);
   GeneratedModule module;
   module.options = options;
   std::set<std::string> inputs;
@@ -113,8 +138,7 @@ GeneratedModule generate_cpp(const scheduler::Schedule& s, const CodegenOptions&
       auto [it, fresh] = slot_of.insert({out.buffer, static_cast<int>(slot_of.size())});
       if (fresh) {
         const auto* buf = g.find_buffer(out.buffer);
-        module.output_slot_bytes.push_back(buf->numel() *
-                                           static_cast<int64_t>(dtype_size(buf->dtype)));
+        module.output_slot_bytes.push_back(checked_byte_size(buf->sizes, buf->dtype).value());
       }
       b.index = it->second;
     }
@@ -135,9 +159,7 @@ GeneratedModule generate_cpp(const scheduler::Schedule& s, const CodegenOptions&
     src << "if (" << arg << ".ndim != " << in.sizes.size() << ") { stax_set_error(err, "
         << "err_capacity, \"" << who << ": expected " << in.sizes.size()
         << " dimensions, got %lld\", (long long)" << arg << ".ndim); return 1; }\n";
-    int64_t numel = 1;
     for (size_t d = 0; d < in.sizes.size(); ++d) {
-      numel *= in.sizes[d];
       src << "if (" << arg << ".sizes[" << d << "] != " << in.sizes[d]
           << ") { stax_set_error(err, err_capacity, \"" << who << ": dimension " << d
           << ": expected size " << in.sizes[d] << ", got %lld\", (long long)" << arg << ".sizes["
@@ -152,7 +174,7 @@ GeneratedModule generate_cpp(const scheduler::Schedule& s, const CodegenOptions&
           << ": expected stride " << in.strides[d] << ", got %lld\", (long long)" << arg
           << ".strides[" << d << "]); return 1; }\n";
     }
-    if (numel > 0) {
+    if (checked_numel(in.sizes).value() > 0) {
       src << "if (" << arg << ".data == nullptr) { stax_set_error(err, err_capacity, \"" << who
           << ": data pointer is null\"); return 1; }\n";
     }

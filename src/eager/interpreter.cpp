@@ -5,12 +5,14 @@
 #include "eager/interpreter.h"
 
 #include <functional>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 
 #include "eager/ops.h"
+#include "ir/checked_arith.h"
 
 namespace stax::eager {
 
@@ -115,6 +117,15 @@ void check_inputs(const ir::Graph& graph, const std::vector<Tensor>& inputs) {
   }
 }
 
+// Names the value whose evaluation could not get `bytes` bytes of memory.
+AllocationError allocation_failure(const ir::Node& node, const ir::Value& value, size_t bytes) {
+  return AllocationError("eager: cannot allocate " + std::to_string(bytes) + " bytes for '" +
+                             value.name + "' (" + std::string(dtype_name(value.type.dtype)) +
+                             shape_to_string(value.type.sizes) + ", the result of " + node.op +
+                             "): out of memory",
+                         bytes);
+}
+
 }  // namespace
 
 std::vector<Tensor> run(const ir::Graph& graph, const std::vector<Tensor>& inputs) {
@@ -129,8 +140,17 @@ std::vector<Tensor> run(const ir::Graph& graph, const std::vector<Tensor>& input
     if (it == op_table().end()) {
       throw std::invalid_argument("eager: no implementation of op '" + node.op + "'");
     }
-    Tensor result = it->second(env, node);
     const ir::Value& value = graph.value(node.output);
+    Tensor result;
+    try {
+      result = it->second(env, node);
+    } catch (const AllocationError& e) {
+      throw allocation_failure(node, value, e.bytes());
+    } catch (const std::bad_alloc&) {  // scratch memory of an op (e.g. reduction accumulators)
+      // The IR checked that the value's bytes fit int64.
+      const int64_t bytes = checked_byte_size(value.type.sizes, value.type.dtype).value();
+      throw allocation_failure(node, value, static_cast<size_t>(bytes));
+    }
     if (result.dtype() != value.type.dtype || result.sizes() != value.type.sizes) {
       throw std::logic_error(
           "eager: " + node.op + " produced " + std::string(dtype_name(result.dtype())) +

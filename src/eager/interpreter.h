@@ -17,7 +17,9 @@ namespace stax::eager {
 // std::invalid_argument naming the input. Outputs are returned as produced: view ops return
 // views sharing storage with their operand (possibly a graph input), like PyTorch.
 // Errors at run time: std::invalid_argument for a view of an incompatible layout,
-// std::runtime_error for integer division by zero or integers to negative powers.
+// std::runtime_error for integer division by zero or integers to negative powers, and
+// stax::AllocationError naming the value and the bytes when memory runs out (never a bare
+// std::bad_alloc).
 std::vector<Tensor> run(const ir::Graph& graph, const std::vector<Tensor>& inputs);
 
 // Strides for viewing a tensor of `sizes`/`strides` as `new_sizes` without copying (the rule

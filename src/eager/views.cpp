@@ -6,6 +6,7 @@
 
 #include "eager/interpreter.h"
 #include "eager/ops.h"
+#include "ir/checked_arith.h"
 #include "ir/op_schema.h"
 
 namespace stax::eager {
@@ -13,12 +14,9 @@ namespace stax::eager {
 std::optional<std::vector<int64_t>> view_strides(const std::vector<int64_t>& sizes,
                                                  const std::vector<int64_t>& strides,
                                                  const std::vector<int64_t>& new_sizes) {
-  int64_t numel = 1;
-  for (int64_t s : sizes) numel *= s;
-  int64_t new_numel = 1;
-  for (int64_t s : new_sizes) new_numel *= s;
-  if (numel != new_numel) return std::nullopt;
-  if (numel == 0) {
+  const std::optional<int64_t> numel = checked_numel(sizes);
+  if (!numel || numel != checked_numel(new_sizes)) return std::nullopt;
+  if (*numel == 0) {
     if (sizes == new_sizes) return strides;
     return ir::contiguous_strides(new_sizes);
   }
@@ -32,7 +30,10 @@ std::optional<std::vector<int64_t>> view_strides(const std::vector<int64_t>& siz
   std::vector<Chunk> chunks;
   for (size_t i = sizes.size(); i-- > 0;) {
     if (sizes[i] == 1) continue;
-    if (!chunks.empty() && strides[i] == chunks.back().inner_stride * chunks.back().numel) {
+    // A chunk's numbers stay below the tensor's extent except this product, one stride past
+    // the chunk's last element; when it overflows, no stride can equal it.
+    if (!chunks.empty() &&
+        checked_mul(chunks.back().inner_stride, chunks.back().numel) == strides[i]) {
       chunks.back().numel *= sizes[i];
     } else {
       chunks.push_back({sizes[i], strides[i]});
@@ -56,10 +57,12 @@ std::optional<std::vector<int64_t>> view_strides(const std::vector<int64_t>& siz
     }
   }
   if (chunk != chunks.size()) return std::nullopt;
-  // Size-1 dims get the stride a contiguous layout would give them.
+  // Size-1 dims get the stride a contiguous layout would give them (any stride serves a dim
+  // that is never stepped along, so 1 where that stride would overflow).
   for (size_t j = new_sizes.size(); j-- > 0;) {
     if (new_sizes[j] != 1) continue;
-    result[j] = j + 1 < new_sizes.size() ? result[j + 1] * new_sizes[j + 1] : 1;
+    result[j] =
+        j + 1 < new_sizes.size() ? checked_mul(result[j + 1], new_sizes[j + 1]).value_or(1) : 1;
   }
   return result;
 }
@@ -147,7 +150,9 @@ Tensor eval_unsqueeze(const Env& env, const ir::Node& node) {
       static_cast<size_t>(ir::normalize_dim(ir::int_arg(node, 1), in.dim() + 1, node.op));
   std::vector<int64_t> sizes = in.sizes();
   std::vector<int64_t> strides = in.strides();
-  const int64_t stride = d < in.dim() ? sizes[d] * strides[d] : 1;
+  // PyTorch's stride for the new size-1 dim; any stride serves a dim that is never stepped
+  // along, so 1 where that product would overflow.
+  const int64_t stride = d < in.dim() ? checked_mul(sizes[d], strides[d]).value_or(1) : 1;
   sizes.insert(sizes.begin() + static_cast<std::ptrdiff_t>(d), 1);
   strides.insert(strides.begin() + static_cast<std::ptrdiff_t>(d), stride);
   return in.as_strided(sizes, strides, in.offset());

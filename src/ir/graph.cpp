@@ -7,26 +7,26 @@
 #include <string>
 #include <utility>
 
+#include "ir/checked_arith.h"
 #include "ir/op_schema.h"
 #include "ir/text_format.h"
 
 namespace stax::ir {
 
 int64_t TensorType::numel() const {
-  int64_t n = 1;
-  for (int64_t s : sizes) n *= s;
-  return n;
+  std::optional<int64_t> n = checked_numel(sizes);
+  if (!n) {
+    throw GraphError("sizes " + format_sizes(sizes) + ": the element count overflows int64");
+  }
+  return *n;
 }
 
 std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& sizes) {
-  // Like PyTorch: a size-0 dim counts as 1 when computing the strides of outer dims.
-  std::vector<int64_t> strides(sizes.size());
-  int64_t running = 1;
-  for (size_t i = sizes.size(); i-- > 0;) {
-    strides[i] = running;
-    running *= sizes[i] > 1 ? sizes[i] : 1;
+  std::optional<std::vector<int64_t>> strides = checked_contiguous_strides(sizes);
+  if (!strides) {
+    throw GraphError("sizes " + format_sizes(sizes) + ": the contiguous strides overflow int64");
   }
-  return strides;
+  return *strides;
 }
 
 bool operator==(const Scalar& a, const Scalar& b) {
@@ -101,17 +101,6 @@ void check_scalar_value(const Scalar& s, const std::string& where) {
   }
 }
 
-// Rejects sizes whose element count (or contiguous strides) would overflow int64.
-void check_size_product(const std::vector<int64_t>& sizes, const std::string& where) {
-  int64_t product = 1;
-  for (int64_t s : sizes) {
-    if (__builtin_mul_overflow(product, s > 1 ? s : 1, &product)) {
-      throw GraphError(where + ": sizes " + format_sizes(sizes) +
-                       " have more elements than int64 can count");
-    }
-  }
-}
-
 }  // namespace
 
 Graph::Graph(std::string name) : name_(std::move(name)) {
@@ -138,7 +127,6 @@ ValueRef Graph::add_input(const std::string& name, DType dtype, std::vector<int6
                        " must not be negative");
     }
   }
-  check_size_product(sizes, "input '" + name + "'");
   if (strides) {
     if (strides->size() != sizes.size()) {
       throw GraphError("input '" + name + "': strides " + format_sizes(*strides) + " must have " +
@@ -151,6 +139,12 @@ ValueRef Graph::add_input(const std::string& name, DType dtype, std::vector<int6
                          " must not be negative");
       }
     }
+  }
+  // Sizes, strides, element count, bytes and strided extent must all fit int64 (see
+  // checked_arith.h): every later size or offset computation relies on it.
+  if (std::optional<std::string> problem = strides ? layout_problem(dtype, sizes, *strides)
+                                                   : contiguous_layout_problem(dtype, sizes)) {
+    throw GraphError("input '" + name + "' (" + std::string(dtype_name(dtype)) + "): " + *problem);
   }
   TensorType type;
   type.dtype = dtype;
@@ -301,7 +295,12 @@ ValueRef Graph::add_node(const std::string& op, std::vector<Arg> args,
 
   node.output = ValueRef{static_cast<int>(values_.size())};
   TensorType type = schema->infer(*this, node);
-  check_size_product(type.sizes, op + ": result");
+  // Any result may be materialized contiguously (a buffer of the compiled graph, a copy in
+  // eager), so its bytes must fit int64 even when the op is a view.
+  if (std::optional<std::string> problem = contiguous_layout_problem(type.dtype, type.sizes)) {
+    throw GraphError(op + ": result '" + out_name + "' (" + std::string(dtype_name(type.dtype)) +
+                     "): " + *problem);
+  }
   type.strides = contiguous_strides(type.sizes);
   value_index_.emplace(out_name, static_cast<int>(values_.size()));
   values_.push_back(Value{out_name, std::move(type), static_cast<int>(nodes_.size())});

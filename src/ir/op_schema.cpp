@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 
+#include "ir/checked_arith.h"
 #include "ir/op_schemas_internal.h"
 #include "ir/text_format.h"
 
@@ -194,8 +195,12 @@ std::vector<int64_t> wrap_dim_list(const std::vector<int64_t>& dims, size_t rank
 
 std::vector<int64_t> reshape_sizes(const std::vector<int64_t>& from, const std::vector<int64_t>& to,
                                    const std::string& op, const std::string& arg) {
-  int64_t numel = 1;
-  for (int64_t s : from) numel *= s;
+  const std::optional<int64_t> checked_from_numel = checked_numel(from);
+  if (!checked_from_numel) {
+    throw GraphError(arg_prefix(op, arg) + "the input sizes " + format_sizes(from) +
+                     " have an element count that overflows int64");
+  }
+  const int64_t numel = *checked_from_numel;
   std::optional<size_t> infer_at;
   int64_t known = 1;
   for (size_t i = 0; i < to.size(); ++i) {
@@ -208,10 +213,13 @@ std::vector<int64_t> reshape_sizes(const std::vector<int64_t>& from, const std::
     } else if (to[i] < 0) {
       throw GraphError(arg_prefix(op, arg) + "invalid size " + std::to_string(to[i]) + " in " +
                        format_sizes(to));
-    } else if (__builtin_mul_overflow(known, to[i], &known)) {
+    } else if (std::optional<int64_t> product = checked_mul(known, to[i])) {
+      known = *product;
+    } else {
       throw GraphError(arg_prefix(op, arg) + "shape " + format_sizes(to) +
                        " is invalid for an input of " + std::to_string(numel) +
-                       " elements (sizes " + format_sizes(from) + ")");
+                       " elements (sizes " + format_sizes(from) +
+                       "): its element count overflows int64");
     }
   }
   std::vector<int64_t> out = to;

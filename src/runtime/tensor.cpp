@@ -9,7 +9,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <utility>
+
+#include "ir/checked_arith.h"
 
 namespace stax {
 
@@ -158,31 +161,18 @@ void store_from_double(DType dtype, void* p, double value) {
   throw std::logic_error("tensor: unknown dtype");
 }
 
-void check_sizes(const std::vector<int64_t>& sizes) {
-  for (int64_t s : sizes) {
-    if (s < 0) throw std::invalid_argument("tensor: negative size in " + shape_to_string(sizes));
+// Throws std::invalid_argument naming the layout when it fails stax::layout_problem.
+void check_layout(DType dtype, const std::vector<int64_t>& sizes,
+                  const std::vector<int64_t>& strides, int64_t offset) {
+  if (std::optional<std::string> problem = layout_problem(dtype, sizes, strides, offset)) {
+    throw std::invalid_argument("tensor (" + std::string(dtype_name(dtype)) + "): " + *problem);
   }
 }
 
-int64_t product(const std::vector<int64_t>& sizes) {
-  int64_t n = 1;
-  for (int64_t s : sizes) n *= s;
-  return n;
-}
-
-std::vector<int64_t> row_major_strides(const std::vector<int64_t>& sizes) {
-  std::vector<int64_t> strides(sizes.size(), 1);
-  for (size_t i = sizes.size(); i-- > 1;)
-    strides[i - 1] = strides[i] * std::max<int64_t>(sizes[i], 1);
-  return strides;
-}
-
-// Largest element offset reached by a view relative to its first element (numel > 0).
-int64_t max_relative_offset(const std::vector<int64_t>& sizes,
-                            const std::vector<int64_t>& strides) {
-  int64_t m = 0;
-  for (size_t i = 0; i < sizes.size(); ++i) m += (sizes[i] - 1) * strides[i];
-  return m;
+// Elements of storage a validated layout reaches (0 when empty).
+int64_t extent_of(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides,
+                  int64_t offset) {
+  return checked_strided_extent(sizes, strides, offset).value();
 }
 
 }  // namespace
@@ -190,41 +180,61 @@ int64_t max_relative_offset(const std::vector<int64_t>& sizes,
 // ---- Storage ----
 
 Storage::Storage(size_t nbytes)
-    : data_(nullptr), nbytes_(nbytes), deleter_([](void* p) { std::free(p); }) {
+    : data_(nullptr), allocation_(nullptr), nbytes_(nbytes), deleter_(&std::free) {
+  // Sizes beyond PTRDIFF_MAX cannot be addressed (and sizes that pass layout_problem never
+  // reach it). As before, the data is zero-filled up to the next multiple of kAlignment;
+  // calloc allocates kAlignment bytes more to align the data within.
+  if (nbytes > static_cast<size_t>(std::numeric_limits<ptrdiff_t>::max()) - 2 * kAlignment) {
+    throw AllocationError(
+        "cannot allocate " + std::to_string(nbytes) + " bytes: more than the address space holds",
+        nbytes);
+  }
   const size_t rounded = std::max(kAlignment, (nbytes + kAlignment - 1) / kAlignment * kAlignment);
-  data_ = std::aligned_alloc(kAlignment, rounded);
-  if (data_ == nullptr) throw std::bad_alloc();
-  std::memset(data_, 0, rounded);
+  allocation_ = std::calloc(rounded + kAlignment, 1);
+  if (allocation_ == nullptr) {
+    throw AllocationError("cannot allocate " + std::to_string(nbytes) + " bytes: out of memory",
+                          nbytes);
+  }
+  const uintptr_t address = reinterpret_cast<uintptr_t>(allocation_);
+  data_ = static_cast<char*>(allocation_) + (kAlignment - address % kAlignment) % kAlignment;
 }
 
 Storage::Storage(void* data, size_t nbytes, void (*deleter)(void*))
-    : data_(data), nbytes_(nbytes), deleter_(deleter) {}
+    : data_(data), allocation_(data), nbytes_(nbytes), deleter_(deleter) {}
 
 Storage::~Storage() {
-  if (deleter_ != nullptr && data_ != nullptr) deleter_(data_);
+  if (deleter_ != nullptr && allocation_ != nullptr) deleter_(allocation_);
 }
 
 // ---- Tensor ----
 
 Tensor Tensor::empty(DType dtype, std::vector<int64_t> sizes) {
-  check_sizes(sizes);
-  std::vector<int64_t> strides = row_major_strides(sizes);
+  if (std::optional<std::string> problem = contiguous_layout_problem(dtype, sizes)) {
+    throw std::invalid_argument("tensor (" + std::string(dtype_name(dtype)) + "): " + *problem);
+  }
+  std::vector<int64_t> strides = checked_contiguous_strides(sizes).value();
   return empty_strided(dtype, std::move(sizes), std::move(strides));
 }
 
 Tensor Tensor::empty_strided(DType dtype, std::vector<int64_t> sizes,
                              std::vector<int64_t> strides) {
-  check_sizes(sizes);
-  if (strides.size() != sizes.size()) {
-    throw std::invalid_argument("tensor: " + std::to_string(strides.size()) +
-                                " strides for sizes " + shape_to_string(sizes));
+  check_layout(dtype, sizes, strides, 0);
+  // layout_problem guarantees that the extent in bytes fits int64.
+  const size_t nbytes = static_cast<size_t>(extent_of(sizes, strides, 0)) * dtype_size(dtype);
+  std::shared_ptr<Storage> storage;
+  try {
+    storage = std::make_shared<Storage>(nbytes);
+  } catch (const std::bad_alloc&) {  // AllocationError, or the shared_ptr's control block
+    throw AllocationError("tensor: cannot allocate " + std::to_string(nbytes) + " bytes for " +
+                              std::string(dtype_name(dtype)) + shape_to_string(sizes) +
+                              " strides " + shape_to_string(strides) + ": out of memory",
+                          nbytes);
+  } catch (const AllocationError& e) {
+    throw AllocationError("tensor: " + std::string(e.what()) + " (for " +
+                              std::string(dtype_name(dtype)) + shape_to_string(sizes) +
+                              " strides " + shape_to_string(strides) + ")",
+                          nbytes);
   }
-  for (int64_t s : strides) {
-    if (s < 0)
-      throw std::invalid_argument("tensor: negative stride in " + shape_to_string(strides));
-  }
-  const int64_t elements = product(sizes) == 0 ? 0 : max_relative_offset(sizes, strides) + 1;
-  auto storage = std::make_shared<Storage>(static_cast<size_t>(elements) * dtype_size(dtype));
   return Tensor(std::move(storage), dtype, std::move(sizes), std::move(strides), 0);
 }
 
@@ -236,29 +246,21 @@ Tensor::Tensor(std::shared_ptr<Storage> storage, DType dtype, std::vector<int64_
       strides_(std::move(strides)),
       offset_(offset) {
   if (storage_ == nullptr) throw std::invalid_argument("tensor: view of null storage");
-  check_sizes(sizes_);
-  if (strides_.size() != sizes_.size()) {
-    throw std::invalid_argument("tensor: " + std::to_string(strides_.size()) +
-                                " strides for sizes " + shape_to_string(sizes_));
-  }
-  if (offset_ < 0) throw std::invalid_argument("tensor: negative storage offset");
-  for (int64_t s : strides_) {
-    if (s < 0)
-      throw std::invalid_argument("tensor: negative stride in " + shape_to_string(strides_));
-  }
-  if (numel() > 0) {
-    const int64_t end = offset_ + max_relative_offset(sizes_, strides_) + 1;
-    if (static_cast<uint64_t>(end) * dtype_size(dtype_) > storage_->nbytes()) {
-      throw std::out_of_range("tensor: view with sizes " + shape_to_string(sizes_) + ", strides " +
-                              shape_to_string(strides_) + " and offset " + std::to_string(offset_) +
-                              " exceeds its storage of " + std::to_string(storage_->nbytes()) +
-                              " bytes");
-    }
+  check_layout(dtype_, sizes_, strides_, offset_);
+  // Exact: layout_problem guarantees that the extent in bytes fits int64.
+  const int64_t end_bytes =
+      extent_of(sizes_, strides_, offset_) * static_cast<int64_t>(dtype_size(dtype_));
+  if (static_cast<uint64_t>(end_bytes) > storage_->nbytes()) {
+    throw std::out_of_range("tensor: view with sizes " + shape_to_string(sizes_) + ", strides " +
+                            shape_to_string(strides_) + " and offset " + std::to_string(offset_) +
+                            " reaches byte " + std::to_string(end_bytes) +
+                            ", past its storage of " + std::to_string(storage_->nbytes()) +
+                            " bytes");
   }
 }
 
 int64_t Tensor::numel() const {
-  return product(sizes_);
+  return checked_numel(sizes_).value();  // validated by the constructor
 }
 
 bool Tensor::is_contiguous() const {
@@ -336,8 +338,12 @@ Tensor Tensor::contiguous_copy() const {
 // ---- free functions ----
 
 std::vector<int64_t> unravel_index(int64_t position, const std::vector<int64_t>& sizes) {
-  const int64_t n = product(sizes);
-  if (position < 0 || position >= n) {
+  const std::optional<int64_t> n = checked_numel(sizes);
+  if (!n) {
+    throw std::invalid_argument("tensor: the element count of sizes " + shape_to_string(sizes) +
+                                " overflows int64");
+  }
+  if (position < 0 || position >= *n) {
     throw std::out_of_range("tensor: position " + std::to_string(position) +
                             " out of range for sizes " + shape_to_string(sizes));
   }

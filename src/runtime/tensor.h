@@ -13,9 +13,26 @@
 
 namespace stax {
 
+// Memory for a tensor could not be allocated. The message names the bytes and, where the
+// thrower knows it, the tensor (eager::run names the graph value). Thrown instead of a bare
+// std::bad_alloc so that callers reporting bad input report this too.
+class AllocationError : public std::runtime_error {
+ public:
+  AllocationError(const std::string& message, size_t bytes)
+      : std::runtime_error(message), bytes_(bytes) {}
+  size_t bytes() const { return bytes_; }
+
+ private:
+  size_t bytes_;
+};
+
 class Storage {
  public:
-  explicit Storage(size_t nbytes);  // zero-filled, 64-byte aligned
+  // Zero-filled, 64-byte aligned. Throws AllocationError when the memory is not available.
+  // The zeroes come from calloc, which for large sizes maps fresh zero pages instead of
+  // writing them, so an allocation the system grants lazily (Linux overcommit) costs nothing
+  // until it is used, and one it refuses fails here, cleanly, rather than in a memset.
+  explicit Storage(size_t nbytes);
   // Adopts memory allocated elsewhere; `deleter` frees it when the storage dies.
   Storage(void* data, size_t nbytes, void (*deleter)(void*));
   ~Storage();
@@ -27,6 +44,7 @@ class Storage {
 
  private:
   void* data_;
+  void* allocation_;  // what deleter_ frees (data_ rounded down to the allocation)
   size_t nbytes_;
   void (*deleter_)(void*);
 };
@@ -34,11 +52,15 @@ class Storage {
 class Tensor {
  public:
   Tensor() = default;
-  // A new contiguous, zero-filled tensor.
+  // A new contiguous, zero-filled tensor. Sizes whose element count or bytes overflow int64
+  // throw std::invalid_argument; memory that cannot be allocated throws AllocationError.
   static Tensor empty(DType dtype, std::vector<int64_t> sizes);
-  // A new tensor with the given strides (storage sized to cover every element).
-  static Tensor empty_strided(DType dtype, std::vector<int64_t> sizes, std::vector<int64_t> strides);
-  // A view sharing storage.
+  // A new tensor with the given strides (storage sized to cover every element); the layout
+  // must pass stax::layout_problem (ir/checked_arith.h).
+  static Tensor empty_strided(DType dtype, std::vector<int64_t> sizes,
+                              std::vector<int64_t> strides);
+  // A view sharing storage. Throws std::invalid_argument for a layout that fails
+  // stax::layout_problem and std::out_of_range when it reaches past the storage.
   Tensor(std::shared_ptr<Storage> storage, DType dtype, std::vector<int64_t> sizes,
          std::vector<int64_t> strides, int64_t offset);
 

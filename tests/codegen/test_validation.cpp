@@ -1,13 +1,16 @@
 // Input validation of compiled graphs (stax::InputError naming the input, the dimension, the
-// expected and the actual value) and the on-disk JIT cache.
+// expected and the actual value), layouts code generation refuses, and the on-disk JIT cache.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <filesystem>
 #include <random>
-#include <unistd.h>
 
+#include "codegen/cpp_codegen.h"
 #include "codegen_test_util.h"
+#include "lowering/lowering.h"
 #include "runtime/jit.h"
+#include "scheduler/schedule.h"
 
 namespace stax::codegen_test {
 namespace {
@@ -62,19 +65,54 @@ TEST_P(Validation, BadInputsThrowInputError) {
   expect_input_error(compiled, {random_f32({7, 32}, 5), w},
                      {"input 'x'", "dimension 1", "expected size 33", "got 32"}, "wrong size");
   expect_input_error(compiled, {x, random_f32_strided({34, 7}, {1, 34}, 6)},
-                     {"input 'w'", "dimension 0", "expected size 33", "got 34"},
-                     "wrong size of w");
+                     {"input 'w'", "dimension 0", "expected size 33", "got 34"}, "wrong size of w");
   // w with the right sizes but contiguous: dimension 0 has stride 7, not 1.
   expect_input_error(compiled, {x, random_f32({33, 7}, 7)},
                      {"input 'w'", "dimension 0", "expected stride 1", "got 7"}, "wrong stride");
   expect_input_error(compiled, {random_f32_strided({7, 33}, {1, 7}, 8), w},
-                     {"input 'x'", "dimension 0", "expected stride 33", "got 1"},
-                     "transposed x");
+                     {"input 'x'", "dimension 0", "expected stride 33", "got 1"}, "transposed x");
   // The same compiled graph still runs correctly afterwards.
   expect_matches_oracle("checked", g, {x, w}, compiled.run({x, w}));
 }
 
 INSTANTIATE_TEST_SUITE_P(Levels, Validation, all_params(), param_name);
+
+// The IR refuses layouts whose extent or bytes overflow int64 at parse time; code generation
+// checks again, so that kernels computing offsets in int64 can never wrap whatever lowered
+// graph they get. Here a valid graph's lowered form is altered after scheduling.
+TEST(LayoutOverflow, CodeGenerationRefusesLayoutsThatOverflow) {
+  const ir::Graph g = ir::parse_graph("def g(x: f32[4, 4]):\n    y = neg(x)\n    return y\n");
+  lowering::LoweredGraph lowered = lowering::lower(g);
+  const scheduler::Schedule schedule = scheduler::schedule(lowered);
+  const codegen::CodegenOptions options;
+  EXPECT_NO_THROW(codegen::generate_cpp(schedule, options));
+
+  lowered.inputs.at(0).strides = {int64_t{1} << 62, 1};
+  try {
+    codegen::generate_cpp(schedule, options);
+    ADD_FAILURE() << "expected std::invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "code generation of graph 'g': input 'x' (f32): sizes [4, 4] strides "
+              "[4611686018427387904, 1]: the strided extent overflows int64 (offset + the sum of "
+              "(size - 1) * stride over the dims, the largest element offset reached, is more "
+              "than 9223372036854775807)");
+  }
+  lowered.inputs.at(0).strides = {4, 1};
+  lowering::ComputedBuffer& y = lowered.buffers.at(0);
+  y.sizes = {int64_t{1} << 60, 4};
+  y.strides = {4, 1};
+  try {
+    codegen::generate_cpp(schedule, options);
+    ADD_FAILURE() << "expected std::invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "code generation of graph 'g': buffer '" + y.name +
+                  "' (f32): sizes [1152921504606846976, 4] strides [4, 1]: the byte size "
+                  "overflows int64 (4611686018427387904 elements of 4 bytes are more than "
+                  "9223372036854775807 bytes)");
+  }
+}
 
 // A fresh cache directory: the first compile runs the compiler, the second (in-process) and
 // the third (after every handle to the library is gone: loaded from disk) are cache hits.

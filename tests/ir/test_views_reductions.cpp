@@ -97,15 +97,19 @@ TEST(ViewTest, ReshapeAndView) {
 TEST(ViewTest, SizeOverflowIsAnError) {
   EXPECT_EQ(infer_error("x: f32[4, 6]", "reshape(x, [4611686018427387904, 4, -1])"),
             "reshape: argument 'shape': shape [4611686018427387904, 4, -1] is invalid for an input "
-            "of 24 elements (sizes [4, 6])");
-  EXPECT_EQ(infer_error("x: f32[4611686018427387904, 1], y: f32[1, 4]", "add(x, y)"),
-            "add: result: sizes [4611686018427387904, 4] have more elements than int64 can count");
+            "of 24 elements (sizes [4, 6]): its element count overflows int64");
+  // bool inputs, so that only the broadcast result overflows.
+  EXPECT_EQ(infer_error("x: bool[4611686018427387904, 1], y: bool[1, 4]", "add(x, y)"),
+            "add: result 'r' (bool): sizes [4611686018427387904, 4] strides [4, 1]: the element "
+            "count overflows int64 (more than 9223372036854775807 elements)");
   EXPECT_EQ(infer_error("x: f32[1, 1]", "expand(x, [4611686018427387904, 2])"),
-            "expand: result: sizes [4611686018427387904, 2] have more elements than int64 can "
-            "count");
+            "expand: result 'r' (f32): sizes [4611686018427387904, 2] strides [2, 1]: the element "
+            "count overflows int64 (more than 9223372036854775807 elements)");
+  // Empty, but the sizes with 0 counted as 1 overflow (so would reshaping or copying it).
   EXPECT_EQ(testing::parse_error("def f(x: f32[4611686018427387904, 2, 0]):\n    return x\n"),
-            "t.stax:1:7: input 'x': sizes [4611686018427387904, 2, 0] have more elements than "
-            "int64 can count");
+            "t.stax:1:7: input 'x' (f32): sizes [4611686018427387904, 2, 0] strides [2, 1, 1]: the "
+            "sizes with 0 counted as 1 multiply to more than 9223372036854775807 (the contiguous "
+            "strides and reshapes of an empty tensor overflow int64)");
 }
 
 TEST(ViewTest, PermuteAndTranspose) {
