@@ -139,6 +139,11 @@ std::string checksum_line(const std::string& digest, const std::string& entry_na
 
 // Whether `file` exists and its checksum file records its current bytes under `entry_name`.
 bool checksum_matches(const fs::path& file, const std::string& entry_name) {
+  // Anything but regular files (a FIFO, a link to /dev/zero) could block or never end.
+  std::error_code ec;
+  if (!fs::is_regular_file(file, ec) || !fs::is_regular_file(checksum_path(file), ec)) {
+    return false;
+  }
   std::string recorded;
   try {
     recorded = read_file(checksum_path(file));

@@ -15,10 +15,12 @@
 
 namespace stax::runtime::testing {
 
+// Under coreutils `timeout`, so a probe that hangs fails (exit status 124) instead of
+// stalling the suite; the limit is far above any kernel or precompiled-header build.
 inline std::string probe_command(const std::string& source_file, const std::string& cache,
                                  const std::string& expected_answer) {
-  std::string command =
-      std::string("'") + STAX_JIT_CACHE_PROBE + "' '" + source_file + "' '" + cache + "'";
+  std::string command = std::string("timeout 300 '") + STAX_JIT_CACHE_PROBE + "' '" + source_file +
+                        "' '" + cache + "'";
   if (!expected_answer.empty()) command += " " + expected_answer;
   return command;
 }

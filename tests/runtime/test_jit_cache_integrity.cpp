@@ -1,11 +1,12 @@
 // The JIT cache does not trust what it finds on disk: truncated, zeroed, bit-flipped and
-// foreign kernel libraries, missing or damaged checksum files and damaged precompiled
-// headers are each a miss that rebuilds the entry exactly once, never a crash or another
-// program's kernel. Damaged entries are loaded by probe processes (jit_probe.h), so a crash
-// fails the test rather than the test binary.
+// foreign kernel libraries, a FIFO in place of one, missing or damaged checksum files and
+// damaged precompiled headers are each a miss that rebuilds the entry exactly once, never a
+// crash, hang or another program's kernel. Damaged entries are loaded by probe processes
+// (jit_probe.h), so a crash fails the test rather than the test binary.
 #include <gtest/gtest.h>
 
 #include <dlfcn.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -163,6 +164,14 @@ TEST_F(ForeignLibrary, WithItsOwnChecksumFileIsRebuilt) {
 TEST_F(ForeignLibrary, WithAForgedChecksumIsRebuilt) {
   forge_checksum(library_);  // only the key embedded in the library tells them apart
   expect_rebuilt();
+}
+
+TEST_F(JitCacheIntegrity, FifoInPlaceOfTheLibraryIsAMissNotAHang) {
+  const fs::path library = build_entry();
+  ASSERT_TRUE(fs::remove(library));
+  ASSERT_EQ(::mkfifo(library.c_str(), 0600), 0);  // reading it would block forever
+  expect_rebuilt();
+  EXPECT_TRUE(fs::is_regular_file(library));
 }
 
 TEST_F(JitCacheIntegrity, MissingChecksumFileIsAMiss) {
