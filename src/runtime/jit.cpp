@@ -1,18 +1,29 @@
-// compile_and_load: cache-key derivation, the on-disk kernel cache (atomic renames so
-// concurrent processes agree), GCC precompiled headers for stax_kernel.h, compiler
-// invocation and library loading.
+// compile_and_load: cache-key derivation, the on-disk kernel cache, GCC precompiled headers
+// for stax_kernel.h, compiler invocation and library loading.
+//
+// Nothing found in the cache directory is trusted. Every published file F (a kernel library
+// or a precompiled header) has a checksum file F.sha256 beside it, and is used only when the
+// two agree, checked by reading F (never by mapping it: dlopen of a truncated library can
+// SIGBUS). Kernel libraries also embed their cache key (a second translation unit the JIT
+// adds to every build, defining `stax_cache_key`), checked with dlsym after loading; so a
+// library from another cache entry never runs under this key. Any mismatch is a miss: the
+// entry is rebuilt and replaced by rename, the library first and its checksum file after
+// it, so readers only ever see complete files and a crash in between leaves a miss.
 #include "runtime/jit.h"
 
 #include <dlfcn.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -32,8 +43,10 @@ namespace stax::runtime {
 namespace {
 
 // Bump when the cache layout or the meaning of a key changes.
-constexpr std::string_view kCacheFormat = "stax-jit-1";
+constexpr std::string_view kCacheFormat = "stax-jit-2";
 constexpr std::string_view kKernelHeader = "stax_kernel.h";
+// Exported by every kernel library: the key it was built for, as a NUL-terminated string.
+constexpr const char* kCacheKeySymbol = "stax_cache_key";
 
 std::atomic<int64_t> g_compiler_invocations{0};
 std::atomic<uint64_t> g_temp_counter{0};
@@ -62,6 +75,16 @@ void remove_quietly(const fs::path& path) {
   fs::remove(path, ignored);
 }
 
+void rename_or_throw(const fs::path& from, const fs::path& to) {
+  std::error_code ec;
+  fs::rename(from, to, ec);
+  if (ec) {
+    remove_quietly(from);
+    throw std::runtime_error("cannot rename '" + from.string() + "' to '" + to.string() +
+                             "': " + ec.message());
+  }
+}
+
 // Writes `contents` to a temporary file and renames it over `path`, so readers only ever
 // see complete files.
 void write_file_atomically(const fs::path& path, const std::string& contents) {
@@ -75,13 +98,7 @@ void write_file_atomically(const fs::path& path, const std::string& contents) {
       throw std::runtime_error("cannot write '" + temp.string() + "'");
     }
   }
-  std::error_code ec;
-  fs::rename(temp, path, ec);
-  if (ec) {
-    remove_quietly(temp);
-    throw std::runtime_error("cannot rename '" + temp.string() + "' to '" + path.string() +
-                             "': " + ec.message());
-  }
+  rename_or_throw(temp, path);
 }
 
 void ensure_directory(const fs::path& dir) {
@@ -91,6 +108,63 @@ void ensure_directory(const fs::path& dir) {
     throw std::runtime_error("cannot create cache directory '" + dir.string() +
                              "': " + ec.message());
   }
+}
+
+// Hex SHA-256 of the bytes of `path`, read in chunks (precompiled headers are tens of MB);
+// nullopt when it cannot be read.
+std::optional<std::string> file_sha256(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  Sha256 hash;
+  std::vector<char> chunk(1 << 16);
+  while (in.read(chunk.data(), static_cast<std::streamsize>(chunk.size())) || in.gcount() > 0) {
+    hash.update(chunk.data(), static_cast<size_t>(in.gcount()));
+  }
+  if (in.bad()) return std::nullopt;
+  return hash.hex_digest();
+}
+
+// --- Checksum files --------------------------------------------------------------------
+// F.sha256 holds one sha256sum-style line: the digest of F, two spaces, and the entry's
+// name. The name carries the entry's key, so a checksum file copied along with a file from
+// another entry does not match.
+
+fs::path checksum_path(const fs::path& file) {
+  return fs::path(file.string() + ".sha256");
+}
+
+std::string checksum_line(const std::string& digest, const std::string& entry_name) {
+  return digest + "  " + entry_name + "\n";
+}
+
+// Whether `file` exists and its checksum file records its current bytes under `entry_name`.
+bool checksum_matches(const fs::path& file, const std::string& entry_name) {
+  // Anything but regular files (a FIFO, a link to /dev/zero) could block or never end.
+  std::error_code ec;
+  if (!fs::is_regular_file(file, ec) || !fs::is_regular_file(checksum_path(file), ec)) {
+    return false;
+  }
+  std::string recorded;
+  try {
+    recorded = read_file(checksum_path(file));
+  } catch (const std::runtime_error&) {
+    return false;
+  }
+  const std::optional<std::string> digest = file_sha256(file);
+  return digest && recorded == checksum_line(*digest, entry_name);
+}
+
+// Publishes the finished file `temp` as `file`: renames it into place, then writes its
+// checksum file. A reader that comes in between sees a stale or missing checksum: a miss.
+void publish_with_checksum(const fs::path& temp, const fs::path& file,
+                           const std::string& entry_name) {
+  const std::optional<std::string> digest = file_sha256(temp);
+  if (!digest) {
+    remove_quietly(temp);
+    throw std::runtime_error("cannot read the freshly built '" + temp.string() + "'");
+  }
+  rename_or_throw(temp, file);
+  write_file_atomically(checksum_path(file), checksum_line(*digest, entry_name));
 }
 
 // Length-prefixed fields, so different field lists never hash the same byte stream.
@@ -179,15 +253,50 @@ std::vector<std::string> compile_flags(SimdLevel level, const std::string& pch_d
   return flags;
 }
 
-// Precompiled-header directories known to be unbuildable in this process.
-std::mutex g_pch_mutex;
-std::set<std::string> g_failed_pch;
+// Identity of a file's current contents on disk, as far as stat tells: any write or
+// replacement changes it.
+struct FileStamp {
+  uint64_t device = 0;
+  uint64_t inode = 0;
+  int64_t size = 0;
+  int64_t mtime_ns = 0;
+  bool operator==(const FileStamp&) const = default;
+};
 
-// Returns a directory holding stax_kernel.h.gch for these flags, building it on first use;
-// empty when it cannot be built (compilation then simply parses the header).
+std::optional<FileStamp> stamp_of(const fs::path& path) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0) return std::nullopt;
+  return FileStamp{static_cast<uint64_t>(info.st_dev), static_cast<uint64_t>(info.st_ino),
+                   static_cast<int64_t>(info.st_size),
+                   static_cast<int64_t>(info.st_mtim.tv_sec) * 1000000000 + info.st_mtim.tv_nsec};
+}
+
+// Guards the precompiled-header state below and serializes building them in this process.
+std::mutex g_pch_mutex;
+// Precompiled-header directories known to be unbuildable in this process.
+std::set<std::string> g_failed_pch;
+// Precompiled headers whose checksum this process verified, with the stamp they had then:
+// hashing a header costs about as much as the compile time it saves, so it is done once per
+// process and again only when the file changes.
+std::map<std::string, FileStamp> g_verified_pch;
+
+// Whether `gch` matches its checksum file (see g_verified_pch). Caller holds g_pch_mutex.
+bool precompiled_header_intact(const fs::path& gch, const std::string& entry_name) {
+  const std::optional<FileStamp> stamp = stamp_of(gch);
+  if (!stamp) return false;
+  auto it = g_verified_pch.find(gch.string());
+  if (it != g_verified_pch.end() && it->second == *stamp) return true;
+  if (!checksum_matches(gch, entry_name)) return false;
+  g_verified_pch[gch.string()] = *stamp;
+  return true;
+}
+
+// Returns a directory holding an intact stax_kernel.h.gch for these flags, building it when
+// it is missing, fails its checksum, or `rebuild` is set (the compiler rejected it); empty
+// when it cannot be built (compilation then simply parses the header).
 std::string ensure_precompiled_header(const fs::path& cache_dir,
                                       const std::vector<std::string>& command,
-                                      const CompilerInfo& info, SimdLevel level) {
+                                      const CompilerInfo& info, SimdLevel level, bool rebuild) {
   const std::vector<std::string> flags = compile_flags(level, "");
   KeyBuilder builder;
   builder.field("pch");
@@ -196,12 +305,15 @@ std::string ensure_precompiled_header(const fs::path& cache_dir,
   builder.field(info.identity);
   builder.fields(flags);
   builder.field(kernel_headers_digest());
-  const fs::path dir = cache_dir / ("pch-" + builder.key());
-  const fs::path gch = dir / (std::string(kKernelHeader) + ".gch");
+  const std::string dir_name = "pch-" + builder.key();
+  const std::string gch_name = std::string(kKernelHeader) + ".gch";
+  const std::string entry_name = dir_name + "/" + gch_name;
+  const fs::path dir = cache_dir / dir_name;
+  const fs::path gch = dir / gch_name;
 
   std::lock_guard<std::mutex> lock(g_pch_mutex);
-  if (fs::exists(gch)) return dir.string();
   if (g_failed_pch.count(dir.string()) != 0) return "";
+  if (!rebuild && precompiled_header_intact(gch, entry_name)) return dir.string();
   ensure_directory(dir);
   const fs::path temp = temp_path_for(gch);
   std::vector<std::string> argv = command;
@@ -212,14 +324,27 @@ std::string ensure_precompiled_header(const fs::path& cache_dir,
   argv.push_back(temp.string());
   ++g_compiler_invocations;
   const ProcessResult result = run_process(argv);
-  std::error_code ec;
-  if (result.started && result.exit_code == 0) fs::rename(temp, gch, ec);
-  if (!result.started || result.exit_code != 0 || ec) {
+  if (!result.started || result.exit_code != 0) {
     remove_quietly(temp);
     g_failed_pch.insert(dir.string());
     return "";
   }
+  // Stamped before the rename, which keeps inode and mtime: the stamp is of our own build.
+  const std::optional<FileStamp> stamp = stamp_of(temp);
+  try {
+    publish_with_checksum(temp, gch, entry_name);
+  } catch (const std::runtime_error&) {
+    g_failed_pch.insert(dir.string());
+    return "";
+  }
+  g_verified_pch.erase(gch.string());
+  if (stamp) g_verified_pch[gch.string()] = *stamp;
   return dir.string();
+}
+
+// GCC's diagnostics for a precompiled header it found but cannot read all say so.
+bool rejected_precompiled_header(const ProcessResult& result) {
+  return result.output.find("precompiled header") != std::string::npos;
 }
 
 // Libraries loaded by this process, by path: repeated requests share one handle.
@@ -249,11 +374,53 @@ void pin_openmp_runtime() {
   }
 }
 
-std::shared_ptr<SharedLibrary> load_library(const std::string& path) {
-  auto library = std::make_shared<SharedLibrary>(path);
-  pin_openmp_runtime();
+void remember_loaded(const std::string& path, const std::shared_ptr<SharedLibrary>& library) {
   std::lock_guard<std::mutex> lock(g_loaded_mutex);
   g_loaded[path] = library;
+}
+
+// The second translation unit of every kernel library: its key, checked after loading.
+std::string key_source_text(const std::string& key) {
+  return "// Written by the Stax JIT: the cache key of the kernel library this is linked into.\n"
+         "extern \"C\" __attribute__((visibility(\"default\"))) const char " +
+         std::string(kCacheKeySymbol) + "[] = \"" + key + "\";\n";
+}
+
+bool carries_key(const SharedLibrary& library, const std::string& key) {
+  if (!library.has_symbol(kCacheKeySymbol)) return false;
+  const char* embedded = static_cast<const char*>(library.symbol(kCacheKeySymbol));
+  return std::strncmp(embedded, key.c_str(), key.size() + 1) == 0;
+}
+
+std::shared_ptr<SharedLibrary> open_if_key(const fs::path& path, const std::string& key) {
+  auto library = std::make_shared<SharedLibrary>(path.string());
+  pin_openmp_runtime();
+  return carries_key(*library, key) ? library : nullptr;
+}
+
+// Loads the library at `path` if it embeds `key`, nullptr if not; throws std::runtime_error
+// when dlopen fails. dlopen hands out the image already mapped under a path even after the
+// file was replaced, and a rejected library may stay mapped (one with unique symbols cannot
+// be unloaded). So when the image carries another key, the file is opened once more through
+// a fresh name (a hard link), which maps its current contents.
+std::shared_ptr<SharedLibrary> load_keyed_library(const fs::path& path, const std::string& key) {
+  if (std::shared_ptr<SharedLibrary> library = open_if_key(path, key)) return library;
+  const fs::path alias = temp_path_for(path);
+  std::error_code ec;
+  fs::create_hard_link(path, alias, ec);
+  if (ec) fs::copy_file(path, alias, ec);
+  if (ec) {
+    remove_quietly(alias);
+    return nullptr;
+  }
+  std::shared_ptr<SharedLibrary> library;
+  try {
+    library = open_if_key(alias, key);
+  } catch (const std::runtime_error&) {
+    remove_quietly(alias);
+    throw;
+  }
+  remove_quietly(alias);  // the mapping stays valid
   return library;
 }
 
@@ -325,8 +492,10 @@ JitResult compile_and_load(const std::string& source, const JitOptions& options)
   const std::string key = builder.key();
 
   JitResult result;
+  const std::string entry_name = "stax_" + key + ".so";
+  const fs::path library_path = cache_dir / entry_name;
   result.source_path = (cache_dir / ("stax_" + key + ".cpp")).string();
-  result.library_path = (cache_dir / ("stax_" + key + ".so")).string();
+  result.library_path = library_path.string();
 
   const std::shared_ptr<std::mutex> mutex = key_mutex(result.library_path);
   std::lock_guard<std::mutex> lock(*mutex);
@@ -334,33 +503,49 @@ JitResult compile_and_load(const std::string& source, const JitOptions& options)
     result.cache_hit = true;
     return result;
   }
-  if (fs::exists(result.library_path)) {
+  // The checksum comes first: dlopen of a damaged file can crash this process.
+  if (checksum_matches(library_path, entry_name)) {
     try {
-      result.library = load_library(result.library_path);
+      result.library = load_keyed_library(library_path, key);
+    } catch (const std::runtime_error&) {
+      // Intact but unloadable (e.g. built on an incompatible system): rebuild it below.
+    }
+    if (result.library) {
+      remember_loaded(result.library_path, result.library);
       result.cache_hit = true;
       return result;
-    } catch (const std::runtime_error&) {
-      // Unloadable cache entry (e.g. from an incompatible system): rebuild it below.
     }
   }
 
   ensure_directory(cache_dir);
   write_file_atomically(result.source_path, source);
-  std::string pch_dir;
-  if (options.use_precompiled_header && info.is_gcc &&
-      source.find(kKernelHeader) != std::string::npos) {
-    pch_dir = ensure_precompiled_header(cache_dir, command, info, options.simd);
-  }
-  const fs::path temp_library = temp_path_for(result.library_path);
-  std::vector<std::string> argv = command;
-  for (std::string& flag : compile_flags(options.simd, pch_dir)) argv.push_back(std::move(flag));
-  for (const char* arg : {"-shared", "-o"}) argv.push_back(arg);
-  argv.push_back(temp_library.string());
-  argv.push_back(result.source_path);
-  argv.insert(argv.end(), link_flags.begin(), link_flags.end());
+  const fs::path key_source_path = cache_dir / ("stax_" + key + ".key.cpp");
+  write_file_atomically(key_source_path, key_source_text(key));
+  const bool wants_pch = options.use_precompiled_header && info.is_gcc &&
+                         source.find(kKernelHeader) != std::string::npos;
+  std::string pch_dir =
+      wants_pch ? ensure_precompiled_header(cache_dir, command, info, options.simd, false) : "";
+  const fs::path temp_library = temp_path_for(library_path);
+  std::vector<std::string> argv;
+  auto run_compiler = [&]() {
+    argv = command;
+    for (std::string& flag : compile_flags(options.simd, pch_dir)) argv.push_back(std::move(flag));
+    for (const char* arg : {"-shared", "-o"}) argv.push_back(arg);
+    argv.push_back(temp_library.string());
+    argv.push_back(result.source_path);
+    argv.push_back(key_source_path.string());
+    argv.insert(argv.end(), link_flags.begin(), link_flags.end());
+    ++g_compiler_invocations;
+    return run_process(argv);
+  };
 
-  ++g_compiler_invocations;
-  const ProcessResult process = run_process(argv);
+  ProcessResult process = run_compiler();
+  const bool failed = !process.started || process.exit_code != 0;
+  if (failed && !pch_dir.empty() && rejected_precompiled_header(process)) {
+    // An intact-looking header GCC cannot read: build it afresh and compile once more.
+    pch_dir = ensure_precompiled_header(cache_dir, command, info, options.simd, true);
+    process = run_compiler();
+  }
   if (!process.started || process.exit_code != 0) {
     remove_quietly(temp_library);
     std::string message = process.started ? "kernel compilation failed (exit status " +
@@ -371,14 +556,13 @@ JitResult compile_and_load(const std::string& source, const JitOptions& options)
     message += "\n" + process.output;
     throw CompileError(message, result.source_path, process.output);
   }
-  std::error_code ec;
-  fs::rename(temp_library, result.library_path, ec);
-  if (ec) {
-    remove_quietly(temp_library);
-    throw std::runtime_error("cannot rename '" + temp_library.string() + "' to '" +
-                             result.library_path + "': " + ec.message());
+  publish_with_checksum(temp_library, library_path, entry_name);
+  result.library = load_keyed_library(library_path, key);
+  if (!result.library) {
+    throw std::runtime_error("the freshly built kernel library '" + result.library_path +
+                             "' does not export " + kCacheKeySymbol + " = \"" + key + "\"");
   }
-  result.library = load_library(result.library_path);
+  remember_loaded(result.library_path, result.library);
   result.cache_hit = false;
   return result;
 }

@@ -1,6 +1,13 @@
 // JIT for generated kernels: compiles C++ source with the system compiler into a shared
 // object, caches it on disk under a content hash (source + compiler identity + flags +
 // kernel headers) and loads it. Safe across threads and concurrent processes.
+//
+// The cache is verified, not trusted: an entry is loaded only when its SHA-256 checksum
+// file agrees with its bytes (checked before dlopen, which can crash on a damaged file) and
+// the loaded library exports the entry's key as `stax_cache_key` (the JIT links that in, so
+// another entry's library never runs under this key). A missing, damaged or foreign entry
+// is a miss: it is rebuilt and replaced atomically. Precompiled headers carry checksums
+// too, and one the compiler rejects is rebuilt once before the compile is retried.
 #pragma once
 
 #include <cstdint>
@@ -44,13 +51,17 @@ class CompileError : public std::runtime_error {
 
 struct JitResult {
   std::shared_ptr<SharedLibrary> library;
-  std::string library_path;  // <cache_dir>/stax_<key>.so
-  std::string source_path;   // <cache_dir>/stax_<key>.cpp
-  bool cache_hit = false;    // loaded without running the compiler
+  // <cache_dir>/stax_<key>.so, with its checksum in <library_path>.sha256 and the key
+  // definition it was linked with in <cache_dir>/stax_<key>.key.cpp. library->path() is the
+  // same, except when a rejected older image of this path was still mapped in this process:
+  // then it names the (removed) alias the library was loaded through.
+  std::string library_path;
+  std::string source_path;  // <cache_dir>/stax_<key>.cpp, exactly `source`
+  bool cache_hit = false;   // loaded without running the compiler
 };
 
-// Compiles (or finds in the cache) and loads `source`. Throws CompileError when the
-// compiler fails, std::runtime_error on file-system or loading errors.
+// Compiles (or finds in the cache and verifies) and loads `source`. Throws CompileError when
+// the compiler fails, std::runtime_error on file-system or loading errors.
 JitResult compile_and_load(const std::string& source, const JitOptions& options = {});
 
 // Absolute path of src/runtime/kernel_include (holds stax_kernel.h), baked in at build time.

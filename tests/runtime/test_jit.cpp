@@ -15,13 +15,16 @@
 #include <optional>
 #include <thread>
 
+#include "jit_probe.h"
 #include "test_util.h"
 
 namespace stax::runtime {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::expect_concurrent_probes_agree;
 using testing::read_text;
+using testing::run_probe;
 using testing::TempDir;
 using testing::write_text;
 
@@ -91,28 +94,14 @@ TEST(Jit, ReleasedLibraryIsReloadedFromDisk) {
   EXPECT_EQ(again.library->function<int (*)()>("stax_probe_answer")(), 42);
 }
 
-// Runs the probe executable; returns its stdout (first line) and exit status.
-std::pair<std::string, int> run_probe(const std::string& source_file, const std::string& cache) {
-  const std::string command =
-      std::string("'") + STAX_JIT_CACHE_PROBE + "' '" + source_file + "' '" + cache + "'";
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) return {"", -1};
-  std::string output;
-  char buffer[256];
-  while (std::fgets(buffer, sizeof buffer, pipe) != nullptr) output += buffer;
-  const int status = ::pclose(pipe);
-  while (!output.empty() && (output.back() == '\n' || output.back() == '\r')) output.pop_back();
-  return {output, WIFEXITED(status) ? WEXITSTATUS(status) : -1};
-}
-
 TEST(Jit, CacheHitAcrossProcesses) {
   TempDir dir;
   const std::string source_file = dir.path() + "/probe_source.cpp";
   write_text(source_file, kAnswerSource);
   const std::string cache = dir.path() + "/cache";
-  EXPECT_EQ(run_probe(source_file, cache), std::make_pair(std::string("miss"), 0));
-  EXPECT_EQ(run_probe(source_file, cache), std::make_pair(std::string("hit"), 0));
-  EXPECT_EQ(run_probe(source_file, cache), std::make_pair(std::string("hit"), 0));
+  EXPECT_EQ(run_probe(source_file, cache), std::make_pair(std::string("miss 1"), 0));
+  EXPECT_EQ(run_probe(source_file, cache), std::make_pair(std::string("hit 0"), 0));
+  EXPECT_EQ(run_probe(source_file, cache), std::make_pair(std::string("hit 0"), 0));
 
   // This process finds the entry the probes created.
   const int64_t before = compiler_invocations();
@@ -126,24 +115,7 @@ TEST(Jit, ConcurrentProcessesAgree) {
   const std::string source_file = dir.path() + "/probe_source.cpp";
   write_text(source_file, std::string(kAnswerSource) + "// concurrent\n");
   const std::string cache = dir.path() + "/cache";
-  const std::string command =
-      std::string("'") + STAX_JIT_CACHE_PROBE + "' '" + source_file + "' '" + cache + "'";
-  std::vector<FILE*> pipes;
-  for (int i = 0; i < 4; ++i) pipes.push_back(::popen(command.c_str(), "r"));
-  for (FILE* pipe : pipes) {
-    ASSERT_NE(pipe, nullptr);
-    char buffer[64] = {};
-    const bool got_line = std::fgets(buffer, sizeof buffer, pipe) != nullptr;
-    const int status = ::pclose(pipe);
-    EXPECT_TRUE(got_line);
-    const std::string line(buffer);
-    EXPECT_TRUE(line == "hit\n" || line == "miss\n") << line;
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  }
-  // No temporary files are left behind.
-  for (const auto& entry : fs::directory_iterator(cache)) {
-    EXPECT_EQ(entry.path().string().find(".tmp."), std::string::npos) << entry.path();
-  }
+  expect_concurrent_probes_agree(source_file, cache, 4);
 }
 
 TEST(Jit, ConcurrentThreadsCompileOnce) {
