@@ -1,6 +1,7 @@
 // The fuzzing loop: case generation, sandboxed checks, reduction and saving of failures.
 #include "fuzz/fuzz_session.h"
 
+#include <cctype>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -70,6 +71,17 @@ void save(Finding& f, const SessionOptions& options) {
   f.file = path.string();
 }
 
+// What identifies a bug across cases: kind, stage, signal and the message without numbers
+// (sizes and positions differ from case to case).
+std::string signature(const Outcome& o) {
+  std::string s =
+      std::string(failure_kind_name(o.kind)) + "|" + o.stage + "|" + std::to_string(o.signal) + "|";
+  for (char c : o.detail) {
+    if (!std::isdigit(static_cast<unsigned char>(c))) s += c;
+  }
+  return s;
+}
+
 }  // namespace
 
 GeneratedCase case_program(uint64_t seed, long long index, Mode mode,
@@ -88,6 +100,7 @@ SessionStats run_session(const SessionOptions& options) {
   }
   SessionStats stats;
   std::set<std::string> reduced_seen;
+  std::map<std::string, int> reductions_of;
   const Clock::time_point start = Clock::now();
   Clock::time_point last_progress = start;
   long long index = 0;
@@ -117,7 +130,9 @@ SessionStats run_session(const SessionOptions& options) {
         *options.log << "FAILURE " << failure_kind_name(outcome.kind) << " in " << mode_name(mode)
                      << " case " << index << ": " << outcome.detail << "\n";
       }
-      if (options.reduce) {
+      f.skipped = ++reductions_of[signature(outcome)] > options.reductions_per_signature;
+      if (f.skipped && options.log) *options.log << "  (signature reduced before; not again)\n";
+      if (options.reduce && !f.skipped) {
         const ReduceOptions& ro =
             mode == Mode::Valid ? options.valid_reduce : options.mutate_reduce;
         const ReduceResult r = reduce_program(
@@ -131,8 +146,8 @@ SessionStats run_session(const SessionOptions& options) {
           *options.log << "  reduced with " << r.checks << " checks to:\n" << r.text;
         }
       }
-      f.duplicate = !reduced_seen.insert(f.reduced).second;
-      if (!f.duplicate) save(f, options);
+      f.duplicate = !f.skipped && !reduced_seen.insert(f.reduced).second;
+      if (!f.duplicate && !f.skipped) save(f, options);
       if (options.log && !f.file.empty()) *options.log << "  saved " << f.file << "\n";
       stats.findings.push_back(f);
     }
@@ -158,8 +173,14 @@ void print_summary(std::ostream& out, const SessionStats& stats) {
   out << "\n";
   if (stats.sandbox_errors) out << "sandbox errors: " << stats.sandbox_errors << "\n";
   int distinct = 0;
-  for (const Finding& f : stats.findings) distinct += f.duplicate ? 0 : 1;
-  out << "reduced programs: " << distinct << " distinct\n";
+  int skipped = 0;
+  for (const Finding& f : stats.findings) {
+    distinct += f.duplicate || f.skipped ? 0 : 1;
+    skipped += f.skipped ? 1 : 0;
+  }
+  out << "reduced programs: " << distinct << " distinct";
+  if (skipped) out << " (" << skipped << " more failures with an already reduced signature)";
+  out << "\n";
   for (const Finding& f : stats.findings) {
     if (!f.file.empty()) out << "  " << f.file << "\n";
   }

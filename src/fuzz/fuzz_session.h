@@ -35,6 +35,9 @@ struct SessionOptions {
   SandboxOptions mutate_sandbox{10.0};
   ReduceOptions valid_reduce{120, false};  // each check JIT-compiles
   ReduceOptions mutate_reduce{1500, true};
+  // A known bug keeps being hit; failures whose signature (kind, stage, signal, message with
+  // the numbers removed) was already reduced this often are counted but not reduced again.
+  int reductions_per_signature = 2;
   std::ostream* log = nullptr;  // progress and findings; null: silent
   double progress_every_seconds = 15.0;
 };
@@ -48,6 +51,7 @@ struct Finding {
   CaseOptions options;
   std::string file;        // where the reduced program was written, if it was
   bool duplicate = false;  // reduced to a program found earlier in this session
+  bool skipped = false;    // not reduced or saved: its signature was reduced often enough
 };
 
 struct SessionStats {

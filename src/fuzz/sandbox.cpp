@@ -36,8 +36,11 @@ void write_all(int fd, const std::string& data) {
 }
 
 [[noreturn]] void child_main(const std::function<Outcome()>& check, const SandboxOptions& options,
-                             int report_fd) {
+                             int report_fd, int stderr_fd) {
   ::setpgid(0, 0);
+  // The C library's last words (malloc's "double free or corruption") go to the parent.
+  ::dup2(stderr_fd, 2);
+  ::close(stderr_fd);
   if (options.memory_limit_bytes != 0) {
     const rlimit limit{options.memory_limit_bytes, options.memory_limit_bytes};
     ::setrlimit(RLIMIT_AS, &limit);
@@ -62,6 +65,24 @@ void write_all(int fd, const std::string& data) {
 std::string signal_text(int signal) {
   const char* name = sigabbrev_np(signal);
   return "killed by signal " + std::to_string(signal) + " (SIG" + (name ? name : "?") + ")";
+}
+
+void drain(int fd, std::string& into) {
+  char buffer[4096];
+  ssize_t n;
+  while ((n = ::read(fd, buffer, sizeof buffer)) > 0) {
+    into.append(buffer, static_cast<size_t>(n));
+    if (into.size() > (size_t{1} << 20)) into.erase(0, into.size() - (size_t{1} << 16));
+  }
+}
+
+// The last non-empty line of what the child wrote to stderr, as "; stderr: ...".
+std::string last_words(const std::string& errors) {
+  size_t end = errors.find_last_not_of("\n\r ");
+  if (end == std::string::npos) return "";
+  const size_t found = errors.rfind('\n', end);
+  const size_t begin = found == std::string::npos ? 0 : found + 1;
+  return "; stderr: " + errors.substr(begin, end + 1 - begin);
 }
 
 // Splits the child's report into the last stage it entered and the detail it sent.
@@ -94,24 +115,35 @@ void note_stage(const char* stage) {
 Outcome run_isolated(const std::function<Outcome()>& check, const SandboxOptions& options) {
   Outcome result;
   int fds[2];
+  int err_fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) {
+    result.kind = FailureKind::SandboxError;
+    result.detail = std::string("pipe2 failed: ") + std::strerror(errno);
+    return result;
+  }
+  if (::pipe2(err_fds, O_CLOEXEC) != 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
     result.kind = FailureKind::SandboxError;
     result.detail = std::string("pipe2 failed: ") + std::strerror(errno);
     return result;
   }
   const pid_t pid = ::fork();
   if (pid < 0) {
-    ::close(fds[0]);
-    ::close(fds[1]);
+    for (int fd : {fds[0], fds[1], err_fds[0], err_fds[1]}) ::close(fd);
     result.kind = FailureKind::SandboxError;
     result.detail = std::string("fork failed: ") + std::strerror(errno);
     return result;
   }
   if (pid == 0) {
     ::close(fds[0]);
-    child_main(check, options, fds[1]);
+    ::close(err_fds[0]);
+    child_main(check, options, fds[1], err_fds[1]);
   }
   ::close(fds[1]);
+  ::close(err_fds[1]);
+  ::fcntl(err_fds[0], F_SETFL, O_NONBLOCK);
+  std::string errors;
   // Also set the group from the parent side, so a kill right after fork finds it.
   ::setpgid(pid, pid);
   ::fcntl(fds[0], F_SETFL, O_NONBLOCK);
@@ -124,12 +156,10 @@ Outcome run_isolated(const std::function<Outcome()>& check, const SandboxOptions
   bool exited = false;
   bool timed_out = false;
   while (!exited) {
-    pollfd p{fds[0], POLLIN, 0};
-    ::poll(&p, 1, 20);
-    char buffer[4096];
-    ssize_t n;
-    while ((n = ::read(fds[0], buffer, sizeof buffer)) > 0)
-      report.append(buffer, static_cast<size_t>(n));
+    pollfd p[2] = {{fds[0], POLLIN, 0}, {err_fds[0], POLLIN, 0}};
+    ::poll(p, 2, 20);
+    drain(fds[0], report);
+    drain(err_fds[0], errors);
     const pid_t waited = ::waitpid(pid, &status, WNOHANG);
     if (waited == pid) {
       exited = true;
@@ -144,11 +174,10 @@ Outcome run_isolated(const std::function<Outcome()>& check, const SandboxOptions
       exited = true;
     }
   }
-  char buffer[4096];
-  ssize_t n;
-  while ((n = ::read(fds[0], buffer, sizeof buffer)) > 0)
-    report.append(buffer, static_cast<size_t>(n));
+  drain(fds[0], report);
+  drain(err_fds[0], errors);
   ::close(fds[0]);
+  ::close(err_fds[0]);
   // Compilers the child started may outlive it; they belong to its process group.
   ::kill(-pid, SIGKILL);
 
@@ -167,7 +196,7 @@ Outcome run_isolated(const std::function<Outcome()>& check, const SandboxOptions
   } else if (WIFSIGNALED(status)) {
     result.kind = FailureKind::Crash;
     result.signal = WTERMSIG(status);
-    result.detail = signal_text(result.signal) + during;
+    result.detail = signal_text(result.signal) + during + last_words(errors);
   } else if (WIFEXITED(status) && have_detail && WEXITSTATUS(status) >= kExitBase &&
              WEXITSTATUS(status) <= kExitBase + static_cast<int>(FailureKind::SandboxError)) {
     result.kind = static_cast<FailureKind>(WEXITSTATUS(status) - kExitBase);
