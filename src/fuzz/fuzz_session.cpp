@@ -76,7 +76,9 @@ void save(Finding& f, const SessionOptions& options) {
 std::string signature(const Outcome& o) {
   std::string s =
       std::string(failure_kind_name(o.kind)) + "|" + o.stage + "|" + std::to_string(o.signal) + "|";
-  for (char c : o.detail) {
+  // The C library's last words vary with the heap state, not with the bug.
+  const std::string message = o.detail.substr(0, o.detail.find("; stderr: "));
+  for (char c : message) {
     if (!std::isdigit(static_cast<unsigned char>(c))) s += c;
   }
   return s;

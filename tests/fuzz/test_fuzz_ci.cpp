@@ -28,11 +28,10 @@ SessionOptions ci_options(Mode mode, long long cases) {
   o.seed = kSeed;
   o.mode = mode;
   o.cases = cases;
-  // Small programs keep each JIT compile short; the reducer gets a small budget so that a
-  // failing run still ends in reasonable time.
+  // Small programs keep each JIT compile short; the valid-mode reducer (a JIT compile per
+  // check) gets a small budget so that a failing run still ends in reasonable time.
   o.valid_generator.max_elements = 1024;
   o.valid_reduce.max_checks = 40;
-  o.mutate_reduce.max_checks = 300;
   return o;
 }
 
