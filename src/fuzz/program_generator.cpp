@@ -99,13 +99,17 @@ class Generator {
   int64_t random_size() {
     // 1 (broadcast and degenerate loops), tails that are not multiples of 8 or 16, exact vectors.
     static const int64_t kSizes[] = {1, 1, 2, 3, 4, 5, 7, 8, 9, 13, 15, 16, 17, 31, 33};
-    return choose(kSizes);
+    static const int64_t kLarge[] = {64, 65, 100, 128, 130, 257};
+    return large_ && chance(2) ? choose(kLarge) : choose(kSizes);
   }
 
   std::string make_inputs() {
-    std::vector<int64_t> base(static_cast<size_t>(1 + pick(opt_.max_rank)));
+    large_ = opt_.large_one_in > 0 && chance(opt_.large_one_in);
+    budget_ = large_ ? opt_.large_max_elements : opt_.max_elements;
+    std::vector<int64_t> base(
+        static_cast<size_t>(opt_.min_rank + pick(opt_.max_rank - opt_.min_rank + 1)));
     for (auto& s : base) s = random_size();
-    while (numel(base) > opt_.max_elements / 2) {
+    while (numel(base) > budget_ / 2) {
       auto& s = base[static_cast<size_t>(pick(static_cast<int>(base.size())))];
       s = std::max<int64_t>(1, s / 2);
     }
@@ -180,8 +184,7 @@ class Generator {
       const Value& b = pool_[static_cast<size_t>(pick(static_cast<int>(pool_.size())))];
       if (b.is_bool != want_bool || (want_exact && !b.exact)) continue;
       auto shape = broadcast(a.sizes, b.sizes);
-      if (shape && numel(*shape) <= opt_.max_elements &&
-          static_cast<int>(shape->size()) <= kMaxRank)
+      if (shape && numel(*shape) <= budget_ && static_cast<int>(shape->size()) <= kMaxRank)
         return &b;
     }
     return nullptr;
@@ -350,14 +353,15 @@ class Generator {
     const Value v = *any_float();
     if (v.sizes.empty()) return;
     const int rank = static_cast<int>(v.sizes.size());
-    const bool keepdim = chance(2);
+    bool keepdim = chance(2);
     std::vector<int64_t> dims;
-    const bool all = opt_.full_reductions && chance(6);
+    const bool all = opt_.zero_dim_values && chance(6);
     if (!all) {
       for (int d = 0; d < rank; ++d) {
         if (chance(2)) dims.push_back(chance(3) ? d - rank : d);
       }
       if (dims.empty()) dims.push_back(pick(rank));
+      if (!opt_.zero_dim_values && static_cast<int>(dims.size()) == rank) keepdim = true;
     }
     int64_t length = 1;
     std::vector<int64_t> sizes;
@@ -423,7 +427,7 @@ class Generator {
     if (x == nullptr || y == nullptr) return;
     const bool scalar_other = chance(4);
     auto shape = broadcast(cond.sizes, scalar_other ? x->sizes : *broadcast(x->sizes, y->sizes));
-    if (!shape || numel(*shape) > opt_.max_elements) return;
+    if (!shape || numel(*shape) > budget_) return;
     Value r = *x;
     r.sizes = *shape;
     r.contiguous = true;
@@ -494,7 +498,7 @@ class Generator {
           target.push_back(want);
           r.sizes.push_back(want == -1 ? s : want);
         }
-        if (numel(r.sizes) > opt_.max_elements) return;
+        if (numel(r.sizes) > budget_) return;
         emit({"expand(" + v.name + ", " + list(target) + ")", r});
         return;
       }
@@ -508,12 +512,14 @@ class Generator {
           for (int64_t s : v.sizes) {
             if (s != 1) r.sizes.push_back(s);
           }
+          if (r.sizes.empty() && !opt_.zero_dim_values) return;
           emit({"squeeze(" + v.name + ")", r});
           return;
         }
         const int64_t d = ones[static_cast<size_t>(pick(static_cast<int>(ones.size())))];
         r.sizes = v.sizes;
         r.sizes.erase(r.sizes.begin() + d);
+        if (r.sizes.empty() && !opt_.zero_dim_values) return;
         emit({"squeeze(" + v.name + ", dim=[" + dim_text(static_cast<int>(d), rank) + "])", r});
         return;
       }
@@ -574,6 +580,8 @@ class Generator {
   std::ostringstream body_;
   int counter_ = 0;
   int statements_ = 0;
+  bool large_ = false;
+  int64_t budget_ = 0;
 };
 
 }  // namespace

@@ -30,12 +30,18 @@ struct CaseOptions {
 struct GeneratorOptions {
   int min_statements = 3;
   int max_statements = 14;
+  int min_rank = 1;  // of the inputs' base shape
   int max_rank = 4;
   int max_inputs = 3;
   int64_t max_elements = 4096;  // per value; keeps the eager oracle fast
+  // One case in `large_one_in` (0: none) draws sizes up to 257 and allows this many elements
+  // per value: enough for full 64-wide tiles, thread-split reductions and buffers large
+  // enough to be localized (scheduler::BufferPlan, over 32 KiB).
+  int large_one_in = 8;
+  int64_t large_max_elements = 40000;
   bool views = true;            // permute/transpose/reshape/view/expand/squeeze/unsqueeze
   bool strided_inputs = true;   // permuted, padded and zero strides
-  bool full_reductions = true;  // dim=None, giving 0-dim values
+  bool zero_dim_values = true;  // dim=None and all-dims reductions, squeezes to rank 0
 };
 
 struct GeneratedCase {

@@ -31,6 +31,7 @@ SessionOptions ci_options(Mode mode, long long cases) {
   // Small programs keep each JIT compile short; the valid-mode reducer (a JIT compile per
   // check) gets a small budget so that a failing run still ends in reasonable time.
   o.valid_generator.max_elements = 1024;
+  o.valid_generator.large_one_in = 0;
   o.valid_reduce.max_checks = 40;
   return o;
 }

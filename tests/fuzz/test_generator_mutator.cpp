@@ -29,7 +29,7 @@ TEST(Generator, IsDeterministicInTheSeed) {
 TEST(Generator, ProgramsParseAndCoverTheSupportedOps) {
   std::set<std::string> ops;
   bool size_one = false, tail = false, strided = false, zero_stride = false, keepdim = false,
-       negative_dim = false, zero_dim = false, bool_output = false, rank4 = false;
+       negative_dim = false, zero_dim = false, bool_output = false, rank4 = false, large = false;
   for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
     const GeneratedCase c = generate_case(seed);
     SCOPED_TRACE(c.text);
@@ -43,6 +43,7 @@ TEST(Generator, ProgramsParseAndCoverTheSupportedOps) {
         tail |= s > 8 && s % 8 != 0;
       }
       zero_dim |= v.type.sizes.empty();
+      large |= v.type.numel() * 4 > 32 * 1024;
       rank4 |= v.type.sizes.size() == 4;
     }
     for (ir::ValueRef in : g.inputs()) {
@@ -72,11 +73,25 @@ TEST(Generator, ProgramsParseAndCoverTheSupportedOps) {
   EXPECT_TRUE(zero_dim);
   EXPECT_TRUE(bool_output);
   EXPECT_TRUE(rank4);
+  EXPECT_TRUE(large);
+}
+
+TEST(Generator, CanAvoidZeroDimValues) {
+  GeneratorOptions o;
+  o.min_rank = 2;
+  o.max_rank = 2;
+  o.zero_dim_values = false;
+  for (uint64_t seed = 1; seed <= 200; ++seed) {
+    const ir::Graph g = ir::parse_graph(generate_case(seed, o).text);
+    EXPECT_EQ(g.value(g.inputs()[0]).type.sizes.size(), 2u);
+    for (const ir::Value& v : g.values()) EXPECT_FALSE(v.type.sizes.empty()) << v.name;
+  }
 }
 
 TEST(Generator, RespectsTheElementBudget) {
   GeneratorOptions o;
   o.max_elements = 256;
+  o.large_one_in = 0;
   for (uint64_t seed = 1; seed <= 100; ++seed) {
     const ir::Graph g = ir::parse_graph(generate_case(seed, o).text);
     for (const ir::Value& v : g.values()) EXPECT_LE(v.type.numel(), 256) << v.name;

@@ -13,11 +13,13 @@ namespace {
 
 constexpr uint64_t kGraphs = 120;
 
-// Rank-2 programs over inputs of one base shape: the pointwise/reduction/view mix this test
-// has always covered; the fuzzer's CTest suite (tests/fuzz) covers ranks up to 4.
+// Rank-2 programs without 0-dim values: the pointwise/reduction/view mix this test has always
+// covered. The fuzzer's suites (tests/fuzz) cover ranks 1 to 4 and 0-dim values.
 fuzz::GeneratorOptions two_dimensional() {
   fuzz::GeneratorOptions o;
+  o.min_rank = 2;
   o.max_rank = 2;
+  o.zero_dim_values = false;
   o.min_statements = 4;
   o.max_statements = 12;
   return o;
