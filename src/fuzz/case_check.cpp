@@ -1,0 +1,211 @@
+// The valid-program oracle (compiled vs eager) and the clean-error oracle (mutated programs).
+#include "fuzz/case_check.h"
+
+#include <exception>
+#include <sstream>
+#include <typeinfo>
+
+#include "driver/compiler.h"
+#include "driver/tolerance.h"
+#include "eager/interpreter.h"
+#include "eager/tensor_io.h"
+#include "fuzz/sandbox.h"
+#include "ir/graph.h"
+
+namespace stax::fuzz {
+
+namespace {
+
+struct KindName {
+  FailureKind kind;
+  const char* name;
+};
+constexpr KindName kKindNames[] = {
+    {FailureKind::None, "pass"},
+    {FailureKind::Mismatch, "mismatch"},
+    {FailureKind::Refused, "refused"},
+    {FailureKind::RoundTrip, "round-trip"},
+    {FailureKind::NonStdException, "non-std-exception"},
+    {FailureKind::EmptyMessage, "empty-message"},
+    {FailureKind::Accepted, "accepted"},
+    {FailureKind::Crash, "crash"},
+    {FailureKind::Timeout, "timeout"},
+    {FailureKind::SandboxError, "sandbox-error"},
+};
+
+// The one place that asks the project for a comparison tolerance (src/driver/tolerance.h),
+// so that a change of that API (per-output tolerances) is adapted here only.
+Tolerance output_tolerance(const ir::Graph& graph, size_t output) {
+  const DType dtype = graph.value(graph.outputs()[output]).type.dtype;
+  return comparison_tolerance(dtype, longest_reduction(graph));
+}
+
+std::vector<Tensor> random_inputs(const ir::Graph& graph, uint64_t seed) {
+  std::vector<Tensor> inputs;
+  for (ir::ValueRef ref : graph.inputs()) {
+    const ir::TensorType& t = graph.value(ref).type;
+    inputs.push_back(eager::random_tensor_strided(t.dtype, t.sizes, t.strides, seed++));
+  }
+  return inputs;
+}
+
+Outcome fail(FailureKind kind, const char* stage, std::string detail) {
+  Outcome o;
+  o.kind = kind;
+  o.stage = stage;
+  o.detail = std::string(stage) + ": " + detail;
+  return o;
+}
+
+// The message up to its first ':' or space: "view" of "view: size ...", "lowering" of
+// "lowering: unknown op".
+std::string message_head(const std::string& detail) {
+  const size_t after_stage = detail.find(": ");
+  const std::string message =
+      after_stage == std::string::npos ? detail : detail.substr(after_stage + 2);
+  return message.substr(0, message.find_first_of(": "));
+}
+
+// Runs one stage; a std::exception with a message is `on_error` (None for the clean-error
+// oracle), an empty message or a foreign exception is a failure in either oracle.
+template <typename Fn>
+Outcome guarded(const char* stage, FailureKind on_error, Fn&& fn,
+                std::vector<std::string>* errors = nullptr) {
+  note_stage(stage);
+  try {
+    fn();
+    return {};
+  } catch (const std::exception& e) {
+    const char* what = e.what();
+    if (what == nullptr || *what == '\0') {
+      return fail(FailureKind::EmptyMessage, stage,
+                  std::string("a std::exception (") + typeid(e).name() + ") with an empty message");
+    }
+    if (errors != nullptr) errors->push_back(std::string(stage) + ": " + what);
+    if (on_error == FailureKind::None) return {};
+    return fail(on_error, stage, what);
+  } catch (...) {
+    return fail(FailureKind::NonStdException, stage,
+                "an exception not derived from std::exception");
+  }
+}
+
+long long total_elements(const ir::Graph& graph) {
+  long long total = 0;
+  for (const ir::Value& v : graph.values()) {
+    long long n = 1;
+    for (int64_t s : v.type.sizes) {
+      if (s != 0 && n > kMaxEagerElements / s) return kMaxEagerElements + 1;
+      n *= s;
+    }
+    total += n;
+    if (total > kMaxEagerElements) return total;
+  }
+  return total;
+}
+
+}  // namespace
+
+const char* failure_kind_name(FailureKind kind) {
+  for (const KindName& k : kKindNames) {
+    if (k.kind == kind) return k.name;
+  }
+  return "unknown";
+}
+
+bool parse_failure_kind(const std::string& name, FailureKind& kind) {
+  for (const KindName& k : kKindNames) {
+    if (name == k.name) {
+      kind = k.kind;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool same_failure(const Outcome& a, const Outcome& b) {
+  if (a.kind != b.kind || a.signal != b.signal || a.stage != b.stage) return false;
+  return a.kind != FailureKind::Refused || message_head(a.detail) == message_head(b.detail);
+}
+
+Outcome check_valid(const std::string& text, const CaseOptions& options) {
+  ir::Graph graph;
+  if (Outcome o = guarded("parse", FailureKind::Refused, [&] { graph = ir::parse_graph(text); });
+      o.failed()) {
+    return o;
+  }
+  bool round_trips = false;
+  if (Outcome o = guarded("print", FailureKind::Refused,
+                          [&] { round_trips = ir::parse_graph(ir::print_graph(graph)) == graph; });
+      o.failed()) {
+    return o;
+  }
+  if (!round_trips) {
+    return fail(FailureKind::RoundTrip, "print",
+                "parse(print(graph)) differs from the graph; printed:\n" + ir::print_graph(graph));
+  }
+  std::vector<Tensor> inputs;
+  std::vector<Tensor> expected;
+  if (Outcome o = guarded("eager", FailureKind::Refused,
+                          [&] {
+                            inputs = random_inputs(graph, options.input_seed);
+                            expected = eager::run(graph, inputs);
+                          });
+      o.failed()) {
+    return o;
+  }
+  CompileOptions compile_options;
+  compile_options.simd = options.simd;
+  compile_options.num_threads = options.num_threads;
+  compile_options.fuse = options.fuse;
+  compile_options.localize = options.localize;
+  std::vector<Tensor> actual;
+  if (Outcome o = guarded("compile", FailureKind::Refused,
+                          [&] { actual = compile(graph, compile_options).run(inputs); });
+      o.failed()) {
+    return o;
+  }
+  if (actual.size() != expected.size()) {
+    return fail(FailureKind::Mismatch, "compare",
+                "compiled graph returned " + std::to_string(actual.size()) + " outputs, eager " +
+                    std::to_string(expected.size()));
+  }
+  for (size_t k = 0; k < actual.size(); ++k) {
+    const Tolerance tol = output_tolerance(graph, k);
+    const eager::Difference diff = eager::compare(actual[k], expected[k], tol.rtol, tol.atol);
+    if (!diff.within_tolerance) {
+      std::ostringstream detail;
+      detail << "output " << k << " ('" << graph.value(graph.outputs()[k]).name
+             << "'): max abs difference " << diff.max_abs << ", max rel " << diff.max_rel
+             << " (rtol " << tol.rtol << ", atol " << tol.atol << ")";
+      return fail(FailureKind::Mismatch, "compare", detail.str());
+    }
+  }
+  return {};
+}
+
+Outcome check_clean_errors(const std::string& text, std::vector<std::string>* errors) {
+  ir::Graph graph;
+  bool parsed = false;
+  if (Outcome o = guarded(
+          "parse", FailureKind::None,
+          [&] {
+            graph = ir::parse_graph(text);
+            parsed = true;
+          },
+          errors);
+      o.failed() || !parsed) {
+    return o;
+  }
+  if (Outcome o = guarded(
+          "analyze", FailureKind::None, [&] { analyze(graph); }, errors);
+      o.failed()) {
+    return o;
+  }
+  if (total_elements(graph) > kMaxEagerElements) return {};
+  return guarded(
+      "eager", FailureKind::None, [&] { eager::run(graph, random_inputs(graph, /*seed=*/1)); },
+      errors);
+}
+
+}  // namespace stax::fuzz

@@ -1,0 +1,54 @@
+// The fuzzer as CI runs it: a fixed seed, a fixed number of cases. 30 valid programs (each
+// JIT-compiled at a small size) must match the eager oracle, and 2000 mutated programs (no
+// JIT) must be parsed, analyzed and interpreted without a crash, a hang or an unclear error.
+// A failure is reduced first, so the message shows a small program that reproduces it.
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "fuzz/fuzz_session.h"
+
+namespace stax::fuzz {
+namespace {
+
+constexpr uint64_t kSeed = 20261201;
+
+std::string describe(const SessionStats& stats) {
+  std::ostringstream out;
+  for (const Finding& f : stats.findings) {
+    out << failure_kind_name(f.outcome.kind) << " in case " << f.case_index << ": "
+        << f.outcome.detail << "\nreduced program:\n"
+        << f.reduced << "\n";
+  }
+  return out.str();
+}
+
+SessionOptions ci_options(Mode mode, long long cases) {
+  SessionOptions o;
+  o.seed = kSeed;
+  o.mode = mode;
+  o.cases = cases;
+  // Small programs keep each JIT compile short; the valid-mode reducer (a JIT compile per
+  // check) gets a small budget so that a failing run still ends in reasonable time.
+  o.valid_generator.max_elements = 1024;
+  o.valid_generator.large_one_in = 0;
+  o.valid_reduce.max_checks = 40;
+  return o;
+}
+
+TEST(FuzzCi, ValidProgramsMatchEager) {
+  const SessionStats stats = run_session(ci_options(Mode::Valid, 30));
+  EXPECT_EQ(stats.valid_cases, 30);
+  EXPECT_EQ(stats.sandbox_errors, 0);
+  EXPECT_TRUE(stats.findings.empty()) << describe(stats);
+}
+
+TEST(FuzzCi, MutatedProgramsFailCleanly) {
+  const SessionStats stats = run_session(ci_options(Mode::Mutate, 2000));
+  EXPECT_EQ(stats.mutated_cases, 2000);
+  EXPECT_EQ(stats.sandbox_errors, 0);
+  EXPECT_TRUE(stats.findings.empty()) << describe(stats);
+}
+
+}  // namespace
+}  // namespace stax::fuzz
