@@ -8,15 +8,16 @@ cd "$(dirname "$0")/.."
 
 # Every suite the project has; the run fails when CTest does not list each of them.
 suites=(test_index test_ir test_runtime test_eager test_lowering test_scheduler test_codegen
-  test_driver test_cli test_random_graphs)
+  test_driver test_cli test_random_graphs test_fuzz test_fuzz_ci)
 # The suites that do not JIT-compile kernels run again under the sanitizers (generated
 # kernels run in their own shared objects, which the sanitizers would not instrument).
 sanitized_suites=(test_index test_ir test_eager test_lowering test_scheduler)
 
-# Runs CTest in $1 on exactly the suites named after it, failing when one is not registered.
+# Runs CTest in $1 on the suites named after it (and on PATTERN, a regular expression of
+# further test names), failing when one of the suites is not registered.
 run_suites() {
-  local dir="$1"
-  shift
+  local dir="$1" pattern="$2"
+  shift 2
   local listed
   listed="$(cd "$dir" && ctest -N | sed -n 's/^ *Test *#[0-9]*: //p')"
   for s in "$@"; do
@@ -25,14 +26,15 @@ run_suites() {
       exit 1
     fi
   done
-  (cd "$dir" && ctest --output-on-failure --no-tests=error -j 2 -R "^($(IFS='|'; echo "$*"))\$")
+  (cd "$dir" && ctest --output-on-failure --no-tests=error -j 2 -R "^($(IFS='|'; echo "$*")${pattern:+|$pattern})\$")
 }
 
 scripts/setup.sh build -DSTAX_BUILD_TESTS=ON
-run_suites build "${suites[@]}"
+# Every saved fuzzer finding is a test of its own (tests/fuzz/regressions).
+run_suites build 'fuzz_regression\..*' "${suites[@]}"
 
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DSTAX_SANITIZE=ON \
   -DSTAX_BUILD_TESTS=ON >/dev/null
 cmake --build build-asan -j "$(nproc)" --target "${sanitized_suites[@]}"
-run_suites build-asan "${sanitized_suites[@]}"
+run_suites build-asan '' "${sanitized_suites[@]}"
 echo "test.sh: all ${#suites[@]} suites passed, ${#sanitized_suites[@]} again under ASan+UBSan"

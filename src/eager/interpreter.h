@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "ir/view_strides.h"
 #include "runtime/tensor.h"
 
 namespace stax::eager {
@@ -22,11 +23,7 @@ namespace stax::eager {
 // std::bad_alloc).
 std::vector<Tensor> run(const ir::Graph& graph, const std::vector<Tensor>& inputs);
 
-// Strides for viewing a tensor of `sizes`/`strides` as `new_sizes` without copying (the rule
-// of torch.Tensor.view), or nullopt when some new dimension would span memory that is not
-// uniformly strided. The element counts must be equal.
-std::optional<std::vector<int64_t>> view_strides(const std::vector<int64_t>& sizes,
-                                                 const std::vector<int64_t>& strides,
-                                                 const std::vector<int64_t>& new_sizes);
+// torch.Tensor.view's stride rule (shared with lowering).
+using ir::view_strides;
 
 }  // namespace stax::eager

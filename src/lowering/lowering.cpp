@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "ir/op_schema.h"
+#include "ir/view_strides.h"
 #include "lowering/lowered_value.h"
 #include "lowering/views.h"
 
@@ -436,7 +437,7 @@ class Lowerer {
       }
     } else if (node.op == "reshape" || node.op == "view") {
       map = reshape_index(in_sizes, out_sizes);
-      if (src_strides) strides = reshape_strides(in_sizes, *src_strides, out_sizes);
+      if (src_strides) strides = ir::view_strides(in_sizes, *src_strides, out_sizes);
       if (node.op == "view" && src_strides && !strides) {
         throw std::invalid_argument(
             "view: size " + std::to_string(out_sizes.size()) +

@@ -74,48 +74,4 @@ Expr strided_offset(const std::vector<Expr>& idx, const std::vector<int64_t>& st
   return result;
 }
 
-std::optional<std::vector<int64_t>> reshape_strides(const std::vector<int64_t>& in_sizes,
-                                                    const std::vector<int64_t>& in_strides,
-                                                    const std::vector<int64_t>& out_sizes) {
-  int64_t numel = 1;
-  for (int64_t s : in_sizes) numel *= s;
-  std::vector<int64_t> out_strides(out_sizes.size(), 1);
-  if (numel == 0) {
-    int64_t stride = 1;
-    for (size_t k = out_sizes.size(); k-- > 0;) {
-      out_strides[k] = stride;
-      stride *= std::max<int64_t>(out_sizes[k], 1);
-    }
-    return out_strides;
-  }
-  // Walk input dims in chunks that are contiguous with each other; each chunk must map onto
-  // a run of output dims with the same element count.
-  int64_t out_d = static_cast<int64_t>(out_sizes.size()) - 1;
-  int64_t chunk_base_stride = in_strides.empty() ? 1 : in_strides.back();
-  int64_t tensor_numel = 1;
-  int64_t view_numel = 1;
-  for (int64_t in_d = static_cast<int64_t>(in_sizes.size()) - 1; in_d >= 0; --in_d) {
-    tensor_numel *= in_sizes[static_cast<size_t>(in_d)];
-    const bool chunk_ends = in_d == 0 || (in_sizes[static_cast<size_t>(in_d - 1)] != 1 &&
-                                          in_strides[static_cast<size_t>(in_d - 1)] !=
-                                              tensor_numel * chunk_base_stride);
-    if (chunk_ends) {
-      while (out_d >= 0 &&
-             (view_numel < tensor_numel || out_sizes[static_cast<size_t>(out_d)] == 1)) {
-        out_strides[static_cast<size_t>(out_d)] = view_numel * chunk_base_stride;
-        view_numel *= out_sizes[static_cast<size_t>(out_d)];
-        --out_d;
-      }
-      if (view_numel != tensor_numel) return std::nullopt;
-      if (in_d > 0) {
-        chunk_base_stride = in_strides[static_cast<size_t>(in_d - 1)];
-        tensor_numel = 1;
-        view_numel = 1;
-      }
-    }
-  }
-  if (out_d != -1) return std::nullopt;
-  return out_strides;
-}
-
 }  // namespace stax::lowering

@@ -29,9 +29,4 @@ IndexMap reshape_index(const std::vector<int64_t>& in_sizes, const std::vector<i
 index::Expr strided_offset(const std::vector<index::Expr>& idx, const std::vector<int64_t>& strides,
                            int64_t offset = 0);
 
-// Strides of a reshape of a strided tensor when it can be a view (PyTorch's rule), else nullopt.
-std::optional<std::vector<int64_t>> reshape_strides(const std::vector<int64_t>& in_sizes,
-                                                    const std::vector<int64_t>& in_strides,
-                                                    const std::vector<int64_t>& out_sizes);
-
 }  // namespace stax::lowering
