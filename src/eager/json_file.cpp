@@ -126,16 +126,18 @@ class Validator final : public nlohmann::json_sax<json> {
   }
   bool start_array(std::size_t) override { return true; }
   bool end_array() override { return true; }
-  bool parse_error(std::size_t position, const std::string&,
+  bool parse_error(std::size_t position, const std::string& last_token,
                    const nlohmann::json::exception& ex) override {
-    position_ = position;
+    // A syntax error is where the parser stopped (the last byte it read, as its own messages
+    // say); a number out of range is the whole number just read: point at its start.
+    const bool number_overflow = ex.id == 406 && last_token.size() <= position;
+    position_ = number_overflow ? position - last_token.size() : std::max<size_t>(position, 1) - 1;
     error_ = library_explanation(ex.what());
     return false;
   }
 
   const std::string& error() const { return error_; }
-  // Number of bytes the parser had read at a syntax error (the last one is where it stopped,
-  // the position its own messages give); npos otherwise.
+  // Byte offset of the error; npos for a duplicate key (the SAX interface gives no position).
   size_t position() const { return position_; }
 
  private:
@@ -194,10 +196,9 @@ json read_json_file(const std::string& path, size_t max_depth) {
   }
   Validator validator;
   if (!json::sax_parse(text, &validator)) {
-    const std::string where =
-        validator.position() == std::string::npos
-            ? ""
-            : line_and_column(text, std::max<size_t>(validator.position(), 1) - 1) + ": ";
+    const std::string where = validator.position() == std::string::npos
+                                  ? ""
+                                  : line_and_column(text, validator.position()) + ": ";
     throw std::invalid_argument(path + ": " + where + validator.error());
   }
   return json::parse(text);
