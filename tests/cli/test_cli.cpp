@@ -336,4 +336,19 @@ TEST(CliHugeOutputs, MaterializedOutputTooLargeForMemoryIsRefused) {
   EXPECT_TRUE(contains(r.out, "bytes of memory available")) << r.out;
 }
 
+TEST(CliHugeOutputs, ReductionOverAHugeBroadcastIsRefusedNotAttempted) {
+  // The output is small, but the eager oracle would add 10^10 elements one by one (hours).
+  const auto program =
+      temp_file("huge_sum.stax",
+                "def r(x: f32[1]):\n    y = expand(x, [100000, 100000])\n    s = sum(y, dim=[1])\n"
+                "    return s\n");
+  const Result r = run("run " + program.string());
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_TRUE(contains(r.out,
+                       "graph 'r' is too large to check: the eager interpreter would take "
+                       "10000000000 element steps"))
+      << r.out;
+  EXPECT_TRUE(contains(r.out, "for 's' (sum of f32[100000, 100000])")) << r.out;
+}
+
 }  // namespace

@@ -1,6 +1,6 @@
-// The memory estimate of a `stax run` (see memory_budget.h). Arithmetic saturates at int64's
-// maximum: a size too large to count is too large to allocate.
-#include "cli/memory_budget.h"
+// The memory and eager-work estimates of a `stax run` (see run_limits.h). Arithmetic saturates at
+// int64's maximum: a size too large to count is too large to allocate.
+#include "cli/run_limits.h"
 
 #include <unistd.h>
 
@@ -38,10 +38,18 @@ int64_t storage_bytes(const ir::TensorType& type) {
   return mul_saturating(add_saturating(last, 1), static_cast<int64_t>(dtype_size(type.dtype)));
 }
 
-int64_t contiguous_bytes(const ir::TensorType& type) {
-  int64_t n = static_cast<int64_t>(dtype_size(type.dtype));
-  for (int64_t s : type.sizes) n = mul_saturating(n, s);
+int64_t element_count(const std::vector<int64_t>& sizes) {
+  int64_t n = 1;
+  for (int64_t s : sizes) n = mul_saturating(n, s);
   return n;
+}
+
+int64_t contiguous_bytes(const ir::TensorType& type) {
+  return mul_saturating(element_count(type.sizes), static_cast<int64_t>(dtype_size(type.dtype)));
+}
+
+std::string count(int64_t n) {
+  return n == kSaturated ? std::string("more than 2^63") : std::to_string(n);
 }
 
 struct Largest {
@@ -103,9 +111,6 @@ void check_run_fits_in_memory(const ir::Graph& graph, const scheduler::Schedule&
   }
   const int64_t total = add_saturating(add_saturating(inputs, eager), compiled);
   if (total <= budget_bytes) return;
-  const auto count = [](int64_t n) {
-    return n == kSaturated ? std::string("more than 2^63") : std::to_string(n);
-  };
   throw std::runtime_error("graph '" + graph.name() + "' is too large to run: " + largest.what +
                            " needs " + count(largest.bytes) + " bytes; the inputs (" +
                            count(inputs) + " bytes), the compiled graph's buffers (" +
@@ -113,6 +118,32 @@ void check_run_fits_in_memory(const ir::Graph& graph, const scheduler::Schedule&
                            count(eager) + " bytes) need " + count(total) +
                            " bytes together, more than the " + std::to_string(budget_bytes) +
                            " bytes of memory available");
+}
+
+void check_eager_work(const ir::Graph& graph, int64_t max_steps) {
+  int64_t total = 0;
+  int64_t most = -1;
+  std::string most_what;
+  for (const ir::Node& node : graph.nodes()) {
+    const ir::OpSchema* schema = ir::find_op_schema(node.op);
+    if (schema != nullptr && schema->category == ir::OpCategory::View) continue;
+    const bool reduction = schema != nullptr && schema->category == ir::OpCategory::Reduction;
+    const ir::TensorType& iterated =
+        reduction ? ir::tensor_arg(graph, node, 0).type : graph.value(node.output).type;
+    const int64_t steps = element_count(iterated.sizes);
+    total = add_saturating(total, steps);
+    if (steps > most) {
+      most = steps;
+      most_what = "'" + graph.value(node.output).name + "' (" + node.op + " " +
+                  (reduction ? "of " : "to ") + std::string(dtype_name(iterated.dtype)) +
+                  shape_to_string(iterated.sizes) + ")";
+    }
+  }
+  if (total <= max_steps) return;
+  throw std::runtime_error("graph '" + graph.name() + "' is too large to check: the eager " +
+                           "interpreter would take " + count(total) + " element steps, " +
+                           count(most) + " of them for " + most_what + "; stax run attempts " +
+                           std::to_string(max_steps) + " at most");
 }
 
 }  // namespace stax::cli
