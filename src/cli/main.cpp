@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <iostream>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -28,8 +29,9 @@ namespace {
 using nlohmann::json;
 using stax::cli::CliArgs;
 
-// Deeper JSON than this cannot be an inputs file (an object of nested lists, one level per
-// dimension); the bound keeps parsing and error messages from recursing without limit.
+// An inputs file nests one object and one list level per dimension: allowing 64 levels (more
+// for inputs of higher rank) accepts every real file and bounds the recursion of parsing and
+// of error messages.
 constexpr size_t kMinInputsDepth = 64;
 
 std::string input_names(const stax::ir::Graph& graph) {
@@ -88,27 +90,15 @@ std::vector<stax::Tensor> make_inputs(const stax::ir::Graph& graph, const CliArg
   return inputs;
 }
 
-// Refuses, before anything runs, to write an output that JSON cannot reasonably hold.
-void check_outputs_writable_as_json(const stax::ir::Graph& graph, const std::string& path) {
-  for (stax::ir::ValueRef ref : graph.outputs()) {
-    const auto& v = graph.value(ref);
-    int64_t n = 1;
-    for (int64_t s : v.type.sizes) n = __builtin_mul_overflow(n, s, &n) ? INT64_MAX : n;
-    if (n > stax::eager::kMaxJsonElements) {
-      throw std::invalid_argument(
-          path + ": output '" + v.name + "' has " + std::to_string(n) + " elements (sizes " +
-          stax::shape_to_string(v.type.sizes) + "), more than the " +
-          std::to_string(stax::eager::kMaxJsonElements) + " that --outputs writes as JSON");
-    }
-  }
-}
-
 void write_outputs_file(const std::string& path, const stax::ir::Graph& graph,
                         const std::vector<stax::Tensor>& outputs) {
   stax::eager::write_text_file(path, [&](std::ostream& out) {
     out << "{";
+    std::set<std::string> written;  // a value returned twice is one key
     for (size_t k = 0; k < outputs.size() && out; ++k) {
-      out << (k > 0 ? ",\n " : "\n ") << json(graph.value(graph.outputs()[k]).name).dump() << ": ";
+      const std::string& name = graph.value(graph.outputs()[k]).name;
+      if (!written.insert(name).second) continue;
+      out << (written.size() > 1 ? ",\n " : "\n ") << json(name).dump() << ": ";
       stax::eager::write_tensor_json(out, outputs[k]);
     }
     out << "\n}\n";
@@ -137,7 +127,7 @@ double median_seconds(F&& f) {
 }
 
 int run_command(const CliArgs& args, const stax::ir::Graph& graph) {
-  if (args.outputs_path) check_outputs_writable_as_json(graph, *args.outputs_path);
+  if (args.outputs_path) stax::cli::check_outputs_fit_json(graph, *args.outputs_path);
   const json given = args.inputs_path ? read_inputs_file(graph, *args.inputs_path) : json();
   const stax::CompiledGraph compiled = stax::compile(graph, args.options);
   stax::cli::check_run_fits_in_memory(graph, compiled.compilation().schedule,

@@ -1,5 +1,5 @@
-// The memory and eager-work estimates of a `stax run` (see run_limits.h). Arithmetic saturates at
-// int64's maximum: a size too large to count is too large to allocate.
+// The up-front limits of a `stax run` (see run_limits.h): memory, eager work, outputs-file size.
+// Arithmetic saturates at int64's maximum: a size too large to count is too large to allocate.
 #include "cli/run_limits.h"
 
 #include <unistd.h>
@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "eager/tensor_io.h"
 #include "ir/op_schema.h"
 #include "runtime/tensor.h"
 
@@ -144,6 +145,19 @@ void check_eager_work(const ir::Graph& graph, int64_t max_steps) {
                            "interpreter would take " + count(total) + " element steps, " +
                            count(most) + " of them for " + most_what + "; stax run attempts " +
                            std::to_string(max_steps) + " at most");
+}
+
+void check_outputs_fit_json(const ir::Graph& graph, const std::string& path) {
+  for (ir::ValueRef ref : graph.outputs()) {
+    const ir::Value& v = graph.value(ref);
+    const int64_t n = element_count(v.type.sizes);
+    if (n > eager::kMaxJsonElements) {
+      throw std::invalid_argument(path + ": output '" + v.name + "' has " + count(n) +
+                                  " elements (sizes " + shape_to_string(v.type.sizes) +
+                                  "), more than the " + std::to_string(eager::kMaxJsonElements) +
+                                  " that --outputs writes as JSON");
+    }
+  }
 }
 
 }  // namespace stax::cli

@@ -1,10 +1,11 @@
 // Whether a `stax run` can finish, decided from the graph and the schedule before anything is
-// allocated or run: a graph whose values must be materialized at an absurd size, or whose
-// eager evaluation would take hours, is refused with a message naming the value responsible,
-// instead of being attempted.
+// allocated or run: a graph whose values must be materialized at an absurd size, whose eager
+// evaluation would take hours, or whose output is too big for the outputs file, is refused with
+// a message naming the value responsible, instead of being attempted.
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "ir/graph.h"
 #include "scheduler/schedule.h"
@@ -25,6 +26,10 @@ void check_run_fits_in_memory(const ir::Graph& graph, const scheduler::Schedule&
 // through a generic multi-index accessor (tens of millions per second), so this is about a
 // minute; the comparison runs it again for the median time.
 constexpr int64_t kMaxEagerElementSteps = int64_t{1} << 30;
+
+// Throws std::invalid_argument naming `path` and the output when an output of `graph` has more
+// elements than write_tensor_json writes (eager::kMaxJsonElements).
+void check_outputs_fit_json(const ir::Graph& graph, const std::string& path);
 
 // Throws std::runtime_error when evaluating `graph` eagerly takes more than `max_steps`
 // element steps, naming the node that takes the most. Views take none.
