@@ -3,144 +3,121 @@
 //   stax emit FILE [--threads N] [--simd LEVEL]
 //   stax run FILE [--inputs IN.json] [--outputs OUT.json] [--json] [--threads N] [--simd LEVEL]
 // Exit status: 0 success, 1 compiled and eager results differ beyond tolerance, 2 bad usage
-// or input (with a message on stderr).
+// or input, or a failure to read or write a file (with a message on stderr).
 #include <algorithm>
 #include <chrono>
-#include <cmath>
-#include <fstream>
 #include <iostream>
-#include <map>
-#include <optional>
+#include <set>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "cli/cli_options.h"
+#include "cli/run_limits.h"
 #include "driver/compiler.h"
 #include "driver/explain.h"
 #include "driver/tolerance.h"
 #include "eager/interpreter.h"
+#include "eager/json_file.h"
 #include "eager/tensor_io.h"
 #include "ir/graph.h"
 
 namespace {
 
 using nlohmann::json;
+using stax::cli::CliArgs;
 
-struct Args {
-  std::string command;
-  std::string file;
-  bool json_output = false;
-  std::optional<std::string> inputs_path;
-  std::optional<std::string> outputs_path;
-  stax::CompileOptions options;
-};
+// An inputs file nests one object and one list level per dimension: allowing 64 levels (more
+// for inputs of higher rank) accepts every real file and bounds the recursion of parsing and
+// of error messages.
+constexpr size_t kMinInputsDepth = 64;
 
-class UsageError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
-const char* kUsage =
-    "usage: stax explain FILE [--json] [--threads N] [--simd avx512|avx2|scalar]\n"
-    "       stax emit FILE [--threads N] [--simd avx512|avx2|scalar]\n"
-    "       stax run FILE [--inputs IN.json] [--outputs OUT.json] [--json] [--threads N]\n"
-    "                [--simd avx512|avx2|scalar]\n";
-
-Args parse_args(int argc, char** argv) {
-  Args a;
-  if (argc < 3) throw UsageError("missing command or file");
-  a.command = argv[1];
-  if (a.command != "explain" && a.command != "emit" && a.command != "run") {
-    throw UsageError("unknown command '" + a.command + "'");
+std::string input_names(const stax::ir::Graph& graph) {
+  std::string names;
+  for (stax::ir::ValueRef ref : graph.inputs()) {
+    names += (names.empty() ? "" : ", ") + graph.value(ref).name;
   }
-  a.file = argv[2];
-  for (int i = 3; i < argc; ++i) {
-    const std::string flag = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) throw UsageError(flag + " needs a value");
-      return argv[++i];
-    };
-    if (flag == "--json") {
-      a.json_output = true;
-    } else if (flag == "--inputs" && a.command == "run") {
-      a.inputs_path = value();
-    } else if (flag == "--outputs" && a.command == "run") {
-      a.outputs_path = value();
-    } else if (flag == "--threads") {
-      const std::string v = value();
-      try {
-        size_t used = 0;
-        a.options.num_threads = std::stoi(v, &used);
-        if (used != v.size() || a.options.num_threads < 1) throw std::invalid_argument(v);
-      } catch (const std::exception&) {
-        throw UsageError("--threads needs a positive integer, got '" + v + "'");
-      }
-    } else if (flag == "--simd") {
-      const std::string v = value();
-      a.options.simd = stax::runtime::parse_simd_level(v);
-      if (!a.options.simd)
-        throw UsageError("--simd must be avx512, avx2 or scalar, got '" + v + "'");
-    } else {
-      throw UsageError("unknown option '" + flag + "' for " + a.command);
-    }
-  }
-  return a;
+  return names.empty() ? "none" : names;
 }
 
-std::vector<stax::Tensor> make_inputs(const stax::ir::Graph& graph, const Args& args) {
-  std::vector<stax::Tensor> inputs;
-  json given;
-  if (args.inputs_path) {
-    std::ifstream in(*args.inputs_path);
-    if (!in) throw std::invalid_argument("cannot open inputs file " + *args.inputs_path);
-    try {
-      given = json::parse(in);
-    } catch (const json::parse_error& e) {
-      throw std::invalid_argument(*args.inputs_path + ": not valid JSON: " + e.what());
-    }
-    if (!given.is_object()) {
-      throw std::invalid_argument(*args.inputs_path + ": expected an object mapping input names");
-    }
-    for (const auto& [name, v] : given.items()) {
-      if (!graph.find_value(name)) {
-        throw std::invalid_argument(*args.inputs_path + ": '" + name + "' is not an input of " +
-                                    graph.name());
-      }
+json read_inputs_file(const stax::ir::Graph& graph, const std::string& path) {
+  size_t max_rank = 0;
+  for (stax::ir::ValueRef ref : graph.inputs()) {
+    max_rank = std::max(max_rank, graph.value(ref).type.sizes.size());
+  }
+  json given = stax::eager::read_json_file(path, std::max(kMinInputsDepth, max_rank + 2));
+  if (!given.is_object()) {
+    throw std::invalid_argument(path + ": expected an object mapping input names to values, got " +
+                                stax::eager::describe_json(given));
+  }
+  for (const auto& [name, v] : given.items()) {
+    bool is_input = false;
+    for (stax::ir::ValueRef ref : graph.inputs()) is_input |= graph.value(ref).name == name;
+    if (!is_input) {
+      throw std::invalid_argument(path + ": '" + name.substr(0, 40) + "' is not an input of " +
+                                  graph.name() + " (its inputs: " + input_names(graph) + ")");
     }
   }
+  return given;
+}
+
+// `given` is the inputs file's object, or null to draw every input at random.
+std::vector<stax::Tensor> make_inputs(const stax::ir::Graph& graph, const CliArgs& args,
+                                      const json& given) {
+  std::vector<stax::Tensor> inputs;
   uint64_t seed = 1;
   for (stax::ir::ValueRef ref : graph.inputs()) {
     const auto& v = graph.value(ref);
     if (given.contains(v.name)) {
-      stax::Tensor t =
-          stax::eager::tensor_from_json(given[v.name], v.type.dtype, v.type.sizes, v.name);
       // The graph declares the layout it is compiled for: hand the values over in it.
-      stax::Tensor laid = stax::Tensor::empty_strided(v.type.dtype, v.type.sizes, v.type.strides);
-      for (int64_t p = 0; p < t.numel(); ++p) laid.set_flat(p, t.get_flat(p));
-      inputs.push_back(laid);
+      try {
+        inputs.push_back(stax::eager::tensor_from_json(given[v.name], v.type.dtype, v.type.sizes,
+                                                       v.type.strides, v.name));
+      } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument(*args.inputs_path + ": " + e.what());
+      }
     } else if (args.inputs_path) {
       throw std::invalid_argument(*args.inputs_path + ": missing input '" + v.name + "'");
     } else {
       // Random values in [0, 1), like torch.rand: sums of them are well conditioned, so a
       // difference from the oracle means a wrong result rather than cancellation.
-      stax::Tensor t =
-          stax::eager::random_tensor_strided(v.type.dtype, v.type.sizes, v.type.strides, seed++);
-      if (stax::is_floating(v.type.dtype)) {
-        for (int64_t p = 0; p < t.numel(); ++p) t.set_flat(p, (t.get_flat(p) + 1.0) / 2.0);
-      }
-      inputs.push_back(t);
+      inputs.push_back(stax::eager::random_tensor_strided(v.type.dtype, v.type.sizes,
+                                                          v.type.strides, seed++, 0.0, 1.0));
     }
   }
   return inputs;
 }
 
+void write_outputs_file(const std::string& path, const stax::ir::Graph& graph,
+                        const std::vector<stax::Tensor>& outputs) {
+  stax::eager::write_text_file(path, [&](std::ostream& out) {
+    out << "{";
+    std::set<std::string> written;  // a value returned twice is one key
+    for (size_t k = 0; k < outputs.size() && out; ++k) {
+      const std::string& name = graph.value(graph.outputs()[k]).name;
+      if (!written.insert(name).second) continue;
+      out << (written.size() > 1 ? ",\n " : "\n ") << json(name).dump() << ": ";
+      stax::eager::write_tensor_json(out, outputs[k]);
+    }
+    out << "\n}\n";
+  });
+}
+
+// At least 5 runs and 300 ms (at most 200 runs); a run so slow that 5 of them take over 2 s
+// stops at 2 s (at least one run), so timing never costs much more than the check itself.
 template <class F>
 double median_seconds(F&& f) {
+  using std::chrono::milliseconds;
   std::vector<double> times;
   const auto start = std::chrono::steady_clock::now();
-  while (times.size() < 5 || (times.size() < 200 && std::chrono::steady_clock::now() - start <
-                                                        std::chrono::milliseconds(300))) {
+  while (true) {
+    const auto elapsed = std::chrono::steady_clock::now() - start;
+    const bool enough = times.size() >= 200 ||
+                        (times.size() >= 5 && elapsed >= milliseconds(300)) ||
+                        (!times.empty() && elapsed >= milliseconds(2000));
+    if (enough) break;
     const auto t0 = std::chrono::steady_clock::now();
     f();
     times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
@@ -149,9 +126,14 @@ double median_seconds(F&& f) {
   return times[times.size() / 2];
 }
 
-int run_command(const Args& args, const stax::ir::Graph& graph) {
-  const auto inputs = make_inputs(graph, args);
+int run_command(const CliArgs& args, const stax::ir::Graph& graph) {
+  if (args.outputs_path) stax::cli::check_outputs_fit_json(graph, *args.outputs_path);
+  const json given = args.inputs_path ? read_inputs_file(graph, *args.inputs_path) : json();
   const stax::CompiledGraph compiled = stax::compile(graph, args.options);
+  stax::cli::check_run_fits_in_memory(graph, compiled.compilation().schedule,
+                                      stax::cli::available_memory_bytes());
+  stax::cli::check_eager_work(graph, stax::cli::kMaxEagerElementSteps);
+  const auto inputs = make_inputs(graph, args, given);
   const auto actual = compiled.run(inputs);
   const auto expected = stax::eager::run(graph, inputs);
   const int64_t reduction = stax::longest_reduction(graph);
@@ -164,7 +146,6 @@ int run_command(const Args& args, const stax::ir::Graph& graph) {
   report["cache_hit"] = compiled.cache_hit();
   json outs = json::array();
   bool all_ok = true;
-  json written;
   for (size_t k = 0; k < actual.size(); ++k) {
     const auto& value = graph.value(graph.outputs()[k]);
     const stax::Tolerance tol = stax::comparison_tolerance(value.type.dtype, reduction);
@@ -176,19 +157,14 @@ int run_command(const Args& args, const stax::ir::Graph& graph) {
                     {"rtol", tol.rtol},
                     {"atol", tol.atol},
                     {"within_tolerance", diff.within_tolerance}});
-    written[value.name] = stax::eager::tensor_to_json(actual[k]);
   }
   report["outputs"] = outs;
+  if (args.outputs_path) write_outputs_file(*args.outputs_path, graph, actual);
   const double compiled_s = median_seconds([&] { compiled.run(inputs); });
   const double eager_s = median_seconds([&] { stax::eager::run(graph, inputs); });
   report["compiled_median_seconds"] = compiled_s;
   report["eager_median_seconds"] = eager_s;
   report["match"] = all_ok;
-  if (args.outputs_path) {
-    std::ofstream out(*args.outputs_path);
-    if (!out) throw std::invalid_argument("cannot write outputs file " + *args.outputs_path);
-    out << written.dump(1) << "\n";
-  }
   if (args.json_output) {
     std::cout << report.dump(2) << "\n";
   } else {
@@ -211,11 +187,11 @@ int run_command(const Args& args, const stax::ir::Graph& graph) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  Args args;
+  CliArgs args;
   try {
-    args = parse_args(argc, argv);
-  } catch (const UsageError& e) {
-    std::cerr << "stax: " << e.what() << "\n" << kUsage;
+    args = stax::cli::parse_cli_args(argc, argv);
+  } catch (const stax::cli::UsageError& e) {
+    std::cerr << "stax: " << e.what() << "\n" << stax::cli::kUsage;
     return 2;
   }
   try {

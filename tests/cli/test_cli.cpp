@@ -1,9 +1,11 @@
 // End-to-end tests of the `stax` tool: explain (text and JSON), emit, run with random and
-// given inputs (NaN and infinities), the outputs file, and exit statuses for bad input.
+// given inputs (NaN and infinities), the outputs file, exit statuses and messages for bad
+// input files, failed writes and bad options, and runs of graphs with huge outputs.
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
 #include <array>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -17,8 +19,9 @@ struct Result {
   std::string out;
 };
 
+// A hang is a failure too: `timeout` ends the run (status 124) long before ctest would.
 Result run(const std::string& args) {
-  const std::string cmd = std::string(STAX_CLI_PATH) + " " + args + " 2>&1";
+  const std::string cmd = "timeout 120 " + std::string(STAX_CLI_PATH) + " " + args + " 2>&1";
   FILE* pipe = popen(cmd.c_str(), "r");
   std::string out;
   std::array<char, 4096> buf{};
@@ -128,6 +131,224 @@ TEST(Cli, BadInputsExitWithMessage) {
   EXPECT_EQ(r.status, 2);
   r = run("run " + program.string() + " --simd sse9");
   EXPECT_EQ(r.status, 2);
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+std::filesystem::path neg_program() {
+  return temp_file("neg.stax", "def h(x: f32[2]):\n    y = neg(x)\n    return y\n");
+}
+
+TEST(CliInputs, DeeplyNestedJsonIsRejectedWithItsPosition) {
+  // A million levels inside x's list: parsing is iterative, but describing the wrong value
+  // (and nlohmann's dump) recursed once per level.
+  const auto inputs = temp_file(
+      "deep.json", "{\"x\": [" + std::string(1000000, '[') + std::string(1000000, ']') + ", 1]}");
+  const Result r = run("run " + neg_program().string() + " --inputs " + inputs.string());
+  EXPECT_EQ(r.status, 2) << r.out.substr(0, 500);
+  EXPECT_TRUE(contains(r.out, inputs.string() + ": line 1 col ")) << r.out.substr(0, 500);
+  EXPECT_TRUE(contains(r.out, "nested deeper than 64 levels")) << r.out.substr(0, 500);
+  EXPECT_LT(r.out.size(), 1000u);
+}
+
+TEST(CliInputs, KeyThatIsNotAnInputListsTheInputs) {
+  // 'y' names a value of the graph, but not an input: it used to be ignored silently.
+  const auto inputs = temp_file("not_input.json", R"({"x": [1, 2], "y": [3, 4]})");
+  const Result r = run("run " + neg_program().string() + " --inputs " + inputs.string());
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_TRUE(contains(r.out, inputs.string() + ": 'y' is not an input of h (its inputs: x)"))
+      << r.out;
+}
+
+TEST(CliInputs, NumbersOutOfRangeNameFileAndPosition) {
+  const auto program = neg_program();
+  const auto overflow = temp_file("overflow.json", "{\"x\": [1,\n  1e400]}");
+  Result r = run("run " + program.string() + " --inputs " + overflow.string());
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_TRUE(
+      contains(r.out, overflow.string() + ": line 2 col 3: number overflow parsing '1e400'"))
+      << r.out;
+  EXPECT_FALSE(contains(r.out, "json.exception")) << r.out;
+  // Finite as a double, infinite as f32: silently became inf.
+  const auto f32_range = temp_file("f32_range.json", R"({"x": [1e39, 1]})");
+  r = run("run " + program.string() + " --inputs " + f32_range.string());
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_TRUE(contains(r.out, f32_range.string() + ": input 'x' at [0]: value 1e+39 out of range "
+                                                   "for f32"))
+      << r.out;
+}
+
+TEST(CliInputs, SyntaxErrorsAreTranslatedToFileLineColumn) {
+  const auto inputs = temp_file("syntax.json", "{\"x\": [1,\n 2 x]}");
+  const Result r = run("run " + neg_program().string() + " --inputs " + inputs.string());
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_TRUE(contains(r.out, inputs.string() + ": line 2 col 4: syntax error")) << r.out;
+  EXPECT_FALSE(contains(r.out, "json.exception")) << r.out;
+}
+
+TEST(CliInputs, MissingDirectoryAndUnreadableFiles) {
+  const auto program = neg_program();
+  const std::string missing = (program.parent_path() / "no_such_inputs.json").string();
+  Result r = run("run " + program.string() + " --inputs " + missing);
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_TRUE(contains(r.out, missing + ": cannot open: No such file or directory")) << r.out;
+  const std::string dir = program.parent_path().string();
+  r = run("run " + program.string() + " --inputs " + dir);
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_TRUE(contains(r.out, dir + ": is a directory")) << r.out;
+  EXPECT_FALSE(contains(r.out, "basic_filebuf")) << r.out;
+  // Opens, but reading fails (address 0 is not mapped).
+  r = run("run " + program.string() + " --inputs /proc/self/mem");
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_TRUE(contains(r.out, "/proc/self/mem: read failed: Input/output error")) << r.out;
+}
+
+TEST(CliInputs, BroadcastInputNeedsEqualValuesAlongBroadcastDims) {
+  const auto program = temp_file(
+      "bcast.stax", "def b(x: f32[2, 2] strides=[0, 1]):\n    y = neg(x)\n    return y\n");
+  const auto unequal = temp_file("unequal.json", R"({"x": [[1, 2], [3, 4]]})");
+  Result r = run("run " + program.string() + " --inputs " + unequal.string());
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_TRUE(
+      contains(r.out, unequal.string() + ": input 'x' at [0, 0]: value 1.0 differs from 3.0"))
+      << r.out;
+  const auto equal = temp_file("equal.json", R"({"x": [[1, 2], [1, 2]]})");
+  const auto outputs = program.parent_path() / "bcast_out.json";
+  r = run("run " + program.string() + " --inputs " + equal.string() + " --outputs " +
+          outputs.string());
+  ASSERT_EQ(r.status, 0) << r.out;
+  std::ifstream in(outputs);
+  EXPECT_EQ(nlohmann::json::parse(in)["y"], nlohmann::json::parse("[[-1.0, -2.0], [-1.0, -2.0]]"));
+}
+
+TEST(CliOutputs, FailedWritesAreErrorsNamingTheFile) {
+  const auto program = neg_program();
+  // Disk full: every write fails, but only when the buffer is flushed.
+  Result r = run("run " + program.string() + " --outputs /dev/full");
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_TRUE(contains(r.out, "/dev/full: write failed: No space left on device")) << r.out;
+  const std::string dir = program.parent_path().string();
+  r = run("run " + program.string() + " --outputs " + dir);
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_TRUE(contains(r.out, dir + ": cannot create: Is a directory")) << r.out;
+  const std::string unwritable = "/nonexistent-stax-dir/out.json";
+  r = run("run " + program.string() + " --outputs " + unwritable);
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_TRUE(contains(r.out, unwritable + ": cannot create: No such file or directory")) << r.out;
+}
+
+TEST(CliOptions, OptionsThatDoNotApplyToTheCommandAreErrors) {
+  const std::string file = neg_program().string();
+  for (const std::string& args :
+       {"emit " + file + " --json", "emit " + file + " --inputs in.json",
+        "explain " + file + " --outputs out.json", "explain " + file + " --inputs in.json"}) {
+    const Result r = run(args);
+    EXPECT_EQ(r.status, 2) << args << "\n" << r.out;
+    EXPECT_TRUE(contains(r.out, "does not apply to")) << args << "\n" << r.out;
+    EXPECT_TRUE(contains(r.out, "usage:")) << r.out;
+  }
+}
+
+TEST(CliOptions, ThreadsAreParsedStrictly) {
+  const std::string file = neg_program().string();
+  for (const std::string value : {"2x", "''", "-1", "99999999999", "+2", "' 2'", "0", "1e3"}) {
+    const Result r = run("run " + file + " --threads " + value);
+    EXPECT_EQ(r.status, 2) << value << "\n" << r.out;
+    std::string shown = value;
+    if (shown.front() == '\'') shown = shown.substr(1, shown.size() - 2);
+    EXPECT_TRUE(contains(r.out, "--threads needs an integer from 1 to 1024, got '" + shown + "'"))
+        << value << "\n"
+        << r.out;
+  }
+  const Result ok = run("explain " + file + " --threads 3");
+  EXPECT_EQ(ok.status, 0) << ok.out;
+  EXPECT_TRUE(contains(ok.out, "3 threads")) << ok.out;
+}
+
+TEST(CliOptions, MissingAndRepeatedOptionValues) {
+  const std::string file = neg_program().string();
+  Result r = run("run " + file + " --threads");
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_TRUE(contains(r.out, "option --threads needs a value")) << r.out;
+  // The next option is not the value of --inputs.
+  r = run("run " + file + " --inputs --json");
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_TRUE(contains(r.out, "option --inputs needs a value")) << r.out;
+  // Repeating an option is an error for every option, with or without a value.
+  for (const std::string& args :
+       {"run " + file + " --threads 2 --threads 3", "explain " + file + " --json --json",
+        "run " + file + " --simd scalar --simd avx2"}) {
+    r = run(args);
+    EXPECT_EQ(r.status, 2) << args << "\n" << r.out;
+    EXPECT_TRUE(contains(r.out, "is given twice")) << args << "\n" << r.out;
+  }
+}
+
+std::filesystem::path expand_program() {
+  return temp_file("expand.stax",
+                   "def g(x: f32[1]):\n    y = expand(x, [100000, 100000])\n    return y\n");
+}
+
+TEST(CliHugeOutputs, ExpandedViewOfTenBillionElementsRunsQuickly) {
+  // Both results are stride-0 views of the input: comparing them is one element, not 10^10.
+  const auto start = std::chrono::steady_clock::now();
+  const Result r = run("run " + expand_program().string() + " --json");
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_EQ(r.status, 0) << r.out;
+  const auto report = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(report["match"].get<bool>());
+  EXPECT_EQ(report["outputs"][0]["name"], "y");
+  // Generous for a loaded machine and a cold JIT cache; per-element work would take minutes.
+  EXPECT_LT(seconds, 60.0);
+}
+
+TEST(CliHugeOutputs, BroadcastInputOfTenBillionElementsIsDrawnOnce) {
+  const auto program =
+      temp_file("bcast_input.stax",
+                "def b(x: f32[100000, 100000] strides=[0, 0]):\n    y = permute(x, [1, 0])\n"
+                "    return y\n");
+  const Result r = run("run " + program.string() + " --json");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_TRUE(nlohmann::json::parse(r.out)["match"].get<bool>());
+}
+
+TEST(CliHugeOutputs, OutputsFileOfAHugeOutputIsRefused) {
+  const auto outputs = expand_program().parent_path() / "huge_out.json";
+  const Result r = run("run " + expand_program().string() + " --outputs " + outputs.string());
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_TRUE(contains(r.out, outputs.string() + ": output 'y' has 10000000000 elements (sizes "
+                                                 "[100000, 100000]), more than the 100000000"))
+      << r.out;
+}
+
+TEST(CliHugeOutputs, MaterializedOutputTooLargeForMemoryIsRefused) {
+  // 10^12 contiguous f32 elements: 4 TB for the compiled result and again for the eager one.
+  const auto program = temp_file(
+      "huge_neg.stax",
+      "def g(x: f32[1]):\n    y = expand(x, [1000000, 1000000])\n    z = neg(y)\n    return z\n");
+  const Result r = run("run " + program.string());
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_TRUE(contains(r.out, "output 'z' (f32[1000000, 1000000]) needs 4000000000000 bytes"))
+      << r.out;
+  EXPECT_TRUE(contains(r.out, "bytes of memory available")) << r.out;
+}
+
+TEST(CliHugeOutputs, ReductionOverAHugeBroadcastIsRefusedNotAttempted) {
+  // The output is small, but the eager oracle would add 10^10 elements one by one (hours).
+  const auto program =
+      temp_file("huge_sum.stax",
+                "def r(x: f32[1]):\n    y = expand(x, [100000, 100000])\n    s = sum(y, dim=[1])\n"
+                "    return s\n");
+  const Result r = run("run " + program.string());
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_TRUE(contains(r.out,
+                       "graph 'r' is too large to check: the eager interpreter would take "
+                       "10000000000 element steps"))
+      << r.out;
+  EXPECT_TRUE(contains(r.out, "for 's' (sum of f32[100000, 100000])")) << r.out;
 }
 
 }  // namespace

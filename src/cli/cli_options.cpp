@@ -1,0 +1,120 @@
+// Parsing of the `stax` command line (see cli_options.h). An option given twice is an error
+// rather than "last wins": with two values on one line, one of them is a mistake.
+#include "cli/cli_options.h"
+
+#include <algorithm>
+#include <charconv>
+#include <set>
+#include <vector>
+
+namespace stax::cli {
+
+const char* const kUsage =
+    "usage: stax explain FILE [--json] [--threads N] [--simd avx512|avx2|scalar]\n"
+    "       stax emit FILE [--threads N] [--simd avx512|avx2|scalar]\n"
+    "       stax run FILE [--inputs IN.json] [--outputs OUT.json] [--json] [--threads N]\n"
+    "                [--simd avx512|avx2|scalar]\n";
+
+namespace {
+
+// More threads than this is a typing mistake, not a machine.
+constexpr int kMaxThreads = 1024;
+
+struct OptionSpec {
+  std::string name;
+  bool takes_value;
+  std::vector<std::string> commands;  // the commands it applies to
+};
+
+const std::vector<OptionSpec>& option_specs() {
+  static const std::vector<OptionSpec> specs = {
+      {"--json", false, {"explain", "run"}},
+      {"--threads", true, {"explain", "emit", "run"}},
+      {"--simd", true, {"explain", "emit", "run"}},
+      {"--inputs", true, {"run"}},
+      {"--outputs", true, {"run"}},
+  };
+  return specs;
+}
+
+std::string joined(const std::vector<std::string>& words) {
+  std::string s;
+  for (size_t i = 0; i < words.size(); ++i) s += (i > 0 ? ", " : "") + words[i];
+  return s;
+}
+
+int parse_threads(const std::string& value) {
+  const auto fail = [&]() -> int {
+    throw UsageError("--threads needs an integer from 1 to " + std::to_string(kMaxThreads) +
+                     ", got '" + value + "'");
+  };
+  // Digits only: from_chars alone would accept a leading '-'.
+  if (value.empty() ||
+      !std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return fail();
+  }
+  int n = 0;
+  const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), n);
+  if (error != std::errc() || end != value.data() + value.size() || n < 1 || n > kMaxThreads) {
+    return fail();
+  }
+  return n;
+}
+
+}  // namespace
+
+CliArgs parse_cli_args(int argc, char** argv) {
+  if (argc < 2) throw UsageError("missing command");
+  CliArgs a;
+  a.command = argv[1];
+  if (a.command != "explain" && a.command != "emit" && a.command != "run") {
+    throw UsageError("unknown command '" + a.command + "'");
+  }
+  std::optional<std::string> file;
+  std::set<std::string> seen;
+  for (int i = 2; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg.rfind("--", 0) != 0) {
+      if (file)
+        throw UsageError("unexpected argument '" + arg + "' (FILE is already " + *file + ")");
+      file = arg;
+      continue;
+    }
+    const auto& specs = option_specs();
+    const auto spec = std::find_if(specs.begin(), specs.end(),
+                                   [&](const OptionSpec& s) { return s.name == arg; });
+    if (spec == specs.end()) throw UsageError("unknown option '" + arg + "'");
+    if (std::find(spec->commands.begin(), spec->commands.end(), a.command) ==
+        spec->commands.end()) {
+      throw UsageError("option " + arg + " does not apply to " + a.command + " (only to " +
+                       joined(spec->commands) + ")");
+    }
+    if (!seen.insert(arg).second) throw UsageError("option " + arg + " is given twice");
+    std::string value;
+    if (spec->takes_value) {
+      // A following option means the value was left out ("--inputs --json").
+      if (i + 1 >= argc || std::string(argv[i + 1]).rfind("--", 0) == 0) {
+        throw UsageError("option " + arg + " needs a value");
+      }
+      value = argv[++i];
+    }
+    if (arg == "--json") {
+      a.json_output = true;
+    } else if (arg == "--threads") {
+      a.options.num_threads = parse_threads(value);
+    } else if (arg == "--simd") {
+      a.options.simd = runtime::parse_simd_level(value);
+      if (!a.options.simd) {
+        throw UsageError("--simd must be avx512, avx2 or scalar, got '" + value + "'");
+      }
+    } else if (arg == "--inputs" || arg == "--outputs") {
+      if (value.empty()) throw UsageError("option " + arg + " needs a file name, got ''");
+      (arg == "--inputs" ? a.inputs_path : a.outputs_path) = value;
+    }
+  }
+  if (!file) throw UsageError("missing FILE");
+  a.file = *file;
+  return a;
+}
+
+}  // namespace stax::cli

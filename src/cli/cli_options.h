@@ -1,0 +1,33 @@
+// The command line of the `stax` tool: which options each command takes, and strict parsing of
+// their values. Every problem (an unknown option, one that does not apply to the command, one
+// given twice, a missing or malformed value) is a UsageError naming the option and the value.
+#pragma once
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include "driver/compiler.h"
+
+namespace stax::cli {
+
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct CliArgs {
+  std::string command;  // explain, emit or run
+  std::string file;
+  bool json_output = false;
+  std::optional<std::string> inputs_path;
+  std::optional<std::string> outputs_path;
+  CompileOptions options;
+};
+
+extern const char* const kUsage;
+
+// argv[1] is the command; the FILE and the options follow in any order.
+CliArgs parse_cli_args(int argc, char** argv);
+
+}  // namespace stax::cli
