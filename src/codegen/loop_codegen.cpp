@@ -126,8 +126,11 @@ class LoopEmitter {
     for (int id : f_.members()) {
       const auto& name = s_.nodes[static_cast<size_t>(id)].write.buffer;
       if (const auto* plan = s_.plan_of(name); plan != nullptr && plan->localized) {
-        code << "alignas(64) " << dtype_cpp_type(s_.nodes[static_cast<size_t>(id)].buffer->dtype)
-             << " " << name << "[" << plan->local_elements << "];\n";
+        // A one-element array indexed by a constant is a scalar to the C++ compiler (scalar
+        // replacement of aggregates): it lives in a register.
+        code << (plan->local_elements > 1 ? "alignas(64) " : "")
+             << dtype_cpp_type(s_.nodes[static_cast<size_t>(id)].buffer->dtype) << " " << name
+             << "[" << plan->local_elements << "];\n";
       }
     }
     for (size_t k = 0; k < f_.nests.size(); ++k) {

@@ -120,6 +120,7 @@ json explain_json(const Compilation& c) {
       buffers.push_back({{"event", "local"},
                          {"buffer", p.buffer},
                          {"elements", p.local_elements},
+                         {"reason", p.local_reason},
                          {"at", s.kernels[static_cast<size_t>(p.producer)].name}});
     }
   }
@@ -199,8 +200,7 @@ std::string explain_text(const Compilation& c) {
     } else if (event == "elided") {
       out << " (kept in registers, never stored)";
     } else if (event == "local") {
-      out << " (a local array of " << b["elements"].get<int64_t>() << " elements per outer "
-          << "iteration of " << b["at"].get<std::string>() << ")";
+      out << " in " << b["at"].get<std::string>() << " (" << b["reason"].get<std::string>() << ")";
     } else {
       out << " after " << b["at"].get<std::string>() << " (last used by "
           << b["loop"].get<std::string>() << ")";

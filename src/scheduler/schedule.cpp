@@ -33,12 +33,9 @@ bool Schedule::is_allocated(const std::string& buffer) const {
 
 namespace {
 
-// Largest local slice kept on a thread's stack.
+// Largest local slice kept on a thread's stack: what the stack of an OpenMP worker (often
+// only the default 2-8 MiB, shared by the whole call chain) can hold comfortably.
 constexpr int64_t kMaxLocalBytes = 64 * 1024;
-// A buffer that fits in the L1 data cache is not written back to memory between its writer
-// and its readers anyway; localizing it would only hide it from the memory plan (and the
-// seed's Example 7.1 keeps its 64-element row sums as a buffer).
-constexpr int64_t kMinLocalizedBytes = 32 * 1024;
 
 // The slice of `buffer` one outer iteration of `f` touches, when every access splits into
 // the same function of the outer variables plus an offset of the inner ones; 0 otherwise.
@@ -222,13 +219,24 @@ Schedule schedule(const lowering::LoweredGraph& graph, const ScheduleOptions& op
         !std::all_of(rs.begin(), rs.end(), [&](const auto& r) { return r.first == p.producer; })) {
       continue;
     }
+    // Cost: a per-iteration slice is written and read exactly as often as the buffer would
+    // be, but in registers or L1, with no allocation and no write-back to memory; it is
+    // never more expensive, so every buffer that can be localized is.
     const int64_t slice = local_slice(s, f, p.buffer);
     const auto* computed = graph.find_buffer(p.buffer);
     const int64_t bytes = slice * static_cast<int64_t>(dtype_size(computed->dtype));
-    if (slice > 0 && bytes <= kMaxLocalBytes && p.bytes > kMinLocalizedBytes) {
-      p.localized = true;
-      p.local_elements = slice;
+    if (slice <= 0) continue;
+    if (bytes > kMaxLocalBytes) {
+      p.local_reason = "its slice of " + std::to_string(bytes) + " bytes per outer iteration " +
+                       "exceeds the " + std::to_string(kMaxLocalBytes) + "-byte stack budget";
+      continue;
     }
+    p.localized = true;
+    p.local_elements = slice;
+    p.local_reason = slice == 1 ? "one element per outer iteration: a register"
+                                : "lives within one outer iteration: a local array of " +
+                                      std::to_string(slice) + " elements instead of " +
+                                      std::to_string(p.bytes) + " bytes in memory";
   }
 
   // Allocation and release records.

@@ -25,7 +25,8 @@ struct BufferPlan {
   // iteration gets a local array of `local_elements` (its slice), indexed without the outer
   // variables, which stays in L1 instead of going to memory.
   bool localized = false;
-  int64_t local_elements = 0;
+  int64_t local_elements = 0;  // 1: a scalar, held in a register
+  std::string local_reason;    // why it is (or is not) localized, for explain
 };
 
 struct Schedule {

@@ -174,11 +174,31 @@ def softmax(x: f32[4096, 1024]):
   ASSERT_NE(e, nullptr);
   EXPECT_TRUE(e->localized);
   EXPECT_EQ(e->local_elements, 1024);
-  // The row maxima fit in L1 as a whole: they stay an ordinary (small) buffer.
-  EXPECT_FALSE(s->schedule.plan_of("buf0")->localized);
+  // The row maxima: one element per row, a register.
+  EXPECT_TRUE(s->schedule.plan_of("buf0")->localized);
+  EXPECT_EQ(s->schedule.plan_of("buf0")->local_elements, 1);
   for (const auto& allocs : s->schedule.allocate_before) {
     EXPECT_EQ(std::find(allocs.begin(), allocs.end(), "buf1"), allocs.end());
   }
+}
+
+TEST(MemoryPlan, SliceBeyondTheStackBudgetStaysABuffer) {
+  // Rows of 32768 floats (128 KiB) exceed the per-iteration stack budget: exp stays a
+  // buffer in memory, and explain says why.
+  auto s = testing::schedule_text(R"(
+def softmax(x: f32[8, 32768]):
+    m = amax(x, dim=[-1], keepdim=True)
+    d = sub(x, m)
+    e = exp(d)
+    s = sum(e, dim=[-1], keepdim=True)
+    y = div(e, s)
+    return y
+)");
+  const auto* e = s->schedule.plan_of("buf1");
+  ASSERT_NE(e, nullptr);
+  EXPECT_FALSE(e->localized);
+  EXPECT_NE(e->local_reason.find("stack budget"), std::string::npos) << e->local_reason;
+  EXPECT_TRUE(s->schedule.plan_of("buf0")->localized);
 }
 
 }  // namespace
