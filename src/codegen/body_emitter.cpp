@@ -268,10 +268,21 @@ OpsValue BodyEmitter::reduction(lowering::ReductionType type, OpsValue value) {
   const std::string lane_reduce = type == lowering::ReductionType::Sum   ? "stax::vec_reduce_sum"
                                   : type == lowering::ReductionType::Max ? "stax::vec_reduce_max"
                                                                          : "stax::vec_reduce_min";
+  // A blocked sum adds into <acc>_blk; each block ends folded into (<acc>, <acc>_comp).
+  const bool blocked = config_.cascade && type == lowering::ReductionType::Sum;
+  auto declare_block = [&](const std::string& type_name, const std::string& sum) {
+    before_ += type_name + " " + acc + "_comp(0.0f);\n" + type_name + " " + acc + "_blk(0.0f);\n";
+    block_end_ += "stax::cascade_fold(" + sum + ", " + acc + "_comp, " + acc + "_blk);\n";
+  };
   if (config_.vector_over_pointwise) {
     const std::string vacc = acc + "_vec";
     before_ += std::string(kVec) + " " + vacc + "(" + init + ");\n";
-    body_ += vacc + " = " + combine(vacc, as_vector(value), true) + ";\n";
+    const std::string target = blocked ? acc + "_blk" : vacc;
+    body_ += target + " = " + combine(target, as_vector(value), true) + ";\n";
+    if (blocked) {
+      declare_block(kVec, vacc);
+      after_ += vacc + " = " + vacc + " + " + acc + "_comp;\n";
+    }
     const int id = static_cast<int>(values_.size());
     values_.push_back({vacc, true, DType::Float32});
     return {id, DType::Float32};
@@ -280,17 +291,25 @@ OpsValue BodyEmitter::reduction(lowering::ReductionType type, OpsValue value) {
   if (config_.vectorized) {
     const std::string vacc = acc + "_vec";
     before_ += std::string(kVec) + " " + vacc + "(" + init + ");\n";
+    const std::string target = blocked ? acc + "_blk" : vacc;
     const std::string v = as_vector(value);
     if (config_.full_vector) {
-      body_ += vacc + " = " + combine(vacc, v, true) + ";\n";
+      body_ += target + " = " + combine(target, v, true) + ";\n";
     } else {
-      body_ += vacc + " = " + kVec + "::set(" + vacc + ", " + combine(vacc, v, true) + ", " +
+      body_ += target + " = " + kVec + "::set(" + target + ", " + combine(target, v, true) + ", " +
                config_.count + ");\n";
     }
-    after_ += acc + " = " + combine(acc, lane_reduce + "(" + vacc + ")", false) + ";\n";
+    if (blocked) declare_block(kVec, vacc);
+    const std::string lanes = blocked ? "(" + vacc + " + " + acc + "_comp)" : vacc;
+    after_ += acc + " = " + combine(acc, lane_reduce + "(" + lanes + ")", false) + ";\n";
   } else {
-    body_ +=
-        acc + " = " + combine(acc, values_.at(static_cast<size_t>(value.id)).name, false) + ";\n";
+    const std::string target = blocked ? acc + "_blk" : acc;
+    body_ += target + " = " +
+             combine(target, values_.at(static_cast<size_t>(value.id)).name, false) + ";\n";
+    if (blocked) {
+      declare_block("float", acc);
+      after_ += acc + " = " + acc + " + " + acc + "_comp;\n";
+    }
   }
   // The accumulator is a scalar available after the reduction loop.
   const int id = static_cast<int>(values_.size());
@@ -315,16 +334,22 @@ void BodyEmitter::store_reduction(const std::string& buffer, const index::Expr& 
   const std::string acc = values_.at(static_cast<size_t>(value.id)).name;
   const std::string partials = config_.partial_prefix + acc;
   const lowering::ReductionType type = accumulator_types_.at(acc);
-  preamble_ += "float " + partials + "[" + std::to_string(config_.max_threads) + "];\n";
+  preamble_ += "float " + partials + "[STAX_MAX_THREADS];\n";
   after_ += partials + "[omp_get_thread_num()] = " + acc + ";\n";
-  const std::string combined = type == lowering::ReductionType::Sum ? acc + " + " + partials + "[t]"
-                               : type == lowering::ReductionType::Max
+  const std::string out = ptr(buffer) + "[" + index_cpp(index::simplify(idx, config_.ranges)) + "]";
+  const std::string team = "for (int t = 0; t < omp_get_num_threads(); ++t) ";
+  if (type == lowering::ReductionType::Sum) {
+    // The partials of any number of threads are folded compensated (cascade_sum.h).
+    final_ += "{\nfloat " + acc + " = 0.0f;\nfloat " + acc + "_comp = 0.0f;\n" + team +
+              "stax::cascade_fold(" + acc + ", " + acc + "_comp, " + partials + "[t]);\n" + out +
+              " = " + acc + " + " + acc + "_comp;\n}\n";
+    return;
+  }
+  const std::string combined = type == lowering::ReductionType::Max
                                    ? "stax::maximum_f(" + acc + ", " + partials + "[t])"
                                    : "stax::minimum_f(" + acc + ", " + partials + "[t])";
-  final_ += "{\nfloat " + acc + " = " + float_literal(lowering::reduction_identity(type)) +
-            ";\nfor (int t = 0; t < omp_get_num_threads(); ++t) " + acc + " = " + combined + ";\n" +
-            ptr(buffer) + "[" + index_cpp(index::simplify(idx, config_.ranges)) + "] = " + acc +
-            ";\n}\n";
+  final_ += "{\nfloat " + acc + " = " + float_literal(lowering::reduction_identity(type)) + ";\n" +
+            team + acc + " = " + combined + ";\n" + out + " = " + acc + ";\n}\n";
 }
 
 std::string BodyEmitter::store_code(const std::string& buffer, const index::Expr& idx,

@@ -64,6 +64,17 @@ inline float minimum_f(float a, float b) {
   if (a != a || b != b) return a + b;
   return a < b ? a : b;
 }
+// Folds a block sum into a compensated running total (Neumaier): sum + comp is the total,
+// comp gathering the rounding error of every fold; the block restarts at +0. A total that
+// is infinite or NaN carries no error term (it would be NaN), so overflow stays infinite.
+// See codegen/cascade_sum.h.
+inline void cascade_fold(float& sum, float& comp, float& block) {
+  const float t = sum + block;
+  const float err = std::fabs(sum) >= std::fabs(block) ? (sum - t) + block : (block - t) + sum;
+  comp += (t - t == 0.0f) ? err : 0.0f;
+  sum = t;
+  block = 0.0f;
+}
 // x ** e with PyTorch's special-cased exponents, else SLEEF powf (u10).
 inline float pow_f(float x, float e) {
   if (e == 2.0f) return x * x;

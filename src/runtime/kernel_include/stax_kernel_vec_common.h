@@ -1,5 +1,6 @@
 // Level-independent Vectorized<float> functions, written on top of the per-level
-// primitives: rsqrt, sigmoid, pow with a scalar exponent, named logical mask operations.
+// primitives: rsqrt, sigmoid, pow with a scalar exponent, the compensated fold of blocked
+// sums, named logical mask operations.
 // Included by stax_kernel.h after the level-specific header.
 #pragma once
 
@@ -27,6 +28,18 @@ inline Vectorized<float> pow(const Vectorized<float>& x, float e) {
   if (e == 1.0f) return x;
   if (e == 0.0f) return Vectorized<float>(1.0f);
   return pow(x, Vectorized<float>(e));
+}
+
+// Lane by lane, the compensated fold of a block accumulator (stax::cascade_fold for float).
+inline void cascade_fold(Vectorized<float>& sum, Vectorized<float>& comp,
+                         Vectorized<float>& block) {
+  const Vectorized<float> zero(0.0f);
+  const Vectorized<float> t = sum + block;
+  const Vectorized<float> err =
+      where(cmp_ge(abs(sum), abs(block)), (sum - t) + block, (block - t) + sum);
+  comp = comp + where(cmp_eq(t - t, zero), err, zero);
+  sum = t;
+  block = zero;
 }
 
 inline VecMask<float> logical_and(const VecMask<float>& a, const VecMask<float>& b) {
