@@ -170,7 +170,7 @@ TEST(RandomGraphs, CompiledMatchesEager) {
           eager::random_tensor_strided(v.type.dtype, v.type.sizes, v.type.strides, input_seed++));
     }
     const auto expected = eager::run(graph, inputs);
-    const Tolerance tol = comparison_tolerance(DType::Float32, longest_reduction(graph));
+    const std::vector<Tolerance> tolerances = output_tolerances(graph);
     CompileOptions options;
     // Alternate SIMD levels and thread counts across seeds to bound the number of compiles.
     options.simd = seed % 3 == 0 ? runtime::SimdLevel::Scalar : runtime::detect_simd_level();
@@ -185,6 +185,7 @@ TEST(RandomGraphs, CompiledMatchesEager) {
     }
     ASSERT_EQ(actual.size(), expected.size());
     for (size_t k = 0; k < actual.size(); ++k) {
+      const Tolerance& tol = tolerances[k];
       const auto diff = eager::compare(actual[k], expected[k], tol.rtol, tol.atol);
       EXPECT_TRUE(diff.within_tolerance)
           << "output " << k << ": max abs " << diff.max_abs << ", max rel " << diff.max_rel;
