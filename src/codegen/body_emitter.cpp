@@ -268,20 +268,19 @@ OpsValue BodyEmitter::reduction(lowering::ReductionType type, OpsValue value) {
   const std::string lane_reduce = type == lowering::ReductionType::Sum   ? "stax::vec_reduce_sum"
                                   : type == lowering::ReductionType::Max ? "stax::vec_reduce_max"
                                                                          : "stax::vec_reduce_min";
-  // A blocked sum adds into <acc>_blk; each block ends folded into (<acc>, <acc>_comp).
+  // A blocked sum adds into <acc>_blk; block_end() adds each block into <acc>_outer (double).
   const bool blocked = config_.cascade && type == lowering::ReductionType::Sum;
-  auto declare_block = [&](const std::string& type_name, const std::string& sum) {
-    before_ += type_name + " " + acc + "_comp(0.0f);\n" + type_name + " " + acc + "_blk(0.0f);\n";
-    block_end_ += "stax::cascade_fold(" + sum + ", " + acc + "_comp, " + acc + "_blk);\n";
-  };
+  const std::string blk = acc + "_blk";
+  const std::string outer = acc + "_outer";
   if (config_.vector_over_pointwise) {
     const std::string vacc = acc + "_vec";
     before_ += std::string(kVec) + " " + vacc + "(" + init + ");\n";
-    const std::string target = blocked ? acc + "_blk" : vacc;
+    const std::string target = blocked ? blk : vacc;
     body_ += target + " = " + combine(target, as_vector(value), true) + ";\n";
     if (blocked) {
-      declare_block(kVec, vacc);
-      after_ += vacc + " = " + vacc + " + " + acc + "_comp;\n";
+      before_ += std::string(kVec) + " " + blk + "(0.0f);\nstax::VecSumOuter " + outer + ";\n";
+      block_end_ += outer + ".fold(" + blk + ");\n";
+      after_ += vacc + " = " + outer + ".lanes();\n";
     }
     const int id = static_cast<int>(values_.size());
     values_.push_back({vacc, true, DType::Float32});
@@ -290,8 +289,8 @@ OpsValue BodyEmitter::reduction(lowering::ReductionType type, OpsValue value) {
   before_ += "float " + acc + " = " + init + ";\n";
   if (config_.vectorized) {
     const std::string vacc = acc + "_vec";
-    before_ += std::string(kVec) + " " + vacc + "(" + init + ");\n";
-    const std::string target = blocked ? acc + "_blk" : vacc;
+    if (!blocked) before_ += std::string(kVec) + " " + vacc + "(" + init + ");\n";
+    const std::string target = blocked ? blk : vacc;
     const std::string v = as_vector(value);
     if (config_.full_vector) {
       body_ += target + " = " + combine(target, v, true) + ";\n";
@@ -299,16 +298,21 @@ OpsValue BodyEmitter::reduction(lowering::ReductionType type, OpsValue value) {
       body_ += target + " = " + kVec + "::set(" + target + ", " + combine(target, v, true) + ", " +
                config_.count + ");\n";
     }
-    if (blocked) declare_block(kVec, vacc);
-    const std::string lanes = blocked ? "(" + vacc + " + " + acc + "_comp)" : vacc;
-    after_ += acc + " = " + combine(acc, lane_reduce + "(" + lanes + ")", false) + ";\n";
+    if (blocked) {
+      before_ += std::string(kVec) + " " + blk + "(0.0f);\nstax::VecSumOuter " + outer + ";\n";
+      block_end_ += outer + ".fold(" + blk + ");\n";
+      after_ += acc + " = " + outer + ".total();\n";
+    } else {
+      after_ += acc + " = " + combine(acc, lane_reduce + "(" + vacc + ")", false) + ";\n";
+    }
   } else {
-    const std::string target = blocked ? acc + "_blk" : acc;
+    const std::string target = blocked ? blk : acc;
     body_ += target + " = " +
              combine(target, values_.at(static_cast<size_t>(value.id)).name, false) + ";\n";
     if (blocked) {
-      declare_block("float", acc);
-      after_ += acc + " = " + acc + " + " + acc + "_comp;\n";
+      before_ += "float " + blk + " = 0.0f;\ndouble " + outer + " = 0.0;\n";
+      block_end_ += "stax::cascade_fold(" + outer + ", " + blk + ");\n";
+      after_ += acc + " = static_cast<float>(" + outer + ");\n";
     }
   }
   // The accumulator is a scalar available after the reduction loop.
@@ -339,10 +343,9 @@ void BodyEmitter::store_reduction(const std::string& buffer, const index::Expr& 
   const std::string out = ptr(buffer) + "[" + index_cpp(index::simplify(idx, config_.ranges)) + "]";
   const std::string team = "for (int t = 0; t < omp_get_num_threads(); ++t) ";
   if (type == lowering::ReductionType::Sum) {
-    // The partials of any number of threads are folded compensated (cascade_sum.h).
-    final_ += "{\nfloat " + acc + " = 0.0f;\nfloat " + acc + "_comp = 0.0f;\n" + team +
-              "stax::cascade_fold(" + acc + ", " + acc + "_comp, " + partials + "[t]);\n" + out +
-              " = " + acc + " + " + acc + "_comp;\n}\n";
+    // The partials of any number of threads are added in double (cascade_sum.h).
+    final_ += "{\ndouble " + acc + " = 0.0;\n" + team + acc + " += " + partials + "[t];\n" + out +
+              " = static_cast<float>(" + acc + ");\n}\n";
     return;
   }
   const std::string combined = type == lowering::ReductionType::Max

@@ -27,7 +27,7 @@ struct EmitterConfig {
   // Appended to accumulator names, so that several copies of a body can share one scope.
   std::string name_suffix;
   // The reduction loops are blocked (cascade_blocking): sums accumulate into a block
-  // accumulator, which block_end() folds into the compensated outer accumulator.
+  // accumulator, which block_end() adds into the double outer accumulator.
   bool cascade = false;
   // Parallel reduction over the reduction loop: each thread stores its accumulator into a
   // shared array named <partial_prefix><acc> of STAX_MAX_THREADS elements (declared by

@@ -4,8 +4,8 @@
 // The base is PyTorch's assert_close default for the dtype (float32: rtol 1.3e-6 = 22 u,
 // atol 1e-5): it covers the ulp-level differences of pointwise ops (SLEEF's u10 functions
 // against the oracle's correctly rounded ones). A sum or mean adds its own rounding error:
-// the oracle adds in double and rounds once, compiled code adds in float32 with blocked,
-// compensated accumulation (codegen/cascade_sum.h), whose error is that of the longest run
+// the oracle adds in double and rounds once, compiled code adds in float32 in blocks
+// whose sums are added in double (codegen/cascade_sum.h), whose error is that of the longest run
 // of plain additions, n = cascade_error_chain(L) <= 144 additions whatever the length L.
 // Modelling each addition's relative error as independent and uniform in [-u, u] (standard
 // deviation u/sqrt(3)), a run of n additions whose partial sums grow to the run's sum S has an
@@ -14,7 +14,9 @@
 // output (on any path from the inputs; amax/amin are exact) thus allows 4 standard
 // deviations, 4 u sqrt(n) / 3 (16 u = 9.5e-7 for float32), added in quadrature to the base:
 // the sources are independent, and a relative error passes unchanged through later sums,
-// products and quotients (for float32 and any reduction length, rtol <= 1.61e-6).
+// products and quotients (for float32 and any reduction length, rtol <= 1.61e-6). Equal
+// elements round alike, so their errors do not cancel; a block of 128 times 0.1 is 16 u off,
+// still within the allowance.
 // Only rtol grows: atol stays the dtype's floor for results near zero. So a dropped element
 // of a sum of 1e6 values in [0, 1) (its largest, a relative change of 2e-6) is a mismatch,
 // where a tolerance growing like sqrt(L) (1.3e-3) would let it pass.

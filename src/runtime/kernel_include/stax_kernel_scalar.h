@@ -64,15 +64,10 @@ inline float minimum_f(float a, float b) {
   if (a != a || b != b) return a + b;
   return a < b ? a : b;
 }
-// Folds a block sum into a compensated running total (Neumaier): sum + comp is the total,
-// comp gathering the rounding error of every fold; the block restarts at +0. A total that
-// is infinite or NaN carries no error term (it would be NaN), so overflow stays infinite.
-// See codegen/cascade_sum.h.
-inline void cascade_fold(float& sum, float& comp, float& block) {
-  const float t = sum + block;
-  const float err = std::fabs(sum) >= std::fabs(block) ? (sum - t) + block : (block - t) + sum;
-  comp += (t - t == 0.0f) ? err : 0.0f;
-  sum = t;
+// Adds a block sum of a blocked float sum into its double outer accumulator and restarts the
+// block at +0 (see codegen/cascade_sum.h).
+inline void cascade_fold(double& outer, float& block) {
+  outer += block;
   block = 0.0f;
 }
 // x ** e with PyTorch's special-cased exponents, else SLEEF powf (u10).
