@@ -14,7 +14,7 @@
 // output (on any path from the inputs; amax/amin are exact) thus allows 4 standard
 // deviations, 4 u sqrt(n) / 3 (16 u = 9.5e-7 for float32), added in quadrature to the base:
 // the sources are independent, and a relative error passes unchanged through later sums,
-// products and quotients (for float32 and any reduction length, rtol <= 1.61e-6). Equal
+// products and quotients (float32 output of one sum of any length: rtol 1.61e-6). Equal
 // elements round alike, so their errors do not cancel; a block of 128 times 0.1 is 16 u off,
 // still within the allowance.
 // Only rtol grows: atol stays the dtype's floor for results near zero. So a dropped element
