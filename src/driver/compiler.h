@@ -43,7 +43,8 @@ std::shared_ptr<const Compilation> analyze(const ir::Graph& graph,
 // Options of one run of a compiled graph.
 struct RunOptions {
   // Threads of every parallel region: any count >= 1 (more than the cores, or than at
-  // compile time, included); 0 runs with the compile-time count (CompileOptions::num_threads).
+  // compile time, included; a team has at most STAX_MAX_THREADS = 1024, stax_kernel.h);
+  // 0 runs with the compile-time count (CompileOptions::num_threads).
   int num_threads = 0;
 };
 
