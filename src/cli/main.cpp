@@ -136,7 +136,7 @@ int run_command(const CliArgs& args, const stax::ir::Graph& graph) {
   const auto inputs = make_inputs(graph, args, given);
   const auto actual = compiled.run(inputs);
   const auto expected = stax::eager::run(graph, inputs);
-  const int64_t reduction = stax::longest_reduction(graph);
+  const std::vector<stax::Tolerance> tolerances = stax::output_tolerances(graph);
 
   json report;
   report["graph"] = graph.name();
@@ -148,7 +148,7 @@ int run_command(const CliArgs& args, const stax::ir::Graph& graph) {
   bool all_ok = true;
   for (size_t k = 0; k < actual.size(); ++k) {
     const auto& value = graph.value(graph.outputs()[k]);
-    const stax::Tolerance tol = stax::comparison_tolerance(value.type.dtype, reduction);
+    const stax::Tolerance& tol = tolerances[k];
     const auto diff = stax::eager::compare(actual[k], expected[k], tol.rtol, tol.atol);
     all_ok = all_ok && diff.within_tolerance;
     outs.push_back({{"name", value.name},

@@ -268,10 +268,20 @@ OpsValue BodyEmitter::reduction(lowering::ReductionType type, OpsValue value) {
   const std::string lane_reduce = type == lowering::ReductionType::Sum   ? "stax::vec_reduce_sum"
                                   : type == lowering::ReductionType::Max ? "stax::vec_reduce_max"
                                                                          : "stax::vec_reduce_min";
+  // A blocked sum adds into <acc>_blk; block_end() adds each block into <acc>_outer (double).
+  const bool blocked = config_.cascade && type == lowering::ReductionType::Sum;
+  const std::string blk = acc + "_blk";
+  const std::string outer = acc + "_outer";
   if (config_.vector_over_pointwise) {
     const std::string vacc = acc + "_vec";
     before_ += std::string(kVec) + " " + vacc + "(" + init + ");\n";
-    body_ += vacc + " = " + combine(vacc, as_vector(value), true) + ";\n";
+    const std::string target = blocked ? blk : vacc;
+    body_ += target + " = " + combine(target, as_vector(value), true) + ";\n";
+    if (blocked) {
+      before_ += std::string(kVec) + " " + blk + "(0.0f);\nstax::VecSumOuter " + outer + ";\n";
+      block_end_ += outer + ".fold(" + blk + ");\n";
+      after_ += vacc + " = " + outer + ".lanes();\n";
+    }
     const int id = static_cast<int>(values_.size());
     values_.push_back({vacc, true, DType::Float32});
     return {id, DType::Float32};
@@ -279,18 +289,31 @@ OpsValue BodyEmitter::reduction(lowering::ReductionType type, OpsValue value) {
   before_ += "float " + acc + " = " + init + ";\n";
   if (config_.vectorized) {
     const std::string vacc = acc + "_vec";
-    before_ += std::string(kVec) + " " + vacc + "(" + init + ");\n";
+    if (!blocked) before_ += std::string(kVec) + " " + vacc + "(" + init + ");\n";
+    const std::string target = blocked ? blk : vacc;
     const std::string v = as_vector(value);
     if (config_.full_vector) {
-      body_ += vacc + " = " + combine(vacc, v, true) + ";\n";
+      body_ += target + " = " + combine(target, v, true) + ";\n";
     } else {
-      body_ += vacc + " = " + kVec + "::set(" + vacc + ", " + combine(vacc, v, true) + ", " +
+      body_ += target + " = " + kVec + "::set(" + target + ", " + combine(target, v, true) + ", " +
                config_.count + ");\n";
     }
-    after_ += acc + " = " + combine(acc, lane_reduce + "(" + vacc + ")", false) + ";\n";
+    if (blocked) {
+      before_ += std::string(kVec) + " " + blk + "(0.0f);\nstax::VecSumOuter " + outer + ";\n";
+      block_end_ += outer + ".fold(" + blk + ");\n";
+      after_ += acc + " = " + outer + ".total();\n";
+    } else {
+      after_ += acc + " = " + combine(acc, lane_reduce + "(" + vacc + ")", false) + ";\n";
+    }
   } else {
-    body_ +=
-        acc + " = " + combine(acc, values_.at(static_cast<size_t>(value.id)).name, false) + ";\n";
+    const std::string target = blocked ? blk : acc;
+    body_ += target + " = " +
+             combine(target, values_.at(static_cast<size_t>(value.id)).name, false) + ";\n";
+    if (blocked) {
+      before_ += "float " + blk + " = 0.0f;\ndouble " + outer + " = 0.0;\n";
+      block_end_ += "stax::cascade_fold(" + outer + ", " + blk + ");\n";
+      after_ += acc + " = static_cast<float>(" + outer + ");\n";
+    }
   }
   // The accumulator is a scalar available after the reduction loop.
   const int id = static_cast<int>(values_.size());
@@ -315,16 +338,21 @@ void BodyEmitter::store_reduction(const std::string& buffer, const index::Expr& 
   const std::string acc = values_.at(static_cast<size_t>(value.id)).name;
   const std::string partials = config_.partial_prefix + acc;
   const lowering::ReductionType type = accumulator_types_.at(acc);
-  preamble_ += "float " + partials + "[" + std::to_string(config_.max_threads) + "];\n";
+  preamble_ += "float " + partials + "[STAX_MAX_THREADS];\n";
   after_ += partials + "[omp_get_thread_num()] = " + acc + ";\n";
-  const std::string combined = type == lowering::ReductionType::Sum ? acc + " + " + partials + "[t]"
-                               : type == lowering::ReductionType::Max
+  const std::string out = ptr(buffer) + "[" + index_cpp(index::simplify(idx, config_.ranges)) + "]";
+  const std::string team = "for (int t = 0; t < omp_get_num_threads(); ++t) ";
+  if (type == lowering::ReductionType::Sum) {
+    // The partials of any number of threads are added in double (cascade_sum.h).
+    final_ += "{\ndouble " + acc + " = 0.0;\n" + team + acc + " += " + partials + "[t];\n" + out +
+              " = static_cast<float>(" + acc + ");\n}\n";
+    return;
+  }
+  const std::string combined = type == lowering::ReductionType::Max
                                    ? "stax::maximum_f(" + acc + ", " + partials + "[t])"
                                    : "stax::minimum_f(" + acc + ", " + partials + "[t])";
-  final_ += "{\nfloat " + acc + " = " + float_literal(lowering::reduction_identity(type)) +
-            ";\nfor (int t = 0; t < omp_get_num_threads(); ++t) " + acc + " = " + combined + ";\n" +
-            ptr(buffer) + "[" + index_cpp(index::simplify(idx, config_.ranges)) + "] = " + acc +
-            ";\n}\n";
+  final_ += "{\nfloat " + acc + " = " + float_literal(lowering::reduction_identity(type)) + ";\n" +
+            team + acc + " = " + combined + ";\n" + out + " = " + acc + ";\n}\n";
 }
 
 std::string BodyEmitter::store_code(const std::string& buffer, const index::Expr& idx,

@@ -2,7 +2,9 @@
 // statements, in scalar form or in vectorized form along one loop variable (Section 8.1).
 // Common subexpressions are emitted once; values that do not depend on the vectorized
 // variable stay scalar until combined with a vector. Reductions accumulate into a
-// Vectorized<float> of W lanes, combined after the loop by vec_reduce_* (Proposition 8.1).
+// Vectorized<float> of W lanes, combined after the loop by vec_reduce_* (Proposition 8.1);
+// sums of blocked loops accumulate into block accumulators folded by block_end()
+// (codegen/cascade_sum.h).
 #pragma once
 
 #include <map>
@@ -24,11 +26,13 @@ struct EmitterConfig {
   bool vector_over_pointwise = false;
   // Appended to accumulator names, so that several copies of a body can share one scope.
   std::string name_suffix;
+  // The reduction loops are blocked (cascade_blocking): sums accumulate into a block
+  // accumulator, which block_end() adds into the double outer accumulator.
+  bool cascade = false;
   // Parallel reduction over the reduction loop: each thread stores its accumulator into a
-  // shared array named <partial_prefix><acc> (declared by kernel_preamble()), and
-  // final_combine() combines them in thread order.
+  // shared array named <partial_prefix><acc> of STAX_MAX_THREADS elements (declared by
+  // kernel_preamble()), and final_combine() combines those of the team in thread order.
   std::string partial_prefix;
-  int max_threads = 1;
   index::RangeMap ranges;                // every loop variable in scope
   std::set<std::string> input_buffers;   // named in_<name> in C++
   std::set<std::string> elided_buffers;  // kept in registers, never stored
@@ -51,6 +55,8 @@ class BodyEmitter final : public lowering::OpsHandler {
   const std::string& body() const { return body_; }
   const std::string& before_reduction() const { return before_; }
   const std::string& after_reduction() const { return after_; }
+  // Statements ending one block of a blocked reduction loop (config.cascade).
+  const std::string& block_end() const { return block_end_; }
   const std::string& kernel_preamble() const { return preamble_; }
   const std::string& final_combine() const { return final_; }
 
@@ -90,6 +96,7 @@ class BodyEmitter final : public lowering::OpsHandler {
   std::string body_;
   std::string before_;
   std::string after_;
+  std::string block_end_;
   std::string preamble_;
   std::string final_;
   std::map<std::string, lowering::ReductionType> accumulator_types_;

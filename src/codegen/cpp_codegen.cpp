@@ -116,7 +116,11 @@ GeneratedModule generate_cpp(const scheduler::Schedule& s, const CodegenOptions&
     }
     src << "int num_threads) {\n";
     src << "(void)num_threads;\n" << preamble;
-    if (summary.parallel_region) src << "#pragma omp parallel num_threads(num_threads)\n";
+    // The team size is the caller's run-time count (kernels are correct for any), capped
+    // at the size of the split-reduction partial arrays.
+    if (summary.parallel_region) {
+      src << "#pragma omp parallel num_threads(stax_team_size(num_threads))\n";
+    }
     src << "{\n" << body << "}\n}\n\n";
     module.kernels.push_back(summary);
   }
@@ -152,6 +156,8 @@ GeneratedModule generate_cpp(const scheduler::Schedule& s, const CodegenOptions&
   src << "if (num_inputs != " << g.inputs.size() << ") { stax_set_error(err, err_capacity, "
       << "\"expected " << g.inputs.size() << " inputs, got %lld\", (long long)num_inputs); "
       << "return 1; }\n";
+  src << "if (num_threads < 1) { stax_set_error(err, err_capacity, \"num_threads must be at "
+         "least 1, got %d\", num_threads); return 1; }\n";
   for (size_t i = 0; i < g.inputs.size(); ++i) {
     const auto& in = g.inputs[i];
     const std::string arg = "inputs[" + std::to_string(i) + "]";

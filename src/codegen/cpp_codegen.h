@@ -14,7 +14,7 @@ namespace stax::codegen {
 
 struct CodegenOptions {
   runtime::SimdLevel simd = runtime::SimdLevel::Scalar;
-  int num_threads = 1;  // P of Algorithm 8.1; also the team size of every parallel region
+  int num_threads = 1;  // P of Algorithm 8.1; the team size is the run-time count (any >= 1)
 };
 
 // How one fused node became a loop: its form (Section 8.3) per nest and its parallel depth.

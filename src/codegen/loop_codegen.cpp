@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "codegen/body_emitter.h"
+#include "codegen/cascade_sum.h"
 #include "codegen/parallel_depth.h"
 #include "scheduler/fusion_rules.h"
 #include "scheduler/recording_handler.h"
@@ -27,6 +28,29 @@ struct Loop {
 std::string for_header(const Loop& l) {
   return "for (int64_t " + l.var + " = 0; " + l.var + " < " + std::to_string(l.extent) + "; ++" +
          l.var + ")";
+}
+
+// The reduction loops of a nest as emit_reduction_loops takes them: the scalar loops, then the
+// full vectors of the vectorized loop (its masked tail is emitted apart), with the iterations
+// of each per accumulator lane, which decide the cascade blocking.
+struct ReductionLoops {
+  std::vector<ReductionLoop> loops;
+  std::vector<int64_t> lane_iterations;
+};
+
+ReductionLoops reduction_loops(const std::vector<Loop>& scalar, const std::optional<Loop>& vector,
+                               int64_t width) {
+  ReductionLoops out;
+  for (const Loop& l : scalar) {
+    out.loops.push_back({l.var, l.extent, 1});
+    out.lane_iterations.push_back(l.extent);
+  }
+  if (vector) {
+    const int64_t main_end = vector->extent - vector->extent % width;
+    out.loops.push_back({vector->var, main_end, width});
+    out.lane_iterations.push_back(main_end / width + (main_end < vector->extent ? 1 : 0));
+  }
+  return out;
 }
 
 // Whether every value the nest touches has a vectorized form.
@@ -242,6 +266,29 @@ class LoopEmitter {
     }
   }
 
+  // The reduction loops of a nest with the statements of `main` (emitted with `config`) and
+  // of the masked tail of the vectorized loop, if any.
+  ReductionLoopNest reduction_nest(size_t nest, const EmitterConfig& config,
+                                   const ReductionLoops& loops, const BodyEmitter& main,
+                                   const std::optional<Loop>& vector_loop) const {
+    ReductionLoopNest out;
+    out.loops = loops.loops;
+    out.blocking = cascade_blocking(loops.lane_iterations);
+    out.body = main.body();
+    out.block_end = main.block_end();
+    if (vector_loop && out.loops.back().extent < vector_loop->extent) {
+      const int64_t main_end = out.loops.back().extent;
+      EmitterConfig tail_config = config;
+      tail_config.full_vector = false;
+      tail_config.count = std::to_string(vector_loop->extent - main_end);
+      BodyEmitter tail(tail_config);
+      run_nodes(nest, tail);
+      out.tail = "const int64_t " + vector_loop->var + " = " + std::to_string(main_end) + ";\n" +
+                 tail.body();
+    }
+    return out;
+  }
+
   std::string emit_nest(size_t nest, const std::string& pragma, bool parallel_vector_loop,
                         LoopSummary& summary) const {
     const LoopNest& n = f_.nests[nest];
@@ -297,10 +344,24 @@ class LoopEmitter {
       }
     }
 
+    ReductionLoops blocked_loops;
+    if (!n.reduction_sizes.empty()) {
+      blocked_loops = reduction_loops(reduction, vector_loop, width);
+      config.cascade = cascade_blocking(blocked_loops.lane_iterations).has_value();
+    }
     BodyEmitter main(config);
     run_nodes(nest, main);
     std::ostringstream code;
     code << "{\n" << pragma;
+    if (!n.reduction_sizes.empty()) {
+      for (const Loop& l : pointwise) code << for_header(l) << " {\n";
+      code << main.before_reduction()
+           << emit_reduction_loops(reduction_nest(nest, config, blocked_loops, main, vector_loop))
+           << main.after_reduction();
+      for (size_t j = 0; j < pointwise.size(); ++j) code << "}\n";
+      code << "}\n";
+      return code.str();
+    }
     std::optional<Loop> tiled_outer;
     if (tiled) {
       tiled_outer = pointwise.back();
@@ -314,8 +375,6 @@ class LoopEmitter {
         code << for_header(l) << " {\n";
       }
     }
-    code << main.before_reduction();
-    for (const Loop& l : reduction) code << for_header(l) << " {\n";
     if (!vector_loop) {
       code << main.body();
     } else {
@@ -374,8 +433,6 @@ class LoopEmitter {
         if (tiled) code << "}\n";
       }
     }
-    for (size_t j = 0; j < reduction.size(); ++j) code << "}\n";
-    code << main.after_reduction();
     for (size_t j = 0; j < pointwise.size(); ++j) code << "}\n";
     code << "}\n";
     return code.str();
@@ -392,7 +449,6 @@ class LoopEmitter {
     EmitterConfig config = base_config(0);
     config.vectorized = vec;
     config.partial_prefix = "partial_" + f_.name + "_";
-    config.max_threads = o_.num_threads;
     std::optional<Loop> vector_loop;
     if (vec) {
       vector_loop = reduction.back();
@@ -404,40 +460,18 @@ class LoopEmitter {
     } else {
       out.summary.nest_forms.push_back("scalar, split across threads");
     }
+    const ReductionLoops loops = reduction_loops(reduction, vector_loop, width);
+    config.cascade = cascade_blocking(loops.lane_iterations).has_value();
     BodyEmitter main(config);
     run_nodes(0, main);
     std::ostringstream code;
     code << "// " << f_.name << ": " << f_.group_string() << "\n{\n" << main.before_reduction();
-    std::string vector_part;
-    std::string tail_part;
-    if (vector_loop) {
-      const std::string& v = vector_loop->var;
-      const int64_t main_end = vector_loop->extent - vector_loop->extent % width;
-      if (main_end > 0) {
-        vector_part = "for (int64_t " + v + " = 0; " + v + " < " + std::to_string(main_end) + "; " +
-                      v + " += " + std::to_string(width) + ") {\n" + main.body() + "}\n";
-      }
-      if (main_end < vector_loop->extent) {
-        EmitterConfig tail_config = config;
-        tail_config.full_vector = false;
-        tail_config.count = std::to_string(vector_loop->extent - main_end);
-        BodyEmitter tail(tail_config);
-        run_nodes(0, tail);
-        tail_part = "{\nconst int64_t " + v + " = " + std::to_string(main_end) + ";\n" +
-                    tail.body() + "}\n";
-      }
-    }
-    if (reduction.empty()) {
-      // The vectorized loop is the only one: threads share its full vectors; one thread
-      // adds the tail into its own accumulators.
-      code << "#pragma omp for schedule(static) nowait\n" << vector_part;
-      if (!tail_part.empty()) code << "#pragma omp single nowait\n" << tail_part;
-    } else {
-      code << "#pragma omp for schedule(static) nowait\n";
-      for (const Loop& l : reduction) code << for_header(l) << " {\n";
-      code << (vector_loop ? vector_part + tail_part : main.body());
-      for (size_t j = 0; j < reduction.size(); ++j) code << "}\n";
-    }
+    // Threads share the outermost loop (its blocks, when it is the blocked one); when the
+    // vectorized loop is the only one, one thread adds the tail into its own accumulators.
+    ReductionLoopNest nest = reduction_nest(0, config, loops, main, vector_loop);
+    nest.outer_pragma = "#pragma omp for schedule(static) nowait\n";
+    nest.tail_pragma = "#pragma omp single nowait\n";
+    code << emit_reduction_loops(nest);
     code << main.after_reduction() << "}\n#pragma omp barrier\n#pragma omp single\n{\n"
          << main.final_combine() << "}\n";
     out.code = code.str();
@@ -455,17 +489,25 @@ class LoopEmitter {
     EmitterConfig main_config = config;
     main_config.vector_var = vector_loop.var;
     main_config.count = std::to_string(width);
+    const ReductionLoops loops = reduction_loops(reduction, std::nullopt, width);
+    main_config.cascade = cascade_blocking(loops.lane_iterations).has_value();
+    // The reduction loops around `body`, blocked like every sum (cascade_sum.h).
+    auto reduction_code = [&](const std::string& body, const std::string& block_end) {
+      ReductionLoopNest n;
+      n.loops = loops.loops;
+      n.blocking = cascade_blocking(loops.lane_iterations);
+      n.body = body;
+      n.block_end = block_end;
+      return emit_reduction_loops(n);
+    };
     std::ostringstream code;
     code << "{\n" << pragma;
     for (const Loop& l : pointwise) code << for_header(l) << " {\n";
     auto emit_pass = [&](const EmitterConfig& c) {
       BodyEmitter pass(c);
       run_nodes(nest, pass);
-      code << pass.before_reduction();
-      for (const Loop& l : reduction) code << for_header(l) << " {\n";
-      code << pass.body();
-      for (size_t j = 0; j < reduction.size(); ++j) code << "}\n";
-      code << pass.after_reduction();
+      code << pass.before_reduction() << reduction_code(pass.body(), pass.block_end())
+           << pass.after_reduction();
     };
     const std::string& v = vector_loop.var;
     const int64_t main_end = vector_loop.extent - vector_loop.extent % width;
@@ -488,12 +530,15 @@ class LoopEmitter {
       if (parallel_vector_loop) code << "#pragma omp for schedule(static)\n";
       code << "for (int64_t " << v << "_block = 0; " << v << "_block < " << blocks_end << "; " << v
            << "_block += " << block << ") {\n";
-      for (const auto& p : passes) code << p->before_reduction();
-      for (const Loop& l : reduction) code << for_header(l) << " {\n";
+      std::string bodies;
+      std::string block_ends;
       for (int64_t k = 0; k < kColumnBlock; ++k) {
-        code << lane_scope(k) << passes[static_cast<size_t>(k)]->body() << "}\n";
+        const BodyEmitter& p = *passes[static_cast<size_t>(k)];
+        code << p.before_reduction();
+        bodies += lane_scope(k) + p.body() + "}\n";
+        block_ends += p.block_end();
       }
-      for (size_t j = 0; j < reduction.size(); ++j) code << "}\n";
+      code << reduction_code(bodies, block_ends);
       for (int64_t k = 0; k < kColumnBlock; ++k) {
         code << lane_scope(k) << passes[static_cast<size_t>(k)]->after_reduction() << "}\n";
       }

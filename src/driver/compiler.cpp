@@ -81,8 +81,13 @@ CompiledGraph compile(const ir::Graph& graph, const CompileOptions& options) {
   return out;
 }
 
-std::vector<Tensor> CompiledGraph::run(const std::vector<Tensor>& inputs) const {
+std::vector<Tensor> CompiledGraph::run(const std::vector<Tensor>& inputs,
+                                       const RunOptions& options) const {
   if (!runnable_) throw std::runtime_error(not_runnable_reason_);
+  if (options.num_threads < 0) {
+    throw InputError("num_threads must be at least 1 (or 0 for the compile-time count), got " +
+                     std::to_string(options.num_threads));
+  }
   if (inputs.size() != input_types_.size()) {
     throw InputError("expected " + std::to_string(input_types_.size()) + " inputs, got " +
                      std::to_string(inputs.size()));
@@ -104,7 +109,7 @@ std::vector<Tensor> CompiledGraph::run(const std::vector<Tensor>& inputs) const 
   char err[1024] = {0};
   const int status = reinterpret_cast<EntryFn>(entry_)(
       args.data(), static_cast<int64_t>(args.size()), slots.data(), &allocate_output, &allocator,
-      module.options.num_threads, err, sizeof err);
+      options.num_threads > 0 ? options.num_threads : module.options.num_threads, err, sizeof err);
   if (status != 0) throw InputError(err);
   std::vector<Tensor> outputs;
   for (const auto& b : module.outputs) {

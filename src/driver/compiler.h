@@ -40,9 +40,19 @@ struct Compilation {
 std::shared_ptr<const Compilation> analyze(const ir::Graph& graph,
                                            const CompileOptions& options = {});
 
+// Options of one run of a compiled graph.
+struct RunOptions {
+  // Threads of every parallel region: any count >= 1 (more than the cores, or than at
+  // compile time, included; a team has at most STAX_MAX_THREADS = 1024, stax_kernel.h);
+  // 0 runs with the compile-time count (CompileOptions::num_threads).
+  int num_threads = 0;
+};
+
 class CompiledGraph {
  public:
-  std::vector<Tensor> run(const std::vector<Tensor>& inputs) const;
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs) const { return run(inputs, {}); }
+  // Throws InputError for a negative thread count.
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs, const RunOptions& options) const;
   const Compilation& compilation() const { return *compilation_; }
   const std::string& source() const { return compilation_->module.source; }
   bool cache_hit() const { return cache_hit_; }

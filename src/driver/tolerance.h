@@ -1,12 +1,29 @@
-// How closely a compiled result must match the eager oracle. Float32 starts from PyTorch's
-// assert_close defaults (rtol 1.3e-6, atol 1e-5). A reduction of length L sums in another
-// order than the oracle (W lane accumulators, combined at the end; the oracle accumulates in
-// double): the rounding errors of the float partial sums grow like sqrt(L) for inputs of
-// magnitude about 1, so both tolerances scale by sqrt(L). A dropped or repeated element
-// (an error of the order of one input) stays far outside this bound.
+// How closely a compiled result must match the eager oracle, per graph output, derived from
+// the output's dtype and the sums that feed it.
+//
+// The base is PyTorch's assert_close default for the dtype (float32: rtol 1.3e-6 = 22 u,
+// atol 1e-5): it covers the ulp-level differences of pointwise ops (SLEEF's u10 functions
+// against the oracle's correctly rounded ones). A sum or mean adds its own rounding error:
+// the oracle adds in double and rounds once, compiled code adds in float32 in blocks
+// whose sums are added in double (codegen/cascade_sum.h), whose error is that of the longest run
+// of plain additions, n = cascade_error_chain(L) <= 144 additions whatever the length L.
+// Modelling each addition's relative error as independent and uniform in [-u, u] (standard
+// deviation u/sqrt(3)), a run of n additions whose partial sums grow to the run's sum S has an
+// error of standard deviation (u/sqrt(3)) * sqrt(sum_k (k/n)^2) * S ~= u * sqrt(n) / 3 * S,
+// and S is at most the whole sum for elements of one sign. Each sum or mean feeding the
+// output (on any path from the inputs; amax/amin are exact) thus allows 4 standard
+// deviations, 4 u sqrt(n) / 3 (16 u = 9.5e-7 for float32), added in quadrature to the base:
+// the sources are independent, and a relative error passes unchanged through later sums,
+// products and quotients (float32 output of one sum of any length: rtol 1.61e-6). Equal
+// elements round alike, so their errors do not cancel; a block of 128 times 0.1 is 16 u off,
+// still within the allowance.
+// Only rtol grows: atol stays the dtype's floor for results near zero. So a dropped element
+// of a sum of 1e6 values in [0, 1) (its largest, a relative change of 2e-6) is a mismatch,
+// where a tolerance growing like sqrt(L) (1.3e-3) would let it pass.
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "ir/graph.h"
 
@@ -17,8 +34,11 @@ struct Tolerance {
   double atol;
 };
 
-// The longest reduction (number of elements combined into one output) in the graph; 1 if none.
-int64_t longest_reduction(const ir::Graph& graph);
-Tolerance comparison_tolerance(DType dtype, int64_t reduction_length);
+// The tolerance of a value of `dtype` computed from sums or means of these lengths (elements
+// per output element). Integers and bool compare exactly.
+Tolerance value_tolerance(DType dtype, const std::vector<int64_t>& sum_lengths);
+
+// The tolerance of each graph output, in the order of graph.outputs().
+std::vector<Tolerance> output_tolerances(const ir::Graph& graph);
 
 }  // namespace stax

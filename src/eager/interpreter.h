@@ -1,6 +1,25 @@
 // The eager reference interpreter: runs a graph op by op on host tensors with plain loops over
 // strided tensors, following PyTorch's semantics. It is the oracle every compiled result is
 // checked against, so it favours obvious correctness over speed.
+//
+// Reductions compute what PyTorch's CPU kernels give, as exactly as one rounding allows:
+// - sum of floats: the elements (converted to the result dtype) are added in double and the
+//   sum is rounded once to the result dtype. PyTorch accumulates float32 in float32 (f16 and
+//   bf16 in float32) with cascade summation, whose partial sums are within a few ulps of the
+//   exact ones, so both overflow to +-inf exactly when the exact sum leaves the dtype's range
+//   (three 3e38 sum to inf). NaN anywhere gives NaN, +inf and -inf together give NaN. The
+//   accumulator starts at +0 (as PyTorch's), so a sum of -0.0 elements only is +0.0; an
+//   empty sum is +0.0.
+// - mean of floats: PyTorch's CPU mean is sum(...).div_(count): the sum rounded to the dtype,
+//   then divided by count in the dtype's opmath type (float for f32/f16/bf16, double for
+//   f64) and rounded to the dtype. So the mean of three 3e38 is inf, not 3e38; an empty mean
+//   is NaN (0 / 0).
+// - sum of integers and bool: exact 64-bit arithmetic wrapping modulo 2^64 (the result is
+//   int64 as in PyTorch), then stored in the result dtype.
+// - amax / amin: NaN anywhere gives NaN; otherwise the largest / smallest element, exactly.
+//   -0.0 and +0.0 compare equal: of the two, the first in row-major order is returned
+//   (PyTorch leaves that sign unspecified: its vectorized and scalar paths differ, and
+//   comparisons treat the two zeros as equal). A reduction over zero elements throws.
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,6 @@
 // Reductions of the eager interpreter: sum, mean, amax, amin over a set of dims (keepdim or
 // not). Every input element is visited once and folded into the accumulator of its output
-// element. Floating sums accumulate in double and round once (the most accurate reference);
-// integral sums wrap in 64 bits; amax/amin propagate NaN.
+// element. The results are PyTorch's (CPU); interpreter.h states the semantics per dtype.
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -102,9 +101,13 @@ Tensor eval_reduce(const Env& env, const ir::Node& node, ReduceOp op) {
     if (integer) {
       store_int(out, index, acc_int[o]);
     } else if (op == ReduceOp::Mean) {
-      out.set(index, acc[o] / static_cast<double>(count));  // 0 / 0 = NaN for empty
+      // PyTorch's CPU mean is sum(...).div_(count): the sum rounded to the dtype (so an
+      // overflowing sum is infinite), divided in the dtype's opmath type. 0 / 0 = NaN (empty).
+      const double sum = round_to(type.dtype, acc[o]);
+      const double divisor = round_to_opmath(type.dtype, static_cast<double>(count));
+      out.set(index, round_to(type.dtype, round_to_opmath(type.dtype, sum / divisor)));
     } else {
-      out.set(index, acc[o]);
+      out.set(index, round_to(type.dtype, acc[o]));
     }
   }
   return out;

@@ -1,6 +1,6 @@
 // Helpers shared by the code-generation tests: a fixture parameterized over (SIMD level,
 // threads) that compiles graphs (several at once, on all cores), runs them and checks every
-// output against the eager oracle within comparison_tolerance.
+// output against the eager oracle within its output_tolerances.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -29,7 +29,9 @@
 
 namespace stax::runtime {
 // Readable test parameters in gtest messages.
-inline void PrintTo(SimdLevel level, std::ostream* os) { *os << simd_level_name(level); }
+inline void PrintTo(SimdLevel level, std::ostream* os) {
+  *os << simd_level_name(level);
+}
 }  // namespace stax::runtime
 
 namespace stax::codegen_test {
@@ -78,7 +80,7 @@ inline Tensor make_f32(const std::vector<int64_t>& sizes, const std::vector<doub
 }
 
 struct Case {
-  std::string name;       // for failure messages
+  std::string name;  // for failure messages
   ir::Graph graph;
   std::vector<Tensor> inputs;
   bool fuse = true;
@@ -122,25 +124,25 @@ inline void expect_matches_oracle(const std::string& name, const ir::Graph& grap
                                   const std::vector<Tensor>& actual) {
   const std::vector<Tensor> expected = eager::run(graph, inputs);
   ASSERT_EQ(actual.size(), expected.size()) << name << ": number of outputs";
-  const int64_t longest = longest_reduction(graph);
+  const std::vector<Tolerance> tolerances = output_tolerances(graph);
   for (size_t i = 0; i < expected.size(); ++i) {
     const std::string& out_name = graph.value(graph.outputs()[i]).name;
     const std::string where = name + ", output " + std::to_string(i) + " '" + out_name + "'";
     EXPECT_EQ(actual[i].dtype(), expected[i].dtype()) << where;
     ASSERT_EQ(actual[i].sizes(), expected[i].sizes()) << where;
-    const Tolerance tol = comparison_tolerance(expected[i].dtype(), longest);
+    const Tolerance& tol = tolerances[i];
     const eager::Difference d = eager::compare(actual[i], expected[i], tol.rtol, tol.atol);
     EXPECT_TRUE(d.within_tolerance)
-        << where << ": max abs diff " << d.max_abs << ", max rel diff " << d.max_rel
-        << " (rtol " << tol.rtol << ", atol " << tol.atol << ")"
+        << where << ": max abs diff " << d.max_abs << ", max rel diff " << d.max_rel << " (rtol "
+        << tol.rtol << ", atol " << tol.atol << ")"
         << describe_mismatches(actual[i], expected[i], tol.rtol, tol.atol);
   }
 }
 
 // Compiles every case (in parallel: each compile is mostly a g++ process).
-inline std::vector<std::optional<CompiledGraph>> compile_all(
-    const std::vector<Case>& cases, const CompileOptions& base,
-    std::vector<std::string>& errors) {
+inline std::vector<std::optional<CompiledGraph>> compile_all(const std::vector<Case>& cases,
+                                                             const CompileOptions& base,
+                                                             std::vector<std::string>& errors) {
   std::vector<std::optional<CompiledGraph>> compiled(cases.size());
   errors.assign(cases.size(), "");
   std::atomic<size_t> next{0};

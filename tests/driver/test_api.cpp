@@ -26,7 +26,7 @@ TEST(Api, ReadmeExample) {
   const auto expected = eager::run(g, {input});
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].sizes(), (std::vector<int64_t>{64, 128}));
-  const Tolerance tol = comparison_tolerance(DType::Float32, longest_reduction(g));
+  const Tolerance tol = output_tolerances(g)[0];
   EXPECT_TRUE(eager::compare(out[0], expected[0], tol.rtol, tol.atol).within_tolerance);
   // The explanation of the same graph is Example 7.1's.
   const std::string text = explain_text(compiled.compilation());
@@ -70,7 +70,7 @@ TEST(Api, Avx512CompilesAndRunsOnlyWhereSupported) {
   if (runtime::cpu_supports(runtime::SimdLevel::Avx512)) {
     const auto out = compiled.run({input});
     const auto expected = eager::run(g, {input});
-    const Tolerance tol = comparison_tolerance(DType::Float32, 37);
+    const Tolerance tol = output_tolerances(g)[0];
     EXPECT_TRUE(eager::compare(out[0], expected[0], tol.rtol, tol.atol).within_tolerance);
   } else {
     // Running it would be an illegal instruction: a clear error instead.
@@ -133,8 +133,9 @@ def full(x: f32[1000, 1003]):
           << forms[0];
       const auto out = compiled.run({input});
       const auto expected = eager::run(g, {input});
-      const Tolerance tol = comparison_tolerance(DType::Float32, longest_reduction(g));
+      const std::vector<Tolerance> tolerances = output_tolerances(g);
       for (size_t k = 0; k < out.size(); ++k) {
+        const Tolerance& tol = tolerances[k];
         EXPECT_TRUE(eager::compare(out[k], expected[k], tol.rtol, tol.atol).within_tolerance)
             << "output " << k << " threads " << threads << " nan " << with_nan;
       }
@@ -167,7 +168,7 @@ def f(x: f32[40, 1003]):
 )");
   const Tensor input = eager::random_tensor(DType::Float32, {40, 1003}, 4);
   const auto expected = eager::run(g, {input});
-  const Tolerance tol = comparison_tolerance(DType::Float32, longest_reduction(g));
+  const std::vector<Tolerance> tolerances = output_tolerances(g);
   for (bool localize : {true, false}) {
     for (int threads : {1, 2}) {
       CompileOptions options;
@@ -179,6 +180,7 @@ def f(x: f32[40, 1003]):
       EXPECT_EQ(any_local, localize);
       const auto out = compiled.run({input});
       for (size_t k = 0; k < out.size(); ++k) {
+        const Tolerance& tol = tolerances[k];
         EXPECT_TRUE(eager::compare(out[k], expected[k], tol.rtol, tol.atol).within_tolerance)
             << "output " << k << " localize " << localize << " threads " << threads;
       }

@@ -155,3 +155,47 @@ TEST(Reductions, ZeroDimInput) {
 
 }  // namespace
 }  // namespace stax::eager
+
+namespace stax::eager {
+namespace {
+
+using testing::make;
+using testing::run1;
+
+double reduce1(const std::string& op, const std::string& type, const Tensor& x) {
+  return run1("def g(x: " + type + "):\n  r = " + op + "(x)\n  return r\n", {x}).get({});
+}
+
+// PyTorch's CPU mean is sum(...).div_(count) in the dtype: a sum that overflows the dtype
+// makes the mean infinite, even though the exact mean is in range. Signed zeros and NaN as
+// in PyTorch too.
+TEST(ReductionSemantics, FloatCornerCasesMatchPyTorch) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const Tensor f = make(DType::Float32, {3}, {3e38, 3e38, 3e38});
+  EXPECT_EQ(reduce1("mean", "f32[3]", f), inf);
+  EXPECT_EQ(reduce1("sum", "f32[3]", f), inf);
+  EXPECT_EQ(reduce1("mean", "f32[3]", make(DType::Float32, {3}, {-3e38, -3e38, -3e38})), -inf);
+  // f16 sums accumulate in float but are stored in f16 (max 65504) before the division.
+  EXPECT_EQ(reduce1("mean", "f16[3]", make(DType::Float16, {3}, {30000, 30000, 30000})), inf);
+  // In f64 the same sum is in range.
+  EXPECT_DOUBLE_EQ(reduce1("mean", "f64[3]", make(DType::Float64, {3}, {3e38, 3e38, 3e38})), 3e38);
+  // The accumulator starts at +0, like PyTorch's: a sum of -0.0 only is +0.0; amax and amin
+  // return an element.
+  const Tensor z = make(DType::Float32, {3}, {-0.0, -0.0, -0.0});
+  EXPECT_FALSE(std::signbit(reduce1("sum", "f32[3]", z)));
+  EXPECT_TRUE(std::signbit(reduce1("amax", "f32[3]", z)));
+  EXPECT_TRUE(std::signbit(reduce1("amin", "f32[3]", z)));
+  EXPECT_TRUE(std::isnan(reduce1("mean", "f32[3]", make(DType::Float32, {3}, {1, kNaN, 2}))));
+  EXPECT_TRUE(std::isnan(reduce1("sum", "f32[2]", make(DType::Float32, {2}, {inf, -inf}))));
+}
+
+// The mean divides the sum rounded to float32 by count in float32: 2^24 + 1 rounds to 2^24,
+// and 2^24 / 5 is 3355443.25 in float, where the unrounded double mean (2^24 + 1) / 5 would
+// round to 3355443.5.
+TEST(ReductionSemantics, MeanDividesTheRoundedSum) {
+  EXPECT_EQ(reduce1("mean", "f32[5]", make(DType::Float32, {5}, {16777216, 1, 0, 0, 0})),
+            3355443.25);
+}
+
+}  // namespace
+}  // namespace stax::eager

@@ -21,6 +21,14 @@
 #include <omp.h>
 #endif
 
+// The most threads a kernel's parallel region runs: split reductions keep one partial per
+// thread in an array of this size. A larger requested count runs this many (the result does
+// not depend on the team size).
+#define STAX_MAX_THREADS 1024
+static inline int stax_team_size(int requested) {
+  return requested < 1 ? 1 : requested > STAX_MAX_THREADS ? STAX_MAX_THREADS : requested;
+}
+
 #if defined(STAX_SIMD_AVX512)
 #if !defined(__AVX512F__) || !defined(__AVX512BW__) || !defined(__AVX512DQ__) || \
     !defined(__AVX512VL__)

@@ -64,6 +64,12 @@ inline float minimum_f(float a, float b) {
   if (a != a || b != b) return a + b;
   return a < b ? a : b;
 }
+// Adds a block sum of a blocked float sum into its double outer accumulator and restarts the
+// block at +0 (see codegen/cascade_sum.h).
+inline void cascade_fold(double& outer, float& block) {
+  outer += block;
+  block = 0.0f;
+}
 // x ** e with PyTorch's special-cased exponents, else SLEEF powf (u10).
 inline float pow_f(float x, float e) {
   if (e == 2.0f) return x * x;

@@ -1,0 +1,115 @@
+// Per-output comparison tolerances: they follow the sums that feed each output, grow rtol
+// only, and are tight enough that a dropped element of a long sum and one wrong softmax row
+// are mismatches while the correct compiled results pass.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "driver/compiler.h"
+#include "driver/tolerance.h"
+#include "eager/interpreter.h"
+#include "eager/tensor_io.h"
+#include "ir/graph.h"
+
+namespace stax {
+namespace {
+
+// Values uniform in [0, 1).
+Tensor unit_interval(const std::vector<int64_t>& sizes, uint64_t seed) {
+  Tensor t = eager::random_tensor(DType::Float32, sizes, seed);
+  for (int64_t p = 0; p < t.numel(); ++p) t.set_flat(p, std::fabs(t.get_flat(p)));
+  return t;
+}
+
+bool matches(const Tensor& actual, const Tensor& expected, const Tolerance& tol) {
+  return eager::compare(actual, expected, tol.rtol, tol.atol).within_tolerance;
+}
+
+TEST(Tolerance, FollowsTheSumsFeedingEachOutput) {
+  const ir::Graph g = ir::parse_graph(R"(
+def outs(x: f32[1000, 1000], i: i64[4]):
+    e = exp(x)
+    m = amax(x)
+    s = sum(x)
+    r = sum(x, dim=[-1], keepdim=True)
+    y = div(e, r)
+    z = mean(y, dim=[0])
+    return e, m, s, y, z, i
+)");
+  const std::vector<Tolerance> tol = output_tolerances(g);
+  ASSERT_EQ(tol.size(), 6u);
+  // No sum feeds exp(x) or amax(x) (amax is exact): PyTorch's float32 defaults.
+  EXPECT_EQ(tol[0].rtol, 1.3e-6);
+  EXPECT_EQ(tol[1].rtol, 1.3e-6);
+  // One sum: its allowance 4 u sqrt(128 + 16) / 3 = 16 u, in quadrature with the base.
+  const double one_sum = std::sqrt(1.3e-6 * 1.3e-6 + std::pow(16 * std::ldexp(1.0, -24), 2));
+  EXPECT_DOUBLE_EQ(tol[2].rtol, one_sum);
+  EXPECT_DOUBLE_EQ(tol[3].rtol, one_sum);
+  // The mean of quotients of a sum is fed by two sums.
+  EXPECT_DOUBLE_EQ(tol[4].rtol,
+                   std::sqrt(1.3e-6 * 1.3e-6 + 2 * std::pow(16 * std::ldexp(1.0, -24), 2)));
+  // The allowance does not grow with the length (blocked sums), and atol never grows.
+  EXPECT_EQ(value_tolerance(DType::Float32, {1000000000}).rtol, one_sum);
+  for (size_t k = 0; k < 5; ++k) EXPECT_EQ(tol[k].atol, 1e-5) << k;
+  EXPECT_EQ(tol[5].rtol, 0.0);  // integers compare exactly
+  EXPECT_EQ(tol[5].atol, 0.0);
+}
+
+// A compiled sum of 1e6 values in [0, 1) passes; one that missed the largest element (a
+// relative change of about 2e-6) does not.
+TEST(Tolerance, DroppedElementOfALongSumIsAMismatch) {
+  const ir::Graph g = ir::parse_graph("def s(x: f32[1000000]):\n    s = sum(x)\n    return s\n");
+  const Tensor x = unit_interval({1000000}, 11);
+  int64_t largest = 0;
+  for (int64_t p = 0; p < x.numel(); ++p) {
+    if (x.get_flat(p) > x.get_flat(largest)) largest = p;
+  }
+  Tensor dropped = Tensor::empty(DType::Float32, {1000000});
+  for (int64_t p = 0; p < x.numel(); ++p) dropped.set_flat(p, p == largest ? 0.0 : x.get_flat(p));
+  const Tolerance tol = output_tolerances(g)[0];
+  const Tensor expected = eager::run(g, {x})[0];
+  for (runtime::SimdLevel level : {runtime::SimdLevel::Scalar, runtime::detect_simd_level()}) {
+    for (int threads : {1, 2}) {
+      SCOPED_TRACE(std::string(runtime::simd_level_name(level)) + ", " + std::to_string(threads) +
+                   " threads");
+      CompileOptions options;
+      options.simd = level;
+      options.num_threads = threads;
+      const CompiledGraph compiled = compile(g, options);
+      EXPECT_TRUE(matches(compiled.run({x})[0], expected, tol));
+      EXPECT_FALSE(matches(compiled.run({dropped})[0], expected, tol));
+    }
+  }
+}
+
+// A softmax over rows of 10000: the compiled result passes; the same result with one row
+// replaced by its neighbour's (a wrong row index) does not. Its values (about 1e-4) lie below
+// a tolerance that grew with sqrt(10000).
+TEST(Tolerance, WrongSoftmaxRowIsAMismatch) {
+  const ir::Graph g = ir::parse_graph(R"(
+def softmax(x: f32[8, 10000]):
+    m = amax(x, dim=[-1], keepdim=True)
+    d = sub(x, m)
+    e = exp(d)
+    s = sum(e, dim=[-1], keepdim=True)
+    y = div(e, s)
+    return y
+)");
+  const Tensor x = unit_interval({8, 10000}, 12);
+  const Tolerance tol = output_tolerances(g)[0];
+  const Tensor expected = eager::run(g, {x})[0];
+  for (int threads : {1, 2}) {
+    CompileOptions options;
+    options.num_threads = threads;
+    const Tensor actual = compile(g, options).run({x})[0];
+    EXPECT_TRUE(matches(actual, expected, tol)) << threads << " threads";
+    Tensor wrong = Tensor::empty(DType::Float32, {8, 10000});
+    for (int64_t r = 0; r < 8; ++r) {
+      for (int64_t c = 0; c < 10000; ++c) wrong.set({r, c}, actual.get({r == 3 ? 4 : r, c}));
+    }
+    EXPECT_FALSE(matches(wrong, expected, tol)) << threads << " threads";
+  }
+}
+
+}  // namespace
+}  // namespace stax
