@@ -10,6 +10,7 @@
 #include "codegen/body_emitter.h"
 #include "codegen/loop_codegen.h"
 #include "ir/checked_arith.h"
+#include "ir/graph.h"
 
 namespace stax::codegen {
 
@@ -57,7 +58,8 @@ void check_layouts(const lowering::LoweredGraph& g) {
   for (const auto& b : g.buffers) {
     if (std::optional<std::string> problem = layout_problem(b.dtype, b.sizes, b.strides)) {
       throw std::invalid_argument(where + "buffer '" + b.name + "' (" +
-                                  std::string(dtype_name(b.dtype)) + "): " + *problem);
+                                  std::string(dtype_name(b.dtype)) + ", for " + b.source +
+                                  "): " + *problem);
     }
   }
 }
@@ -94,7 +96,13 @@ GeneratedModule generate_cpp(const scheduler::Schedule& s, const CodegenOptions&
     std::string preamble;
     std::set<std::string> used;
     for (size_t k : groups[gi]) {
-      LoopCode loop = generate_loop(s, s.kernels[k], options, inputs);
+      LoopCode loop;
+      try {
+        loop = generate_loop(s, s.kernels[k], options, inputs);
+      } catch (const std::exception&) {
+        ir::rethrow_with_context("code generation of " +
+                                 scheduler::describe_sources(s, s.kernels[k]));
+      }
       summary.parallel_region |= loop.summary.parallel_depth > 0;
       summary.loops.push_back(loop.summary);
       body += loop.code;

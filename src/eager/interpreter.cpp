@@ -118,11 +118,12 @@ void check_inputs(const ir::Graph& graph, const std::vector<Tensor>& inputs) {
 }
 
 // Names the value whose evaluation could not get `bytes` bytes of memory.
-AllocationError allocation_failure(const ir::Node& node, const ir::Value& value, size_t bytes) {
+AllocationError allocation_failure(const ir::Graph& graph, const ir::Node& node,
+                                   const ir::Value& value, size_t bytes) {
   return AllocationError("eager: cannot allocate " + std::to_string(bytes) + " bytes for '" +
                              value.name + "' (" + std::string(dtype_name(value.type.dtype)) +
-                             shape_to_string(value.type.sizes) + ", the result of " + node.op +
-                             "): out of memory",
+                             shape_to_string(value.type.sizes) + ", the result of " +
+                             ir::describe_node(graph, node) + "): out of memory",
                          bytes);
 }
 
@@ -145,11 +146,13 @@ std::vector<Tensor> run(const ir::Graph& graph, const std::vector<Tensor>& input
     try {
       result = it->second(env, node);
     } catch (const AllocationError& e) {
-      throw allocation_failure(node, value, e.bytes());
+      throw allocation_failure(graph, node, value, e.bytes());
     } catch (const std::bad_alloc&) {  // scratch memory of an op (e.g. reduction accumulators)
       // The IR checked that the value's bytes fit int64.
       const int64_t bytes = checked_byte_size(value.type.sizes, value.type.dtype).value();
-      throw allocation_failure(node, value, static_cast<size_t>(bytes));
+      throw allocation_failure(graph, node, value, static_cast<size_t>(bytes));
+    } catch (const std::exception&) {
+      ir::rethrow_with_context("eager: " + ir::describe_node(graph, node));
     }
     if (result.dtype() != value.type.dtype || result.sizes() != value.type.sizes) {
       throw std::logic_error(

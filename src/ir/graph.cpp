@@ -361,4 +361,32 @@ bool operator==(const Graph& a, const Graph& b) {
   return true;
 }
 
+void Graph::set_location(ValueRef value, std::string location) {
+  const int producer = values_.at(static_cast<size_t>(value.index)).producer;
+  if (producer < 0) throw GraphError("set_location: '" + this->value(value).name + "' is an input");
+  nodes_[static_cast<size_t>(producer)].location = std::move(location);
+}
+
+std::string describe_node(const Graph& graph, const Node& node) {
+  std::string out = node.op + " '" + graph.value(node.output).name + "'";
+  if (!node.location.empty()) out += " at " + node.location;
+  return out;
+}
+
+void rethrow_with_context(const std::string& context) {
+  try {
+    throw;
+  } catch (const std::out_of_range& e) {
+    throw std::out_of_range(context + ": " + e.what());
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(context + ": " + e.what());
+  } catch (const std::logic_error& e) {
+    throw std::logic_error(context + ": " + e.what());
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(context + ": " + e.what());
+  } catch (const std::exception& e) {
+    throw std::runtime_error(context + ": " + e.what());
+  }
+}
+
 }  // namespace stax::ir

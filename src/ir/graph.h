@@ -56,6 +56,9 @@ struct Node {
   std::string op;
   std::vector<Arg> args;  // schema order, defaults filled
   ValueRef output;
+  // "FILE:LINE" of the statement in a text program; empty for graphs built in C++. Not part
+  // of graph equality.
+  std::string location;
 };
 
 struct Value {
@@ -81,6 +84,8 @@ class Graph {
                     std::vector<std::pair<std::string, Arg>> kwargs = {},
                     const std::string& name = "");
   void set_outputs(std::vector<ValueRef> outputs);
+  // Records where the node producing `value` was written (see Node::location).
+  void set_location(ValueRef value, std::string location);
 
   const std::vector<Value>& values() const { return values_; }
   const Value& value(ValueRef ref) const { return values_.at(static_cast<size_t>(ref.index)); }
@@ -100,6 +105,16 @@ class Graph {
   std::vector<ValueRef> inputs_;
   std::vector<ValueRef> outputs_;
 };
+
+// How errors after parsing name a node: "sum 's' at FILE:LINE" (or "sum 's'" without a
+// location), so that a refusal in lowering, scheduling, code generation or the eager
+// interpreter points at the statement of the program.
+std::string describe_node(const Graph& graph, const Node& node);
+
+// Rethrows the exception being handled with `context` before its message, as the same
+// standard exception category (invalid_argument, out_of_range, runtime_error, logic_error).
+// Call only inside a catch block.
+[[noreturn]] void rethrow_with_context(const std::string& context);
 
 // Text format (see ../shared/examples/*.stax):
 //   def NAME(x: f32[64, 128], w: f32[128, 64] strides=[1, 128]):

@@ -214,7 +214,8 @@ class Parser {
     expect(TokKind::RParen, "',' or ')'");
     expect(TokKind::Newline, "end of line");
     try {
-      graph.add_node(op.text, std::move(args), std::move(kwargs), target.text);
+      const ValueRef v = graph.add_node(op.text, std::move(args), std::move(kwargs), target.text);
+      graph.set_location(v, file_ + ":" + std::to_string(target.line));
     } catch (const GraphError& e) {
       fail_graph(target, e);
     }

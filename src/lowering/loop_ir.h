@@ -61,6 +61,9 @@ struct ComputedBuffer {
   std::function<OpsValue(OpsHandler&, const std::vector<index::Expr>& index,
                          const std::vector<index::Expr>& reduction_index)>
       value;
+  // The graph node it was stored for (ir::describe_node: op, value and FILE:LINE), so that
+  // errors in scheduling and code generation name the statement of the program.
+  std::string source;
   // What this buffer computes, for logs: "exp", "sum", "mul+sum", ...
   std::string origin;
 

@@ -79,7 +79,15 @@ class Lowerer {
   LoweredGraph run() {
     result_.name = graph_.name();
     for (ir::ValueRef in : graph_.inputs()) lower_input(in);
-    for (const ir::Node& node : graph_.nodes()) lower_node(node);
+    for (const ir::Node& node : graph_.nodes()) {
+      current_node_ = ir::describe_node(graph_, node);
+      try {
+        lower_node(node);
+      } catch (const std::exception&) {
+        ir::rethrow_with_context("lowering " + current_node_);
+      }
+    }
+    current_node_.clear();
     for (ir::ValueRef out : graph_.outputs()) {
       const LoweredValue& v = value(out.index);
       if (!v.layout) throw std::logic_error("graph output was not stored");
@@ -145,6 +153,7 @@ class Lowerer {
   }
 
   LoweredValue add_buffer(ComputedBuffer buf) {
+    buf.source = current_node_;
     LoweredValue out;
     out.dtype = buf.dtype;
     out.sizes = buf.sizes;
@@ -484,6 +493,7 @@ class Lowerer {
   LoweredGraph result_;
   std::vector<std::optional<LoweredValue>> values_;
   std::unordered_map<int, int> reads_;
+  std::string current_node_;  // the node being lowered, for errors and buffer provenance
   std::set<int> outputs_;
 };
 

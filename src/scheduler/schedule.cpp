@@ -1,6 +1,8 @@
 // The Section 7.6 pipeline.
 #include "scheduler/schedule.h"
 
+#include "ir/graph.h"
+
 #include <algorithm>
 #include <map>
 #include <optional>
@@ -122,7 +124,11 @@ Schedule schedule(const lowering::LoweredGraph& graph, const ScheduleOptions& op
   s.graph = &graph;
   // Step 1: one node per buffer, with its dependences.
   for (size_t k = 0; k < graph.buffers.size(); ++k) {
-    s.nodes.push_back(make_scheduler_node(static_cast<int>(k), graph.buffers[k]));
+    try {
+      s.nodes.push_back(make_scheduler_node(static_cast<int>(k), graph.buffers[k]));
+    } catch (const std::exception&) {
+      ir::rethrow_with_context("scheduling " + graph.buffers[k].source);
+    }
   }
   // Step 2: dead-node elimination, from the outputs backwards (buffers are in execution
   // order, so one reverse sweep suffices).
@@ -251,6 +257,16 @@ Schedule schedule(const lowering::LoweredGraph& graph, const ScheduleOptions& op
     s.release_after[static_cast<size_t>(g)].push_back(name);
   }
   return s;
+}
+
+std::string describe_sources(const Schedule& schedule, const FusedNode& fused) {
+  std::string out;
+  for (int id : fused.members()) {
+    const std::string& source = schedule.nodes[static_cast<size_t>(id)].buffer->source;
+    out += (out.empty() ? "" : ", ") +
+           (source.empty() ? schedule.nodes[static_cast<size_t>(id)].name : source);
+  }
+  return out;
 }
 
 }  // namespace stax::scheduler

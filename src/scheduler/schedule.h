@@ -60,4 +60,8 @@ struct ScheduleOptions {
 // `graph` must outlive the schedule.
 Schedule schedule(const lowering::LoweredGraph& graph, const ScheduleOptions& options = {});
 
+// The graph nodes a fused node computes ("sum 's' at f.stax:3, div 'y' at f.stax:4"), for
+// errors raised while scheduling or generating code for it.
+std::string describe_sources(const Schedule& schedule, const FusedNode& fused);
+
 }  // namespace stax::scheduler

@@ -155,5 +155,21 @@ TEST(JitCache, SecondCompileHitsTheCache) {
   std::filesystem::remove_all(dir, ec);
 }
 
+TEST(Validation, CodegenErrorsNameTheOpAndItsLine) {
+  // A refusal of code generation points at the statement whose buffer it could not emit.
+  const auto g = ir::parse_graph(
+      "def f(x: f32[4]):\n    a = relu(x)\n    s = sum(a, dim=[0], "
+      "dtype='i32')\n    return s\n",
+      "ints.stax");
+  try {
+    analyze(g);
+    FAIL() << "i32 code generation is not supported yet";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("code generation of sum 's' at ints.stax:3"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace stax::codegen_test

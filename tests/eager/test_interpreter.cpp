@@ -127,5 +127,19 @@ TEST(Interpreter, ExamplePrograms) {
   EXPECT_EQ(out[1].get({7}), max);
 }
 
+TEST(Interpreter, ErrorsNameTheOpAndItsLine) {
+  // 10^15 bytes no system grants: the refusal names the statement of the program.
+  const auto g = ir::parse_graph(
+      "def f(x: f32[1]):\n    y = expand(x, [250000000000000])\n    z = neg(y)\n    return z\n",
+      "big.stax");
+  try {
+    run(g, {make(DType::Float32, {1}, {2.0})});
+    FAIL() << "the allocation must fail";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("the result of neg 'z' at big.stax:3"), std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace stax::eager

@@ -164,6 +164,23 @@ TEST(Materialization, ViewChainIndexIsBounded) {
   }
 }
 
+TEST(Lowering, ErrorsNameTheOpAndItsLine) {
+  // Refusals after parsing point at the statement: the op, its value and FILE:LINE.
+  const auto graph = ir::parse_graph(R"(def f(x: f32[3, 4] strides=[1, 3]):
+    t = add(x, 1.0)
+    v = view(x, [12])
+    return v
+)",
+                                     "prog.stax");
+  try {
+    lower(graph);
+    FAIL() << "view of a transposed input must be refused";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("lowering view 'v' at prog.stax:3: "), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(Materialization, CostModelRules) {
   BodyStats transcendental{1, 0, 0, 1};
   EXPECT_TRUE(decide_materialization(Device::Cpu, transcendental, 2).materialize);
