@@ -226,7 +226,7 @@ GeneratedModule generate_cpp(const scheduler::Schedule& s, const CodegenOptions&
         }
         src << "if (" << name << " == nullptr) { " << release_live
             << "stax_set_error(err, err_capacity, \"out of memory allocating " << name << " ("
-            << plan->bytes << " bytes)\"); return 1; }\n";
+            << plan->bytes << " bytes)\"); return " << kStatusOutOfMemory << "; }\n";
       }
     }
     src << "kernel" << gi << "(";

@@ -12,6 +12,10 @@
 
 namespace stax::codegen {
 
+// What stax_graph_run returns besides 0: 1 for bad arguments (count, sizes, strides, dtype,
+// thread count), kStatusOutOfMemory when an output or intermediate could not be allocated.
+constexpr int kStatusOutOfMemory = 2;
+
 struct CodegenOptions {
   runtime::SimdLevel simd = runtime::SimdLevel::Scalar;
   int num_threads = 1;  // P of Algorithm 8.1; the team size is the run-time count (any >= 1)

@@ -110,6 +110,7 @@ std::vector<Tensor> CompiledGraph::run(const std::vector<Tensor>& inputs,
   const int status = reinterpret_cast<EntryFn>(entry_)(
       args.data(), static_cast<int64_t>(args.size()), slots.data(), &allocate_output, &allocator,
       options.num_threads > 0 ? options.num_threads : module.options.num_threads, err, sizeof err);
+  if (status == codegen::kStatusOutOfMemory) throw std::runtime_error(err);
   if (status != 0) throw InputError(err);
   std::vector<Tensor> outputs;
   for (const auto& b : module.outputs) {

@@ -171,5 +171,23 @@ TEST(Validation, CodegenErrorsNameTheOpAndItsLine) {
   }
 }
 
+TEST(Validation, OutputThatCannotBeAllocatedIsAnAllocationErrorNotBadInput) {
+  // 10^15 bytes: a valid program whose output no system grants. The wrapper reports it as
+  // out of memory (naming the buffer and the bytes), not as a bad argument.
+  const auto g = ir::parse_graph(
+      "def f(x: f32[1]):\n    y = expand(x, [250000000000000])\n    z = neg(y)\n    return z\n");
+  const CompiledGraph compiled = compile(g);
+  try {
+    compiled.run({eager::random_tensor(DType::Float32, {1}, 1)});
+    FAIL() << "the output allocation must fail";
+  } catch (const InputError& e) {
+    FAIL() << "reported as bad input: " << e.what();
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("out of memory allocating buf0 (1000000000000000 bytes)"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace stax::codegen_test
