@@ -12,6 +12,7 @@
 #include <string>
 
 #include "driver/compiler.h"
+#include "fuzz/scaling_programs.h"
 #include "ir/graph.h"
 #include "scheduler/cycle_check.h"
 
@@ -25,17 +26,9 @@ std::shared_ptr<const Compilation> analyze_text(const std::string& text) {
   return analyze(ir::parse_graph(text, "scaling"), options);
 }
 
-std::string self_reads(int n) {
-  std::ostringstream s;
-  s << "def self_read(x: f32[16, 32]):\n    v0 = add(x, x)\n";
-  for (int i = 1; i < n; ++i) s << "    v" << i << " = add(v" << i - 1 << ", v" << i - 1 << ")\n";
-  s << "    return v" << n - 1 << "\n";
-  return s.str();
-}
-
 TEST(CompileScaling, ValueReadTwiceIsMaterializedNotInlinedTwice) {
   // 40 levels once took 42 s and 5.5 GB (2^40 loads); now a bounded body per buffer.
-  auto c = analyze_text(self_reads(40));
+  auto c = analyze_text(fuzz::self_read_program(40));
   const size_t bytes = c->module.source.size();
   EXPECT_LT(bytes, 40u * 400u) << "generated C++ must grow linearly with the chain";
   bool logged = false;
@@ -46,20 +39,6 @@ TEST(CompileScaling, ValueReadTwiceIsMaterializedNotInlinedTwice) {
 }
 
 TEST(CompileScaling, SourceGrowsLinearlyForEveryShape) {
-  auto view_chain = [](int n) {
-    std::ostringstream s;
-    s << "def view_chain(x: f32[12, 35]):\n    v0 = add(x, 1.0)\n";
-    for (int i = 1; i < n; ++i) {
-      if (i % 2 == 1) {
-        s << "    v" << i << " = transpose(v" << i - 1 << ", 0, 1)\n";
-      } else {
-        s << "    v" << i << " = reshape(v" << i - 1
-          << (i % 4 == 2 ? ", [20, 21])\n" : ", [12, 35])\n");
-      }
-    }
-    s << "    v" << n << " = add(v" << n - 1 << ", 1.0)\n    return v" << n << "\n";
-    return s.str();
-  };
   auto wide_sums = [](int n) {
     // n row sums all live until one final add tree: the wrapper's cleanup on a failed
     // allocation once listed every live buffer at every allocation.
@@ -78,8 +57,9 @@ TEST(CompileScaling, SourceGrowsLinearlyForEveryShape) {
     const char* name;
     std::function<std::string(int)> gen;
   };
-  for (const Shape& shape : {Shape{"self_read", self_reads}, Shape{"view_chain", view_chain},
-                             Shape{"wide_sums", wide_sums}}) {
+  for (const Shape& shape :
+       {Shape{"self_read", fuzz::self_read_program}, Shape{"view_chain", fuzz::view_chain_program},
+        Shape{"wide_dag", fuzz::wide_dag_program}, Shape{"wide_sums", wide_sums}}) {
     const size_t small = analyze_text(shape.gen(40))->module.source.size();
     const size_t large = analyze_text(shape.gen(160))->module.source.size();
     // Four times the nodes: at most a little over four times the code (fixed parts shrink
@@ -90,13 +70,7 @@ TEST(CompileScaling, SourceGrowsLinearlyForEveryShape) {
 
 TEST(CompileScaling, SharedInputGivesLinearlyManyFusionCandidates) {
   const int n = 600;
-  std::ostringstream s;
-  s << "def many_outputs(x: f32[8, 16]):\n";
-  for (int i = 0; i < n; ++i) s << "    o" << i << " = mul(x, " << i + 1 << ".0)\n";
-  s << "    return ";
-  for (int i = 0; i < n; ++i) s << (i ? ", " : "") << "o" << i;
-  s << "\n";
-  auto c = analyze_text(s.str());
+  auto c = analyze_text(fuzz::many_outputs_program(n));
   const auto& rounds = c->schedule.fusion_log.rounds;
   ASSERT_FALSE(rounds.empty());
   // Readers of one buffer pair up only within the horizontal-fusion distance (64): every
