@@ -107,8 +107,8 @@ TEST(LayoutOverflow, CodeGenerationRefusesLayoutsThatOverflow) {
     ADD_FAILURE() << "expected std::invalid_argument";
   } catch (const std::invalid_argument& e) {
     EXPECT_EQ(std::string(e.what()),
-              "code generation of graph 'g': buffer '" + y.name +
-                  "' (f32): sizes [1152921504606846976, 4] strides [4, 1]: the byte size "
+              "code generation of graph 'g': buffer '" + y.name + "' (f32, for " + y.source +
+                  "): sizes [1152921504606846976, 4] strides [4, 1]: the byte size "
                   "overflows int64 (4611686018427387904 elements of 4 bytes are more than "
                   "9223372036854775807 bytes)");
   }
