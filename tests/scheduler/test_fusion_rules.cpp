@@ -157,18 +157,22 @@ TEST(FusionScore, LexicographicWithSixteenfoldException) {
 namespace stax {
 namespace {
 
-TEST(MemoryPlan, BufferLivingWithinOneOuterIterationIsLocalized) {
-  // Softmax: exp is materialized (two users) but every use is in the same row of the one
-  // outer-loop fused kernel, so each row gets a local array instead of a 16 MiB buffer.
-  auto s = testing::schedule_text(R"(
-def softmax(x: f32[4096, 1024]):
-    m = amax(x, dim=[-1], keepdim=True)
+// Softmax over the last dim of a rows x cols input: exp is materialized (two users).
+std::string softmax_program(int64_t rows, int64_t cols) {
+  return "def softmax(x: f32[" + std::to_string(rows) + ", " + std::to_string(cols) + "]):\n" +
+         R"(    m = amax(x, dim=[-1], keepdim=True)
     d = sub(x, m)
     e = exp(d)
     s = sum(e, dim=[-1], keepdim=True)
     y = div(e, s)
     return y
-)");
+)";
+}
+
+TEST(MemoryPlan, BufferLivingWithinOneOuterIterationIsLocalized) {
+  // Softmax: exp is materialized (two users) but every use is in the same row of the one
+  // outer-loop fused kernel, so each row gets a local array instead of a 16 MiB buffer.
+  auto s = testing::schedule_text(softmax_program(4096, 1024));
   ASSERT_EQ(s->schedule.kernels.size(), 1u);
   const auto* e = s->schedule.plan_of("buf1");
   ASSERT_NE(e, nullptr);
@@ -185,15 +189,7 @@ def softmax(x: f32[4096, 1024]):
 TEST(MemoryPlan, SliceBeyondTheStackBudgetStaysABuffer) {
   // Rows of 32768 floats (128 KiB) exceed the per-iteration stack budget: exp stays a
   // buffer in memory, and explain says why.
-  auto s = testing::schedule_text(R"(
-def softmax(x: f32[8, 32768]):
-    m = amax(x, dim=[-1], keepdim=True)
-    d = sub(x, m)
-    e = exp(d)
-    s = sum(e, dim=[-1], keepdim=True)
-    y = div(e, s)
-    return y
-)");
+  auto s = testing::schedule_text(softmax_program(8, 32768));
   const auto* e = s->schedule.plan_of("buf1");
   ASSERT_NE(e, nullptr);
   EXPECT_FALSE(e->localized);
