@@ -125,8 +125,7 @@ OpsValue BodyEmitter::constant(double value, DType dtype) {
   return define(float_literal(value), false, dtype);
 }
 
-OpsValue BodyEmitter::compute(PointwiseOp op, std::span<const OpsValue> args, double attribute,
-                              DType result) {
+OpsValue BodyEmitter::compute(PointwiseOp op, std::span<const OpsValue> args, DType result) {
   require_supported(result);
   bool vector = false;
   for (const OpsValue& a : args) vector = vector || values_.at(static_cast<size_t>(a.id)).vector;
@@ -190,10 +189,12 @@ OpsValue BodyEmitter::compute(PointwiseOp op, std::span<const OpsValue> args, do
     case PointwiseOp::Minimum:
       expr = call("minimum", "minimum_f");
       break;
-    case PointwiseOp::PowScalar:
-      expr =
-          (vector ? "stax::pow(" : "stax::pow_f(") + x[0] + ", " + float_literal(attribute) + ")";
+    case PointwiseOp::Pow: {
+      // A uniform exponent stays a scalar, so the vector pow takes its special cases.
+      const std::string exponent = values_.at(static_cast<size_t>(args[1].id)).name;
+      expr = (vector ? "stax::pow(" : "stax::pow_f(") + x[0] + ", " + exponent + ")";
       break;
+    }
     case PointwiseOp::Where:
       expr = vector ? "stax::where(" + x[0] + ", " + x[1] + ", " + x[2] + ")"
                     : "(" + x[0] + " ? " + x[1] + " : " + x[2] + ")";
@@ -216,6 +217,9 @@ OpsValue BodyEmitter::compute(PointwiseOp op, std::span<const OpsValue> args, do
     case PointwiseOp::Ne:
       expr = compare("ne", "!=");
       break;
+    default:
+      throw std::invalid_argument("code generation does not support " +
+                                  std::string(lowering::op_info(op).name) + " so far");
   }
   if (vector && args.size() > 1) {
     for (const OpsValue& a : args) {
@@ -246,6 +250,40 @@ OpsValue BodyEmitter::to_dtype(OpsValue value, DType dtype) {
   return define("(" + e.name + " != 0.0f)", false, dtype);
 }
 
+OpsValue BodyEmitter::index_value(const index::Expr&, DType dtype) {
+  throw std::invalid_argument("code generation supports no index values of " +
+                              std::string(dtype_name(dtype)) + " so far");
+}
+
+index::Expr BodyEmitter::indirect_index(OpsValue, int64_t, const std::string& what) {
+  throw std::invalid_argument("code generation supports no indirect loads so far (" + what + ")");
+}
+
+void BodyEmitter::push_mask(OpsValue) {
+  throw std::invalid_argument("code generation supports no masked loads so far");
+}
+
+void BodyEmitter::pop_mask() {
+  throw std::invalid_argument("code generation supports no masked loads so far");
+}
+
+namespace {
+double reduction_identity(lowering::ReductionType type) {
+  switch (type) {
+    case lowering::ReductionType::Sum:
+      return 0.0;
+    case lowering::ReductionType::Max:
+      return -HUGE_VAL;
+    case lowering::ReductionType::Min:
+      return HUGE_VAL;
+    default:
+      throw std::invalid_argument("code generation supports no " +
+                                  std::string(lowering::reduction_name(type)) +
+                                  " reductions so far");
+  }
+}
+}  // namespace
+
 OpsValue BodyEmitter::reduction(lowering::ReductionType type, OpsValue value) {
   if (value.dtype != DType::Float32) {
     throw std::invalid_argument("reductions of " + std::string(dtype_name(value.dtype)) +
@@ -253,7 +291,7 @@ OpsValue BodyEmitter::reduction(lowering::ReductionType type, OpsValue value) {
   }
   const std::string acc = "acc" + std::to_string(reductions_++) + config_.name_suffix;
   accumulator_types_[acc] = type;
-  const std::string init = float_literal(lowering::reduction_identity(type));
+  const std::string init = float_literal(reduction_identity(type));
   auto combine = [&](const std::string& a, const std::string& b, bool vector) {
     switch (type) {
       case lowering::ReductionType::Sum:
@@ -262,6 +300,8 @@ OpsValue BodyEmitter::reduction(lowering::ReductionType type, OpsValue value) {
         return (vector ? "stax::maximum(" : "stax::maximum_f(") + a + ", " + b + ")";
       case lowering::ReductionType::Min:
         return (vector ? "stax::minimum(" : "stax::minimum_f(") + a + ", " + b + ")";
+      default:
+        return std::string();
     }
     return std::string();
   };
@@ -351,7 +391,7 @@ void BodyEmitter::store_reduction(const std::string& buffer, const index::Expr& 
   const std::string combined = type == lowering::ReductionType::Max
                                    ? "stax::maximum_f(" + acc + ", " + partials + "[t])"
                                    : "stax::minimum_f(" + acc + ", " + partials + "[t])";
-  final_ += "{\nfloat " + acc + " = " + float_literal(lowering::reduction_identity(type)) + ";\n" +
+  final_ += "{\nfloat " + acc + " = " + float_literal(reduction_identity(type)) + ";\n" +
             team + acc + " = " + combined + ";\n" + out + " = " + acc + ";\n}\n";
 }
 

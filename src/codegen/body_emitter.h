@@ -64,8 +64,13 @@ class BodyEmitter final : public lowering::OpsHandler {
                           DType dtype) override;
   lowering::OpsValue constant(double value, DType dtype) override;
   lowering::OpsValue compute(lowering::PointwiseOp op, std::span<const lowering::OpsValue> args,
-                             double attribute, DType result) override;
+                             DType result) override;
   lowering::OpsValue to_dtype(lowering::OpsValue value, DType dtype) override;
+  lowering::OpsValue index_value(const index::Expr& index, DType dtype) override;
+  index::Expr indirect_index(lowering::OpsValue value, int64_t size,
+                             const std::string& what) override;
+  void push_mask(lowering::OpsValue mask) override;
+  void pop_mask() override;
   lowering::OpsValue reduction(lowering::ReductionType type, lowering::OpsValue value) override;
   void store(const std::string& buffer, const index::Expr& index,
              lowering::OpsValue value) override;

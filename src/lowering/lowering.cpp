@@ -260,10 +260,11 @@ class Lowerer {
     } else if (node.op == "pow") {
       Loader x = operand(node, 0, out.type.dtype, sizes);
       const double exponent = ir::scalar_arg(node, 1).value;
-      v.loader = [x, exponent](OpsHandler& h, const std::vector<Expr>& idx) {
-        return apply(h, PointwiseOp::PowScalar, {x(h, idx)}, exponent);
+      const DType x_dtype = out.type.dtype;
+      v.loader = [x, exponent, x_dtype](OpsHandler& h, const std::vector<Expr>& idx) {
+        return apply(h, PointwiseOp::Pow, {x(h, idx), h.constant(exponent, x_dtype)});
       };
-      v.stats += op_stats(PointwiseOp::PowScalar);
+      v.stats += op_stats(PointwiseOp::Pow);
     } else if (node.op == "where") {
       Loader cond = operand(node, 0, DType::Bool, sizes);
       Loader a = operand(node, 1, out.type.dtype, sizes);

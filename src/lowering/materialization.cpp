@@ -37,16 +37,26 @@ void saturating_add(int64_t& a, int64_t b) {
 class IndexCostHandler final : public OpsHandler {
  public:
   int64_t max_divisions = 0;
+  int indirect_count = 0;
 
   OpsValue load(const std::string&, const index::Expr& idx, DType dtype) override {
     max_divisions = std::max(max_divisions, index::count_divisions(idx, kMaxIndexDivisions));
     return {0, dtype};
   }
   OpsValue constant(double, DType dtype) override { return {0, dtype}; }
-  OpsValue compute(PointwiseOp, std::span<const OpsValue>, double, DType result) override {
+  OpsValue compute(PointwiseOp, std::span<const OpsValue>, DType result) override {
     return {0, result};
   }
   OpsValue to_dtype(OpsValue, DType dtype) override { return {0, dtype}; }
+  OpsValue index_value(const index::Expr& idx, DType dtype) override {
+    max_divisions = std::max(max_divisions, index::count_divisions(idx, kMaxIndexDivisions));
+    return {0, dtype};
+  }
+  index::Expr indirect_index(OpsValue, int64_t, const std::string&) override {
+    return index::Expr::var("ind" + std::to_string(indirect_count++));
+  }
+  void push_mask(OpsValue) override {}
+  void pop_mask() override {}
   OpsValue reduction(ReductionType, OpsValue value) override { return value; }
   void store(const std::string&, const index::Expr&, OpsValue) override {}
   void store_reduction(const std::string&, const index::Expr&, OpsValue) override {}

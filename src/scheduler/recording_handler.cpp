@@ -1,12 +1,14 @@
 // Recording handler: collects loads, stores and ops of a loop body.
 #include "scheduler/recording_handler.h"
 
+#include <stdexcept>
+
 namespace stax::scheduler {
 
 using lowering::OpsValue;
 
 OpsValue RecordingHandler::load(const std::string& buffer, const index::Expr& index, DType dtype) {
-  loads.push_back({buffer, index, dtype});
+  loads.push_back({buffer, index, dtype, mask_depth_ > 0});
   return {0, dtype};
 }
 
@@ -14,7 +16,7 @@ OpsValue RecordingHandler::constant(double, DType dtype) {
   return {0, dtype};
 }
 
-OpsValue RecordingHandler::compute(lowering::PointwiseOp op, std::span<const OpsValue>, double,
+OpsValue RecordingHandler::compute(lowering::PointwiseOp op, std::span<const OpsValue>,
                                    DType result) {
   ops.push_back(op);
   return {0, result};
@@ -22,6 +24,25 @@ OpsValue RecordingHandler::compute(lowering::PointwiseOp op, std::span<const Ops
 
 OpsValue RecordingHandler::to_dtype(OpsValue, DType dtype) {
   return {0, dtype};
+}
+
+OpsValue RecordingHandler::index_value(const index::Expr&, DType dtype) {
+  return {0, dtype};
+}
+
+index::Expr RecordingHandler::indirect_index(OpsValue, int64_t size, const std::string& what) {
+  std::string var = "ind" + std::to_string(indirect.size());
+  indirect.push_back({var, size, what});
+  return index::Expr::var(var);
+}
+
+void RecordingHandler::push_mask(OpsValue) {
+  ++mask_depth_;
+}
+
+void RecordingHandler::pop_mask() {
+  if (mask_depth_ == 0) throw std::logic_error("pop_mask without push_mask");
+  --mask_depth_;
 }
 
 OpsValue RecordingHandler::reduction(lowering::ReductionType, OpsValue value) {
