@@ -1,0 +1,259 @@
+// The lowering pass's state (internal to the lowering module): the Lowerer walks the graph in
+// order, turning every value into a LoweredValue and every stored result into a
+// ComputedBuffer. The shared machinery (operands, realization, the materialization decision)
+// lives here; each op family is lowered by its own file.
+#pragma once
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ir/op_schema.h"
+#include "ir/view_strides.h"
+#include "lowering/lowered_value.h"
+#include "lowering/lowering.h"
+#include "lowering/views.h"
+
+namespace stax::lowering {
+
+using index::Expr;
+
+inline std::string join(const std::vector<std::string>& parts, const char* sep) {
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : sep) + p;
+  return out;
+}
+
+inline void append_unique(std::vector<std::string>& ops, const std::string& op) {
+  if (std::find(ops.begin(), ops.end(), op) == ops.end()) ops.push_back(op);
+}
+
+inline int rank_of_category(DType d) {
+  if (d == DType::Bool) return 0;
+  if (is_integral(d)) return 1;
+  return 2;
+}
+
+// PyTorch's result type for the operands of a node: tensors decide within a category; a scalar
+// only raises the category (to the default dtype of that category).
+inline DType promote_operands(const ir::Graph& graph, const ir::Node& node,
+                              const std::vector<size_t>& positions) {
+  std::optional<DType> tensor_type;
+  int scalar_category = -1;
+  for (size_t pos : positions) {
+    if (ir::is_tensor_arg(node, pos)) {
+      DType d = ir::tensor_arg(graph, node, pos).type.dtype;
+      if (!tensor_type || rank_of_category(d) > rank_of_category(*tensor_type) ||
+          (rank_of_category(d) == rank_of_category(*tensor_type) &&
+           dtype_size(d) > dtype_size(*tensor_type))) {
+        tensor_type = d;
+      }
+    } else {
+      const ir::Scalar& s = ir::scalar_arg(node, pos);
+      int c = s.kind == ir::Scalar::Kind::Float ? 2 : s.kind == ir::Scalar::Kind::Int ? 1 : 0;
+      scalar_category = std::max(scalar_category, c);
+    }
+  }
+  if (!tensor_type) return scalar_category == 2 ? DType::Float32 : DType::Int64;
+  if (scalar_category > rank_of_category(*tensor_type)) {
+    return scalar_category == 2 ? DType::Float32 : DType::Int64;
+  }
+  return *tensor_type;
+}
+
+class Lowerer {
+ public:
+  Lowerer(const ir::Graph& graph, const LoweringOptions& options)
+      : graph_(graph), options_(options), values_(graph.values().size()) {
+    // Every operand runs its value's loader once per element, so add(v, v) reads v twice.
+    for (const ir::Node& node : graph.nodes()) {
+      for (const ir::Arg& arg : node.args) {
+        if (const auto* ref = std::get_if<ir::ValueRef>(&arg)) ++reads_[ref->index];
+      }
+    }
+    for (ir::ValueRef out : graph.outputs()) outputs_.insert(out.index);
+  }
+
+  LoweredGraph run() {
+    result_.name = graph_.name();
+    for (ir::ValueRef in : graph_.inputs()) lower_input(in);
+    for (const ir::Node& node : graph_.nodes()) {
+      current_node_ = ir::describe_node(graph_, node);
+      try {
+        lower_node(node);
+      } catch (const std::exception&) {
+        ir::rethrow_with_context("lowering " + current_node_);
+      }
+    }
+    current_node_.clear();
+    for (ir::ValueRef out : graph_.outputs()) {
+      const LoweredValue& v = value(out.index);
+      if (!v.layout) throw std::logic_error("graph output was not stored");
+      result_.outputs.push_back(OutputSpec{v.layout->buffer, v.layout->is_input, v.dtype, v.sizes,
+                                           v.layout->strides, v.layout->offset});
+    }
+    return std::move(result_);
+  }
+
+ private:
+  const LoweredValue& value(int index) const {
+    const auto& v = values_.at(static_cast<size_t>(index));
+    if (!v) throw std::logic_error("value used before it was lowered");
+    return *v;
+  }
+
+  void lower_input(ir::ValueRef ref) {
+    const ir::Value& in = graph_.value(ref);
+    result_.inputs.push_back(InputBuffer{in.name, in.type.dtype, in.type.sizes, in.type.strides});
+    LoweredValue v;
+    v.dtype = in.type.dtype;
+    v.sizes = in.type.sizes;
+    v.layout = StridedLayout{in.name, true, in.type.strides, 0};
+    v.pure_view = true;
+    v.loader = make_load(in.name, in.type.dtype, in.type.strides, 0);
+    v.stats = load_stats();
+    values_[static_cast<size_t>(ref.index)] = std::move(v);
+  }
+
+  static Loader make_load(const std::string& buffer, DType dtype, std::vector<int64_t> strides,
+                          int64_t offset) {
+    return [buffer, dtype, strides, offset](OpsHandler& h, const std::vector<Expr>& idx) {
+      return h.load(buffer, strided_offset(idx, strides, offset), dtype);
+    };
+  }
+
+  // buf0, buf1, ...: one name space with the graph inputs, so skip any name an input has.
+  std::string next_buffer_name() const {
+    std::string name = "buf" + std::to_string(result_.buffers.size());
+    while (result_.find_input(name) != nullptr) name += "_";
+    return name;
+  }
+
+  // Stores a value into a new contiguous buffer and returns the value that reads it back.
+  LoweredValue realize(const LoweredValue& v, const std::string& why) {
+    ComputedBuffer buf;
+    buf.name = next_buffer_name();
+    buf.dtype = v.dtype;
+    buf.sizes = v.sizes;
+    buf.strides = ir::contiguous_strides(v.sizes);
+    buf.ranges = v.sizes;
+    const auto strides = buf.strides;
+    buf.output_index = [strides](const std::vector<Expr>& idx) {
+      return strided_offset(idx, strides);
+    };
+    Loader loader = v.loader;
+    buf.value = [loader](OpsHandler& h, const std::vector<Expr>& idx, const std::vector<Expr>&) {
+      return loader(h, idx);
+    };
+    buf.origin = v.origin.empty() ? "copy" : join(v.origin, "+");
+    result_.log.push_back(buf.name + " (" + buf.origin + "): " + why);
+    return add_buffer(std::move(buf));
+  }
+
+  LoweredValue add_buffer(ComputedBuffer buf) {
+    buf.source = current_node_;
+    LoweredValue out;
+    out.dtype = buf.dtype;
+    out.sizes = buf.sizes;
+    out.layout = StridedLayout{buf.name, false, buf.strides, 0};
+    out.pure_view = true;
+    out.loader = make_load(buf.name, buf.dtype, buf.strides, 0);
+    out.stats = load_stats();
+    result_.buffers.push_back(std::move(buf));
+    return out;
+  }
+
+  // A loader for operand `pos` broadcast to `out_sizes` and converted to `dtype`.
+  Loader operand(const ir::Node& node, size_t pos, DType dtype,
+                 const std::vector<int64_t>& out_sizes) {
+    if (!ir::is_tensor_arg(node, pos)) {
+      const double scalar = ir::scalar_arg(node, pos).value;
+      return [scalar, dtype](OpsHandler& h, const std::vector<Expr>&) {
+        return h.constant(scalar, dtype);
+      };
+    }
+    const auto ref = std::get<ir::ValueRef>(node.args[pos]);
+    const LoweredValue& v = value(ref.index);
+    IndexMap map = broadcast_index(v.sizes, out_sizes);
+    Loader inner = v.loader;
+    const DType from = v.dtype;
+    return [inner, map, dtype, from](OpsHandler& h, const std::vector<Expr>& idx) {
+      OpsValue x = inner(h, map(idx));
+      return from == dtype ? x : h.to_dtype(x, dtype);
+    };
+  }
+
+  std::vector<std::string> operand_origin(const ir::Node& node) const {
+    std::vector<std::string> origin;
+    for (const ir::Arg& arg : node.args) {
+      if (const auto* ref = std::get_if<ir::ValueRef>(&arg)) {
+        // A value used by several operands is composed once per use, but named once.
+        for (const auto& op : value(ref->index).origin) append_unique(origin, op);
+      }
+    }
+    return origin;
+  }
+
+  void lower_node(const ir::Node& node) {
+    const ir::Value& out = graph_.value(node.output);
+    const ir::OpSchema* schema = ir::find_op_schema(node.op);
+    if (schema == nullptr) throw std::invalid_argument("lowering: unknown op " + node.op);
+    LoweredValue v;
+    switch (schema->category) {
+      case ir::OpCategory::Pointwise:
+        v = lower_pointwise(node, out);
+        break;
+      case ir::OpCategory::Reduction:
+        v = lower_reduction(node, out);
+        break;
+      case ir::OpCategory::View:
+        v = lower_view(node, out);
+        break;
+      case ir::OpCategory::Copy:
+        v = lower_copy(node);
+        break;
+    }
+    const int idx = node.output.index;
+    if (outputs_.count(idx) && !v.layout) {
+      v = realize(v, "graph output");
+    } else if (!v.pure_view || !v.layout) {
+      // A view that no strided layout expresses composes index arithmetic; it is priced too.
+      const auto reads = reads_.count(idx) ? reads_.at(idx) : 0;
+      auto decision = decide_materialization(options_.device, v.stats, reads);
+      if (decision.materialize) v = realize(v, decision.reason);
+    }
+    values_[static_cast<size_t>(idx)] = std::move(v);
+  }
+
+  // The cost of running every tensor operand's loader once.
+  BodyStats operand_stats(const ir::Node& node) const {
+    BodyStats stats;
+    for (const ir::Arg& arg : node.args) {
+      if (const auto* ref = std::get_if<ir::ValueRef>(&arg)) stats += value(ref->index).stats;
+    }
+    return stats;
+  }
+
+  // One per op family, each in its own file (lower_pointwise.cpp, lower_reduction.cpp,
+  // lower_view.cpp).
+  LoweredValue lower_pointwise(const ir::Node& node, const ir::Value& out);
+  LoweredValue lower_reduction(const ir::Node& node, const ir::Value& out);
+  LoweredValue lower_view(const ir::Node& node, const ir::Value& out);
+  LoweredValue lower_copy(const ir::Node& node);
+
+  const ir::Graph& graph_;
+  LoweringOptions options_;
+  LoweredGraph result_;
+  std::vector<std::optional<LoweredValue>> values_;
+  std::unordered_map<int, int> reads_;
+  std::string current_node_;  // the node being lowered, for errors and buffer provenance
+  std::set<int> outputs_;
+};
+
+}  // namespace stax::lowering
