@@ -46,6 +46,14 @@ static inline int stax_team_size(int requested) {
 #include <immintrin.h>
 #endif
 
+// GCC 12's AVX-512 intrinsics read an "undefined" register they never initialize
+// (_mm512_undefined_*), which -Wuninitialized reports in user code that inlines them.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
 #include "stax_kernel_half.h"
 #include "stax_kernel_reg_generic.h"
 #if defined(STAX_SIMD_AVX512) || defined(STAX_SIMD_AVX2)
@@ -56,6 +64,10 @@ static inline int stax_team_size(int requested) {
 #endif
 #include "stax_kernel_data.h"
 #include "stax_kernel_legacy.h"
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 #include "stax_kernel_reduce.h"
 #include "stax_kernel_vec.h"
 #include "stax_kernel_vec_ops.h"
