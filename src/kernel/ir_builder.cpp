@@ -1,6 +1,7 @@
 // The IR-building OpsHandler and the loop skeleton of a fused node.
 #include "kernel/ir_builder.h"
 
+#include <optional>
 #include <set>
 #include <stdexcept>
 
@@ -80,6 +81,9 @@ class NestBuilder final : public lowering::OpsHandler {
   }
 
   OpsValue compute(PointwiseOp op, std::span<const OpsValue> args, DType result) override {
+    if (op == PointwiseOp::Pow && is_floating(result)) {
+      if (auto special = pow_by_constant(args[0], args[1])) return *special;
+    }
     Let l;
     l.kind = LetKind::Compute;
     l.op = op;
@@ -248,6 +252,27 @@ class NestBuilder final : public lowering::OpsHandler {
 
  private:
   Block& block(int phase) { return phase == 0 ? parts_.body : parts_.after; }
+
+  // x ** c for a constant c: PyTorch's pow_tensor_scalar special-cases these exponents
+  // (sqrt for 0.5, so (-inf) ** 0.5 is NaN as in eager, not pow's +inf).
+  std::optional<OpsValue> pow_by_constant(const OpsValue& x, const OpsValue& exponent) {
+    const Let& e = lets_.at(exponent.id);
+    if (e.kind != LetKind::Constant) return std::nullopt;
+    const DType d = x.dtype;
+    auto op = [&](PointwiseOp o, std::initializer_list<OpsValue> a) {
+      return compute_value(o, a, d);
+    };
+    const double c = e.constant;
+    if (c == 2.0) return op(PointwiseOp::Mul, {x, x});
+    if (c == 3.0) return op(PointwiseOp::Mul, {op(PointwiseOp::Mul, {x, x}), x});
+    if (c == 0.5) return op(PointwiseOp::Sqrt, {x});
+    if (c == -0.5) return op(PointwiseOp::Rsqrt, {x});
+    if (c == -1.0) return op(PointwiseOp::Reciprocal, {x});
+    if (c == -2.0) return op(PointwiseOp::Reciprocal, {op(PointwiseOp::Mul, {x, x})});
+    if (c == 1.0) return x;
+    if (c == 0.0) return constant(1, d);
+    return std::nullopt;
+  }
 
   int phase_of(int id) const { return phase_.at(id); }
 

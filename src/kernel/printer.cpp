@@ -374,10 +374,8 @@ class Printer {
   void loop(const Stmt& s, int indent) {
     const Loop& l = *s.loop;
     if (l.parallel_collapse > 0) {
-      pragma("omp for " +
-             (l.parallel_collapse > 1 ? "collapse(" + std::to_string(l.parallel_collapse) + ") "
-                                      : std::string()) +
-             "schedule(static)" + (l.nowait ? " nowait" : ""));
+      pragma("omp for collapse(" + std::to_string(l.parallel_collapse) + ") schedule(static)" +
+             (l.nowait ? " nowait" : ""));
     }
     if (l.unroll > 1) pragma("GCC unroll " + std::to_string(l.unroll));
     const std::string& v = l.var;

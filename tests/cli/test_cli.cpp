@@ -79,7 +79,7 @@ TEST(Cli, EmitPrintsTheTranslationUnit) {
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("stax_graph_run"), std::string::npos);
   EXPECT_NE(r.out.find("#pragma omp for collapse(1)"), std::string::npos);
-  EXPECT_NE(r.out.find("vec_reduce_sum"), std::string::npos);
+  EXPECT_NE(r.out.find("stax::reduce_sum("), std::string::npos);
 }
 
 TEST(Cli, RunExamplesMatchEager) {

@@ -71,7 +71,8 @@ TEST(KernelEndToEnd, FloatProgramsInEveryFormMatchEager) {
       "    z = mul(x, t)\n    return z\n");
   expect_matches_eager(
       "def f(x: f32[32, 1000]):\n    m = amax(x, dim=[1], keepdim=True)\n"
-      "    e = exp(sub(x, m))\n    s = sum(e, dim=[1], keepdim=True)\n    y = div(e, s)\n"
+      "    d = sub(x, m)\n    e = exp(d)\n    s = sum(e, dim=[1], keepdim=True)\n"
+      "    y = div(e, s)\n"
       "    return y\n");
   expect_matches_eager(
       "def f(x: f32[7, 33], y: f32[33]):\n    c = gt(x, y)\n    z = where(c, x, y)\n"

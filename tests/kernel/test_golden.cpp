@@ -52,7 +52,8 @@ std::vector<GoldenProgram> programs() {
                "    z = mul(x, t)\n    return z\n"});
   p.push_back({"localized_softmax", "",
                "def f(x: f32[32, 1000]):\n    m = amax(x, dim=[1], keepdim=True)\n"
-               "    e = exp(sub(x, m))\n    s = sum(e, dim=[1], keepdim=True)\n    y = div(e, s)\n"
+               "    d = sub(x, m)\n    e = exp(d)\n    s = sum(e, dim=[1], keepdim=True)\n"
+               "    y = div(e, s)\n"
                "    return y\n"});
   p.push_back({"softmax_avx2", bench + "/softmax.stax", "", runtime::SimdLevel::Avx2, 2});
   p.push_back({"layernorm_scalar", bench + "/layernorm.stax", "", runtime::SimdLevel::Scalar, 1});

@@ -64,7 +64,7 @@ TEST(KernelPasses, TransposedOperandGivesTheTiledForm) {
   const std::string text = kernel::print_kernel(k);
   EXPECT_TRUE(contains(text, "alignas(64) float tile0[4096];")) << text;
   EXPECT_TRUE(contains(text, "stax::Vec<float, 16>::load(tile0 + ")) << text;
-  EXPECT_TRUE(contains(text, "#pragma omp for schedule(static)")) << text;
+  EXPECT_TRUE(contains(text, "#pragma omp for collapse(1) schedule(static)")) << text;
 }
 
 TEST(KernelPasses, ColumnReductionKeepsOneOutputPerLaneInBlocksOfEightVectors) {
@@ -101,7 +101,7 @@ TEST(KernelPasses, FullReductionIsSplitAcrossThreadsAndBlocked) {
   EXPECT_TRUE(has(k, StmtKind::FoldBlock));
   EXPECT_GT(count_lets(k, LetKind::CombinePartials), 0);
   const std::string text = kernel::print_kernel(k);
-  EXPECT_TRUE(contains(text, "#pragma omp for schedule(static) nowait")) << text;
+  EXPECT_TRUE(contains(text, "#pragma omp for collapse(1) schedule(static) nowait")) << text;
   EXPECT_TRUE(contains(kernel::print_kernel_preamble(k), "[STAX_MAX_THREADS];"));
   // One thread: Algorithm 8.1 gives depth 0 and no split.
   const auto serial = lower_all(*s, avx512(1)).at(0);
@@ -127,7 +127,8 @@ TEST(KernelPasses, ParallelDepthFollowsAlgorithm81) {
   const auto ks = lower_all(*s, avx512(4));
   ASSERT_FALSE(ks.empty());
   EXPECT_EQ(ks[0].decisions.parallel_depth, 1);
-  EXPECT_TRUE(contains(kernel::print_kernel(ks[0]), "#pragma omp for schedule(static)"));
+  EXPECT_TRUE(
+      contains(kernel::print_kernel(ks[0]), "#pragma omp for collapse(1) schedule(static)"));
 }
 
 TEST(KernelPasses, SimplifyRemovesUnusedValues) {
