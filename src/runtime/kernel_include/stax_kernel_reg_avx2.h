@@ -329,6 +329,56 @@ inline float reg_reduce_min(const F8& a) {
   return avx2_fold(a.v, [](__m256 x, __m256 y) { return reg_minimum(F8::make(x), F8::make(y)).v; });
 }
 
+// ---- Half (F16C) / BFloat16 storage <-> float registers (round to nearest even) ----
+inline __m128i avx2_load_u16x8(const void* p, int64_t count) {
+  if (count >= 8) return _mm_loadu_si128(static_cast<const __m128i*>(p));
+  alignas(16) uint16_t x[8] = {};
+  if (count > 0) std::memcpy(x, p, static_cast<size_t>(count) * 2);
+  return _mm_load_si128(reinterpret_cast<const __m128i*>(x));
+}
+inline void avx2_store_u16x8(void* p, __m128i v, int64_t count) {
+  if (count >= 8) {
+    _mm_storeu_si128(static_cast<__m128i*>(p), v);
+    return;
+  }
+  alignas(16) uint16_t x[8];
+  _mm_store_si128(reinterpret_cast<__m128i*>(x), v);
+  if (count > 0) std::memcpy(p, x, static_cast<size_t>(count) * 2);
+}
+#if defined(__F16C__)
+inline F8 load16(Tag<F8>, const Half* p, int64_t count) {
+  return F8::make(_mm256_cvtph_ps(avx2_load_u16x8(p, count)));
+}
+inline void store16(const F8& r, Half* p, int64_t count) {
+  avx2_store_u16x8(p, _mm256_cvtps_ph(r.v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), count);
+}
+#endif
+inline F8 load16(Tag<F8>, const BFloat16* p, int64_t count) {
+  const __m256i wide = _mm256_cvtepu16_epi32(avx2_load_u16x8(p, count));
+  return F8::make(_mm256_castsi256_ps(_mm256_slli_epi32(wide, 16)));
+}
+// The scalar float_to_bfloat16_bits per 32-bit lane: + 0x7FFF + lsb, NaN -> quiet NaN.
+inline void store16(const F8& r, BFloat16* p, int64_t count) {
+  const __m256i u = _mm256_castps_si256(r.v);
+  const __m256i high = _mm256_srli_epi32(u, 16);
+  const __m256i lsb = _mm256_and_si256(high, _mm256_set1_epi32(1));
+  __m256i rounded =
+      _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7FFF))), 16);
+  const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(r.v, r.v, _CMP_UNORD_Q));
+  rounded = _mm256_blendv_epi8(rounded, _mm256_or_si256(high, _mm256_set1_epi32(0x40)), nan);
+  // Values fit 16 bits: an unsigned-saturating pack, then the two 64-bit halves together.
+  const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(rounded, rounded), 0xD8);
+  avx2_store_u16x8(p, _mm256_castsi256_si128(packed), count);
+}
+
+// ---- Conversions between registers of equal lane counts ----
+inline I32x8 convert_reg(Tag<I32x8>, const F8& r) {
+  return I32x8::make(_mm256_cvttps_epi32(r.v));
+}
+inline F8 convert_reg(Tag<F8>, const I32x8& r) {
+  return F8::make(_mm256_cvtepi32_ps(r.v));
+}
+
 #if !defined(STAX_SIMD_AVX512)
 // Streaming stores of whole registers (p aligned to 32 bytes).
 inline void store_stream_reg(const F8& r, float* p) {
