@@ -173,7 +173,11 @@ double as_double(int dtype, const unsigned char* p) {
 }
 
 int lanes_of(int width_kind, int native) {
-  return width_kind == 0 ? 16 : width_kind == 1 ? native : width_kind == 2 ? 64 : 1;
+  return width_kind == 0   ? 16
+         : width_kind == 1 ? native
+         : width_kind == 2 ? 64
+         : width_kind == 3 ? 1
+                           : 8;
 }
 
 class KernelApiDataTest : public ::testing::TestWithParam<SimdLevel> {
@@ -185,7 +189,7 @@ TEST_P(KernelApiDataTest, LoadsAndStoresOfEveryKind) {
   const Kernel& k = kernel();
   for (int dtype = 0; dtype < kDtypeCount; ++dtype) {
     const size_t es = kSize[dtype];
-    for (int width_kind = 0; width_kind < 4; ++width_kind) {
+    for (int width_kind = 0; width_kind < 5; ++width_kind) {
       for (int64_t n : {0, 1, 5, 16, 17, 63, 64, 65, 150}) {
         const std::vector<unsigned char> src3 = values(dtype, 3 * n, 7 + n);
         // Strided reads end at src[3 (n - 1)]: the buffer ends there.
@@ -278,7 +282,7 @@ TEST_P(KernelApiDataTest, StreamingStoresWriteEverything) {
 
 TEST_P(KernelApiDataTest, Arange) {
   const Kernel& k = kernel();
-  for (int width_kind = 0; width_kind < 4; ++width_kind) {
+  for (int width_kind = 0; width_kind < 5; ++width_kind) {
     std::vector<int64_t> out64(37);
     std::vector<int32_t> out32(37);
     k.arange(1, width_kind, -5, 3, 37, out64.data());
@@ -304,7 +308,7 @@ TEST_P(KernelApiDataTest, Storage16VectorEqualsScalar) {
     std::memcpy(&in[i], &u, 4);
   }
   for (int kind = 0; kind < 2; ++kind) {
-    for (int width_kind = 0; width_kind < 4; ++width_kind) {
+    for (int width_kind = 0; width_kind < 5; ++width_kind) {
       for (int64_t len : {n, int64_t{13}, int64_t{0}}) {
         std::vector<uint16_t> vbits(len + 1, 0xABCD), sbits(len + 1);
         std::vector<float> vback(len + 1), sback(len + 1);
@@ -331,7 +335,7 @@ TEST_P(KernelApiDataTest, Storage16VectorEqualsScalar) {
 TEST_P(KernelApiDataTest, LaneReductionsWithMaskedTails) {
   const Kernel& k = kernel();
   for (int dtype = 1; dtype < kDtypeCount; ++dtype) {
-    for (int width_kind = 0; width_kind < 4; ++width_kind) {
+    for (int width_kind = 0; width_kind < 5; ++width_kind) {
       for (int64_t n : {1, 3, 15, 16, 17, 40, 63, 64, 65, 200}) {
         const std::vector<unsigned char> x = values(dtype, n, 19 + n);
         double sum = 0, prod = 1, mx = -INFINITY, mn = INFINITY;
@@ -377,7 +381,7 @@ TEST_P(KernelApiDataTest, LaneReductionsWithMaskedTails) {
 
 TEST_P(KernelApiDataTest, BoolReductions) {
   const Kernel& k = kernel();
-  for (int width_kind = 0; width_kind < 4; ++width_kind) {
+  for (int width_kind = 0; width_kind < 5; ++width_kind) {
     for (int64_t n : {1, 15, 16, 17, 40, 64, 65}) {
       std::vector<char> all_true(n, 1), one_false(n, 1), all_false(n, 0), one_true(n, 0);
       one_false[n - 1] = 0;
@@ -405,7 +409,7 @@ TEST_P(KernelApiDataTest, BoolReductions) {
 // NaN is the extreme and its first occurrence wins; ties give the first index.
 TEST_P(KernelApiDataTest, ArgReductionsNanAndTies) {
   const Kernel& k = kernel();
-  for (int width_kind = 0; width_kind < 4; ++width_kind) {
+  for (int width_kind = 0; width_kind < 5; ++width_kind) {
     for (int64_t n : {5, 17, 40, 100}) {  // the first NaN (n / 3 + 1) is before n - 2
       std::vector<float> x(n, 1.0f);
       x[n / 2] = 5.0f;
@@ -437,7 +441,7 @@ TEST_P(KernelApiDataTest, ArgReductionsNanAndTies) {
 TEST_P(KernelApiDataTest, WelfordMatchesTwoPassReference) {
   const Kernel& k = kernel();
   for (int dtype : {kF32, kF64}) {
-    for (int width_kind = 0; width_kind < 4; ++width_kind) {
+    for (int width_kind = 0; width_kind < 5; ++width_kind) {
       for (int64_t n : {1, 7, 16, 33, 1000}) {
         std::vector<unsigned char> x = values(dtype, n, 41 + n);
         double mean = 0, m2 = 0;
@@ -501,7 +505,7 @@ TEST_P(KernelApiDataTest, TransposeTiles) {
 TEST_P(KernelApiDataTest, ErrorChecks) {
   const Kernel& k = kernel();
   for (int dtype = 1; dtype < kDtypeCount; ++dtype) {
-    for (int width_kind = 0; width_kind < 4; ++width_kind) {
+    for (int width_kind = 0; width_kind < 5; ++width_kind) {
       for (int64_t n : {1, 15, 17, 64, 65}) {
         std::vector<unsigned char> x(n * kSize[dtype]);
         for (int64_t i = 0; i < n; ++i) {

@@ -245,7 +245,7 @@ STAX_AVX2_FLOAT_OPS(D4, pd, d4, avx2_bits_to_lanes64, _mm256_castsi256_pd)
 // ---- Integer registers ----
 // GT(x, y): signed (or, for uint8, bias-flipped) x > y as a lane mask; MOVEMASK: lane mask
 // to bits.
-#define STAX_AVX2_INT_OPS(R, E, GT, MOVEMASK, BITS_TO_LANES)             \
+#define STAX_AVX2_INT_OPS(R, E, GT, MAX, MIN, MOVEMASK, BITS_TO_LANES)   \
   STAX_R2(R, add, _mm256_add_##E(x, y))                                  \
   STAX_R2(R, sub, _mm256_sub_##E(x, y))                                  \
   STAX_R1(R, neg, _mm256_sub_##E(_mm256_setzero_si256(), x))             \
@@ -265,11 +265,11 @@ STAX_AVX2_FLOAT_OPS(D4, pd, d4, avx2_bits_to_lanes64, _mm256_castsi256_pd)
   STAX_R1(R, ceil, x)                                                    \
   STAX_R1(R, round, x)                                                   \
   STAX_R1(R, trunc, x)                                                   \
-  STAX_R2(R, maximum, _mm256_blendv_epi8(y, x, GT(x, y)))                \
-  STAX_R2(R, minimum, _mm256_blendv_epi8(y, x, GT(y, x)))                \
-  STAX_R2(R, fmax, _mm256_blendv_epi8(y, x, GT(x, y)))                   \
-  STAX_R2(R, fmin, _mm256_blendv_epi8(y, x, GT(y, x)))                   \
-  STAX_R1(R, relu, _mm256_and_si256(x, GT(x, _mm256_setzero_si256())))   \
+  STAX_R2(R, maximum, MAX(x, y))                                         \
+  STAX_R2(R, minimum, MIN(x, y))                                         \
+  STAX_R2(R, fmax, MAX(x, y))                                            \
+  STAX_R2(R, fmin, MIN(x, y))                                            \
+  STAX_R1(R, relu, MAX(x, _mm256_setzero_si256()))                       \
   inline R reg_select(uint64_t bits, const R& a, const R& b) {           \
     return R::make(_mm256_blendv_epi8(b.v, a.v, BITS_TO_LANES(bits)));   \
   }
@@ -287,11 +287,23 @@ inline __m256i avx2_gt_u8(__m256i x, __m256i y) {
   const __m256i bias = _mm256_set1_epi8(static_cast<char>(0x80));
   return _mm256_cmpgt_epi8(_mm256_xor_si256(x, bias), _mm256_xor_si256(y, bias));
 }
-STAX_AVX2_INT_OPS(I32x8, epi32, _mm256_cmpgt_epi32, avx2_movemask32, avx2_bits_to_lanes32)
-STAX_AVX2_INT_OPS(I64x4, epi64, _mm256_cmpgt_epi64, avx2_movemask64, avx2_bits_to_lanes64)
-STAX_AVX2_INT_OPS(I16x16, epi16, _mm256_cmpgt_epi16, avx2_lanes16_to_bits, avx2_bits_to_lanes16)
-STAX_AVX2_INT_OPS(I8x32, epi8, _mm256_cmpgt_epi8, avx2_movemask8, avx2_bits_to_lanes8)
-STAX_AVX2_INT_OPS(U8x32, epi8, avx2_gt_u8, avx2_movemask8, avx2_bits_to_lanes8)
+// int64 has no max / min instruction before AVX-512: select on the compare.
+inline __m256i avx2_max_epi64(__m256i x, __m256i y) {
+  return _mm256_blendv_epi8(y, x, _mm256_cmpgt_epi64(x, y));
+}
+inline __m256i avx2_min_epi64(__m256i x, __m256i y) {
+  return _mm256_blendv_epi8(y, x, _mm256_cmpgt_epi64(y, x));
+}
+STAX_AVX2_INT_OPS(I32x8, epi32, _mm256_cmpgt_epi32, _mm256_max_epi32, _mm256_min_epi32,
+                  avx2_movemask32, avx2_bits_to_lanes32)
+STAX_AVX2_INT_OPS(I64x4, epi64, _mm256_cmpgt_epi64, avx2_max_epi64, avx2_min_epi64, avx2_movemask64,
+                  avx2_bits_to_lanes64)
+STAX_AVX2_INT_OPS(I16x16, epi16, _mm256_cmpgt_epi16, _mm256_max_epi16, _mm256_min_epi16,
+                  avx2_lanes16_to_bits, avx2_bits_to_lanes16)
+STAX_AVX2_INT_OPS(I8x32, epi8, _mm256_cmpgt_epi8, _mm256_max_epi8, _mm256_min_epi8, avx2_movemask8,
+                  avx2_bits_to_lanes8)
+STAX_AVX2_INT_OPS(U8x32, epi8, avx2_gt_u8, _mm256_max_epu8, _mm256_min_epu8, avx2_movemask8,
+                  avx2_bits_to_lanes8)
 #undef STAX_AVX2_INT_OPS
 
 STAX_R1(I32x8, abs, _mm256_abs_epi32(x))

@@ -126,16 +126,17 @@ inline R reg_select(uint64_t bits, const R& a, const R& b) {
   X(neg)                                                                                          \
   X(abs)                                                                                          \
   X(sign)                                                                                         \
-  X(reciprocal) X(bitwise_not) X(exp) X(exp2) X(expm1) X(log) X(log2) X(log10) X(log1p) X(sqrt)   \
-      X(rsqrt) X(sin) X(cos) X(tan) X(asin) X(acos) X(atan) X(sinh) X(cosh) X(tanh) X(asinh)      \
-          X(acosh) X(atanh) X(erf) X(erfc) X(erfinv) X(sigmoid) X(relu) X(floor) X(ceil) X(round) \
-              X(trunc)
-#define STAX_BINARY_OPS(X)                                                                         \
-  X(add)                                                                                           \
-  X(sub)                                                                                           \
-  X(mul)                                                                                           \
-  X(div) X(truncdiv) X(floordiv) X(remainder) X(fmod) X(pow) X(maximum) X(minimum) X(fmax) X(fmin) \
-      X(atan2) X(hypot) X(copysign) X(bitwise_and) X(bitwise_or) X(bitwise_xor) X(shift_left)      \
+  X(reciprocal)                                                                                   \
+  X(bitwise_not) X(exp) X(exp2) X(expm1) X(log) X(log2) X(log10) X(log1p) X(sqrt) X(rsqrt) X(sin) \
+      X(cos) X(tan) X(asin) X(acos) X(atan) X(sinh) X(cosh) X(tanh) X(asinh) X(acosh) X(atanh)    \
+          X(erf) X(erfc) X(erfinv) X(sigmoid) X(relu) X(floor) X(ceil) X(round) X(trunc)
+#define STAX_BINARY_OPS(X)                                                                    \
+  X(add)                                                                                      \
+  X(sub)                                                                                      \
+  X(mul)                                                                                      \
+  X(div)                                                                                      \
+  X(truncdiv) X(floordiv) X(remainder) X(fmod) X(pow) X(maximum) X(minimum) X(fmax) X(fmin)   \
+      X(atan2) X(hypot) X(copysign) X(bitwise_and) X(bitwise_or) X(bitwise_xor) X(shift_left) \
           X(shift_right)
 #define STAX_COMPARE_OPS(X) X(eq) X(ne) X(lt) X(le) X(gt) X(ge)
 #define STAX_CLASSIFY_OPS(X) X(isnan) X(isinf)

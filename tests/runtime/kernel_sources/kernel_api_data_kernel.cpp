@@ -215,6 +215,8 @@ int errors(const T* x, int64_t n, int64_t lo, int64_t hi, int* out) {
       return CALL(T, native_lanes<T>()); \
     case 2:                              \
       return CALL(T, 64);                \
+    case 4:                              \
+      return CALL(T, 8);                 \
     default:                             \
       return CALL(T, 1);                 \
   }
