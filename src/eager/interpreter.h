@@ -29,9 +29,11 @@
 //   occurrence wins; result int64; zero elements throw; bool inputs are refused (as PyTorch).
 // - any / all: nonzero (NaN included) is true; empty: any False, all True; result bool, u8
 //   for u8 inputs (as PyTorch).
-// - var / std: Welford's update in double, M2 / max(0, N - correction), the square root for
-//   std, rounded once. N <= correction gives inf (NaN when M2 is 0, so an empty or one-element
-//   var with correction 1 is NaN, as PyTorch); any inf or NaN gives NaN.
+// - var / std / var_mean: Welford's update in double, M2 / max(0, N - correction), the square
+//   root for std, rounded once. N <= correction gives inf (NaN when M2 is 0, so an empty or
+//   one-element var with correction 1 is NaN, as PyTorch); any inf or NaN gives NaN. var_mean
+//   returns {var, mean}, its mean Welford's (no overflow of a sum) and NaN when empty, as
+//   PyTorch's.
 // - logsumexp: PyTorch's composition, m = amax(x), shift = m unless m is +-inf (then 0),
 //   log(sum(exp(x - shift))) + shift, each step rounded to the result dtype as the ATen ops it
 //   is made of are, the sum in double. So an inf maximum gives inf, all -inf gives -inf, an

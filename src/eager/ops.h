@@ -70,6 +70,8 @@ Tensor eval_pow(const Env& env, const ir::Node& node);
 Tensor eval_where(const Env& env, const ir::Node& node);
 
 Tensor eval_reduce(const Env& env, const ir::Node& node, ReduceOp op);
+// var_mean: {var, mean} from one Welford pass.
+std::vector<Tensor> eval_var_mean(const Env& env, const ir::Node& node);
 
 Tensor eval_reshape(const Env& env, const ir::Node& node);
 Tensor eval_view(const Env& env, const ir::Node& node);

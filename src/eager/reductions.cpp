@@ -1,7 +1,7 @@
 // Reductions of the eager interpreter: sum, prod, mean, amax, amin, argmax, argmin, any, all,
-// var, std and logsumexp over a set of dims (keepdim or not). Every input element is visited
-// in row-major order and folded into the accumulator of its output element (logsumexp visits
-// twice: the maximum first). The results are PyTorch's (CPU); interpreter.h states the
+// var, std, var_mean and logsumexp over a set of dims (keepdim or not). Every input element is
+// visited in row-major order and folded into the accumulator of its output element (logsumexp
+// visits twice: the maximum first). The results are PyTorch's (CPU); interpreter.h states the
 // semantics per op and dtype.
 #include <cmath>
 #include <functional>
@@ -206,12 +206,18 @@ Tensor reduce_sum_prod_mean(const Tensor& in, const ReductionShape& shape,
   return out;
 }
 
-// var and std: Welford's update in double, then PyTorch's M2 / max(0, N - correction) (so
-// N <= correction gives inf, or NaN when M2 is 0), the square root for std, rounded once.
-Tensor reduce_variance(const Tensor& in, const ReductionShape& shape, const ir::TensorType& type,
-                       ReduceOp op, double correction) {
-  Tensor out = Tensor::empty(type.dtype, type.sizes);
-  const size_t n = static_cast<size_t>(out.numel());
+// var, std and var_mean: Welford's update in double, then PyTorch's M2 / max(0, N -
+// correction) (so N <= correction gives inf, or NaN when M2 is 0), the square root for std,
+// rounded once. var_mean's mean is Welford's (so it does not overflow where mean's sum does)
+// and NaN for an empty reduction, as PyTorch's.
+struct Variance {
+  Tensor var;  // or std
+  Tensor mean;
+};
+Variance reduce_variance(const Tensor& in, const ReductionShape& shape, const ir::TensorType& type,
+                         bool take_sqrt, double correction) {
+  Variance out{Tensor::empty(type.dtype, type.sizes), Tensor::empty(type.dtype, type.sizes)};
+  const size_t n = static_cast<size_t>(out.var.numel());
   std::vector<int64_t> count(n, 0);
   std::vector<double> mean(n, 0.0);
   std::vector<double> m2(n, 0.0);
@@ -225,8 +231,10 @@ Tensor reduce_variance(const Tensor& in, const ReductionShape& shape, const ir::
   for (size_t o = 0; o < n; ++o) {
     const double divisor = std::max(0.0, static_cast<double>(count[o]) - correction);
     const double var = m2[o] / divisor;
-    const double result = op == ReduceOp::Std ? std::sqrt(var) : var;
-    out.set(unravel_index(static_cast<int64_t>(o), type.sizes), round_to(type.dtype, result));
+    const std::vector<int64_t> index = unravel_index(static_cast<int64_t>(o), type.sizes);
+    out.var.set(index, round_to(type.dtype, take_sqrt ? std::sqrt(var) : var));
+    out.mean.set(index, count[o] == 0 ? std::numeric_limits<double>::quiet_NaN()
+                                      : round_to(type.dtype, mean[o]));
   }
   return out;
 }
@@ -287,11 +295,20 @@ Tensor eval_reduce(const Env& env, const ir::Node& node, ReduceOp op) {
       return reduce_any_all(in, shape, type, op);
     case ReduceOp::Var:
     case ReduceOp::Std:
-      return reduce_variance(in, shape, type, op, ir::scalar_arg(node, 2).value);
+      return reduce_variance(in, shape, type, op == ReduceOp::Std, ir::scalar_arg(node, 2).value)
+          .var;
     case ReduceOp::LogSumExp:
       return reduce_logsumexp(in, shape, type);
   }
   throw std::logic_error("eager: unhandled reduction " + node.op);
+}
+
+std::vector<Tensor> eval_var_mean(const Env& env, const ir::Node& node) {
+  const Tensor& in = env.tensor(node, 0);
+  const ir::TensorType& type = env.result_type(node);
+  const ReductionShape shape(in, node, type, 3);
+  Variance result = reduce_variance(in, shape, type, false, ir::scalar_arg(node, 2).value);
+  return {std::move(result.var), std::move(result.mean)};
 }
 
 }  // namespace stax::eager::detail

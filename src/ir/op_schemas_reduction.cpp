@@ -190,16 +190,19 @@ void add_reduction_schemas(std::vector<OpSchema>& out) {
                  OpCategory::Reduction,
                  infer_any_all});
   }
-  // ATen's var.correction and std.correction; correction=None means 1.
+  // ATen's var.correction, std.correction and var_mean.correction (which returns the var and
+  // the mean); correction=None means 1.
   const Scalar one{Scalar::Kind::Int, 1.0};
-  for (const char* name : {"var", "std"}) {
+  for (const char* name : {"var", "std", "var_mean"}) {
+    const std::string op = name;
     out.push_back(
         OpSchema{name,
                  {required("self", K::Tensor), optional("dim", K::OptionalIntList, None{}),
                   optional("correction", K::Scalar, one, /*keyword_only=*/true),
                   optional("keepdim", K::Bool, false, /*keyword_only=*/true)},
                  OpCategory::Reduction,
-                 infer_variance});
+                 infer_variance,
+                 op == "var_mean" ? 2 : 1});
   }
   out.push_back(OpSchema{"logsumexp",
                          {required("self", K::Tensor), required("dim", K::IntList),

@@ -8,6 +8,7 @@
 //   argmax, argmin ArgMax / ArgMin, the row-major index over the reduced dims;
 //   any, all       Any / All of to_dtype(bool), u8 results converted back;
 //   var, std       WelfordM2 / max(0, N - correction), sqrt for std;
+//   var_mean       that var and the WelfordMean of the same value (one accumulator);
 //   logsumexp      Max, then Sum(exp(x - shift)) with shift = max unless it is +-inf (then 0),
 //                  then log(sum) + shift, each step rounded to the dtype as the ATen ops of
 //                  PyTorch's composition are.
@@ -98,7 +99,7 @@ LoweredValue with_epilogue(const LoweredValue& stored, DType dtype, std::string 
 LoweredValue Lowerer::lower_reduction(const ir::Node& node, const ir::Value& out) {
   const ir::Value& in = ir::tensor_arg(graph_, node, 0);
   const LoweredValue& src = value(std::get<ir::ValueRef>(node.args[0]).index);
-  const bool variance = node.op == "var" || node.op == "std";
+  const bool variance = node.op == "var" || node.op == "std" || node.op == "var_mean";
   const ReducedDims dims(node, in.type.sizes, variance ? 3 : 2);
   const DType result = out.type.dtype;
   const Loader x = src.loader;
@@ -197,7 +198,20 @@ LoweredValue Lowerer::lower_reduction(const ir::Node& node, const ir::Value& out
 
   if (variance) {
     const DType compute = compute_dtype(result);
-    LoweredValue m2 = reduce(ReductionType::WelfordM2, compute, input_as(compute), node.op);
+    LoweredValue m2 = reduce(ReductionType::WelfordM2, compute, input_as(compute),
+                             node.op == "var_mean" ? "var" : node.op);
+    if (node.op == "var_mean") {
+      // WelfordMean of the same value over the same loops: the code generator keeps one
+      // accumulator for both. PyTorch's mean of nothing is NaN (not the accumulator's 0).
+      LoweredValue mean = reduce(ReductionType::WelfordMean, compute, input_as(compute), "mean");
+      const bool empty = dims.count == 0;
+      extra_results_.push_back(with_epilogue(mean, result, "mean",
+                                             [empty, result](OpsHandler& h, OpsValue m) {
+                                               return convert(
+                                                   h, empty ? h.constant(NAN, m.dtype) : m, result);
+                                             },
+                                             {}));
+    }
     // PyTorch's divisor max(0, N - correction): inf (or NaN for M2 = 0) when N <= correction.
     const double divisor =
         std::max(0.0, static_cast<double>(dims.count) - ir::scalar_arg(node, 2).value);

@@ -19,6 +19,13 @@ using testing::values;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
+// `value` rounded to f16 (through a tensor element, as the interpreter stores it).
+double round_to_f16_for_test(double value) {
+  Tensor t = Tensor::empty(DType::Float16, {});
+  t.set({}, value);
+  return t.get({});
+}
+
 // Runs `r = CALL` on one input declared as `decl` (e.g. "f32[2, 3]").
 Tensor reduce(const std::string& decl, const std::string& call, const Tensor& x) {
   return run1("def g(x: " + decl + "):\n  r = " + call + "\n  return r\n", {x});
@@ -207,6 +214,34 @@ TEST(ReductionOps, VarAccumulatesInDouble) {
   for (double v : data) m2 += (v - mean) * (v - mean);
   Tensor x = make(DType::Float32, {4}, data);
   EXPECT_EQ(reduce("f32[4]", "var(x)", x).get({}), static_cast<double>(static_cast<float>(m2 / 3)));
+}
+
+TEST(ReductionOps, VarMeanReturnsVarAndMean) {
+  const char* program = "def g(x: f32[2, 3]):\n  v, m = var_mean(x, 1)\n  return v, m\n";
+  Tensor x = make(DType::Float32, {2, 3}, {1, 2, 4, 3, 3, 3});
+  std::vector<Tensor> r = testing::run_text(program, {x});
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(values(r[0]), (std::vector<double>{2.3333332538604736, 0.0}));
+  EXPECT_EQ(values(r[1]), (std::vector<double>{2.3333332538604736, 3.0}));
+  // The mean is Welford's: it does not overflow where mean()'s f32 sum does (torch 2.13.0).
+  Tensor big = make(DType::Float32, {3}, {1e38, 3e38, 3e38});
+  r = testing::run_text("def g(x: f32[3]):\n  v, m = var_mean(x)\n  return v, m\n", {big});
+  EXPECT_EQ(r[0].get({}), kInf);
+  EXPECT_EQ(r[1].get({}), 2.3333334277534083e+38);
+  EXPECT_EQ(run1("def g(x: f32[3]):\n  m = mean(x)\n  return m\n", {big}).get({}), kInf);
+  Tensor h = make(DType::Float16, {3}, {1, 2, 4});
+  r = testing::run_text(
+      "def g(x: f16[3]):\n  v, m = var_mean(x, correction=0, keepdim=True)\n  return m, v\n", {h});
+  EXPECT_EQ(r[0].dtype(), DType::Float16);
+  EXPECT_EQ(r[0].sizes(), (std::vector<int64_t>{1}));
+  EXPECT_EQ(r[0].get({0}), 2.333984375);
+  EXPECT_EQ(r[1].get({0}), round_to_f16_for_test(14.0 / 9.0));
+  // Empty: both NaN.
+  r = testing::run_text("def g(x: f32[2, 0]):\n  v, m = var_mean(x, 1)\n  return v, m\n",
+                        {Tensor::empty(DType::Float32, {2, 0})});
+  for (const Tensor& t : r) {
+    for (double v : values(t)) EXPECT_TRUE(std::isnan(v));
+  }
 }
 
 TEST(ReductionOps, LogSumExp) {

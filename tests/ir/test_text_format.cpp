@@ -136,6 +136,7 @@ def every_op(x: f32[2, 3], y: f32[3], i: i64[2, 3], b: bool[2, 3],
     r11 = var(x, 1, correction=0.5, keepdim=True)
     r12 = std(h)
     r13 = logsumexp(x, dim=-1)
+    r14, r15 = var_mean(x, [1], correction=0)
     v0 = reshape(x, [3, -1])
     v1 = view(x, [6])
     v2 = permute(h, [2, 0, 1])

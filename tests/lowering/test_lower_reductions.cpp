@@ -11,10 +11,12 @@
 #include "evaluating_handler.h"
 #include "ir/graph.h"
 #include "lowering/lowering.h"
+#include "scheduler/recording_handler.h"
 
 namespace stax::lowering {
 namespace {
 
+using index::Expr;
 using testing::EvaluatingHandler;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -183,6 +185,47 @@ TEST(LowerReductions, VarWithTooFewElements) {
   expect_matches_eager({"f32[2]", "std(x, correction=3)", {1, 2}});  // max(0, -1): inf
   expect_matches_eager({"f32[2]", "var(x, correction=2)", {1, 1}});  // NaN
   expect_matches_eager({"f32[2]", "var(x)", {1, kInf}});             // NaN
+}
+
+TEST(LowerReductions, VarMeanSharesOneWelfordValue) {
+  const ir::Graph g = ir::parse_graph(
+      "def g(x: f32[2, 3] strides=[1, 2]):\n  v, m = var_mean(x, 1, keepdim=True)\n"
+      "  return m, v\n");
+  const LoweredGraph lowered = lower(g);
+  // One WelfordM2 and one WelfordMean buffer over the same loops and the same value.
+  ASSERT_EQ(lowered.buffers.size(), 4u);  // + the two epilogues stored as graph outputs
+  EXPECT_EQ(lowered.buffers[0].reduction, ReductionType::WelfordM2);
+  EXPECT_EQ(lowered.buffers[1].reduction, ReductionType::WelfordMean);
+  EXPECT_EQ(lowered.buffers[0].ranges, lowered.buffers[1].ranges);
+  EXPECT_EQ(lowered.buffers[0].reduction_ranges, lowered.buffers[1].reduction_ranges);
+  for (size_t b = 0; b < 2; ++b) {
+    scheduler::RecordingHandler rec;
+    lowered.buffers[b].run_body(rec, {Expr(1)}, {Expr(2)});
+    ASSERT_EQ(rec.loads.size(), 1u);
+    EXPECT_EQ(rec.loads[0].buffer, "x");
+    EXPECT_EQ(index::evaluate(rec.loads[0].index, {}), 1 + 2 * 2);
+  }
+  const Tensor x = input_of(g, {"f32[2, 3] strides=[1, 2]", "", {1, 2, 4, 3, 3, 3}});
+  const std::vector<Tensor> expected = eager::run(g, {x});
+  EvaluatingHandler h;
+  const auto got = testing::evaluate_lowered(lowered, {x}, h);
+  ASSERT_EQ(got.size(), 2u);
+  for (size_t o = 0; o < 2; ++o) {
+    EXPECT_EQ(lowered.outputs[o].dtype, expected[o].dtype());
+    EXPECT_EQ(lowered.outputs[o].sizes, expected[o].sizes());
+    for (int64_t p = 0; p < expected[o].numel(); ++p) {
+      EXPECT_NEAR(got[o][static_cast<size_t>(p)], expected[o].get_flat(p), 1e-6) << o << " " << p;
+    }
+  }
+  // Empty: the mean is NaN, as PyTorch's, not the accumulator's initial 0.
+  const ir::Graph e =
+      ir::parse_graph("def g(x: bf16[2, 0]):\n  v, m = var_mean(x, 1)\n  return v, m\n");
+  EvaluatingHandler he;
+  const auto empty =
+      testing::evaluate_lowered(lower(e), {Tensor::empty(DType::BFloat16, {2, 0})}, he);
+  for (const auto& out : empty) {
+    for (double v : out) EXPECT_TRUE(std::isnan(v));
+  }
 }
 
 TEST(LowerReductions, LogSumExp) {
