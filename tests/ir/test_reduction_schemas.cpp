@@ -3,6 +3,7 @@
 // and the messages of their errors.
 #include <gtest/gtest.h>
 
+#include "ir/builder.h"
 #include "test_util.h"
 
 namespace stax::ir {
@@ -143,6 +144,29 @@ TEST(ReductionSchemaTest, VarMeanMustBindBothResults) {
   EXPECT_EQ(testing::parse_error("def t(x: i32[4]):\n    a, b = var_mean(x)\n    return a\n"),
             "t.stax:2:5: var_mean: argument 'self': only floating point inputs are supported (as "
             "in PyTorch), got i32");
+}
+
+TEST(ReductionSchemaTest, BuilderSpellsTheAtenCalls) {
+  Graph g("b");
+  Val x = ops::input(g, "x", DType::Float32, {2, 3});
+  auto [v, m] = ops::var_mean(x, {1}, 0, true);
+  ops::output(g, {ops::prod(x), ops::prod(x, 1, true), ops::argmax(x), ops::argmin(x, -1),
+                  ops::any(x), ops::all(x, {0, 1}), ops::var(x, {}, 0.5), ops::std_dev(x, {0}), v,
+                  m, ops::logsumexp(x, {1}, true)});
+  EXPECT_EQ(print_graph(g),
+            "def b(x: f32[2, 3]):\n"
+            "    v0, v1 = var_mean(x, dim=[1], correction=0, keepdim=True)\n"
+            "    v2 = prod(x)\n"
+            "    v3 = prod(x, dim=[1], keepdim=True)\n"
+            "    v4 = argmax(x)\n"
+            "    v5 = argmin(x, dim=[-1])\n"
+            "    v6 = any(x)\n"
+            "    v7 = all(x, dim=[0, 1])\n"
+            "    v8 = var(x, correction=0.5)\n"
+            "    v9 = std(x, dim=[0])\n"
+            "    v10 = logsumexp(x, [1], keepdim=True)\n"
+            "    return v2, v3, v4, v5, v6, v7, v8, v9, v0, v1, v10\n");
+  EXPECT_EQ(g.value(m.ref).type, type(DType::Float32, {2, 1}));
 }
 
 }  // namespace
