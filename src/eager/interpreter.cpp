@@ -69,6 +69,14 @@ const std::unordered_map<std::string_view, OpFn>& op_table() {
       {"mean", reduce(ReduceOp::Mean)},
       {"amax", reduce(ReduceOp::Amax)},
       {"amin", reduce(ReduceOp::Amin)},
+      {"prod", reduce(ReduceOp::Prod)},
+      {"argmax", reduce(ReduceOp::ArgMax)},
+      {"argmin", reduce(ReduceOp::ArgMin)},
+      {"any", reduce(ReduceOp::Any)},
+      {"all", reduce(ReduceOp::All)},
+      {"var", reduce(ReduceOp::Var)},
+      {"std", reduce(ReduceOp::Std)},
+      {"logsumexp", reduce(ReduceOp::LogSumExp)},
       // views and copies
       {"reshape", detail::eval_reshape},
       {"view", detail::eval_view},
@@ -79,6 +87,15 @@ const std::unordered_map<std::string_view, OpFn>& op_table() {
       {"expand", detail::eval_expand},
       {"clone", detail::eval_clone},
       {"contiguous", detail::eval_contiguous},
+  };
+  return table;
+}
+
+// Ops returning several tensors (ir::OpSchema::num_outputs > 1), in the op's order.
+using MultiOpFn = std::function<std::vector<Tensor>(const Env&, const ir::Node&)>;
+const std::unordered_map<std::string_view, MultiOpFn>& multi_output_op_table() {
+  static const std::unordered_map<std::string_view, MultiOpFn> table = {
+      {"var_mean", detail::eval_var_mean},
   };
   return table;
 }
@@ -138,13 +155,15 @@ std::vector<Tensor> run(const ir::Graph& graph, const std::vector<Tensor>& input
   const Env env{graph, values};
   for (const ir::Node& node : graph.nodes()) {
     auto it = op_table().find(node.op);
-    if (it == op_table().end()) {
+    auto multi = multi_output_op_table().find(node.op);
+    if (it == op_table().end() && multi == multi_output_op_table().end()) {
       throw std::invalid_argument("eager: no implementation of op '" + node.op + "'");
     }
     const ir::Value& value = graph.value(node.output);
-    Tensor result;
+    std::vector<Tensor> results;
     try {
-      result = it->second(env, node);
+      results = it != op_table().end() ? std::vector<Tensor>{it->second(env, node)}
+                                       : multi->second(env, node);
     } catch (const AllocationError& e) {
       throw allocation_failure(graph, node, value, e.bytes());
     } catch (const std::bad_alloc&) {  // scratch memory of an op (e.g. reduction accumulators)
@@ -154,13 +173,23 @@ std::vector<Tensor> run(const ir::Graph& graph, const std::vector<Tensor>& input
     } catch (const std::exception&) {
       ir::rethrow_with_context("eager: " + ir::describe_node(graph, node));
     }
-    if (result.dtype() != value.type.dtype || result.sizes() != value.type.sizes) {
-      throw std::logic_error(
-          "eager: " + node.op + " produced " + std::string(dtype_name(result.dtype())) +
-          shape_to_string(result.sizes()) + " for '" + value.name + "', inferred type is " +
-          std::string(dtype_name(value.type.dtype)) + shape_to_string(value.type.sizes));
+    std::vector<ir::ValueRef> refs = {node.output};
+    refs.insert(refs.end(), node.extra_outputs.begin(), node.extra_outputs.end());
+    if (results.size() != refs.size()) {
+      throw std::logic_error("eager: " + node.op + " produced " + std::to_string(results.size()) +
+                             " tensors, the node has " + std::to_string(refs.size()) + " results");
     }
-    values.at(static_cast<size_t>(node.output.index)) = std::move(result);
+    for (size_t r = 0; r < refs.size(); ++r) {
+      const ir::Value& declared = graph.value(refs[r]);
+      Tensor& result = results[r];
+      if (result.dtype() != declared.type.dtype || result.sizes() != declared.type.sizes) {
+        throw std::logic_error(
+            "eager: " + node.op + " produced " + std::string(dtype_name(result.dtype())) +
+            shape_to_string(result.sizes()) + " for '" + declared.name + "', inferred type is " +
+            std::string(dtype_name(declared.type.dtype)) + shape_to_string(declared.type.sizes));
+      }
+      values.at(static_cast<size_t>(refs[r].index)) = std::move(result);
+    }
   }
   std::vector<Tensor> outputs;
   for (ir::ValueRef ref : graph.outputs())

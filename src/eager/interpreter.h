@@ -20,6 +20,24 @@
 //   -0.0 and +0.0 compare equal: of the two, the first in row-major order is returned
 //   (PyTorch leaves that sign unspecified: its vectorized and scalar paths differ, and
 //   comparisons treat the two zeros as equal). A reduction over zero elements throws.
+// - prod: floats multiply in double, rounded once (PyTorch multiplies in the dtype, so a
+//   product whose partial products leave the dtype's range may overflow there and not here);
+//   integers and bool exactly modulo 2^64 like sum, result int64 unless dtype=. An empty
+//   product is 1.
+// - argmax / argmin: the row-major position among the reduced elements (dim=None: the
+//   flattened index) of the first extreme element; a NaN is the extreme and its first
+//   occurrence wins; result int64; zero elements throw; bool inputs are refused (as PyTorch).
+// - any / all: nonzero (NaN included) is true; empty: any False, all True; result bool, u8
+//   for u8 inputs (as PyTorch).
+// - var / std / var_mean: Welford's update in double, M2 / max(0, N - correction), the square
+//   root for std, rounded once. N <= correction gives inf (NaN when M2 is 0, so an empty or
+//   one-element var with correction 1 is NaN, as PyTorch); any inf or NaN gives NaN. var_mean
+//   returns {var, mean}, its mean Welford's (no overflow of a sum) and NaN when empty, as
+//   PyTorch's.
+// - logsumexp: PyTorch's composition, m = amax(x), shift = m unless m is +-inf (then 0),
+//   log(sum(exp(x - shift))) + shift, each step rounded to the result dtype as the ATen ops it
+//   is made of are, the sum in double. So an inf maximum gives inf, all -inf gives -inf, an
+//   empty reduction -inf; integral/bool inputs compute in f32.
 #pragma once
 
 #include <cstdint>

@@ -47,7 +47,21 @@ Tensor broadcast_to(const Tensor& t, const std::vector<int64_t>& sizes);
 enum class UnaryOp { Neg, Abs, Exp, Log, Sqrt, Rsqrt, Tanh, Sigmoid, Relu };
 enum class BinaryOp { Add, Sub, Mul, Div, Maximum, Minimum };
 enum class CompareOp { Gt, Lt, Ge, Le, Eq, Ne };
-enum class ReduceOp { Sum, Mean, Amax, Amin };
+enum class ReduceOp {
+  Sum,
+  Mean,
+  Amax,
+  Amin,
+  // issue 6 reductions
+  Prod,
+  ArgMax,
+  ArgMin,
+  Any,
+  All,
+  Var,
+  Std,
+  LogSumExp,
+};
 
 Tensor eval_unary(const Env& env, const ir::Node& node, UnaryOp op);
 Tensor eval_binary(const Env& env, const ir::Node& node, BinaryOp op);
@@ -56,6 +70,8 @@ Tensor eval_pow(const Env& env, const ir::Node& node);
 Tensor eval_where(const Env& env, const ir::Node& node);
 
 Tensor eval_reduce(const Env& env, const ir::Node& node, ReduceOp op);
+// var_mean: {var, mean} from one Welford pass.
+std::vector<Tensor> eval_var_mean(const Env& env, const ir::Node& node);
 
 Tensor eval_reshape(const Env& env, const ir::Node& node);
 Tensor eval_view(const Env& env, const ir::Node& node);

@@ -1,6 +1,8 @@
 // Builder API (see builder.h): each op forwards to Graph::add_node under its ATen name.
 #include "ir/builder.h"
 
+#include <cmath>
+
 namespace stax {
 
 namespace {
@@ -159,6 +161,58 @@ Val amax(Val a, std::vector<int64_t> dim, bool keepdim) {
 }
 Val amin(Val a, std::vector<int64_t> dim, bool keepdim) {
   return reduction("amin", a, std::move(dim), keepdim, false);
+}
+
+namespace {
+
+Arg optional_dim(std::optional<int64_t> dim) {
+  return dim ? Arg(std::vector<int64_t>{*dim}) : Arg(ir::None{});
+}
+
+// var/std/var_mean's (self, dim?, *, correction, keepdim); an integral correction stays an
+// int literal, as the text format would spell it.
+std::pair<std::vector<Arg>, std::vector<std::pair<std::string, Arg>>> variance_args(
+    Val a, std::vector<int64_t> dim, double correction, bool keepdim) {
+  const bool integral = std::trunc(correction) == correction && std::abs(correction) < 0x1p53;
+  const ir::Scalar c{integral ? ir::Scalar::Kind::Int : ir::Scalar::Kind::Float, correction};
+  Arg dim_arg = dim.empty() ? Arg(ir::None{}) : Arg(std::move(dim));
+  return {{a.ref, std::move(dim_arg)}, {{"correction", c}, {"keepdim", keepdim}}};
+}
+
+}  // namespace
+
+Val prod(Val a, std::optional<int64_t> dim, bool keepdim) {
+  return node("prod", {&a}, {a.ref, optional_dim(dim), keepdim});
+}
+Val argmax(Val a, std::optional<int64_t> dim, bool keepdim) {
+  return node("argmax", {&a}, {a.ref, optional_dim(dim), keepdim});
+}
+Val argmin(Val a, std::optional<int64_t> dim, bool keepdim) {
+  return node("argmin", {&a}, {a.ref, optional_dim(dim), keepdim});
+}
+Val any(Val a, std::vector<int64_t> dim, bool keepdim) {
+  return reduction("any", a, std::move(dim), keepdim, true);
+}
+Val all(Val a, std::vector<int64_t> dim, bool keepdim) {
+  return reduction("all", a, std::move(dim), keepdim, true);
+}
+Val var(Val a, std::vector<int64_t> dim, double correction, bool keepdim) {
+  auto [args, kwargs] = variance_args(a, std::move(dim), correction, keepdim);
+  return node("var", {&a}, std::move(args), std::move(kwargs));
+}
+Val std_dev(Val a, std::vector<int64_t> dim, double correction, bool keepdim) {
+  auto [args, kwargs] = variance_args(a, std::move(dim), correction, keepdim);
+  return node("std", {&a}, std::move(args), std::move(kwargs));
+}
+std::pair<Val, Val> var_mean(Val a, std::vector<int64_t> dim, double correction, bool keepdim) {
+  auto [args, kwargs] = variance_args(a, std::move(dim), correction, keepdim);
+  ir::Graph& graph = graph_of("var_mean", {&a});
+  std::vector<ir::ValueRef> results =
+      graph.add_multi_output_node("var_mean", std::move(args), std::move(kwargs));
+  return {Val{&graph, results.at(0)}, Val{&graph, results.at(1)}};
+}
+Val logsumexp(Val a, std::vector<int64_t> dim, bool keepdim) {
+  return node("logsumexp", {&a}, {a.ref, std::move(dim), keepdim});
 }
 
 Val reshape(Val a, std::vector<int64_t> sizes) {

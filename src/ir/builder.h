@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ir/graph.h"
@@ -85,6 +86,20 @@ Val sum(Val a, std::vector<int64_t> dim = {}, bool keepdim = false);
 Val mean(Val a, std::vector<int64_t> dim = {}, bool keepdim = false);
 Val amax(Val a, std::vector<int64_t> dim = {}, bool keepdim = false);
 Val amin(Val a, std::vector<int64_t> dim = {}, bool keepdim = false);
+// Reductions of issue 6. prod, argmax and argmin take one dim or none (all dims); any, all,
+// var, std and var_mean a dim list, empty for all dims; logsumexp needs its dims.
+Val prod(Val a, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
+Val argmax(Val a, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
+Val argmin(Val a, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
+Val any(Val a, std::vector<int64_t> dim = {}, bool keepdim = false);
+Val all(Val a, std::vector<int64_t> dim = {}, bool keepdim = false);
+Val var(Val a, std::vector<int64_t> dim = {}, double correction = 1, bool keepdim = false);
+// ATen's std (named so that it does not read as the namespace).
+Val std_dev(Val a, std::vector<int64_t> dim = {}, double correction = 1, bool keepdim = false);
+// {var, mean}, as torch.var_mean.
+std::pair<Val, Val> var_mean(Val a, std::vector<int64_t> dim = {}, double correction = 1,
+                             bool keepdim = false);
+Val logsumexp(Val a, std::vector<int64_t> dim, bool keepdim = false);
 
 // Views and copies.
 Val reshape(Val a, std::vector<int64_t> sizes);

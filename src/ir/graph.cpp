@@ -3,6 +3,7 @@
 // Also the small value types of graph.h (TensorType, Scalar).
 #include "ir/graph.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <utility>
@@ -247,7 +248,28 @@ Arg convert_arg(const Graph& graph, const std::string& op, const Param& param, A
 ValueRef Graph::add_node(const std::string& op, std::vector<Arg> args,
                          std::vector<std::pair<std::string, Arg>> kwargs, const std::string& name) {
   const OpSchema* schema = find_op_schema(op);
+  if (schema && schema->num_outputs != 1) {
+    throw GraphError(op + ": returns " + std::to_string(schema->num_outputs) +
+                     " tensors; bind every one of them (add_multi_output_node, or `a, b = " + op +
+                     "(...)` in the text format)");
+  }
+  return add_multi_output_node(
+             op, std::move(args), std::move(kwargs),
+             name.empty() ? std::vector<std::string>{} : std::vector<std::string>{name})
+      .front();
+}
+
+std::vector<ValueRef> Graph::add_multi_output_node(const std::string& op, std::vector<Arg> args,
+                                                   std::vector<std::pair<std::string, Arg>> kwargs,
+                                                   const std::vector<std::string>& names) {
+  const OpSchema* schema = find_op_schema(op);
   if (!schema) throw GraphError("unknown op '" + op + "'");
+  const size_t num_outputs = static_cast<size_t>(schema->num_outputs);
+  if (!names.empty() && names.size() != num_outputs) {
+    throw GraphError(op + ": returns " + std::to_string(num_outputs) + " tensor" +
+                     (num_outputs == 1 ? "" : "s") + ", got " + std::to_string(names.size()) +
+                     " names for them");
+  }
   const std::vector<Param>& params = schema->params;
 
   // Bind positional arguments (never to keyword-only parameters), then keywords.
@@ -281,16 +303,21 @@ ValueRef Graph::add_node(const std::string& op, std::vector<Arg> args,
     node.args.push_back(convert_arg(*this, op, params[p], std::move(*bound[p])));
   }
 
-  std::string out_name = name;
-  if (out_name.empty()) {
-    for (size_t k = nodes_.size();; ++k) {
-      out_name = "v" + std::to_string(k);
-      if (!find_value(out_name)) break;
+  std::vector<std::string> out_names = names;
+  for (size_t i = 0; i < out_names.size(); ++i) {
+    const std::string& out_name = out_names[i];
+    if (!is_valid_value_name(out_name)) {
+      throw GraphError(op + ": invalid value name '" + out_name + "' (expected an identifier)");
     }
-  } else if (!is_valid_value_name(out_name)) {
-    throw GraphError(op + ": invalid value name '" + out_name + "' (expected an identifier)");
-  } else if (find_value(out_name)) {
-    throw GraphError(op + ": duplicate value name '" + out_name + "'");
+    if (find_value(out_name) ||
+        std::find(out_names.begin(), out_names.begin() + static_cast<std::ptrdiff_t>(i),
+                  out_name) != out_names.begin() + static_cast<std::ptrdiff_t>(i)) {
+      throw GraphError(op + ": duplicate value name '" + out_name + "'");
+    }
+  }
+  for (size_t k = nodes_.size(); out_names.size() < num_outputs; ++k) {
+    std::string fresh = "v" + std::to_string(k);
+    if (!find_value(fresh)) out_names.push_back(std::move(fresh));
   }
 
   node.output = ValueRef{static_cast<int>(values_.size())};
@@ -298,14 +325,19 @@ ValueRef Graph::add_node(const std::string& op, std::vector<Arg> args,
   // Any result may be materialized contiguously (a buffer of the compiled graph, a copy in
   // eager), so its bytes must fit int64 even when the op is a view.
   if (std::optional<std::string> problem = contiguous_layout_problem(type.dtype, type.sizes)) {
-    throw GraphError(op + ": result '" + out_name + "' (" + std::string(dtype_name(type.dtype)) +
-                     "): " + *problem);
+    throw GraphError(op + ": result '" + out_names[0] + "' (" +
+                     std::string(dtype_name(type.dtype)) + "): " + *problem);
   }
   type.strides = contiguous_strides(type.sizes);
-  value_index_.emplace(out_name, static_cast<int>(values_.size()));
-  values_.push_back(Value{out_name, std::move(type), static_cast<int>(nodes_.size())});
+  std::vector<ValueRef> results;
+  for (const std::string& out_name : out_names) {
+    results.push_back(ValueRef{static_cast<int>(values_.size())});
+    value_index_.emplace(out_name, static_cast<int>(values_.size()));
+    values_.push_back(Value{out_name, type, static_cast<int>(nodes_.size())});
+  }
+  node.extra_outputs.assign(results.begin() + 1, results.end());
   nodes_.push_back(std::move(node));
-  return nodes_.back().output;
+  return results;
 }
 
 void Graph::set_outputs(std::vector<ValueRef> outputs) {
@@ -351,6 +383,10 @@ bool operator==(const Graph& a, const Graph& b) {
     const Node& nb = b.nodes_[i];
     if (na.op != nb.op || na.args.size() != nb.args.size()) return false;
     if (!same_value(a, na.output, b, nb.output)) return false;
+    if (na.extra_outputs.size() != nb.extra_outputs.size()) return false;
+    for (size_t j = 0; j < na.extra_outputs.size(); ++j) {
+      if (!same_value(a, na.extra_outputs[j], b, nb.extra_outputs[j])) return false;
+    }
     for (size_t j = 0; j < na.args.size(); ++j) {
       if (!same_arg(a, na.args[j], b, nb.args[j])) return false;
     }

@@ -56,6 +56,9 @@ struct Node {
   std::string op;
   std::vector<Arg> args;  // schema order, defaults filled
   ValueRef output;
+  // The results after the first of an op that returns several (OpSchema::num_outputs - 1 of
+  // them: var_mean's mean); empty otherwise.
+  std::vector<ValueRef> extra_outputs;
   // "FILE:LINE" of the statement in a text program; empty for graphs built in C++. Not part
   // of graph equality.
   std::string location;
@@ -83,6 +86,12 @@ class Graph {
   ValueRef add_node(const std::string& op, std::vector<Arg> args,
                     std::vector<std::pair<std::string, Arg>> kwargs = {},
                     const std::string& name = "");
+  // Adds a node of an op returning several tensors (or one) and returns all its results, in
+  // the op's order, named `names` (one per result) or, if empty, fresh names. add_node
+  // refuses such ops.
+  std::vector<ValueRef> add_multi_output_node(const std::string& op, std::vector<Arg> args,
+                                              std::vector<std::pair<std::string, Arg>> kwargs = {},
+                                              const std::vector<std::string>& names = {});
   void set_outputs(std::vector<ValueRef> outputs);
   // Records where the node producing `value` was written (see Node::location).
   void set_location(ValueRef value, std::string location);

@@ -42,6 +42,9 @@ struct OpSchema {
   // Infers the output type from the (already bound and kind-checked) node arguments.
   // Throws GraphError naming the problem.
   std::function<TensorType(const Graph&, const Node&)> infer;
+  // How many tensors the op returns (var_mean: 2), every one of the inferred type. A node of
+  // an op with several is built by Graph::add_multi_output_node.
+  int num_outputs = 1;
 };
 
 const OpSchema* find_op_schema(std::string_view name);

@@ -187,9 +187,14 @@ class Parser {
     }
   }
 
-  // name = op(arg, ..., key=value, ...)
+  // name = op(arg, ..., key=value, ...), or `a, b = op(...)` for an op returning several
   void parse_statement(Graph& graph) {
     const Token& target = new_value_name("a value name or 'return'");
+    std::vector<std::string> targets = {target.text};
+    while (peek().kind == TokKind::Comma) {
+      next();
+      targets.push_back(new_value_name("a value name").text);
+    }
     expect(TokKind::Equals, "'='");
     const Token& op = next();
     if (op.kind != TokKind::Ident) fail(op, "an op name");
@@ -214,7 +219,8 @@ class Parser {
     expect(TokKind::RParen, "',' or ')'");
     expect(TokKind::Newline, "end of line");
     try {
-      const ValueRef v = graph.add_node(op.text, std::move(args), std::move(kwargs), target.text);
+      const ValueRef v =
+          graph.add_multi_output_node(op.text, std::move(args), std::move(kwargs), targets).front();
       graph.set_location(v, file_ + ":" + std::to_string(target.line));
     } catch (const GraphError& e) {
       fail_graph(target, e);

@@ -101,7 +101,9 @@ std::string print_graph(const Graph& graph) {
   for (const Node& node : graph.nodes()) {
     const OpSchema* schema = find_op_schema(node.op);
     if (!schema) throw GraphError("print_graph: unknown op '" + node.op + "'");
-    out << "    " << graph.value(node.output).name << " = " << node.op << "(";
+    out << "    " << graph.value(node.output).name;
+    for (ValueRef extra : node.extra_outputs) out << ", " << graph.value(extra).name;
+    out << " = " << node.op << "(";
     bool positional = true;  // still printing a positional prefix
     bool first = true;
     for (size_t p = 0; p < schema->params.size() && p < node.args.size(); ++p) {

@@ -1,79 +1,282 @@
-// Lowering of reductions: each is stored in a buffer whose body reduces over the reduced dims.
+// Lowering of reductions (issue 6, point 4): each ATen reduction becomes one or two stored
+// reduction buffers over the primitive ReductionTypes of ops_handler.h, plus a pointwise
+// epilogue composed into the value's loader:
+//   sum, prod      Sum / Prod of the input converted to the result dtype (integers and bool
+//                  widened to int64 first; f16/bf16 accumulated in float32, rounded once);
+//   mean           the sum rounded to the dtype, divided by N (PyTorch's sum(...).div_(N));
+//   amax, amin     Max / Min (bool: Any / All, which are the same there);
+//   argmax, argmin ArgMax / ArgMin, the row-major index over the reduced dims;
+//   any, all       Any / All of to_dtype(bool), u8 results converted back;
+//   var, std       WelfordM2 / max(0, N - correction), sqrt for std;
+//   var_mean       that var and the WelfordMean of the same value (one accumulator);
+//   logsumexp      Max, then Sum(exp(x - shift)) with shift = max unless it is +-inf (then 0),
+//                  then log(sum) + shift, each step rounded to the dtype as the ATen ops of
+//                  PyTorch's composition are.
+// f16/bf16 values are computed in float32 (ops never see them) and rounded to the dtype
+// where an ATen op would round them.
+#include <cmath>
+
 #include "lowering/lowerer.h"
 
 namespace stax::lowering {
 
-LoweredValue Lowerer::lower_reduction(const ir::Node& node, const ir::Value& out) {
-  const ir::Value& in = ir::tensor_arg(graph_, node, 0);
-  const LoweredValue& src = value(std::get<ir::ValueRef>(node.args[0]).index);
-  const auto dims = ir::reduction_dims(ir::int_list_arg(node, 1), in.type.sizes.size(), node.op);
-  const bool keepdim = ir::bool_arg(node, 2);
-  std::vector<bool> reduced(in.type.sizes.size(), false);
-  for (int64_t d : dims) reduced[static_cast<size_t>(d)] = true;
+namespace {
 
-  ReductionType type = ReductionType::Sum;
-  if (node.op == "amax") type = ReductionType::Max;
-  if (node.op == "amin") type = ReductionType::Min;
-  const bool is_mean = node.op == "mean";
+// The dtype PyTorch computes (and accumulates) a floating dtype in on the CPU.
+DType compute_dtype(DType dtype) {
+  return dtype == DType::Float16 || dtype == DType::BFloat16 ? DType::Float32 : dtype;
+}
 
-  ComputedBuffer buf;
-  buf.name = next_buffer_name();
-  buf.dtype = out.type.dtype;
-  buf.sizes = out.type.sizes;
-  buf.strides = ir::contiguous_strides(out.type.sizes);
-  buf.reduction = type;
-  std::vector<int64_t> out_dim_of_kept;  // output dim index of each kept input dim
-  int64_t reduced_count = 1;
-  for (size_t d = 0; d < in.type.sizes.size(); ++d) {
-    if (reduced[d]) {
-      buf.reduction_ranges.push_back(in.type.sizes[d]);
-      reduced_count *= in.type.sizes[d];
-    } else {
-      buf.ranges.push_back(in.type.sizes[d]);
-      out_dim_of_kept.push_back(keepdim ? static_cast<int64_t>(d)
-                                        : static_cast<int64_t>(buf.ranges.size() - 1));
+// Rounds a value computed in float32 to a 16-bit result dtype and back, as storing an ATen
+// op's f16/bf16 result does; identity for other dtypes.
+OpsValue round_through(OpsHandler& h, OpsValue x, DType dtype) {
+  if (compute_dtype(dtype) == dtype) return x;
+  return h.to_dtype(h.to_dtype(x, dtype), x.dtype);
+}
+
+OpsValue convert(OpsHandler& h, OpsValue x, DType dtype) {
+  return x.dtype == dtype ? x : h.to_dtype(x, dtype);
+}
+
+// Which dims a reduction node reduces, and the index maps between the input, the kept loop
+// variables of a reduction buffer and the node's output.
+struct ReducedDims {
+  std::vector<bool> reduced;  // per input dim
+  bool keepdim = false;
+  int64_t count = 1;  // input elements per output element
+
+  ReducedDims(const ir::Node& node, const std::vector<int64_t>& in_sizes, size_t keepdim_position)
+      : reduced(in_sizes.size(), false), keepdim(ir::bool_arg(node, keepdim_position)) {
+    for (int64_t d : ir::reduction_dims(ir::int_list_arg(node, 1), in_sizes.size(), node.op)) {
+      reduced[static_cast<size_t>(d)] = true;
+      count *= in_sizes[static_cast<size_t>(d)];
     }
   }
-  const auto strides = buf.strides;
-  buf.output_index = [strides, out_dim_of_kept](const std::vector<Expr>& idx) {
-    Expr offset(0);
-    for (size_t k = 0; k < idx.size(); ++k) {
-      offset = offset + idx[k] * Expr(strides[static_cast<size_t>(out_dim_of_kept[k])]);
-    }
-    return offset;
-  };
-  Loader loader = src.loader;
-  const DType from = src.dtype;
-  const DType to = out.type.dtype;
-  buf.value = [loader, reduced, from, to](OpsHandler& h, const std::vector<Expr>& idx,
-                                          const std::vector<Expr>& ridx) {
+
+  // The input index of kept loop index `idx` and reduction index `ridx`.
+  std::vector<Expr> input_index(const std::vector<Expr>& idx, const std::vector<Expr>& ridx) const {
     std::vector<Expr> full;
     size_t k = 0;
     size_t r = 0;
     for (bool is_reduced : reduced) full.push_back(is_reduced ? ridx[r++] : idx[k++]);
-    OpsValue x = loader(h, full);
-    return from == to ? x : h.to_dtype(x, to);
-  };
-  std::vector<std::string> origin = src.origin;
-  origin.push_back(is_mean ? "sum" : node.op);
-  buf.origin = join(origin, "+");
-  LoweredValue stored = add_buffer(std::move(buf));
-  stored.origin.clear();
-  if (!is_mean) return stored;
+    return full;
+  }
 
-  LoweredValue mean;
-  mean.dtype = stored.dtype;
-  mean.sizes = stored.sizes;
-  mean.origin = {"mean"};
-  Loader sum = stored.loader;
-  const double count = static_cast<double>(reduced_count);
-  const DType dtype = stored.dtype;
-  mean.loader = [sum, count, dtype](OpsHandler& h, const std::vector<Expr>& idx) {
-    return apply(h, PointwiseOp::Div, {sum(h, idx), h.constant(count, dtype)});
+  // The output index (keepdim: 0 along reduced dims) of kept loop index `idx`.
+  std::vector<Expr> output_index(const std::vector<Expr>& idx) const {
+    if (!keepdim) return idx;
+    std::vector<Expr> out;
+    size_t k = 0;
+    for (bool is_reduced : reduced) out.push_back(is_reduced ? Expr(0) : idx[k++]);
+    return out;
+  }
+};
+
+// The element function a reduction buffer reduces: (handler, input index, kept index).
+using ReducedValue =
+    std::function<OpsValue(OpsHandler&, const std::vector<Expr>&, const std::vector<Expr>&)>;
+
+// Composes `epilogue` onto the loader of `stored` (a pointwise function of the stored
+// reduction result), costed by the ops it applies.
+LoweredValue with_epilogue(const LoweredValue& stored, DType dtype, std::string origin,
+                           std::function<OpsValue(OpsHandler&, OpsValue)> epilogue,
+                           std::initializer_list<PointwiseOp> ops) {
+  LoweredValue v;
+  v.dtype = dtype;
+  v.sizes = stored.sizes;
+  v.origin = {std::move(origin)};
+  Loader load = stored.loader;
+  v.loader = [load, epilogue](OpsHandler& h, const std::vector<Expr>& idx) {
+    return epilogue(h, load(h, idx));
   };
-  mean.stats = stored.stats;
-  mean.stats += op_stats(PointwiseOp::Div);
-  return mean;
+  v.stats = stored.stats;
+  for (PointwiseOp op : ops) v.stats += op_stats(op);
+  return v;
+}
+
+}  // namespace
+
+LoweredValue Lowerer::lower_reduction(const ir::Node& node, const ir::Value& out) {
+  const ir::Value& in = ir::tensor_arg(graph_, node, 0);
+  const LoweredValue& src = value(std::get<ir::ValueRef>(node.args[0]).index);
+  const bool variance = node.op == "var" || node.op == "std" || node.op == "var_mean";
+  const ReducedDims dims(node, in.type.sizes, variance ? 3 : 2);
+  const DType result = out.type.dtype;
+  const Loader x = src.loader;
+  const DType from = src.dtype;
+
+  // Stores one reduction of `element` over the node's reduced dims; the buffer has the
+  // node's output sizes and the reduction's result dtype.
+  auto reduce = [&](ReductionType type, DType value_dtype, ReducedValue element,
+                    const std::string& what) {
+    ComputedBuffer buf;
+    buf.name = next_buffer_name();
+    buf.dtype = reduction_result_dtype(type, value_dtype);
+    buf.sizes = out.type.sizes;
+    buf.strides = ir::contiguous_strides(out.type.sizes);
+    buf.reduction = type;
+    for (size_t d = 0; d < in.type.sizes.size(); ++d) {
+      (dims.reduced[d] ? buf.reduction_ranges : buf.ranges).push_back(in.type.sizes[d]);
+    }
+    const std::vector<int64_t> strides = buf.strides;
+    const ReducedDims where = dims;
+    buf.output_index = [strides, where](const std::vector<Expr>& idx) {
+      return strided_offset(where.output_index(idx), strides);
+    };
+    buf.value = [element, where](OpsHandler& h, const std::vector<Expr>& idx,
+                                 const std::vector<Expr>& ridx) {
+      return element(h, where.input_index(idx, ridx), idx);
+    };
+    std::vector<std::string> origin = src.origin;
+    origin.push_back(what);
+    buf.origin = join(origin, "+");
+    LoweredValue stored = add_buffer(std::move(buf));
+    stored.origin.clear();
+    return stored;
+  };
+  // The input converted to `dtype`.
+  auto input_as = [x, from](DType dtype) -> ReducedValue {
+    return [x, from, dtype](OpsHandler& h, const std::vector<Expr>& full,
+                            const std::vector<Expr>&) { return convert(h, x(h, full), dtype); };
+  };
+  // The input converted to `dtype` (the result dtype of sum(x, dtype=...)), then to the dtype
+  // it is accumulated in.
+  auto input_through = [x, from](DType dtype, DType accumulate) -> ReducedValue {
+    return [x, from, dtype, accumulate](OpsHandler& h, const std::vector<Expr>& full,
+                                        const std::vector<Expr>&) {
+      return convert(h, convert(h, x(h, full), dtype), accumulate);
+    };
+  };
+  auto to_result = [result](OpsHandler& h, OpsValue v) { return convert(h, v, result); };
+
+  if (node.op == "sum" || node.op == "prod" || node.op == "mean") {
+    const ReductionType type = node.op == "prod" ? ReductionType::Prod : ReductionType::Sum;
+    const DType accumulate = is_floating(result) ? compute_dtype(result) : DType::Int64;
+    LoweredValue stored = reduce(type, accumulate, input_through(result, accumulate),
+                                 node.op == "prod" ? "prod" : "sum");
+    if (node.op != "mean") {
+      if (accumulate == result) return stored;
+      return with_epilogue(stored, result, node.op, to_result, {});
+    }
+    // PyTorch's mean: the sum rounded to the dtype, divided by N in the compute dtype.
+    const double count = static_cast<double>(dims.count);
+    return with_epilogue(stored, result, "mean",
+                         [count, result](OpsHandler& h, OpsValue sum) {
+                           const OpsValue rounded = round_through(h, sum, result);
+                           const OpsValue mean = apply(h, PointwiseOp::Div,
+                                                       {rounded, h.constant(count, rounded.dtype)});
+                           return convert(h, mean, result);
+                         },
+                         {PointwiseOp::Div});
+  }
+
+  if (node.op == "amax" || node.op == "amin") {
+    const bool max = node.op == "amax";
+    if (result == DType::Bool) {  // on bool the maximum is any, the minimum all
+      return reduce(max ? ReductionType::Any : ReductionType::All, DType::Bool,
+                    input_as(DType::Bool), node.op);
+    }
+    const DType compute = compute_dtype(result);
+    LoweredValue stored =
+        reduce(max ? ReductionType::Max : ReductionType::Min, compute, input_as(compute), node.op);
+    if (compute == result) return stored;
+    return with_epilogue(stored, result, node.op, to_result, {});  // exact: the max is an f16
+  }
+
+  if (node.op == "argmax" || node.op == "argmin") {
+    const DType compute = compute_dtype(from);
+    return reduce(node.op == "argmax" ? ReductionType::ArgMax : ReductionType::ArgMin, compute,
+                  input_as(compute), node.op);
+  }
+
+  if (node.op == "any" || node.op == "all") {
+    LoweredValue stored = reduce(node.op == "any" ? ReductionType::Any : ReductionType::All,
+                                 DType::Bool, input_as(DType::Bool), node.op);
+    if (result == DType::Bool) return stored;
+    return with_epilogue(stored, result, node.op, to_result, {});  // u8 inputs give u8
+  }
+
+  if (variance) {
+    const DType compute = compute_dtype(result);
+    LoweredValue m2 = reduce(ReductionType::WelfordM2, compute, input_as(compute),
+                             node.op == "var_mean" ? "var" : node.op);
+    if (node.op == "var_mean") {
+      // WelfordMean of the same value over the same loops: the code generator keeps one
+      // accumulator for both. PyTorch's mean of nothing is NaN (not the accumulator's 0).
+      LoweredValue mean = reduce(ReductionType::WelfordMean, compute, input_as(compute), "mean");
+      const bool empty = dims.count == 0;
+      extra_results_.push_back(with_epilogue(mean, result, "mean",
+                                             [empty, result](OpsHandler& h, OpsValue m) {
+                                               return convert(
+                                                   h, empty ? h.constant(NAN, m.dtype) : m, result);
+                                             },
+                                             {}));
+    }
+    // PyTorch's divisor max(0, N - correction): inf (or NaN for M2 = 0) when N <= correction.
+    const double divisor =
+        std::max(0.0, static_cast<double>(dims.count) - ir::scalar_arg(node, 2).value);
+    const bool take_sqrt = node.op == "std";
+    return with_epilogue(m2, result, node.op,
+                         [divisor, take_sqrt, result](OpsHandler& h, OpsValue sum_of_squares) {
+                           OpsValue v =
+                               apply(h, PointwiseOp::Div,
+                                     {sum_of_squares, h.constant(divisor, sum_of_squares.dtype)});
+                           if (take_sqrt) v = apply(h, PointwiseOp::Sqrt, {v});
+                           return convert(h, v, result);
+                         },
+                         {PointwiseOp::Div, PointwiseOp::Sqrt});
+  }
+
+  if (node.op == "logsumexp") {
+    const DType compute = compute_dtype(result);
+    // The input as PyTorch's composition sees it: converted to the (floating) result dtype.
+    auto element = [x, result, compute](OpsHandler& h, const std::vector<Expr>& full) {
+      return convert(h, convert(h, x(h, full), result), compute);
+    };
+    LoweredValue maxima = reduce(
+        ReductionType::Max, compute,
+        [element](OpsHandler& h, const std::vector<Expr>& full, const std::vector<Expr>&) {
+          return element(h, full);
+        },
+        "amax");
+    // shift = m, or 0 where m is +-inf (so inf - inf never happens).
+    const Loader max_at = maxima.loader;
+    auto shift = [max_at](OpsHandler& h, const std::vector<Expr>& out_idx) {
+      const OpsValue m = max_at(h, out_idx);
+      return apply(h, PointwiseOp::Where,
+                   {apply(h, PointwiseOp::IsInf, {m}), h.constant(0.0, m.dtype), m});
+    };
+    const ReducedDims where = dims;
+    LoweredValue sums = reduce(
+        ReductionType::Sum, compute,
+        [element, shift, where, result](OpsHandler& h, const std::vector<Expr>& full,
+                                        const std::vector<Expr>& idx) {
+          const OpsValue shifted = round_through(
+              h, apply(h, PointwiseOp::Sub, {element(h, full), shift(h, where.output_index(idx))}),
+              result);
+          return round_through(h, apply(h, PointwiseOp::Exp, {shifted}), result);
+        },
+        "sub+exp+sum");
+    LoweredValue v;
+    v.dtype = result;
+    v.sizes = sums.sizes;
+    v.origin = {"logsumexp"};
+    const Loader sum_at = sums.loader;
+    v.loader = [sum_at, shift, result](OpsHandler& h, const std::vector<Expr>& idx) {
+      const OpsValue log_sum = round_through(
+          h, apply(h, PointwiseOp::Log, {round_through(h, sum_at(h, idx), result)}), result);
+      return convert(h, apply(h, PointwiseOp::Add, {log_sum, shift(h, idx)}), result);
+    };
+    v.stats = sums.stats;
+    v.stats += maxima.stats;
+    for (PointwiseOp op :
+         {PointwiseOp::IsInf, PointwiseOp::Where, PointwiseOp::Log, PointwiseOp::Add}) {
+      v.stats += op_stats(op);
+    }
+    return v;
+  }
+
+  throw std::invalid_argument("lowering: no lowering for reduction " + node.op);
 }
 
 }  // namespace stax::lowering

@@ -219,16 +219,29 @@ class Lowerer {
         v = lower_copy(node);
         break;
     }
-    const int idx = node.output.index;
-    if (outputs_.count(idx) && !v.layout) {
-      v = realize(v, "graph output");
-    } else if (!v.pure_view || !v.layout) {
-      // A view that no strided layout expresses composes index arithmetic; it is priced too.
-      const auto reads = reads_.count(idx) ? reads_.at(idx) : 0;
-      auto decision = decide_materialization(options_.device, v.stats, reads);
-      if (decision.materialize) v = realize(v, decision.reason);
+    // An op with several results (var_mean) left the ones after the first in extra_results_.
+    std::vector<LoweredValue> results = {std::move(v)};
+    for (LoweredValue& extra : extra_results_) results.push_back(std::move(extra));
+    extra_results_.clear();
+    std::vector<ir::ValueRef> refs = {node.output};
+    refs.insert(refs.end(), node.extra_outputs.begin(), node.extra_outputs.end());
+    if (results.size() != refs.size()) {
+      throw std::logic_error("lowering " + node.op + " gave " + std::to_string(results.size()) +
+                             " values for " + std::to_string(refs.size()) + " results");
     }
-    values_[static_cast<size_t>(idx)] = std::move(v);
+    for (size_t r = 0; r < refs.size(); ++r) {
+      const int idx = refs[r].index;
+      LoweredValue& result = results[r];
+      if (outputs_.count(idx) && !result.layout) {
+        result = realize(result, "graph output");
+      } else if (!result.pure_view || !result.layout) {
+        // A view that no strided layout expresses composes index arithmetic; it is priced too.
+        const auto reads = reads_.count(idx) ? reads_.at(idx) : 0;
+        auto decision = decide_materialization(options_.device, result.stats, reads);
+        if (decision.materialize) result = realize(result, decision.reason);
+      }
+      values_[static_cast<size_t>(idx)] = std::move(result);
+    }
   }
 
   // The cost of running every tensor operand's loader once.
@@ -253,6 +266,8 @@ class Lowerer {
   std::vector<std::optional<LoweredValue>> values_;
   std::unordered_map<int, int> reads_;
   std::string current_node_;  // the node being lowered, for errors and buffer provenance
+  // The results after the first of the node being lowered, for ops with several (var_mean).
+  std::vector<LoweredValue> extra_results_;
   std::set<int> outputs_;
 };
 
