@@ -79,6 +79,22 @@ const std::unordered_map<std::string_view, OpFn>& op_table() {
       {"expand", detail::eval_expand},
       {"clone", detail::eval_clone},
       {"contiguous", detail::eval_contiguous},
+      // issue 6, point 6: views and data movement
+      {"slice", detail::eval_selecting_view},
+      {"select", detail::eval_selecting_view},
+      {"narrow", detail::eval_selecting_view},
+      {"split", detail::eval_selecting_view},
+      {"split_with_sizes", detail::eval_selecting_view},
+      {"as_strided", detail::eval_selecting_view},
+      {"cat", detail::eval_cat},
+      {"stack", detail::eval_cat},
+      {"constant_pad_nd", detail::eval_constant_pad_nd},
+      {"flip", detail::eval_flip},
+      {"roll", detail::eval_roll},
+      {"index_select", detail::eval_indirect},
+      {"gather", detail::eval_indirect},
+      {"embedding", detail::eval_indirect},
+      {"index", detail::eval_indirect},
   };
   return table;
 }

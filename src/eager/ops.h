@@ -66,5 +66,14 @@ Tensor eval_squeeze(const Env& env, const ir::Node& node);
 Tensor eval_expand(const Env& env, const ir::Node& node);
 Tensor eval_clone(const Env& env, const ir::Node& node);
 Tensor eval_contiguous(const Env& env, const ir::Node& node);
+// Issue 6, point 6 (views.cpp: views through ir::view_layout; movement.cpp: copies).
+Tensor eval_selecting_view(const Env& env, const ir::Node& node);  // slice, select, narrow,
+                                                                   // split*, as_strided
+Tensor eval_cat(const Env& env, const ir::Node& node);             // cat and stack
+Tensor eval_constant_pad_nd(const Env& env, const ir::Node& node);
+Tensor eval_flip(const Env& env, const ir::Node& node);
+Tensor eval_roll(const Env& env, const ir::Node& node);
+Tensor eval_indirect(const Env& env, const ir::Node& node);  // gather, index_select,
+                                                             // embedding, index
 
 }  // namespace stax::eager::detail

@@ -1,13 +1,16 @@
 // View and copy ops of the eager interpreter. Views (reshape when possible, view, permute,
-// transpose, unsqueeze, squeeze, expand) return tensors sharing their operand's storage with
-// PyTorch's strides; clone and contiguous (when needed) return fresh contiguous copies.
+// transpose, unsqueeze, squeeze, expand, slice, select, narrow, split, as_strided) return
+// tensors sharing their operand's storage with PyTorch's strides; contiguous (when needed)
+// returns a fresh contiguous copy, clone a fresh copy in the layout its memory_format asks.
 #include <algorithm>
+#include <cstring>
 #include <stdexcept>
 
 #include "eager/interpreter.h"
 #include "eager/ops.h"
 #include "ir/checked_arith.h"
 #include "ir/op_schema.h"
+#include "ir/view_layout.h"
 
 namespace stax::eager {
 
@@ -125,7 +128,38 @@ Tensor eval_expand(const Env& env, const ir::Node& node) {
 }
 
 Tensor eval_clone(const Env& env, const ir::Node& node) {
-  return env.tensor(node, 0).contiguous_copy();
+  const Tensor& in = env.tensor(node, 0);
+  const std::optional<std::string> format = ir::string_arg(node, 1);
+  if (format == "contiguous_format") return in.contiguous_copy();
+  // None is preserve_format (ATen's default), the layout torch.empty_like gives.
+  Tensor out = Tensor::empty_strided(in.dtype(), in.sizes(),
+                                     ir::preserved_strides(in.sizes(), in.strides()));
+  const size_t element = dtype_size(in.dtype());
+  for (int64_t p = 0; p < in.numel(); ++p) {
+    const std::vector<int64_t> idx = unravel_index(p, in.sizes());
+    int64_t from = 0;
+    int64_t to = 0;
+    for (size_t d = 0; d < idx.size(); ++d) {
+      from += idx[d] * in.strides()[d];
+      to += idx[d] * out.strides()[d];
+    }
+    std::memcpy(static_cast<char*>(out.data()) + to * static_cast<int64_t>(element),
+                static_cast<const char*>(in.data()) + from * static_cast<int64_t>(element),
+                element);
+  }
+  return out;
+}
+
+Tensor eval_selecting_view(const Env& env, const ir::Node& node) {
+  const Tensor& in = env.tensor(node, 0);
+  ir::ViewLayout layout = ir::view_layout(env.graph, node, in.strides(), in.offset());
+  try {
+    return in.as_strided(std::move(layout.sizes), std::move(layout.strides), layout.offset);
+  } catch (const std::out_of_range& e) {
+    // as_strided: the requested layout reaches past the operand's storage.
+    throw std::out_of_range(node.op + ": the layout reaches past the storage of its input (" +
+                            std::to_string(in.storage()->nbytes()) + " bytes): " + e.what());
+  }
 }
 
 Tensor eval_contiguous(const Env& env, const ir::Node& node) {
