@@ -407,8 +407,10 @@ IndirectArgs indirect_args(const Graph& graph, const Node& node) {
 }
 
 std::string index_error_template(const Node& node, const IndirectArgs& args) {
-  return node.op + ": index {} is out of bounds for dimension " +
-         std::to_string(std::max<int64_t>(args.dim, 0)) + " with size " + std::to_string(args.size);
+  // PyTorch numbers the dims of index.Tensor among its tensor indices (one here: dim 0).
+  const int64_t dim = node.op == "index" ? 0 : std::max<int64_t>(args.dim, 0);
+  return node.op + ": index {} is out of bounds for dimension " + std::to_string(dim) +
+         " with size " + std::to_string(args.size);
 }
 
 std::string index_error_message(const std::string& error_template, int64_t value) {
