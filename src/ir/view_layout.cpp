@@ -1,42 +1,102 @@
-// Strided layouts of the selecting views and of clone's preserved format.
+// Strided layouts of the view ops and of clone's preserved format.
 #include "ir/view_layout.h"
 
 #include <algorithm>
 #include <numeric>
 #include <stdexcept>
 
+#include "ir/checked_arith.h"
 #include "ir/movement_args.h"
 #include "ir/op_schema.h"
+#include "ir/text_format.h"
+#include "ir/view_strides.h"
 
 namespace stax::ir {
 
-ViewLayout view_layout(const Graph& graph, const Node& node, const std::vector<int64_t>& strides,
-                       int64_t offset) {
+std::optional<ViewLayout> view_layout(const Graph& graph, const Node& node,
+                                      const std::vector<int64_t>& strides, int64_t offset) {
   const std::vector<int64_t>& sizes = tensor_arg(graph, node, 0).type.sizes;
-  ViewLayout out{sizes, strides, offset};
-  if (node.op == "select") {
+  const std::vector<int64_t>& out_sizes = graph.value(node.output).type.sizes;
+  const std::string& op = node.op;
+  ViewLayout out{out_sizes, {}, offset};
+  if (op == "reshape" || op == "view") {
+    if (std::optional<std::vector<int64_t>> s = view_strides(sizes, strides, out_sizes)) {
+      out.strides = std::move(*s);
+      return out;
+    }
+    if (op == "reshape") return std::nullopt;
+    throw std::invalid_argument(
+        "view: view size is not compatible with input tensor's size and stride (viewing sizes " +
+        format_sizes(sizes) + " with strides " + format_sizes(strides) + " as " +
+        format_sizes(out_sizes) +
+        " would make a dimension span memory that is not uniformly strided); use reshape "
+        "instead");
+  }
+  if (op == "permute" || op == "transpose") {
+    std::vector<int64_t> dims(sizes.size());
+    for (size_t d = 0; d < dims.size(); ++d) dims[d] = static_cast<int64_t>(d);
+    if (op == "permute") {
+      const std::vector<int64_t> given = *int_list_arg(node, 1);
+      for (size_t d = 0; d < dims.size(); ++d) dims[d] = normalize_dim(given[d], sizes.size(), op);
+    } else if (!sizes.empty()) {
+      std::swap(dims[static_cast<size_t>(normalize_dim(int_arg(node, 1), sizes.size(), op))],
+                dims[static_cast<size_t>(normalize_dim(int_arg(node, 2), sizes.size(), op))]);
+    }
+    for (int64_t d : dims) out.strides.push_back(strides[static_cast<size_t>(d)]);
+    return out;
+  }
+  if (op == "unsqueeze") {
+    const auto d = static_cast<size_t>(normalize_dim(int_arg(node, 1), sizes.size() + 1, op));
+    out.strides = strides;
+    // PyTorch's stride for the new size-1 dim; any stride serves a dim that is never stepped
+    // along, so 1 where that product would overflow.
+    const int64_t stride = d < sizes.size() ? checked_mul(sizes[d], strides[d]).value_or(1) : 1;
+    out.strides.insert(out.strides.begin() + static_cast<std::ptrdiff_t>(d), stride);
+    return out;
+  }
+  if (op == "squeeze") {
+    std::vector<bool> listed(sizes.size(), true);
+    if (const auto dims = int_list_arg(node, 1); dims) {
+      listed.assign(sizes.size(), false);
+      if (!sizes.empty()) {
+        for (int64_t d : *dims)
+          listed[static_cast<size_t>(normalize_dim(d, sizes.size(), op))] = true;
+      }
+    }
+    for (size_t d = 0; d < sizes.size(); ++d) {
+      if (!(listed[d] && sizes[d] == 1)) out.strides.push_back(strides[d]);
+    }
+    return out;
+  }
+  if (op == "expand") {
+    out.strides.assign(out_sizes.size(), 0);
+    const size_t lead = out_sizes.size() - sizes.size();
+    for (size_t d = 0; d < sizes.size(); ++d) {
+      out.strides[lead + d] = sizes[d] == out_sizes[lead + d] ? strides[d] : 0;
+    }
+    return out;
+  }
+  if (op == "select") {
     const SelectArgs s = select_args(graph, node);
-    const auto d = static_cast<size_t>(s.dim);
-    out.offset += s.index * strides[d];
-    out.sizes.erase(out.sizes.begin() + s.dim);
+    out.offset += s.index * strides[static_cast<size_t>(s.dim)];
+    out.strides = strides;
     out.strides.erase(out.strides.begin() + s.dim);
     return out;
   }
-  if (node.op == "as_strided") {
+  if (op == "as_strided") {
     AsStridedArgs a = as_strided_args(graph, node);
     return ViewLayout{std::move(a.sizes), std::move(a.strides), a.storage_offset.value_or(offset)};
   }
-  if (node.op == "slice" || node.op == "narrow" || node.op == "split" ||
-      node.op == "split_with_sizes") {
+  if (op == "slice" || op == "narrow" || op == "split" || op == "split_with_sizes") {
     const DimWindow w = window_args(graph, node);
     const auto d = static_cast<size_t>(w.dim);
-    // An empty window starts nowhere: PyTorch still offsets it by start (which is <= size).
+    // An empty window still starts at start (<= size), as in PyTorch.
     out.offset += w.start * strides[d];
-    out.sizes[d] = w.length;
+    out.strides = strides;
     out.strides[d] = strides[d] * w.step;
     return out;
   }
-  throw std::logic_error("view_layout: " + node.op + " is not a selecting view");
+  throw std::logic_error("view_layout: " + op + " is not a view op");
 }
 
 bool is_non_overlapping_and_dense(const std::vector<int64_t>& sizes,

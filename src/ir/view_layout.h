@@ -1,10 +1,12 @@
-// The strided layouts of the view ops that select part of their operand (slice, narrow,
-// select, split, split_with_sizes, as_strided) and the layout of clone's result with
-// memory_format=preserve (torch.empty_like's rule). The eager interpreter builds its views
-// with them and lowering derives the strided layout of a view with them, so the two agree.
+// The strided layouts (PyTorch's strides) of the view ops — reshape/view, permute, transpose,
+// unsqueeze, squeeze, expand, slice, select, narrow, split, split_with_sizes, as_strided —
+// and the layout of clone's result with memory_format=preserve (torch.empty_like's rule).
+// The eager interpreter builds its views with them and lowering derives the strided layout
+// of a view with them, so the two always agree.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "ir/graph.h"
@@ -17,10 +19,12 @@ struct ViewLayout {
   int64_t offset = 0;  // storage offset in elements
 };
 
-// The layout of the result of `node` (one of the ops above except clone) over the storage of
-// its operand, which has `strides` and storage offset `offset`.
-ViewLayout view_layout(const Graph& graph, const Node& node, const std::vector<int64_t>& strides,
-                       int64_t offset);
+// The layout of the result of `node` (one of the view ops above) over the storage of its
+// operand, which has `strides` and storage offset `offset`; nullopt for a reshape that must
+// copy. A `view` that the strides make impossible throws std::invalid_argument (PyTorch's
+// message).
+std::optional<ViewLayout> view_layout(const Graph& graph, const Node& node,
+                                      const std::vector<int64_t>& strides, int64_t offset);
 
 // Whether the elements of a layout cover a contiguous range of memory exactly once in some
 // order of the dims (PyTorch's is_non_overlapping_and_dense).

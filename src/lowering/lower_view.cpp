@@ -52,7 +52,7 @@ LoweredValue Lowerer::lower_selecting_view(const ir::Node& node, const ir::Value
   LoweredValue v = remapped(src, out.type.sizes, map);
   if (src.layout) {
     const ir::ViewLayout layout =
-        ir::view_layout(graph_, node, src.layout->strides, src.layout->offset);
+        *ir::view_layout(graph_, node, src.layout->strides, src.layout->offset);
     v.layout =
         StridedLayout{src.layout->buffer, src.layout->is_input, layout.strides, layout.offset};
   } else {
@@ -129,8 +129,6 @@ LoweredValue Lowerer::lower_view(const ir::Node& node, const ir::Value& out) {
   const auto& in_sizes = in.type.sizes;
   const auto& out_sizes = out.type.sizes;
   IndexMap map;
-  std::optional<std::vector<int64_t>> strides;  // layout of the view, when strided
-  const std::vector<int64_t>* src_strides = src.layout ? &src.layout->strides : nullptr;
   if (node.op == "permute" || node.op == "transpose") {
     std::vector<int64_t> dims(in_sizes.size());
     for (size_t d = 0; d < dims.size(); ++d) dims[d] = static_cast<int64_t>(d);
@@ -146,19 +144,8 @@ LoweredValue Lowerer::lower_view(const ir::Node& node, const ir::Value& out) {
                     ir::normalize_dim(ir::int_arg(node, 2), in_sizes.size(), node.op))]);
     }
     map = permute_index(dims);
-    if (src_strides) {
-      strides.emplace();
-      for (int64_t d : dims) strides->push_back((*src_strides)[static_cast<size_t>(d)]);
-    }
   } else if (node.op == "unsqueeze") {
-    const int64_t dim = ir::normalize_dim(ir::int_arg(node, 1), in_sizes.size() + 1, node.op);
-    map = unsqueeze_index(dim);
-    if (src_strides) {
-      strides = *src_strides;
-      const auto pos = static_cast<size_t>(dim);
-      const int64_t s = pos < in_sizes.size() ? (*src_strides)[pos] * in_sizes[pos] : 1;
-      strides->insert(strides->begin() + dim, s);
-    }
+    map = unsqueeze_index(ir::normalize_dim(ir::int_arg(node, 1), in_sizes.size() + 1, node.op));
   } else if (node.op == "squeeze") {
     std::vector<bool> removed(in_sizes.size(), false);
     const auto dims = ir::int_list_arg(node, 1);
@@ -171,41 +158,27 @@ LoweredValue Lowerer::lower_view(const ir::Node& node, const ir::Value& out) {
       }
     }
     map = squeeze_index(removed);
-    if (src_strides) {
-      strides.emplace();
-      for (size_t d = 0; d < in_sizes.size(); ++d) {
-        if (!removed[d]) strides->push_back((*src_strides)[d]);
-      }
-    }
   } else if (node.op == "expand") {
     map = broadcast_index(in_sizes, out_sizes);
-    if (src_strides) {
-      strides.emplace(out_sizes.size(), 0);
-      const size_t lead = out_sizes.size() - in_sizes.size();
-      for (size_t d = 0; d < in_sizes.size(); ++d) {
-        const bool broadcast = in_sizes[d] == 1 && out_sizes[lead + d] != 1;
-        (*strides)[lead + d] = broadcast ? 0 : (*src_strides)[d];
-      }
-    }
   } else if (node.op == "reshape" || node.op == "view") {
     map = reshape_index(in_sizes, out_sizes);
-    if (src_strides) strides = ir::view_strides(in_sizes, *src_strides, out_sizes);
     // Refused exactly where eager refuses it: by the strides the eager value has.
     if (node.op == "view") eager_layout(node.output.index);
   } else {
     throw std::invalid_argument("lowering: no lowering for view op " + node.op);
   }
-  LoweredValue v;
-  v.dtype = src.dtype;
-  v.sizes = out_sizes;
-  v.origin = src.origin;
-  v.pure_view = src.pure_view;
-  v.stats = src.stats;
-  Loader inner = src.loader;
-  v.loader = [inner, map](OpsHandler& h, const std::vector<Expr>& idx) {
-    return inner(h, map(idx));
-  };
-  if (src.layout && strides) {
+  LoweredValue v = remapped(src, out_sizes, map);
+  // The layout of the view over the stored data, where strides express it (eager's rule,
+  // applied to lowering's layout of the operand, which may differ from eager's).
+  std::optional<std::vector<int64_t>> strides;
+  if (src.layout) {
+    if (node.op == "reshape" || node.op == "view") {
+      strides = ir::view_strides(in_sizes, src.layout->strides, out_sizes);
+    } else {
+      strides = ir::view_layout(graph_, node, src.layout->strides, src.layout->offset)->strides;
+    }
+  }
+  if (strides) {
     v.layout =
         StridedLayout{src.layout->buffer, src.layout->is_input, *strides, src.layout->offset};
   } else {

@@ -265,6 +265,7 @@ class Lowerer {
     int64_t offset = 0;
   };
   const EagerLayout& eager_layout(int value_index);
+  EagerLayout eager_layout_step(int value_index);  // its storage parent's layout known
   std::unordered_map<int, EagerLayout> eager_layouts_;
 
   const ir::Graph& graph_;
