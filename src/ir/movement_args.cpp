@@ -413,6 +413,12 @@ std::string index_error_template(const Node& node, const IndirectArgs& args) {
          " with size " + std::to_string(args.size);
 }
 
+std::string index_error_site(const Node& node, const IndirectArgs& args) {
+  std::string out = index_error_template(node, args);
+  out.replace(out.find("index {} is"), 11, "an index is");
+  return out;
+}
+
 std::string index_error_message(const std::string& error_template, int64_t value) {
   std::string out = error_template;
   const size_t at = out.find("{}");

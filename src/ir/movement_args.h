@@ -91,6 +91,9 @@ IndirectArgs indirect_args(const Graph& graph, const Node& node);
 // (compiled kernels fill it in at run time, the eager interpreter at once).
 std::string index_error_template(const Node& node, const IndirectArgs& args);
 std::string index_error_message(const std::string& error_template, int64_t value);
+// The same without the value, for OpsHandler::indirect_index's `what`: compiled kernels
+// append the value (": index V is out of range") when the check fails.
+std::string index_error_site(const Node& node, const IndirectArgs& args);
 
 // as_strided: the strides and storage offset given (nullopt: the input's own offset).
 struct AsStridedArgs {

@@ -117,6 +117,7 @@ LoweredValue Lowerer::lower_cat(const ir::Node& node, const ir::Value& out) {
     }
     return *result;
   };
+  v.stats.index_divisions = measure_index_divisions(v.loader, v.sizes.size());
   return v;
 }
 
@@ -166,6 +167,7 @@ LoweredValue Lowerer::lower_pad(const ir::Node& node, const ir::Value& out) {
     }
     return select_where(h, *mask, x, filler);
   };
+  v.stats.index_divisions = measure_index_divisions(v.loader, v.sizes.size());
   return v;
 }
 
@@ -197,7 +199,7 @@ LoweredValue Lowerer::lower_indirect(const ir::Node& node, const ir::Value& out)
   v.stats += index.stats;
   Loader source_loader = source.loader;
   Loader index_loader = index.loader;
-  const std::string what = current_node_ + ": " + ir::index_error_template(node, a);
+  const std::string what = current_node_ + ": " + ir::index_error_site(node, a);
   v.loader = [a, source_loader, index_loader, what](OpsHandler& h, const std::vector<Expr>& idx) {
     std::vector<Expr> at;
     for (int64_t d : a.index_dims) at.push_back(d < 0 ? Expr(0) : idx[static_cast<size_t>(d)]);

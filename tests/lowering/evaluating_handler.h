@@ -12,7 +12,6 @@
 #include <string>
 #include <vector>
 
-#include "ir/movement_args.h"
 #include "lowering/lowering.h"
 #include "runtime/tensor.h"
 
@@ -69,7 +68,10 @@ class EvaluatingHandler final : public OpsHandler {
     const std::string var = "ind" + std::to_string(indirect_count_++);
     auto v = static_cast<int64_t>(values_.at(static_cast<size_t>(value.id)));
     if (!masked_out()) {
-      if (v < -size || v >= size) throw std::out_of_range(ir::index_error_message(what, v));
+      // As compiled kernels report it: `what`, then the value.
+      if (v < -size || v >= size) {
+        throw std::out_of_range(what + ": index " + std::to_string(v) + " is out of range");
+      }
       if (v < 0) v += size;
     } else {
       v = 0;

@@ -163,8 +163,11 @@ def f(w: f32[3, 2], idx: i64[2, 1]):
     handler.run(lower(graph), {w, idx});
     FAIL() << "the lowered body accepted an out-of-range index";
   } catch (const std::out_of_range& e) {
-    EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("gather 'g' at g.stax:3"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("gather 'g' at g.stax:3: gather: an index is out of "
+                                         "bounds for dimension 1 with size 2: index 2 is out of "
+                                         "range"),
+              std::string::npos)
+        << e.what();
   }
 }
 
