@@ -109,5 +109,99 @@ def f(x: f32[4, 6] strides=[1, 4]):
   EXPECT_TRUE(cmp.within_tolerance);
 }
 
+TEST(MovementE2e, CatAndStackOfComputedValues) {
+  const Tensor a = distinct({5, 7});
+  const Tensor b = distinct({3, 7}, {1, 3});
+  expect_compiled_matches_eager(R"(
+def f(a: f32[5, 7], b: f32[3, 7] strides=[1, 3]):
+    e = exp(a)
+    r = relu(b)
+    c = cat([e, r, a], 0)
+    t = transpose(e, 0, 1)
+    d = cat([t, t], 1)
+    s = stack([a, e], 2)
+    return c, d, s
+)",
+                                {a, b});
+}
+
+TEST(MovementE2e, ConstantPadWithNegativeAndPositivePads) {
+  const Tensor x = distinct({6, 5}, {1, 6});
+  expect_compiled_matches_eager(R"(
+def f(x: f32[6, 5] strides=[1, 6]):
+    p = constant_pad_nd(x, [2, -1, -2, 3], -1.5)
+    e = exp(x)
+    q = constant_pad_nd(e, [17, 17])
+    return p, q
+)",
+                                {x});
+}
+
+TEST(MovementE2e, GathersAndEmbeddings) {
+  const Tensor w = distinct({40, 6});
+  const Tensor idx = Tensor::empty(DType::Int64, {3, 11});
+  for (int64_t p = 0; p < idx.numel(); ++p) idx.set_flat(p, static_cast<double>((p * 7) % 80 - 40));
+  const Tensor col = Tensor::empty(DType::Int64, {40, 6});
+  for (int64_t p = 0; p < col.numel(); ++p) col.set_flat(p, static_cast<double>((p * 5) % 12 - 6));
+  expect_compiled_matches_eager(R"(
+def f(w: f32[40, 6], idx: i64[3, 11], col: i64[40, 6]):
+    e = embedding(w, idx)
+    m = mul(w, 2.0)
+    g = gather(m, 1, col)
+    t = transpose(w, 0, 1)
+    i = index(t, [None, idx])
+    return e, g, i
+)",
+                                {w, idx, col});
+}
+
+TEST(MovementE2e, AnOutOfRangeIndexRaisesTheOpsError) {
+  const ir::Graph graph = ir::parse_graph(R"(
+def f(w: f32[40, 6], idx: i64[3, 11]):
+    e = embedding(w, idx)
+    return e
+)",
+                                          "emb.stax");
+  const Tensor w = distinct({40, 6});
+  const Tensor idx = Tensor::empty(DType::Int64, {3, 11});
+  idx.set_flat(20, 40.0);  // one element past the 40 rows
+  CompileOptions options;
+  options.num_threads = 3;
+  const CompiledGraph compiled = compile(graph, options);
+  try {
+    compiled.run({w, idx});
+    FAIL() << "an out-of-range index ran";
+  } catch (const std::exception& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("embedding 'e' at emb.stax:3"), std::string::npos) << message;
+    EXPECT_NE(message.find("index 40 is out of range"), std::string::npos) << message;
+  }
+  EXPECT_THROW(eager::run(graph, {w, idx}), std::out_of_range);
+}
+
+// Copies of other dtypes: promotion inside cat, 16-bit floats chosen in float32, integer
+// pads, int32 indices.
+TEST(MovementE2e, OtherDtypes) {
+  const Tensor h = Tensor::empty(DType::Float16, {4, 9});
+  const Tensor i = Tensor::empty(DType::Int64, {2, 9});
+  const Tensor u = Tensor::empty(DType::UInt8, {4, 9});
+  const Tensor j = Tensor::empty(DType::Int32, {5});
+  for (int64_t p = 0; p < h.numel(); ++p) h.set_flat(p, 0.1 * static_cast<double>(p) - 1.0);
+  for (int64_t p = 0; p < i.numel(); ++p) i.set_flat(p, static_cast<double>(p * 3 - 20));
+  for (int64_t p = 0; p < u.numel(); ++p) u.set_flat(p, static_cast<double>((p * 37) % 256));
+  for (int64_t p = 0; p < j.numel(); ++p) j.set_flat(p, static_cast<double>(3 - p));
+  expect_compiled_matches_eager(R"(
+def f(h: f16[4, 9], i: i64[2, 9], u: u8[4, 9], j: i32[5]):
+    c = cat([h, i], 0)
+    d = cat([h, h], 1)
+    p = constant_pad_nd(u, [3, 2], 200)
+    q = constant_pad_nd(h, [1, 1, 1, 0], 0.1)
+    s = index_select(u, 1, j)
+    f = flip(i, [1])
+    return c, d, p, q, s, f
+)",
+                                {h, i, u, j});
+}
+
 }  // namespace
 }  // namespace stax
