@@ -78,20 +78,37 @@ const std::unordered_map<std::string_view, OpFn>& op_table() {
       {"std", reduce(ReduceOp::Std)},
       {"logsumexp", reduce(ReduceOp::LogSumExp)},
       // views and copies
-      {"reshape", detail::eval_reshape},
-      {"view", detail::eval_view},
-      {"permute", detail::eval_permute},
-      {"transpose", detail::eval_transpose},
-      {"unsqueeze", detail::eval_unsqueeze},
-      {"squeeze", detail::eval_squeeze},
-      {"expand", detail::eval_expand},
+      {"reshape", detail::eval_view_op},
+      {"view", detail::eval_view_op},
+      {"permute", detail::eval_view_op},
+      {"transpose", detail::eval_view_op},
+      {"unsqueeze", detail::eval_view_op},
+      {"squeeze", detail::eval_view_op},
+      {"expand", detail::eval_view_op},
       {"clone", detail::eval_clone},
       {"contiguous", detail::eval_contiguous},
+      // issue 6, point 6: views and data movement
+      {"slice", detail::eval_view_op},
+      {"select", detail::eval_view_op},
+      {"narrow", detail::eval_view_op},
+      {"split", detail::eval_view_op},
+      {"split_with_sizes", detail::eval_view_op},
+      {"as_strided", detail::eval_view_op},
+      {"cat", detail::eval_cat},
+      {"stack", detail::eval_cat},
+      {"constant_pad_nd", detail::eval_constant_pad_nd},
+      {"flip", detail::eval_flip},
+      {"roll", detail::eval_roll},
+      {"index_select", detail::eval_indirect},
+      {"gather", detail::eval_indirect},
+      {"embedding", detail::eval_indirect},
+      {"index", detail::eval_indirect},
   };
   return table;
 }
 
-// Ops returning several tensors (ir::OpSchema::num_outputs > 1), in the op's order.
+// Ops returning several tensors (ir::OpSchema::result_count), all of them in the op's order;
+// a node takes the one its result_index names.
 using MultiOpFn = std::function<std::vector<Tensor>(const Env&, const ir::Node&)>;
 const std::unordered_map<std::string_view, MultiOpFn>& multi_output_op_table() {
   static const std::unordered_map<std::string_view, MultiOpFn> table = {
@@ -162,8 +179,12 @@ std::vector<Tensor> run(const ir::Graph& graph, const std::vector<Tensor>& input
     const ir::Value& value = graph.value(node.output);
     std::vector<Tensor> results;
     try {
-      results = it != op_table().end() ? std::vector<Tensor>{it->second(env, node)}
-                                       : multi->second(env, node);
+      if (it != op_table().end()) {
+        results = {it->second(env, node)};
+      } else {
+        std::vector<Tensor> all = multi->second(env, node);
+        results = {all.at(static_cast<size_t>(node.result_index))};
+      }
     } catch (const AllocationError& e) {
       throw allocation_failure(graph, node, value, e.bytes());
     } catch (const std::bad_alloc&) {  // scratch memory of an op (e.g. reduction accumulators)
@@ -174,7 +195,6 @@ std::vector<Tensor> run(const ir::Graph& graph, const std::vector<Tensor>& input
       ir::rethrow_with_context("eager: " + ir::describe_node(graph, node));
     }
     std::vector<ir::ValueRef> refs = {node.output};
-    refs.insert(refs.end(), node.extra_outputs.begin(), node.extra_outputs.end());
     if (results.size() != refs.size()) {
       throw std::logic_error("eager: " + node.op + " produced " + std::to_string(results.size()) +
                              " tensors, the node has " + std::to_string(refs.size()) + " results");

@@ -73,14 +73,17 @@ Tensor eval_reduce(const Env& env, const ir::Node& node, ReduceOp op);
 // var_mean: {var, mean} from one Welford pass.
 std::vector<Tensor> eval_var_mean(const Env& env, const ir::Node& node);
 
-Tensor eval_reshape(const Env& env, const ir::Node& node);
-Tensor eval_view(const Env& env, const ir::Node& node);
-Tensor eval_permute(const Env& env, const ir::Node& node);
-Tensor eval_transpose(const Env& env, const ir::Node& node);
-Tensor eval_unsqueeze(const Env& env, const ir::Node& node);
-Tensor eval_squeeze(const Env& env, const ir::Node& node);
-Tensor eval_expand(const Env& env, const ir::Node& node);
+// Every view op: reshape/view, permute, transpose, unsqueeze, squeeze, expand, slice,
+// select, narrow, split, split_with_sizes, as_strided (reshape copies where it must).
+Tensor eval_view_op(const Env& env, const ir::Node& node);
 Tensor eval_clone(const Env& env, const ir::Node& node);
 Tensor eval_contiguous(const Env& env, const ir::Node& node);
+// Issue 6, point 6 (views.cpp: views through ir::view_layout; movement.cpp: copies).
+Tensor eval_cat(const Env& env, const ir::Node& node);  // cat and stack
+Tensor eval_constant_pad_nd(const Env& env, const ir::Node& node);
+Tensor eval_flip(const Env& env, const ir::Node& node);
+Tensor eval_roll(const Env& env, const ir::Node& node);
+Tensor eval_indirect(const Env& env, const ir::Node& node);  // gather, index_select,
+                                                             // embedding, index
 
 }  // namespace stax::eager::detail

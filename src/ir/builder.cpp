@@ -208,7 +208,7 @@ std::pair<Val, Val> var_mean(Val a, std::vector<int64_t> dim, double correction,
   auto [args, kwargs] = variance_args(a, std::move(dim), correction, keepdim);
   ir::Graph& graph = graph_of("var_mean", {&a});
   std::vector<ir::ValueRef> results =
-      graph.add_multi_output_node("var_mean", std::move(args), std::move(kwargs));
+      graph.add_multi_result_node("var_mean", std::move(args), std::move(kwargs));
   return {Val{&graph, results.at(0)}, Val{&graph, results.at(1)}};
 }
 Val logsumexp(Val a, std::vector<int64_t> dim, bool keepdim) {
@@ -244,6 +244,113 @@ Val clone(Val a) {
 }
 Val contiguous(Val a) {
   return unary("contiguous", a);
+}
+
+}  // namespace ops
+
+namespace {
+
+Arg optional_int(std::optional<int64_t> v) {
+  return v ? Arg(*v) : Arg(ir::None{});
+}
+
+// The graph of a list of operands (all must share one) and the list as an argument.
+ir::Graph& list_graph(const char* op, const std::vector<std::optional<Val>>& tensors,
+                      ir::TensorList& list) {
+  ir::Graph* graph = nullptr;
+  for (const auto& t : tensors) {
+    if (!t) {
+      list.items.emplace_back(std::nullopt);
+      continue;
+    }
+    if (!t->graph) throw GraphError(std::string(op) + ": value handle has no graph");
+    if (graph && graph != t->graph) {
+      throw GraphError(std::string(op) + ": operands belong to different graphs");
+    }
+    graph = t->graph;
+    list.items.emplace_back(t->ref);
+  }
+  if (!graph) throw GraphError(std::string(op) + ": needs at least one tensor");
+  return *graph;
+}
+
+Val list_node(const char* op, const std::vector<std::optional<Val>>& tensors,
+              std::vector<Arg> rest) {
+  ir::TensorList list;
+  ir::Graph& graph = list_graph(op, tensors, list);
+  rest.insert(rest.begin(), std::move(list));
+  return Val{&graph, graph.add_node(op, std::move(rest))};
+}
+
+std::vector<Val> multi_result(const char* op, Val a, std::vector<Arg> args) {
+  ir::Graph& graph = graph_of(op, {&a});
+  std::vector<Val> out;
+  for (ir::ValueRef ref : graph.add_multi_result_node(op, std::move(args))) {
+    out.push_back(Val{&graph, ref});
+  }
+  return out;
+}
+
+std::vector<std::optional<Val>> all_present(const std::vector<Val>& tensors) {
+  return std::vector<std::optional<Val>>(tensors.begin(), tensors.end());
+}
+
+}  // namespace
+
+namespace ops {
+
+Val slice(Val a, int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end,
+          int64_t step) {
+  return node("slice", {&a}, {a.ref, dim, optional_int(start), optional_int(end), step});
+}
+Val select(Val a, int64_t dim, int64_t index) {
+  return node("select", {&a}, {a.ref, dim, index});
+}
+Val narrow(Val a, int64_t dim, int64_t start, int64_t length) {
+  return node("narrow", {&a}, {a.ref, dim, start, length});
+}
+std::vector<Val> split(Val a, int64_t split_size, int64_t dim) {
+  return multi_result("split", a, {a.ref, split_size, dim});
+}
+std::vector<Val> split_with_sizes(Val a, std::vector<int64_t> split_sizes, int64_t dim) {
+  return multi_result("split_with_sizes", a, {a.ref, std::move(split_sizes), dim});
+}
+Val as_strided(Val a, std::vector<int64_t> sizes, std::vector<int64_t> strides,
+               std::optional<int64_t> storage_offset) {
+  return node("as_strided", {&a},
+              {a.ref, std::move(sizes), std::move(strides), optional_int(storage_offset)});
+}
+Val cat(const std::vector<Val>& tensors, int64_t dim) {
+  return list_node("cat", all_present(tensors), {dim});
+}
+Val stack(const std::vector<Val>& tensors, int64_t dim) {
+  return list_node("stack", all_present(tensors), {dim});
+}
+Val constant_pad_nd(Val a, std::vector<int64_t> pad, double value) {
+  return node("constant_pad_nd", {&a}, {a.ref, std::move(pad), float_scalar(value)});
+}
+Val flip(Val a, std::vector<int64_t> dims) {
+  return node("flip", {&a}, {a.ref, std::move(dims)});
+}
+Val roll(Val a, std::vector<int64_t> shifts, std::vector<int64_t> dims) {
+  return node("roll", {&a}, {a.ref, std::move(shifts), std::move(dims)});
+}
+Val index_select(Val a, int64_t dim, Val index) {
+  return node("index_select", {&a, &index}, {a.ref, dim, index.ref});
+}
+Val gather(Val a, int64_t dim, Val index) {
+  return node("gather", {&a, &index}, {a.ref, dim, index.ref});
+}
+Val embedding(Val weight, Val indices) {
+  return node("embedding", {&weight, &indices}, {weight.ref, indices.ref});
+}
+Val index(Val a, const std::vector<std::optional<Val>>& indices) {
+  std::vector<std::optional<Val>> all = indices;
+  all.insert(all.begin(), a);
+  ir::TensorList list;
+  ir::Graph& graph = list_graph("index", all, list);
+  list.items.erase(list.items.begin());
+  return Val{&graph, graph.add_node("index", {a.ref, std::move(list)})};
 }
 
 }  // namespace ops

@@ -113,6 +113,26 @@ Val expand(Val a, std::vector<int64_t> sizes);
 Val clone(Val a);
 Val contiguous(Val a);
 
+// Views and data movement (issue 6, point 6); None bounds of slice as nullopt.
+Val slice(Val a, int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end,
+          int64_t step = 1);
+Val select(Val a, int64_t dim, int64_t index);
+Val narrow(Val a, int64_t dim, int64_t start, int64_t length);
+std::vector<Val> split(Val a, int64_t split_size, int64_t dim = 0);
+std::vector<Val> split_with_sizes(Val a, std::vector<int64_t> split_sizes, int64_t dim = 0);
+Val as_strided(Val a, std::vector<int64_t> sizes, std::vector<int64_t> strides,
+               std::optional<int64_t> storage_offset = std::nullopt);
+Val cat(const std::vector<Val>& tensors, int64_t dim = 0);
+Val stack(const std::vector<Val>& tensors, int64_t dim = 0);
+Val constant_pad_nd(Val a, std::vector<int64_t> pad, double value = 0.0);
+Val flip(Val a, std::vector<int64_t> dims);
+Val roll(Val a, std::vector<int64_t> shifts, std::vector<int64_t> dims = {});
+Val index_select(Val a, int64_t dim, Val index);
+Val gather(Val a, int64_t dim, Val index);
+Val embedding(Val weight, Val indices);
+// index.Tensor: nullopt entries leave a dim unindexed.
+Val index(Val a, const std::vector<std::optional<Val>>& indices);
+
 }  // namespace ops
 
 Val operator+(Val a, Val b);

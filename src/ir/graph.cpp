@@ -58,6 +58,8 @@ std::string describe_arg_kind(const Arg& arg) {
       return "an int list";
     case 6:
       return "a string";
+    case 7:
+      return "a tensor list";
   }
   return "?";
 }
@@ -82,6 +84,12 @@ std::string param_kind_text(ParamKind kind) {
       return "a string or None";
     case ParamKind::OptionalDType:
       return "a dtype name or None";
+    case ParamKind::OptionalInt:
+      return "an int or None";
+    case ParamKind::TensorList:
+      return "a list of tensors";
+    case ParamKind::OptionalTensorList:
+      return "a list of tensors and None";
   }
   return "?";
 }
@@ -239,37 +247,39 @@ Arg convert_arg(const Graph& graph, const std::string& op, const Param& param, A
         return std::string(dtype_name(*dtype));
       }
       throw fail();
+    case ParamKind::OptionalInt:
+      if (std::holds_alternative<None>(arg) || std::holds_alternative<int64_t>(arg)) return arg;
+      if (auto* s = std::get_if<Scalar>(&arg); s && s->kind == Scalar::Kind::Int) {
+        check_scalar_value(*s, where);
+        return static_cast<int64_t>(s->value);
+      }
+      throw fail();
+    case ParamKind::TensorList:
+    case ParamKind::OptionalTensorList: {
+      // `[]` reads as an empty int list; a single tensor is not wrapped (ATen requires a list).
+      if (auto* l = std::get_if<std::vector<int64_t>>(&arg); l && l->empty()) return TensorList{};
+      auto* list = std::get_if<TensorList>(&arg);
+      if (!list) throw fail();
+      for (size_t k = 0; k < list->items.size(); ++k) {
+        if (list->items[k]) {
+          check_ref(*list->items[k]);
+        } else if (param.kind == ParamKind::TensorList) {
+          throw GraphError(where + " expects a list of tensors, got None at position " +
+                           std::to_string(k));
+        }
+      }
+      return arg;
+    }
   }
   throw fail();
 }
 
 }  // namespace
 
-ValueRef Graph::add_node(const std::string& op, std::vector<Arg> args,
-                         std::vector<std::pair<std::string, Arg>> kwargs, const std::string& name) {
-  const OpSchema* schema = find_op_schema(op);
-  if (schema && schema->num_outputs != 1) {
-    throw GraphError(op + ": returns " + std::to_string(schema->num_outputs) +
-                     " tensors; bind every one of them (add_multi_output_node, or `a, b = " + op +
-                     "(...)` in the text format)");
-  }
-  return add_multi_output_node(
-             op, std::move(args), std::move(kwargs),
-             name.empty() ? std::vector<std::string>{} : std::vector<std::string>{name})
-      .front();
-}
-
-std::vector<ValueRef> Graph::add_multi_output_node(const std::string& op, std::vector<Arg> args,
-                                                   std::vector<std::pair<std::string, Arg>> kwargs,
-                                                   const std::vector<std::string>& names) {
+Node Graph::bind_node(const std::string& op, std::vector<Arg> args,
+                      std::vector<std::pair<std::string, Arg>> kwargs) const {
   const OpSchema* schema = find_op_schema(op);
   if (!schema) throw GraphError("unknown op '" + op + "'");
-  const size_t num_outputs = static_cast<size_t>(schema->num_outputs);
-  if (!names.empty() && names.size() != num_outputs) {
-    throw GraphError(op + ": returns " + std::to_string(num_outputs) + " tensor" +
-                     (num_outputs == 1 ? "" : "s") + ", got " + std::to_string(names.size()) +
-                     " names for them");
-  }
   const std::vector<Param>& params = schema->params;
 
   // Bind positional arguments (never to keyword-only parameters), then keywords.
@@ -302,42 +312,105 @@ std::vector<ValueRef> Graph::add_multi_output_node(const std::string& op, std::v
     }
     node.args.push_back(convert_arg(*this, op, params[p], std::move(*bound[p])));
   }
+  return node;
+}
 
-  std::vector<std::string> out_names = names;
-  for (size_t i = 0; i < out_names.size(); ++i) {
-    const std::string& out_name = out_names[i];
-    if (!is_valid_value_name(out_name)) {
-      throw GraphError(op + ": invalid value name '" + out_name + "' (expected an identifier)");
-    }
-    if (find_value(out_name) ||
-        std::find(out_names.begin(), out_names.begin() + static_cast<std::ptrdiff_t>(i),
-                  out_name) != out_names.begin() + static_cast<std::ptrdiff_t>(i)) {
-      throw GraphError(op + ": duplicate value name '" + out_name + "'");
+std::string Graph::fresh_or_checked_name(const std::string& op, const std::string& name) const {
+  if (name.empty()) {
+    for (size_t k = nodes_.size();; ++k) {
+      std::string fresh = "v" + std::to_string(k);
+      if (!find_value(fresh)) return fresh;
     }
   }
-  for (size_t k = nodes_.size(); out_names.size() < num_outputs; ++k) {
-    std::string fresh = "v" + std::to_string(k);
-    if (!find_value(fresh)) out_names.push_back(std::move(fresh));
+  if (!is_valid_value_name(name)) {
+    throw GraphError(op + ": invalid value name '" + name + "' (expected an identifier)");
   }
+  if (find_value(name)) throw GraphError(op + ": duplicate value name '" + name + "'");
+  return name;
+}
 
-  node.output = ValueRef{static_cast<int>(values_.size())};
-  TensorType type = schema->infer(*this, node);
+TensorType Graph::infer_result(const Node& node, const std::string& out_name) const {
+  TensorType type = find_op_schema(node.op)->infer(*this, node);
   // Any result may be materialized contiguously (a buffer of the compiled graph, a copy in
   // eager), so its bytes must fit int64 even when the op is a view.
   if (std::optional<std::string> problem = contiguous_layout_problem(type.dtype, type.sizes)) {
-    throw GraphError(op + ": result '" + out_names[0] + "' (" +
+    throw GraphError(node.op + ": result '" + out_name + "' (" +
                      std::string(dtype_name(type.dtype)) + "): " + *problem);
   }
   type.strides = contiguous_strides(type.sizes);
-  std::vector<ValueRef> results;
-  for (const std::string& out_name : out_names) {
-    results.push_back(ValueRef{static_cast<int>(values_.size())});
-    value_index_.emplace(out_name, static_cast<int>(values_.size()));
-    values_.push_back(Value{out_name, type, static_cast<int>(nodes_.size())});
-  }
-  node.extra_outputs.assign(results.begin() + 1, results.end());
+  return type;
+}
+
+ValueRef Graph::append_node(Node node, const std::string& out_name, TensorType type) {
+  node.output = ValueRef{static_cast<int>(values_.size())};
+  value_index_.emplace(out_name, static_cast<int>(values_.size()));
+  values_.push_back(Value{out_name, std::move(type), static_cast<int>(nodes_.size())});
   nodes_.push_back(std::move(node));
-  return results;
+  return nodes_.back().output;
+}
+
+ValueRef Graph::add_node(const std::string& op, std::vector<Arg> args,
+                         std::vector<std::pair<std::string, Arg>> kwargs, const std::string& name) {
+  Node node = bind_node(op, std::move(args), std::move(kwargs));
+  if (find_op_schema(op)->result_count) {
+    throw GraphError(op +
+                     ": has several results; add it with add_multi_result_node (in the "
+                     "text format: `a, b = " +
+                     op + "(...)`)");
+  }
+  const std::string out_name = fresh_or_checked_name(op, name);
+  node.output = ValueRef{static_cast<int>(values_.size())};
+  TensorType type = infer_result(node, out_name);
+  return append_node(std::move(node), out_name, std::move(type));
+}
+
+std::vector<ValueRef> Graph::add_multi_result_node(const std::string& op, std::vector<Arg> args,
+                                                   std::vector<std::pair<std::string, Arg>> kwargs,
+                                                   const std::vector<std::string>& names) {
+  Node node = bind_node(op, std::move(args), std::move(kwargs));
+  const OpSchema* schema = find_op_schema(op);
+  if (!schema->result_count) {
+    throw GraphError(op + ": has one result; add it with add_node");
+  }
+  const int64_t count = schema->result_count(*this, node);
+  if (!names.empty() && static_cast<int64_t>(names.size()) != count) {
+    throw GraphError(op + ": gives " + std::to_string(count) + " result" + (count == 1 ? "" : "s") +
+                     " but " + std::to_string(names.size()) + " name" +
+                     (names.size() == 1 ? " was" : "s were") + " given");
+  }
+  // Infer every result before adding any, so that a refusal leaves the graph unchanged.
+  std::vector<std::string> out_names;
+  std::vector<TensorType> types;
+  for (int64_t k = 0; k < count; ++k) {
+    std::string out_name = names.empty() ? "" : names[static_cast<size_t>(k)];
+    if (out_name.empty()) {
+      for (size_t j = nodes_.size() + static_cast<size_t>(k);; ++j) {
+        out_name = "v" + std::to_string(j);
+        if (!find_value(out_name) &&
+            std::find(out_names.begin(), out_names.end(), out_name) == out_names.end()) {
+          break;
+        }
+      }
+    } else {
+      out_name = fresh_or_checked_name(op, out_name);
+      if (std::find(out_names.begin(), out_names.end(), out_name) != out_names.end()) {
+        throw GraphError(op + ": duplicate value name '" + out_name + "'");
+      }
+    }
+    Node part = node;
+    part.result_index = static_cast<int>(k);
+    part.output = ValueRef{static_cast<int>(values_.size() + static_cast<size_t>(k))};
+    types.push_back(infer_result(part, out_name));
+    out_names.push_back(std::move(out_name));
+  }
+  std::vector<ValueRef> refs;
+  for (int64_t k = 0; k < count; ++k) {
+    Node part = node;
+    part.result_index = static_cast<int>(k);
+    refs.push_back(append_node(std::move(part), out_names[static_cast<size_t>(k)],
+                               std::move(types[static_cast<size_t>(k)])));
+  }
+  return refs;
 }
 
 void Graph::set_outputs(std::vector<ValueRef> outputs) {
@@ -365,6 +438,17 @@ bool same_arg(const Graph& ga, const Arg& a, const Graph& gb, const Arg& b) {
   if (auto* ra = std::get_if<ValueRef>(&a)) {
     return ga.value(*ra).name == gb.value(std::get<ValueRef>(b)).name;
   }
+  if (auto* la = std::get_if<TensorList>(&a)) {
+    const auto& lb = std::get<TensorList>(b);
+    if (la->items.size() != lb.items.size()) return false;
+    for (size_t k = 0; k < la->items.size(); ++k) {
+      const auto& x = la->items[k];
+      const auto& y = lb.items[k];
+      if (x.has_value() != y.has_value()) return false;
+      if (x && ga.value(*x).name != gb.value(*y).name) return false;
+    }
+    return true;
+  }
   return a == b;
 }
 
@@ -381,12 +465,10 @@ bool operator==(const Graph& a, const Graph& b) {
   for (size_t i = 0; i < a.nodes_.size(); ++i) {
     const Node& na = a.nodes_[i];
     const Node& nb = b.nodes_[i];
-    if (na.op != nb.op || na.args.size() != nb.args.size()) return false;
-    if (!same_value(a, na.output, b, nb.output)) return false;
-    if (na.extra_outputs.size() != nb.extra_outputs.size()) return false;
-    for (size_t j = 0; j < na.extra_outputs.size(); ++j) {
-      if (!same_value(a, na.extra_outputs[j], b, nb.extra_outputs[j])) return false;
+    if (na.op != nb.op || na.args.size() != nb.args.size() || na.result_index != nb.result_index) {
+      return false;
     }
+    if (!same_value(a, na.output, b, nb.output)) return false;
     for (size_t j = 0; j < na.args.size(); ++j) {
       if (!same_arg(a, na.args[j], b, nb.args[j])) return false;
     }

@@ -49,16 +49,26 @@ struct None {
   friend bool operator==(const None&, const None&) = default;
 };
 
-// One argument: a tensor, a scalar, an int, a bool, an int list, a string, or None.
-using Arg = std::variant<None, ValueRef, Scalar, int64_t, bool, std::vector<int64_t>, std::string>;
+// A list of tensors (ATen's Tensor[] of cat/stack) whose entries may be None (Tensor?[] of
+// index.Tensor: None leaves a dim unindexed).
+struct TensorList {
+  std::vector<std::optional<ValueRef>> items;
+  friend bool operator==(const TensorList&, const TensorList&) = default;
+};
+
+// One argument: a tensor, a scalar, an int, a bool, an int list, a string, None, or a tensor
+// list.
+using Arg = std::variant<None, ValueRef, Scalar, int64_t, bool, std::vector<int64_t>, std::string,
+                         TensorList>;
 
 struct Node {
   std::string op;
   std::vector<Arg> args;  // schema order, defaults filled
   ValueRef output;
-  // The results after the first of an op that returns several (OpSchema::num_outputs - 1 of
-  // them: var_mean's mean); empty otherwise.
-  std::vector<ValueRef> extra_outputs;
+  // Which result of a multi-result op (split, split_with_sizes) this node takes, like
+  // getitem(split(...), k) in torch.fx: a multi-result op is one node per result, added
+  // together (Graph::add_multi_result_node) with equal arguments. 0 for every other op.
+  int result_index = 0;
   // "FILE:LINE" of the statement in a text program; empty for graphs built in C++. Not part
   // of graph equality.
   std::string location;
@@ -86,10 +96,10 @@ class Graph {
   ValueRef add_node(const std::string& op, std::vector<Arg> args,
                     std::vector<std::pair<std::string, Arg>> kwargs = {},
                     const std::string& name = "");
-  // Adds a node of an op returning several tensors (or one) and returns all its results, in
-  // the op's order, named `names` (one per result) or, if empty, fresh names. add_node
-  // refuses such ops.
-  std::vector<ValueRef> add_multi_output_node(const std::string& op, std::vector<Arg> args,
+  // Adds the nodes of a multi-result op (split, split_with_sizes), one per result, in order;
+  // `names` (empty for fresh names) must have one entry per result. Ops with one result
+  // throw GraphError here, as multi-result ops do in add_node.
+  std::vector<ValueRef> add_multi_result_node(const std::string& op, std::vector<Arg> args,
                                               std::vector<std::pair<std::string, Arg>> kwargs = {},
                                               const std::vector<std::string>& names = {});
   void set_outputs(std::vector<ValueRef> outputs);
@@ -107,6 +117,12 @@ class Graph {
   friend bool operator==(const Graph& a, const Graph& b);
 
  private:
+  Node bind_node(const std::string& op, std::vector<Arg> args,
+                 std::vector<std::pair<std::string, Arg>> kwargs) const;
+  std::string fresh_or_checked_name(const std::string& op, const std::string& name) const;
+  TensorType infer_result(const Node& node, const std::string& out_name) const;
+  ValueRef append_node(Node node, const std::string& out_name, TensorType type);
+
   std::string name_;
   std::vector<Value> values_;
   std::unordered_map<std::string, int> value_index_;  // name -> index into values_

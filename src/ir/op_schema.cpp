@@ -104,6 +104,33 @@ std::optional<std::string> string_arg(const Node& node, size_t position) {
   return *s;
 }
 
+std::optional<int64_t> optional_int_arg(const Node& node, size_t position) {
+  const Arg& arg = arg_at(node, position);
+  if (std::holds_alternative<None>(arg)) return std::nullopt;
+  const auto* i = std::get_if<int64_t>(&arg);
+  if (!i) wrong_kind(node, position, "an int or None");
+  return *i;
+}
+
+const std::vector<std::optional<ValueRef>>& tensor_list_arg(const Node& node, size_t position) {
+  const auto* l = std::get_if<TensorList>(&arg_at(node, position));
+  if (!l) wrong_kind(node, position, "a tensor list");
+  return l->items;
+}
+
+std::vector<ValueRef> tensor_operands(const Node& node) {
+  std::vector<ValueRef> out;
+  for (const Arg& arg : node.args) {
+    if (const auto* ref = std::get_if<ValueRef>(&arg)) out.push_back(*ref);
+    if (const auto* list = std::get_if<TensorList>(&arg)) {
+      for (const auto& item : list->items) {
+        if (item) out.push_back(*item);
+      }
+    }
+  }
+  return out;
+}
+
 int64_t normalize_dim(int64_t dim, size_t rank, const std::string& op) {
   return detail::wrap_dim(dim, rank, op, "dim");
 }

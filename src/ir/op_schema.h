@@ -14,15 +14,18 @@
 namespace stax::ir {
 
 enum class ParamKind : uint8_t {
-  Tensor,          // Tensor
-  TensorOrScalar,  // Tensor, or a scalar literal (ATen's .Scalar overloads)
-  Scalar,          // Scalar
-  Int,             // int
-  Bool,            // bool
-  IntList,         // int[] (a single int is accepted and wrapped)
-  OptionalIntList, // int[]? (None allowed)
-  OptionalString,  // str? (None allowed)
-  OptionalDType,   // ScalarType? (None allowed; a dtype name string otherwise)
+  Tensor,              // Tensor
+  TensorOrScalar,      // Tensor, or a scalar literal (ATen's .Scalar overloads)
+  Scalar,              // Scalar
+  Int,                 // int
+  Bool,                // bool
+  IntList,             // int[] (a single int is accepted and wrapped)
+  OptionalIntList,     // int[]? (None allowed)
+  OptionalString,      // str? (None allowed)
+  OptionalDType,       // ScalarType? (None allowed; a dtype name string otherwise)
+  OptionalInt,         // int? (None allowed)
+  TensorList,          // Tensor[] (no None entries)
+  OptionalTensorList,  // Tensor?[] (None entries allowed)
 };
 
 struct Param {
@@ -42,9 +45,9 @@ struct OpSchema {
   // Infers the output type from the (already bound and kind-checked) node arguments.
   // Throws GraphError naming the problem.
   std::function<TensorType(const Graph&, const Node&)> infer;
-  // How many tensors the op returns (var_mean: 2), every one of the inferred type. A node of
-  // an op with several is built by Graph::add_multi_output_node.
-  int num_outputs = 1;
+  // Multi-result ops (split): how many results the bound arguments give (infer then reads
+  // Node::result_index). Empty for ops with one result.
+  std::function<int64_t(const Graph&, const Node&)> result_count = {};
 };
 
 const OpSchema* find_op_schema(std::string_view name);
@@ -59,6 +62,13 @@ bool bool_arg(const Node& node, size_t position);
 // For OptionalIntList parameters None yields nullopt.
 std::optional<std::vector<int64_t>> int_list_arg(const Node& node, size_t position);
 std::optional<std::string> string_arg(const Node& node, size_t position);
+// For OptionalInt parameters None yields nullopt.
+std::optional<int64_t> optional_int_arg(const Node& node, size_t position);
+// The entries of a TensorList / OptionalTensorList argument (None entries as nullopt).
+const std::vector<std::optional<ValueRef>>& tensor_list_arg(const Node& node, size_t position);
+// Every tensor a node reads, in argument order, tensor-list entries included (a value passed
+// twice appears twice).
+std::vector<ValueRef> tensor_operands(const Node& node);
 
 // Shape helpers shared by type inference, the interpreter and lowering.
 // Normalizes a possibly negative dim against rank (throws GraphError when out of range).

@@ -201,8 +201,9 @@ void add_reduction_schemas(std::vector<OpSchema>& out) {
                   optional("correction", K::Scalar, one, /*keyword_only=*/true),
                   optional("keepdim", K::Bool, false, /*keyword_only=*/true)},
                  OpCategory::Reduction,
-                 infer_variance,
-                 op == "var_mean" ? 2 : 1});
+                 infer_variance});
+    // var_mean gives (var, mean), both of the inferred type: one node per result.
+    if (op == "var_mean") out.back().result_count = [](const Graph&, const Node&) { return 2; };
   }
   out.push_back(OpSchema{"logsumexp",
                          {required("self", K::Tensor), required("dim", K::IntList),

@@ -1,8 +1,11 @@
 // Schemas and type inference of the view ops (reshape, view, permute, transpose, unsqueeze,
-// squeeze, expand) and the copies (clone, contiguous). At graph level only sizes are known,
-// so `view` is inferred like `reshape`; the eager interpreter checks strides.
+// squeeze, expand, slice, select, narrow, split, split_with_sizes, as_strided), the
+// data-movement ops that copy (cat, stack, constant_pad_nd, flip, roll, index_select, gather,
+// embedding, index.Tensor) and the copies (clone, contiguous). At graph level only sizes are
+// known, so `view` is inferred like `reshape`; the eager interpreter checks strides.
 #include <string>
 
+#include "ir/movement_args.h"
 #include "ir/op_schemas_internal.h"
 #include "ir/text_format.h"
 
@@ -117,6 +120,48 @@ TensorType infer_copy(const Graph& g, const Node& n) {
   return with_sizes(g, n, tensor_arg(g, n, 0).type.sizes);
 }
 
+TensorType infer_window(const Graph& g, const Node& n) {
+  std::vector<int64_t> sizes = tensor_arg(g, n, 0).type.sizes;
+  const DimWindow w = window_args(g, n);
+  sizes[static_cast<size_t>(w.dim)] = w.length;
+  return with_sizes(g, n, sizes);
+}
+
+TensorType infer_select(const Graph& g, const Node& n) {
+  std::vector<int64_t> sizes = tensor_arg(g, n, 0).type.sizes;
+  sizes.erase(sizes.begin() + select_args(g, n).dim);
+  return with_sizes(g, n, sizes);
+}
+
+TensorType infer_cat(const Graph& g, const Node& n) {
+  CatArgs c = cat_args(g, n);
+  TensorType out;
+  out.dtype = c.dtype;
+  out.sizes = std::move(c.sizes);
+  return out;
+}
+
+TensorType infer_pad(const Graph& g, const Node& n) {
+  std::vector<int64_t> sizes = tensor_arg(g, n, 0).type.sizes;
+  const PadArgs p = pad_args(g, n);
+  for (size_t d = 0; d < sizes.size(); ++d) sizes[d] += p.before[d] + p.after[d];
+  return with_sizes(g, n, sizes);
+}
+
+TensorType infer_same_sizes(const Graph& g, const Node& n) {
+  if (n.op == "flip") flip_dims(g, n);
+  if (n.op == "roll") roll_args(g, n);
+  return with_sizes(g, n, tensor_arg(g, n, 0).type.sizes);
+}
+
+TensorType infer_indirect(const Graph& g, const Node& n) {
+  return with_sizes(g, n, indirect_args(g, n).sizes);
+}
+
+TensorType infer_as_strided(const Graph& g, const Node& n) {
+  return with_sizes(g, n, as_strided_args(g, n).sizes);
+}
+
 OpSchema schema(std::string name, std::vector<Param> params, OpCategory category,
                 std::function<TensorType(const Graph&, const Node&)> infer) {
   return OpSchema{std::move(name), std::move(params), category, std::move(infer)};
@@ -146,6 +191,71 @@ void add_view_schemas(std::vector<OpSchema>& out) {
                        {required("self", K::Tensor), required("size", K::IntList),
                         optional("implicit", K::Bool, false, /*keyword_only=*/true)},
                        view, infer_expand));
+  // Issue 6, point 6: slicing views, data movement, indirect loads (ATen names and args).
+  out.push_back(
+      schema("slice",
+             {required("self", K::Tensor), optional("dim", K::Int, int64_t{0}),
+              optional("start", K::OptionalInt, None{}), optional("end", K::OptionalInt, None{}),
+              optional("step", K::Int, int64_t{1})},
+             view, infer_window));
+  out.push_back(schema(
+      "select", {required("self", K::Tensor), required("dim", K::Int), required("index", K::Int)},
+      view, infer_select));
+  out.push_back(schema("narrow",
+                       {required("self", K::Tensor), required("dim", K::Int),
+                        required("start", K::Int), required("length", K::Int)},
+                       view, infer_window));
+  for (const char* name : {"split", "split_with_sizes"}) {
+    const bool sizes = std::string(name) == "split_with_sizes";
+    OpSchema s =
+        schema(name,
+               {required("self", K::Tensor),
+                required(sizes ? "split_sizes" : "split_size", sizes ? K::IntList : K::Int),
+                optional("dim", K::Int, int64_t{0})},
+               view, infer_window);
+    s.result_count = split_count;
+    out.push_back(std::move(s));
+  }
+  out.push_back(
+      schema("as_strided",
+             {required("self", K::Tensor), required("size", K::IntList),
+              required("stride", K::IntList), optional("storage_offset", K::OptionalInt, None{})},
+             view, infer_as_strided));
+  const auto copy = OpCategory::Copy;
+  out.push_back(schema("cat",
+                       {required("tensors", K::TensorList), optional("dim", K::Int, int64_t{0})},
+                       copy, infer_cat));
+  out.push_back(schema("stack",
+                       {required("tensors", K::TensorList), optional("dim", K::Int, int64_t{0})},
+                       copy, infer_cat));
+  out.push_back(schema("constant_pad_nd",
+                       {required("self", K::Tensor), required("pad", K::IntList),
+                        optional("value", K::Scalar, Scalar{Scalar::Kind::Int, 0.0})},
+                       copy, infer_pad));
+  out.push_back(schema("flip", {required("self", K::Tensor), required("dims", K::IntList)}, copy,
+                       infer_same_sizes));
+  out.push_back(schema("roll",
+                       {required("self", K::Tensor), required("shifts", K::IntList),
+                        optional("dims", K::IntList, std::vector<int64_t>{})},
+                       copy, infer_same_sizes));
+  out.push_back(
+      schema("index_select",
+             {required("self", K::Tensor), required("dim", K::Int), required("index", K::Tensor)},
+             copy, infer_indirect));
+  out.push_back(
+      schema("gather",
+             {required("self", K::Tensor), required("dim", K::Int), required("index", K::Tensor),
+              optional("sparse_grad", K::Bool, false, /*keyword_only=*/true)},
+             copy, infer_indirect));
+  out.push_back(
+      schema("embedding",
+             {required("weight", K::Tensor), required("indices", K::Tensor),
+              optional("padding_idx", K::Int, int64_t{-1}),
+              optional("scale_grad_by_freq", K::Bool, false), optional("sparse", K::Bool, false)},
+             copy, infer_indirect));
+  out.push_back(schema("index",
+                       {required("self", K::Tensor), required("indices", K::OptionalTensorList)},
+                       copy, infer_indirect));
   out.push_back(schema("clone",
                        {required("self", K::Tensor), optional("memory_format", K::OptionalString,
                                                               None{}, /*keyword_only=*/true)},

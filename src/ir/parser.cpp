@@ -103,6 +103,28 @@ class Parser {
     return values;
   }
 
+  // An argument list: integers ([0, -1]) or tensors with optional None entries ([a, None, b]).
+  Arg parse_list(const Graph& graph) {
+    const Token& after = toks_[pos_ + 1];
+    if (after.kind != TokKind::Ident) return parse_int_list();
+    next();  // '['
+    TensorList list;
+    while (peek().kind != TokKind::RBracket) {
+      const Token& t = next();
+      if (t.kind == TokKind::Ident && t.text == "None") {
+        list.items.emplace_back(std::nullopt);
+      } else if (t.kind == TokKind::Ident) {
+        list.items.emplace_back(lookup(graph, t));
+      } else {
+        fail(t, "a value name or None");
+      }
+      if (peek().kind != TokKind::Comma) break;
+      next();
+    }
+    expect(TokKind::RBracket, "',' or ']'");
+    return list;
+  }
+
   // x: f32[64, 128] strides=[1, 64]
   void parse_input(Graph& graph) {
     const Token& name = new_value_name("an input name");
@@ -175,7 +197,7 @@ class Parser {
         next();
         return t.string_value;
       case TokKind::LBracket:
-        return parse_int_list();
+        return parse_list(graph);
       case TokKind::Ident:
         next();
         if (t.text == "True") return true;
@@ -187,7 +209,7 @@ class Parser {
     }
   }
 
-  // name = op(arg, ..., key=value, ...), or `a, b = op(...)` for an op returning several
+  // name = op(arg, ..., key=value, ...), or a, b = op(...) for a multi-result op
   void parse_statement(Graph& graph) {
     const Token& target = new_value_name("a value name or 'return'");
     std::vector<std::string> targets = {target.text};
@@ -219,9 +241,16 @@ class Parser {
     expect(TokKind::RParen, "',' or ')'");
     expect(TokKind::Newline, "end of line");
     try {
-      const ValueRef v =
-          graph.add_multi_output_node(op.text, std::move(args), std::move(kwargs), targets).front();
-      graph.set_location(v, file_ + ":" + std::to_string(target.line));
+      std::vector<ValueRef> results;
+      if (find_op_schema(op.text)->result_count) {
+        results = graph.add_multi_result_node(op.text, std::move(args), std::move(kwargs), targets);
+      } else if (targets.size() == 1) {
+        results = {graph.add_node(op.text, std::move(args), std::move(kwargs), target.text)};
+      } else {
+        throw GraphError(op.text + ": has one result but " + std::to_string(targets.size()) +
+                         " names were given");
+      }
+      for (ValueRef v : results) graph.set_location(v, file_ + ":" + std::to_string(target.line));
     } catch (const GraphError& e) {
       fail_graph(target, e);
     }

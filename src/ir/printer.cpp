@@ -86,6 +86,13 @@ std::string format_arg(const Graph& graph, const Arg& arg) {
     std::string operator()(bool b) const { return b ? "True" : "False"; }
     std::string operator()(const std::vector<int64_t>& l) const { return format_sizes(l); }
     std::string operator()(const std::string& s) const { return quote(s); }
+    std::string operator()(const TensorList& l) const {
+      std::string text = "[";
+      for (size_t k = 0; k < l.items.size(); ++k) {
+        text += (k ? ", " : "") + (l.items[k] ? graph.value(*l.items[k]).name : "None");
+      }
+      return text + "]";
+    }
   };
   return std::visit(Visitor{graph}, arg);
 }
@@ -98,11 +105,17 @@ std::string print_graph(const Graph& graph) {
     out << (i > 0 ? ", " : "") << v.name << ": " << format_type(v.type);
   }
   out << "):\n";
-  for (const Node& node : graph.nodes()) {
+  const std::vector<Node>& nodes = graph.nodes();
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    const Node& node = nodes[n];
     const OpSchema* schema = find_op_schema(node.op);
     if (!schema) throw GraphError("print_graph: unknown op '" + node.op + "'");
     out << "    " << graph.value(node.output).name;
-    for (ValueRef extra : node.extra_outputs) out << ", " << graph.value(extra).name;
+    // The results of a multi-result op are consecutive nodes with result_index 0, 1, ...
+    while (schema->result_count && n + 1 < nodes.size() && nodes[n + 1].op == node.op &&
+           nodes[n + 1].result_index == nodes[n].result_index + 1) {
+      out << ", " << graph.value(nodes[++n].output).name;
+    }
     out << " = " << node.op << "(";
     bool positional = true;  // still printing a positional prefix
     bool first = true;

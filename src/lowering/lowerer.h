@@ -73,9 +73,7 @@ class Lowerer {
       : graph_(graph), options_(options), values_(graph.values().size()) {
     // Every operand runs its value's loader once per element, so add(v, v) reads v twice.
     for (const ir::Node& node : graph.nodes()) {
-      for (const ir::Arg& arg : node.args) {
-        if (const auto* ref = std::get_if<ir::ValueRef>(&arg)) ++reads_[ref->index];
-      }
+      for (ir::ValueRef ref : ir::tensor_operands(node)) ++reads_[ref.index];
     }
     for (ir::ValueRef out : graph.outputs()) outputs_.insert(out.index);
   }
@@ -191,11 +189,9 @@ class Lowerer {
 
   std::vector<std::string> operand_origin(const ir::Node& node) const {
     std::vector<std::string> origin;
-    for (const ir::Arg& arg : node.args) {
-      if (const auto* ref = std::get_if<ir::ValueRef>(&arg)) {
-        // A value used by several operands is composed once per use, but named once.
-        for (const auto& op : value(ref->index).origin) append_unique(origin, op);
-      }
+    for (ir::ValueRef ref : ir::tensor_operands(node)) {
+      // A value used by several operands is composed once per use, but named once.
+      for (const auto& op : value(ref.index).origin) append_unique(origin, op);
     }
     return origin;
   }
@@ -219,12 +215,14 @@ class Lowerer {
         v = lower_copy(node);
         break;
     }
-    // An op with several results (var_mean) left the ones after the first in extra_results_.
-    std::vector<LoweredValue> results = {std::move(v)};
-    for (LoweredValue& extra : extra_results_) results.push_back(std::move(extra));
+    // An op with several results (var_mean) left the ones after the first in extra_results_;
+    // the node keeps the one its result_index names (each result is its own node).
+    std::vector<LoweredValue> all_results = {std::move(v)};
+    for (LoweredValue& extra : extra_results_) all_results.push_back(std::move(extra));
     extra_results_.clear();
+    std::vector<LoweredValue> results = {
+        std::move(all_results.at(static_cast<size_t>(node.result_index)))};
     std::vector<ir::ValueRef> refs = {node.output};
-    refs.insert(refs.end(), node.extra_outputs.begin(), node.extra_outputs.end());
     if (results.size() != refs.size()) {
       throw std::logic_error("lowering " + node.op + " gave " + std::to_string(results.size()) +
                              " values for " + std::to_string(refs.size()) + " results");
@@ -247,9 +245,7 @@ class Lowerer {
   // The cost of running every tensor operand's loader once.
   BodyStats operand_stats(const ir::Node& node) const {
     BodyStats stats;
-    for (const ir::Arg& arg : node.args) {
-      if (const auto* ref = std::get_if<ir::ValueRef>(&arg)) stats += value(ref->index).stats;
-    }
+    for (ir::ValueRef ref : ir::tensor_operands(node)) stats += value(ref.index).stats;
     return stats;
   }
 
@@ -259,6 +255,33 @@ class Lowerer {
   LoweredValue lower_reduction(const ir::Node& node, const ir::Value& out);
   LoweredValue lower_view(const ir::Node& node, const ir::Value& out);
   LoweredValue lower_copy(const ir::Node& node);
+
+  // Issue 6, point 6 (lower_view.cpp, lower_movement.cpp, lower_eager_layout.cpp).
+  LoweredValue lower_selecting_view(const ir::Node& node, const ir::Value& out);
+  LoweredValue lower_as_strided(const ir::Node& node, const ir::Value& out);
+  LoweredValue lower_clone(const ir::Node& node);
+  LoweredValue lower_cat(const ir::Node& node, const ir::Value& out);
+  LoweredValue lower_pad(const ir::Node& node, const ir::Value& out);
+  LoweredValue lower_flip_roll(const ir::Node& node, const ir::Value& out);
+  LoweredValue lower_indirect(const ir::Node& node, const ir::Value& out);
+  // A value that reads `src` through `map` (an index rewrite, no computation).
+  static LoweredValue remapped(const LoweredValue& src, const std::vector<int64_t>& sizes,
+                               IndexMap map);
+  // Stores a value into a new buffer of the given strides.
+  LoweredValue realize_strided(const LoweredValue& v, const std::vector<int64_t>& strides,
+                               const std::string& why);
+  // Where the eager interpreter keeps a value: a view of the storage of `base` (a graph input
+  // or a value with storage of its own) with these strides and storage offset. Lowering
+  // follows it wherever storage is observable: `view` is refused exactly when eager refuses
+  // it, and as_strided reads the base's storage.
+  struct EagerLayout {
+    int base = -1;
+    std::vector<int64_t> strides;
+    int64_t offset = 0;
+  };
+  const EagerLayout& eager_layout(int value_index);
+  EagerLayout eager_layout_step(int value_index);  // its storage parent's layout known
+  std::unordered_map<int, EagerLayout> eager_layouts_;
 
   const ir::Graph& graph_;
   LoweringOptions options_;

@@ -25,6 +25,20 @@ IndexMap broadcast_index(const std::vector<int64_t>& in_sizes,
 // Reshape of the logical (row-major) element order.
 IndexMap reshape_index(const std::vector<int64_t>& in_sizes, const std::vector<int64_t>& out_sizes);
 
+// slice/narrow/split: input index start + step * k along dim for output index k.
+IndexMap window_index(int64_t dim, int64_t start, int64_t step);
+// select: the input dim `dim` is fixed at `index`.
+IndexMap select_index(int64_t dim, int64_t index);
+// flip: flipped[d] reverses dim d of the given sizes.
+IndexMap flip_index(const std::vector<int64_t>& sizes, const std::vector<bool>& flipped);
+// roll: per-dim shifts in [0, size) (floor division and modulo), or with `flat_shift` the
+// roll of the row-major flattening.
+IndexMap roll_index(const std::vector<int64_t>& sizes, const std::vector<int64_t>& shifts);
+IndexMap flat_roll_index(const std::vector<int64_t>& sizes, int64_t flat_shift);
+// Shifts every dim by `offsets` (input index = output index + offsets): the operand regions of
+// cat and constant_pad_nd.
+IndexMap shift_index(const std::vector<int64_t>& offsets);
+
 // Storage offset of a logical index under strides.
 index::Expr strided_offset(const std::vector<index::Expr>& idx, const std::vector<int64_t>& strides,
                            int64_t offset = 0);

@@ -3,8 +3,10 @@
 #include "scheduler/dependencies.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 
 #include "scheduler/recording_handler.h"
 
@@ -160,12 +162,38 @@ SchedulerNode make_scheduler_node(int id, const lowering::ComputedBuffer& buffer
   std::vector<LoopVar> all_loops = node.vars;
   all_loops.insert(all_loops.end(), node.reduction_vars.begin(), node.reduction_vars.end());
 
+  // An indirect variable (gather, index_select, embedding, index.Tensor) takes a value known
+  // only at run time, so a read through one may touch any element in its range: its
+  // dependence is on the whole range of the buffer it can reach (Definition 7.1), not on an
+  // index over the loops. Its Access keeps the real index: fusion compares that with the
+  // producer's write index, which never contains an indirect variable, so a node never
+  // shares a loop with the producer of what it reads indirectly (Proposition 7.2).
+  index::RangeMap reach = ranges;
+  std::set<std::string> indirect_vars;
+  for (const auto& ind : rec.indirect) {
+    reach[ind.var] = ind.size;
+    indirect_vars.insert(ind.var);
+  }
+  auto is_indirect = [&](const Expr& idx) {
+    for (const auto& v : index::free_vars(idx)) {
+      if (indirect_vars.count(v)) return true;
+    }
+    return false;
+  };
   std::set<std::pair<std::string, Expr>> seen;
   for (const auto& r : rec.loads) {
     Expr idx = index::simplify(r.index, ranges);
     if (!seen.insert({r.buffer, idx}).second) continue;
     node.reads.push_back({r.buffer, idx, r.dtype});
     MemoryDep dep = normalize_dep(r.buffer, idx, all_loops, r.dtype);
+    if (is_indirect(idx)) {
+      const std::optional<index::Interval> b = index::bounds(idx, reach);
+      if (!b || b->lo < 0) {
+        throw std::logic_error("indirect read of " + r.buffer + " at " + index::to_string(idx) +
+                               " has no bounded range");
+      }
+      dep = MemoryDep{r.buffer, Expr::var("c0"), {{"c0", b->hi + 1}}, r.dtype};
+    }
     if (std::find(node.read_deps.begin(), node.read_deps.end(), dep) == node.read_deps.end()) {
       node.read_deps.push_back(dep);
     }

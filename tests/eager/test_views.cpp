@@ -138,7 +138,16 @@ TEST(Views, CloneAndContiguous) {
   EXPECT_NE(c.storage(), x.storage());
   EXPECT_TRUE(c.is_contiguous());
   EXPECT_EQ(values(c), (std::vector<double>{1, 4, 2, 5, 3, 6}));
+  // clone keeps the strides of a dense input (memory_format=None is preserve_format):
+  // torch.arange(6.).reshape(2,3).t().clone().stride() == (1, 3) in torch 2.13.0.
   c = run1("def g(x: f32[2, 3]):\n  t = transpose(x, 0, 1)\n  c = clone(t)\n  return c\n", {x});
+  EXPECT_NE(c.storage(), x.storage());
+  EXPECT_EQ(c.strides(), (std::vector<int64_t>{1, 3}));
+  EXPECT_EQ(values(c), (std::vector<double>{1, 4, 2, 5, 3, 6}));
+  c = run1(
+      "def g(x: f32[2, 3]):\n  t = transpose(x, 0, 1)\n"
+      "  c = clone(t, memory_format='contiguous_format')\n  return c\n",
+      {x});
   EXPECT_TRUE(c.is_contiguous());
   EXPECT_EQ(values(c), (std::vector<double>{1, 4, 2, 5, 3, 6}));
 }

@@ -198,7 +198,10 @@ TEST(OpRegistryTest, AllOpsRegisteredWithCategories) {
       "mean",    "amax",   "amin",  "reshape",   "view",    "permute", "transpose", "unsqueeze",
       "squeeze", "expand", "clone", "contiguous",
       // issue 6 reductions
-      "prod", "argmax", "argmin", "any", "all", "var", "std", "var_mean", "logsumexp"};
+      "prod", "argmax", "argmin", "any", "all", "var", "std", "var_mean", "logsumexp",
+      // issue 6, point 6
+      "slice", "select", "narrow", "split", "split_with_sizes", "as_strided", "cat", "stack",
+      "constant_pad_nd", "flip", "roll", "index_select", "gather", "embedding", "index"};
   std::vector<std::string> names = registered_op_names();
   for (const std::string& name : expected) {
     EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name;

@@ -98,14 +98,17 @@ TEST(ReductionSchemaTest, VarMeanReturnsTwoValues) {
       "    v, m = var_mean(x, 1, correction=0, keepdim=True)\n"
       "    return m, v\n",
       "t.stax");
-  ASSERT_EQ(g.nodes().size(), 1u);
-  const Node& node = g.nodes()[0];
-  EXPECT_EQ(g.value(node.output).name, "v");
-  ASSERT_EQ(node.extra_outputs.size(), 1u);
-  EXPECT_EQ(g.value(node.extra_outputs[0]).name, "m");
-  EXPECT_EQ(g.value(node.output).type, type(DType::Float16, {2, 1}));
-  EXPECT_EQ(g.value(node.extra_outputs[0]).type, type(DType::Float16, {2, 1}));
-  EXPECT_EQ(g.value(node.extra_outputs[0]).producer, 0);
+  // One node per result, like getitem(var_mean(...), k) in torch.fx.
+  ASSERT_EQ(g.nodes().size(), 2u);
+  const Node& var = g.nodes()[0];
+  const Node& mean = g.nodes()[1];
+  EXPECT_EQ(g.value(var.output).name, "v");
+  EXPECT_EQ(g.value(mean.output).name, "m");
+  EXPECT_EQ(var.result_index, 0);
+  EXPECT_EQ(mean.result_index, 1);
+  EXPECT_EQ(g.value(var.output).type, type(DType::Float16, {2, 1}));
+  EXPECT_EQ(g.value(mean.output).type, type(DType::Float16, {2, 1}));
+  EXPECT_EQ(g.value(mean.output).producer, 1);
   const std::string printed = print_graph(g);
   EXPECT_NE(printed.find("    v, m = var_mean(x, dim=[1], correction=0, keepdim=True)\n"),
             std::string::npos)
@@ -119,9 +122,7 @@ TEST(ReductionSchemaTest, VarMeanReturnsTwoValues) {
 
 TEST(ReductionSchemaTest, VarMeanMustBindBothResults) {
   EXPECT_EQ(infer_error("x: f32[4]", "var_mean(x)"),
-            "var_mean: returns 2 tensors, got 1 names for them");
-  EXPECT_EQ(infer_error("x: i32[4]", "var_mean(x)"),
-            "var_mean: returns 2 tensors, got 1 names for them");
+            "var_mean: gives 2 results but 1 name was given");
   Graph g("t");
   ValueRef x = g.add_input("x", DType::Float32, {4});
   try {
@@ -129,18 +130,18 @@ TEST(ReductionSchemaTest, VarMeanMustBindBothResults) {
     ADD_FAILURE() << "add_node accepted var_mean";
   } catch (const GraphError& e) {
     EXPECT_EQ(std::string(e.what()),
-              "var_mean: returns 2 tensors; bind every one of them (add_multi_output_node, or "
-              "`a, b = var_mean(...)` in the text format)");
+              "var_mean: has several results; add it with add_multi_result_node (in the text "
+              "format: `a, b = var_mean(...)`)");
   }
-  std::vector<ValueRef> vm = g.add_multi_output_node("var_mean", {x});
+  std::vector<ValueRef> vm = g.add_multi_result_node("var_mean", {x});
   ASSERT_EQ(vm.size(), 2u);
   EXPECT_EQ(g.value(vm[0]).name, "v0");
   EXPECT_EQ(g.value(vm[1]).name, "v1");
-  EXPECT_THROW(g.add_multi_output_node("var_mean", {x}, {}, {"a", "a"}), GraphError);
-  EXPECT_THROW(g.add_multi_output_node("sum", {x}, {}, {"a", "b"}), GraphError);
+  EXPECT_THROW(g.add_multi_result_node("var_mean", {x}, {}, {"a", "a"}), GraphError);
+  EXPECT_THROW(g.add_multi_result_node("sum", {x}, {}, {"a", "b"}), GraphError);
   // Two names for a one-result op are refused by the parser too.
   EXPECT_EQ(testing::parse_error("def t(x: f32[4]):\n    a, b = sum(x)\n    return a\n"),
-            "t.stax:2:5: sum: returns 1 tensor, got 2 names for them");
+            "t.stax:2:5: sum: has one result but 2 names were given");
   EXPECT_EQ(testing::parse_error("def t(x: i32[4]):\n    a, b = var_mean(x)\n    return a\n"),
             "t.stax:2:5: var_mean: argument 'self': only floating point inputs are supported (as "
             "in PyTorch), got i32");

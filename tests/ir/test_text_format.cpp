@@ -147,6 +147,22 @@ def every_op(x: f32[2, 3], y: f32[3], i: i64[2, 3], b: bool[2, 3],
     v7 = expand(y, [4, 2, -1], implicit=False)
     v8 = expand(z, size=[5], implicit=True)
     k0 = clone(x, memory_format="preserve_format")
+    j = select(i, 0, 0)
+    m0 = slice(x, 1, -2, None, 2)
+    m1 = select(x, 0, -1)
+    m2 = narrow(x, 1, 1, 2)
+    m3, m4 = split(x, 2, dim=1)
+    m5, m6 = split_with_sizes(x, [1, 1])
+    m7 = as_strided(x, [2, 2], [1, 2], storage_offset=1)
+    m8 = cat([x, x, e], 0)
+    m9 = stack([x, x], dim=-1)
+    n0 = constant_pad_nd(x, [1, -1, 0, 2], 1.5)
+    n1 = flip(x, [0, -1])
+    n2 = roll(x, [1], [1])
+    n3 = index_select(x, 1, j)
+    n4 = gather(x, 1, i)
+    n5 = embedding(x, j)
+    n6 = index(x, [None, j])
     k1 = contiguous(v3)
     k2 = contiguous(v3, memory_format=None)
     s0 = add(z, x)
@@ -176,6 +192,17 @@ TEST(RoundTripTest, EveryOpAndLiteral) {
   EXPECT_EQ(type_of(g, "v5"), type(DType::Float16, {4, 3}));
   EXPECT_EQ(type_of(g, "v7"), type(DType::Float32, {4, 2, 3}));
   EXPECT_EQ(type_of(g, "s0"), type(DType::Float32, {2, 3}));
+  EXPECT_EQ(type_of(g, "m0"), type(DType::Float32, {2, 1}));
+  EXPECT_EQ(type_of(g, "m1"), type(DType::Float32, {3}));
+  EXPECT_EQ(type_of(g, "m3"), type(DType::Float32, {2, 2}));
+  EXPECT_EQ(type_of(g, "m4"), type(DType::Float32, {2, 1}));
+  EXPECT_EQ(type_of(g, "m6"), type(DType::Float32, {1, 3}));
+  EXPECT_EQ(type_of(g, "m8"), type(DType::Float32, {4, 3}));
+  EXPECT_EQ(type_of(g, "m9"), type(DType::Float32, {2, 3, 2}));
+  EXPECT_EQ(type_of(g, "n0"), type(DType::Float32, {4, 3}));
+  EXPECT_EQ(type_of(g, "n3"), type(DType::Float32, {2, 3}));
+  EXPECT_EQ(type_of(g, "n5"), type(DType::Float32, {3, 3}));
+  EXPECT_EQ(type_of(g, "n6"), type(DType::Float32, {2, 3}));
   EXPECT_EQ(output_names(g), (std::vector<std::string>{"a0", "k1", "x", "a0"}));
 
   // Literal kinds.
@@ -236,6 +263,15 @@ TEST(RoundTripTest, EveryOpAndLiteral) {
         "    k0 = clone(x, memory_format='preserve_format')\n",
         "    k1 = contiguous(v3)\n",
         "    k2 = contiguous(v3, memory_format=None)\n",
+        "    m0 = slice(x, dim=1, start=-2, step=2)\n",
+        "    m3, m4 = split(x, 2, dim=1)\n",
+        "    m5, m6 = split_with_sizes(x, [1, 1])\n",
+        "    m7 = as_strided(x, [2, 2], [1, 2], storage_offset=1)\n",
+        "    m8 = cat([x, x, e])\n",
+        "    m9 = stack([x, x], dim=-1)\n",
+        "    n0 = constant_pad_nd(x, [1, -1, 0, 2], value=1.5)\n",
+        "    n2 = roll(x, [1], dims=[1])\n",
+        "    n6 = index(x, [None, j])\n",
         "    return a0, k1, x, a0\n"}) {
     EXPECT_NE(printed.find(line), std::string::npos) << line << "\nin\n" << printed;
   }

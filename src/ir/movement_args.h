@@ -1,0 +1,111 @@
+// The normalized arguments of the data-movement ops (issue 6, point 6): slice windows after
+// PyTorch's clamping, the operands of cat and stack, split results, pad amounts, roll shifts,
+// flipped dims, and how the indirect ops (gather, index_select, embedding, index.Tensor) map
+// an output index to a source index and an index-tensor index. Type inference, the eager
+// interpreter and lowering all read the arguments through these functions, so the three can
+// never disagree on what an argument means. Each throws GraphError with PyTorch's message
+// (prefixed by the op) for arguments PyTorch refuses.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace stax::ir {
+
+// Output index k along `dim` reads input index start + k * step; `length` output elements.
+// slice, narrow, split and split_with_sizes (the result of Node::result_index).
+struct DimWindow {
+  int64_t dim = 0;
+  int64_t start = 0;
+  int64_t step = 1;
+  int64_t length = 0;
+};
+DimWindow window_args(const Graph& graph, const Node& node);
+// How many results split / split_with_sizes give for the node's arguments.
+int64_t split_count(const Graph& graph, const Node& node);
+
+// select: the dim removed and the (wrapped) index taken along it.
+struct SelectArgs {
+  int64_t dim = 0;
+  int64_t index = 0;
+};
+SelectArgs select_args(const Graph& graph, const Node& node);
+
+// cat and stack: output positions [offset, offset + size) along `dim` come from `value`
+// (stack: each operand is seen with a size-1 dim inserted at `dim`). cat skips PyTorch's
+// legacy empty operands (1-D of size 0) here: they contribute nothing.
+struct CatPart {
+  ValueRef value;
+  int64_t offset = 0;
+  int64_t size = 0;
+};
+struct CatArgs {
+  int64_t dim = 0;
+  bool stacked = false;  // stack: the operand has no dim `dim` (it is inserted)
+  std::vector<CatPart> parts;
+  DType dtype = DType::Float32;  // the promoted result dtype
+  std::vector<int64_t> sizes;    // the result sizes
+};
+CatArgs cat_args(const Graph& graph, const Node& node);
+
+// constant_pad_nd: (before, after) for every dim of self, outermost first (the pad list names
+// the last dims first); negative amounts cut. `value` is checked to fit the dtype.
+struct PadArgs {
+  std::vector<int64_t> before;
+  std::vector<int64_t> after;
+  double value = 0.0;
+};
+PadArgs pad_args(const Graph& graph, const Node& node);
+
+// roll: the shift of every dim in [0, size) (repeated dims add up); `flattened` when dims
+// was empty: then shifts[0] applies to the row-major flattening of self.
+struct RollArgs {
+  bool flattened = false;
+  int64_t flat_shift = 0;
+  std::vector<int64_t> shifts;  // per dim of self
+};
+RollArgs roll_args(const Graph& graph, const Node& node);
+
+// flip: which dims of self are reversed.
+std::vector<bool> flip_dims(const Graph& graph, const Node& node);
+
+// gather, index_select, embedding and index.Tensor: output element `out` reads the source at
+// the index whose dim `dim` is the value of the index tensor at `index_dims` of `out` (wrapped
+// once when negative) and whose other dims d are out[source_dims[d]]. An index outside
+// [-size, size) is an error (index_error_message). A 0-dim source has dim = -1 and size 1.
+struct IndirectArgs {
+  ValueRef source;
+  ValueRef index;
+  int64_t dim = 0;
+  int64_t size = 0;                  // the source's size along dim
+  std::vector<int64_t> source_dims;  // per source dim: the output dim it takes (-1 at dim)
+  std::vector<int64_t> index_dims;   // per index-tensor dim: the output dim it takes
+  std::vector<int64_t> sizes;        // the result sizes
+};
+IndirectArgs indirect_args(const Graph& graph, const Node& node);
+// The message of an out-of-range index of an indirect op, with "{}" where the value goes
+// (compiled kernels fill it in at run time, the eager interpreter at once).
+std::string index_error_template(const Node& node, const IndirectArgs& args);
+std::string index_error_message(const std::string& error_template, int64_t value);
+// The same without the value, for OpsHandler::indirect_index's `what`: compiled kernels
+// append the value (": index V is out of range") when the check fails.
+std::string index_error_site(const Node& node, const IndirectArgs& args);
+
+// as_strided: the strides and storage offset given (nullopt: the input's own offset).
+struct AsStridedArgs {
+  std::vector<int64_t> sizes;
+  std::vector<int64_t> strides;
+  std::optional<int64_t> storage_offset;
+};
+AsStridedArgs as_strided_args(const Graph& graph, const Node& node);
+
+// Throws GraphError naming `op` when `value` does not convert to `dtype` without overflow
+// (PyTorch's check of fill values: integers out of the dtype's range, finite floats beyond
+// the dtype's largest value).
+void check_fill_value(const std::string& op, DType dtype, double value);
+
+}  // namespace stax::ir

@@ -1,0 +1,215 @@
+// Lowering of the data-movement ops that copy (issue 6, point 6), each as an index function
+// of its output, never a copy loop of its own:
+//  * cat, stack and constant_pad_nd select an operand region by a mask computed from index
+//    values; each region's loads run under push_mask/pop_mask (so they never read outside
+//    the operand) and the regions are combined with Where;
+//  * flip and roll rewrite the index (roll with modulo);
+//  * gather, index_select, embedding and index.Tensor load the index tensor, turn the value
+//    into an index variable with OpsHandler::indirect_index (which checks its range) and load
+//    the source through it.
+// Argument meanings come from ir/movement_args.h, shared with the eager interpreter.
+#include <cmath>
+
+#include "ir/movement_args.h"
+#include "lowering/lowerer.h"
+
+namespace stax::lowering {
+
+namespace {
+
+OpsValue index_at_least(OpsHandler& h, const Expr& idx, int64_t bound) {
+  return apply(
+      h, PointwiseOp::Ge,
+      {h.index_value(idx, DType::Int64), h.constant(static_cast<double>(bound), DType::Int64)});
+}
+
+OpsValue index_below(OpsHandler& h, const Expr& idx, int64_t bound) {
+  return apply(
+      h, PointwiseOp::Lt,
+      {h.index_value(idx, DType::Int64), h.constant(static_cast<double>(bound), DType::Int64)});
+}
+
+OpsValue both(OpsHandler& h, std::optional<OpsValue> a, OpsValue b) {
+  return a ? apply(h, PointwiseOp::LogicalAnd, {*a, b}) : b;
+}
+
+// Where(mask, x, y) for values of `dtype`; 16-bit floats choose in float32 (exactly: both
+// branches widen and narrow back without rounding), as the op vocabulary requires.
+OpsValue select_where(OpsHandler& h, OpsValue mask, OpsValue x, OpsValue y) {
+  const DType dtype = x.dtype;
+  if (dtype != DType::Float16 && dtype != DType::BFloat16) {
+    return apply(h, PointwiseOp::Where, {mask, x, y});
+  }
+  const OpsValue wide = apply(h, PointwiseOp::Where,
+                              {mask, h.to_dtype(x, DType::Float32), h.to_dtype(y, DType::Float32)});
+  return h.to_dtype(wide, dtype);
+}
+
+// The cost of a region mask: two comparisons and a conjunction per bounded side.
+BodyStats mask_stats(int bounded_sides) {
+  BodyStats s;
+  for (int k = 0; k < bounded_sides; ++k) {
+    s += op_stats(PointwiseOp::Ge);
+    s += op_stats(PointwiseOp::LogicalAnd);
+  }
+  s += op_stats(PointwiseOp::Where);
+  return s;
+}
+
+}  // namespace
+
+LoweredValue Lowerer::lower_cat(const ir::Node& node, const ir::Value& out) {
+  const ir::CatArgs c = ir::cat_args(graph_, node);
+  struct Region {
+    Loader loader;
+    int64_t begin;
+    int64_t end;
+  };
+  std::vector<Region> regions;
+  LoweredValue v;
+  v.dtype = out.type.dtype;
+  v.sizes = out.type.sizes;
+  v.origin = operand_origin(node);
+  append_unique(v.origin, node.op);
+  const DType dtype = out.type.dtype;
+  for (const ir::CatPart& part : c.parts) {
+    if (part.size == 0) continue;  // never selected
+    const LoweredValue& operand = value(part.value.index);
+    Loader inner = operand.loader;
+    const DType from = operand.dtype;
+    const int64_t dim = c.dim;
+    const int64_t offset = part.offset;
+    const bool stacked = c.stacked;
+    Loader loader = [inner, from, dtype, dim, offset, stacked](OpsHandler& h,
+                                                               const std::vector<Expr>& idx) {
+      std::vector<Expr> at = idx;
+      if (stacked) {
+        at.erase(at.begin() + dim);
+      } else {
+        at[static_cast<size_t>(dim)] = idx[static_cast<size_t>(dim)] - Expr(offset);
+      }
+      OpsValue x = inner(h, at);
+      return from == dtype ? x : h.to_dtype(x, dtype);
+    };
+    regions.push_back({loader, part.offset, part.offset + part.size});
+    v.stats += operand.stats;
+    v.stats += mask_stats(2);
+  }
+  const auto dim = static_cast<size_t>(c.dim);
+  v.loader = [regions, dim, dtype](OpsHandler& h, const std::vector<Expr>& idx) {
+    if (regions.empty()) return h.constant(0, dtype);  // an empty result: never run
+    // Region k holds where begin_k <= idx < end_k; the first region needs no lower bound and
+    // the last no upper bound, and a single region no mask at all.
+    std::optional<OpsValue> result;
+    for (size_t k = regions.size(); k-- > 0;) {
+      const Region& r = regions[k];
+      std::optional<OpsValue> mask;
+      if (k > 0) mask = index_at_least(h, idx[dim], r.begin);
+      if (k + 1 < regions.size()) mask = both(h, mask, index_below(h, idx[dim], r.end));
+      if (!mask) {
+        result = r.loader(h, idx);
+        continue;
+      }
+      h.push_mask(*mask);
+      OpsValue x = r.loader(h, idx);
+      h.pop_mask();
+      result = result ? select_where(h, *mask, x, *result) : x;
+    }
+    return *result;
+  };
+  v.stats.index_divisions = measure_index_divisions(v.loader, v.sizes.size());
+  return v;
+}
+
+LoweredValue Lowerer::lower_pad(const ir::Node& node, const ir::Value& out) {
+  const ir::PadArgs p = ir::pad_args(graph_, node);
+  const LoweredValue& src = value(std::get<ir::ValueRef>(node.args[0]).index);
+  const std::vector<int64_t>& in_sizes = src.sizes;
+  std::vector<int64_t> offsets;
+  int bounded_sides = 0;
+  for (size_t d = 0; d < in_sizes.size(); ++d) {
+    offsets.push_back(-p.before[d]);
+    bounded_sides += (p.before[d] > 0) + (p.after[d] > 0);
+  }
+  LoweredValue v = remapped(src, out.type.sizes, shift_index(offsets));
+  append_unique(v.origin, node.op);
+  if (bounded_sides == 0) {
+    // Only cuts: the result is a window of the input (eager still copies it).
+    v.stats.index_divisions = measure_index_divisions(v.loader, v.sizes.size());
+    return v;
+  }
+  v.pure_view = false;
+  v.stats += mask_stats(bounded_sides);
+  Loader inner = v.loader;
+  const double fill = p.value;
+  const DType dtype = src.dtype;
+  const std::vector<int64_t> before = p.before;
+  const std::vector<int64_t> after = p.after;
+  v.loader = [inner, fill, dtype, before, after, in_sizes](OpsHandler& h,
+                                                           const std::vector<Expr>& idx) {
+    std::optional<OpsValue> mask;
+    for (size_t d = 0; d < idx.size(); ++d) {
+      if (before[d] > 0) mask = both(h, mask, index_at_least(h, idx[d], before[d]));
+      if (after[d] > 0) mask = both(h, mask, index_below(h, idx[d], before[d] + in_sizes[d]));
+    }
+    h.push_mask(*mask);
+    OpsValue x = inner(h, idx);
+    h.pop_mask();
+    // The fill value as eager stores it: integers truncated, bool nonzero (checked to fit),
+    // floats rounded once from the literal (a float64 constant converted to the dtype).
+    OpsValue filler;
+    if (dtype == DType::Bool) {
+      filler = h.constant(fill != 0.0 ? 1.0 : 0.0, dtype);
+    } else if (is_integral(dtype)) {
+      filler = h.constant(std::trunc(fill), dtype);
+    } else {
+      filler = h.to_dtype(h.constant(fill, DType::Float64), dtype);
+    }
+    return select_where(h, *mask, x, filler);
+  };
+  v.stats.index_divisions = measure_index_divisions(v.loader, v.sizes.size());
+  return v;
+}
+
+LoweredValue Lowerer::lower_flip_roll(const ir::Node& node, const ir::Value& out) {
+  const LoweredValue& src = value(std::get<ir::ValueRef>(node.args[0]).index);
+  IndexMap map;
+  if (node.op == "flip") {
+    map = flip_index(src.sizes, ir::flip_dims(graph_, node));
+  } else {
+    const ir::RollArgs r = ir::roll_args(graph_, node);
+    map = r.flattened ? flat_roll_index(src.sizes, r.flat_shift) : roll_index(src.sizes, r.shifts);
+  }
+  LoweredValue v = remapped(src, out.type.sizes, map);
+  append_unique(v.origin, node.op);
+  v.stats.index_divisions = measure_index_divisions(v.loader, v.sizes.size());
+  return v;
+}
+
+LoweredValue Lowerer::lower_indirect(const ir::Node& node, const ir::Value& out) {
+  const ir::IndirectArgs a = ir::indirect_args(graph_, node);
+  const LoweredValue& source = value(a.source.index);
+  const LoweredValue& index = value(a.index.index);
+  LoweredValue v;
+  v.dtype = out.type.dtype;
+  v.sizes = out.type.sizes;
+  v.origin = operand_origin(node);
+  append_unique(v.origin, node.op);
+  v.stats = source.stats;
+  v.stats += index.stats;
+  Loader source_loader = source.loader;
+  Loader index_loader = index.loader;
+  const std::string what = current_node_ + ": " + ir::index_error_site(node, a);
+  v.loader = [a, source_loader, index_loader, what](OpsHandler& h, const std::vector<Expr>& idx) {
+    std::vector<Expr> at;
+    for (int64_t d : a.index_dims) at.push_back(d < 0 ? Expr(0) : idx[static_cast<size_t>(d)]);
+    const Expr selected = h.indirect_index(index_loader(h, at), a.size, what);
+    std::vector<Expr> src;
+    for (int64_t d : a.source_dims) src.push_back(d < 0 ? selected : idx[static_cast<size_t>(d)]);
+    return source_loader(h, src);
+  };
+  v.stats.index_divisions = measure_index_divisions(v.loader, v.sizes.size());
+  return v;
+}
+
+}  // namespace stax::lowering
