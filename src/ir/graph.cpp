@@ -81,6 +81,8 @@ std::string param_kind_text(ParamKind kind) {
       return "a string or None";
     case ParamKind::OptionalDType:
       return "a dtype name or None";
+    case ParamKind::OptionalTensorOrScalar:
+      return "a tensor, a scalar or None";
   }
   return "?";
 }
@@ -237,6 +239,14 @@ Arg convert_arg(const Graph& graph, const std::string& op, const Param& param, A
         if (!dtype) throw GraphError(where + ": unknown dtype '" + *s + "'");
         return std::string(dtype_name(*dtype));
       }
+      throw fail();
+    case ParamKind::OptionalTensorOrScalar:
+      if (std::holds_alternative<None>(arg)) return arg;
+      if (auto* ref = std::get_if<ValueRef>(&arg)) {
+        check_ref(*ref);
+        return arg;
+      }
+      if (auto s = as_scalar(arg)) return *s;
       throw fail();
   }
   throw fail();

@@ -23,6 +23,7 @@ enum class ParamKind : uint8_t {
   OptionalIntList, // int[]? (None allowed)
   OptionalString,  // str? (None allowed)
   OptionalDType,   // ScalarType? (None allowed; a dtype name string otherwise)
+  OptionalTensorOrScalar,  // Tensor? or Scalar? (clamp's min/max): None, a tensor or a scalar
 };
 
 struct Param {
