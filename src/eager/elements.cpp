@@ -152,14 +152,14 @@ ElementOperand::ElementOperand(const Env& env, const ir::Node& node, size_t posi
   if (ir::is_tensor_arg(node, position)) {
     const Tensor& t = env.tensor(node, position);
     tensor_ = broadcast_to(t, sizes);
-    opmath_ = opmath && t.numel() == 1 && t.dtype() != compute;
+    opmath_ = opmath;
   } else {
     is_scalar_ = true;
     scalar_ = ir::scalar_arg(node, position);
     opmath_ = opmath;
   }
   // Only 16-bit compute dtypes have an opmath type other than themselves.
-  if (compute != DType::Float16 && compute != DType::BFloat16) opmath_ = false;
+  if (!is_16bit_float(compute)) opmath_ = false;
 }
 
 int64_t ElementOperand::as_int(const std::vector<int64_t>& index) const {
@@ -179,10 +179,6 @@ double ElementOperand::as_float(const std::vector<int64_t>& index) const {
   }
   if (is_floating(tensor_.dtype())) return float_to_float(tensor_.get(index), to);
   return int_to_float(load_int(tensor_, index), to);
-}
-
-std::runtime_error zero_division(const ir::Node& node) {
-  return std::runtime_error("eager: " + node.op + ": ZeroDivisionError (integer division by zero)");
 }
 
 }  // namespace stax::eager::detail

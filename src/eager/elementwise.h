@@ -8,7 +8,7 @@
 // The computation and result dtypes come from ir::pointwise_typing, the one rule type inference
 // and lowering use too. A scalar literal is converted to the computation dtype like a tensor
 // (bf16 x + 1.7 adds bf16(1.7), u8 x + 300 adds 44), except where PyTorch reads it in the
-// opmath type (ir::reads_scalar_other_in_opmath).
+// opmath type (ir::other_read_in_opmath).
 #pragma once
 
 #include <array>
@@ -30,8 +30,8 @@ class ElementOperand {
  public:
   ElementOperand() = default;
   // Argument `position` of `node`, broadcast to `sizes`, converted to `compute`. With `opmath`
-  // a scalar or one-element operand keeps its value in the opmath type (float) instead of
-  // being rounded to a 16-bit compute dtype first.
+  // the operand keeps its value in the opmath type (float) instead of being rounded to a
+  // 16-bit compute dtype first.
   ElementOperand(const Env& env, const ir::Node& node, size_t position,
                  const std::vector<int64_t>& sizes, DType compute, bool opmath = false);
 
@@ -91,6 +91,7 @@ void store_element(const Tensor& out, const std::vector<int64_t>& index, R r) {
 
 // Runs `f(env_typing, T operands...)` for every output element of `node`. `f` is a generic
 // callable: f(std::type_identity<T>{}, T a, T b, ...) returning T or bool.
+// `opmath[i]` reads operand i in the opmath type (see ElementOperand).
 template <size_t N, typename F>
 Tensor map_elements(const Env& env, const ir::Node& node, std::array<size_t, N> positions, F f,
                     std::array<bool, N> opmath = {}) {
@@ -98,8 +99,7 @@ Tensor map_elements(const Env& env, const ir::Node& node, std::array<size_t, N> 
   const ir::PointwiseTyping typing = ir::pointwise_typing(env.graph, node);
   std::array<ElementOperand, N> operands;
   for (size_t i = 0; i < N; ++i) {
-    operands[i] =
-        ElementOperand(env, node, positions[i], type.sizes, typing.compute, opmath[i]);
+    operands[i] = ElementOperand(env, node, positions[i], type.sizes, typing.compute, opmath[i]);
   }
   Tensor out = Tensor::empty(type.dtype, type.sizes);
   const int64_t n = out.numel();
@@ -108,7 +108,8 @@ Tensor map_elements(const Env& env, const ir::Node& node, std::array<size_t, N> 
       const std::vector<int64_t> index = unravel_index(p, type.sizes);
       [&]<size_t... I>(std::index_sequence<I...>) {
         store_element(out, index, f(tag, operands[I].template read<T>(index)...));
-      }(std::make_index_sequence<N>{});
+      }
+      (std::make_index_sequence<N>{});
     }
   };
   if (typing.compute == DType::Bool || is_integral(typing.compute)) {
@@ -121,12 +122,20 @@ Tensor map_elements(const Env& env, const ir::Node& node, std::array<size_t, N> 
   return out;
 }
 
+// The value `v` (of the opmath type) takes once rounded to `dtype` and read back.
+template <typename T>
+T round_as(DType dtype, T v) {
+  return static_cast<T>(round_to(dtype, static_cast<double>(v)));
+}
+
+inline bool is_16bit_float(DType d) {
+  return d == DType::Float16 || d == DType::BFloat16;
+}
+
 // The computation dtype of a node (for scalar parameters).
 inline DType compute_dtype(const Env& env, const ir::Node& node) {
   return ir::pointwise_typing(env.graph, node).compute;
 }
-
-std::runtime_error zero_division(const ir::Node& node);
 
 }  // namespace stax::eager::detail
 

@@ -2,8 +2,15 @@
 // floor_divide, pow, maximum/minimum (NaN-propagating), fmax/fmin, atan2, hypot, copysign,
 // comparisons, logical and bitwise ops, shifts, where and the dtype casts. Semantics are
 // PyTorch's CPU kernels, checked against torch 2.13.0 (tests/eager/test_pointwise_ops.cpp):
-//  - alpha is converted to the computation dtype (bf16(0.7) for a bf16 add) and applied with
-//    one rounding (a + alpha * b is a fused multiply-add in PyTorch's float kernels);
+//  - alpha is converted to the computation dtype (bf16(0.7) for a bf16 add); a + alpha * b is
+//    a fused multiply-add for f32/f64 and a float multiply then add for f16/bf16 (so
+//    bf16 -3e38 + 2 * 3e38 overflows to inf);
+//  - f16/bf16 tensor-by-tensor div(rounding_mode='trunc') rounds a / b to the dtype before
+//    truncating, and floor division rounds every step (scalar_ops.h), while a scalar divisor is
+//    read and used in float (ir::other_read_in_opmath);
+//  - pow.Tensor_Scalar computes exponents 2, 3, 0.5, -0.5, -1, -2 without pow (scalar_ops.h),
+//    except for f16, whose kernel calls pow for every exponent; bf16 pow with exponent 3 or -2
+//    rounds x * x to bf16 first;
 //  - integer division, remainder and fmod by zero throw ZeroDivisionError; INT_MIN // -1
 //    wraps to INT_MIN; remainder takes the divisor's sign, fmod the dividend's;
 //  - float floor division is Python's (-0.0 and inf kept: 5 // 0 = inf, inf // 2 = nan);
@@ -16,6 +23,7 @@
 #include <unordered_map>
 
 #include "eager/elementwise.h"
+#include "eager/scalar_ops.h"
 
 namespace stax::eager::detail {
 
@@ -32,71 +40,11 @@ T nan_value() {
   return std::numeric_limits<T>::quiet_NaN();
 }
 
-// Python's floor division of floats (rounds toward -inf; exact cases stay exact).
-template <typename T>
-T float_floor_divide(T a, T b) {
-  if (b == T(0)) return a / b;
-  const T mod = std::fmod(a, b);
-  T div = (a - mod) / b;
-  if (mod != T(0) && ((b < T(0)) != (mod < T(0)))) div -= T(1);
-  if (div == T(0)) return std::copysign(T(0), a / b);
-  T floored = std::floor(div);
-  if (div - floored > T(0.5)) floored += T(1);
-  return floored;
-}
-
-// Integer division family; b == 0 throws, b == -1 avoids the INT64_MIN / -1 trap (wrapping).
-int64_t int_trunc_div(const ir::Node& node, int64_t a, int64_t b) {
-  if (b == 0) throw zero_division(node);
-  if (b == -1) return wrapping_sub(0, a);
-  return a / b;
-}
-int64_t int_floor_div(const ir::Node& node, int64_t a, int64_t b) {
-  if (b == 0) throw zero_division(node);
-  if (b == -1) return wrapping_sub(0, a);
-  int64_t q = a / b;
-  if (a % b != 0 && ((a < 0) != (b < 0))) q -= 1;
-  return q;
-}
-int64_t int_remainder(const ir::Node& node, int64_t a, int64_t b) {
-  if (b == 0) throw zero_division(node);
-  if (b == -1) return 0;
-  int64_t r = a % b;
-  if (r != 0 && ((r < 0) != (b < 0))) r += b;
-  return r;
-}
-int64_t int_fmod(const ir::Node& node, int64_t a, int64_t b) {
-  if (b == 0) throw zero_division(node);
-  if (b == -1) return 0;
-  return a % b;
-}
-
-template <typename T>
-T float_remainder(T a, T b) {
-  T mod = std::fmod(a, b);
-  if (mod != T(0) && ((b < T(0)) != (mod < T(0)))) mod += b;
-  return mod;
-}
-
-int64_t int_power(int64_t base, int64_t exponent) {
-  if (exponent < 0) {
-    if (base == 1) return 1;
-    if (base == -1) return (exponent & 1) ? -1 : 1;
-    return 0;
-  }
-  int64_t result = 1;
-  while (exponent > 0) {
-    if (exponent & 1) result = wrapping_mul(result, base);
-    base = wrapping_mul(base, base);
-    exponent >>= 1;
-  }
-  return result;
-}
-
 Tensor eval_add_sub(const Env& env, const ir::Node& node) {
   const DType c = compute_dtype(env, node);
   const ir::Scalar alpha = ir::scalar_arg(node, 2);
   const bool negate = node.op == "sub";
+  const bool reduced = is_16bit_float(c);
   return map_elements<2>(env, node, {0, 1}, [&]<typename T>(Tag<T>, T a, T b) -> T {
     T al = scalar_param<T>(alpha, c, /*to_dtype=*/true);
     if constexpr (kInt<T>) {
@@ -104,76 +52,88 @@ Tensor eval_add_sub(const Env& env, const ir::Node& node) {
       return negate ? wrapping_sub(a, scaled) : wrapping_add(a, scaled);
     } else {
       if (negate) al = -al;
-      return al == T(1) ? a + b : std::fma(b, al, a);
+      if (al == T(1)) return a + b;
+      return reduced ? a + al * b : std::fma(b, al, a);
     }
   });
 }
 
 Tensor eval_mul(const Env& env, const ir::Node& node) {
-  return map_elements<2>(
-      env, node, {0, 1},
-      []<typename T>(Tag<T>, T a, T b) -> T {
-        if constexpr (kInt<T>) return wrapping_mul(a, b);
-        else return a * b;
-      },
-      {false, true});
+  return map_elements<2>(env, node, {0, 1},
+                         []<typename T>(Tag<T>, T a, T b) -> T {
+                           if constexpr (kInt<T>)
+                             return wrapping_mul(a, b);
+                           else
+                             return a * b;
+                         },
+                         {false, ir::other_read_in_opmath(env.graph, node)});
+}
+
+// div with a rounding mode and floor_divide; `mode` is "trunc" or "floor".
+Tensor eval_rounded_division(const Env& env, const ir::Node& node, const std::string& mode) {
+  const DType c = compute_dtype(env, node);
+  const bool other_opmath = ir::other_read_in_opmath(env.graph, node);
+  const bool stepwise = is_16bit_float(c) && !other_opmath;
+  return map_elements<2>(env, node, {0, 1},
+                         [&]<typename T>(Tag<T>, T a, T b) -> T {
+                           if constexpr (kInt<T>) {
+                             return mode == "trunc" ? scalar::trunc_divide(a, b, node.op)
+                                                    : scalar::floor_divide(a, b, node.op);
+                           } else {
+                             auto round16 = [c](T v) { return round_as(c, v); };
+                             if (mode == "trunc")
+                               return std::trunc(stepwise ? round16(a / b) : a / b);
+                             return stepwise ? scalar::floor_divide_rounded(a, b, round16)
+                                             : scalar::floor_divide(a, b);
+                           }
+                         },
+                         {false, other_opmath});
 }
 
 Tensor eval_div(const Env& env, const ir::Node& node) {
-  const std::optional<std::string> mode = ir::string_arg(node, 2);
-  return map_elements<2>(
-      env, node, {0, 1},
-      [&]<typename T>(Tag<T>, T a, T b) -> T {
-        if constexpr (kInt<T>) {
-          return *mode == "trunc" ? int_trunc_div(node, a, b) : int_floor_div(node, a, b);
-        } else {
-          if (!mode) return a / b;
-          return *mode == "trunc" ? std::trunc(a / b) : float_floor_divide(a, b);
-        }
-      },
-      {false, true});
+  if (std::optional<std::string> mode = ir::string_arg(node, 2)) {
+    return eval_rounded_division(env, node, *mode);
+  }
+  return map_elements<2>(env, node, {0, 1}, []<typename T>(Tag<T>, T a, T b) -> T { return a / b; },
+                         {false, ir::other_read_in_opmath(env.graph, node)});
 }
 
 Tensor eval_floor_divide(const Env& env, const ir::Node& node) {
-  return map_elements<2>(
-      env, node, {0, 1},
-      [&]<typename T>(Tag<T>, T a, T b) -> T {
-        if constexpr (kInt<T>) return int_floor_div(node, a, b);
-        else return float_floor_divide(a, b);
-      },
-      {false, true});
+  return eval_rounded_division(env, node, "floor");
 }
 
 Tensor eval_remainder(const Env& env, const ir::Node& node) {
   return map_elements<2>(env, node, {0, 1}, [&]<typename T>(Tag<T>, T a, T b) -> T {
-    if constexpr (kInt<T>) return int_remainder(node, a, b);
-    else return float_remainder(a, b);
+    if constexpr (kInt<T>)
+      return scalar::remainder(a, b, node.op);
+    else
+      return scalar::remainder(a, b);
   });
 }
 
 Tensor eval_fmod(const Env& env, const ir::Node& node) {
   return map_elements<2>(env, node, {0, 1}, [&]<typename T>(Tag<T>, T a, T b) -> T {
-    if constexpr (kInt<T>) return int_fmod(node, a, b);
-    else return std::fmod(a, b);
+    if constexpr (kInt<T>)
+      return scalar::fmod(a, b, node.op);
+    else
+      return std::fmod(a, b);
   });
 }
 
 Tensor eval_pow(const Env& env, const ir::Node& node) {
   const bool scalar_exponent = !ir::is_tensor_arg(node, 1);
+  const DType c = compute_dtype(env, node);
   return map_elements<2>(env, node, {0, 1}, [&]<typename T>(Tag<T>, T a, T b) -> T {
     if constexpr (kInt<T>) {
-      return int_power(a, b);
+      return scalar::power(a, b);
     } else {
-      if (scalar_exponent) {
-        // pow.Tensor_Scalar's special exponents (exact, no call to pow).
-        if (b == T(2)) return a * a;
-        if (b == T(3)) return a * a * a;
-        if (b == T(0.5)) return std::sqrt(a);
-        if (b == T(-0.5)) return T(1) / std::sqrt(a);
-        if (b == T(-1)) return T(1) / a;
-        if (b == T(-2)) return T(1) / (a * a);
+      // f16's kernel has no special exponents: pow(-0.0, 0.5) is +0, pow(-inf, 0.5) is inf.
+      if (!scalar_exponent || c == DType::Float16) return std::pow(a, b);
+      if (c == DType::BFloat16 && (b == T(3) || b == T(-2))) {
+        const T square = round_as(c, a * a);
+        return b == T(3) ? square * a : T(1) / square;
       }
-      return std::pow(a, b);
+      return scalar::power(a, b);
     }
   });
 }
@@ -229,14 +189,8 @@ Tensor eval_bitwise(const Env& env, const ir::Node& node) {
       if (op == "bitwise_and") return a & b;
       if (op == "bitwise_or") return a | b;
       if (op == "bitwise_xor") return a ^ b;
-      if (op == "bitwise_left_shift") {
-        // The low bits of a << b (b < 64) are those of the narrow dtype's shift; counts
-        // outside [0, 64) leave no bits.
-        if (b < 0 || b >= 64) return 0;
-        return static_cast<int64_t>(static_cast<uint64_t>(a) << b);
-      }
-      if (b < 0 || b >= 64) return a < 0 ? -1 : 0;
-      return a >> b;
+      if (op == "bitwise_left_shift") return scalar::shift_left(a, b);
+      return scalar::shift_right(a, b);
     }
   });
 }
@@ -293,22 +247,28 @@ EvalFn find_binary_eval(std::string_view op) {
       {"atan2", eval_float_binary},
       {"hypot", eval_float_binary},
       {"copysign", eval_float_binary},
-      {"eq", [](const Env& e, const ir::Node& n) {
+      {"eq",
+       [](const Env& e, const ir::Node& n) {
          return eval_compare(e, n, [](auto a, auto b) { return a == b; });
        }},
-      {"ne", [](const Env& e, const ir::Node& n) {
+      {"ne",
+       [](const Env& e, const ir::Node& n) {
          return eval_compare(e, n, [](auto a, auto b) { return a != b; });
        }},
-      {"lt", [](const Env& e, const ir::Node& n) {
+      {"lt",
+       [](const Env& e, const ir::Node& n) {
          return eval_compare(e, n, [](auto a, auto b) { return a < b; });
        }},
-      {"le", [](const Env& e, const ir::Node& n) {
+      {"le",
+       [](const Env& e, const ir::Node& n) {
          return eval_compare(e, n, [](auto a, auto b) { return a <= b; });
        }},
-      {"gt", [](const Env& e, const ir::Node& n) {
+      {"gt",
+       [](const Env& e, const ir::Node& n) {
          return eval_compare(e, n, [](auto a, auto b) { return a > b; });
        }},
-      {"ge", [](const Env& e, const ir::Node& n) {
+      {"ge",
+       [](const Env& e, const ir::Node& n) {
          return eval_compare(e, n, [](auto a, auto b) { return a >= b; });
        }},
       {"logical_and", eval_logical},
@@ -319,6 +279,20 @@ EvalFn find_binary_eval(std::string_view op) {
       {"bitwise_xor", eval_bitwise},
       {"bitwise_left_shift", eval_bitwise},
       {"bitwise_right_shift", eval_bitwise},
+      {"logical_not",
+       [](const Env& e, const ir::Node& n) {
+         return map_elements<1>(e, n, {0},
+                                []<typename T>(Tag<T>, T x) -> bool { return x == T(0); });
+       }},
+      {"bitwise_not",
+       [](const Env& e, const ir::Node& n) {
+         return map_elements<1>(e, n, {0}, []<typename T>(Tag<T>, T x) -> T {
+           if constexpr (kInt<T>)
+             return ~x;
+           else
+             throw std::logic_error("eager: bitwise_not computed on floats");
+         });
+       }},
       {"where", eval_where},
       {"_to_copy", eval_cast},
       {"convert_element_type", eval_cast},

@@ -18,6 +18,7 @@
 #include <unordered_map>
 
 #include "eager/elementwise.h"
+#include "eager/scalar_ops.h"
 
 namespace stax::eager::detail {
 
@@ -28,25 +29,6 @@ constexpr bool kInt = std::is_same_v<T, int64_t>;
 
 template <typename T>
 using Tag = std::type_identity<T>;
-
-// The inverse error function in double: a closed-form first guess (Winitzki), refined by
-// Newton steps on std::erf until it is exact to double precision.
-double erfinv_double(double y) {
-  if (std::isnan(y) || y < -1 || y > 1) return std::numeric_limits<double>::quiet_NaN();
-  if (y == 1) return std::numeric_limits<double>::infinity();
-  if (y == -1) return -std::numeric_limits<double>::infinity();
-  if (y == 0) return y;
-  constexpr double a = 0.147;
-  const double ln = std::log((1 - y) * (1 + y));
-  const double t = 2 / (std::numbers::pi * a) + ln / 2;
-  double x = std::copysign(std::sqrt(std::sqrt(t * t - ln / a) - t), y);
-  for (int i = 0; i < 4; ++i) {
-    const double step = (std::erf(x) - y) / (2 / std::sqrt(std::numbers::pi) * std::exp(-x * x));
-    if (!std::isfinite(step)) break;
-    x -= step;
-  }
-  return x;
-}
 
 template <typename T>
 T float_unary(const std::string& op, T x) {
@@ -73,7 +55,7 @@ T float_unary(const std::string& op, T x) {
   if (op == "atanh") return std::atanh(x);
   if (op == "erf") return std::erf(x);
   if (op == "erfc") return std::erfc(x);
-  if (op == "erfinv") return static_cast<T>(erfinv_double(static_cast<double>(x)));
+  if (op == "erfinv") return static_cast<T>(scalar::erfinv(static_cast<double>(x)));
   if (op == "sigmoid") return T(1) / (T(1) + std::exp(-x));
   if (op == "reciprocal") return T(1) / x;
   throw std::logic_error("eager: unknown unary op " + op);
@@ -82,8 +64,10 @@ T float_unary(const std::string& op, T x) {
 Tensor eval_float_unary(const Env& env, const ir::Node& node) {
   const std::string& op = node.op;
   return map_elements<1>(env, node, {0}, [&]<typename T>(Tag<T>, T x) -> T {
-    if constexpr (kInt<T>) throw std::logic_error("eager: " + op + " computed on integers");
-    else return float_unary<T>(op, x);
+    if constexpr (kInt<T>)
+      throw std::logic_error("eager: " + op + " computed on integers");
+    else
+      return float_unary<T>(op, x);
   });
 }
 
@@ -91,20 +75,19 @@ Tensor eval_numeric_unary(const Env& env, const ir::Node& node) {
   const std::string& op = node.op;
   return map_elements<1>(env, node, {0}, [&]<typename T>(Tag<T>, T x) -> T {
     if (op == "neg") {
-      if constexpr (kInt<T>) return wrapping_sub(0, x);
-      else return -x;
+      if constexpr (kInt<T>)
+        return wrapping_sub(0, x);
+      else
+        return -x;
     }
     if (op == "abs") {
-      if constexpr (kInt<T>) return x < 0 ? wrapping_sub(0, x) : x;
-      else return std::abs(x);
+      if constexpr (kInt<T>)
+        return x < 0 ? wrapping_sub(0, x) : x;
+      else
+        return std::abs(x);
     }
-    if (op == "sign") return static_cast<T>((T(0) < x) - (x < T(0)));
-    if (op == "relu") {
-      if constexpr (!kInt<T>) {
-        if (std::isnan(x)) return x;
-      }
-      return x > T(0) ? x : T(0);
-    }
+    if (op == "sign") return scalar::sign(x);
+    if (op == "relu") return x < T(0) ? T(0) : x;  // keeps -0.0 and NaN, as PyTorch
     if constexpr (kInt<T>) {
       return x;  // floor, ceil, trunc, round of integers
     } else {
@@ -127,7 +110,8 @@ Tensor eval_round(const Env& env, const ir::Node& node) {
     } else {
       if (decimals == 0) return std::nearbyint(x);
       const T ten_pow = static_cast<T>(std::pow(10.0, static_cast<double>(decimals)));
-      return negative ? std::nearbyint(x / ten_pow) * ten_pow : std::nearbyint(x * ten_pow) / ten_pow;
+      return negative ? std::nearbyint(x / ten_pow) * ten_pow
+                      : std::nearbyint(x * ten_pow) / ten_pow;
     }
   });
 }
@@ -168,7 +152,8 @@ Tensor eval_nan_to_num(const Env& env, const ir::Node& node) {
         return s ? scalar_param<T>(*s, c, /*to_dtype=*/true) : static_cast<T>(fallback);
       };
       if (std::isnan(x)) return replacement(nan, 0.0);
-      if (std::isinf(x)) return x > 0 ? replacement(posinf, largest) : replacement(neginf, -largest);
+      if (std::isinf(x))
+        return x > 0 ? replacement(posinf, largest) : replacement(neginf, -largest);
       return x;
     }
   });
@@ -189,7 +174,8 @@ Tensor eval_activation(const Env& env, const ir::Node& node) {
     } else {
       if (op == "gelu") {
         if (approximate == "tanh") {
-          const T beta = static_cast<T>(std::numbers::sqrt2 * (2 / std::sqrt(std::numbers::pi)) * 0.5);
+          const T beta =
+              static_cast<T>(std::numbers::sqrt2 * (2 / std::sqrt(std::numbers::pi)) * 0.5);
           const T kappa = static_cast<T>(0.044715);
           const T inner = beta * (x + kappa * (x * x * x));
           return T(0.5) * x * (T(1) + std::tanh(inner));
@@ -245,9 +231,8 @@ Tensor eval_hardtanh(const Env& env, const ir::Node& node) {
 Tensor eval_clamp(const Env& env, const ir::Node& node) {
   const bool has_min = node.op == "clamp_min" ||
                        (node.op == "clamp" && !std::holds_alternative<ir::None>(node.args[1]));
-  const bool has_max =
-      node.op == "clamp_max" ||
-      (node.op == "clamp" && !std::holds_alternative<ir::None>(node.args[2]));
+  const bool has_max = node.op == "clamp_max" ||
+                       (node.op == "clamp" && !std::holds_alternative<ir::None>(node.args[2]));
   if (has_min && has_max) {
     return map_elements<3>(env, node, {0, 1, 2}, []<typename T>(Tag<T>, T x, T lo, T hi) -> T {
       return clamp_above(clamp_below(x, lo), hi);
@@ -261,18 +246,17 @@ Tensor eval_clamp(const Env& env, const ir::Node& node) {
 
 Tensor eval_lerp(const Env& env, const ir::Node& node) {
   // A Scalar weight is an opmath value (float(0.3) for bf16), a tensor weight has the dtype.
-  return map_elements<3>(
-      env, node, {0, 1, 2},
-      []<typename T>(Tag<T>, T start, T end, T weight) -> T {
-        if constexpr (kInt<T>) {
-          throw std::logic_error("eager: lerp computed on integers");
-        } else {
-          const T diff = end - start;
-          return std::abs(weight) < T(0.5) ? std::fma(weight, diff, start)
-                                           : std::fma(weight - T(1), diff, end);
-        }
-      },
-      {false, false, !ir::is_tensor_arg(node, 2)});
+  return map_elements<3>(env, node, {0, 1, 2},
+                         []<typename T>(Tag<T>, T start, T end, T weight) -> T {
+                           if constexpr (kInt<T>) {
+                             throw std::logic_error("eager: lerp computed on integers");
+                           } else {
+                             const T diff = end - start;
+                             return std::abs(weight) < T(0.5) ? std::fma(weight, diff, start)
+                                                              : std::fma(weight - T(1), diff, end);
+                           }
+                         },
+                         {false, false, !ir::is_tensor_arg(node, 2)});
 }
 
 }  // namespace
@@ -281,9 +265,9 @@ EvalFn find_unary_eval(std::string_view op) {
   static const std::unordered_map<std::string_view, EvalFn> table = [] {
     std::unordered_map<std::string_view, EvalFn> t;
     for (const char* name :
-         {"exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt",
-          "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
-          "asinh", "acosh", "atanh", "erf", "erfc", "erfinv", "sigmoid", "reciprocal"}) {
+         {"exp",   "exp2",  "expm1", "log",  "log2", "log10",  "log1p",   "sqrt",      "rsqrt",
+          "sin",   "cos",   "tan",   "asin", "acos", "atan",   "sinh",    "cosh",      "tanh",
+          "asinh", "acosh", "atanh", "erf",  "erfc", "erfinv", "sigmoid", "reciprocal"}) {
       t.emplace(name, eval_float_unary);
     }
     for (const char* name : {"neg", "abs", "sign", "relu", "floor", "ceil", "trunc", "frac"}) {

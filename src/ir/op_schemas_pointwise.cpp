@@ -209,26 +209,27 @@ void add_binary_pointwise_defs(std::vector<PointwiseDef>& out) {
   for (const char* name : {"remainder", "fmod", "floor_divide"}) {
     out.push_back({name, self_other(), promoted(/*no_bool=*/true)});
   }
-  out.push_back(
-      {"pow", {required("self", K::TensorOrScalar), required("exponent", K::TensorOrScalar)},
-       pow_typing});
+  out.push_back({"pow",
+                 {required("self", K::TensorOrScalar), required("exponent", K::TensorOrScalar)},
+                 pow_typing});
   for (const char* name : {"maximum", "minimum", "fmax", "fmin"}) {
-    out.push_back({name, {required("self", K::Tensor), required("other", K::Tensor)},
-                   promoted(false)});
+    out.push_back(
+        {name, {required("self", K::Tensor), required("other", K::Tensor)}, promoted(false)});
   }
-  out.push_back({"atan2", {required("self", K::Tensor), required("other", K::Tensor)},
-                 promoted_to_float()});
-  out.push_back({"copysign", {required("self", K::Tensor), required("other", K::TensorOrScalar)},
+  out.push_back(
+      {"atan2", {required("self", K::Tensor), required("other", K::Tensor)}, promoted_to_float()});
+  out.push_back({"copysign",
+                 {required("self", K::Tensor), required("other", K::TensorOrScalar)},
                  promoted_to_float()});
   out.push_back(
       {"hypot", {required("self", K::Tensor), required("other", K::Tensor)}, hypot_typing});
   for (const char* name : {"gt", "lt", "ge", "le", "eq", "ne"}) {
-    out.push_back({name, {required("self", K::Tensor), required("other", K::TensorOrScalar)},
-                   comparison()});
+    out.push_back(
+        {name, {required("self", K::Tensor), required("other", K::TensorOrScalar)}, comparison()});
   }
   for (const char* name : {"logical_and", "logical_or", "logical_xor"}) {
-    out.push_back({name, {required("self", K::Tensor), required("other", K::Tensor)},
-                   comparison()});
+    out.push_back(
+        {name, {required("self", K::Tensor), required("other", K::Tensor)}, comparison()});
   }
   out.push_back({"logical_not", {required("self", K::Tensor)}, [](const Graph& g, const Node& n) {
                    return PointwiseTyping{tensor_arg(g, n, 0).type.dtype, DType::Bool};
@@ -244,10 +245,9 @@ void add_binary_pointwise_defs(std::vector<PointwiseDef>& out) {
                  {required("condition", K::Tensor), required("self", K::TensorOrScalar),
                   required("other", K::TensorOrScalar)},
                  where_typing});
-  out.push_back(
-      {"_to_copy",
-       {required("self", K::Tensor), optional("dtype", K::OptionalDType, None{}, true)},
-       cast_typing});
+  out.push_back({"_to_copy",
+                 {required("self", K::Tensor), optional("dtype", K::OptionalDType, None{}, true)},
+                 cast_typing});
   out.push_back({"convert_element_type",
                  {required("self", K::Tensor), required("dtype", K::OptionalDType)},
                  cast_typing});
@@ -277,8 +277,13 @@ PointwiseTyping pointwise_typing(const Graph& graph, const Node& node) {
   return it->second->typing(graph, node);
 }
 
-bool reads_scalar_other_in_opmath(std::string_view op) {
-  return op == "mul" || op == "div" || op == "floor_divide";
+bool other_read_in_opmath(const Graph& graph, const Node& node) {
+  if (node.op != "mul" && node.op != "div" && node.op != "floor_divide") return false;
+  const DType compute = pointwise_typing(graph, node).compute;
+  if (compute != DType::Float16 && compute != DType::BFloat16) return false;
+  if (!is_tensor_arg(node, 1)) return true;
+  const TensorType& t = tensor_arg(graph, node, 1).type;
+  return t.numel() == 1 && t.dtype != compute;
 }
 
 }  // namespace stax::ir

@@ -105,9 +105,9 @@ void add_unary_pointwise_defs(std::vector<PointwiseDef>& out) {
   const auto self = [] { return std::vector<Param>{required("self", K::Tensor)}; };
   const Scalar one{Scalar::Kind::Int, 1.0};
   for (const char* name :
-       {"exp",  "exp2", "expm1", "log",   "log2",  "log10", "log1p", "sqrt",  "rsqrt",
-        "sin",  "cos",  "tan",   "asin",  "acos",  "atan",  "sinh",  "cosh",  "tanh",
-        "asinh", "acosh", "atanh", "erf", "erfc", "erfinv", "sigmoid", "reciprocal"}) {
+       {"exp",   "exp2",  "expm1", "log",  "log2", "log10",  "log1p",   "sqrt",      "rsqrt",
+        "sin",   "cos",   "tan",   "asin", "acos", "atan",   "sinh",    "cosh",      "tanh",
+        "asinh", "acosh", "atanh", "erf",  "erfc", "erfinv", "sigmoid", "reciprocal"}) {
     out.push_back({name, self(), float_unary});
   }
   for (const char* name : {"neg", "abs", "relu", "floor", "ceil", "trunc"}) {
@@ -160,9 +160,11 @@ void add_unary_pointwise_defs(std::vector<PointwiseDef>& out) {
                  {required("self", K::Tensor), optional("min", K::OptionalTensorOrScalar, None{}),
                   optional("max", K::OptionalTensorOrScalar, None{})},
                  clamp_typing});
-  out.push_back({"clamp_min", {required("self", K::Tensor), required("min", K::TensorOrScalar)},
+  out.push_back({"clamp_min",
+                 {required("self", K::Tensor), required("min", K::TensorOrScalar)},
                  clamp_typing});
-  out.push_back({"clamp_max", {required("self", K::Tensor), required("max", K::TensorOrScalar)},
+  out.push_back({"clamp_max",
+                 {required("self", K::Tensor), required("max", K::TensorOrScalar)},
                  clamp_typing});
   out.push_back({"lerp",
                  {required("self", K::Tensor), required("end", K::Tensor),

@@ -22,10 +22,12 @@ struct PointwiseTyping {
 // naming the op and argument when PyTorch refuses the dtypes.
 PointwiseTyping pointwise_typing(const Graph& graph, const Node& node);
 
-// PyTorch's CPU kernels of these ops read a second operand that is a scalar (a literal, or a
-// one-element tensor of another dtype) in the opmath type when the common dtype is
-// float16/bfloat16: bf16 x * 0.3 multiplies by float(0.3), while bf16 x + 0.3 adds bf16(0.3).
-// Verified with torch 2.13.0 (mul, div with every rounding mode, floor_divide).
-bool reads_scalar_other_in_opmath(std::string_view op);
+// Whether the node's second operand is read in the opmath type instead of being rounded to the
+// computation dtype: PyTorch's CPU kernels of mul, div (every rounding mode) and floor_divide
+// do so when the common dtype is float16/bfloat16 and the operand is a scalar (a literal, or a
+// one-element tensor of another dtype): bf16 x * 0.3 multiplies by float(0.3), while
+// bf16 x + 0.3 adds bf16(0.3). Those kernels then compute in float throughout, where their
+// tensor-by-tensor forms round some steps to the 16-bit dtype. Verified with torch 2.13.0.
+bool other_read_in_opmath(const Graph& graph, const Node& node);
 
 }  // namespace stax::ir
