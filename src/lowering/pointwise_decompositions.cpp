@@ -303,9 +303,10 @@ OpsValue convert(OpsHandler& h, OpsValue x, DType to) {
   if (is_16bit(to) && x.dtype != DType::Float32 && !is_16bit(x.dtype) && x.dtype != DType::Bool) {
     x = h.to_dtype(x, DType::Float32);
   }
-  if ((to == DType::Int8 || to == DType::Int16 || to == DType::UInt8) && is_floating(x.dtype)) {
+  if (is_floating(x.dtype) && (to == DType::Int8 || to == DType::Int16)) {
     x = h.to_dtype(x, DType::Int32);
   }
+  if (is_floating(x.dtype) && to == DType::UInt8) x = h.to_dtype(x, DType::Int64);
   return x.dtype == to ? x : h.to_dtype(x, to);
 }
 
@@ -355,6 +356,16 @@ PointwiseRecipe pointwise_recipe(const ir::Graph& g, const ir::Node& n,
     const ir::Scalar alpha = ir::scalar_arg(n, 2);
     const bool negate = op == "sub";
     return make(computed({0, 1}), c, [alpha, negate, c](const Prims& p, Args a) {
+      if (alpha.value != 1.0 && c == DType::Float32) {
+        // PyTorch's f32 kernel is a fused multiply-add (-3e38 + 2 * 3e38 is 3e38, not inf);
+        // in float64 the product is exact and the sum rounds once more at worst.
+        const Prims wide{p.h, DType::Float64};
+        const OpsValue scaled =
+            wide(P::Mul, convert(p.h, a[1], DType::Float64),
+                 convert(p.h, scalar_value(p.h, alpha, c, false), DType::Float64));
+        const OpsValue x = convert(p.h, a[0], DType::Float64);
+        return convert(p.h, wide(negate ? P::Sub : P::Add, x, scaled), DType::Float32);
+      }
       OpsValue b = a[1];
       if (alpha.value != 1.0) b = p(P::Mul, b, scalar_value(p.h, alpha, c, false));
       if (c == DType::Bool) return p(P::LogicalOr, a[0], b);

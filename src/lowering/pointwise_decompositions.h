@@ -22,7 +22,8 @@ DType opmath_dtype(DType compute);
 
 // PyTorch's conversion of a value of x.dtype to `to` (see OpsHandler::to_dtype), with the
 // two steps x86 PyTorch takes: float64 and integers reach float16/bfloat16 through float32,
-// floats reach int8/int16/uint8 through int32.
+// floats reach int8/int16 through int32 and uint8 through int64 (torch 2.13.0: f64
+// 4294967301.0 is i8 0 but u8 5).
 OpsValue convert(OpsHandler& h, OpsValue x, DType to);
 
 // A scalar literal as a value of `compute`'s opmath dtype: converted to `compute` first (so a

@@ -22,61 +22,16 @@
 #include "eager/ops.h"
 #include "eager_test_util.h"
 #include "ir/graph.h"
+#include "pointwise_torch_cases.h"
 
 namespace stax::eager {
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr int64_t kInt64Min = std::numeric_limits<int64_t>::min();
-
-// A literal of either kind, so that int64 values stay exact.
-struct Num {
-  bool is_int;
-  double f;
-  int64_t i;
-  Num(double v) : is_int(false), f(v), i(0) {}  // NOLINT(google-explicit-constructor)
-  template <std::integral T>
-  Num(T v) : is_int(true), f(static_cast<double>(v)), i(static_cast<int64_t>(v)) {}  // NOLINT
-};
-
-struct InputCase {
-  DType dtype;
-  std::vector<Num> values;
-  bool zero_dim;
-};
-
-struct TorchCase {
-  const char* signature;
-  const char* call;
-  std::vector<InputCase> inputs;
-  DType result;
-  std::vector<Num> expected;
-  bool exact;
-};
-
-const std::vector<TorchCase>& torch_cases() {
-  static const std::vector<TorchCase> cases = {
-#include "pointwise_torch_cases.inc"
-  };
-  return cases;
-}
-
-Tensor make_input(const InputCase& in) {
-  std::vector<int64_t> sizes;
-  if (!in.zero_dim) sizes.push_back(static_cast<int64_t>(in.values.size()));
-  Tensor t = Tensor::empty(in.dtype, sizes);
-  for (size_t k = 0; k < in.values.size(); ++k) {
-    const std::vector<int64_t> index =
-        in.zero_dim ? std::vector<int64_t>{} : std::vector<int64_t>{static_cast<int64_t>(k)};
-    if (in.values[k].is_int) {
-      detail::store_int(t, index, in.values[k].i);
-    } else {
-      t.set(index, in.values[k].f);
-    }
-  }
-  return t;
-}
+using testing::InputCase;
+using testing::make_input;
+using testing::Num;
+using testing::torch_cases;
+using testing::TorchCase;
 
 double ulp_of(DType dtype) {
   switch (dtype) {
@@ -92,14 +47,13 @@ double ulp_of(DType dtype) {
 }
 
 std::string describe(const TorchCase& c) {
-  return std::string(c.call) + " over (" + c.signature + ")";
+  return c.call + " over (" + c.signature + ")";
 }
 
 TEST(PointwiseTorch, EveryOpMatchesPyTorch) {
   ASSERT_GT(torch_cases().size(), 1000u);
   for (const TorchCase& c : torch_cases()) {
-    const std::string text =
-        std::string("def g(") + c.signature + "):\n    r = " + c.call + "\n    return r\n";
+    const std::string text = "def g(" + c.signature + "):\n    r = " + c.call + "\n    return r\n";
     std::vector<Tensor> inputs;
     for (const InputCase& in : c.inputs) inputs.push_back(make_input(in));
     Tensor r;
