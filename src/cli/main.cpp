@@ -1,5 +1,5 @@
 // The `stax` command-line tool over the text format:
-//   stax explain FILE [--json] [--threads N] [--simd LEVEL]
+//   stax explain FILE [--json] [--ir] [--threads N] [--simd LEVEL]
 //   stax emit FILE [--threads N] [--simd LEVEL]
 //   stax run FILE [--inputs IN.json] [--outputs OUT.json] [--json] [--threads N] [--simd LEVEL]
 // Exit status: 0 success, 1 compiled and eager results differ beyond tolerance, 2 bad usage
