@@ -1,10 +1,11 @@
-// Element helpers of the eager interpreter: argument lookup, exact integer loads/stores and
-// rounding a double to a dtype.
+// Element helpers of the eager interpreter: argument lookup, exact integer loads/stores,
+// rounding a double to a dtype, and the operands of the pointwise element loop.
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <stdexcept>
 
+#include "eager/elementwise.h"
 #include "eager/ops.h"
 #include "ir/op_schema.h"
 
@@ -137,6 +138,47 @@ double round_to_opmath(DType dtype, double value) {
 
 int64_t scalar_as_int(const ir::Scalar& scalar) {
   return truncate_to_int64(scalar.value);
+}
+
+}  // namespace stax::eager::detail
+
+// ---- ElementOperand (elementwise.h) ----
+
+namespace stax::eager::detail {
+
+ElementOperand::ElementOperand(const Env& env, const ir::Node& node, size_t position,
+                               const std::vector<int64_t>& sizes, DType compute, bool opmath)
+    : compute_(compute) {
+  if (ir::is_tensor_arg(node, position)) {
+    const Tensor& t = env.tensor(node, position);
+    tensor_ = broadcast_to(t, sizes);
+    opmath_ = opmath;
+  } else {
+    is_scalar_ = true;
+    scalar_ = ir::scalar_arg(node, position);
+    opmath_ = opmath;
+  }
+  // Only 16-bit compute dtypes have an opmath type other than themselves.
+  if (!is_16bit_float(compute)) opmath_ = false;
+}
+
+int64_t ElementOperand::as_int(const std::vector<int64_t>& index) const {
+  if (is_scalar_) {
+    if (scalar_.kind == ir::Scalar::Kind::Float) return float_to_int(scalar_.value, compute_);
+    return wrap_int(scalar_as_int(scalar_), compute_);
+  }
+  if (is_floating(tensor_.dtype())) return float_to_int(tensor_.get(index), compute_);
+  return wrap_int(load_int(tensor_, index), compute_);
+}
+
+double ElementOperand::as_float(const std::vector<int64_t>& index) const {
+  const DType to = opmath_ ? DType::Float32 : compute_;
+  if (is_scalar_) {
+    if (scalar_.kind == ir::Scalar::Kind::Float) return float_to_float(scalar_.value, to);
+    return int_to_float(scalar_as_int(scalar_), to);
+  }
+  if (is_floating(tensor_.dtype())) return float_to_float(tensor_.get(index), to);
+  return int_to_float(load_int(tensor_, index), to);
 }
 
 }  // namespace stax::eager::detail

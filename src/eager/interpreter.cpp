@@ -18,52 +18,16 @@ namespace stax::eager {
 
 namespace {
 
-using detail::BinaryOp;
-using detail::CompareOp;
 using detail::Env;
 using detail::ReduceOp;
-using detail::UnaryOp;
 using OpFn = std::function<Tensor(const Env&, const ir::Node&)>;
 
-OpFn unary(UnaryOp op) {
-  return [op](const Env& env, const ir::Node& node) { return detail::eval_unary(env, node, op); };
-}
-OpFn binary(BinaryOp op) {
-  return [op](const Env& env, const ir::Node& node) { return detail::eval_binary(env, node, op); };
-}
-OpFn compare(CompareOp op) {
-  return [op](const Env& env, const ir::Node& node) { return detail::eval_compare(env, node, op); };
-}
 OpFn reduce(ReduceOp op) {
   return [op](const Env& env, const ir::Node& node) { return detail::eval_reduce(env, node, op); };
 }
 
 const std::unordered_map<std::string_view, OpFn>& op_table() {
   static const std::unordered_map<std::string_view, OpFn> table = {
-      // pointwise
-      {"add", binary(BinaryOp::Add)},
-      {"sub", binary(BinaryOp::Sub)},
-      {"mul", binary(BinaryOp::Mul)},
-      {"div", binary(BinaryOp::Div)},
-      {"maximum", binary(BinaryOp::Maximum)},
-      {"minimum", binary(BinaryOp::Minimum)},
-      {"gt", compare(CompareOp::Gt)},
-      {"lt", compare(CompareOp::Lt)},
-      {"ge", compare(CompareOp::Ge)},
-      {"le", compare(CompareOp::Le)},
-      {"eq", compare(CompareOp::Eq)},
-      {"ne", compare(CompareOp::Ne)},
-      {"neg", unary(UnaryOp::Neg)},
-      {"abs", unary(UnaryOp::Abs)},
-      {"exp", unary(UnaryOp::Exp)},
-      {"log", unary(UnaryOp::Log)},
-      {"sqrt", unary(UnaryOp::Sqrt)},
-      {"rsqrt", unary(UnaryOp::Rsqrt)},
-      {"tanh", unary(UnaryOp::Tanh)},
-      {"sigmoid", unary(UnaryOp::Sigmoid)},
-      {"relu", unary(UnaryOp::Relu)},
-      {"pow", detail::eval_pow},
-      {"where", detail::eval_where},
       // reductions
       {"sum", reduce(ReduceOp::Sum)},
       {"mean", reduce(ReduceOp::Mean)},
@@ -173,14 +137,19 @@ std::vector<Tensor> run(const ir::Graph& graph, const std::vector<Tensor>& input
   for (const ir::Node& node : graph.nodes()) {
     auto it = op_table().find(node.op);
     auto multi = multi_output_op_table().find(node.op);
-    if (it == op_table().end() && multi == multi_output_op_table().end()) {
+    OpFn eval;
+    if (it != op_table().end()) {
+      eval = it->second;
+    } else if (detail::EvalFn pointwise = detail::find_pointwise_eval(node.op)) {
+      eval = pointwise;
+    } else if (multi == multi_output_op_table().end()) {
       throw std::invalid_argument("eager: no implementation of op '" + node.op + "'");
     }
     const ir::Value& value = graph.value(node.output);
     std::vector<Tensor> results;
     try {
-      if (it != op_table().end()) {
-        results = {it->second(env, node)};
+      if (eval) {
+        results = {eval(env, node)};
       } else {
         std::vector<Tensor> all = multi->second(env, node);
         results = {all.at(static_cast<size_t>(node.result_index))};

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ir/graph.h"
@@ -39,14 +40,19 @@ double round_to(DType dtype, double value);
 double round_to_opmath(DType dtype, double value);
 // Integer value of a scalar literal (floats are truncated toward zero).
 int64_t scalar_as_int(const ir::Scalar& scalar);
+// PyTorch's conversions on x86 (see casts.cpp): an integer wrapped to an integer dtype (bool:
+// != 0); a float truncated to an integer dtype (NaN and out-of-range values give INT64_MIN for
+// i64 and INT32_MIN, wrapped, for narrower dtypes, as cvttss2si does; bool: != 0); a value
+// rounded to a floating dtype (through float for f16/bf16, as c10::Half and c10::BFloat16 do).
+int64_t wrap_int(int64_t value, DType to);
+int64_t float_to_int(double value, DType to);
+double int_to_float(int64_t value, DType to);
+double float_to_float(double value, DType to);
 // A view of `t` broadcast (expanded with stride 0) to `sizes`.
 Tensor broadcast_to(const Tensor& t, const std::vector<int64_t>& sizes);
 
 // ---- op families ----
 
-enum class UnaryOp { Neg, Abs, Exp, Log, Sqrt, Rsqrt, Tanh, Sigmoid, Relu };
-enum class BinaryOp { Add, Sub, Mul, Div, Maximum, Minimum };
-enum class CompareOp { Gt, Lt, Ge, Le, Eq, Ne };
 enum class ReduceOp {
   Sum,
   Mean,
@@ -63,11 +69,10 @@ enum class ReduceOp {
   LogSumExp,
 };
 
-Tensor eval_unary(const Env& env, const ir::Node& node, UnaryOp op);
-Tensor eval_binary(const Env& env, const ir::Node& node, BinaryOp op);
-Tensor eval_compare(const Env& env, const ir::Node& node, CompareOp op);
-Tensor eval_pow(const Env& env, const ir::Node& node);
-Tensor eval_where(const Env& env, const ir::Node& node);
+// The pointwise ops (pointwise_binary.cpp, pointwise_unary.cpp): the evaluation function of a
+// pointwise op by ATen name, or nullptr.
+using EvalFn = Tensor (*)(const Env& env, const ir::Node& node);
+EvalFn find_pointwise_eval(std::string_view op);
 
 Tensor eval_reduce(const Env& env, const ir::Node& node, ReduceOp op);
 // var_mean: {var, mean} from one Welford pass.

@@ -90,6 +90,8 @@ std::string param_kind_text(ParamKind kind) {
       return "a list of tensors";
     case ParamKind::OptionalTensorList:
       return "a list of tensors and None";
+    case ParamKind::OptionalTensorOrScalar:
+      return "a tensor, a scalar or None";
   }
   return "?";
 }
@@ -270,6 +272,14 @@ Arg convert_arg(const Graph& graph, const std::string& op, const Param& param, A
       }
       return arg;
     }
+    case ParamKind::OptionalTensorOrScalar:
+      if (std::holds_alternative<None>(arg)) return arg;
+      if (auto* ref = std::get_if<ValueRef>(&arg)) {
+        check_ref(*ref);
+        return arg;
+      }
+      if (auto s = as_scalar(arg)) return *s;
+      throw fail();
   }
   throw fail();
 }

@@ -26,6 +26,7 @@ enum class ParamKind : uint8_t {
   OptionalInt,         // int? (None allowed)
   TensorList,          // Tensor[] (no None entries)
   OptionalTensorList,  // Tensor?[] (None entries allowed)
+  OptionalTensorOrScalar,  // Tensor? or Scalar? (clamp's min/max): None, a tensor or a scalar
 };
 
 struct Param {

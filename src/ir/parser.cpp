@@ -225,8 +225,9 @@ class Parser {
     std::vector<Arg> args;
     std::vector<std::pair<std::string, Arg>> kwargs;
     while (peek().kind != TokKind::RParen) {
-      const bool is_keyword_arg =
-          peek().kind == TokKind::Ident && toks_[pos_ + 1].kind == TokKind::Equals;
+      // `nan` lexes as a literal but is also an ATen parameter name (nan_to_num's).
+      const bool is_keyword_arg = (peek().kind == TokKind::Ident || peek().text == "nan") &&
+                                  toks_[pos_ + 1].kind == TokKind::Equals;
       if (is_keyword_arg) {
         std::string key = next().text;
         next();  // '='

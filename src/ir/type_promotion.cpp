@@ -1,7 +1,9 @@
 // PyTorch result-type computation (see type_promotion.h).
 #include "ir/type_promotion.h"
 
-#include <algorithm>
+#include <optional>
+
+#include "ir/op_schema.h"
 
 namespace stax::ir {
 
@@ -46,30 +48,70 @@ DType promote_types(DType a, DType b) {
   return dtype_size(a) >= dtype_size(b) ? a : b;
 }
 
-namespace {
-DType default_dtype(TypeCategory category) {
-  switch (category) {
-    case TypeCategory::Bool:
-      return DType::Bool;
-    case TypeCategory::Integral:
-      return DType::Int64;
-    case TypeCategory::Floating:
-      return DType::Float32;
-  }
-  return DType::Float32;
+PromotionOperand dimensioned_operand(DType dtype) {
+  return {PromotionOperand::Tier::Dimensioned, dtype};
 }
+
+PromotionOperand zero_dim_operand(DType dtype) {
+  return {PromotionOperand::Tier::ZeroDim, dtype};
+}
+
+PromotionOperand scalar_operand(Scalar::Kind kind) {
+  switch (kind) {
+    case Scalar::Kind::Bool:
+      return {PromotionOperand::Tier::Scalar, DType::Bool};
+    case Scalar::Kind::Int:
+      return {PromotionOperand::Tier::Scalar, DType::Int64};
+    case Scalar::Kind::Float:
+      return {PromotionOperand::Tier::Scalar, DType::Float32};
+  }
+  return {PromotionOperand::Tier::Scalar, DType::Float32};
+}
+
+namespace {
+
+// Combines the result of a higher tier with that of a lower one: the lower tier counts only
+// when it is of a higher category (a bool higher tier promotes with anything; an integral
+// one only with floating).
+std::optional<DType> combine_tiers(std::optional<DType> higher, std::optional<DType> lower) {
+  if (!higher) return lower;
+  if (!lower) return higher;
+  if (type_category(*lower) > type_category(*higher)) return promote_types(*higher, *lower);
+  return higher;
+}
+
 }  // namespace
+
+DType result_type(const std::vector<PromotionOperand>& operands) {
+  std::optional<DType> tiers[3];
+  for (const PromotionOperand& o : operands) {
+    std::optional<DType>& t = tiers[static_cast<size_t>(o.tier)];
+    t = t ? promote_types(*t, o.dtype) : o.dtype;
+  }
+  std::optional<DType> r = combine_tiers(tiers[0], combine_tiers(tiers[1], tiers[2]));
+  return r.value_or(DType::Float32);
+}
 
 DType result_type(const std::vector<DType>& tensor_dtypes,
                   const std::vector<Scalar::Kind>& scalar_kinds) {
-  std::optional<DType> tensors;
-  for (DType d : tensor_dtypes) tensors = tensors ? promote_types(*tensors, d) : d;
-  std::optional<TypeCategory> scalars;
-  for (Scalar::Kind k : scalar_kinds)
-    scalars = std::max(scalars.value_or(TypeCategory::Bool), scalar_category(k));
-  if (!tensors) return default_dtype(scalars.value_or(TypeCategory::Floating));
-  if (scalars && *scalars > type_category(*tensors)) return default_dtype(*scalars);
-  return *tensors;
+  std::vector<PromotionOperand> operands;
+  for (DType d : tensor_dtypes) operands.push_back(dimensioned_operand(d));
+  for (Scalar::Kind k : scalar_kinds) operands.push_back(scalar_operand(k));
+  return result_type(operands);
+}
+
+PromotionOperand promotion_operand(const Graph& graph, const Node& node, size_t position) {
+  if (is_tensor_arg(node, position)) {
+    const TensorType& t = tensor_arg(graph, node, position).type;
+    return t.sizes.empty() ? zero_dim_operand(t.dtype) : dimensioned_operand(t.dtype);
+  }
+  return scalar_operand(scalar_arg(node, position).kind);
+}
+
+DType result_type(const Graph& graph, const Node& node, std::initializer_list<size_t> positions) {
+  std::vector<PromotionOperand> operands;
+  for (size_t p : positions) operands.push_back(promotion_operand(graph, node, p));
+  return result_type(operands);
 }
 
 }  // namespace stax::ir

@@ -1,75 +1,121 @@
-// Lowering of pointwise ops: each composes the loaders of its operands (Section 6.3).
+// Lowering of pointwise ops (Section 6.3): each composes the loaders of its operands. The
+// operands are converted to the op's computation dtype with PyTorch's promotion
+// (ir::pointwise_typing, the rule type inference and the eager interpreter use), the op is
+// computed from primitives by its recipe (pointwise_decompositions.h) in the opmath dtype, and
+// a float16/bfloat16 result is rounded back after every ATen op, so fused results equal eager's.
+#include <span>
+
 #include "lowering/lowerer.h"
 
 namespace stax::lowering {
 
+namespace {
+
+// Counts what a recipe itself computes (its operands' loaders are priced separately).
+class RecipeCostHandler final : public OpsHandler {
+ public:
+  BodyStats stats;
+
+  OpsValue load(const std::string&, const index::Expr&, DType dtype) override { return {0, dtype}; }
+  OpsValue constant(double, DType dtype) override { return {0, dtype}; }
+  OpsValue compute(PointwiseOp op, std::span<const OpsValue>, DType result) override {
+    stats += op_stats(op);
+    return {0, result};
+  }
+  OpsValue to_dtype(OpsValue, DType dtype) override {
+    ++stats.cheap_ops;
+    return {0, dtype};
+  }
+  OpsValue index_value(const index::Expr&, DType dtype) override { return {0, dtype}; }
+  index::Expr indirect_index(OpsValue, int64_t, const std::string&) override {
+    throw std::logic_error("lowering: a pointwise recipe made an indirect index");
+  }
+  void push_mask(OpsValue) override {}
+  void pop_mask() override {}
+  OpsValue reduction(ReductionType, OpsValue value) override { return value; }
+  void store(const std::string&, const index::Expr&, OpsValue) override {}
+  void store_reduction(const std::string&, const index::Expr&, OpsValue) override {}
+};
+
+bool is_16bit(DType d) {
+  return d == DType::Float16 || d == DType::BFloat16;
+}
+
+// The composed value must already have the result dtype, except that a 16-bit result is
+// rounded from its float32 opmath value here.
+OpsValue finish(OpsHandler& h, OpsValue r, DType result, const std::string& op) {
+  if (r.dtype == result) return r;
+  if (is_16bit(result) && r.dtype == DType::Float32) return convert(h, r, result);
+  throw std::logic_error("lowering: " + op + " composed a " + std::string(dtype_name(r.dtype)) +
+                         " value for a " + std::string(dtype_name(result)) + " result");
+}
+
+}  // namespace
+
+Loader Lowerer::pointwise_operand(const ir::Node& node, const OperandSpec& spec, DType compute,
+                                  const std::vector<int64_t>& out_sizes) {
+  const DType m = opmath_dtype(compute);
+  if (!ir::is_tensor_arg(node, spec.position)) {
+    const ir::Scalar s = ir::scalar_arg(node, spec.position);
+    const OperandRead read = spec.read;
+    return [s, read, compute](OpsHandler& h, const std::vector<Expr>&) {
+      if (read == OperandRead::Bool) return h.constant(s.value != 0 ? 1 : 0, DType::Bool);
+      return scalar_value(h, s, compute, /*opmath_value=*/read == OperandRead::ComputeOpmath);
+    };
+  }
+  const DType source = ir::tensor_arg(graph_, node, spec.position).type.dtype;
+  Loader raw = operand(node, spec.position, source, out_sizes);
+  switch (spec.read) {
+    case OperandRead::Source:
+      return raw;
+    case OperandRead::Bool:
+      return operand(node, spec.position, DType::Bool, out_sizes);
+    case OperandRead::ComputeOpmath:
+      return operand(node, spec.position, m, out_sizes);
+    case OperandRead::Compute:
+      break;
+  }
+  return [raw, compute, m](OpsHandler& h, const std::vector<Expr>& idx) {
+    return convert(h, convert(h, raw(h, idx), compute), m);
+  };
+}
+
 LoweredValue Lowerer::lower_pointwise(const ir::Node& node, const ir::Value& out) {
-  static const std::map<std::string, PointwiseOp> kUnary = {
-      {"neg", PointwiseOp::Neg},   {"abs", PointwiseOp::Abs},         {"exp", PointwiseOp::Exp},
-      {"log", PointwiseOp::Log},   {"sqrt", PointwiseOp::Sqrt},       {"rsqrt", PointwiseOp::Rsqrt},
-      {"tanh", PointwiseOp::Tanh}, {"sigmoid", PointwiseOp::Sigmoid}, {"relu", PointwiseOp::Relu},
-  };
-  static const std::map<std::string, PointwiseOp> kBinary = {
-      {"add", PointwiseOp::Add},         {"sub", PointwiseOp::Sub},
-      {"mul", PointwiseOp::Mul},         {"div", PointwiseOp::Div},
-      {"maximum", PointwiseOp::Maximum}, {"minimum", PointwiseOp::Minimum},
-      {"gt", PointwiseOp::Gt},           {"lt", PointwiseOp::Lt},
-      {"ge", PointwiseOp::Ge},           {"le", PointwiseOp::Le},
-      {"eq", PointwiseOp::Eq},           {"ne", PointwiseOp::Ne},
-  };
+  const ir::PointwiseTyping typing = ir::pointwise_typing(graph_, node);
+  const PointwiseRecipe recipe = pointwise_recipe(graph_, node, typing);
   LoweredValue v;
   v.dtype = out.type.dtype;
   v.sizes = out.type.sizes;
   v.origin = operand_origin(node);
   append_unique(v.origin, node.op);
-  const auto& sizes = out.type.sizes;
   v.stats = operand_stats(node);
-  if (auto it = kUnary.find(node.op); it != kUnary.end()) {
-    Loader x = operand(node, 0, out.type.dtype, sizes);
-    const PointwiseOp op = it->second;
-    v.loader = [x, op](OpsHandler& h, const std::vector<Expr>& idx) {
-      return apply(h, op, {x(h, idx)});
-    };
-    v.stats += op_stats(op);
-  } else if (node.op == "pow") {
-    Loader x = operand(node, 0, out.type.dtype, sizes);
-    const double exponent = ir::scalar_arg(node, 1).value;
-    const DType x_dtype = out.type.dtype;
-    v.loader = [x, exponent, x_dtype](OpsHandler& h, const std::vector<Expr>& idx) {
-      return apply(h, PointwiseOp::Pow, {x(h, idx), h.constant(exponent, x_dtype)});
-    };
-    v.stats += op_stats(PointwiseOp::Pow);
-  } else if (node.op == "where") {
-    Loader cond = operand(node, 0, DType::Bool, sizes);
-    Loader a = operand(node, 1, out.type.dtype, sizes);
-    Loader b = operand(node, 2, out.type.dtype, sizes);
-    v.loader = [cond, a, b](OpsHandler& h, const std::vector<Expr>& idx) {
-      return apply(h, PointwiseOp::Where, {cond(h, idx), a(h, idx), b(h, idx)});
-    };
-    v.stats += op_stats(PointwiseOp::Where);
-  } else if (auto bit = kBinary.find(node.op); bit != kBinary.end()) {
-    const PointwiseOp op = bit->second;
-    const DType compute =
-        op_info(op).produces_bool ? promote_operands(graph_, node, {0, 1}) : out.type.dtype;
-    Loader a = operand(node, 0, compute, sizes);
-    Loader b = operand(node, 1, compute, sizes);
-    if ((op == PointwiseOp::Add || op == PointwiseOp::Sub) && node.args.size() > 2) {
-      const double alpha = ir::scalar_arg(node, 2).value;
-      if (alpha != 1.0) {
-        Loader unscaled = b;
-        b = [unscaled, alpha, compute](OpsHandler& h, const std::vector<Expr>& idx) {
-          return apply(h, PointwiseOp::Mul, {unscaled(h, idx), h.constant(alpha, compute)});
-        };
-        v.stats += op_stats(PointwiseOp::Mul);
-      }
-    }
-    v.loader = [a, b, op](OpsHandler& h, const std::vector<Expr>& idx) {
-      return apply(h, op, {a(h, idx), b(h, idx)});
-    };
-    v.stats += op_stats(op);
-  } else {
-    throw std::invalid_argument("lowering: no lowering for pointwise op " + node.op);
+
+  std::vector<Loader> operands;
+  for (const OperandSpec& spec : recipe.operands) {
+    operands.push_back(pointwise_operand(node, spec, typing.compute, out.type.sizes));
   }
+  const auto compose = recipe.compose;
+  const DType result = out.type.dtype;
+  const std::string op = node.op;
+  v.loader = [operands, compose, result, op](OpsHandler& h, const std::vector<Expr>& idx) {
+    std::vector<OpsValue> args;
+    args.reserve(operands.size());
+    for (const Loader& operand : operands) args.push_back(operand(h, idx));
+    return finish(h, compose(h, args), result, op);
+  };
+  // The node's own primitives, run once on placeholder operands of the dtypes the recipe
+  // receives (the operands' loaders are priced by operand_stats).
+  RecipeCostHandler cost;
+  std::vector<OpsValue> placeholders;
+  for (const OperandSpec& spec : recipe.operands) {
+    DType dtype = opmath_dtype(typing.compute);
+    if (spec.read == OperandRead::Bool) dtype = DType::Bool;
+    if (spec.read == OperandRead::Source)
+      dtype = ir::tensor_arg(graph_, node, spec.position).type.dtype;
+    placeholders.push_back({0, dtype});
+  }
+  finish(cost, compose(cost, placeholders), result, op);
+  v.stats += cost.stats;
   return v;
 }
 

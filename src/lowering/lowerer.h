@@ -18,6 +18,7 @@
 #include "ir/view_strides.h"
 #include "lowering/lowered_value.h"
 #include "lowering/lowering.h"
+#include "lowering/pointwise_decompositions.h"
 #include "lowering/views.h"
 
 namespace stax::lowering {
@@ -32,39 +33,6 @@ inline std::string join(const std::vector<std::string>& parts, const char* sep) 
 
 inline void append_unique(std::vector<std::string>& ops, const std::string& op) {
   if (std::find(ops.begin(), ops.end(), op) == ops.end()) ops.push_back(op);
-}
-
-inline int rank_of_category(DType d) {
-  if (d == DType::Bool) return 0;
-  if (is_integral(d)) return 1;
-  return 2;
-}
-
-// PyTorch's result type for the operands of a node: tensors decide within a category; a scalar
-// only raises the category (to the default dtype of that category).
-inline DType promote_operands(const ir::Graph& graph, const ir::Node& node,
-                              const std::vector<size_t>& positions) {
-  std::optional<DType> tensor_type;
-  int scalar_category = -1;
-  for (size_t pos : positions) {
-    if (ir::is_tensor_arg(node, pos)) {
-      DType d = ir::tensor_arg(graph, node, pos).type.dtype;
-      if (!tensor_type || rank_of_category(d) > rank_of_category(*tensor_type) ||
-          (rank_of_category(d) == rank_of_category(*tensor_type) &&
-           dtype_size(d) > dtype_size(*tensor_type))) {
-        tensor_type = d;
-      }
-    } else {
-      const ir::Scalar& s = ir::scalar_arg(node, pos);
-      int c = s.kind == ir::Scalar::Kind::Float ? 2 : s.kind == ir::Scalar::Kind::Int ? 1 : 0;
-      scalar_category = std::max(scalar_category, c);
-    }
-  }
-  if (!tensor_type) return scalar_category == 2 ? DType::Float32 : DType::Int64;
-  if (scalar_category > rank_of_category(*tensor_type)) {
-    return scalar_category == 2 ? DType::Float32 : DType::Int64;
-  }
-  return *tensor_type;
 }
 
 class Lowerer {
@@ -167,7 +135,8 @@ class Lowerer {
     return out;
   }
 
-  // A loader for operand `pos` broadcast to `out_sizes` and converted to `dtype`.
+  // A loader for operand `pos` broadcast to `out_sizes` and converted to `dtype` (a scalar
+  // literal becomes a constant of `dtype`).
   Loader operand(const ir::Node& node, size_t pos, DType dtype,
                  const std::vector<int64_t>& out_sizes) {
     if (!ir::is_tensor_arg(node, pos)) {
@@ -183,7 +152,7 @@ class Lowerer {
     const DType from = v.dtype;
     return [inner, map, dtype, from](OpsHandler& h, const std::vector<Expr>& idx) {
       OpsValue x = inner(h, map(idx));
-      return from == dtype ? x : h.to_dtype(x, dtype);
+      return from == dtype ? x : convert(h, x, dtype);
     };
   }
 
@@ -252,6 +221,9 @@ class Lowerer {
   // One per op family, each in its own file (lower_pointwise.cpp, lower_reduction.cpp,
   // lower_view.cpp).
   LoweredValue lower_pointwise(const ir::Node& node, const ir::Value& out);
+  // Operand `spec` of a pointwise node read as the recipe asks (lower_pointwise.cpp).
+  Loader pointwise_operand(const ir::Node& node, const OperandSpec& spec, DType compute,
+                           const std::vector<int64_t>& out_sizes);
   LoweredValue lower_reduction(const ir::Node& node, const ir::Value& out);
   LoweredValue lower_view(const ir::Node& node, const ir::Value& out);
   LoweredValue lower_copy(const ir::Node& node);

@@ -107,20 +107,12 @@ TEST(Pointwise, TrueDivisionSpecialValues) {
   expect_same(values(r), {3.5, -3.5, kInf});
 }
 
-// div with rounding_mode is not yet accepted by the IR; evaluate the node directly.
 Tensor rounded_div(DType dtype, const Tensor& a, const Tensor& b, const std::string& mode) {
   ir::Graph g("g");
   ir::ValueRef x = g.add_input("a", dtype, a.sizes());
   ir::ValueRef y = g.add_input("b", dtype, b.sizes());
-  ir::ValueRef out = g.add_node("mul", {x, y});
-  ir::Node node = g.nodes().back();
-  node.op = "div";
-  node.args = {x, y, mode};
-  std::vector<Tensor> env_values(g.values().size());
-  env_values[static_cast<size_t>(x.index)] = a;
-  env_values[static_cast<size_t>(y.index)] = b;
-  (void)out;
-  return detail::eval_binary(detail::Env{g, env_values}, node, detail::BinaryOp::Div);
+  g.set_outputs({g.add_node("div", {x, y}, {{"rounding_mode", mode}})});
+  return run(g, {a, b}).at(0);
 }
 
 TEST(Pointwise, RoundedDivision) {

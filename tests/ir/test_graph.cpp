@@ -201,7 +201,16 @@ TEST(OpRegistryTest, AllOpsRegisteredWithCategories) {
       "prod", "argmax", "argmin", "any", "all", "var", "std", "var_mean", "logsumexp",
       // issue 6, point 6
       "slice", "select", "narrow", "split", "split_with_sizes", "as_strided", "cat", "stack",
-      "constant_pad_nd", "flip", "roll", "index_select", "gather", "embedding", "index"};
+      "constant_pad_nd", "flip", "roll", "index_select", "gather", "embedding", "index",
+      // the pointwise ops of issue 6
+      "remainder", "fmod", "floor_divide", "fmax", "fmin", "atan2", "copysign", "hypot",
+      "logical_and", "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or",
+      "bitwise_xor", "bitwise_not", "bitwise_left_shift", "bitwise_right_shift", "_to_copy",
+      "convert_element_type", "exp2", "expm1", "log2", "log10", "log1p", "sin", "cos", "tan",
+      "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfc", "erfinv",
+      "reciprocal", "floor", "ceil", "trunc", "sign", "round", "frac", "isnan", "isinf",
+      "isfinite", "nan_to_num", "silu", "mish", "hardsigmoid", "hardswish", "gelu", "softplus",
+      "leaky_relu", "elu", "hardtanh", "clamp", "clamp_min", "clamp_max", "lerp"};
   std::vector<std::string> names = registered_op_names();
   for (const std::string& name : expected) {
     EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name;

@@ -104,9 +104,10 @@ TEST(ParseErrorTest, GraphErrorsAreLocatedAtTheStatement) {
             "(expected in [-2, 1])");
   EXPECT_EQ(parse_error(kHeader + "    p = exp(x)\n      d = div(p, x, rounding_mode='floor')\n"),
             "t.stax:3:7: expected indentation of 4 columns, found indentation of 6 columns");
-  EXPECT_EQ(parse_error(kHeader + "    p = exp(x)\n    d = div(p, x, rounding_mode='floor')\n"
+  EXPECT_EQ(parse_error(kHeader + "    p = exp(x)\n    d = div(p, x, rounding_mode='round')\n"
                                   "    return d\n"),
-            "t.stax:3:5: div: rounding_mode='floor' is not supported yet");
+            "t.stax:3:5: div: argument 'rounding_mode': expected None, 'trunc' or 'floor', got "
+            "'round'");
   EXPECT_EQ(parse_error("def f(x: f32[2, 3], y: f32[4]):\n  p = mul(x, y)\n  return p\n"),
             "t.stax:2:3: mul: shapes [2, 3] and [4] are not broadcastable (size 3 vs 4 at dim 1 "
             "of the result)");

@@ -56,9 +56,17 @@ TEST(PointwiseTest, BinaryPromotion) {
   EXPECT_EQ(infer("x: f16[2], y: bf16[2]", "mul(x, y)"), type(DType::Float32, {2}));
   EXPECT_EQ(infer("x: i64[2], y: f16[2]", "maximum(x, y)"), type(DType::Float16, {2}));
   EXPECT_EQ(infer("x: i32[2], y: i64[2]", "minimum(x, y)"), type(DType::Int64, {2}));
-  // A 0-dim tensor participates with its dtype, like any tensor.
+  // A 0-dim tensor only raises the category, like a scalar, but with its own dtype
+  // (torch.result_type in torch 2.13.0).
   EXPECT_EQ(infer("x: i32[2], y: f64[]", "add(x, y)"), type(DType::Float64, {2}));
-  EXPECT_EQ(infer("x: f16[2], y: f32[]", "add(x, y)"), type(DType::Float32, {2}));
+  EXPECT_EQ(infer("x: f16[2], y: f32[]", "add(x, y)"), type(DType::Float16, {2}));
+  EXPECT_EQ(infer("x: i8[2], y: i64[]", "add(x, y)"), type(DType::Int8, {2}));
+  EXPECT_EQ(infer("x: bool[2], y: u8[]", "add(x, y)"), type(DType::UInt8, {2}));
+  EXPECT_EQ(infer("x: i8[2], y: u8[]", "mul(y, x)"), type(DType::Int8, {2}));
+  EXPECT_EQ(infer("x: i8[], y: u8[]", "mul(y, x)"), type(DType::Int16, {}));
+  EXPECT_EQ(infer("x: i16[]", "mul(x, 1)"), type(DType::Int16, {}));
+  EXPECT_EQ(infer("x: i32[]", "mul(x, 1.5)"), type(DType::Float32, {}));
+  EXPECT_EQ(infer("x: f16[], y: i8[2]", "mul(x, y)"), type(DType::Float16, {2}));
   // alpha
   EXPECT_EQ(infer("x: f32[2], y: f32[2]", "add(x, y, alpha=0.5)"), type(DType::Float32, {2}));
   EXPECT_EQ(infer("x: i32[2], y: i32[2]", "sub(x, y, alpha=2)"), type(DType::Int32, {2}));
@@ -71,10 +79,9 @@ TEST(PointwiseTest, Division) {
   EXPECT_EQ(infer("x: f64[2]", "div(x, 2)"), type(DType::Float64, {2}));
   EXPECT_EQ(infer("x: bf16[2]", "div(1, x)"), type(DType::BFloat16, {2}));
   EXPECT_EQ(infer("x: f32[2]", "div(x, x, rounding_mode=None)"), type(DType::Float32, {2}));
-  EXPECT_EQ(infer_error("x: f32[2]", "div(x, x, rounding_mode='floor')"),
-            "div: rounding_mode='floor' is not supported yet");
-  EXPECT_EQ(infer_error("x: f32[2]", "div(x, x, rounding_mode='trunc')"),
-            "div: rounding_mode='trunc' is not supported yet");
+  EXPECT_EQ(infer("x: f32[2]", "div(x, x, rounding_mode='floor')"), type(DType::Float32, {2}));
+  EXPECT_EQ(infer("x: i32[2]", "div(x, x, rounding_mode='trunc')"), type(DType::Int32, {2}));
+  EXPECT_EQ(infer("x: u8[2]", "div(x, 2, rounding_mode='floor')"), type(DType::UInt8, {2}));
   EXPECT_EQ(infer_error("x: f32[2]", "div(x, x, rounding_mode='round')"),
             "div: argument 'rounding_mode': expected None, 'trunc' or 'floor', got 'round'");
 }
@@ -132,7 +139,8 @@ TEST(PointwiseTest, Unary) {
     EXPECT_EQ(infer("x: i32[3]", std::string(op) + "(x)"), type(DType::Int32, {3})) << op;
     EXPECT_EQ(infer("x: f16[3]", std::string(op) + "(x)"), type(DType::Float16, {3})) << op;
     EXPECT_EQ(infer_error("x: bool[3]", std::string(op) + "(x)"),
-              std::string(op) + ": argument 'self': bool tensors are not supported");
+              std::string(op) + ": argument 'self': bool is not supported (PyTorch implements " +
+                  op + " for integers and floating dtypes only)");
   }
 }
 
@@ -144,8 +152,9 @@ TEST(PointwiseTest, Pow) {
   EXPECT_EQ(infer("x: f16[3]", "pow(x, -1)"), type(DType::Float16, {3}));
   EXPECT_EQ(infer_error("x: i64[3]", "pow(x, -2)"),
             "pow: argument 'exponent': integers to negative integer powers are not allowed");
-  EXPECT_EQ(infer_error("x: f32[3], y: f32[3]", "pow(x, y)"),
-            "pow: argument 'exponent' expects a scalar, got a tensor");
+  EXPECT_EQ(infer("x: i32[3], y: f32[3]", "pow(x, y)"), type(DType::Float32, {3}));
+  EXPECT_EQ(infer("y: i8[3]", "pow(2, y)"), type(DType::Int8, {3}));
+  EXPECT_EQ(infer("y: i8[3]", "pow(2.5, y)"), type(DType::Float32, {3}));
 }
 
 TEST(PointwiseTest, Where) {
