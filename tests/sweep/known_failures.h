@@ -1,0 +1,18 @@
+// The sweep's list of known failures, tests/sweep/KNOWN_FAILURES.md: a Markdown table whose
+// rows name a catalogue case and a dtype (`| div.floor | f16 | what failed |`). A listed
+// case x dtype is expected to fail (the test prints it and passes); an unlisted failure fails
+// the test, and so does a listed one that now passes (remove its row), so the list only
+// shrinks towards empty.
+#pragma once
+
+#include <set>
+#include <string>
+
+namespace stax::sweep {
+
+// "case dtype" keys, e.g. "div.floor f16". Throws std::runtime_error naming the file when
+// it cannot be read or a row names an unknown dtype.
+std::set<std::string> read_known_failures(const std::string& path);
+std::string failure_key(const std::string& case_name, const std::string& dtype);
+
+}  // namespace stax::sweep
