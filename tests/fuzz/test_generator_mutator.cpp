@@ -8,6 +8,7 @@
 #include <set>
 
 #include "fuzz/mutator.h"
+#include "fuzz/op_catalog.h"
 #include "fuzz/program_generator.h"
 #include "ir/graph.h"
 
@@ -74,6 +75,30 @@ TEST(Generator, ProgramsParseAndCoverTheSupportedOps) {
   EXPECT_TRUE(bool_output);
   EXPECT_TRUE(rank4);
   EXPECT_TRUE(large);
+}
+
+// With the catalogue steps (as fuzzing sessions run), programs use every registered op of
+// the catalogue and values of every dtype.
+TEST(Generator, CatalogueStepsCoverEveryRegisteredOpAndDtype) {
+  GeneratorOptions o;
+  o.catalog_ops = true;
+  std::set<std::string> ops;
+  std::set<DType> dtypes;
+  for (uint64_t seed = 1; seed <= 1500; ++seed) {
+    const GeneratedCase c = generate_case(seed, o);
+    SCOPED_TRACE(c.text);
+    ir::Graph g;
+    ASSERT_NO_THROW(g = ir::parse_graph(c.text));
+    EXPECT_EQ(ir::parse_graph(ir::print_graph(g)), g);
+    for (const ir::Node& n : g.nodes()) ops.insert(n.op);
+    for (const ir::Value& v : g.values()) dtypes.insert(v.type.dtype);
+  }
+  std::string never;
+  for (const CatalogEntry& e : op_catalog()) {
+    if (is_runnable(e) && !ops.count(e.op)) never += e.op + " ";
+  }
+  EXPECT_EQ(never, "") << "never generated";
+  for (DType d : all_dtypes()) EXPECT_TRUE(dtypes.count(d)) << dtype_name(d);
 }
 
 TEST(Generator, CanAvoidZeroDimValues) {
