@@ -84,8 +84,12 @@ class Drawer {
     };
     const std::optional<std::string> call = e.call(site);
     if (!call || !index_ok) return std::nullopt;
-    step_.result.name = c_.fresh_name();
-    step_.statements.push_back(step_.result.name + " = " + *call);
+    // Of several results (split, var_mean) the last is the step's value.
+    const int results = e.result_count ? e.result_count(site) : 1;
+    std::vector<std::string> names;
+    const std::string lhs = result_targets(c_.fresh_name(), results, names);
+    step_.result.name = names.back();
+    step_.statements.push_back(lhs + " = " + *call);
     const std::optional<ir::TensorType> type = c_.result_type(step_, step_.result.name);
     if (!type) return std::nullopt;
     step_.result.sizes = type->sizes;

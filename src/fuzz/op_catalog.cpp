@@ -95,7 +95,8 @@ void add_arithmetic(Builder& b) {
   b.simple("remainder", {D::Finite, D::NonZero}, kNoBool, R::SameDtype);
   b.simple("fmod", {D::Finite, D::NonZero}, kNoBool, R::SameDtype);
   b.simple("floor_divide", {D::Finite, D::NonZero}, kNoBool, R::SameDtype);
-  b.add("pow", "pow.tensor", {D::Positive, D::Exponent}, kNoBool, R::Float64, false, call_on("pow"));
+  b.add("pow", "pow.tensor", {D::Positive, D::Exponent}, kNoBool, R::Float64, false,
+        call_on("pow"));
   b.add("pow", "pow.square", {D::Small}, kNoBool, R::Float64, false, call_on("pow", "2"));
   b.add("pow", "pow.cube", {D::Small}, kNoBool, R::Float64, false, call_on("pow", "3"));
   b.add("pow", "pow.half", {D::Positive}, kFloats, R::Float64, false, call_on("pow", "0.5"));
@@ -184,7 +185,8 @@ void add_clamp_rounding_classification(Builder& b) {
 void add_binary_math(Builder& b) {
   b.add("where", "where", {D::Coarse, D::Any, D::Any}, kAll, R::Float64, true, call_on("where"),
         /*bool_condition=*/true);
-  b.add("where", "where.scalar", {D::Coarse, D::Any}, kAll, R::SameDtype, true, call_on("where", "0"),
+  b.add("where", "where.scalar", {D::Coarse, D::Any}, kAll, R::SameDtype, true,
+        call_on("where", "0"),
         /*bool_condition=*/true);
   for (const char* op : {"maximum", "minimum", "fmax", "fmin"}) {
     b.simple(op, {D::Any, D::Any}, kAll, R::Float64, true);
@@ -201,6 +203,10 @@ void add_binary_math(Builder& b) {
     const std::string target(dtype_name(to));
     b.add("_to_copy", "_to_copy." + target, {D::Wide}, kAll, R::SameDtype, true,
           call_on("_to_copy", "dtype=" + target));
+  }
+  for (const char* target : {"bool", "u8", "i32", "bf16", "f64"}) {
+    b.add("convert_element_type", std::string("convert_element_type.") + target, {D::Wide}, kAll,
+          R::SameDtype, true, call_on("convert_element_type", target));
   }
 }
 
@@ -234,7 +240,18 @@ void add_reductions(Builder& b) {
   variants("var", D::Finite, kFloats, false, "correction=1");
   variants("std", D::Finite, kFloats, false, "correction=0");
   variants("var_mean", D::Finite, kFloats, false, "correction=1");
-  variants("logsumexp", D::Finite, kAll, false);
+  for (size_t i = b.entries.size() - 3; i < b.entries.size(); ++i) {
+    b.entries[i].result_count = [](const CallSite&) { return 2; };  // the var and the mean
+  }
+  // logsumexp has no all-dims default: its dim is required.
+  b.add("logsumexp", "logsumexp.last", {D::Finite}, kAll, R::Float64, false,
+        call_on("logsumexp", "-1"));
+  b.add("logsumexp", "logsumexp.all_keepdim", {D::Finite}, kAll, R::Float64, false,
+        [](const CallSite& s) -> std::optional<std::string> {
+          std::vector<int64_t> dims;
+          for (int d = 0; d < rank(s); ++d) dims.push_back(d);
+          return "logsumexp(" + s.operands[0] + ", " + list(dims) + ", keepdim=True)";
+        });
 }
 
 void add_views(Builder& b) {
@@ -299,6 +316,14 @@ void add_views(Builder& b) {
   view("split", "split", [](const CallSite& s) -> std::optional<std::string> {
     return "split(" + s.operands[0] + ", 2, -1)";
   });
+  b.entries.back().result_count = [](const CallSite& s) {
+    return static_cast<int>((last_size(s) + 1) / 2);
+  };
+  view("split_with_sizes", "split_with_sizes", [](const CallSite& s) -> std::optional<std::string> {
+    if (last_size(s) < 2) return std::nullopt;
+    return "split_with_sizes(" + s.operands[0] + ", " + list({1, last_size(s) - 1}) + ", -1)";
+  });
+  b.entries.back().result_count = [](const CallSite&) { return 2; };
   view("constant_pad_nd", "constant_pad_nd", [](const CallSite& s) -> std::optional<std::string> {
     return "constant_pad_nd(" + s.operands[0] + ", [1, 2, 0, 1], 1)";
   });
@@ -361,6 +386,20 @@ std::vector<CatalogEntry> build() {
 
 bool contains(DTypeSet set, DType dtype) {
   return (set & dtype_bit(dtype)) != 0;
+}
+
+std::string result_targets(const std::string& name, int count, std::vector<std::string>& names) {
+  names.clear();
+  if (count <= 1) {
+    names.push_back(name);
+    return name;
+  }
+  std::string lhs;
+  for (int i = 0; i < count; ++i) {
+    names.push_back(name + "_" + std::to_string(i));
+    lhs += (i ? ", " : "") + names.back();
+  }
+  return lhs;
 }
 
 std::vector<DType> all_dtypes() {

@@ -81,7 +81,14 @@ struct CatalogEntry {
   bool exact = false;
   // The call expression, or nullopt when the op does not apply to operands of these sizes.
   std::function<std::optional<std::string>(const CallSite&)> call;
+  // How many tensors the call returns (split: one per piece, var_mean: two), written
+  // `a, b = op(...)`; empty: one.
+  std::function<int(const CallSite&)> result_count;
 };
+
+// The left-hand side of a call with `count` results named after `name`: "name" for one,
+// "name_0, name_1" for two; `names` receives them.
+std::string result_targets(const std::string& name, int count, std::vector<std::string>& names);
 
 // Every case, in a fixed order (pointwise, reductions, views).
 const std::vector<CatalogEntry>& op_catalog();

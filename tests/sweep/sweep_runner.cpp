@@ -75,12 +75,12 @@ struct Input {
 // One op x dtype case: its statements, the inputs they read, and its eager references.
 struct Case {
   const CatalogEntry* entry = nullptr;
-  std::string output;
+  std::vector<std::string> outputs;  // the call's results (split: one per piece)
   std::vector<std::string> statements;
-  std::vector<size_t> inputs;  // indices into Batch::inputs
-  Tensor expected_same;        // eager in the operands' dtype
-  Tensor expected_f64;         // eager with floating inputs as float64 (when used)
-  Tolerance tolerance{0, 0};
+  std::vector<size_t> inputs;         // indices into Batch::inputs
+  std::vector<Tensor> expected_same;  // eager in the operands' dtype
+  std::vector<Tensor> expected_f64;   // eager with floating inputs as float64 (when used)
+  std::vector<Tolerance> tolerances;
 };
 
 struct Batch {
@@ -116,7 +116,7 @@ struct Batch {
     std::string outputs;
     for (const Case* c : cases) {
       for (const std::string& s : c->statements) text += "    " + s + "\n";
-      outputs += (outputs.empty() ? "" : ", ") + c->output;
+      for (const std::string& o : c->outputs) outputs += (outputs.empty() ? "" : ", ") + o;
     }
     return text + "    return " + outputs + "\n";
   }
@@ -240,8 +240,8 @@ class ConfigRun {
     };
     const std::optional<std::string> call = c.entry->call(site);
     if (!call) return false;  // the op does not apply to these sizes (by the catalogue)
-    c.output = prefix;
-    c.statements.push_back(prefix + " = " + *call);
+    const int results = c.entry->result_count ? c.entry->result_count(site) : 1;
+    c.statements.push_back(fuzz::result_targets(prefix, results, c.outputs) + " = " + *call);
     try {
       ir::parse_graph(batch_.program({&c}, false));
     } catch (const std::exception& e) {
@@ -254,11 +254,13 @@ class ConfigRun {
   bool reference(Case& c) {
     try {
       const ir::Graph graph = ir::parse_graph(batch_.program({&c}, false));
-      c.expected_same = eager::run(graph, batch_.tensors(graph, false)).at(0);
-      c.tolerance = fuzz::reference_tolerance(graph, 0);
-      if (is_floating(c.expected_same.dtype()) && c.entry->reference == fuzz::Reference::Float64) {
+      c.expected_same = eager::run(graph, batch_.tensors(graph, false));
+      for (size_t k = 0; k < c.outputs.size(); ++k) {
+        c.tolerances.push_back(fuzz::reference_tolerance(graph, k));
+      }
+      if (c.entry->reference == fuzz::Reference::Float64) {
         const ir::Graph wide = ir::parse_graph(batch_.program({&c}, true));
-        c.expected_f64 = eager::run(wide, batch_.tensors(wide, true)).at(0);
+        c.expected_f64 = eager::run(wide, batch_.tensors(wide, true));
       }
     } catch (const std::exception& e) {
       fail(c, 0, "eager", e.what());
@@ -288,7 +290,10 @@ class ConfigRun {
         outputs.push_back(compiled.run(inputs, RunOptions{threads}));
       }
       for (size_t t = 0; t < outputs.size(); ++t) {
-        for (size_t k = 0; k < cases.size(); ++k) compare(*cases[k], outputs[t].at(k), t);
+        size_t next = 0;
+        for (const Case* c : cases) {
+          for (size_t k = 0; k < c->outputs.size(); ++k) compare(*c, k, outputs[t].at(next++), t);
+        }
       }
     } catch (const std::exception& e) {
       if (cases.size() == 1) {
@@ -301,14 +306,19 @@ class ConfigRun {
     }
   }
 
-  void compare(const Case& c, const Tensor& actual, size_t thread_index) {
+  // Output k of case c: floating results against the float64 reference where it is the
+  // reference, else against eager in the dtype; integers and bools exactly.
+  void compare(const Case& c, size_t k, const Tensor& actual, size_t thread_index) {
     ++result_.compared;
-    const bool wide = c.expected_f64.defined();
-    const Tolerance tol = is_floating(c.expected_same.dtype()) ? c.tolerance : Tolerance{0, 0};
-    if (auto problem = mismatch(actual, wide ? c.expected_f64 : c.expected_same,
-                                c.expected_same.dtype(), tol)) {
+    const Tensor& same = c.expected_same.at(k);
+    const bool floating = is_floating(same.dtype());
+    const bool wide = floating && !c.expected_f64.empty();
+    const Tolerance tol = floating ? c.tolerances.at(k) : Tolerance{0, 0};
+    if (auto problem = mismatch(actual, wide ? c.expected_f64.at(k) : same, same.dtype(), tol)) {
+      const std::string which =
+          c.outputs.size() > 1 ? "result " + std::to_string(k) + ": " : std::string();
       fail(c, sweep_thread_counts()[thread_index], "compare",
-           *problem + (wide ? " against float64 eager" : " against eager"));
+           which + *problem + (wide ? " against float64 eager" : " against eager"));
     }
   }
 
