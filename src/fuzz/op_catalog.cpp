@@ -202,11 +202,11 @@ void add_binary_math(Builder& b) {
   for (DType to : all_dtypes()) {
     const std::string target(dtype_name(to));
     b.add("_to_copy", "_to_copy." + target, {D::Wide}, kAll, R::SameDtype, true,
-          call_on("_to_copy", "dtype=" + target));
+          call_on("_to_copy", "dtype='" + target + "'"));
   }
   for (const char* target : {"bool", "u8", "i32", "bf16", "f64"}) {
     b.add("convert_element_type", std::string("convert_element_type.") + target, {D::Wide}, kAll,
-          R::SameDtype, true, call_on("convert_element_type", target));
+          R::SameDtype, true, call_on("convert_element_type", "'" + std::string(target) + "'"));
   }
 }
 

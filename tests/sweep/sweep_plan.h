@@ -6,10 +6,12 @@
 // dtype (its lanes at AVX2 and at AVX-512), and two large shapes reach the parallel loops,
 // reductions split across threads, column reductions and 2-D tiles of transposed inputs.
 //
-// CI runs, per dtype, a base configuration (3 x (2W+1) for the widest W, contiguous, the
-// widest level the CPU runs) and one sampled configuration per SIMD level (sizes and layout
-// drawn with a fixed seed, one of them large); STAX_SWEEP_SEED=N draws another sample, and
-// STAX_SWEEP_FULL=1 runs the whole cross product.
+// CI runs, per dtype, a base configuration with every case (3 x (2W+1) for the widest W,
+// contiguous, the widest level the CPU runs) and one sampled configuration per SIMD level
+// (sizes and layout drawn with a fixed seed, one of them large) with a quarter of the cases
+// each; STAX_SWEEP_SEED=N draws another sample, and STAX_SWEEP_FULL=1 runs the whole cross
+// product with every case. Almost all of the time is the C++ compiler's (one JIT compile per
+// configuration), so this keeps CI within about two minutes on two cores.
 #pragma once
 
 #include <cstdint>
@@ -39,6 +41,11 @@ struct Config {
   int64_t cols = 1;
   Layout layout = Layout::Contiguous;
   runtime::SimdLevel level = runtime::SimdLevel::Scalar;
+  // Runs one case in `case_share` (1: every case), chosen by a hash of the seed, the
+  // configuration and the case name, so that sampled configurations stay cheap.
+  int case_share = 1;
+  uint64_t sample_seed = 0;
+  bool runs_case(const std::string& case_name) const;
   std::string describe() const;  // "f32 [3, 33] transposed avx2"
 };
 

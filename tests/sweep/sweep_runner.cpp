@@ -2,7 +2,9 @@
 // bisection on failure, and the comparisons (see sweep_runner.h).
 #include "sweep_runner.h"
 
+#include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <map>
 #include <sstream>
@@ -50,6 +52,12 @@ const char* domain_name(Domain d) {
       return "exponent";
   }
   return "value";
+}
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
 uint64_t name_hash(const std::string& s) {
@@ -185,21 +193,26 @@ class ConfigRun {
   ConfigResult run(const std::vector<const CatalogEntry*>& entries) {
     std::vector<Case*> ready;
     cases_.reserve(entries.size());
+    const auto t0 = Clock::now();
     for (const CatalogEntry* e : entries) {
-      if (!fuzz::contains(e->dtypes, batch_.config.dtype)) continue;
+      if (!fuzz::contains(e->dtypes, batch_.config.dtype) || !batch_.config.runs_case(e->name)) {
+        continue;
+      }
       cases_.emplace_back();
       Case& c = cases_.back();
       c.entry = e;
       if (build(c) && reference(c)) ready.push_back(&c);
     }
     result_.cases = static_cast<int>(ready.size());
+    result_.eager_seconds = seconds_since(t0);
     if (!ready.empty()) compile_and_compare(ready);
     return result_;
   }
 
  private:
   void fail(const Case& c, int threads, const std::string& stage, const std::string& detail) {
-    result_.failures.push_back({c.entry->name, batch_.config, threads, stage, detail});
+    result_.failures.push_back(
+        {c.entry->name, batch_.config, threads, stage, detail, batch_.program({&c}, false)});
   }
 
   // The case's statements and inputs; false when it does not apply or does not build.
@@ -277,8 +290,11 @@ class ConfigRun {
       CompileOptions options;
       options.simd = batch_.config.level;
       options.num_threads = 3;
-      options.fuse = false;  // each op its own kernel, in the form it gets alone
+      options.fuse = std::getenv("STAX_SWEEP_UNFUSED") == nullptr;
+      auto t0 = Clock::now();
       const CompiledGraph compiled = compile(graph, options);
+      result_.compile_seconds += seconds_since(t0);
+      t0 = Clock::now();
       if (!runtime::cpu_supports(batch_.config.level)) {
         result_.run = false;
         return;
@@ -295,6 +311,7 @@ class ConfigRun {
           for (size_t k = 0; k < c->outputs.size(); ++k) compare(*c, k, outputs[t].at(next++), t);
         }
       }
+      result_.run_seconds += seconds_since(t0);
     } catch (const std::exception& e) {
       if (cases.size() == 1) {
         fail(*cases[0], 0, stage, e.what());

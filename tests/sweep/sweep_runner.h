@@ -21,6 +21,7 @@ struct Failure {
   int threads = 0;    // 0: before running (build, eager, compile)
   std::string stage;  // build, eager, compile, run, compare
   std::string detail;
+  std::string program;           // the case alone, as a text-format program (inputs as compiled)
   std::string describe() const;  // one line: case, config, threads, stage and detail
 };
 
@@ -29,7 +30,9 @@ struct ConfigResult {
   int compared = 0;  // case x thread-count comparisons made
   bool run = true;   // false: the CPU lacks the level, the graph was compile-checked only
   std::vector<Failure> failures;
-  std::vector<std::string> notes;  // what was not run and why
+  double eager_seconds = 0;    // case programs and eager references
+  double compile_seconds = 0;  // stax::compile of the batched graph (and its halves)
+  double run_seconds = 0;      // compiled runs and comparisons
 };
 
 ConfigResult run_config(const Config& config, const std::vector<const fuzz::CatalogEntry*>& cases,
