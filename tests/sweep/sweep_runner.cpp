@@ -14,6 +14,7 @@
 #include "eager/tensor_io.h"
 #include "fuzz/domain_values.h"
 #include "fuzz/reference_tolerance.h"
+#include "fuzz/sandbox.h"
 #include "ir/graph.h"
 #include "runtime/tensor.h"
 
@@ -282,44 +283,111 @@ class ConfigRun {
     return true;
   }
 
+  // Compiles and runs `cases` as one graph in a sandboxed child (fuzz/sandbox.h), so that a
+  // crash or a hang of generated code is a failure of its case, not the end of the sweep. A
+  // batch that does not compile, throws, crashes or hangs is split in halves until the
+  // failing cases are alone.
   void compile_and_compare(const std::vector<Case*>& cases) {
+    const size_t failures_before = result_.failures.size();
+    const fuzz::Outcome o = fuzz::run_isolated([&] { return in_child(cases, failures_before); },
+                                               fuzz::SandboxOptions{900.0});
+    if (o.kind == fuzz::FailureKind::None || o.kind == fuzz::FailureKind::Mismatch) {
+      read_report(o.detail, cases);
+      return;
+    }
+    if (cases.size() == 1) {
+      const char* kind = fuzz::failure_kind_name(o.kind);
+      fail(*cases[0], 0, o.kind == fuzz::FailureKind::Refused ? o.stage : kind, o.detail);
+      return;
+    }
+    const size_t half = cases.size() / 2;
+    compile_and_compare({cases.begin(), cases.begin() + static_cast<long>(half)});
+    compile_and_compare({cases.begin() + static_cast<long>(half), cases.end()});
+  }
+
+  // The child's side: compile, run at every thread count, compare; the comparisons' failures
+  // and the figures go back in the outcome's detail (read_report). A refusal or an exception
+  // while running is a Refused outcome naming its stage.
+  fuzz::Outcome in_child(const std::vector<Case*>& cases, size_t failures_before) {
+    fuzz::Outcome out;
     std::vector<const Case*> view(cases.begin(), cases.end());
-    std::string stage = "compile";
+    out.stage = "compile";
     try {
+      fuzz::note_stage("compile");
       const ir::Graph graph = ir::parse_graph(batch_.program(view, false));
       CompileOptions options;
       options.simd = batch_.config.level;
       options.num_threads = 3;
-      options.fuse = std::getenv("STAX_SWEEP_UNFUSED") == nullptr;
+      options.fuse = false;  // each op its own kernel, in the form it gets alone
       auto t0 = Clock::now();
       const CompiledGraph compiled = compile(graph, options);
-      result_.compile_seconds += seconds_since(t0);
+      const double compile_seconds = seconds_since(t0);
       t0 = Clock::now();
+      std::ostringstream report;
       if (!runtime::cpu_supports(batch_.config.level)) {
-        result_.run = false;
-        return;
+        report << "#stats 0 " << compile_seconds << " 0 notrun\n";
+        out.detail = report.str();
+        return out;
       }
       const std::vector<Tensor> inputs = batch_.tensors(graph, false);
       std::vector<std::vector<Tensor>> outputs;
-      stage = "run";
+      out.stage = "run";
+      fuzz::note_stage("run");
       for (int threads : sweep_thread_counts()) {
         outputs.push_back(compiled.run(inputs, RunOptions{threads}));
       }
+      out.stage = "compare";
+      fuzz::note_stage("compare");
+      const int compared_before = result_.compared;
       for (size_t t = 0; t < outputs.size(); ++t) {
         size_t next = 0;
         for (const Case* c : cases) {
           for (size_t k = 0; k < c->outputs.size(); ++k) compare(*c, k, outputs[t].at(next++), t);
         }
       }
-      result_.run_seconds += seconds_since(t0);
-    } catch (const std::exception& e) {
-      if (cases.size() == 1) {
-        fail(*cases[0], 0, stage, e.what());
-        return;
+      for (size_t f = failures_before; f < result_.failures.size(); ++f) {
+        const Failure& failure = result_.failures[f];
+        size_t index = 0;
+        while (cases[index]->entry->name != failure.case_name) ++index;
+        std::string detail = failure.detail;
+        for (char& ch : detail) ch = ch == '\n' ? ' ' : ch;
+        report << index << "\t" << failure.threads << "\t" << detail << "\n";
       }
-      const size_t half = cases.size() / 2;
-      compile_and_compare({cases.begin(), cases.begin() + static_cast<long>(half)});
-      compile_and_compare({cases.begin() + static_cast<long>(half), cases.end()});
+      report << "#stats " << result_.compared - compared_before << " " << compile_seconds << " "
+             << seconds_since(t0) << "\n";
+      out.kind = result_.failures.size() > failures_before ? fuzz::FailureKind::Mismatch
+                                                           : fuzz::FailureKind::None;
+      out.detail = report.str();
+    } catch (const std::exception& e) {
+      out.kind = fuzz::FailureKind::Refused;
+      out.detail = e.what();
+    }
+    return out;
+  }
+
+  void read_report(const std::string& report, const std::vector<Case*>& cases) {
+    std::istringstream in(report);
+    for (std::string line; std::getline(in, line);) {
+      std::istringstream fields(line);
+      if (line.rfind("#stats ", 0) == 0) {
+        std::string tag, notrun;
+        int compared = 0;
+        double compile_seconds = 0, run_seconds = 0;
+        fields >> tag >> compared >> compile_seconds >> run_seconds >> notrun;
+        result_.compared += compared;
+        result_.compile_seconds += compile_seconds;
+        result_.run_seconds += run_seconds;
+        if (notrun == "notrun") result_.run = false;
+        continue;
+      }
+      size_t index = 0;
+      int threads = 0;
+      char tab = 0;
+      fields >> index >> threads;
+      fields.get(tab);
+      std::string detail;
+      std::getline(fields, detail);
+      fail(*cases.at(index), threads, "compare", detail);
     }
   }
 
