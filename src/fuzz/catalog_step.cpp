@@ -90,6 +90,7 @@ class Drawer {
     const std::string lhs = result_targets(c_.fresh_name(), results, names);
     step_.result.name = names.back();
     step_.statements.push_back(lhs + " = " + *call);
+    if (uses_excluded(e, dtype)) return std::nullopt;
     const std::optional<ir::TensorType> type = c_.result_type(step_, step_.result.name);
     if (!type) return std::nullopt;
     step_.result.sizes = type->sizes;
@@ -101,6 +102,21 @@ class Drawer {
   }
 
  private:
+  // Whether the step applies an excluded case: the entry itself, or an op of its adapters and
+  // prepared operands ("abs" of "add(abs(x), 0.5)") on the step's dtype.
+  bool uses_excluded(const CatalogEntry& e, DType dtype) const {
+    if (c_.excluded == nullptr || c_.excluded->empty()) return false;
+    const std::string suffix = " " + std::string(dtype_name(dtype));
+    if (c_.excluded->count(e.name + suffix)) return true;
+    for (size_t i = 0; i + 1 < step_.statements.size(); ++i) {
+      const std::string& s = step_.statements[i];
+      const size_t eq = s.find(" = ");
+      const std::string op = s.substr(eq + 3, s.find('(') - eq - 3);
+      if (c_.excluded->count(op + suffix)) return true;
+    }
+    return false;
+  }
+
   bool has_operand(DType d) const {
     for (const PoolValue& v : *c_.pool) {
       if (v.dtype == d && v.exact) return true;

@@ -13,6 +13,7 @@
 #include <functional>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,8 @@ struct CatalogStepContext {
   const std::vector<PoolValue>* pool = nullptr;
   std::function<std::string()> fresh_name;        // a new value name
   std::function<std::string()> fresh_input_name;  // a new input name
+  // "case dtype" pairs not to use (the known failures); null: none.
+  const std::set<std::string>* excluded = nullptr;
   // The type of `result` in the program extended by the step, or nullopt when it does not
   // parse (an op x dtype x shape the registry refuses).
   std::function<std::optional<ir::TensorType>(const CatalogStep& step, const std::string& result)>

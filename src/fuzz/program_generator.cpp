@@ -283,6 +283,7 @@ class Generator {
     CatalogStepContext context;
     context.rng = &rng_;
     context.pool = &pool;
+    context.excluded = &opt_.excluded_cases;
     int names = counter_;
     context.fresh_name = [&] { return "v" + std::to_string(names++); };
     int input_names = static_cast<int>(input_decls_.size());

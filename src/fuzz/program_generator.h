@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,9 @@ struct GeneratorOptions {
   // issue 6, on every dtype it accepts; catalog_step.h), and inputs of other dtypes appear.
   // Off here (the float32 property test of tests/random); fuzzing sessions turn it on.
   bool catalog_ops = false;
+  // "case dtype" pairs (known_failures.h) the catalogue steps leave out: the known failures,
+  // when a run should look for new ones only.
+  std::set<std::string> excluded_cases;
 };
 
 struct GeneratedCase {

@@ -110,7 +110,7 @@ std::vector<Config> plan_configs(DType dtype, bool full, uint64_t seed) {
     Config c;
     c.dtype = dtype;
     c.level = kLevels[k];
-    c.case_share = 4;
+    c.case_share = 6;
     c.sample_seed = seed;
     const std::vector<Layout> layouts = all_layouts();
     c.layout = layouts[rng() % layouts.size()];

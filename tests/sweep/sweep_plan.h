@@ -8,7 +8,7 @@
 //
 // CI runs, per dtype, a base configuration with every case (3 x (2W+1) for the widest W,
 // contiguous, the widest level the CPU runs) and one sampled configuration per SIMD level
-// (sizes and layout drawn with a fixed seed, one of them large) with a quarter of the cases
+// (sizes and layout drawn with a fixed seed, one of them large) with a sixth of the cases
 // each; STAX_SWEEP_SEED=N draws another sample, and STAX_SWEEP_FULL=1 runs the whole cross
 // product with every case. Almost all of the time is the C++ compiler's (one JIT compile per
 // configuration), so this keeps CI within about two minutes on two cores.

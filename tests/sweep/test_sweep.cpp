@@ -17,8 +17,8 @@
 #include <set>
 #include <sstream>
 
+#include "fuzz/known_failures.h"
 #include "fuzz/op_catalog.h"
-#include "known_failures.h"
 #include "runtime/simd.h"
 #include "sweep_plan.h"
 #include "sweep_runner.h"
@@ -163,7 +163,7 @@ TEST(Sweep, CompiledMatchesEagerForEveryOpAndDtype) {
   const bool default_sample = !full && std::getenv("STAX_SWEEP_SEED") == nullptr &&
                               std::getenv("STAX_SWEEP_CASES") == nullptr &&
                               std::getenv("STAX_SWEEP_DTYPES") == nullptr;
-  const std::set<std::string> known = read_known_failures(STAX_SWEEP_KNOWN_FAILURES);
+  const std::set<std::string> known = fuzz::read_known_failures(STAX_SWEEP_KNOWN_FAILURES);
   const std::vector<const fuzz::CatalogEntry*> cases = selected_cases();
   std::map<std::string, std::vector<Failure>> failures;  // by "case dtype"
   std::set<std::string> ran;
@@ -182,11 +182,12 @@ TEST(Sweep, CompiledMatchesEagerForEveryOpAndDtype) {
       }
       for (const fuzz::CatalogEntry* e : cases) {
         if (fuzz::contains(e->dtypes, dtype) && config.runs_case(e->name)) {
-          ran.insert(failure_key(e->name, std::string(dtype_name(dtype))));
+          ran.insert(fuzz::failure_key(e->name, std::string(dtype_name(dtype))));
         }
       }
       for (const Failure& f : r.failures) {
-        failures[failure_key(f.case_name, std::string(dtype_name(f.config.dtype)))].push_back(f);
+        failures[fuzz::failure_key(f.case_name, std::string(dtype_name(f.config.dtype)))].push_back(
+            f);
       }
     }
   }

@@ -1,5 +1,5 @@
 // Reads the table rows of KNOWN_FAILURES.md (see known_failures.h).
-#include "known_failures.h"
+#include "fuzz/known_failures.h"
 
 #include <fstream>
 #include <sstream>
@@ -8,7 +8,7 @@
 
 #include "ir/dtype.h"
 
-namespace stax::sweep {
+namespace stax::fuzz {
 
 namespace {
 
@@ -48,4 +48,4 @@ std::set<std::string> read_known_failures(const std::string& path) {
   return keys;
 }
 
-}  // namespace stax::sweep
+}  // namespace stax::fuzz
