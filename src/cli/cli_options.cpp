@@ -10,7 +10,7 @@
 namespace stax::cli {
 
 const char* const kUsage =
-    "usage: stax explain FILE [--json] [--threads N] [--simd avx512|avx2|scalar]\n"
+    "usage: stax explain FILE [--json] [--ir] [--threads N] [--simd avx512|avx2|scalar]\n"
     "       stax emit FILE [--threads N] [--simd avx512|avx2|scalar]\n"
     "       stax run FILE [--inputs IN.json] [--outputs OUT.json] [--json] [--threads N]\n"
     "                [--simd avx512|avx2|scalar]\n"
@@ -31,6 +31,7 @@ struct OptionSpec {
 const std::vector<OptionSpec>& option_specs() {
   static const std::vector<OptionSpec> specs = {
       {"--json", false, {"explain", "run"}},
+      {"--ir", false, {"explain"}},
       {"--threads", true, {"explain", "emit", "run"}},
       {"--simd", true, {"explain", "emit", "run"}},
       {"--inputs", true, {"run"}},
@@ -102,6 +103,8 @@ CliArgs parse_cli_args(int argc, char** argv) {
     }
     if (arg == "--json") {
       a.json_output = true;
+    } else if (arg == "--ir") {
+      a.options.record_ir = true;
     } else if (arg == "--threads") {
       a.options.num_threads = parse_threads(value);
     } else if (arg == "--simd") {

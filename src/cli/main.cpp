@@ -1,5 +1,5 @@
 // The `stax` command-line tool over the text format:
-//   stax explain FILE [--json] [--threads N] [--simd LEVEL]
+//   stax explain FILE [--json] [--ir] [--threads N] [--simd LEVEL]
 //   stax emit FILE [--threads N] [--simd LEVEL]
 //   stax run FILE [--inputs IN.json] [--outputs OUT.json] [--json] [--threads N] [--simd LEVEL]
 //   stax fuzz [--seconds N | --cases N] [--seed S] ...  (the fuzzer: fuzz/fuzz_command.h)

@@ -7,10 +7,14 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "codegen/body_emitter.h"
-#include "codegen/loop_codegen.h"
+#include <cstdlib>
+#include <iostream>
+
 #include "ir/checked_arith.h"
 #include "ir/graph.h"
+#include "kernel/ir_builder.h"
+#include "kernel/pipeline.h"
+#include "kernel/printer.h"
 
 namespace stax::codegen {
 
@@ -64,6 +68,38 @@ void check_layouts(const lowering::LoweredGraph& g) {
   }
 }
 
+// Whether STAX_LOGS (a comma-separated list) names `topic`.
+bool logs_enabled(const std::string& topic) {
+  const char* env = std::getenv("STAX_LOGS");
+  if (env == nullptr) return false;
+  std::string list = std::string(",") + env + ",";
+  return list.find("," + topic + ",") != std::string::npos;
+}
+
+// A C string literal of `text` for a printf format.
+std::string format_literal(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (c == '%') out += '%';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+LoopSummary summarize(const kernel::Kernel& k) {
+  LoopSummary s;
+  s.fused_node = k.name;
+  s.nest_forms = kernel::nest_form_names(k);
+  s.parallel_depth = k.decisions.parallel_depth;
+  s.loop_ranges = k.decisions.parallel_ranges;
+  return s;
+}
+
 }  // namespace
 
 GeneratedModule generate_cpp(const scheduler::Schedule& s, const CodegenOptions& options) {
@@ -89,24 +125,46 @@ GeneratedModule generate_cpp(const scheduler::Schedule& s, const CodegenOptions&
   // Kernels.
   const auto groups = group_loops(s, inputs);
   std::vector<std::vector<std::string>> kernel_params;
+  std::vector<bool> kernel_checks;  // whether the kernel function takes the error code
+  std::vector<kernel::ErrorSite> errors;
+  kernel::PipelineOptions pipeline;
+  pipeline.target = {options.simd, options.num_threads};
+  pipeline.verify = options.verify_ir;
+  const bool log_ir = logs_enabled("ir");
+  if (options.record_ir || log_ir) {
+    pipeline.after_pass = [&](const std::string& pass, const kernel::Kernel& k) {
+      std::string text = kernel::describe_after_pass(pass, k);
+      if (log_ir) std::cerr << text;
+      if (options.record_ir) module.ir_log.push_back(std::move(text));
+    };
+  }
+  int next_error_code = kernel::kFirstIndexErrorCode;
   for (size_t gi = 0; gi < groups.size(); ++gi) {
     KernelSummary summary;
     summary.name = "kernel" + std::to_string(gi);
     std::string body;
     std::string preamble;
     std::set<std::string> used;
+    bool checks = false;
     for (size_t k : groups[gi]) {
-      LoopCode loop;
+      kernel::Kernel ir;
       try {
-        loop = generate_loop(s, s.kernels[k], options, inputs);
+        ir = kernel::lower_fused_node(s, s.kernels[k], pipeline, next_error_code);
       } catch (const std::exception&) {
         ir::rethrow_with_context("code generation of " +
                                  scheduler::describe_sources(s, s.kernels[k]));
       }
-      summary.parallel_region |= loop.summary.parallel_depth > 0;
-      summary.loops.push_back(loop.summary);
-      body += loop.code;
-      preamble += loop.preamble;
+      LoopSummary loop = summarize(ir);
+      summary.parallel_region |= loop.parallel_depth > 0;
+      summary.loops.push_back(loop);
+      body += kernel::print_kernel(ir, 1);
+      preamble += kernel::print_kernel_preamble(ir, 1);
+      for (const kernel::ErrorSite& e : ir.errors) {
+        checks = true;
+        bool known = false;
+        for (const auto& seen : errors) known |= seen.code == e.code;
+        if (!known) errors.push_back(e);
+      }
       for (int id : s.kernels[k].members()) {
         const auto& n = s.nodes[static_cast<size_t>(id)];
         for (const auto& b : n.buffers()) {
@@ -116,20 +174,22 @@ GeneratedModule generate_cpp(const scheduler::Schedule& s, const CodegenOptions&
     }
     std::vector<std::string> params(used.begin(), used.end());
     kernel_params.push_back(params);
+    kernel_checks.push_back(checks);
     src << "static void " << summary.name << "(";
     for (const auto& p : params) {
       const BufferInfo& bi = info.at(p);
       src << (bi.is_input ? "const " : "") << cpp_type(bi.dtype) << "* __restrict "
-          << BodyEmitter::pointer_name(p, bi.is_input) << ", ";
+          << kernel::pointer_name(p, bi.is_input) << ", ";
     }
-    src << "int num_threads) {\n";
-    src << "(void)num_threads;\n" << preamble;
+    src << "int num_threads" << (checks ? ", int32_t* stax_error, int64_t* stax_error_value" : "")
+        << ") {\n";
+    src << "  (void)num_threads;\n" << preamble;
     // The team size is the caller's run-time count (kernels are correct for any), capped
     // at the size of the split-reduction partial arrays.
     if (summary.parallel_region) {
       src << "#pragma omp parallel num_threads(stax_team_size(num_threads))\n";
     }
-    src << "{\n" << body << "}\n}\n\n";
+    src << "  {\n" << body << "  }\n}\n\n";
     module.kernels.push_back(summary);
   }
 
@@ -210,6 +270,7 @@ GeneratedModule generate_cpp(const scheduler::Schedule& s, const CodegenOptions&
   }
   const std::string release_live =
       num_intermediates > 0 ? "for (void* p : stax_live) stax_free(p); " : "";
+  if (!errors.empty()) src << "int32_t stax_error = 0;\nint64_t stax_error_value = 0;\n";
   for (size_t gi = 0; gi < groups.size(); ++gi) {
     for (size_t k : groups[gi]) {
       for (const auto& name : s.allocate_before[k]) {
@@ -231,9 +292,24 @@ GeneratedModule generate_cpp(const scheduler::Schedule& s, const CodegenOptions&
     }
     src << "kernel" << gi << "(";
     for (const auto& p : kernel_params[gi]) {
-      src << BodyEmitter::pointer_name(p, info.at(p).is_input) << ", ";
+      src << kernel::pointer_name(p, info.at(p).is_input) << ", ";
     }
-    src << "num_threads);\n";
+    src << "num_threads" << (kernel_checks[gi] ? ", &stax_error, &stax_error_value" : "") << ");\n";
+    if (kernel_checks[gi]) {
+      // A kernel that set its error code ran to completion (its checks never trap): report
+      // the first error in PyTorch's words.
+      src << "if (stax_error != 0) {\n" << release_live;
+      for (const kernel::ErrorSite& e : errors) {
+        src << "if (stax_error == " << e.code << ") stax_set_error(err, err_capacity, ";
+        if (e.kind == kernel::CheckKind::DivisionByZero) {
+          src << format_literal(e.message) << ");\n";
+        } else {
+          src << format_literal(e.message)
+              << " \": index %lld is out of range\", (long long)stax_error_value);\n";
+        }
+      }
+      src << "return " << kStatusKernelError << ";\n}\n";
+    }
     for (size_t k : groups[gi]) {
       for (const auto& name : s.release_after[k]) {
         if (inputs.count(name)) {

@@ -1,7 +1,9 @@
 // CPU code generation (Section 8): one C++ translation unit per graph, holding the kernels
 // (one function per run of adjacent loops, sharing one OpenMP parallel region) and the
-// wrapper function that checks inputs, allocates buffers, calls the kernels in order and
-// frees each buffer after its last use (Section 8.5).
+// wrapper function that checks inputs, allocates buffers, calls the kernels in order, turns
+// a kernel's error code into PyTorch's message and frees each buffer after its last use
+// (Section 8.5). Each loop is the kernel IR of its fused node after the passes of
+// kernel/pipeline.cpp, printed by kernel/printer.h.
 #pragma once
 
 #include <string>
@@ -13,12 +15,20 @@
 namespace stax::codegen {
 
 // What stax_graph_run returns besides 0: 1 for bad arguments (count, sizes, strides, dtype,
-// thread count), kStatusOutOfMemory when an output or intermediate could not be allocated.
+// thread count), kStatusOutOfMemory when an output or intermediate could not be allocated,
+// kStatusKernelError when a kernel set its error code (integer division by zero, an indirect
+// index out of range); the message is PyTorch's.
 constexpr int kStatusOutOfMemory = 2;
+constexpr int kStatusKernelError = 3;
 
 struct CodegenOptions {
   runtime::SimdLevel simd = runtime::SimdLevel::Scalar;
   int num_threads = 1;  // P of Algorithm 8.1; the team size is the run-time count (any >= 1)
+  // Keep the kernel IR after every pass in GeneratedModule::ir_log (explain --ir). The IR is
+  // also printed to stderr when STAX_LOGS names `ir` (a comma-separated list).
+  bool record_ir = false;
+  // Verify the kernel IR after every pass (also on in debug builds, see kernel/verifier.h).
+  bool verify_ir = false;
 };
 
 // How one fused node became a loop: its form (Section 8.3) per nest and its parallel depth.
@@ -53,6 +63,7 @@ struct GeneratedModule {
   std::vector<OutputBinding> outputs;
   std::vector<int64_t> output_slot_bytes;
   CodegenOptions options;
+  std::vector<std::string> ir_log;  // with record_ir: the kernel IR after each pass
 };
 
 GeneratedModule generate_cpp(const scheduler::Schedule& schedule, const CodegenOptions& options);

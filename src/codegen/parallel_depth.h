@@ -1,17 +1,10 @@
-// Algorithm 8.1: how many loop levels, from the outermost, an OpenMP loop spans.
+// Algorithm 8.1 lives with the kernel IR passes (kernel/parallel_depth.h); code generation
+// and its tests name it here too.
 #pragma once
 
-#include <cstddef>
-#include <cstdint>
-#include <vector>
+#include "kernel/parallel_depth.h"
 
 namespace stax::codegen {
-
-constexpr int64_t kMinParallelChunk = 512;
-
-// `ranges`: extents of the loops from outer to inner (all of them, for the total work);
-// `threads`: P; `max_depth`: how many leading loops may be parallel at all.
-int parallel_depth(const std::vector<int64_t>& ranges, int threads, size_t max_depth,
-                   int64_t min_chunk = kMinParallelChunk);
-
+using kernel::kMinParallelChunk;
+using kernel::parallel_depth;
 }  // namespace stax::codegen

@@ -43,9 +43,10 @@ int resolve_threads(int requested) {
 
 }  // namespace
 
-std::shared_ptr<const Compilation> analyze(const ir::Graph& graph, const CompileOptions& options) {
+std::shared_ptr<const Compilation> analyze_lowered(lowering::LoweredGraph lowered,
+                                                   const CompileOptions& options) {
   auto c = std::make_shared<Compilation>();
-  c->lowered = lowering::lower(graph);
+  c->lowered = std::move(lowered);
   scheduler::ScheduleOptions so;
   so.fuse = options.fuse;
   so.localize = options.localize;
@@ -53,16 +54,21 @@ std::shared_ptr<const Compilation> analyze(const ir::Graph& graph, const Compile
   codegen::CodegenOptions co;
   co.simd = options.simd.value_or(runtime::detect_simd_level());
   co.num_threads = resolve_threads(options.num_threads);
+  co.record_ir = options.record_ir;
   c->module = codegen::generate_cpp(c->schedule, co);
   return c;
 }
 
-CompiledGraph compile(const ir::Graph& graph, const CompileOptions& options) {
+std::shared_ptr<const Compilation> analyze(const ir::Graph& graph, const CompileOptions& options) {
+  return analyze_lowered(lowering::lower(graph), options);
+}
+
+CompiledGraph compile_lowered(lowering::LoweredGraph lowered, const CompileOptions& options) {
   CompiledGraph out;
-  out.compilation_ = analyze(graph, options);
-  for (ir::ValueRef in : graph.inputs()) {
-    out.input_types_.push_back(graph.value(in).type);
-    out.input_names_.push_back(graph.value(in).name);
+  out.compilation_ = analyze_lowered(std::move(lowered), options);
+  for (const auto& in : out.compilation_->lowered.inputs) {
+    out.input_types_.push_back({in.dtype, in.sizes, in.strides});
+    out.input_names_.push_back(in.name);
   }
   runtime::JitOptions jit;
   jit.simd = out.compilation_->module.options.simd;
@@ -79,6 +85,10 @@ CompiledGraph compile(const ir::Graph& graph, const CompileOptions& options) {
                                ", which this CPU does not support";
   }
   return out;
+}
+
+CompiledGraph compile(const ir::Graph& graph, const CompileOptions& options) {
+  return compile_lowered(lowering::lower(graph), options);
 }
 
 std::vector<Tensor> CompiledGraph::run(const std::vector<Tensor>& inputs,
@@ -110,7 +120,9 @@ std::vector<Tensor> CompiledGraph::run(const std::vector<Tensor>& inputs,
   const int status = reinterpret_cast<EntryFn>(entry_)(
       args.data(), static_cast<int64_t>(args.size()), slots.data(), &allocate_output, &allocator,
       options.num_threads > 0 ? options.num_threads : module.options.num_threads, err, sizeof err);
-  if (status == codegen::kStatusOutOfMemory) throw std::runtime_error(err);
+  if (status == codegen::kStatusOutOfMemory || status == codegen::kStatusKernelError) {
+    throw std::runtime_error(err);
+  }
   if (status != 0) throw InputError(err);
   std::vector<Tensor> outputs;
   for (const auto& b : module.outputs) {

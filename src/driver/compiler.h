@@ -27,7 +27,8 @@ struct CompileOptions {
   int num_threads = 0;                     // default: all hardware threads
   std::string cache_dir;                   // default: see runtime::JitOptions
   bool fuse = true;
-  bool localize = true;  // per-outer-iteration local arrays (scheduler::BufferPlan)
+  bool localize = true;    // per-outer-iteration local arrays (scheduler::BufferPlan)
+  bool record_ir = false;  // keep the kernel IR after every pass (explain --ir)
 };
 
 // Everything known about a graph before the C++ compiler runs.
@@ -39,6 +40,9 @@ struct Compilation {
 
 std::shared_ptr<const Compilation> analyze(const ir::Graph& graph,
                                            const CompileOptions& options = {});
+// The same from a lowered graph (e.g. one built directly in tests).
+std::shared_ptr<const Compilation> analyze_lowered(lowering::LoweredGraph lowered,
+                                                   const CompileOptions& options = {});
 
 // Options of one run of a compiled graph.
 struct RunOptions {
@@ -59,7 +63,7 @@ class CompiledGraph {
   const std::string& library_path() const { return library_path_; }
 
  private:
-  friend CompiledGraph compile(const ir::Graph&, const CompileOptions&);
+  friend CompiledGraph compile_lowered(lowering::LoweredGraph, const CompileOptions&);
   std::shared_ptr<const Compilation> compilation_;
   std::shared_ptr<void> library_;  // keeps the shared object loaded
   void* entry_ = nullptr;
@@ -72,5 +76,6 @@ class CompiledGraph {
 };
 
 CompiledGraph compile(const ir::Graph& graph, const CompileOptions& options = {});
+CompiledGraph compile_lowered(lowering::LoweredGraph lowered, const CompileOptions& options = {});
 
 }  // namespace stax

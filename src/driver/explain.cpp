@@ -125,6 +125,8 @@ json explain_json(const Compilation& c) {
     }
   }
   doc["buffers"] = buffers;
+  // explain --ir: the kernel IR of every fused node after each pass of kernel/pipeline.cpp.
+  if (!c.module.ir_log.empty()) doc["kernel_ir"] = c.module.ir_log;
   return doc;
 }
 
@@ -206,6 +208,10 @@ std::string explain_text(const Compilation& c) {
           << b["loop"].get<std::string>() << ")";
     }
     out << "\n";
+  }
+  if (doc.contains("kernel_ir")) {
+    out << "\nkernel IR after each pass:\n";
+    for (const auto& step : doc["kernel_ir"]) out << step.get<std::string>();
   }
   return out.str();
 }

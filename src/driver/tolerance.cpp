@@ -4,8 +4,8 @@
 #include <cmath>
 #include <set>
 
-#include "codegen/cascade_sum.h"
 #include "ir/op_schema.h"
+#include "kernel/cascade_blocking.h"
 
 namespace stax {
 
@@ -64,7 +64,7 @@ Tolerance value_tolerance(DType dtype, const std::vector<int64_t>& sum_lengths) 
   double variance = base.rtol * base.rtol;
   for (int64_t length : sum_lengths) {
     const double allowance = 4.0 * base.unit_roundoff *
-                             std::sqrt(static_cast<double>(codegen::cascade_error_chain(length))) /
+                             std::sqrt(static_cast<double>(kernel::cascade_error_chain(length))) /
                              3.0;
     variance += allowance * allowance;
   }

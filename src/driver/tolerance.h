@@ -5,8 +5,8 @@
 // atol 1e-5): it covers the ulp-level differences of pointwise ops (SLEEF's u10 functions
 // against the oracle's correctly rounded ones). A sum or mean adds its own rounding error:
 // the oracle adds in double and rounds once, compiled code adds in float32 in blocks
-// whose sums are added in double (codegen/cascade_sum.h), whose error is that of the longest run
-// of plain additions, n = cascade_error_chain(L) <= 144 additions whatever the length L.
+// whose sums are added in double (kernel/cascade_blocking.h), whose error is that of the longest
+// run of plain additions, n = cascade_error_chain(L) <= 144 additions whatever the length L.
 // Modelling each addition's relative error as independent and uniform in [-u, u] (standard
 // deviation u/sqrt(3)), a run of n additions whose partial sums grow to the run's sum S has an
 // error of standard deviation (u/sqrt(3)) * sqrt(sum_k (k/n)^2) * S ~= u * sqrt(n) / 3 * S,

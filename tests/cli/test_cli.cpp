@@ -79,7 +79,46 @@ TEST(Cli, EmitPrintsTheTranslationUnit) {
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("stax_graph_run"), std::string::npos);
   EXPECT_NE(r.out.find("#pragma omp for collapse(1)"), std::string::npos);
-  EXPECT_NE(r.out.find("vec_reduce_sum"), std::string::npos);
+  EXPECT_NE(r.out.find("stax::reduce_sum("), std::string::npos);
+}
+
+TEST(Cli, ExplainIrPrintsTheKernelIrAfterEachPass) {
+  const Result r = run("explain " + example("example_7_1.stax") + " --ir --simd avx2");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const size_t ir = r.out.find("kernel IR after each pass:");
+  ASSERT_NE(ir, std::string::npos) << r.out;
+  size_t at = ir;
+  for (const char* pass :
+       {"after build ===", "after kernel form ===", "after parallel depth ===",
+        "after apply kernel form ===", "after cascade blocking ===", "after split reductions ===",
+        "after parallelize ===", "after simplify ==="}) {
+    const size_t next = r.out.find(pass, at);
+    EXPECT_NE(next, std::string::npos) << pass << " (in order)";
+    if (next != std::string::npos) at = next;
+  }
+  EXPECT_NE(r.out.find("stax::Vec<float, 8>"), std::string::npos);
+  // The JSON form carries the same steps; without --ir there are none.
+  const Result j = run("explain " + example("example_7_1.stax") + " --ir --json");
+  ASSERT_EQ(j.status, 0) << j.out;
+  EXPECT_FALSE(nlohmann::json::parse(j.out)["kernel_ir"].empty());
+  EXPECT_EQ(run("explain " + example("example_7_1.stax")).out.find("kernel IR"), std::string::npos);
+  // --ir belongs to explain only.
+  EXPECT_EQ(run("emit " + example("example_7_1.stax") + " --ir").status, 2);
+}
+
+TEST(Cli, StaxLogsIrPrintsTheKernelIr) {
+  const Result r = run("emit " + example("example_7_1.stax") + " --simd scalar");
+  EXPECT_EQ(r.out.find("after build ==="), std::string::npos);
+  const std::string cmd = "STAX_LOGS=fusion,ir timeout 120 " + std::string(STAX_CLI_PATH) +
+                          " emit " + example("example_7_1.stax") + " --simd scalar 2>&1 >/dev/null";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  std::string err;
+  std::array<char, 4096> buf{};
+  size_t n = 0;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) err.append(buf.data(), n);
+  EXPECT_EQ(pclose(pipe), 0);
+  EXPECT_NE(err.find("=== op0_op1 after build ==="), std::string::npos) << err;
+  EXPECT_NE(err.find("after simplify ==="), std::string::npos) << err;
 }
 
 TEST(Cli, RunExamplesMatchEager) {

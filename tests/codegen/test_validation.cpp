@@ -156,19 +156,38 @@ TEST(JitCache, SecondCompileHitsTheCache) {
 }
 
 TEST(Validation, CodegenErrorsNameTheOpAndItsLine) {
-  // A refusal of code generation points at the statement whose buffer it could not emit.
-  const auto g = ir::parse_graph(
-      "def f(x: f32[4]):\n    a = relu(x)\n    s = sum(a, dim=[0], "
-      "dtype='i32')\n    return s\n",
-      "ints.stax");
+  // A refusal of code generation points at the statement whose buffer it could not emit: here
+  // a body that masks its loads with a float (the kernel IR builder takes bool masks only).
+  auto g = lowering::lower(ir::parse_graph("def f(x: f32[4]):\n    a = relu(x)\n    return a\n"));
+  g.buffers.at(0).source = "relu 'a' at masks.stax:2";
+  auto body = g.buffers.at(0).value;
+  g.buffers.at(0).value = [body](lowering::OpsHandler& h, const std::vector<index::Expr>& idx,
+                                 const std::vector<index::Expr>& r) {
+    h.push_mask(h.constant(1, DType::Float32));
+    const lowering::OpsValue v = body(h, idx, r);
+    h.pop_mask();
+    return v;
+  };
   try {
-    analyze(g);
-    FAIL() << "i32 code generation is not supported yet";
+    analyze_lowered(std::move(g));
+    FAIL() << "a float mask must be refused";
   } catch (const std::exception& e) {
-    EXPECT_NE(std::string(e.what()).find("code generation of sum 's' at ints.stax:3"),
+    EXPECT_NE(std::string(e.what()).find("code generation of relu 'a' at masks.stax:2"),
               std::string::npos)
         << e.what();
+    EXPECT_NE(std::string(e.what()).find("masks are bool"), std::string::npos) << e.what();
   }
+}
+
+TEST(Validation, IntegerSumsCompile) {
+  // Code generation used to refuse every dtype but float32 and bool.
+  const auto g = ir::parse_graph(
+      "def f(x: f32[4, 37]):\n    a = relu(x)\n    s = sum(a, dim=[1], "
+      "dtype='i32')\n    return s\n",
+      "ints.stax");
+  Tensor x = random_f32({4, 37}, 3);
+  for (int64_t p = 0; p < x.numel(); ++p) x.set_flat(p, std::floor(x.get_flat(p) * 10));
+  expect_matches_oracle("i32 sum", g, {x}, compile(g).run({x}));
 }
 
 TEST(Validation, OutputThatCannotBeAllocatedIsAnAllocationErrorNotBadInput) {

@@ -1,17 +1,14 @@
-// The one header included by Stax-generated kernels. The SIMD level is chosen by a macro
-// (set by the JIT through simd_compiler_flags): STAX_SIMD_AVX512, STAX_SIMD_AVX2, or neither
-// for scalar kernels. Provides, in namespace stax:
-//   Vectorized<float>  W-lane float vector (16 / 8 / 1): loads/stores with masked tails,
-//                      arithmetic, math (exp/log/tanh/pow via SLEEF u10), lane reductions;
-//   VecMask<float>     W-lane boolean mask: comparisons, where(), logical ops, bool bytes;
-//   *_f helpers        scalar twins of the vector math (same semantics);
-//   Half, BFloat16     16-bit float storage types;
-// plus global-scope stax_floordiv / stax_mod and the C ABI of stax_kernel_abi.h.
-// Keep it lean: kernels are compiled at run time and every include costs compile time.
+// The one header included by Stax-generated kernels: the kernel-header API of
+// docs/kernel_header_api.md (element types, stax::Vec<T, N>, conversions, every op as
+// stax::op_<name>, reductions, data movement, error checks), plus the C ABI of
+// stax_kernel_abi.h and the names of the pre-kernel-IR generator (stax_kernel_legacy.h).
+// The SIMD level is chosen by a macro (set by the JIT through simd_compiler_flags):
+// STAX_SIMD_AVX512, STAX_SIMD_AVX2, or neither for scalar kernels.
+// Keep it lean: kernels are compiled at run time and every include costs compile time (no
+// <cmath>, <limits>, <type_traits>: the headers use compiler builtins).
 #ifndef STAX_KERNEL_H_
 #define STAX_KERNEL_H_
 
-#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -45,24 +42,34 @@ static inline int stax_team_size(int requested) {
 #define STAX_SIMD_WIDTH_F32 1
 #endif
 
-#include "stax_kernel_half.h"
-#include "stax_kernel_scalar.h"
-
-namespace stax {
-template <class T>
-struct Vectorized;
-template <class T>
-struct VecMask;
-}  // namespace stax
-
-#if defined(STAX_SIMD_AVX512)
-#include "stax_kernel_vec_avx512.h"
-#elif defined(STAX_SIMD_AVX2)
-#include "stax_kernel_vec_avx2.h"
-#else
-#include "stax_kernel_vec_scalar.h"
+#if defined(STAX_SIMD_AVX512) || defined(STAX_SIMD_AVX2)
+#include <immintrin.h>
 #endif
 
-#include "stax_kernel_vec_common.h"
+// GCC 12's AVX-512 intrinsics read an "undefined" register they never initialize
+// (_mm512_undefined_*), which -Wuninitialized reports in user code that inlines them.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+#include "stax_kernel_half.h"
+#include "stax_kernel_reg_generic.h"
+#if defined(STAX_SIMD_AVX512) || defined(STAX_SIMD_AVX2)
+#include "stax_kernel_reg_avx2.h"
+#endif
+#if defined(STAX_SIMD_AVX512)
+#include "stax_kernel_reg_avx512.h"
+#endif
+#include "stax_kernel_data.h"
+#include "stax_kernel_legacy.h"
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+#include "stax_kernel_reduce.h"
+#include "stax_kernel_vec.h"
+#include "stax_kernel_vec_ops.h"
 
 #endif  // STAX_KERNEL_H_

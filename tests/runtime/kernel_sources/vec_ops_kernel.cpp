@@ -131,7 +131,7 @@ float binary_scalar(int op, float a, float b) {
     case kMinimum:
       return stax::minimum_f(a, b);
     case kPowTensor:
-      return Sleef_powf_u10(a, b);
+      return stax::op_pow(a, b);
   }
   return a;
 }
@@ -274,7 +274,7 @@ STAX_KERNEL_EXPORT void stax_test_logical(int op, const bool* a, const bool* b, 
 
 // Vector accumulator, tail merged with set(); then a lane reduction.
 STAX_KERNEL_EXPORT float stax_test_reduce(int op, const float* x, int64_t n) {
-  const float init = op == kSum ? 0.0f : (op == kMax ? -INFINITY : INFINITY);
+  const float init = op == kSum ? 0.0f : (op == kMax ? -__builtin_inff() : __builtin_inff());
   V acc(init);
   auto combine = [op](const V& a, const V& b) {
     return op == kSum ? a + b : (op == kMax ? stax::maximum(a, b) : stax::minimum(a, b));

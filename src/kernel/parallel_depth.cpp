@@ -1,7 +1,7 @@
 // Algorithm 8.1 of Section 8.4.
-#include "codegen/parallel_depth.h"
+#include "kernel/parallel_depth.h"
 
-namespace stax::codegen {
+namespace stax::kernel {
 
 int parallel_depth(const std::vector<int64_t>& ranges, int threads, size_t max_depth,
                    int64_t min_chunk) {
@@ -21,4 +21,4 @@ int parallel_depth(const std::vector<int64_t>& ranges, int threads, size_t max_d
   return depth;
 }
 
-}  // namespace stax::codegen
+}  // namespace stax::kernel

@@ -15,10 +15,9 @@
 
 #include <cstdint>
 #include <optional>
-#include <string>
 #include <vector>
 
-namespace stax::codegen {
+namespace stax::kernel {
 
 // Iterations per block accumulator (per lane in vectorized forms). The block's rounding error
 // bounds the whole sum's (the double outer level adds next to nothing), so K is small: 2^7
@@ -26,7 +25,7 @@ namespace stax::codegen {
 // while one fold (W double additions, off the loop's critical add chain) per 128 iterations
 // costs about 1% of the loop.
 inline constexpr int64_t kCascadeBlock = 128;
-// The most lanes a vector accumulator has (AVX-512 float); vec_reduce_sum adds them.
+// The most lanes a vector accumulator has (AVX-512 float); reduce_sum adds them.
 inline constexpr int64_t kMaxSumLanes = 16;
 
 // Where the block boundary of a loop nest lies: loop `level` (outer to inner) is strip-mined
@@ -43,30 +42,8 @@ std::optional<CascadeBlocking> cascade_blocking(const std::vector<int64_t>& iter
 
 // The longest run of plain float additions into one accumulator that a compiled sum of
 // `length` elements performs in any form: one block (or the whole sum when shorter), plus the
-// lanes combined by vec_reduce_sum (unblocked sums). Blocks and thread partials are added in
+// lanes combined by reduce_sum (unblocked sums). Blocks and thread partials are added in
 // double. The tolerance of compiled results (driver/tolerance.h) grows with it.
 int64_t cascade_error_chain(int64_t length);
 
-// One reduction loop: `extent` elements stepped by `step` (W for the vectorized loop).
-struct ReductionLoop {
-  std::string var;
-  int64_t extent = 0;
-  int64_t step = 1;
-};
-
-// The reduction loops of a nest with their statements.
-struct ReductionLoopNest {
-  std::vector<ReductionLoop> loops;  // outer to inner
-  std::string body;                  // inside the innermost loop
-  std::string tail;       // after the innermost loop, at its level (the masked vector tail)
-  std::string block_end;  // folds (and resets) the block accumulators
-  std::optional<CascadeBlocking> blocking;
-  std::string outer_pragma;  // before the outermost loop (work sharing)
-  std::string tail_pragma;   // before the tail when the innermost loop is also the outermost
-};
-
-// The C++ loops: the blocked level strip-mined, the block accumulators folded after each
-// block (and after the tail when the tail is its own block).
-std::string emit_reduction_loops(const ReductionLoopNest& nest);
-
-}  // namespace stax::codegen
+}  // namespace stax::kernel

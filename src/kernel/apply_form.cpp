@@ -1,0 +1,342 @@
+// Rewrites each nest into the form the kernel-form pass chose: the vectorized loop with a
+// masked tail (Section 8.1), the blocked column reduction, or the 2-D tiled form (Section 8.2).
+#include <optional>
+#include <stdexcept>
+
+#include "kernel/nest_structure.h"
+#include "kernel/passes.h"
+#include "kernel/vector_form.h"
+
+namespace stax::kernel {
+
+using index::Expr;
+
+namespace {
+
+// Column reductions step kColumnBlock vectors per iteration of the reduction loops: each row
+// then contributes whole cache lines, which the next block would otherwise fetch again.
+constexpr int64_t kColumnBlock = 8;
+
+void replace(Block& parent, const Stmt* target, Block replacement) {
+  for (size_t i = 0; i < parent.size(); ++i) {
+    if (&parent[i] != target) continue;
+    parent.erase(parent.begin() + static_cast<std::ptrdiff_t>(i));
+    parent.insert(parent.begin() + static_cast<std::ptrdiff_t>(i),
+                  std::make_move_iterator(replacement.begin()),
+                  std::make_move_iterator(replacement.end()));
+    return;
+  }
+  throw std::logic_error("kernel IR: statement not found in its parent block");
+}
+
+Block& parent_of(NestView& v, size_t pointwise_level) {
+  return pointwise_level == 0 ? v.block->body : v.pointwise[pointwise_level - 1]->body;
+}
+
+int64_t extent(const Stmt& loop) {
+  return loop.loop->end.constant_value().value();
+}
+
+Stmt tail_block(const std::string& var, int64_t at, Block body) {
+  Stmt define;
+  define.kind = StmtKind::DefineIndex;
+  define.name = var;
+  define.index = Expr(at);
+  Block b;
+  b.push_back(std::move(define));
+  for (Stmt& s : body) b.push_back(std::move(s));
+  Stmt t = make_block(std::move(b));
+  t.vector_tail = true;
+  return t;
+}
+
+// The accumulators declared in `b`, given `lanes` lanes (and one output per lane).
+void widen_accumulators(Kernel& k, const Block& b, int lanes, bool per_lane) {
+  for_each_stmt(b, [&](const Stmt& s) {
+    if (s.kind == StmtKind::AccumulatorInit) {
+      k.accumulator(s.accumulator).lanes = lanes;
+      k.accumulator(s.accumulator).per_lane_result = per_lane;
+    }
+  });
+}
+
+// Fresh copies of the accumulators declared in `b` for one instance of a column body.
+std::map<int, int> clone_accumulators(Kernel& k, const Block& b, int lanes) {
+  std::map<int, int> map;
+  for_each_stmt(b, [&](const Stmt& s) {
+    if (s.kind != StmtKind::AccumulatorInit) return;
+    Accumulator a = k.accumulator(s.accumulator);
+    a.id = static_cast<int>(k.accumulators.size());
+    a.lanes = lanes;
+    a.per_lane_result = true;
+    map[s.accumulator] = a.id;
+    k.accumulators.push_back(a);
+  });
+  return map;
+}
+
+// The vector loop over [0, main_end) and the masked tail over [main_end, extent).
+Block vector_loop(Kernel& k, const Stmt& loop, int lanes) {
+  const int64_t e = extent(loop);
+  const int64_t main_end = e - e % lanes;
+  VectorContext c;
+  c.var = loop.loop->var;
+  c.lanes = lanes;
+  Block out;
+  if (main_end > 0) {
+    Loop l = *loop.loop;
+    l.end = Expr(main_end);
+    l.step = lanes;
+    l.vector_width = lanes;
+    out.push_back(make_loop(std::move(l), vectorize_block(k, loop.body, c)));
+  }
+  if (main_end < e) {
+    c.count = e - main_end;
+    out.push_back(tail_block(c.var, main_end, vectorize_block(k, loop.body, c)));
+  }
+  return out;
+}
+
+// The innermost body of the chain of reduction loops starting at the first one in `b`.
+Block* innermost_reduction_body(Block& b) {
+  Stmt* l = find_loop(b, LoopRole::Reduction);
+  if (l == nullptr) return nullptr;
+  Block* body = &l->body;
+  while (Stmt* inner = find_loop(*body, LoopRole::Reduction)) body = &inner->body;
+  return body;
+}
+
+// One step of kColumnBlock vectors: the instances' declarations, one shared chain of
+// reduction loops holding all their updates, then their results.
+Block merge_column_instances(std::vector<Block> instances) {
+  Block before;
+  Block after;
+  std::optional<Stmt> chain;
+  for (Block& inst : instances) {
+    bool past_loop = false;
+    Block* inner = innermost_reduction_body(inst);
+    for (Stmt& s : inst) {
+      if (s.kind == StmtKind::Loop && s.loop->role == LoopRole::Reduction && !past_loop) {
+        past_loop = true;
+        if (!chain) {
+          chain = std::move(s);
+        } else {
+          Block one;
+          one.push_back(std::move(*chain));
+          Block* target = innermost_reduction_body(one);
+          for (Stmt& u : *inner) target->push_back(std::move(u));
+          chain = std::move(one.front());
+        }
+        continue;
+      }
+      (past_loop ? after : before).push_back(std::move(s));
+    }
+  }
+  if (chain) before.push_back(std::move(*chain));
+  for (Stmt& s : after) before.push_back(std::move(s));
+  return before;
+}
+
+void column_reduction(Kernel& k, NestView& v, const NestDecision& d) {
+  Stmt& x_loop = *v.pointwise.back();
+  const std::string x = x_loop.loop->var;
+  const int n = d.vector_width;
+  const int64_t e = extent(x_loop);
+  const int64_t main_end = e - e % n;
+  const int64_t block = kColumnBlock * n;
+  const int64_t blocks_end = main_end - main_end % block;
+  Block out;
+  if (blocks_end > 0) {
+    const std::string xb = x + "_block";
+    k.ranges[xb] = e;
+    std::vector<Block> instances;
+    for (int64_t j = 0; j < kColumnBlock; ++j) {
+      VectorContext c;
+      c.var = xb;
+      c.lanes = n;
+      c.substitution[x] = Expr::var(xb) + Expr(j * n);
+      c.accumulators = clone_accumulators(k, x_loop.body, n);
+      instances.push_back(vectorize_block(k, x_loop.body, c));
+    }
+    Loop l = *x_loop.loop;
+    l.var = xb;
+    l.end = Expr(blocks_end);
+    l.step = block;
+    l.vector_width = n;
+    out.push_back(make_loop(std::move(l), merge_column_instances(std::move(instances))));
+  }
+  VectorContext c;
+  c.var = x;
+  c.lanes = n;
+  if (blocks_end < main_end) {
+    c.accumulators = clone_accumulators(k, x_loop.body, n);
+    Loop l = *x_loop.loop;
+    l.begin = Expr(blocks_end);
+    l.end = Expr(main_end);
+    l.step = n;
+    l.vector_width = n;
+    out.push_back(make_loop(std::move(l), vectorize_block(k, x_loop.body, c)));
+  }
+  if (main_end < e) {
+    c.accumulators = clone_accumulators(k, x_loop.body, n);
+    c.count = e - main_end;
+    out.push_back(tail_block(x, main_end, vectorize_block(k, x_loop.body, c)));
+  }
+  replace(parent_of(v, v.pointwise.size() - 1), &x_loop, std::move(out));
+}
+
+Loop ranged_loop(const std::string& var, Expr begin, Expr end, int64_t limit, int64_t step,
+                 LoopRole role, int nest) {
+  Loop l;
+  l.var = var;
+  l.begin = std::move(begin);
+  l.end = std::move(end);
+  l.limit = limit;
+  l.step = step;
+  l.role = role;
+  l.nest = nest;
+  return l;
+}
+
+void tiled(Kernel& k, NestView& v, const NestDecision& d) {
+  Stmt& a_loop = *v.pointwise[v.pointwise.size() - 2];
+  const Stmt& x_loop = *v.pointwise.back();
+  const std::string a = a_loop.loop->var;
+  const std::string x = x_loop.loop->var;
+  const int nest = a_loop.loop->nest;
+  const int n = d.vector_width;
+  const int64_t t = d.tile;
+  const int64_t ea = extent(a_loop);
+  const int64_t ex = extent(x_loop);
+  const int64_t main_end = ex - ex % n;
+  const std::string at = a + "_tile";
+  const std::string xt = x + "_tile";
+  k.ranges[at] = ea;
+  k.ranges[xt] = ex;
+  const Expr in_tile = (Expr::var(a) - Expr::var(at)) * Expr(t) + (Expr::var(x) - Expr::var(xt));
+  Block tile_body;
+  // The body reading the transposed operands from their tiles.
+  Block body = clone_block(x_loop.body);
+  std::map<std::string, std::string> tile_of;
+  for (size_t j = 0; j < d.tiled_loads.size(); ++j) {
+    tile_of[d.tiled_loads[j].first + "@" + index::to_string(d.tiled_loads[j].second)] =
+        "tile" + std::to_string(j);
+  }
+  std::map<std::string, DType> tile_dtype;
+  std::map<std::string, DType> tile_storage;  // of the operand in memory (Half: floats in L1)
+  for_each_stmt(body, [&](Stmt& s) {
+    if (s.kind != StmtKind::Let || s.let.kind != LetKind::Load) return;
+    Access& acc = s.let.access;
+    auto it = tile_of.find(acc.buffer + "@" + index::to_string(acc.index));
+    if (it == tile_of.end()) return;
+    tile_dtype[it->second] = s.let.type.dtype;
+    tile_storage[it->second] = acc.storage;
+    acc.buffer = it->second;
+    acc.index = in_tile;
+    acc.storage = s.let.type.dtype;
+  });
+  if (main_end > 0) {
+    Block copies;
+    // Read each transposed operand's block along its contiguous direction into L1.
+    for (size_t j = 0; j < d.tiled_loads.size(); ++j) {
+      const std::string tile = "tile" + std::to_string(j);
+      if (!tile_dtype.count(tile)) continue;
+      const auto& [buffer, index] = d.tiled_loads[j];
+      Stmt array;
+      array.kind = StmtKind::LocalArray;
+      array.name = tile;
+      array.dtype = tile_dtype[tile];
+      array.elements = t * t;
+      copies.push_back(std::move(array));
+      Let load;
+      load.id = k.new_value_id();
+      load.kind = LetKind::Load;
+      load.type = {tile_dtype[tile], 1};
+      load.access.buffer = buffer;
+      load.access.index = index;
+      load.access.storage = tile_storage[tile];
+      Access to;
+      to.buffer = tile;
+      to.index = in_tile;
+      to.storage = tile_dtype[tile];
+      Block copy;
+      const int id = load.id;
+      copy.push_back(make_let(std::move(load)));
+      copy.push_back(make_store(std::move(to), id));
+      Block rows;
+      rows.push_back(make_loop(
+          ranged_loop(a, Expr::var(at), Expr::var(at) + Expr(t), ea, 1, LoopRole::Other, nest),
+          std::move(copy)));
+      copies.push_back(make_loop(ranged_loop(x, Expr::var(xt), Expr::var(xt) + Expr(t), main_end, 1,
+                                             LoopRole::Other, nest),
+                                 std::move(rows)));
+    }
+    VectorContext c;
+    c.var = x;
+    c.lanes = n;
+    Loop vl =
+        ranged_loop(x, Expr::var(xt), Expr::var(xt) + Expr(t), main_end, n, LoopRole::Other, nest);
+    vl.vector_width = n;
+    Block inner;
+    inner.push_back(make_loop(std::move(vl), vectorize_block(k, body, c)));
+    copies.push_back(make_loop(
+        ranged_loop(a, Expr::var(at), Expr::var(at) + Expr(t), ea, 1, LoopRole::Other, nest),
+        std::move(inner)));
+    Loop tiles(ranged_loop(xt, Expr(0), Expr(main_end), main_end, t, LoopRole::Other, nest));
+    tiles.limit.reset();
+    tile_body.push_back(make_loop(std::move(tiles), std::move(copies)));
+  }
+  if (main_end < ex) {
+    // The tail columns are outside every tile: they read the operands directly.
+    VectorContext c;
+    c.var = x;
+    c.lanes = n;
+    c.count = ex - main_end;
+    Block tail;
+    tail.push_back(tail_block(x, main_end, vectorize_block(k, x_loop.body, c)));
+    tile_body.push_back(make_loop(
+        ranged_loop(a, Expr::var(at), Expr::var(at) + Expr(t), ea, 1, LoopRole::Other, nest),
+        std::move(tail)));
+  }
+  Loop outer = *a_loop.loop;
+  outer.var = at;
+  outer.step = t;
+  Block replacement;
+  replacement.push_back(make_loop(std::move(outer), std::move(tile_body)));
+  replace(parent_of(v, v.pointwise.size() - 2), &a_loop, std::move(replacement));
+}
+
+}  // namespace
+
+void apply_kernel_form(Kernel& k) {
+  auto views = nests(k);
+  for (size_t i = 0; i < views.size(); ++i) {
+    NestView& v = views[i];
+    const NestDecision& d = k.decisions.nests.at(i);
+    switch (d.form) {
+      case KernelForm::Scalar:
+        break;
+      case KernelForm::ColumnReduction:
+        column_reduction(k, v, d);
+        break;
+      case KernelForm::Tiled:
+        tiled(k, v, d);
+        break;
+      case KernelForm::Vectorized: {
+        if (!v.reduction.empty()) {
+          widen_accumulators(k, *v.inner, d.vector_width, false);
+          Stmt& r = *v.reduction.back();
+          Block& parent =
+              v.reduction.size() == 1 ? *v.inner : v.reduction[v.reduction.size() - 2]->body;
+          replace(parent, &r, vector_loop(k, r, d.vector_width));
+        } else {
+          Stmt& x = *v.pointwise.back();
+          replace(parent_of(v, v.pointwise.size() - 1), &x, vector_loop(k, x, d.vector_width));
+        }
+        break;
+      }
+    }
+  }
+}
+
+}  // namespace stax::kernel

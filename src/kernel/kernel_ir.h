@@ -1,0 +1,257 @@
+// The loop-level kernel IR between the scheduler and the C++ text (issue 6, point 1).
+//
+// One `Kernel` holds the loops of one fused node (Section 8): a tree of statements — loops
+// (serial, OpenMP-parallel, vectorized with N lanes, unrolled), definitions of typed scalar
+// and vector values (`Let`), stores, reduction accumulators and their updates, local arrays,
+// index checks that set the kernel's error code, calls to external functions. The builder
+// (ir_builder.h) makes the scalar form of a fused node by running its node bodies; the passes
+// of pipeline.cpp rewrite it (kernel form, parallel depth, split and column reductions,
+// cascade blocking); the verifier checks it after every pass; the printer turns the final IR
+// into C++ against the kernel-header API of /work/kernel_api.md without taking any decision.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "index/expr.h"
+#include "ir/dtype.h"
+#include "lowering/ops_handler.h"
+
+namespace stax::kernel {
+
+using lowering::PointwiseOp;
+using lowering::ReductionType;
+
+// A scalar (lanes == 1) or a vector of `lanes` elements (stax::Vec<T, lanes>).
+struct ValueType {
+  DType dtype = DType::Float32;
+  int lanes = 1;
+  bool is_vector() const { return lanes > 1; }
+  friend bool operator==(const ValueType&, const ValueType&) = default;
+};
+
+// How a load or store reaches memory.
+enum class AccessForm : uint8_t {
+  Scalar,      // p[index]
+  Contiguous,  // lanes at index, index + 1, ... (index is lane 0's)
+  Strided,     // lanes at index + l * stride
+  Gather,      // lanes at p[offsets[l]] (offsets: an int64 vector value)
+};
+
+struct Access {
+  std::string buffer;
+  index::Expr index;               // lane 0's element offset (Gather: unused, see offsets)
+  DType storage = DType::Float32;  // the element type in memory (Half/BFloat16 hold floats)
+  AccessForm form = AccessForm::Scalar;
+  int64_t stride = 0;            // Strided
+  int offsets = -1;              // Gather: value id of a Vec<int64_t, N>
+  int mask = -1;                 // value id of a bool mask: lanes (or the scalar) where it is false
+                                 // read zero and are not read
+  std::optional<int64_t> count;  // a masked tail: only lanes < count are read or written
+};
+
+enum class LetKind : uint8_t {
+  Constant,           // `constant` as dtype
+  Load,               // `access`
+  Compute,            // op(args)
+  Convert,            // args[0] to dtype (PyTorch semantics); `via` = a 16-bit dtype: rounded
+                      // through it (float -> Half/BFloat16 -> float)
+  IndexValue,         // the int64 value of `index` (vector: lane l is index + l * step)
+  Broadcast,          // a scalar args[0] in every lane
+  Blend,              // lanes < count from args[1], the others from args[0] (Vec::set)
+  AccumulatorResult,  // the reduced value of accumulator `accumulator` (after its loops)
+  CombinePartials,    // split reductions: the thread partials of `accumulator`, in order
+};
+
+struct Let {
+  int id = -1;
+  ValueType type;
+  LetKind kind = LetKind::Constant;
+  double constant = 0.0;
+  PointwiseOp op = PointwiseOp::Add;
+  std::vector<int> args;
+  Access access;
+  index::Expr index;
+  int64_t step = 0;
+  int64_t count = 0;         // Blend
+  std::optional<DType> via;  // Convert
+  int accumulator = -1;      // AccumulatorResult, CombinePartials
+  bool welford_m2 = false;   // AccumulatorResult of a Welford accumulator: m2, not mean
+};
+
+// A reduction accumulator: declared before its reduction loops, updated inside, reduced
+// after them. Welford mean and m2 over one value share one accumulator.
+struct Accumulator {
+  int id = -1;
+  ReductionType type = ReductionType::Sum;  // WelfordMean for a Welford triple
+  DType dtype = DType::Float32;             // of the reduced values
+  int lanes = 1;                            // vector accumulator lanes
+  // Independent accumulators per reduction (Section 8.1: W of them break the add chain).
+  // Always 1 until the pass that chooses W lands (pipeline.cpp names its slot).
+  int independent = 1;
+  bool cascade = false;          // a blocked float sum (kernel/cascade_blocking.h)
+  bool per_lane_result = false;  // column reduction: each lane is its own output
+  bool split = false;            // one partial per thread (a split reduction)
+  std::string name() const { return "acc" + std::to_string(id); }
+};
+
+enum class CheckKind : uint8_t {
+  DivisionByZero,   // some lane of an integer divisor is 0
+  IndexOutOfRange,  // some lane outside [lo, hi)
+};
+
+// An external function (e.g. a BLAS routine) called with buffer pointers, values and
+// constants.
+struct CallArg {
+  enum class Kind : uint8_t { Buffer, Value, Integer } kind = Kind::Integer;
+  std::string buffer;
+  int value = -1;
+  int64_t integer = 0;
+};
+
+enum class StmtKind : uint8_t {
+  Let,
+  Store,  // access = value
+  Loop,
+  Block,        // a scope
+  Single,       // #pragma omp single [nowait]
+  Barrier,      // #pragma omp barrier
+  LocalArray,   // a per-iteration array: buffer name, storage dtype, elements
+  DefineIndex,  // an index variable: `name` = index (an Expr) or = the int64 value `value`
+  AccumulatorInit,
+  Reduce,        // accumulator <- value (Welford: count lanes in a masked tail)
+  FoldBlock,     // cascade: add the block accumulator into the outer one and reset it
+  StorePartial,  // split reduction: this thread's partial of the accumulator
+  Check,
+  Call,
+  Comment,
+};
+
+// Where a loop sits in its fused node; the passes use it to find their loops.
+enum class LoopRole : uint8_t { Outer, Pointwise, Reduction, Other };
+
+struct Stmt;
+using Block = std::vector<Stmt>;
+
+struct Loop {
+  std::string var;
+  index::Expr begin = index::Expr(0);
+  index::Expr end = index::Expr(0);
+  std::optional<int64_t> limit;  // also stop at limit: var < min(end, limit)
+  int64_t step = 1;
+  int vector_width = 1;       // > 1: the body is vectorized with this many lanes per step
+  int unroll = 1;             // > 1: #pragma GCC unroll
+  int parallel_collapse = 0;  // > 0: #pragma omp for collapse(n) schedule(static)
+  bool nowait = false;
+  LoopRole role = LoopRole::Other;
+  int nest = -1;  // the nest of the fused node it belongs to (-1: shared outer loops)
+};
+
+struct Stmt {
+  StmtKind kind = StmtKind::Comment;
+  Let let;                       // Let
+  Access access;                 // Store
+  int value = -1;                // Store, Reduce, StorePartial, Check, DefineIndex (value form)
+  int index_value = -1;          // Reduce of ArgMax/ArgMin: the int64 index of `value`
+  std::shared_ptr<Loop> loop;    // Loop
+  Block body;                    // Loop, Block, Single
+  bool nowait = false;           // Single
+  std::string name;              // LocalArray (buffer), DefineIndex (var), Call (function), Comment
+  DType dtype = DType::Float32;  // LocalArray
+  int64_t elements = 0;          // LocalArray
+  std::optional<index::Expr> index;  // DefineIndex (expression form)
+  int accumulator = -1;              // AccumulatorInit, Reduce, FoldBlock, StorePartial
+  std::optional<int64_t> count;      // Reduce (Welford tails)
+  CheckKind check = CheckKind::DivisionByZero;
+  int64_t lo = 0, hi = 0;          // IndexOutOfRange
+  int error_code = 0;              // Check
+  std::vector<CallArg> call_args;  // Call
+  std::string text;                // Comment
+  int nest = -1;                   // Block: the body of nest `nest` of the fused node
+  bool vector_tail = false;        // Block: the masked tail of a vectorized loop
+};
+
+// A check's error: its code in the kernel's error variable and the wrapper's message.
+struct ErrorSite {
+  int code = 0;
+  CheckKind kind = CheckKind::DivisionByZero;
+  std::string message;  // "ZeroDivisionError", or indirect_index's `what`
+};
+
+enum class KernelForm : uint8_t { Scalar, Vectorized, Tiled, ColumnReduction };
+
+// The form the kernel-form pass chose for one nest, with its reason.
+struct NestDecision {
+  KernelForm form = KernelForm::Scalar;
+  std::string reason;
+  std::string vector_var;  // the vectorized loop variable
+  int vector_width = 1;
+  std::string tile_outer_var;  // Tiled: the next-outer loop, tiled with the vector loop
+  int64_t tile = 0;
+  std::vector<std::pair<std::string, index::Expr>> tiled_loads;  // read through L1 tiles
+};
+
+// The decisions the passes took, for explain and the summaries.
+struct KernelDecisions {
+  std::vector<NestDecision> nests;
+  int parallel_depth = 0;
+  std::vector<int64_t> parallel_ranges;  // the loops Algorithm 8.1 looked at
+  std::string parallel_reason;
+  bool split_reduction = false;
+  bool parallel_vector_loop = false;  // the vectorized loop itself is work-shared
+};
+
+struct Kernel {
+  std::string name;         // the fused node's name (op0, op0_op1, ...)
+  std::string description;  // its iteration group
+  Block body;
+  std::vector<Accumulator> accumulators;  // indexed by id
+  std::vector<ErrorSite> errors;
+  // Every loop and index variable with its extent (simplification, C++ index printing).
+  index::RangeMap ranges;
+  std::map<std::string, bool> buffer_is_input;  // buffers the kernel's pointers name
+  KernelDecisions decisions;
+  int next_value = 0;
+
+  int new_value_id() { return next_value++; }
+  Accumulator& accumulator(int id) { return accumulators.at(static_cast<size_t>(id)); }
+  const Accumulator& accumulator(int id) const { return accumulators.at(static_cast<size_t>(id)); }
+};
+
+// Statement constructors.
+Stmt make_let(Let let);
+Stmt make_store(Access access, int value);
+Stmt make_loop(Loop loop, Block body);
+Stmt make_block(Block body);
+Stmt make_comment(std::string text);
+
+// Visits every statement (pre-order), nested blocks included.
+template <class F>
+void for_each_stmt(Block& block, F&& f) {
+  for (Stmt& s : block) {
+    f(s);
+    for_each_stmt(s.body, f);
+  }
+}
+template <class F>
+void for_each_stmt(const Block& block, F&& f) {
+  for (const Stmt& s : block) {
+    f(s);
+    for_each_stmt(s.body, f);
+  }
+}
+
+// A deep copy (loops are shared_ptrs).
+Block clone_block(const Block& block);
+
+std::string_view kernel_form_name(KernelForm form);
+
+// The identity of a reduction over `dtype` (what accumulators start from and masked tail
+// lanes contribute): +-infinity stand for an integer type's extremes.
+double reduction_identity(ReductionType type, DType dtype);
+
+}  // namespace stax::kernel

@@ -1,0 +1,42 @@
+// The passes over kernel IR, in the order pipeline.cpp runs them. Each takes the kernel of
+// one fused node and rewrites it in place (or only records a decision).
+#pragma once
+
+#include "kernel/kernel_ir.h"
+#include "runtime/simd.h"
+
+namespace stax::kernel {
+
+struct TargetOptions {
+  runtime::SimdLevel simd = runtime::SimdLevel::Scalar;
+  int num_threads = 1;  // P of Algorithm 8.1
+};
+
+// Decides each nest's form — vectorized along its innermost loop, 2-D tiled (Section 8.2) for
+// transposed operands, a column reduction vectorized along the output, or scalar — from the
+// IR: which loads are strided, whether every value has a vector form. Records the reason.
+void choose_kernel_form(Kernel& kernel, const TargetOptions& target);
+
+// Algorithm 8.1: the parallel depth, and whether a reduction with a single output is split
+// across the threads instead.
+void choose_parallel_depth(Kernel& kernel, const TargetOptions& target);
+
+// Rewrites each nest into its chosen form: the vector loop with its masked tail, the column
+// blocks of a column reduction, the L1 tiles of the tiled form.
+void apply_kernel_form(Kernel& kernel);
+
+// Blocks float32 sums (cascade_blocking.h): strip-mines the reduction loop that takes a
+// block past kCascadeBlock iterations and folds the block accumulators after each block.
+void block_float_sums(Kernel& kernel);
+
+// A split reduction: threads share the outermost reduction loop, each keeps its partials,
+// combined in thread order after a barrier.
+void split_reductions(Kernel& kernel);
+
+// The OpenMP work sharing of the chosen depth (collapse), or one thread for depth 0.
+void parallelize(Kernel& kernel);
+
+// Removes loops without iterations and definitions nobody uses, simplifies indices.
+void simplify(Kernel& kernel);
+
+}  // namespace stax::kernel

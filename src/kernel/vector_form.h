@@ -1,0 +1,42 @@
+// The vector form of scalar kernel IR along one loop variable (Section 8.1): every value that
+// depends on the variable becomes a vector of N lanes (lane l is iteration var + l), the
+// others stay scalar until combined with a vector (then broadcast). Loads and stores take the
+// contiguous, strided or gather form their index allows; a masked tail (count < N) reads and
+// writes only its lanes, and its reductions and checks see only them. The same analysis
+// tells the kernel-form pass whether a body has a vector form at all (vector_obstacle).
+#pragma once
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "kernel/kernel_ir.h"
+
+namespace stax::kernel {
+
+struct VectorContext {
+  std::string var;  // the vectorized loop variable (after substitution)
+  int lanes = 1;
+  std::optional<int64_t> count;  // a masked tail: lanes >= count do not exist
+  // Applied to every index first (column blocks: x1 -> x1_block + 16 * k).
+  std::map<std::string, index::Expr> substitution;
+  // Accumulator renaming (column blocks own their accumulators); unmapped ids stay.
+  std::map<int, int> accumulators;
+};
+
+// The vector form of `scalar`; values get fresh ids in `kernel`.
+Block vectorize_block(Kernel& kernel, const Block& scalar, const VectorContext& context);
+
+// Why `scalar` has no vector form along `var` (nullopt: it has one): an index value or a
+// load whose index is not affine in the variable, a 16-bit rounding (no vector form in the
+// kernel API), an indirect index that does not enter its loads linearly.
+std::optional<std::string> vector_obstacle(const Kernel& kernel, const Block& scalar,
+                                           const std::string& var);
+
+// The access form of an index along `var` when no indirect index is vectorized: Contiguous,
+// Strided (with *stride) or nullopt when the stride is not constant.
+std::optional<AccessForm> affine_access_form(const index::Expr& index, const std::string& var,
+                                             const index::RangeMap& ranges, int64_t* stride);
+
+}  // namespace stax::kernel

@@ -1,0 +1,286 @@
+// The kernel IR verifier.
+#include "kernel/verifier.h"
+
+#include <cstdlib>
+#include <set>
+#include <stdexcept>
+#include <vector>
+
+namespace stax::kernel {
+
+namespace {
+
+class Verifier {
+ public:
+  Verifier(const Kernel& k, const std::string& after) : k_(k), after_(after) {}
+
+  void run() {
+    scopes_.emplace_back();
+    block(k_.body);
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& problem) const {
+    throw std::logic_error("kernel IR of " + k_.name + " after " + after_ + ": " + problem);
+  }
+
+  static std::string v(int id) { return "tmp" + std::to_string(id); }
+
+  static std::string type_string(const ValueType& t) {
+    return std::string(dtype_name(t.dtype)) + (t.is_vector() ? "x" + std::to_string(t.lanes) : "");
+  }
+
+  const ValueType& use(int id, const std::string& where) const {
+    for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it) {
+      if (auto f = it->values.find(id); f != it->values.end()) return f->second;
+    }
+    fail(where + " uses " + v(id) + " before it is defined (or outside its scope)");
+  }
+
+  bool accumulator_in_scope(int acc) const {
+    for (const Scope& s : scopes_) {
+      if (s.accumulators.count(acc)) return true;
+    }
+    return false;
+  }
+
+  void require_accumulator(int acc, const std::string& where) const {
+    if (acc < 0 || acc >= static_cast<int>(k_.accumulators.size())) {
+      fail(where + " names accumulator " + std::to_string(acc) + ", which does not exist");
+    }
+    if (!accumulator_in_scope(acc)) {
+      fail(where + " uses acc" + std::to_string(acc) + " before its declaration");
+    }
+  }
+
+  void access(const Access& a, int lanes, const std::string& where) const {
+    if (a.buffer.empty()) fail(where + " has no buffer");
+    if ((a.form == AccessForm::Scalar) != (lanes == 1)) {
+      fail(where + " of " + a.buffer + ": a " + (lanes == 1 ? "scalar" : "vector") +
+           " value with a " + (a.form == AccessForm::Scalar ? "scalar" : "vector") + " access");
+    }
+    if (a.mask >= 0) {
+      const ValueType& m = use(a.mask, where + " (mask)");
+      if (m.dtype != DType::Bool) fail(where + " of " + a.buffer + ": mask is not bool");
+      if (m.lanes != lanes)
+        fail(where + " of " + a.buffer + ": mask lanes differ from the value's");
+    }
+    if (a.form == AccessForm::Gather) {
+      const ValueType& o = use(a.offsets, where + " (offsets)");
+      if (o.dtype != DType::Int64 || o.lanes != lanes) {
+        fail(where + " of " + a.buffer + ": gather offsets are " + type_string(o) + ", not int64x" +
+             std::to_string(lanes));
+      }
+    }
+    if (a.count && (*a.count < 1 || *a.count > lanes)) {
+      fail(where + " of " + a.buffer + ": tail count " + std::to_string(*a.count) +
+           " outside [1, " + std::to_string(lanes) + "]");
+    }
+  }
+
+  void let(const Let& l) {
+    const std::string where = v(l.id);
+    if (l.type.lanes < 1) fail(where + " has " + std::to_string(l.type.lanes) + " lanes");
+    std::vector<ValueType> args;
+    for (int a : l.args) args.push_back(use(a, where));
+    switch (l.kind) {
+      case LetKind::Constant:
+        break;
+      case LetKind::Load:
+        access(l.access, l.type.lanes, "load " + where);
+        if (l.access.storage != l.type.dtype &&
+            !(l.type.dtype == DType::Float32 &&
+              (l.access.storage == DType::Float16 || l.access.storage == DType::BFloat16))) {
+          fail("load " + where + " reads " + std::string(dtype_name(l.access.storage)) + " as " +
+               std::string(dtype_name(l.type.dtype)));
+        }
+        break;
+      case LetKind::Compute: {
+        const auto& info = lowering::op_info(l.op);
+        if (static_cast<int>(args.size()) != info.arity) {
+          fail(where + ": " + std::string(info.name) + " takes " + std::to_string(info.arity) +
+               " operands, got " + std::to_string(args.size()));
+        }
+        const bool where_op = l.op == PointwiseOp::Where;
+        for (size_t i = 0; i < args.size(); ++i) {
+          if (args[i].lanes != l.type.lanes) {
+            fail(where + ": operand " + std::to_string(i) + " of " + std::string(info.name) +
+                 " is " + type_string(args[i]) + ", the result " + type_string(l.type));
+          }
+          if (where_op && i == 0) {
+            if (args[0].dtype != DType::Bool) fail(where + ": the condition of where is not bool");
+            continue;
+          }
+          const DType first = where_op ? args[1].dtype : args[0].dtype;
+          if (args[i].dtype != first) {
+            fail(where + ": operands of " + std::string(info.name) + " differ in dtype");
+          }
+          if (!where_op && !lowering::op_accepts(l.op, args[i].dtype)) {
+            fail(where + ": " + std::string(info.name) + " does not accept " +
+                 std::string(dtype_name(args[i].dtype)));
+          }
+        }
+        const DType expected =
+            info.produces_bool ? DType::Bool : (where_op ? args[1].dtype : args[0].dtype);
+        if (l.type.dtype != expected) {
+          fail(where + ": " + std::string(info.name) + " yields " +
+               std::string(dtype_name(expected)) + ", not " +
+               std::string(dtype_name(l.type.dtype)));
+        }
+        break;
+      }
+      case LetKind::Convert:
+        if (args.size() != 1 || args[0].lanes != l.type.lanes) {
+          fail(where + ": a conversion changes the lane count");
+        }
+        if (l.via && (l.type.dtype != DType::Float32 || args[0].dtype != DType::Float32)) {
+          fail(where + ": rounding through a 16-bit type is float to float");
+        }
+        break;
+      case LetKind::IndexValue:
+        if (l.type.dtype != DType::Int64) fail(where + ": index values are int64");
+        break;
+      case LetKind::Broadcast:
+        if (args.size() != 1 || args[0].is_vector() || args[0].dtype != l.type.dtype ||
+            !l.type.is_vector()) {
+          fail(where + ": a broadcast takes a scalar of its dtype to a vector");
+        }
+        break;
+      case LetKind::Blend:
+        if (args.size() != 2 || args[0] != l.type || args[1] != l.type) {
+          fail(where + ": blend operands differ from the result type");
+        }
+        if (l.count < 1 || l.count > l.type.lanes) fail(where + ": blend count out of range");
+        break;
+      case LetKind::AccumulatorResult:
+        require_accumulator(l.accumulator, where);
+        break;
+      case LetKind::CombinePartials:
+        // After the barrier, outside the accumulator's scope: it reads the partials.
+        if (l.accumulator < 0 || l.accumulator >= static_cast<int>(k_.accumulators.size()) ||
+            !k_.accumulator(l.accumulator).split) {
+          fail(where + " combines the partials of an accumulator that is not split");
+        }
+        break;
+    }
+    scopes_.back().values[l.id] = l.type;
+  }
+
+  void stmt(const Stmt& s) {
+    switch (s.kind) {
+      case StmtKind::Let:
+        let(s.let);
+        break;
+      case StmtKind::Store: {
+        const ValueType& t = use(s.value, "store to " + s.access.buffer);
+        access(s.access, t.lanes, "store");
+        if (s.access.mask >= 0) fail("store to " + s.access.buffer + " is masked");
+        break;
+      }
+      case StmtKind::Loop: {
+        const Loop& l = *s.loop;
+        if (l.step < 1) fail("loop " + l.var + " has step " + std::to_string(l.step));
+        if (!k_.ranges.count(l.var)) fail("loop variable " + l.var + " has no range");
+        nested(s.body);
+        break;
+      }
+      case StmtKind::Block:
+      case StmtKind::Single:
+        nested(s.body);
+        break;
+      case StmtKind::AccumulatorInit:
+        if (s.accumulator < 0 || s.accumulator >= static_cast<int>(k_.accumulators.size())) {
+          fail("declaration of a missing accumulator");
+        }
+        scopes_.back().accumulators.insert(s.accumulator);
+        break;
+      case StmtKind::Reduce: {
+        require_accumulator(s.accumulator, "reduce");
+        const Accumulator& a = k_.accumulator(s.accumulator);
+        const ValueType& t = use(s.value, "reduce into " + a.name());
+        if (t.dtype != a.dtype || t.lanes != a.lanes) {
+          fail("reduce into " + a.name() + " (" + std::string(dtype_name(a.dtype)) + "x" +
+               std::to_string(a.lanes) + ") of a " + type_string(t) + " value");
+        }
+        if ((a.type == ReductionType::Any || a.type == ReductionType::All) &&
+            a.dtype != DType::Bool) {
+          fail(a.name() + ": any/all reduce bool values");
+        }
+        if (a.type == ReductionType::ArgMax || a.type == ReductionType::ArgMin) {
+          const ValueType& i = use(s.index_value, "reduce into " + a.name());
+          if (i.dtype != DType::Int64 || i.lanes != a.lanes) fail(a.name() + ": bad index value");
+        }
+        break;
+      }
+      case StmtKind::FoldBlock:
+        require_accumulator(s.accumulator, "fold");
+        if (!k_.accumulator(s.accumulator).cascade) fail("fold of a non-blocked accumulator");
+        break;
+      case StmtKind::StorePartial:
+        require_accumulator(s.accumulator, "partial store");
+        break;
+      case StmtKind::Check: {
+        const ValueType& t = use(s.value, "check");
+        if (s.check == CheckKind::DivisionByZero && !is_integral(t.dtype)) {
+          fail("a division check on a " + type_string(t) + " divisor");
+        }
+        if (s.check == CheckKind::IndexOutOfRange && t.dtype != DType::Int64) {
+          fail("an index check on a " + type_string(t) + " value");
+        }
+        if (s.error_code <= 0) fail("a check without an error code");
+        break;
+      }
+      case StmtKind::DefineIndex:
+        if (!s.index) {
+          const ValueType& t = use(s.value, "index " + s.name);
+          if (t.dtype != DType::Int64) fail("index " + s.name + " is not int64");
+        }
+        break;
+      case StmtKind::Call:
+        for (const CallArg& a : s.call_args) {
+          if (a.kind == CallArg::Kind::Value) use(a.value, "call of " + s.name);
+        }
+        break;
+      case StmtKind::Barrier:
+      case StmtKind::LocalArray:
+      case StmtKind::Comment:
+        break;
+    }
+  }
+
+  void nested(const Block& b) {
+    scopes_.emplace_back();
+    block(b);
+    scopes_.pop_back();
+  }
+
+  void block(const Block& b) {
+    for (const Stmt& s : b) stmt(s);
+  }
+
+  struct Scope {
+    std::map<int, ValueType> values;
+    std::set<int> accumulators;
+  };
+
+  const Kernel& k_;
+  std::string after_;
+  std::vector<Scope> scopes_;
+};
+
+}  // namespace
+
+void verify(const Kernel& kernel, const std::string& after) {
+  Verifier(kernel, after).run();
+}
+
+bool verification_enabled() {
+#ifndef NDEBUG
+  return true;
+#else
+  const char* env = std::getenv("STAX_VERIFY_KERNEL_IR");
+  return env != nullptr && std::string(env) == "1";
+#endif
+}
+
+}  // namespace stax::kernel

@@ -1,0 +1,180 @@
+// The vector forms of the kernel-header ops: stax::op_<name>(Vec<T, N>...) for every
+// PointwiseOp, register by register through reg_<name> (intrinsics where the level has them,
+// else the scalar op_<name> per lane, so results equal the scalar forms), plus Vec operators,
+// convert<U>(Vec) and the lane-mask (Vec<bool, N>) forms of the ops that accept bool.
+// Included by stax_kernel.h after stax_kernel_vec.h; not meant to be included directly.
+#pragma once
+
+#include <cstdint>
+
+#include "stax_kernel_vec.h"
+
+namespace stax {
+
+#define STAX_VEC_UNARY(name)                                                    \
+  template <class T, int N>                                                     \
+  inline Vec<T, N> op_##name(const Vec<T, N>& a) {                              \
+    Vec<T, N> r{detail::Uninitialized{}};                                       \
+    for (int k = 0; k < Vec<T, N>::kRegs; ++k) r.reg[k] = reg_##name(a.reg[k]); \
+    return r;                                                                   \
+  }
+#define STAX_VEC_BINARY(name)                                                             \
+  template <class T, int N>                                                               \
+  inline Vec<T, N> op_##name(const Vec<T, N>& a, const Vec<T, N>& b) {                    \
+    Vec<T, N> r{detail::Uninitialized{}};                                                 \
+    for (int k = 0; k < Vec<T, N>::kRegs; ++k) r.reg[k] = reg_##name(a.reg[k], b.reg[k]); \
+    return r;                                                                             \
+  }
+#define STAX_VEC_MASK1(name)                                      \
+  template <class T, int N>                                       \
+  inline Vec<bool, N> op_##name(const Vec<T, N>& a) {             \
+    uint64_t bits = 0;                                            \
+    for (int k = 0; k < Vec<T, N>::kRegs; ++k) {                  \
+      bits |= reg_##name(a.reg[k]) << (k * Vec<T, N>::kRegLanes); \
+    }                                                             \
+    return Vec<bool, N>::from_bits(bits);                         \
+  }
+#define STAX_VEC_MASK2(name)                                                \
+  template <class T, int N>                                                 \
+  inline Vec<bool, N> op_##name(const Vec<T, N>& a, const Vec<T, N>& b) {   \
+    uint64_t bits = 0;                                                      \
+    for (int k = 0; k < Vec<T, N>::kRegs; ++k) {                            \
+      bits |= reg_##name(a.reg[k], b.reg[k]) << (k * Vec<T, N>::kRegLanes); \
+    }                                                                       \
+    return Vec<bool, N>::from_bits(bits);                                   \
+  }
+STAX_UNARY_OPS(STAX_VEC_UNARY)
+STAX_BINARY_OPS(STAX_VEC_BINARY)
+STAX_COMPARE_OPS(STAX_VEC_MASK2)
+STAX_CLASSIFY_OPS(STAX_VEC_MASK1)
+#undef STAX_VEC_UNARY
+#undef STAX_VEC_BINARY
+#undef STAX_VEC_MASK1
+#undef STAX_VEC_MASK2
+
+template <class T, int N>
+inline Vec<T, N> op_where(const Vec<bool, N>& c, const Vec<T, N>& a, const Vec<T, N>& b) {
+  Vec<T, N> r{detail::Uninitialized{}};
+  for (int k = 0; k < Vec<T, N>::kRegs; ++k) {
+    r.reg[k] = reg_select(c.bits >> (k * Vec<T, N>::kRegLanes), a.reg[k], b.reg[k]);
+  }
+  return r;
+}
+
+// ---- Logical ops: nonzero is true ----
+template <class T, int N>
+inline Vec<bool, N> truth(const Vec<T, N>& a) {
+  return op_ne(a, Vec<T, N>(T(0)));
+}
+template <int N>
+inline Vec<bool, N> truth(const Vec<bool, N>& a) {
+  return a;
+}
+template <class T, int N>
+inline Vec<bool, N> op_logical_and(const Vec<T, N>& a, const Vec<T, N>& b) {
+  return truth(a) & truth(b);
+}
+template <class T, int N>
+inline Vec<bool, N> op_logical_or(const Vec<T, N>& a, const Vec<T, N>& b) {
+  return truth(a) | truth(b);
+}
+template <class T, int N>
+inline Vec<bool, N> op_logical_xor(const Vec<T, N>& a, const Vec<T, N>& b) {
+  return truth(a) ^ truth(b);
+}
+template <class T, int N>
+inline Vec<bool, N> op_logical_not(const Vec<T, N>& a) {
+  return !truth(a);
+}
+
+// ---- Lane masks: the ops that accept bool (false < true) ----
+template <int N>
+using Mask = Vec<bool, N>;
+template <int N>
+inline Mask<N> op_bitwise_and(const Mask<N>& a, const Mask<N>& b) {
+  return a & b;
+}
+template <int N>
+inline Mask<N> op_bitwise_or(const Mask<N>& a, const Mask<N>& b) {
+  return a | b;
+}
+template <int N>
+inline Mask<N> op_bitwise_xor(const Mask<N>& a, const Mask<N>& b) {
+  return a ^ b;
+}
+template <int N>
+inline Mask<N> op_bitwise_not(const Mask<N>& a) {
+  return !a;
+}
+template <int N>
+inline Mask<N> op_maximum(const Mask<N>& a, const Mask<N>& b) {
+  return a | b;
+}
+template <int N>
+inline Mask<N> op_minimum(const Mask<N>& a, const Mask<N>& b) {
+  return a & b;
+}
+template <int N>
+inline Mask<N> op_eq(const Mask<N>& a, const Mask<N>& b) {
+  return !(a ^ b);
+}
+template <int N>
+inline Mask<N> op_ne(const Mask<N>& a, const Mask<N>& b) {
+  return a ^ b;
+}
+template <int N>
+inline Mask<N> op_lt(const Mask<N>& a, const Mask<N>& b) {
+  return !a & b;
+}
+template <int N>
+inline Mask<N> op_le(const Mask<N>& a, const Mask<N>& b) {
+  return !a | b;
+}
+template <int N>
+inline Mask<N> op_gt(const Mask<N>& a, const Mask<N>& b) {
+  return a & !b;
+}
+template <int N>
+inline Mask<N> op_ge(const Mask<N>& a, const Mask<N>& b) {
+  return a | !b;
+}
+template <int N>
+inline Mask<N> op_isnan(const Mask<N>&) {
+  return Mask<N>(false);
+}
+template <int N>
+inline Mask<N> op_isinf(const Mask<N>&) {
+  return Mask<N>(false);
+}
+template <int N>
+inline Mask<N> op_where(const Mask<N>& c, const Mask<N>& a, const Mask<N>& b) {
+  return (c & a) | (!c & b);
+}
+
+// ---- Conversions: lane by lane through the scalar convert unless a level has a faster
+// register form (convert_reg overloads) ----
+namespace detail {
+template <class U, class T, int N>
+inline Vec<U, N> convert_lanes(const Vec<T, N>& v) {
+  alignas(64) T x[N];
+  v.store(x);
+  alignas(64) U y[N];
+  for (int l = 0; l < N; ++l) y[l] = convert_scalar<U>(x[l]);
+  return Vec<U, N>::from_array(y);
+}
+}  // namespace detail
+
+template <class U, class T, int N>
+inline Vec<U, N> convert(const Vec<T, N>& v) {
+  if constexpr (detail::kSame<U, T>) {
+    return v;
+  } else if constexpr (detail::kIsBool<U>) {
+    return truth(v);
+  } else if constexpr (detail::kIsBool<T>) {
+    return op_where(v, Vec<U, N>(U(1)), Vec<U, N>(U(0)));
+  } else {
+    return detail::convert_lanes<U>(v);
+  }
+}
+
+}  // namespace stax

@@ -1,0 +1,151 @@
+// The passes: kernel form with its reason, Algorithm 8.1, split and column reductions, the
+// tiled form, cascade blocking, simplification, and the order the pipeline runs them in.
+#include <fstream>
+#include <sstream>
+
+#include "kernel_test_util.h"
+
+namespace stax::kernel_test {
+namespace {
+
+using kernel::KernelForm;
+using kernel::LetKind;
+using kernel::StmtKind;
+
+std::string read(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string bench(const std::string& name) {
+  return read(std::string(STAX_BENCH_DIR) + "/" + name);
+}
+
+bool has(const kernel::Kernel& k, StmtKind kind) {
+  return count_stmts(k, [&](const kernel::Stmt& s) { return s.kind == kind; }) > 0;
+}
+
+TEST(KernelPasses, PipelineRunsThePassesInOrder) {
+  auto s = schedule_text("def f(x: f32[64]):\n    y = exp(x)\n    return y\n");
+  std::vector<std::string> passes;
+  lower_all(*s, avx512(), &passes);
+  EXPECT_EQ(passes, (std::vector<std::string>{"build", "kernel form", "parallel depth",
+                                              "apply kernel form", "cascade blocking",
+                                              "split reductions", "parallelize", "simplify"}));
+}
+
+TEST(KernelPasses, PointwiseLoopIsVectorizedWithAMaskedTail) {
+  auto s = schedule_text("def f(x: f32[100]):\n    y = exp(x)\n    return y\n");
+  const auto k = lower_all(*s, avx512()).at(0);
+  EXPECT_EQ(kernel::nest_form_names(k), (std::vector<std::string>{"vectorized(W=16) over x0"}));
+  const std::string text = kernel::print_kernel(k);
+  EXPECT_TRUE(contains(text, "for (int64_t x0 = 0; x0 < 96; x0 += 16)")) << text;
+  EXPECT_TRUE(contains(text, "stax::Vec<float, 16>::load(in_x + x0, 4)")) << text;
+  EXPECT_TRUE(contains(text, ".store(buf0 + x0, 4)")) << text;
+  EXPECT_TRUE(contains(text, "const int64_t x0 = 96;")) << text;
+}
+
+TEST(KernelPasses, ScalarLevelGivesTheScalarFormWithAReason) {
+  auto s = schedule_text("def f(x: f32[100]):\n    y = exp(x)\n    return y\n");
+  const auto k = lower_all(*s, {runtime::SimdLevel::Scalar, 1}).at(0);
+  EXPECT_EQ(kernel::nest_form_names(k), (std::vector<std::string>{"scalar"}));
+  EXPECT_EQ(k.decisions.nests[0].reason, "the SIMD level is scalar");
+  EXPECT_FALSE(contains(kernel::print_kernel(k), "stax::Vec<"));
+}
+
+TEST(KernelPasses, TransposedOperandGivesTheTiledForm) {
+  auto s = schedule_text(bench("transpose_add.stax"));
+  const auto k = lower_all(*s, avx512(4)).at(0);
+  EXPECT_EQ(kernel::nest_form_names(k),
+            (std::vector<std::string>{"tiled(T=64) vectorized(W=16) over x1"}));
+  EXPECT_TRUE(contains(k.decisions.nests[0].reason, "stride 2048")) << k.decisions.nests[0].reason;
+  const std::string text = kernel::print_kernel(k);
+  EXPECT_TRUE(contains(text, "alignas(64) float tile0[4096];")) << text;
+  EXPECT_TRUE(contains(text, "stax::Vec<float, 16>::load(tile0 + ")) << text;
+  EXPECT_TRUE(contains(text, "#pragma omp for collapse(1) schedule(static)")) << text;
+}
+
+TEST(KernelPasses, ColumnReductionKeepsOneOutputPerLaneInBlocksOfEightVectors) {
+  auto s = schedule_text(bench("column_sum.stax"));
+  const auto ks = lower_all(*s, avx512(4));
+  ASSERT_EQ(ks.size(), 1u);
+  const auto& k = ks[0];
+  EXPECT_EQ(kernel::nest_form_names(k),
+            (std::vector<std::string>{"vectorized(W=16) over x0, one output per lane"}));
+  // Two reductions, eight column blocks each, all inside one chain of reduction loops.
+  EXPECT_EQ(
+      count_stmts(k, [](const kernel::Stmt& st) { return st.kind == StmtKind::AccumulatorInit; }),
+      16);
+  for (const auto& a : k.accumulators) {
+    if (a.lanes > 1) {
+      EXPECT_TRUE(a.per_lane_result);
+    }
+  }
+  const std::string text = kernel::print_kernel(k);
+  EXPECT_TRUE(contains(text, "x0_block += 128")) << text;
+  // 8192 rows: the float sums are blocked, folded per block into double lanes.
+  EXPECT_TRUE(contains(text, "_outer.fold(")) << text;
+  EXPECT_TRUE(contains(text, "_outer.lanes()")) << text;
+}
+
+TEST(KernelPasses, FullReductionIsSplitAcrossThreadsAndBlocked) {
+  auto s = schedule_text(bench("full_sum.stax"));
+  const auto k = lower_all(*s, avx512(4)).at(0);
+  EXPECT_EQ(kernel::nest_form_names(k),
+            (std::vector<std::string>{"vectorized(W=16) over r0, split across threads"}));
+  EXPECT_TRUE(k.decisions.split_reduction);
+  EXPECT_TRUE(has(k, StmtKind::Barrier));
+  EXPECT_TRUE(has(k, StmtKind::StorePartial));
+  EXPECT_TRUE(has(k, StmtKind::FoldBlock));
+  EXPECT_GT(count_lets(k, LetKind::CombinePartials), 0);
+  const std::string text = kernel::print_kernel(k);
+  EXPECT_TRUE(contains(text, "#pragma omp for collapse(1) schedule(static) nowait")) << text;
+  EXPECT_TRUE(contains(kernel::print_kernel_preamble(k), "[STAX_MAX_THREADS];"));
+  // One thread: Algorithm 8.1 gives depth 0 and no split.
+  const auto serial = lower_all(*s, avx512(1)).at(0);
+  EXPECT_FALSE(serial.decisions.split_reduction);
+  EXPECT_EQ(serial.decisions.parallel_depth, 0);
+  EXPECT_TRUE(has(serial, StmtKind::Single));
+}
+
+TEST(KernelPasses, LongRowSumsAreBlockedShortOnesNot) {
+  auto longer = schedule_text("def f(x: f32[4, 4096]):\n    s = sum(x, dim=[1])\n    return s\n");
+  const auto k = lower_all(*longer, avx512()).at(0);
+  EXPECT_TRUE(has(k, StmtKind::FoldBlock));
+  EXPECT_TRUE(contains(kernel::print_kernel(k), "r0_blk")) << kernel::print_kernel(k);
+  auto shorter = schedule_text("def f(x: f32[4, 1000]):\n    s = sum(x, dim=[1])\n    return s\n");
+  EXPECT_FALSE(has(lower_all(*shorter, avx512()).at(0), StmtKind::FoldBlock));
+  // Max is exact in any order: never blocked.
+  auto amax = schedule_text("def f(x: f32[4, 4096]):\n    s = amax(x, dim=[1])\n    return s\n");
+  EXPECT_FALSE(has(lower_all(*amax, avx512()).at(0), StmtKind::FoldBlock));
+}
+
+TEST(KernelPasses, ParallelDepthFollowsAlgorithm81) {
+  auto s = schedule_text(read(std::string(STAX_EXAMPLES_DIR) + "/example_1_1.stax"));
+  const auto ks = lower_all(*s, avx512(4));
+  ASSERT_FALSE(ks.empty());
+  EXPECT_EQ(ks[0].decisions.parallel_depth, 1);
+  EXPECT_TRUE(
+      contains(kernel::print_kernel(ks[0]), "#pragma omp for collapse(1) schedule(static)"));
+}
+
+TEST(KernelPasses, SimplifyRemovesUnusedValues) {
+  // Every definition the printed code holds is used: the tail of a vector loop has no
+  // leftover definitions of the main loop's.
+  auto s = schedule_text("def f(x: f32[100], y: f32[100]):\n    z = add(x, y)\n    return z\n");
+  const auto k = lower_all(*s, avx512()).at(0);
+  std::map<int, int> uses;
+  kernel::for_each_stmt(k.body, [&](const kernel::Stmt& st) {
+    if (st.kind == StmtKind::Let) {
+      uses.emplace(st.let.id, 0);
+      for (int a : st.let.args) ++uses[a];
+    }
+    if (st.value >= 0) ++uses[st.value];
+  });
+  for (const auto& [id, n] : uses) EXPECT_GT(n, 0) << "tmp" << id << " is unused";
+}
+
+}  // namespace
+}  // namespace stax::kernel_test

@@ -1,0 +1,152 @@
+// The verifier rejects malformed IR (each rule), and the printer prints hand-built IR in the
+// kernel-header API.
+#include <cmath>
+
+#include "kernel/verifier.h"
+#include "kernel_test_util.h"
+
+namespace stax::kernel_test {
+namespace {
+
+using kernel::Kernel;
+using kernel::Let;
+using kernel::LetKind;
+using kernel::Stmt;
+using kernel::StmtKind;
+using lowering::PointwiseOp;
+
+Let constant(int id, DType dtype, int lanes = 1) {
+  Let l;
+  l.id = id;
+  l.kind = LetKind::Constant;
+  l.type = {dtype, lanes};
+  l.constant = 1;
+  return l;
+}
+
+Let compute(int id, PointwiseOp op, std::vector<int> args, DType dtype, int lanes = 1) {
+  Let l;
+  l.id = id;
+  l.kind = LetKind::Compute;
+  l.op = op;
+  l.args = std::move(args);
+  l.type = {dtype, lanes};
+  return l;
+}
+
+Kernel kernel_of(std::vector<Stmt> body) {
+  Kernel k;
+  k.name = "test";
+  k.body = std::move(body);
+  k.ranges["x0"] = 8;
+  return k;
+}
+
+void expect_rejected(const Kernel& k, const std::string& problem) {
+  try {
+    kernel::verify(k, "test pass");
+    ADD_FAILURE() << "verify accepted IR with: " << problem;
+  } catch (const std::logic_error& e) {
+    EXPECT_TRUE(contains(e.what(), problem)) << e.what();
+    EXPECT_TRUE(contains(e.what(), "after test pass")) << e.what();
+  }
+}
+
+TEST(KernelVerifier, AcceptsWellFormedIR) {
+  const Kernel k =
+      kernel_of({kernel::make_let(constant(0, DType::Float32)),
+                 kernel::make_let(compute(1, PointwiseOp::Add, {0, 0}, DType::Float32))});
+  EXPECT_NO_THROW(kernel::verify(k, "test pass"));
+}
+
+TEST(KernelVerifier, RejectsOperandDtypesTheOpDoesNotAccept) {
+  expect_rejected(kernel_of({kernel::make_let(constant(0, DType::Int32)),
+                             kernel::make_let(compute(1, PointwiseOp::Exp, {0}, DType::Int32))}),
+                  "exp does not accept i32");
+  expect_rejected(kernel_of({kernel::make_let(constant(0, DType::Int32)),
+                             kernel::make_let(constant(1, DType::Float32)),
+                             kernel::make_let(compute(2, PointwiseOp::Add, {0, 1}, DType::Int32))}),
+                  "differ in dtype");
+  expect_rejected(
+      kernel_of({kernel::make_let(constant(0, DType::Float32)),
+                 kernel::make_let(compute(1, PointwiseOp::Lt, {0, 0}, DType::Float32))}),
+      "yields bool");
+}
+
+TEST(KernelVerifier, RejectsUseBeforeDefinitionAndOutsideScope) {
+  expect_rejected(kernel_of({kernel::make_let(compute(1, PointwiseOp::Neg, {0}, DType::Float32)),
+                             kernel::make_let(constant(0, DType::Float32))}),
+                  "before it is defined");
+  kernel::Loop l;
+  l.var = "x0";
+  l.end = index::Expr(8);
+  kernel::Block inner = {kernel::make_let(constant(0, DType::Float32))};
+  expect_rejected(kernel_of({kernel::make_loop(l, inner),
+                             kernel::make_let(compute(1, PointwiseOp::Neg, {0}, DType::Float32))}),
+                  "before it is defined");
+}
+
+TEST(KernelVerifier, RejectsInconsistentVectorWidths) {
+  expect_rejected(
+      kernel_of({kernel::make_let(constant(0, DType::Float32, 16)),
+                 kernel::make_let(constant(1, DType::Float32, 8)),
+                 kernel::make_let(compute(2, PointwiseOp::Add, {0, 1}, DType::Float32, 16))}),
+      "operand 1 of add is f32x8");
+  // A vector value stored with a scalar access.
+  kernel::Access a;
+  a.buffer = "y";
+  expect_rejected(
+      kernel_of({kernel::make_let(constant(0, DType::Float32, 16)), kernel::make_store(a, 0)}),
+      "a vector value with a scalar access");
+}
+
+TEST(KernelVerifier, RejectsMasksThatAreNotBool) {
+  Let load;
+  load.id = 1;
+  load.kind = LetKind::Load;
+  load.type = {DType::Float32, 1};
+  load.access.buffer = "x";
+  load.access.mask = 0;
+  expect_rejected(
+      kernel_of({kernel::make_let(constant(0, DType::Float32)), kernel::make_let(load)}),
+      "mask is not bool");
+}
+
+TEST(KernelVerifier, RejectsDivisionChecksOnFloats) {
+  Stmt c;
+  c.kind = StmtKind::Check;
+  c.value = 0;
+  c.error_code = 1;
+  expect_rejected(kernel_of({kernel::make_let(constant(0, DType::Float32)), c}),
+                  "a division check on a f32 divisor");
+}
+
+TEST(KernelPrinter, PrintsCallsLocalArraysAndLiterals) {
+  Stmt call;
+  call.kind = StmtKind::Call;
+  call.name = "stax_sgemm";
+  call.call_args = {{kernel::CallArg::Kind::Buffer, "w", -1, 0},
+                    {kernel::CallArg::Kind::Value, "", 0, 0},
+                    {kernel::CallArg::Kind::Integer, "", -1, 64}};
+  Stmt local;
+  local.kind = StmtKind::LocalArray;
+  local.name = "buf3";
+  local.dtype = DType::Float32;
+  local.elements = 128;
+  Kernel k = kernel_of({kernel::make_let(constant(0, DType::Float32)), local, call});
+  k.buffer_is_input["w"] = true;
+  EXPECT_NO_THROW(kernel::verify(k, "test pass"));
+  EXPECT_EQ(kernel::print_kernel(k),
+            "const float tmp0 = 1.0f;\n"
+            "alignas(64) float buf3[128];\n"
+            "stax_sgemm(in_w, tmp0, 64);\n");
+  EXPECT_EQ(kernel::cpp_literal(-0.0, DType::Float32), "-0.0f");
+  EXPECT_EQ(kernel::cpp_literal(0.1, DType::Float64), "0.10000000000000001");
+  EXPECT_EQ(kernel::cpp_literal(-HUGE_VAL, DType::Int8), "static_cast<int8_t>(-128)");
+  EXPECT_EQ(kernel::cpp_literal(-HUGE_VAL, DType::Int64), "(-9223372036854775807LL - 1)");
+  EXPECT_EQ(kernel::cpp_literal(HUGE_VAL, DType::Float32), "__builtin_inff()");
+  EXPECT_EQ(kernel::cpp_value_type({DType::Int8, 32}), "stax::Vec<int8_t, 32>");
+}
+
+}  // namespace
+}  // namespace stax::kernel_test
