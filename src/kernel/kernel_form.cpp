@@ -45,6 +45,33 @@ bool per_lane_accumulators(const Kernel& k, const Block& b, std::string* why) {
   return ok;
 }
 
+// How the loads of a nest walk `var`: "loads: 2 contiguous, 1 strided, 1 uniform".
+std::string access_summary(const Kernel& k, const std::vector<const Let*>& loads,
+                           const std::string& var) {
+  int contiguous = 0, strided = 0, uniform = 0, gathered = 0;
+  for (const Let* l : loads) {
+    const auto s = index::stride(l->access.index, var, k.ranges);
+    if (reads_indirectly(k, *l) || !s) {
+      ++gathered;
+    } else if (*s == 0) {
+      ++uniform;
+    } else if (*s == 1) {
+      ++contiguous;
+    } else {
+      ++strided;
+    }
+  }
+  std::string out;
+  auto add = [&](int n, const char* what) {
+    if (n > 0) out += (out.empty() ? "" : ", ") + std::to_string(n) + " " + what;
+  };
+  add(contiguous, "contiguous");
+  add(strided, "strided");
+  add(gathered, "gathered");
+  add(uniform, "uniform");
+  return out.empty() ? "no loads" : "loads: " + out;
+}
+
 NestDecision decide(const Kernel& k, NestView& v, const TargetOptions& t) {
   NestDecision d;
   if (t.simd == runtime::SimdLevel::Scalar) {
@@ -94,7 +121,7 @@ NestDecision decide(const Kernel& k, NestView& v, const TargetOptions& t) {
     d.form = KernelForm::Vectorized;
     d.vector_var = r;
     d.vector_width = width;
-    d.reason = "along the innermost reduction loop " + r;
+    d.reason = "along the innermost reduction loop " + r + "; " + access_summary(k, loads, r);
     return d;
   }
   const std::string x = v.pointwise.back()->loop->var;
@@ -105,7 +132,7 @@ NestDecision decide(const Kernel& k, NestView& v, const TargetOptions& t) {
   d.form = KernelForm::Vectorized;
   d.vector_var = x;
   d.vector_width = width;
-  d.reason = "along the innermost loop " + x;
+  d.reason = "along the innermost loop " + x + "; " + access_summary(k, loads, x);
   if (v.pointwise.size() < 2) return d;
   // Transpose-like access (Section 8.2): a load walks the vectorized variable with a stride
   // but the next-outer variable contiguously. Tiling both loops keeps its cache lines in L1

@@ -72,7 +72,7 @@ bool has_bit(unsigned reg, int bit) {
 }
 
 struct CpuFeatures {
-  bool avx2 = false;    // AVX2 + FMA + OS YMM state
+  bool avx2 = false;    // AVX2 + FMA + F16C + OS YMM state
   bool avx512 = false;  // AVX-512 F/BW/DQ/VL + OS opmask/ZMM state
 };
 
@@ -82,6 +82,7 @@ CpuFeatures probe_cpu() {
   const bool osxsave = has_bit(leaf1.ecx, 27);
   const bool avx = has_bit(leaf1.ecx, 28);
   const bool fma = has_bit(leaf1.ecx, 12);
+  const bool f16c = has_bit(leaf1.ecx, 29);
   if (!osxsave || !avx) return f;
   const uint64_t xcr0 = read_xcr0();
   const bool os_ymm = (xcr0 & 0x6) == 0x6;    // SSE + AVX state
@@ -89,7 +90,7 @@ CpuFeatures probe_cpu() {
   if (cpuid(0, 0).eax < 7) return f;
   const CpuidRegs leaf7 = cpuid(7, 0);
   const bool avx2 = has_bit(leaf7.ebx, 5);
-  f.avx2 = avx2 && fma && os_ymm;
+  f.avx2 = avx2 && fma && f16c && os_ymm;
   const bool avx512f = has_bit(leaf7.ebx, 16);
   const bool avx512dq = has_bit(leaf7.ebx, 17);
   const bool avx512bw = has_bit(leaf7.ebx, 30);
@@ -126,10 +127,10 @@ std::vector<std::string> simd_compiler_flags(SimdLevel level) {
     case SimdLevel::Scalar:
       return {};
     case SimdLevel::Avx2:
-      return {"-mavx2", "-mfma", "-DSTAX_SIMD_AVX2"};
+      return {"-mavx2", "-mfma", "-mf16c", "-DSTAX_SIMD_AVX2"};
     case SimdLevel::Avx512:
-      return {"-mavx512f", "-mavx512bw", "-mavx512dq",        "-mavx512vl",
-              "-mavx2",    "-mfma",      "-DSTAX_SIMD_AVX512"};
+      return {"-mavx512f", "-mavx512bw", "-mavx512dq", "-mavx512vl",
+              "-mavx2",    "-mfma",      "-mf16c",     "-DSTAX_SIMD_AVX512"};
   }
   return {};
 }

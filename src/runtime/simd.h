@@ -26,7 +26,7 @@ int simd_width(SimdLevel level, DType dtype);
 
 // True when the running CPU and OS support `level`:
 //   Avx512: AVX-512 F, BW, DQ, VL and the OS saves opmask/ZMM state (XCR0).
-//   Avx2:   AVX2, FMA and the OS saves YMM state.
+//   Avx2:   AVX2, FMA, F16C and the OS saves YMM state.
 //   Scalar: always.
 bool cpu_supports(SimdLevel level);
 // Widest level the CPU supports, probing Avx512, then Avx2, then Scalar. Cached.

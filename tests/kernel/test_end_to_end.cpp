@@ -257,7 +257,8 @@ TEST(KernelEndToEnd, ExplainIrShowsEveryPass) {
         "after parallelize ===", "after simplify ==="}) {
     EXPECT_TRUE(contains(all, pass)) << pass;
   }
-  EXPECT_TRUE(contains(all, "vectorized(W=16) over r0 (along the innermost reduction loop r0)"))
+  EXPECT_TRUE(contains(
+      all, "vectorized(W=16) over r0 (along the innermost reduction loop r0; loads: 1 contiguous)"))
       << all;
   // Without --ir nothing is kept.
   EXPECT_TRUE(analyze(ir::parse_graph("def f(x: f32[4]):\n    y = neg(x)\n    return y\n"),

@@ -1,11 +1,12 @@
 // The kernel-header API (docs/kernel_header_api.md) at every SIMD level:
 // kernel_sources/kernel_api_kernel.cpp is JIT-compiled per level (levels this CPU cannot run
 // are compiled and loaded but not executed). Every op of the PointwiseOp table on every
-// element type it accepts, at widths 1, 16, 64 and the native one, with counted tails over
+// element type it accepts, at widths 1, 8, 16, 64 and the native one, with counted tails over
 // guard pages: the vector form must equal the scalar form bit for bit (any NaN equals any
 // NaN), and the scalar form must give PyTorch's values on edge cases. Conversions likewise.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -245,12 +246,15 @@ class KernelApiTest : public ::testing::TestWithParam<SimdLevel> {
 TEST_P(KernelApiTest, EveryOpVectorEqualsScalar) {
   const Kernel& k = kernel();
   for (int dtype = 0; dtype < kDtypeCount; ++dtype) {
-    for (int width_kind = 0; width_kind < 4; ++width_kind) {
+    for (int width_kind = 0; width_kind < 5; ++width_kind) {
       const int lanes = width_kind == 0   ? 16
                         : width_kind == 1 ? k.native_lanes(dtype)
                         : width_kind == 2 ? 64
-                                          : 1;
-      std::vector<int64_t> lengths = {0, 1, lanes - 1, lanes, lanes + 1, 2 * lanes + 3, 300};
+                        : width_kind == 3 ? 1
+                                          : 8;
+      std::vector<int64_t> lengths = {lanes - 1, lanes, lanes + 1, 2 * lanes + 3, 300};
+      // Every tail count 0 .. 16 at width 16 (and the others where the width is <= 17).
+      for (int64_t t = 0; t <= std::min(lanes, 17); ++t) lengths.push_back(t);
       for (const OpCase& op : kOps) {
         const bool shift = std::string(op.name).rfind("shift", 0) == 0;
         for (int64_t n : lengths) {
@@ -396,7 +400,7 @@ TEST_P(KernelApiTest, ConversionsVectorEqualsScalarAndMatchPyTorch) {
   const Kernel& k = kernel();
   for (int from = 0; from < kDtypeCount; ++from) {
     for (int to = 0; to < kDtypeCount; ++to) {
-      for (int width_kind = 0; width_kind < 4; ++width_kind) {
+      for (int width_kind = 0; width_kind < 5; ++width_kind) {
         const int64_t n = 77;
         const Guarded x(make_values(from, n, 3 + from * 8 + to, false));
         const size_t out_bytes = static_cast<size_t>(n) * kDtypeSize[to];

@@ -42,6 +42,7 @@ TEST(Simd, CompilerFlags) {
   const auto avx2 = simd_compiler_flags(SimdLevel::Avx2);
   EXPECT_TRUE(contains(avx2, "-mavx2"));
   EXPECT_TRUE(contains(avx2, "-mfma"));
+  EXPECT_TRUE(contains(avx2, "-mf16c"));  // vector Half conversions (vcvtph2ps / vcvtps2ph)
   EXPECT_TRUE(contains(avx2, "-DSTAX_SIMD_AVX2"));
   const auto avx512 = simd_compiler_flags(SimdLevel::Avx512);
   for (const char* flag :

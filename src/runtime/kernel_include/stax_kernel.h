@@ -63,6 +63,9 @@ static inline int stax_team_size(int requested) {
 #include "stax_kernel_reg_avx512.h"
 #endif
 #include "stax_kernel_data.h"
+#if defined(STAX_SIMD_AVX512) || defined(STAX_SIMD_AVX2)
+#include "stax_kernel_transpose.h"
+#endif
 #include "stax_kernel_legacy.h"
 
 #if defined(__GNUC__) && !defined(__clang__)

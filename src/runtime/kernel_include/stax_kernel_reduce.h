@@ -62,14 +62,14 @@ inline detail::Scalar<T, void> argmin_update(T& best, int64_t& best_index, T x, 
 template <class T, int N>
 inline void argmax_update(Vec<T, N>& best, Vec<int64_t, N>& best_index, const Vec<T, N>& x,
                           const Vec<int64_t, N>& index) {
-  const Vec<bool, N> take = op_gt(x, best) | (op_isnan(x) & !op_isnan(best));
+  const Vec<bool, N> take = op_gt(x, best) | (op_isnan(x) & ~op_isnan(best));
   best = op_where(take, x, best);
   best_index = op_where(take, index, best_index);
 }
 template <class T, int N>
 inline void argmin_update(Vec<T, N>& best, Vec<int64_t, N>& best_index, const Vec<T, N>& x,
                           const Vec<int64_t, N>& index) {
-  const Vec<bool, N> take = op_lt(x, best) | (op_isnan(x) & !op_isnan(best));
+  const Vec<bool, N> take = op_lt(x, best) | (op_isnan(x) & ~op_isnan(best));
   best = op_where(take, x, best);
   best_index = op_where(take, index, best_index);
 }

@@ -245,7 +245,7 @@ STAX_AVX2_FLOAT_OPS(D4, pd, d4, avx2_bits_to_lanes64, _mm256_castsi256_pd)
 // ---- Integer registers ----
 // GT(x, y): signed (or, for uint8, bias-flipped) x > y as a lane mask; MOVEMASK: lane mask
 // to bits.
-#define STAX_AVX2_INT_OPS(R, E, GT, MOVEMASK, BITS_TO_LANES)             \
+#define STAX_AVX2_INT_OPS(R, E, GT, MAX, MIN, MOVEMASK, BITS_TO_LANES)   \
   STAX_R2(R, add, _mm256_add_##E(x, y))                                  \
   STAX_R2(R, sub, _mm256_sub_##E(x, y))                                  \
   STAX_R1(R, neg, _mm256_sub_##E(_mm256_setzero_si256(), x))             \
@@ -265,11 +265,11 @@ STAX_AVX2_FLOAT_OPS(D4, pd, d4, avx2_bits_to_lanes64, _mm256_castsi256_pd)
   STAX_R1(R, ceil, x)                                                    \
   STAX_R1(R, round, x)                                                   \
   STAX_R1(R, trunc, x)                                                   \
-  STAX_R2(R, maximum, _mm256_blendv_epi8(y, x, GT(x, y)))                \
-  STAX_R2(R, minimum, _mm256_blendv_epi8(y, x, GT(y, x)))                \
-  STAX_R2(R, fmax, _mm256_blendv_epi8(y, x, GT(x, y)))                   \
-  STAX_R2(R, fmin, _mm256_blendv_epi8(y, x, GT(y, x)))                   \
-  STAX_R1(R, relu, _mm256_and_si256(x, GT(x, _mm256_setzero_si256())))   \
+  STAX_R2(R, maximum, MAX(x, y))                                         \
+  STAX_R2(R, minimum, MIN(x, y))                                         \
+  STAX_R2(R, fmax, MAX(x, y))                                            \
+  STAX_R2(R, fmin, MIN(x, y))                                            \
+  STAX_R1(R, relu, MAX(x, _mm256_setzero_si256()))                       \
   inline R reg_select(uint64_t bits, const R& a, const R& b) {           \
     return R::make(_mm256_blendv_epi8(b.v, a.v, BITS_TO_LANES(bits)));   \
   }
@@ -287,11 +287,23 @@ inline __m256i avx2_gt_u8(__m256i x, __m256i y) {
   const __m256i bias = _mm256_set1_epi8(static_cast<char>(0x80));
   return _mm256_cmpgt_epi8(_mm256_xor_si256(x, bias), _mm256_xor_si256(y, bias));
 }
-STAX_AVX2_INT_OPS(I32x8, epi32, _mm256_cmpgt_epi32, avx2_movemask32, avx2_bits_to_lanes32)
-STAX_AVX2_INT_OPS(I64x4, epi64, _mm256_cmpgt_epi64, avx2_movemask64, avx2_bits_to_lanes64)
-STAX_AVX2_INT_OPS(I16x16, epi16, _mm256_cmpgt_epi16, avx2_lanes16_to_bits, avx2_bits_to_lanes16)
-STAX_AVX2_INT_OPS(I8x32, epi8, _mm256_cmpgt_epi8, avx2_movemask8, avx2_bits_to_lanes8)
-STAX_AVX2_INT_OPS(U8x32, epi8, avx2_gt_u8, avx2_movemask8, avx2_bits_to_lanes8)
+// int64 has no max / min instruction before AVX-512: select on the compare.
+inline __m256i avx2_max_epi64(__m256i x, __m256i y) {
+  return _mm256_blendv_epi8(y, x, _mm256_cmpgt_epi64(x, y));
+}
+inline __m256i avx2_min_epi64(__m256i x, __m256i y) {
+  return _mm256_blendv_epi8(y, x, _mm256_cmpgt_epi64(y, x));
+}
+STAX_AVX2_INT_OPS(I32x8, epi32, _mm256_cmpgt_epi32, _mm256_max_epi32, _mm256_min_epi32,
+                  avx2_movemask32, avx2_bits_to_lanes32)
+STAX_AVX2_INT_OPS(I64x4, epi64, _mm256_cmpgt_epi64, avx2_max_epi64, avx2_min_epi64, avx2_movemask64,
+                  avx2_bits_to_lanes64)
+STAX_AVX2_INT_OPS(I16x16, epi16, _mm256_cmpgt_epi16, _mm256_max_epi16, _mm256_min_epi16,
+                  avx2_lanes16_to_bits, avx2_bits_to_lanes16)
+STAX_AVX2_INT_OPS(I8x32, epi8, _mm256_cmpgt_epi8, _mm256_max_epi8, _mm256_min_epi8, avx2_movemask8,
+                  avx2_bits_to_lanes8)
+STAX_AVX2_INT_OPS(U8x32, epi8, avx2_gt_u8, _mm256_max_epu8, _mm256_min_epu8, avx2_movemask8,
+                  avx2_bits_to_lanes8)
 #undef STAX_AVX2_INT_OPS
 
 STAX_R1(I32x8, abs, _mm256_abs_epi32(x))
@@ -327,6 +339,56 @@ inline float reg_reduce_max(const F8& a) {
 }
 inline float reg_reduce_min(const F8& a) {
   return avx2_fold(a.v, [](__m256 x, __m256 y) { return reg_minimum(F8::make(x), F8::make(y)).v; });
+}
+
+// ---- Half (F16C) / BFloat16 storage <-> float registers (round to nearest even) ----
+inline __m128i avx2_load_u16x8(const void* p, int64_t count) {
+  if (count >= 8) return _mm_loadu_si128(static_cast<const __m128i*>(p));
+  alignas(16) uint16_t x[8] = {};
+  if (count > 0) std::memcpy(x, p, static_cast<size_t>(count) * 2);
+  return _mm_load_si128(reinterpret_cast<const __m128i*>(x));
+}
+inline void avx2_store_u16x8(void* p, __m128i v, int64_t count) {
+  if (count >= 8) {
+    _mm_storeu_si128(static_cast<__m128i*>(p), v);
+    return;
+  }
+  alignas(16) uint16_t x[8];
+  _mm_store_si128(reinterpret_cast<__m128i*>(x), v);
+  if (count > 0) std::memcpy(p, x, static_cast<size_t>(count) * 2);
+}
+#if defined(__F16C__)
+inline F8 load16(Tag<F8>, const Half* p, int64_t count) {
+  return F8::make(_mm256_cvtph_ps(avx2_load_u16x8(p, count)));
+}
+inline void store16(const F8& r, Half* p, int64_t count) {
+  avx2_store_u16x8(p, _mm256_cvtps_ph(r.v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), count);
+}
+#endif
+inline F8 load16(Tag<F8>, const BFloat16* p, int64_t count) {
+  const __m256i wide = _mm256_cvtepu16_epi32(avx2_load_u16x8(p, count));
+  return F8::make(_mm256_castsi256_ps(_mm256_slli_epi32(wide, 16)));
+}
+// The scalar float_to_bfloat16_bits per 32-bit lane: + 0x7FFF + lsb, NaN -> quiet NaN.
+inline void store16(const F8& r, BFloat16* p, int64_t count) {
+  const __m256i u = _mm256_castps_si256(r.v);
+  const __m256i high = _mm256_srli_epi32(u, 16);
+  const __m256i lsb = _mm256_and_si256(high, _mm256_set1_epi32(1));
+  __m256i rounded =
+      _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7FFF))), 16);
+  const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(r.v, r.v, _CMP_UNORD_Q));
+  rounded = _mm256_blendv_epi8(rounded, _mm256_or_si256(high, _mm256_set1_epi32(0x40)), nan);
+  // Values fit 16 bits: an unsigned-saturating pack, then the two 64-bit halves together.
+  const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(rounded, rounded), 0xD8);
+  avx2_store_u16x8(p, _mm256_castsi256_si128(packed), count);
+}
+
+// ---- Conversions between registers of equal lane counts ----
+inline I32x8 convert_reg(Tag<I32x8>, const F8& r) {
+  return I32x8::make(_mm256_cvttps_epi32(r.v));
+}
+inline F8 convert_reg(Tag<F8>, const I32x8& r) {
+  return F8::make(_mm256_cvtepi32_ps(r.v));
 }
 
 #if !defined(STAX_SIMD_AVX512)

@@ -279,6 +279,83 @@ inline float reg_reduce_min(const F16& a) {
                      [](__m512 x, __m512 y) { return reg_minimum(F16::make(x), F16::make(y)).v; });
 }
 
+// ---- Half / BFloat16 storage <-> float registers (round to nearest even) ----
+inline __m256i avx512_load_u16x16(const void* p, int64_t count) {
+  if (count >= 16) return _mm256_loadu_si256(static_cast<const __m256i*>(p));
+  return _mm256_maskz_loadu_epi16(static_cast<__mmask16>(avx512_count_mask(count, 16)), p);
+}
+inline void avx512_store_u16x16(void* p, __m256i v, int64_t count) {
+  if (count >= 16) {
+    _mm256_storeu_si256(static_cast<__m256i*>(p), v);
+  } else {
+    _mm256_mask_storeu_epi16(p, static_cast<__mmask16>(avx512_count_mask(count, 16)), v);
+  }
+}
+inline F16 load16(Tag<F16>, const Half* p, int64_t count) {
+  return F16::make(_mm512_cvtph_ps(avx512_load_u16x16(p, count)));
+}
+inline void store16(const F16& r, Half* p, int64_t count) {
+  avx512_store_u16x16(p, _mm512_cvtps_ph(r.v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC),
+                      count);
+}
+inline F16 load16(Tag<F16>, const BFloat16* p, int64_t count) {
+  const __m512i wide = _mm512_cvtepu16_epi32(avx512_load_u16x16(p, count));
+  return F16::make(_mm512_castsi512_ps(_mm512_slli_epi32(wide, 16)));
+}
+// The scalar float_to_bfloat16_bits per 32-bit lane: + 0x7FFF + lsb, NaN -> quiet NaN.
+inline void store16(const F16& r, BFloat16* p, int64_t count) {
+  const __m512i u = _mm512_castps_si512(r.v);
+  const __m512i high = _mm512_srli_epi32(u, 16);
+  const __m512i lsb = _mm512_and_si512(high, _mm512_set1_epi32(1));
+  __m512i rounded =
+      _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF))), 16);
+  rounded = _mm512_mask_mov_epi32(rounded, _mm512_cmp_ps_mask(r.v, r.v, _CMP_UNORD_Q),
+                                  _mm512_or_si512(high, _mm512_set1_epi32(0x40)));
+  avx512_store_u16x16(p, _mm512_cvtepi32_epi16(rounded), count);
+}
+
+// ---- Conversions between registers of equal lane counts (the scalar convert's results:
+// cvtt* give the x86 "integer indefinite" MIN for NaN / out of range; narrowing wraps) ----
+inline I32x16 convert_reg(Tag<I32x16>, const F16& r) {
+  return I32x16::make(_mm512_cvttps_epi32(r.v));
+}
+inline F16 convert_reg(Tag<F16>, const I32x16& r) {
+  return F16::make(_mm512_cvtepi32_ps(r.v));
+}
+inline I64x8 convert_reg(Tag<I64x8>, const D8& r) {
+  return I64x8::make(_mm512_cvttpd_epi64(r.v));
+}
+inline D8 convert_reg(Tag<D8>, const I64x8& r) {
+  return D8::make(_mm512_cvtepi64_pd(r.v));
+}
+// float -> int8 / uint8 / int16 through int32, wrapped (vpmovdb / vpmovdw truncate).
+inline Reg<int8_t, 16> convert_reg(Tag<Reg<int8_t, 16>>, const F16& r) {
+  Reg<int8_t, 16> out;
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out.lane),
+                   _mm512_cvtepi32_epi8(_mm512_cvttps_epi32(r.v)));
+  return out;
+}
+inline Reg<uint8_t, 16> convert_reg(Tag<Reg<uint8_t, 16>>, const F16& r) {
+  Reg<uint8_t, 16> out;
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out.lane),
+                   _mm512_cvtepi32_epi8(_mm512_cvttps_epi32(r.v)));
+  return out;
+}
+inline F16 convert_reg(Tag<F16>, const Reg<int8_t, 16>& r) {
+  const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r.lane));
+  return F16::make(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(bytes)));
+}
+inline F16 convert_reg(Tag<F16>, const Reg<uint8_t, 16>& r) {
+  const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r.lane));
+  return F16::make(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(bytes)));
+}
+inline F16 convert_reg(Tag<F16>, const Reg<int16_t, 16>& r) {
+  return F16::make(_mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(r.v)));
+}
+inline Reg<int16_t, 16> convert_reg(Tag<Reg<int16_t, 16>>, const F16& r) {
+  return Reg<int16_t, 16>::make(_mm512_cvtepi32_epi16(_mm512_cvttps_epi32(r.v)));
+}
+
 // Streaming stores of whole registers (p aligned to 64 bytes).
 inline void store_stream_reg(const F16& r, float* p) {
   _mm512_stream_ps(p, r.v);

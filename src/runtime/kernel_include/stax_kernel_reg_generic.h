@@ -18,6 +18,10 @@
 namespace stax {
 namespace detail {
 
+// Selects an overload by register type (load16, convert_reg).
+template <class R>
+struct Tag {};
+
 // L lanes of T in memory; the compiler may auto-vectorize the loops.
 template <class T, int L>
 struct Reg {
@@ -121,16 +125,19 @@ inline R reg_select(uint64_t bits, const R& a, const R& b) {
 #define STAX_UNARY_OPS(X)                                                                         \
   X(neg)                                                                                          \
   X(abs)                                                                                          \
-  X(sign) X(reciprocal) X(bitwise_not) X(exp) X(exp2) X(expm1) X(log) X(log2) X(log10) X(log1p)   \
-      X(sqrt) X(rsqrt) X(sin) X(cos) X(tan) X(asin) X(acos) X(atan) X(sinh) X(cosh) X(tanh)       \
-          X(asinh) X(acosh) X(atanh) X(erf) X(erfc) X(erfinv) X(sigmoid) X(relu) X(floor) X(ceil) \
-              X(round) X(trunc)
-#define STAX_BINARY_OPS(X)                                                                        \
-  X(add)                                                                                          \
-  X(sub)                                                                                          \
-  X(mul) X(div) X(truncdiv) X(floordiv) X(remainder) X(fmod) X(pow) X(maximum) X(minimum) X(fmax) \
-      X(fmin) X(atan2) X(hypot) X(copysign) X(bitwise_and) X(bitwise_or) X(bitwise_xor)           \
-          X(shift_left) X(shift_right)
+  X(sign)                                                                                         \
+  X(reciprocal)                                                                                   \
+  X(bitwise_not) X(exp) X(exp2) X(expm1) X(log) X(log2) X(log10) X(log1p) X(sqrt) X(rsqrt) X(sin) \
+      X(cos) X(tan) X(asin) X(acos) X(atan) X(sinh) X(cosh) X(tanh) X(asinh) X(acosh) X(atanh)    \
+          X(erf) X(erfc) X(erfinv) X(sigmoid) X(relu) X(floor) X(ceil) X(round) X(trunc)
+#define STAX_BINARY_OPS(X)                                                                    \
+  X(add)                                                                                      \
+  X(sub)                                                                                      \
+  X(mul)                                                                                      \
+  X(div)                                                                                      \
+  X(truncdiv) X(floordiv) X(remainder) X(fmod) X(pow) X(maximum) X(minimum) X(fmax) X(fmin)   \
+      X(atan2) X(hypot) X(copysign) X(bitwise_and) X(bitwise_or) X(bitwise_xor) X(shift_left) \
+          X(shift_right)
 #define STAX_COMPARE_OPS(X) X(eq) X(ne) X(lt) X(le) X(gt) X(ge)
 #define STAX_CLASSIFY_OPS(X) X(isnan) X(isinf)
 

@@ -291,17 +291,19 @@ struct Vec {
   Vec& operator/=(const Vec& o) { return *this = op_div(*this, o); }
 
  private:
+  // Register by register through load16 / store16 (F16C / AVX-512 forms where the level has
+  // them, else the scalar conversions of stax_kernel_half.h).
   template <class S>
   static Vec load_storage16(const S* p, int64_t count) {
-    alignas(64) T x[N];
-    for (int l = 0; l < N; ++l) x[l] = l < count ? static_cast<float>(p[l]) : 0.0f;
-    return from_array(x);
+    Vec v{detail::Uninitialized{}};
+    for (int k = 0; k < kRegs; ++k) {
+      v.reg[k] = load16(detail::Tag<Reg>{}, p + k * kRegLanes, count - k * kRegLanes);
+    }
+    return v;
   }
   template <class S>
   void store_storage16(S* p, int64_t count) const {
-    alignas(64) T x[N];
-    store(x);
-    for (int l = 0; l < N && l < count; ++l) p[l] = S(x[l]);
+    for (int k = 0; k < kRegs; ++k) store16(reg[k], p + k * kRegLanes, count - k * kRegLanes);
   }
 };
 
@@ -310,6 +312,19 @@ namespace detail {
 template <class R>
 inline void store_stream_reg(const R& r, typename R::Elem* p) {
   r.store(p);
+}
+// Lanes [0, count) of a float register from / to 16-bit storage, lane by lane.
+template <class R, class S>
+inline R load16(Tag<R>, const S* p, int64_t count) {
+  alignas(64) float x[R::kLanes];
+  for (int l = 0; l < R::kLanes; ++l) x[l] = l < count ? static_cast<float>(p[l]) : 0.0f;
+  return R::load(x);
+}
+template <class R, class S>
+inline void store16(const R& r, S* p, int64_t count) {
+  alignas(64) float x[R::kLanes];
+  r.store(x);
+  for (int l = 0; l < R::kLanes && l < count; ++l) p[l] = S(x[l]);
 }
 }  // namespace detail
 

@@ -124,19 +124,19 @@ inline Mask<N> op_ne(const Mask<N>& a, const Mask<N>& b) {
 }
 template <int N>
 inline Mask<N> op_lt(const Mask<N>& a, const Mask<N>& b) {
-  return !a & b;
+  return ~a & b;
 }
 template <int N>
 inline Mask<N> op_le(const Mask<N>& a, const Mask<N>& b) {
-  return !a | b;
+  return ~a | b;
 }
 template <int N>
 inline Mask<N> op_gt(const Mask<N>& a, const Mask<N>& b) {
-  return a & !b;
+  return a & ~b;
 }
 template <int N>
 inline Mask<N> op_ge(const Mask<N>& a, const Mask<N>& b) {
-  return a | !b;
+  return a | ~b;
 }
 template <int N>
 inline Mask<N> op_isnan(const Mask<N>&) {
@@ -148,19 +148,35 @@ inline Mask<N> op_isinf(const Mask<N>&) {
 }
 template <int N>
 inline Mask<N> op_where(const Mask<N>& c, const Mask<N>& a, const Mask<N>& b) {
-  return (c & a) | (!c & b);
+  return (c & a) | (~c & b);
 }
 
-// ---- Conversions: lane by lane through the scalar convert unless a level has a faster
-// register form (convert_reg overloads) ----
+// ---- Conversions: register by register when both vectors have the same register lanes
+// (convert_reg overloads of the levels, else lanes), otherwise lane by lane ----
 namespace detail {
+template <class RU, class RT>
+inline RU convert_reg(Tag<RU>, const RT& r) {
+  alignas(64) typename RT::Elem x[RT::kLanes];
+  r.store(x);
+  alignas(64) typename RU::Elem y[RU::kLanes];
+  for (int l = 0; l < RU::kLanes; ++l) y[l] = convert_scalar<typename RU::Elem>(x[l]);
+  return RU::load(y);
+}
 template <class U, class T, int N>
 inline Vec<U, N> convert_lanes(const Vec<T, N>& v) {
-  alignas(64) T x[N];
-  v.store(x);
-  alignas(64) U y[N];
-  for (int l = 0; l < N; ++l) y[l] = convert_scalar<U>(x[l]);
-  return Vec<U, N>::from_array(y);
+  if constexpr (Vec<U, N>::kRegLanes == Vec<T, N>::kRegLanes) {
+    Vec<U, N> r{Uninitialized{}};
+    for (int k = 0; k < Vec<T, N>::kRegs; ++k) {
+      r.reg[k] = convert_reg(Tag<typename Vec<U, N>::Reg>{}, v.reg[k]);
+    }
+    return r;
+  } else {
+    alignas(64) T x[N];
+    v.store(x);
+    alignas(64) U y[N];
+    for (int l = 0; l < N; ++l) y[l] = convert_scalar<U>(x[l]);
+    return Vec<U, N>::from_array(y);
+  }
 }
 }  // namespace detail
 

@@ -10,11 +10,13 @@ using namespace stax;
 namespace {
 
 // Op lists by operand kind (pointwise_ops.cpp); the host mirrors the order.
-#define FLOAT_UNARY(X)                                                                           \
-  X(reciprocal)                                                                                  \
-  X(exp) X(exp2) X(expm1) X(log) X(log2) X(log10) X(log1p) X(sqrt) X(rsqrt) X(sin) X(cos) X(tan) \
-      X(asin) X(acos) X(atan) X(sinh) X(cosh) X(tanh) X(asinh) X(acosh) X(atanh) X(erf) X(erfc)  \
-          X(erfinv) X(sigmoid)
+#define FLOAT_UNARY(X)                                                                            \
+  X(reciprocal)                                                                                   \
+  X(exp)                                                                                          \
+  X(exp2)                                                                                         \
+  X(expm1) X(log) X(log2) X(log10) X(log1p) X(sqrt) X(rsqrt) X(sin) X(cos) X(tan) X(asin) X(acos) \
+      X(atan) X(sinh) X(cosh) X(tanh) X(asinh) X(acosh) X(atanh) X(erf) X(erfc) X(erfinv)         \
+          X(sigmoid)
 #define NUMERIC_UNARY(X) X(neg) X(abs) X(sign) X(relu) X(floor) X(ceil) X(round) X(trunc)
 #define INTBOOL_UNARY(X) X(bitwise_not)
 #define FLOAT_BINARY(X) X(div) X(atan2) X(hypot) X(copysign)
@@ -149,7 +151,8 @@ int convert_from(int to, const T* x, void* vo, void* so, int64_t n) {
 
 }  // namespace
 
-// Vector width kind: 0 = 16 lanes, 1 = the native width of the element type, 2 = 64, 3 = 1.
+// Vector width kind: 0 = 16 lanes, 1 = the native width of the element type, 2 = 64, 3 = 1,
+// 4 = 8.
 #define WIDTHS(T, CALL)                  \
   switch (width_kind) {                  \
     case 0:                              \
@@ -158,6 +161,8 @@ int convert_from(int to, const T* x, void* vo, void* so, int64_t n) {
       return CALL(T, native_lanes<T>()); \
     case 2:                              \
       return CALL(T, 64);                \
+    case 4:                              \
+      return CALL(T, 8);                 \
     default:                             \
       return CALL(T, 1);                 \
   }
