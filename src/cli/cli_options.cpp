@@ -13,7 +13,9 @@ const char* const kUsage =
     "usage: stax explain FILE [--json] [--ir] [--threads N] [--simd avx512|avx2|scalar]\n"
     "       stax emit FILE [--threads N] [--simd avx512|avx2|scalar]\n"
     "       stax run FILE [--inputs IN.json] [--outputs OUT.json] [--json] [--threads N]\n"
-    "                [--simd avx512|avx2|scalar]\n";
+    "                [--simd avx512|avx2|scalar]\n"
+    "       stax fuzz [--seconds N | --cases N] [--seed S] [--mode valid|mutate|both]\n"
+    "                 [--out DIR] [--no-reduce]   (stax fuzz --help)\n";
 
 namespace {
 

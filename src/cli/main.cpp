@@ -2,6 +2,7 @@
 //   stax explain FILE [--json] [--ir] [--threads N] [--simd LEVEL]
 //   stax emit FILE [--threads N] [--simd LEVEL]
 //   stax run FILE [--inputs IN.json] [--outputs OUT.json] [--json] [--threads N] [--simd LEVEL]
+//   stax fuzz [--seconds N | --cases N] [--seed S] ...  (the fuzzer: fuzz/fuzz_command.h)
 // Exit status: 0 success, 1 compiled and eager results differ beyond tolerance, 2 bad usage
 // or input, or a failure to read or write a file (with a message on stderr).
 #include <algorithm>
@@ -22,6 +23,7 @@
 #include "eager/interpreter.h"
 #include "eager/json_file.h"
 #include "eager/tensor_io.h"
+#include "fuzz/fuzz_command.h"
 #include "ir/graph.h"
 
 namespace {
@@ -187,6 +189,9 @@ int run_command(const CliArgs& args, const stax::ir::Graph& graph) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc >= 2 && std::string(argv[1]) == "fuzz") {
+    return stax::fuzz::fuzz_command("stax fuzz", std::vector<std::string>(argv + 2, argv + argc));
+  }
   CliArgs args;
   try {
     args = stax::cli::parse_cli_args(argc, argv);

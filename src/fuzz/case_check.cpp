@@ -6,9 +6,9 @@
 #include <typeinfo>
 
 #include "driver/compiler.h"
-#include "driver/tolerance.h"
 #include "eager/interpreter.h"
 #include "eager/tensor_io.h"
+#include "fuzz/reference_tolerance.h"
 #include "fuzz/sandbox.h"
 #include "ir/graph.h"
 
@@ -33,10 +33,10 @@ constexpr KindName kKindNames[] = {
     {FailureKind::SandboxError, "sandbox-error"},
 };
 
-// The one place that asks the project for a comparison tolerance (src/driver/tolerance.h):
-// each output's own, from its dtype and the reductions that feed it.
+// The one place that asks for a comparison tolerance: each output's own, from its dtype and
+// the reductions that feed it (reference_tolerance.h, shared with the differential sweep).
 Tolerance output_tolerance(const ir::Graph& graph, size_t output) {
-  return output_tolerances(graph).at(output);
+  return reference_tolerance(graph, output);
 }
 
 std::vector<Tensor> random_inputs(const ir::Graph& graph, uint64_t seed) {

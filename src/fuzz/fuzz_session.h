@@ -19,6 +19,12 @@ namespace stax::fuzz {
 
 enum class Mode { Valid, Mutate, Both };
 
+inline GeneratorOptions with_catalog_ops() {
+  GeneratorOptions o;
+  o.catalog_ops = true;
+  return o;
+}
+
 struct SessionOptions {
   uint64_t seed = 1;
   // Stop after this many cases (all modes together), or after this many seconds; at least
@@ -29,8 +35,9 @@ struct SessionOptions {
   Mode mode = Mode::Both;
   std::string out_dir;  // reduced failures are written here; empty: not written
   bool reduce = true;
-  GeneratorOptions valid_generator;
-  GeneratorOptions mutate_generator;
+  // Both cover the whole catalogue (every registered op on every dtype it accepts).
+  GeneratorOptions valid_generator = with_catalog_ops();
+  GeneratorOptions mutate_generator = with_catalog_ops();
   SandboxOptions valid_sandbox{120.0};
   SandboxOptions mutate_sandbox{10.0};
   ReduceOptions valid_reduce{120, false};  // each check JIT-compiles

@@ -10,6 +10,10 @@
 #include <random>
 #include <sstream>
 
+#include "fuzz/catalog_step.h"
+#include "fuzz/op_catalog.h"
+#include "ir/graph.h"
+
 namespace stax::fuzz {
 
 namespace {
@@ -23,10 +27,14 @@ struct Value {
   std::string name;
   std::vector<int64_t> sizes;
   bool is_bool = false;
-  bool exact = true;       // computed without rounding, so comparisons of it are stable
-  bool contiguous = true;  // laid out contiguously by the eager interpreter (`view` needs it)
-  double bound = 1.0;      // |element| <= bound
+  DType dtype = DType::Float32;  // Bool when is_bool
+  bool exact = true;             // computed without rounding, so comparisons of it are stable
+  bool contiguous = true;        // laid out contiguously by the eager interpreter (`view` needs it)
+  double bound = 1.0;            // |element| <= bound
   bool is_input = false;
+  // A catalogue step's result that is not float32, or was rounded: only catalogue steps
+  // (which track its dtype and exactness) and the outputs use it.
+  bool typed = false;
 };
 
 int64_t numel(const std::vector<int64_t>& sizes) {
@@ -68,12 +76,12 @@ class Generator {
 
   GeneratedCase run() {
     GeneratedCase out;
-    const std::string header = make_inputs();
+    make_inputs();
     const int target =
         opt_.min_statements + pick(std::max(1, opt_.max_statements - opt_.min_statements + 1));
     for (int attempt = 0; statements_ < target && attempt < 20 * target; ++attempt) step();
     if (statements_ == 0) emit(unary_of(pool_[0], "neg"));
-    out.text = header + body_.str() + "    return " + outputs() + "\n";
+    out.text = header() + body_.str() + "    return " + outputs() + "\n";
     const std::vector<runtime::SimdLevel> levels = runnable_simd_levels();
     out.options.simd = levels[static_cast<size_t>(pick(static_cast<int>(levels.size())))];
     out.options.num_threads = 1 + pick(2);
@@ -103,7 +111,13 @@ class Generator {
     return large_ && chance(2) ? choose(kLarge) : choose(kSizes);
   }
 
-  std::string make_inputs() {
+  std::string header() const {
+    std::string text = "def g(";
+    for (size_t i = 0; i < input_decls_.size(); ++i) text += (i ? ", " : "") + input_decls_[i];
+    return text + "):\n";
+  }
+
+  void make_inputs() {
     large_ = opt_.large_one_in > 0 && chance(opt_.large_one_in);
     budget_ = large_ ? opt_.large_max_elements : opt_.max_elements;
     std::vector<int64_t> base(
@@ -113,7 +127,6 @@ class Generator {
       auto& s = base[static_cast<size_t>(pick(static_cast<int>(base.size())))];
       s = std::max<int64_t>(1, s / 2);
     }
-    std::string header = "def g(";
     const int inputs = 1 + pick(opt_.max_inputs);
     for (int i = 0; i < inputs; ++i) {
       Value v;
@@ -132,11 +145,26 @@ class Generator {
         strides = random_strides(v.sizes);
         v.contiguous = strides == contiguous(v.sizes);
       }
-      header += (i ? ", " : "") + v.name + ": f32" + list(v.sizes);
-      if (strides != contiguous(v.sizes)) header += " strides=" + list(strides);
+      std::string decl = v.name + ": f32" + list(v.sizes);
+      if (strides != contiguous(v.sizes)) decl += " strides=" + list(strides);
+      input_decls_.push_back(decl);
       pool_.push_back(v);
     }
-    return header + "):\n";
+    // Inputs of the other dtypes, for the catalogue steps.
+    const std::vector<DType> dtypes = all_dtypes();
+    const int typed = opt_.catalog_ops ? pick(3) : 0;
+    for (int i = 0; i < typed; ++i) {
+      Value v;
+      v.name = std::string(1, static_cast<char>('a' + inputs + i));
+      v.dtype = dtypes[static_cast<size_t>(pick(static_cast<int>(dtypes.size())))];
+      v.is_bool = v.dtype == DType::Bool;
+      v.sizes = base;
+      v.is_input = true;
+      v.typed = v.dtype != DType::Float32;
+      v.bound = is_floating(v.dtype) ? 1.0 : 20.0;
+      input_decls_.push_back(v.name + ": " + std::string(dtype_name(v.dtype)) + list(v.sizes));
+      pool_.push_back(v);
+    }
   }
 
   std::vector<int64_t> random_strides(const std::vector<int64_t>& sizes) {
@@ -170,7 +198,7 @@ class Generator {
   const Value* any_float() {
     std::vector<const Value*> floats;
     for (const Value& v : pool_) {
-      if (!v.is_bool) floats.push_back(&v);
+      if (!v.is_bool && !v.typed) floats.push_back(&v);
     }
     if (floats.size() > 3 && chance(3) == false) {
       return floats[floats.size() - 1 -
@@ -182,7 +210,7 @@ class Generator {
   const Value* partner(const Value& a, bool want_bool, bool want_exact) {
     for (int attempt = 0; attempt < 12; ++attempt) {
       const Value& b = pool_[static_cast<size_t>(pick(static_cast<int>(pool_.size())))];
-      if (b.is_bool != want_bool || (want_exact && !b.exact)) continue;
+      if (b.is_bool != want_bool || b.typed || (want_exact && !b.exact)) continue;
       auto shape = broadcast(a.sizes, b.sizes);
       if (shape && numel(*shape) <= budget_ && static_cast<int>(shape->size()) <= kMaxRank)
         return &b;
@@ -219,6 +247,10 @@ class Generator {
   }
 
   void step() {
+    if (opt_.catalog_ops && chance(3)) {
+      step_catalog();
+      return;
+    }
     const int kind = pick(opt_.views ? 20 : 14);
     if (kind <= 1) {
       step_unary();
@@ -239,6 +271,77 @@ class Generator {
     } else {
       step_view();
     }
+  }
+
+  // An op of the catalogue on any dtype (catalog_step.h).
+  void step_catalog() {
+    std::vector<PoolValue> pool;
+    for (const Value& v : pool_) {
+      pool.push_back(
+          {v.name, v.sizes, v.is_bool ? DType::Bool : v.dtype, v.exact, v.bound, v.is_input});
+    }
+    CatalogStepContext context;
+    context.rng = &rng_;
+    context.pool = &pool;
+    context.excluded = &opt_.excluded_cases;
+    int names = counter_;
+    context.fresh_name = [&] { return "v" + std::to_string(names++); };
+    int input_names = static_cast<int>(input_decls_.size());
+    context.fresh_input_name = [&] { return "k" + std::to_string(input_names++); };
+    context.result_type = [&](const CatalogStep& step,
+                              const std::string& result) -> std::optional<ir::TensorType> {
+      std::vector<std::string> decls = input_decls_;
+      decls.insert(decls.end(), step.new_inputs.begin(), step.new_inputs.end());
+      std::string text = "def g(";
+      for (size_t i = 0; i < decls.size(); ++i) text += (i ? ", " : "") + decls[i];
+      text += "):\n" + body_.str();
+      for (const std::string& s : step.statements) text += "    " + s + "\n";
+      text += "    return " + result + "\n";
+      try {
+        const ir::Graph g = ir::parse_graph(text);
+        const ir::TensorType type = g.value(g.outputs().at(0)).type;
+        int64_t elements = 0;
+        for (const ir::Value& v : g.values()) elements = std::max(elements, v.type.numel());
+        if (elements > budget_) return std::nullopt;
+        return type;
+      } catch (const std::exception&) {
+        return std::nullopt;
+      }
+    };
+    const std::optional<CatalogStep> step = draw_catalog_step(context);
+    if (!step) return;
+    counter_ = names;
+    for (const std::string& decl : step->new_inputs) {
+      input_decls_.push_back(decl);
+      Value k;
+      k.name = decl.substr(0, decl.find(':'));
+      k.dtype = DType::Int64;
+      k.typed = true;
+      k.is_input = true;
+      k.bound = 10.0;
+      k.sizes = {};  // index sources: used by the step that declared them only
+      k.exact = false;
+      pool_.push_back(k);
+    }
+    for (size_t i = 0; i + 1 < step->statements.size(); ++i) {
+      body_ << "    " << step->statements[i] << "\n";
+      ++statements_;
+    }
+    Value r;
+    r.sizes = step->result.sizes;
+    r.dtype = step->result.dtype;
+    r.is_bool = r.dtype == DType::Bool;
+    r.exact = step->result.exact;
+    r.bound = step->result.bound;
+    r.contiguous = false;
+    r.typed = r.dtype != DType::Float32 && !r.is_bool;
+    // A rounded float32 result, or an exact one past the bound the float32 steps keep, is
+    // typed too: the float32 steps rely on their magnitude bounds.
+    if (!r.is_bool && (!r.exact || r.bound > kMaxBound)) r.typed = true;
+    body_ << "    " << step->statements.back() << "\n";
+    ++statements_;
+    r.name = step->result.name;
+    pool_.push_back(r);
   }
 
   void step_unary() {
@@ -391,7 +494,7 @@ class Generator {
   void step_compare() {
     std::vector<const Value*> exact;
     for (const Value& v : pool_) {
-      if (!v.is_bool && v.exact) exact.push_back(&v);
+      if (!v.is_bool && !v.typed && v.exact) exact.push_back(&v);
     }
     if (exact.empty()) return;
     const Value a = *exact[static_cast<size_t>(pick(static_cast<int>(exact.size())))];
@@ -400,6 +503,7 @@ class Generator {
     const Value* b = chance(3) ? nullptr : partner(a, false, true);
     Value c = a;
     c.is_bool = true;
+    c.dtype = DType::Bool;
     c.exact = true;
     c.bound = 1.0;
     c.contiguous = true;
@@ -578,6 +682,7 @@ class Generator {
   GeneratorOptions opt_;
   std::vector<Value> pool_;
   std::ostringstream body_;
+  std::vector<std::string> input_decls_;
   int counter_ = 0;
   int statements_ = 0;
   bool large_ = false;

@@ -1,5 +1,6 @@
 // Random valid Stax programs (text format) for the fuzzer and the random-graph property test:
-// DAGs over the ops code generation supports (float32 values, bool from comparisons) with
+// DAGs over the float32 ops (and bool from comparisons), plus steps that apply any registered
+// op of the catalogue to any dtype it accepts (catalog_step.h), with
 // random shapes (sizes 1, tails that are not multiples of 8 or 16, broadcasting), views,
 // reductions and non-contiguous input strides, plus the compile options to run them with.
 //
@@ -11,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -42,6 +44,13 @@ struct GeneratorOptions {
   bool views = true;            // permute/transpose/reshape/view/expand/squeeze/unsqueeze
   bool strided_inputs = true;   // permuted, padded and zero strides
   bool zero_dim_values = true;  // dim=None and all-dims reductions, squeezes to rank 0
+  // One step in three applies an op of the catalogue (op_catalog.h: every registered op of
+  // issue 6, on every dtype it accepts; catalog_step.h), and inputs of other dtypes appear.
+  // Off here (the float32 property test of tests/random); fuzzing sessions turn it on.
+  bool catalog_ops = false;
+  // "case dtype" pairs (known_failures.h) the catalogue steps leave out: the known failures,
+  // when a run should look for new ones only.
+  std::set<std::string> excluded_cases;
 };
 
 struct GeneratedCase {

@@ -1,12 +1,15 @@
-// The fuzzer as CI runs it: a fixed seed, a fixed number of cases. 30 valid programs (each
-// JIT-compiled at a small size) must match the eager oracle, and 2000 mutated programs (no
-// JIT) must be parsed, analyzed and interpreted without a crash, a hang or an unclear error.
+// The fuzzer as CI runs it: a fixed seed, a fixed number of cases. 30 float32 valid programs
+// and 30 with catalogue steps (every registered op on every dtype; each JIT-compiled at a
+// small size) must match the eager oracle, and 2000 mutated programs (no JIT) must be
+// parsed, analyzed and interpreted without a crash, a hang or an unclear error.
 // A failure is reduced first, so the message shows a small program that reproduces it.
 #include <gtest/gtest.h>
 
+#include <iostream>
 #include <sstream>
 
 #include "fuzz/fuzz_session.h"
+#include "fuzz/known_failures.h"
 
 namespace stax::fuzz {
 namespace {
@@ -37,7 +40,23 @@ SessionOptions ci_options(Mode mode, long long cases) {
 }
 
 TEST(FuzzCi, ValidProgramsMatchEager) {
-  const SessionStats stats = run_session(ci_options(Mode::Valid, 30));
+  SessionOptions o = ci_options(Mode::Valid, 30);
+  o.valid_generator.catalog_ops = false;  // the float32 programs this test has always run
+  const SessionStats stats = run_session(o);
+  EXPECT_EQ(stats.valid_cases, 30);
+  EXPECT_EQ(stats.sandbox_errors, 0);
+  EXPECT_TRUE(stats.findings.empty()) << describe(stats);
+}
+
+// Programs with catalogue steps: every registered op of issue 6 on every dtype it accepts,
+// except the case x dtype pairs the differential sweep lists as known failures
+// (tests/sweep/KNOWN_FAILURES.md), so that CI looks for failures nobody has found yet.
+TEST(FuzzCi, CatalogueProgramsMatchEager) {
+  SessionOptions o = ci_options(Mode::Valid, 30);
+  o.valid_generator.excluded_cases = read_known_failures(STAX_KNOWN_FAILURES);
+  std::cout << "fuzz: leaving out the " << o.valid_generator.excluded_cases.size()
+            << " case x dtype pairs of KNOWN_FAILURES.md\n";
+  const SessionStats stats = run_session(o);
   EXPECT_EQ(stats.valid_cases, 30);
   EXPECT_EQ(stats.sandbox_errors, 0);
   EXPECT_TRUE(stats.findings.empty()) << describe(stats);

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "fuzz/mutator.h"
+#include "fuzz/op_catalog.h"
 #include "fuzz/program_generator.h"
 #include "ir/graph.h"
 
@@ -74,6 +75,51 @@ TEST(Generator, ProgramsParseAndCoverTheSupportedOps) {
   EXPECT_TRUE(bool_output);
   EXPECT_TRUE(rank4);
   EXPECT_TRUE(large);
+}
+
+// With the catalogue steps (as fuzzing sessions run), programs use every registered op of
+// the catalogue and values of every dtype.
+TEST(Generator, CatalogueStepsCoverEveryRegisteredOpAndDtype) {
+  GeneratorOptions o;
+  o.catalog_ops = true;
+  std::set<std::string> ops;
+  std::set<DType> dtypes;
+  for (uint64_t seed = 1; seed <= 1500; ++seed) {
+    const GeneratedCase c = generate_case(seed, o);
+    SCOPED_TRACE(c.text);
+    ir::Graph g;
+    ASSERT_NO_THROW(g = ir::parse_graph(c.text));
+    EXPECT_EQ(ir::parse_graph(ir::print_graph(g)), g);
+    for (const ir::Node& n : g.nodes()) ops.insert(n.op);
+    for (const ir::Value& v : g.values()) dtypes.insert(v.type.dtype);
+  }
+  std::string never;
+  for (const CatalogEntry& e : op_catalog()) {
+    if (is_runnable(e) && !ops.count(e.op)) never += e.op + " ";
+  }
+  EXPECT_EQ(never, "") << "never generated";
+  for (DType d : all_dtypes()) EXPECT_TRUE(dtypes.count(d)) << dtype_name(d);
+}
+
+// Excluded case x dtype pairs (the known failures) are never generated: with every case on
+// int32 excluded, no op reads an int32 value.
+TEST(Generator, LeavesOutTheExcludedCases) {
+  GeneratorOptions o;
+  o.catalog_ops = true;
+  for (const CatalogEntry& e : op_catalog()) o.excluded_cases.insert(e.name + " i32");
+  int int32_inputs = 0;
+  for (uint64_t seed = 1; seed <= 600; ++seed) {
+    const ir::Graph g = ir::parse_graph(generate_case(seed, o).text);
+    for (ir::ValueRef in : g.inputs()) int32_inputs += g.value(in).type.dtype == DType::Int32;
+    for (const ir::Node& n : g.nodes()) {
+      for (const ir::Arg& arg : n.args) {
+        if (const auto* ref = std::get_if<ir::ValueRef>(&arg)) {
+          EXPECT_NE(g.value(*ref).type.dtype, DType::Int32) << n.op << " reads an int32 value";
+        }
+      }
+    }
+  }
+  EXPECT_GT(int32_inputs, 0);  // int32 values were there to be used
 }
 
 TEST(Generator, CanAvoidZeroDimValues) {
