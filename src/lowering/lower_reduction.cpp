@@ -34,10 +34,6 @@ OpsValue round_through(OpsHandler& h, OpsValue x, DType dtype) {
   return h.to_dtype(h.to_dtype(x, dtype), x.dtype);
 }
 
-OpsValue convert(OpsHandler& h, OpsValue x, DType dtype) {
-  return x.dtype == dtype ? x : h.to_dtype(x, dtype);
-}
-
 // Which dims a reduction node reduces, and the index maps between the input, the kept loop
 // variables of a reduction buffer and the node's output.
 struct ReducedDims {
