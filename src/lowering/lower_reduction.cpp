@@ -194,20 +194,20 @@ LoweredValue Lowerer::lower_reduction(const ir::Node& node, const ir::Value& out
 
   if (variance) {
     const DType compute = compute_dtype(result);
-    LoweredValue m2 = reduce(ReductionType::WelfordM2, compute, input_as(compute),
-                             node.op == "var_mean" ? "var" : node.op);
-    if (node.op == "var_mean") {
-      // WelfordMean of the same value over the same loops: the code generator keeps one
-      // accumulator for both. PyTorch's mean of nothing is NaN (not the accumulator's 0).
+    if (node.op == "var_mean" && node.result_index == 1) {
+      // var_mean's mean: WelfordMean of the same value over the same loops as its var (the
+      // node of result 0), so the code generator can keep one accumulator for both. PyTorch's
+      // mean of nothing is NaN (not the accumulator's 0).
       LoweredValue mean = reduce(ReductionType::WelfordMean, compute, input_as(compute), "mean");
       const bool empty = dims.count == 0;
-      extra_results_.push_back(with_epilogue(mean, result, "mean",
-                                             [empty, result](OpsHandler& h, OpsValue m) {
-                                               return convert(
-                                                   h, empty ? h.constant(NAN, m.dtype) : m, result);
-                                             },
-                                             {}));
+      return with_epilogue(mean, result, "mean",
+                           [empty, result](OpsHandler& h, OpsValue m) {
+                             return convert(h, empty ? h.constant(NAN, m.dtype) : m, result);
+                           },
+                           {});
     }
+    LoweredValue m2 = reduce(ReductionType::WelfordM2, compute, input_as(compute),
+                             node.op == "var_mean" ? "var" : node.op);
     // PyTorch's divisor max(0, N - correction): inf (or NaN for M2 = 0) when N <= correction.
     const double divisor =
         std::max(0.0, static_cast<double>(dims.count) - ir::scalar_arg(node, 2).value);

@@ -184,13 +184,8 @@ class Lowerer {
         v = lower_copy(node);
         break;
     }
-    // An op with several results (var_mean) left the ones after the first in extra_results_;
-    // the node keeps the one its result_index names (each result is its own node).
-    std::vector<LoweredValue> all_results = {std::move(v)};
-    for (LoweredValue& extra : extra_results_) all_results.push_back(std::move(extra));
-    extra_results_.clear();
-    std::vector<LoweredValue> results = {
-        std::move(all_results.at(static_cast<size_t>(node.result_index)))};
+    // Each result of a multi-result op (split, var_mean) is its own node, lowered alone.
+    std::vector<LoweredValue> results = {std::move(v)};
     std::vector<ir::ValueRef> refs = {node.output};
     if (results.size() != refs.size()) {
       throw std::logic_error("lowering " + node.op + " gave " + std::to_string(results.size()) +
@@ -262,7 +257,6 @@ class Lowerer {
   std::unordered_map<int, int> reads_;
   std::string current_node_;  // the node being lowered, for errors and buffer provenance
   // The results after the first of the node being lowered, for ops with several (var_mean).
-  std::vector<LoweredValue> extra_results_;
   std::set<int> outputs_;
 };
 
