@@ -286,6 +286,12 @@ EvalFn find_binary_eval(std::string_view op) {
        }},
       {"bitwise_not",
        [](const Env& e, const ir::Node& n) {
+         // Bool elements are computed as integers; ~1 would be nonzero (true), but PyTorch's
+         // bitwise_not of a bool tensor is the logical not.
+         if (e.result_type(n).dtype == DType::Bool) {
+           return map_elements<1>(e, n, {0},
+                                  []<typename T>(Tag<T>, T x) -> bool { return x == T(0); });
+         }
          return map_elements<1>(e, n, {0}, []<typename T>(Tag<T>, T x) -> T {
            if constexpr (kInt<T>)
              return ~x;

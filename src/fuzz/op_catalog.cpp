@@ -365,8 +365,11 @@ void add_views(Builder& b) {
     int64_t n = 1;
     for (int64_t d : s.sizes) n *= d;
     if (n < 2) return std::nullopt;
-    return "as_strided(" + s.temp("clone(" + s.operands[0] + ")") + ", " + list({n - 1, 2}) +
-           ", [1, 1])";
+    // A contiguous copy: the storage order must not depend on the input's layout (the float64
+    // reference converts inputs to dense tensors of their own).
+    return "as_strided(" +
+           s.temp("clone(" + s.operands[0] + ", memory_format='contiguous_format')") + ", " +
+           list({n - 1, 2}) + ", [1, 1])";
   });
 }
 

@@ -14,18 +14,18 @@
 namespace stax::ir {
 
 enum class ParamKind : uint8_t {
-  Tensor,              // Tensor
-  TensorOrScalar,      // Tensor, or a scalar literal (ATen's .Scalar overloads)
-  Scalar,              // Scalar
-  Int,                 // int
-  Bool,                // bool
-  IntList,             // int[] (a single int is accepted and wrapped)
-  OptionalIntList,     // int[]? (None allowed)
-  OptionalString,      // str? (None allowed)
-  OptionalDType,       // ScalarType? (None allowed; a dtype name string otherwise)
-  OptionalInt,         // int? (None allowed)
-  TensorList,          // Tensor[] (no None entries)
-  OptionalTensorList,  // Tensor?[] (None entries allowed)
+  Tensor,                  // Tensor
+  TensorOrScalar,          // Tensor, or a scalar literal (ATen's .Scalar overloads)
+  Scalar,                  // Scalar
+  Int,                     // int
+  Bool,                    // bool
+  IntList,                 // int[] (a single int is accepted and wrapped)
+  OptionalIntList,         // int[]? (None allowed)
+  OptionalString,          // str? (None allowed)
+  OptionalDType,           // ScalarType? (None allowed; a dtype name string otherwise)
+  OptionalInt,             // int? (None allowed)
+  TensorList,              // Tensor[] (no None entries)
+  OptionalTensorList,      // Tensor?[] (None entries allowed)
   OptionalTensorOrScalar,  // Tensor? or Scalar? (clamp's min/max): None, a tensor or a scalar
 };
 

@@ -346,7 +346,10 @@ PointwiseRecipe pointwise_recipe(const ir::Graph& g, const ir::Node& n,
     });
   }
   if (auto it = binary_primitives().find(op); it != binary_primitives().end()) {
-    const P prim = it->second;
+    P prim = it->second;
+    // Bools have no NaN: fmax/fmin of bools are maximum/minimum (or/and), as in PyTorch.
+    if (c == DType::Bool && prim == P::Fmax) prim = P::Maximum;
+    if (c == DType::Bool && prim == P::Fmin) prim = P::Minimum;
     return make(computed({0, 1}), c,
                 [prim](const Prims& p, Args a) { return p(prim, a[0], a[1]); });
   }
@@ -367,7 +370,10 @@ PointwiseRecipe pointwise_recipe(const ir::Graph& g, const ir::Node& n,
         return convert(p.h, wide(negate ? P::Sub : P::Add, x, scaled), DType::Float32);
       }
       OpsValue b = a[1];
-      if (alpha.value != 1.0) b = p(P::Mul, b, scalar_value(p.h, alpha, c, false));
+      if (alpha.value != 1.0) {
+        // Bool "multiplication" by the alpha converted to bool is the logical and.
+        b = p(c == DType::Bool ? P::LogicalAnd : P::Mul, b, scalar_value(p.h, alpha, c, false));
+      }
       if (c == DType::Bool) return p(P::LogicalOr, a[0], b);
       return p(negate ? P::Sub : P::Add, a[0], b);
     });

@@ -10,7 +10,8 @@ namespace s = eager::scalar;
 using P = PointwiseOp;
 
 template <typename T>
-OpsValue PointwiseEvaluatingHandler::float_op(PointwiseOp op, const std::vector<T>& x, DType dtype) {
+OpsValue PointwiseEvaluatingHandler::float_op(PointwiseOp op, const std::vector<T>& x,
+                                              DType dtype) {
   const T a = x[0];
   const T b = x.size() > 1 ? x[1] : T(0);
   auto result = [&](T v) { return make_float(dtype, static_cast<double>(v)); };
@@ -146,7 +147,8 @@ OpsValue PointwiseEvaluatingHandler::float_op(PointwiseOp op, const std::vector<
   }
 }
 
-OpsValue PointwiseEvaluatingHandler::int_op(PointwiseOp op, const std::vector<int64_t>& x, DType dtype) {
+OpsValue PointwiseEvaluatingHandler::int_op(PointwiseOp op, const std::vector<int64_t>& x,
+                                            DType dtype) {
   const int64_t a = x[0];
   const int64_t b = x.size() > 1 ? x[1] : 0;
   auto result = [&](int64_t v) { return make_int(dtype, v); };
@@ -230,7 +232,8 @@ OpsValue PointwiseEvaluatingHandler::int_op(PointwiseOp op, const std::vector<in
   }
 }
 
-OpsValue PointwiseEvaluatingHandler::compute(PointwiseOp op, std::span<const OpsValue> args, DType result) {
+OpsValue PointwiseEvaluatingHandler::compute(PointwiseOp op, std::span<const OpsValue> args,
+                                             DType result) {
   OpsValue out;
   if (op == P::Where) {
     const Elem c = elems_.at(static_cast<size_t>(args[0].id));

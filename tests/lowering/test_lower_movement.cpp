@@ -6,9 +6,9 @@
 #include <gtest/gtest.h>
 
 #include "eager/interpreter.h"
-#include "movement_evaluating_handler.h"
 #include "ir/graph.h"
 #include "lowering/lowering.h"
+#include "movement_evaluating_handler.h"
 #include "scheduler/recording_handler.h"
 
 namespace stax::lowering {

@@ -1,6 +1,6 @@
 // Lowering of the pointwise ops of issue 6, checked by evaluating the lowered loop bodies
-// (tests/lowering/pointwise_evaluating_handler.h) against the eager interpreter on every case of the
-// torch-derived table (tests/eager/pointwise_torch_cases.inc: every op over every dtype class,
+// (tests/lowering/pointwise_evaluating_handler.h) against the eager interpreter on every case of
+// the torch-derived table (tests/eager/pointwise_torch_cases.inc: every op over every dtype class,
 // edge values, scalars and 0-dim operands). This checks that every apply() type-checks, that
 // every stored buffer has eager's dtype, and that conversions to the computation dtype, the
 // roundings of 16-bit floats after every op and the decompositions of composite ops give
@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "eager/interpreter.h"
-#include "pointwise_evaluating_handler.h"
 #include "ir/graph.h"
 #include "lowering/lowering.h"
+#include "pointwise_evaluating_handler.h"
 #include "pointwise_torch_cases.h"
 #include "scheduler/recording_handler.h"
 
