@@ -89,6 +89,14 @@ void store_element(const Tensor& out, const std::vector<int64_t>& index, R r) {
   }
 }
 
+// The tag map_elements passes to its callable, naming the element type T it computes in
+// (int64_t for integer and bool results, double or float for floating ones).
+template <typename T>
+using Tag = std::type_identity<T>;
+// Whether a tag's T is the integer computation type.
+template <typename T>
+constexpr bool kInt = std::is_same_v<T, int64_t>;
+
 // Runs `f(env_typing, T operands...)` for every output element of `node`. `f` is a generic
 // callable: f(std::type_identity<T>{}, T a, T b, ...) returning T or bool.
 // `opmath[i]` reads operand i in the opmath type (see ElementOperand).

@@ -30,12 +30,6 @@ namespace stax::eager::detail {
 namespace {
 
 template <typename T>
-constexpr bool kInt = std::is_same_v<T, int64_t>;
-
-template <typename T>
-using Tag = std::type_identity<T>;
-
-template <typename T>
 T nan_value() {
   return std::numeric_limits<T>::quiet_NaN();
 }

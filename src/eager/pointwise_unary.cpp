@@ -25,12 +25,6 @@ namespace stax::eager::detail {
 namespace {
 
 template <typename T>
-constexpr bool kInt = std::is_same_v<T, int64_t>;
-
-template <typename T>
-using Tag = std::type_identity<T>;
-
-template <typename T>
 T float_unary(const std::string& op, T x) {
   if (op == "exp") return std::exp(x);
   if (op == "exp2") return std::exp2(x);
