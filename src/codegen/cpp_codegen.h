@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/cache_info.h"
 #include "runtime/simd.h"
 #include "scheduler/schedule.h"
 
@@ -23,7 +24,8 @@ constexpr int kStatusKernelError = 3;
 
 struct CodegenOptions {
   runtime::SimdLevel simd = runtime::SimdLevel::Scalar;
-  int num_threads = 1;  // P of Algorithm 8.1; the team size is the run-time count (any >= 1)
+  int num_threads = 1;         // P of Algorithm 8.1; the team size is the run-time count (any >= 1)
+  runtime::CacheSizes caches;  // of the machine the code is generated for
   // Keep the kernel IR after every pass in GeneratedModule::ir_log (explain --ir). The IR is
   // also printed to stderr when STAX_LOGS names `ir` (a comma-separated list).
   bool record_ir = false;

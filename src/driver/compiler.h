@@ -23,9 +23,10 @@ class InputError : public std::invalid_argument {
 };
 
 struct CompileOptions {
-  std::optional<runtime::SimdLevel> simd;  // default: the widest the CPU supports
-  int num_threads = 0;                     // default: all hardware threads
-  std::string cache_dir;                   // default: see runtime::JitOptions
+  std::optional<runtime::SimdLevel> simd;     // default: the widest the CPU supports
+  int num_threads = 0;                        // default: all hardware threads
+  std::optional<runtime::CacheSizes> caches;  // default: the running machine's
+  std::string cache_dir;                      // default: see runtime::JitOptions
   bool fuse = true;
   bool localize = true;    // per-outer-iteration local arrays (scheduler::BufferPlan)
   bool record_ir = false;  // keep the kernel IR after every pass (explain --ir)

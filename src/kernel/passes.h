@@ -3,13 +3,15 @@
 #pragma once
 
 #include "kernel/kernel_ir.h"
+#include "runtime/cache_info.h"
 #include "runtime/simd.h"
 
 namespace stax::kernel {
 
 struct TargetOptions {
   runtime::SimdLevel simd = runtime::SimdLevel::Scalar;
-  int num_threads = 1;  // P of Algorithm 8.1
+  int num_threads = 1;         // P of Algorithm 8.1
+  runtime::CacheSizes caches;  // tile sizes (Section 8.2), streaming stores
 };
 
 // Decides each nest's form — vectorized along its innermost loop, 2-D tiled (Section 8.2) for

@@ -39,7 +39,7 @@ inline std::unique_ptr<Scheduled> schedule_lowered(lowering::LoweredGraph g) {
 }
 
 inline kernel::TargetOptions avx512(int threads = 1) {
-  return {runtime::SimdLevel::Avx512, threads};
+  return {runtime::SimdLevel::Avx512, threads, {}};
 }
 
 // Every fused node lowered through all passes, verified after each.

@@ -16,7 +16,7 @@ using lowering::ReductionType;
 TEST(KernelBuilder, LoadsAreSharedAndOpsAreTyped) {
   auto s =
       schedule_text("def f(x: f32[64]):\n    a = mul(x, x)\n    b = add(a, x)\n    return b\n");
-  const auto ks = lower_all(*s, {runtime::SimdLevel::Scalar, 1});
+  const auto ks = lower_all(*s, {runtime::SimdLevel::Scalar, 1, {}});
   ASSERT_EQ(ks.size(), 1u);
   // x is read once although mul and add both use it.
   EXPECT_EQ(count_lets(ks[0], LetKind::Load), 1);
@@ -98,7 +98,7 @@ lowering::LoweredGraph every_reduction_graph() {
 TEST(KernelBuilder, EveryReductionTypeBuildsVerifiesAndPrints) {
   for (const auto simd : {runtime::SimdLevel::Scalar, runtime::SimdLevel::Avx512}) {
     auto s = schedule_lowered(every_reduction_graph());
-    const auto ks = lower_all(*s, {simd, 1});
+    const auto ks = lower_all(*s, {simd, 1, {}});
     std::string text;
     int accumulators = 0;
     for (const auto& k : ks) {
@@ -137,7 +137,7 @@ TEST(KernelBuilder, WelfordMeanAndM2OfOneValueShareOneAccumulator) {
       {{"x", DType::Float64, {4, 41}}},
       {make_buffer("out", DType::Float64, rows, body, {41}, ReductionType::WelfordMean, {8})}));
   for (const auto simd : {runtime::SimdLevel::Scalar, runtime::SimdLevel::Avx512}) {
-    const auto ks = lower_all(*s, {simd, 1});
+    const auto ks = lower_all(*s, {simd, 1, {}});
     ASSERT_EQ(ks.size(), 1u);
     EXPECT_EQ(
         count_stmts(ks[0],
@@ -166,7 +166,7 @@ TEST(KernelBuilder, MasksReachLoadsAndIndirectIndicesAreChecked) {
   auto s = schedule_lowered(make_graph({{"idx", DType::Int64, n}, {"table", DType::Float32, {10}}},
                                        {make_buffer("y", DType::Float32, n, body)}));
   for (const auto simd : {runtime::SimdLevel::Scalar, runtime::SimdLevel::Avx512}) {
-    const auto ks = lower_all(*s, {simd, 1});
+    const auto ks = lower_all(*s, {simd, 1, {}});
     ASSERT_EQ(ks.size(), 1u);
     const std::string text = kernel::print_kernel(ks[0]);
     ASSERT_EQ(ks[0].errors.size(), 1u);

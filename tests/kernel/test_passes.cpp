@@ -49,7 +49,7 @@ TEST(KernelPasses, PointwiseLoopIsVectorizedWithAMaskedTail) {
 
 TEST(KernelPasses, ScalarLevelGivesTheScalarFormWithAReason) {
   auto s = schedule_text("def f(x: f32[100]):\n    y = exp(x)\n    return y\n");
-  const auto k = lower_all(*s, {runtime::SimdLevel::Scalar, 1}).at(0);
+  const auto k = lower_all(*s, {runtime::SimdLevel::Scalar, 1, {}}).at(0);
   EXPECT_EQ(kernel::nest_form_names(k), (std::vector<std::string>{"scalar"}));
   EXPECT_EQ(k.decisions.nests[0].reason, "the SIMD level is scalar");
   EXPECT_FALSE(contains(kernel::print_kernel(k), "stax::Vec<"));
