@@ -215,8 +215,7 @@ class Printer {
                ")";
       case LetKind::Convert:
         if (l.via) {
-          return "stax::convert<" + elem_type(l.type.dtype) + ">(stax::convert<" +
-                 elem_type(*l.via) + ">(" + value_name(l.args[0]) + "))";
+          return "stax::round_to<" + elem_type(*l.via) + ">(" + value_name(l.args[0]) + ")";
         }
         return "stax::convert<" + elem_type(l.type.dtype) + ">(" + value_name(l.args[0]) + ")";
       case LetKind::IndexValue:

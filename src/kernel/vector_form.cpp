@@ -204,10 +204,6 @@ class Vectorizer {
       }
       case LetKind::Convert:
         n.type.lanes = type(n.args[0]).lanes;
-        if (n.via && n.type.is_vector()) {
-          throw std::logic_error("rounding through " + std::string(dtype_name(*n.via)) +
-                                 " has no vector form");
-        }
         break;
       case LetKind::IndexValue: {
         n.index = subst(l.index);
@@ -389,10 +385,6 @@ std::optional<std::string> vector_obstacle(const Kernel& k, const Block& scalar,
         if (!affine_access_form(l.index, var, k.ranges, &stride)) {
           obstacle = "the index value " + index::to_string(l.index) + " is not affine in " + var;
         }
-      }
-      if (l.kind == LetKind::Convert && l.via && v) {
-        obstacle = "rounding to " + std::string(dtype_name(*l.via)) +
-                   " has no vector form in the kernel API";
       }
       if (v) varying.insert(l.id);
     } else if (s.kind == StmtKind::Store) {

@@ -36,6 +36,7 @@ struct Kernel {
   int (*reduce)(int, int, int, const void*, int64_t, void*);
   int (*errors)(int, int, const void*, int64_t, int64_t, int64_t, int*);
   void (*storage16)(int, int, const float*, uint16_t*, float*, uint16_t*, float*, int64_t);
+  void (*round16)(int, int, const float*, float*, float*, int64_t);
   int (*transpose)(int, const void*, int64_t, void*);
   int (*native_lanes)(int);
 };
@@ -64,6 +65,7 @@ const Kernel& kernel_for(SimdLevel level) {
   k.reduce = lib.function<decltype(k.reduce)>("stax_data_reduce");
   k.errors = lib.function<decltype(k.errors)>("stax_data_errors");
   k.storage16 = lib.function<decltype(k.storage16)>("stax_data_storage16");
+  k.round16 = lib.function<decltype(k.round16)>("stax_data_round16");
   k.transpose = lib.function<decltype(k.transpose)>("stax_data_transpose");
   k.native_lanes = lib.function<decltype(k.native_lanes)>("stax_data_native_lanes");
   return kernels.emplace(level, std::move(k)).first->second;
@@ -326,6 +328,44 @@ TEST_P(KernelApiDataTest, Storage16VectorEqualsScalar) {
           ASSERT_TRUE(std::memcmp(&vback[i], &sback[i], 4) == 0 ||
                       (std::isnan(vback[i]) && std::isnan(sback[i])))
               << "load kind " << kind << " element " << i;
+        }
+      }
+    }
+  }
+}
+
+// round_to<Half / BFloat16> of float vectors equals the scalar rounding (which is the
+// stored-and-reloaded 16-bit value), lane for lane, over the same bit patterns; lanes past a
+// tail's count are not written.
+TEST_P(KernelApiDataTest, RoundTo16VectorEqualsScalar) {
+  const Kernel& k = kernel();
+  std::mt19937 rng(7);
+  const int64_t n = 70000;
+  std::vector<float> in(n);
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t u = static_cast<uint32_t>(rng());
+    if (i % 2 == 0) u = (u & 0x8FFFFFFFu) | 0x30000000u;  // the half range
+    if (i % 3 == 0) u = (u & 0xFFFF0000u) | 0x8000u;      // bf16 ties
+    if (i % 5 == 0) u = (u & 0xFFFFE000u) | 0x1000u;      // half ties
+    std::memcpy(&in[i], &u, 4);
+  }
+  for (int kind = 0; kind < 2; ++kind) {
+    for (int width_kind = 0; width_kind < 5; ++width_kind) {
+      for (int64_t len : {n, int64_t{13}, int64_t{0}}) {
+        std::vector<float> vout(len + 1, 12345.0f), sout(len + 1);
+        k.round16(kind, width_kind, in.data(), vout.data(), sout.data(), len);
+        EXPECT_EQ(vout[len], 12345.0f) << "store past the count";
+        for (int64_t i = 0; i < len; ++i) {
+          ASSERT_TRUE(std::memcmp(&vout[i], &sout[i], 4) == 0 ||
+                      (std::isnan(vout[i]) && std::isnan(sout[i])))
+              << "kind " << kind << " width " << width_kind << " element " << i << ": " << in[i]
+              << " -> " << vout[i] << " vs " << sout[i];
+          // Rounding changed the value to one the 16-bit type holds (not the float itself).
+          if (kind == 1 && !std::isnan(sout[i])) {
+            uint32_t bits;
+            std::memcpy(&bits, &sout[i], 4);
+            ASSERT_EQ(bits & 0xFFFFu, 0u) << in[i];
+          }
         }
       }
     }

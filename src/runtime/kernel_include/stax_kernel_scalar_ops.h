@@ -174,7 +174,7 @@ STAX_SCALAR_SLEEF1(expm1, expm1, u10)
 STAX_SCALAR_SLEEF1(log, log, u10)
 STAX_SCALAR_SLEEF1(log2, log2, u10)
 STAX_SCALAR_SLEEF1(log10, log10, u10)
-STAX_SCALAR_SLEEF1(log1p, log1p, u10)
+STAX_SCALAR_SLEEF1(sleef_log1p, log1p, u10)
 STAX_SCALAR_SLEEF1(sin, sin, u10)
 STAX_SCALAR_SLEEF1(cos, cos, u10)
 STAX_SCALAR_SLEEF1(tan, tan, u10)
@@ -184,12 +184,54 @@ STAX_SCALAR_SLEEF1(atan, atan, u10)
 STAX_SCALAR_SLEEF1(sinh, sinh, u10)
 STAX_SCALAR_SLEEF1(cosh, cosh, u10)
 STAX_SCALAR_SLEEF1(tanh, tanh, u10)
-STAX_SCALAR_SLEEF1(asinh, asinh, u10)
-STAX_SCALAR_SLEEF1(acosh, acosh, u10)
+STAX_SCALAR_SLEEF1(sleef_asinh, asinh, u10)
+STAX_SCALAR_SLEEF1(sleef_acosh, acosh, u10)
 STAX_SCALAR_SLEEF1(atanh, atanh, u10)
 STAX_SCALAR_SLEEF1(erf, erf, u10)
 STAX_SCALAR_SLEEF1(erfc, erfc, u15)
 #undef STAX_SCALAR_SLEEF1
+
+// SLEEF's log1p, asinh and acosh overflow to inf inside their own computation for large
+// arguments (float: log1p from 2e38, asinh / acosh from about 2e19; double: log1p near
+// DBL_MAX, asinh / acosh from about 1.4e154) where the results are finite (~89 for 3e38).
+// Past kLargeArgument the identities below are exact to within the type's rounding:
+// log1p(x) = log(x) + log1p(1/x) with 1/x below the last bit, asinh(x) = sign(x) (log|x| +
+// log 2) + O(1/x^2), acosh(x) = log x + log 2 + O(1/x^2). The vector forms
+// (stax_kernel_vec_ops.h) use the same thresholds.
+namespace detail {
+template <class T>
+struct LargeArgument;
+template <>
+struct LargeArgument<float> {
+  static constexpr float log1p = 1e37f;  // below SLEEF's overflow at 2e38
+  static constexpr float inverse_hyperbolic = 1e18f;
+};
+template <>
+struct LargeArgument<double> {
+  static constexpr double log1p = 1e300;
+  static constexpr double inverse_hyperbolic = 1e150;
+};
+template <class T>
+constexpr T kLog2 = static_cast<T>(0.693147180559945309417232121458176568);
+}  // namespace detail
+
+#define STAX_SCALAR_LARGE_ARGUMENT_OPS(T)                                                  \
+  inline T op_log1p(T x) {                                                                 \
+    return x > detail::LargeArgument<T>::log1p ? op_log(x) : op_sleef_log1p(x);            \
+  }                                                                                        \
+  inline T op_asinh(T x) {                                                                 \
+    const T a = x < T(0) ? -x : x;                                                         \
+    if (!(a > detail::LargeArgument<T>::inverse_hyperbolic)) return op_sleef_asinh(x);     \
+    const T r = op_log(a) + detail::kLog2<T>;                                              \
+    return x < T(0) ? -r : r;                                                              \
+  }                                                                                        \
+  inline T op_acosh(T x) {                                                                 \
+    return x > detail::LargeArgument<T>::inverse_hyperbolic ? op_log(x) + detail::kLog2<T> \
+                                                            : op_sleef_acosh(x);           \
+  }
+STAX_SCALAR_LARGE_ARGUMENT_OPS(float)
+STAX_SCALAR_LARGE_ARGUMENT_OPS(double)
+#undef STAX_SCALAR_LARGE_ARGUMENT_OPS
 
 inline float op_atan2(float a, float b) {
   return STAX_SLEEF1(atan2f, u10)(a, b);

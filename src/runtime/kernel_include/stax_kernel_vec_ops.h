@@ -48,6 +48,7 @@ STAX_BINARY_OPS(STAX_VEC_BINARY)
 STAX_COMPARE_OPS(STAX_VEC_MASK2)
 STAX_CLASSIFY_OPS(STAX_VEC_MASK1)
 #undef STAX_VEC_UNARY
+
 #undef STAX_VEC_BINARY
 #undef STAX_VEC_MASK1
 #undef STAX_VEC_MASK2
@@ -192,5 +193,52 @@ inline Vec<U, N> convert(const Vec<T, N>& v) {
     return detail::convert_lanes<U>(v);
   }
 }
+
+// A float rounded to the 16-bit float S (Half, BFloat16) and widened back, as eager rounds
+// after every op of a 16-bit computation. The vector form goes through the same store16 /
+// load16 register conversions as 16-bit loads and stores (the store is forwarded to the
+// load, it stays in L1), so a rounded intermediate equals a stored and reloaded one.
+template <class S>
+inline float round_to(float x) {
+  static_assert(detail::kIsStorage16<S>, "round_to: Half or BFloat16");
+  return static_cast<float>(S(x));
+}
+template <class S, int N>
+inline Vec<float, N> round_to(const Vec<float, N>& v) {
+  static_assert(detail::kIsStorage16<S>, "round_to: Half or BFloat16");
+  alignas(64) S x[N];
+  v.store(x);
+  return Vec<float, N>::load(x);
+}
+
+// log1p, asinh and acosh of large floating arguments (the register forms are SLEEF's, which
+// overflows there; see detail::LargeArgument in stax_kernel_scalar_ops.h). These overloads
+// are more specialized than the generic op_<name>(Vec<T, N>) and call it for the other lanes.
+#define STAX_VEC_LARGE_ARGUMENT_OPS(T)                                                            \
+  template <int N>                                                                                \
+  inline Vec<T, N> op_log1p(const Vec<T, N>& x) {                                                 \
+    const Vec<T, N> r = op_log1p<T, N>(x);                                                        \
+    const Vec<bool, N> large = op_gt(x, Vec<T, N>(detail::LargeArgument<T>::log1p));              \
+    return large.bits == 0 ? r : op_where(large, op_log(x), r);                                   \
+  }                                                                                               \
+  template <int N>                                                                                \
+  inline Vec<T, N> op_asinh(const Vec<T, N>& x) {                                                 \
+    const Vec<T, N> r = op_asinh<T, N>(x);                                                        \
+    const Vec<T, N> a = op_abs(x);                                                                \
+    const Vec<bool, N> large = op_gt(a, Vec<T, N>(detail::LargeArgument<T>::inverse_hyperbolic)); \
+    if (large.bits == 0) return r;                                                                \
+    const Vec<T, N> big = op_copysign(op_add(op_log(a), Vec<T, N>(detail::kLog2<T>)), x);         \
+    return op_where(large, big, r);                                                               \
+  }                                                                                               \
+  template <int N>                                                                                \
+  inline Vec<T, N> op_acosh(const Vec<T, N>& x) {                                                 \
+    const Vec<T, N> r = op_acosh<T, N>(x);                                                        \
+    const Vec<bool, N> large = op_gt(x, Vec<T, N>(detail::LargeArgument<T>::inverse_hyperbolic)); \
+    return large.bits == 0 ? r                                                                    \
+                           : op_where(large, op_add(op_log(x), Vec<T, N>(detail::kLog2<T>)), r);  \
+  }
+STAX_VEC_LARGE_ARGUMENT_OPS(float)
+STAX_VEC_LARGE_ARGUMENT_OPS(double)
+#undef STAX_VEC_LARGE_ARGUMENT_OPS
 
 }  // namespace stax

@@ -302,6 +302,25 @@ STAX_KERNEL_EXPORT void stax_data_storage16(int kind, int width_kind, const floa
 #undef STORAGE
 }
 
+// round_to<S> (kind 0: Half, 1: BFloat16) of float vectors with counted tails (vector_out)
+// and of scalars (scalar_out).
+template <class S, int N>
+void round16(const float* in, float* vector_out, float* scalar_out, int64_t n) {
+  chunks<N>(n, [&](int64_t i, int64_t c) {
+    round_to<S>(Vec<float, N>::load(in + i, c)).store(vector_out + i, c);
+  });
+  for (int64_t i = 0; i < n; ++i) scalar_out[i] = round_to<S>(in[i]);
+}
+STAX_KERNEL_EXPORT void stax_data_round16(int kind, int width_kind, const float* in,
+                                          float* vector_out, float* scalar_out, int64_t n) {
+#define ROUND(S, W) round16<S, W>(in, vector_out, scalar_out, n)
+  if (kind == 0) {
+    WIDTHS(Half, ROUND)
+  }
+  WIDTHS(BFloat16, ROUND)
+#undef ROUND
+}
+
 // transpose_tile<T, R, C> of a src with row stride src_stride into dst with row stride R + 3.
 template <class T, int R, int C>
 void transpose_case(const void* src, int64_t src_stride, void* dst) {
