@@ -2,7 +2,9 @@
 #include "driver/tolerance.h"
 
 #include <cmath>
+#include <optional>
 #include <set>
+#include <string>
 
 #include "ir/op_schema.h"
 #include "kernel/cascade_blocking.h"
@@ -33,51 +35,102 @@ Base base_tolerance(DType dtype) {
   }
 }
 
-// Elements folded into each output element of a reduction node.
+// Elements folded into each output element of a reduction node: the dims of its `dim`
+// argument (an int, a list, or None / [] for all dims).
 int64_t reduction_length(const ir::Graph& graph, const ir::Node& node) {
-  const auto& sizes = ir::tensor_arg(graph, node, 0).type.sizes;
+  const std::vector<int64_t>& sizes = ir::tensor_arg(graph, node, 0).type.sizes;
+  const ir::OpSchema* schema = ir::find_op_schema(node.op);
+  std::optional<std::vector<int64_t>> dims;
+  for (size_t p = 0; schema != nullptr && p < schema->params.size() && p < node.args.size(); ++p) {
+    if (schema->params[p].name != "dim") continue;
+    if (const auto* one = std::get_if<int64_t>(&node.args[p])) dims = std::vector<int64_t>{*one};
+    if (const auto* many = std::get_if<std::vector<int64_t>>(&node.args[p])) dims = *many;
+  }
   int64_t n = 1;
-  for (int64_t d : ir::reduction_dims(ir::int_list_arg(node, 1), sizes.size(), node.op)) {
+  for (int64_t d : ir::reduction_dims(dims, sizes.size(), node.op)) {
     n *= sizes[static_cast<size_t>(d)];
   }
   return n;
 }
 
-// The sum and mean nodes among the ancestors of `value` (each once).
-void collect_sums(const ir::Graph& graph, ir::ValueRef value, std::set<int>& visited,
-                  std::vector<int64_t>& lengths) {
+// The three ways a reduction accumulates rounding errors (tolerance.h).
+enum class Accumulation { CascadeSum, PlainSum, Product };
+
+struct AccumulatingReduction {
+  Accumulation kind;
+  int64_t length;
+};
+
+std::optional<Accumulation> accumulation_of(const std::string& op) {
+  if (op == "sum" || op == "mean") return Accumulation::CascadeSum;
+  if (op == "var" || op == "std" || op == "var_mean" || op == "logsumexp") {
+    return Accumulation::PlainSum;
+  }
+  if (op == "prod") return Accumulation::Product;
+  return std::nullopt;
+}
+
+// The accumulating reductions among the ancestors of `value` (each node once), through
+// tensor and tensor-list arguments.
+void collect_reductions(const ir::Graph& graph, ir::ValueRef value, std::set<int>& visited,
+                        std::vector<AccumulatingReduction>& out) {
   const int producer = graph.value(value).producer;
   if (producer < 0 || !visited.insert(producer).second) return;
   const ir::Node& node = graph.nodes()[static_cast<size_t>(producer)];
-  if (node.op == "sum" || node.op == "mean") lengths.push_back(reduction_length(graph, node));
+  if (const auto kind = accumulation_of(node.op)) {
+    out.push_back({*kind, reduction_length(graph, node)});
+  }
   for (const ir::Arg& arg : node.args) {
     if (const auto* ref = std::get_if<ir::ValueRef>(&arg)) {
-      collect_sums(graph, *ref, visited, lengths);
+      collect_reductions(graph, *ref, visited, out);
+    } else if (const auto* list = std::get_if<ir::TensorList>(&arg)) {
+      for (const auto& item : list->items) {
+        if (item) collect_reductions(graph, *item, visited, out);
+      }
     }
   }
+}
+
+// 4 standard deviations of one reduction's relative error (tolerance.h).
+double allowance(const AccumulatingReduction& r, double unit_roundoff) {
+  const double length = static_cast<double>(r.length);
+  switch (r.kind) {
+    case Accumulation::CascadeSum:
+      return 4.0 * unit_roundoff *
+             std::sqrt(static_cast<double>(kernel::cascade_error_chain(r.length))) / 3.0;
+    case Accumulation::PlainSum:
+      return 4.0 * unit_roundoff * std::sqrt(length) / 3.0;
+    case Accumulation::Product:
+      return 4.0 * unit_roundoff * std::sqrt(length) / std::sqrt(3.0);
+  }
+  return 0.0;
+}
+
+Tolerance combined_tolerance(DType dtype, const std::vector<AccumulatingReduction>& reductions) {
+  const Base base = base_tolerance(dtype);
+  double variance = base.rtol * base.rtol;
+  for (const AccumulatingReduction& r : reductions) {
+    const double a = allowance(r, base.unit_roundoff);
+    variance += a * a;
+  }
+  return {std::sqrt(variance), base.atol};
 }
 
 }  // namespace
 
 Tolerance value_tolerance(DType dtype, const std::vector<int64_t>& sum_lengths) {
-  const Base base = base_tolerance(dtype);
-  double variance = base.rtol * base.rtol;
-  for (int64_t length : sum_lengths) {
-    const double allowance = 4.0 * base.unit_roundoff *
-                             std::sqrt(static_cast<double>(kernel::cascade_error_chain(length))) /
-                             3.0;
-    variance += allowance * allowance;
-  }
-  return {std::sqrt(variance), base.atol};
+  std::vector<AccumulatingReduction> sums;
+  for (int64_t length : sum_lengths) sums.push_back({Accumulation::CascadeSum, length});
+  return combined_tolerance(dtype, sums);
 }
 
 std::vector<Tolerance> output_tolerances(const ir::Graph& graph) {
   std::vector<Tolerance> out;
   for (ir::ValueRef output : graph.outputs()) {
     std::set<int> visited;
-    std::vector<int64_t> lengths;
-    collect_sums(graph, output, visited, lengths);
-    out.push_back(value_tolerance(graph.value(output).type.dtype, lengths));
+    std::vector<AccumulatingReduction> reductions;
+    collect_reductions(graph, output, visited, reductions);
+    out.push_back(combined_tolerance(graph.value(output).type.dtype, reductions));
   }
   return out;
 }

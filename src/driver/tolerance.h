@@ -17,6 +17,13 @@
 // products and quotients (float32 output of one sum of any length: rtol 1.61e-6). Equal
 // elements round alike, so their errors do not cancel; a block of 128 times 0.1 is 16 u off,
 // still within the allowance.
+// Two other reductions accumulate too. var, std, var_mean and logsumexp add their elements
+// like a sum but not in the cascade (Welford's updates, a sum of exponentials): the same
+// argument over all L additions gives 4 u sqrt(L) / 3. prod multiplies L factors and every
+// rounding's relative error passes unchanged into the product: standard deviation
+// u sqrt(L) / sqrt(3), allowance 4 u sqrt(L) / sqrt(3). u is the unit roundoff of the type the
+// reduction accumulates in (float32 for float16, bfloat16 and float32; float64 for float64).
+// Reductions reached through tensor lists (cat, stack) count like any other argument.
 // Only rtol grows: atol stays the dtype's floor for results near zero. So a dropped element
 // of a sum of 1e6 values in [0, 1) (its largest, a relative change of 2e-6) is a mismatch,
 // where a tolerance growing like sqrt(L) (1.3e-3) would let it pass.

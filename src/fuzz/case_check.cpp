@@ -6,9 +6,9 @@
 #include <typeinfo>
 
 #include "driver/compiler.h"
+#include "driver/tolerance.h"
 #include "eager/interpreter.h"
 #include "eager/tensor_io.h"
-#include "fuzz/reference_tolerance.h"
 #include "fuzz/sandbox.h"
 #include "ir/graph.h"
 
@@ -34,9 +34,10 @@ constexpr KindName kKindNames[] = {
 };
 
 // The one place that asks for a comparison tolerance: each output's own, from its dtype and
-// the reductions that feed it (reference_tolerance.h, shared with the differential sweep).
+// the reductions that feed it (driver/tolerance.h, shared with the differential sweep and
+// `stax run`).
 Tolerance output_tolerance(const ir::Graph& graph, size_t output) {
-  return reference_tolerance(graph, output);
+  return output_tolerances(graph).at(output);
 }
 
 std::vector<Tensor> random_inputs(const ir::Graph& graph, uint64_t seed) {

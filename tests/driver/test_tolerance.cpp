@@ -55,6 +55,33 @@ def outs(x: f32[1000, 1000], i: i64[4]):
   EXPECT_EQ(tol[5].atol, 0.0);
 }
 
+TEST(Tolerance, FollowsPlainSumsProductsAndTensorLists) {
+  const ir::Graph g = ir::parse_graph(R"(
+def outs(x: f32[10, 900], d: f64[10, 400]):
+    v = var(x, dim=[1])
+    p = prod(x, dim=[1])
+    l = logsumexp(d, [1])
+    a = sum(x, dim=[1])
+    b = amax(x, dim=[1])
+    c = cat([a, b])
+    return v, p, l, c
+)");
+  const std::vector<Tolerance> tol = output_tolerances(g);
+  ASSERT_EQ(tol.size(), 4u);
+  const double u32 = std::ldexp(1.0, -24), u64 = std::ldexp(1.0, -53);
+  // var of 900 elements: Welford's adds are not blocked, 4 u sqrt(900) / 3 = 40 u.
+  EXPECT_DOUBLE_EQ(tol[0].rtol, std::sqrt(1.3e-6 * 1.3e-6 + std::pow(40 * u32, 2)));
+  // prod of 900 factors: 4 u sqrt(900) / sqrt(3).
+  EXPECT_DOUBLE_EQ(tol[1].rtol,
+                   std::sqrt(1.3e-6 * 1.3e-6 + std::pow(4 * u32 * 30 / std::sqrt(3.0), 2)));
+  // float64 logsumexp of 400: 4 u sqrt(400) / 3 with float64's u, float64's base.
+  EXPECT_DOUBLE_EQ(tol[2].rtol, std::sqrt(1e-7 * 1e-7 + std::pow(4 * u64 * 20 / 3, 2)));
+  // A sum reached through cat's tensor list counts like a direct argument (a sum of 900 in
+  // the cascade, value_tolerance's figure).
+  EXPECT_DOUBLE_EQ(tol[3].rtol, value_tolerance(DType::Float32, {900}).rtol);
+  EXPECT_GT(tol[3].rtol, 1.3e-6);
+}
+
 // A compiled sum of 1e6 values in [0, 1) passes; one that missed the largest element (a
 // relative change of about 2e-6) does not.
 TEST(Tolerance, DroppedElementOfALongSumIsAMismatch) {

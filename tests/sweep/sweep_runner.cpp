@@ -10,10 +10,10 @@
 #include <sstream>
 
 #include "driver/compiler.h"
+#include "driver/tolerance.h"
 #include "eager/interpreter.h"
 #include "eager/tensor_io.h"
 #include "fuzz/domain_values.h"
-#include "fuzz/reference_tolerance.h"
 #include "fuzz/sandbox.h"
 #include "ir/graph.h"
 #include "runtime/tensor.h"
@@ -269,9 +269,7 @@ class ConfigRun {
     try {
       const ir::Graph graph = ir::parse_graph(batch_.program({&c}, false));
       c.expected_same = eager::run(graph, batch_.tensors(graph, false));
-      for (size_t k = 0; k < c.outputs.size(); ++k) {
-        c.tolerances.push_back(fuzz::reference_tolerance(graph, k));
-      }
+      c.tolerances = output_tolerances(graph);
       if (c.entry->reference == fuzz::Reference::Float64) {
         const ir::Graph wide = ir::parse_graph(batch_.program({&c}, true));
         c.expected_f64 = eager::run(wide, batch_.tensors(wide, true));
