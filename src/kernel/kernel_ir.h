@@ -60,7 +60,9 @@ enum class LetKind : uint8_t {
   Compute,            // op(args)
   Convert,            // args[0] to dtype (PyTorch semantics); `via` = a 16-bit dtype: rounded
                       // through it (float -> Half/BFloat16 -> float)
-  IndexValue,         // the int64 value of `index` (vector: lane l is index + l * step)
+  IndexValue,         // the int64 value of `index` (vector: lane l is index + l * step); int32
+                      // when the index-narrowing pass proved every lane fits
+                      // (narrow_indices.cpp)
   Broadcast,          // a scalar args[0] in every lane
   Blend,              // lanes < count from args[1], the others from args[0] (Vec::set)
   AccumulatorResult,  // the reduced value of accumulator `accumulator` (after its loops)
@@ -149,6 +151,9 @@ struct Loop {
   bool nowait = false;
   LoopRole role = LoopRole::Other;
   int nest = -1;  // the nest of the fused node it belongs to (-1: shared outer loops)
+  // The C++ type of the loop variable: Int32 when the index-narrowing pass proved it and every
+  // index it takes part in fit (issue 6 point 8, narrow_indices.cpp).
+  DType index_type = DType::Int64;
 };
 
 struct Stmt {
@@ -173,6 +178,8 @@ struct Stmt {
   std::string text;                // Comment
   int nest = -1;                   // Block: the body of nest `nest` of the fused node
   bool vector_tail = false;        // Block: the masked tail of a vectorized loop
+  // DefineIndex: the variable's C++ type (as Loop::index_type).
+  DType index_type = DType::Int64;
 };
 
 // A check's error: its code in the kernel's error variable and the wrapper's message.
@@ -203,6 +210,7 @@ struct KernelDecisions {
   std::string parallel_reason;
   bool split_reduction = false;
   bool parallel_vector_loop = false;  // the vectorized loop itself is work-shared
+  std::string index_width_reason;     // which variables are int32, and why the others are not
 };
 
 struct Kernel {

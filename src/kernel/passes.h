@@ -38,6 +38,11 @@ void split_reductions(Kernel& kernel);
 // The OpenMP work sharing of the chosen depth (collapse), or one thread for depth 0.
 void parallelize(Kernel& kernel);
 
+// Issue 6 point 8: loop and index variables (and index values read only by conversions and
+// gathers) in int32 where every index they take part in provably fits, int64 otherwise;
+// records which and why in KernelDecisions::index_width_reason.
+void narrow_indices(Kernel& kernel);
+
 // Removes loops without iterations and definitions nobody uses, simplifies indices.
 void simplify(Kernel& kernel);
 

@@ -42,7 +42,9 @@ Kernel lower_fused_node(const scheduler::Schedule& schedule, const scheduler::Fu
   parallelize(k);
   done("parallelize");
   // Slot (issue 6 point 5): streaming stores for large outputs written once.
-  // Slot (issue 6 point 8): index narrowing to int32 where the index bounds allow.
+  // Issue 6 point 8: int32 loop and index arithmetic where every index provably fits.
+  narrow_indices(k);
+  done("narrow indices");
   simplify(k);
   done("simplify");
   return k;
@@ -85,6 +87,7 @@ std::string describe_after_pass(const std::string& pass, const Kernel& k) {
     out +=
         "// parallel depth " + std::to_string(d.parallel_depth) + " (" + d.parallel_reason + ")\n";
   }
+  if (!d.index_width_reason.empty()) out += "// " + d.index_width_reason + "\n";
   return out + print_kernel(k);
 }
 

@@ -379,7 +379,7 @@ class Printer {
     if (l.unroll > 1) pragma("GCC unroll " + std::to_string(l.unroll));
     const std::string& v = l.var;
     const std::string end = l.limit ? v + "_end" : idx(l.end);
-    std::string header = "for (int64_t " + v + " = " + idx(l.begin);
+    std::string header = "for (" + elem_type(l.index_type) + " " + v + " = " + idx(l.begin);
     if (l.limit) {
       const std::string e = idx(l.end);
       const std::string lim = std::to_string(*l.limit);
@@ -432,7 +432,7 @@ class Printer {
                          s.name + "[" + std::to_string(s.elements) + "];");
         break;
       case StmtKind::DefineIndex:
-        line(indent, "const int64_t " + s.name + " = " +
+        line(indent, "const " + elem_type(s.index_type) + " " + s.name + " = " +
                          (s.index ? idx(*s.index) : value_name(s.value)) + ";");
         break;
       case StmtKind::AccumulatorInit:

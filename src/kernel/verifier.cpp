@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "kernel/index_width.h"
+
 namespace stax::kernel {
 
 namespace {
@@ -17,6 +19,7 @@ class Verifier {
   void run() {
     scopes_.emplace_back();
     block(k_.body);
+    int32_indices();
   }
 
  private:
@@ -67,7 +70,9 @@ class Verifier {
     }
     if (a.form == AccessForm::Gather) {
       const ValueType& o = use(a.offsets, where + " (offsets)");
-      if (o.dtype != DType::Int64 || o.lanes != lanes) {
+      // int32 offsets only for loads: the API's scatter takes int64 ones.
+      const bool int32_ok = where.rfind("load", 0) == 0;
+      if (!(o.dtype == DType::Int64 || (int32_ok && o.dtype == DType::Int32)) || o.lanes != lanes) {
         fail(where + " of " + a.buffer + ": gather offsets are " + type_string(o) + ", not int64x" +
              std::to_string(lanes));
       }
@@ -138,7 +143,9 @@ class Verifier {
         }
         break;
       case LetKind::IndexValue:
-        if (l.type.dtype != DType::Int64) fail(where + ": index values are int64");
+        if (l.type.dtype != DType::Int64 && l.type.dtype != DType::Int32) {
+          fail(where + ": index values are int64 or int32");
+        }
         break;
       case LetKind::Broadcast:
         if (args.size() != 1 || args[0].is_vector() || args[0].dtype != l.type.dtype ||
@@ -246,6 +253,46 @@ class Verifier {
       case StmtKind::Comment:
         break;
     }
+  }
+
+  // Issue 6 point 8: every int32 loop, index variable and index value provably fits, and so
+  // does every index expression an int32 variable takes part in (C++ computes its subterms
+  // in int32). Indirect indices stay int64: their range check runs on the int64 value.
+  void int32_indices() const {
+    std::set<std::string> int32_vars;
+    auto fits = [](const std::optional<int64_t>& m) { return m && *m <= kInt32IndexMax; };
+    for_each_stmt(k_.body, [&](const Stmt& s) {
+      if (s.kind == StmtKind::Loop && s.loop->index_type != DType::Int64) {
+        const Loop& l = *s.loop;
+        if (l.index_type != DType::Int32) fail("loop " + l.var + " is neither int64 nor int32");
+        if (!fits(loop_header_magnitude(l, k_.ranges))) {
+          fail("int32 loop " + l.var + " may leave int32 (its bounds or its last step)");
+        }
+        int32_vars.insert(l.var);
+      }
+      if (s.kind == StmtKind::DefineIndex && s.index_type != DType::Int64) {
+        if (s.index_type != DType::Int32 || !s.index) {
+          fail("index " + s.name + " is int32 but " +
+               (s.index ? "neither int64 nor int32"
+                        : "read from a tensor (indirect indices are int64)"));
+        }
+        if (!fits(index_magnitude_as_printed(*s.index, k_.ranges))) {
+          fail("int32 index " + s.name + " = " + index::to_string(*s.index) + " may leave int32");
+        }
+        int32_vars.insert(s.name);
+      }
+      if (s.kind == StmtKind::Let && s.let.kind == LetKind::IndexValue &&
+          s.let.type.dtype == DType::Int32 && !fits(index_value_magnitude(s.let, k_.ranges))) {
+        fail("int32 index value tmp" + std::to_string(s.let.id) + " = " +
+             index::to_string(s.let.index) + " may leave int32");
+      }
+    });
+    for_each_index_expr(k_, [&](const index::Expr& e, const std::string& where) {
+      for (const std::string& v : index::free_vars(e)) {
+        if (!int32_vars.count(v) || fits(index_magnitude_as_printed(e, k_.ranges))) continue;
+        fail(where + ": " + index::to_string(e) + " with int32 " + v + " may overflow int32");
+      }
+    });
   }
 
   void nested(const Block& b) {

@@ -8,7 +8,7 @@ static void kernel0(float* __restrict buf0, const float* __restrict in_x, int nu
   // op0: ((200,), (300,))
   {
 #pragma omp for collapse(1) schedule(static)
-    for (int64_t x0_block = 0; x0_block < 128; x0_block += 128) {
+    for (int32_t x0_block = 0; x0_block < 128; x0_block += 128) {
       stax::Vec<float, 16> acc1_blk(0.0f);
       stax::VecSumOuter<16> acc1_outer;
       stax::Vec<float, 16> acc2_blk(0.0f);
@@ -25,8 +25,8 @@ static void kernel0(float* __restrict buf0, const float* __restrict in_x, int nu
       stax::VecSumOuter<16> acc7_outer;
       stax::Vec<float, 16> acc8_blk(0.0f);
       stax::VecSumOuter<16> acc8_outer;
-      for (int64_t r0_blk = 0; r0_blk < 300; r0_blk += 128) {
-        for (int64_t r0 = r0_blk, r0_end = r0_blk + 128 < 300 ? r0_blk + 128 : 300; r0 < r0_end; ++r0) {
+      for (int32_t r0_blk = 0; r0_blk < 300; r0_blk += 128) {
+        for (int32_t r0 = r0_blk, r0_end = r0_blk + 128 < 300 ? r0_blk + 128 : 300; r0 < r0_end; ++r0) {
           const stax::Vec<float, 16> tmp2 = stax::Vec<float, 16>::load(in_x + 200*r0 + x0_block);
           acc1_blk = stax::op_add(acc1_blk, tmp2);
           const stax::Vec<float, 16> tmp4 = stax::Vec<float, 16>::load(in_x + 200*r0 + x0_block + 16);
@@ -71,11 +71,11 @@ static void kernel0(float* __restrict buf0, const float* __restrict in_x, int nu
       tmp17.store(buf0 + x0_block + 112);
     }
 #pragma omp for collapse(1) schedule(static)
-    for (int64_t x0 = 128; x0 < 192; x0 += 16) {
+    for (int32_t x0 = 128; x0 < 192; x0 += 16) {
       stax::Vec<float, 16> acc9_blk(0.0f);
       stax::VecSumOuter<16> acc9_outer;
-      for (int64_t r0_blk = 0; r0_blk < 300; r0_blk += 128) {
-        for (int64_t r0 = r0_blk, r0_end = r0_blk + 128 < 300 ? r0_blk + 128 : 300; r0 < r0_end; ++r0) {
+      for (int32_t r0_blk = 0; r0_blk < 300; r0_blk += 128) {
+        for (int32_t r0 = r0_blk, r0_end = r0_blk + 128 < 300 ? r0_blk + 128 : 300; r0 < r0_end; ++r0) {
           const stax::Vec<float, 16> tmp18 = stax::Vec<float, 16>::load(in_x + 200*r0 + x0);
           acc9_blk = stax::op_add(acc9_blk, tmp18);
         }
@@ -87,11 +87,11 @@ static void kernel0(float* __restrict buf0, const float* __restrict in_x, int nu
 #pragma omp single
     {
       {
-        const int64_t x0 = 192;
+        const int32_t x0 = 192;
         stax::Vec<float, 16> acc10_blk(0.0f);
         stax::VecSumOuter<16> acc10_outer;
-        for (int64_t r0_blk = 0; r0_blk < 300; r0_blk += 128) {
-          for (int64_t r0 = r0_blk, r0_end = r0_blk + 128 < 300 ? r0_blk + 128 : 300; r0 < r0_end; ++r0) {
+        for (int32_t r0_blk = 0; r0_blk < 300; r0_blk += 128) {
+          for (int32_t r0 = r0_blk, r0_end = r0_blk + 128 < 300 ? r0_blk + 128 : 300; r0 < r0_end; ++r0) {
             const stax::Vec<float, 16> tmp20 = stax::Vec<float, 16>::load(in_x + 200*r0 + x0, 8);
             const float tmp21 = 0.0f;
             const stax::Vec<float, 16> tmp22 = stax::Vec<float, 16>(tmp21);

@@ -8,7 +8,7 @@ static void kernel0(float* __restrict buf0, float* __restrict buf1, const float*
   // op0_op1: ((512,), (8192,))
   {
 #pragma omp for collapse(1) schedule(static)
-    for (int64_t x0_block = 0; x0_block < 512; x0_block += 128) {
+    for (int32_t x0_block = 0; x0_block < 512; x0_block += 128) {
       stax::Vec<float, 16> acc2_blk(0.0f);
       stax::VecSumOuter<16> acc2_outer;
       stax::Vec<float, 16> acc3((-__builtin_inff()));
@@ -33,8 +33,8 @@ static void kernel0(float* __restrict buf0, float* __restrict buf1, const float*
       stax::Vec<float, 16> acc16_blk(0.0f);
       stax::VecSumOuter<16> acc16_outer;
       stax::Vec<float, 16> acc17((-__builtin_inff()));
-      for (int64_t r0_blk = 0; r0_blk < 8192; r0_blk += 128) {
-        for (int64_t r0 = r0_blk, r0_end = r0_blk + 128 < 8192 ? r0_blk + 128 : 8192; r0 < r0_end; ++r0) {
+      for (int32_t r0_blk = 0; r0_blk < 8192; r0_blk += 128) {
+        for (int32_t r0 = r0_blk, r0_end = r0_blk + 128 < 8192 ? r0_blk + 128 : 8192; r0 < r0_end; ++r0) {
           const stax::Vec<float, 16> tmp3 = stax::Vec<float, 16>::load(in_x + 512*r0 + x0_block);
           acc2_blk = stax::op_add(acc2_blk, tmp3);
           acc3 = stax::op_maximum(acc3, tmp3);

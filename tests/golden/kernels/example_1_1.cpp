@@ -8,9 +8,9 @@ static void kernel0(float* __restrict buf0, const float* __restrict in_x, const 
   // op0: ((64,), (128,))
   {
 #pragma omp for collapse(1) schedule(static)
-    for (int64_t x0 = 0; x0 < 64; ++x0) {
+    for (int32_t x0 = 0; x0 < 64; ++x0) {
       stax::Vec<float, 16> acc0(0.0f);
-      for (int64_t r0 = 0; r0 < 128; r0 += 16) {
+      for (int32_t r0 = 0; r0 < 128; r0 += 16) {
         const stax::Vec<float, 16> tmp4 = stax::Vec<float, 16>::load(in_x + r0 + 128*x0);
         const stax::Vec<float, 16> tmp5 = stax::Vec<float, 16>::load(in_y + r0 + 128*x0);
         const stax::Vec<float, 16> tmp6 = stax::op_mul(tmp4, tmp5);

@@ -7,11 +7,11 @@ static void kernel0(float* __restrict buf1, const float* __restrict in_x, int nu
   {
   // op0_op1: outer (64,): ((), (128,)) ; ((128,), ())
 #pragma omp for collapse(1) schedule(static)
-  for (int64_t x0 = 0; x0 < 64; ++x0) {
+  for (int32_t x0 = 0; x0 < 64; ++x0) {
     float buf0[1];
     {
       stax::Vec<float, 16> acc0(0.0f);
-      for (int64_t r0 = 0; r0 < 128; r0 += 16) {
+      for (int32_t r0 = 0; r0 < 128; r0 += 16) {
         const stax::Vec<float, 16> tmp5 = stax::Vec<float, 16>::load(in_x + r0 + 128*x0);
         acc0 = stax::op_add(acc0, tmp5);
       }
@@ -19,7 +19,7 @@ static void kernel0(float* __restrict buf1, const float* __restrict in_x, int nu
       buf0[0] = tmp1;
     }
     {
-      for (int64_t x1 = 0; x1 < 128; x1 += 16) {
+      for (int32_t x1 = 0; x1 < 128; x1 += 16) {
         const stax::Vec<float, 16> tmp6 = stax::Vec<float, 16>::load(in_x + 128*x0 + x1);
         const float tmp7 = buf0[0];
         const stax::Vec<float, 16> tmp8 = stax::Vec<float, 16>(tmp7);

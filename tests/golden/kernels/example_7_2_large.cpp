@@ -8,7 +8,7 @@ static void kernel0(float* __restrict buf0, float* __restrict buf1, float* __res
   // op0: ((4194304,), ())
   {
 #pragma omp for collapse(1) schedule(static)
-    for (int64_t x0 = 0; x0 < 4194304; x0 += 16) {
+    for (int32_t x0 = 0; x0 < 4194304; x0 += 16) {
       const stax::Vec<float, 16> tmp2 = stax::Vec<float, 16>::load(in_x + x0);
       const stax::Vec<float, 16> tmp3 = stax::op_exp(tmp2);
       tmp3.store(buf0 + x0);
@@ -17,10 +17,10 @@ static void kernel0(float* __restrict buf0, float* __restrict buf1, float* __res
   // op1_op2: ((4096,), (1024,))
   {
 #pragma omp for collapse(1) schedule(static)
-    for (int64_t x0 = 0; x0 < 4096; ++x0) {
+    for (int32_t x0 = 0; x0 < 4096; ++x0) {
       stax::Vec<float, 16> acc0(0.0f);
       stax::Vec<float, 16> acc1((-__builtin_inff()));
-      for (int64_t r0 = 0; r0 < 1024; r0 += 16) {
+      for (int32_t r0 = 0; r0 < 1024; r0 += 16) {
         const stax::Vec<float, 16> tmp3 = stax::Vec<float, 16>::load(buf0 + r0 + 1024*x0);
         acc0 = stax::op_add(acc0, tmp3);
         acc1 = stax::op_maximum(acc1, tmp3);

@@ -13,8 +13,8 @@ static void kernel0(float* __restrict buf0, float* __restrict buf1, const float*
     stax::VecSumOuter<16> acc0_outer;
     stax::Vec<float, 16> acc1((-__builtin_inff()));
 #pragma omp for collapse(1) schedule(static) nowait
-    for (int64_t r0_blk = 0; r0_blk < 4194304; r0_blk += 2048) {
-      for (int64_t r0 = r0_blk, r0_end = r0_blk + 2048 < 4194304 ? r0_blk + 2048 : 4194304; r0 < r0_end; r0 += 16) {
+    for (int32_t r0_blk = 0; r0_blk < 4194304; r0_blk += 2048) {
+      for (int32_t r0 = r0_blk, r0_end = r0_blk + 2048 < 4194304 ? r0_blk + 2048 : 4194304; r0 < r0_end; r0 += 16) {
         const stax::Vec<float, 16> tmp3 = stax::Vec<float, 16>::load(in_x + r0);
         acc0_blk = stax::op_add(acc0_blk, tmp3);
         acc1 = stax::op_maximum(acc1, tmp3);

@@ -8,8 +8,8 @@ static void kernel0(const float* __restrict in_b, float* __restrict buf0, const 
   // op0: ((4096, 1024), ())
   {
 #pragma omp for collapse(1) schedule(static)
-    for (int64_t x0 = 0; x0 < 4096; ++x0) {
-      for (int64_t x1 = 0; x1 < 1024; x1 += 16) {
+    for (int32_t x0 = 0; x0 < 4096; ++x0) {
+      for (int32_t x1 = 0; x1 < 1024; x1 += 16) {
         const stax::Vec<float, 16> tmp17 = stax::Vec<float, 16>::load(in_x + 1024*x0 + x1);
         const stax::Vec<float, 16> tmp18 = stax::Vec<float, 16>::load(in_b + x1);
         const stax::Vec<float, 16> tmp19 = stax::op_add(tmp17, tmp18);

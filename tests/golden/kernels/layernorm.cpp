@@ -7,12 +7,12 @@ static void kernel0(float* __restrict buf2, const float* __restrict in_x, int nu
   {
   // op0_op1_op2: outer (4096,): ((), (1024,)) ; ((), (1024,)) ; ((1024,), ())
 #pragma omp for collapse(1) schedule(static)
-  for (int64_t x0 = 0; x0 < 4096; ++x0) {
+  for (int32_t x0 = 0; x0 < 4096; ++x0) {
     float buf0[1];
     float buf1[1];
     {
       stax::Vec<float, 16> acc0(0.0f);
-      for (int64_t r0 = 0; r0 < 1024; r0 += 16) {
+      for (int32_t r0 = 0; r0 < 1024; r0 += 16) {
         const stax::Vec<float, 16> tmp21 = stax::Vec<float, 16>::load(in_x + r0 + 1024*x0);
         acc0 = stax::op_add(acc0, tmp21);
       }
@@ -21,7 +21,7 @@ static void kernel0(float* __restrict buf2, const float* __restrict in_x, int nu
     }
     {
       stax::Vec<float, 16> acc1(0.0f);
-      for (int64_t r0 = 0; r0 < 1024; r0 += 16) {
+      for (int32_t r0 = 0; r0 < 1024; r0 += 16) {
         const stax::Vec<float, 16> tmp22 = stax::Vec<float, 16>::load(in_x + r0 + 1024*x0);
         const float tmp23 = buf0[0];
         const float tmp24 = 1024.0f;
@@ -35,7 +35,7 @@ static void kernel0(float* __restrict buf2, const float* __restrict in_x, int nu
       buf1[0] = tmp9;
     }
     {
-      for (int64_t x1 = 0; x1 < 1024; x1 += 16) {
+      for (int32_t x1 = 0; x1 < 1024; x1 += 16) {
         const stax::Vec<float, 16> tmp30 = stax::Vec<float, 16>::load(in_x + 1024*x0 + x1);
         const float tmp31 = buf0[0];
         const float tmp32 = 1024.0f;

@@ -7,14 +7,14 @@ static void kernel0(float* __restrict buf2, const float* __restrict in_x, int nu
   // op0_op1_op2: outer (4096,): ((), (1024,)) ; ((), (1024,)) ; ((1024,), ())
 #pragma omp single
   {
-    for (int64_t x0 = 0; x0 < 4096; ++x0) {
+    for (int32_t x0 = 0; x0 < 4096; ++x0) {
       float buf0[1];
       float buf1[1];
       {
         float acc0_blk = 0.0f;
         double acc0_outer = 0.0;
-        for (int64_t r0_blk = 0; r0_blk < 1024; r0_blk += 128) {
-          for (int64_t r0 = r0_blk, r0_end = r0_blk + 128 < 1024 ? r0_blk + 128 : 1024; r0 < r0_end; ++r0) {
+        for (int32_t r0_blk = 0; r0_blk < 1024; r0_blk += 128) {
+          for (int32_t r0 = r0_blk, r0_end = r0_blk + 128 < 1024 ? r0_blk + 128 : 1024; r0 < r0_end; ++r0) {
             const float tmp0 = in_x[r0 + 1024*x0];
             acc0_blk = stax::op_add(acc0_blk, tmp0);
           }
@@ -26,8 +26,8 @@ static void kernel0(float* __restrict buf2, const float* __restrict in_x, int nu
       {
         float acc1_blk = 0.0f;
         double acc1_outer = 0.0;
-        for (int64_t r0_blk = 0; r0_blk < 1024; r0_blk += 128) {
-          for (int64_t r0 = r0_blk, r0_end = r0_blk + 128 < 1024 ? r0_blk + 128 : 1024; r0 < r0_end; ++r0) {
+        for (int32_t r0_blk = 0; r0_blk < 1024; r0_blk += 128) {
+          for (int32_t r0 = r0_blk, r0_end = r0_blk + 128 < 1024 ? r0_blk + 128 : 1024; r0 < r0_end; ++r0) {
             const float tmp2 = in_x[r0 + 1024*x0];
             const float tmp3 = buf0[0];
             const float tmp4 = 1024.0f;
@@ -42,7 +42,7 @@ static void kernel0(float* __restrict buf2, const float* __restrict in_x, int nu
         buf1[0] = tmp9;
       }
       {
-        for (int64_t x1 = 0; x1 < 1024; ++x1) {
+        for (int32_t x1 = 0; x1 < 1024; ++x1) {
           const float tmp10 = in_x[1024*x0 + x1];
           const float tmp11 = buf0[0];
           const float tmp12 = 1024.0f;

@@ -7,18 +7,18 @@ static void kernel0(float* __restrict buf3, const float* __restrict in_x, int nu
   {
   // op0_op1_op2_op3: outer (32,): ((), (1000,)) ; ((1000,), ()) ; ((), (1000,)) ; ((1000,), ())
 #pragma omp for collapse(1) schedule(static)
-  for (int64_t x0 = 0; x0 < 32; ++x0) {
+  for (int32_t x0 = 0; x0 < 32; ++x0) {
     float buf0[1];
     alignas(64) float buf1[1000];
     float buf2[1];
     {
       stax::Vec<float, 16> acc0((-__builtin_inff()));
-      for (int64_t r0 = 0; r0 < 992; r0 += 16) {
+      for (int32_t r0 = 0; r0 < 992; r0 += 16) {
         const stax::Vec<float, 16> tmp11 = stax::Vec<float, 16>::load(in_x + r0 + 1000*x0);
         acc0 = stax::op_maximum(acc0, tmp11);
       }
       {
-        const int64_t r0 = 992;
+        const int32_t r0 = 992;
         const stax::Vec<float, 16> tmp12 = stax::Vec<float, 16>::load(in_x + r0 + 1000*x0, 8);
         const float tmp13 = (-__builtin_inff());
         const stax::Vec<float, 16> tmp14 = stax::Vec<float, 16>(tmp13);
@@ -29,7 +29,7 @@ static void kernel0(float* __restrict buf3, const float* __restrict in_x, int nu
       buf0[0] = tmp1;
     }
     {
-      for (int64_t x1 = 0; x1 < 992; x1 += 16) {
+      for (int32_t x1 = 0; x1 < 992; x1 += 16) {
         const stax::Vec<float, 16> tmp16 = stax::Vec<float, 16>::load(in_x + 1000*x0 + x1);
         const float tmp17 = buf0[0];
         const stax::Vec<float, 16> tmp18 = stax::Vec<float, 16>(tmp17);
@@ -38,7 +38,7 @@ static void kernel0(float* __restrict buf3, const float* __restrict in_x, int nu
         tmp20.store(buf1 + x1);
       }
       {
-        const int64_t x1 = 992;
+        const int32_t x1 = 992;
         const stax::Vec<float, 16> tmp21 = stax::Vec<float, 16>::load(in_x + 1000*x0 + x1, 8);
         const float tmp22 = buf0[0];
         const stax::Vec<float, 16> tmp23 = stax::Vec<float, 16>(tmp22);
@@ -49,12 +49,12 @@ static void kernel0(float* __restrict buf3, const float* __restrict in_x, int nu
     }
     {
       stax::Vec<float, 16> acc1(0.0f);
-      for (int64_t r0 = 0; r0 < 992; r0 += 16) {
+      for (int32_t r0 = 0; r0 < 992; r0 += 16) {
         const stax::Vec<float, 16> tmp26 = stax::Vec<float, 16>::load(buf1 + r0);
         acc1 = stax::op_add(acc1, tmp26);
       }
       {
-        const int64_t r0 = 992;
+        const int32_t r0 = 992;
         const stax::Vec<float, 16> tmp27 = stax::Vec<float, 16>::load(buf1 + r0, 8);
         const float tmp28 = 0.0f;
         const stax::Vec<float, 16> tmp29 = stax::Vec<float, 16>(tmp28);
@@ -65,7 +65,7 @@ static void kernel0(float* __restrict buf3, const float* __restrict in_x, int nu
       buf2[0] = tmp7;
     }
     {
-      for (int64_t x1 = 0; x1 < 992; x1 += 16) {
+      for (int32_t x1 = 0; x1 < 992; x1 += 16) {
         const stax::Vec<float, 16> tmp31 = stax::Vec<float, 16>::load(buf1 + x1);
         const float tmp32 = buf2[0];
         const stax::Vec<float, 16> tmp33 = stax::Vec<float, 16>(tmp32);
@@ -73,7 +73,7 @@ static void kernel0(float* __restrict buf3, const float* __restrict in_x, int nu
         tmp34.store(buf3 + 1000*x0 + x1);
       }
       {
-        const int64_t x1 = 992;
+        const int32_t x1 = 992;
         const stax::Vec<float, 16> tmp35 = stax::Vec<float, 16>::load(buf1 + x1, 8);
         const float tmp36 = buf2[0];
         const stax::Vec<float, 16> tmp37 = stax::Vec<float, 16>(tmp36);

@@ -7,13 +7,13 @@ static void kernel0(float* __restrict buf3, const float* __restrict in_x, int nu
   {
   // op0_op1_op2_op3: outer (4096,): ((), (1024,)) ; ((1024,), ()) ; ((), (1024,)) ; ((1024,), ())
 #pragma omp for collapse(1) schedule(static)
-  for (int64_t x0 = 0; x0 < 4096; ++x0) {
+  for (int32_t x0 = 0; x0 < 4096; ++x0) {
     float buf0[1];
     alignas(64) float buf1[1024];
     float buf2[1];
     {
       stax::Vec<float, 8> acc0((-__builtin_inff()));
-      for (int64_t r0 = 0; r0 < 1024; r0 += 8) {
+      for (int32_t r0 = 0; r0 < 1024; r0 += 8) {
         const stax::Vec<float, 8> tmp11 = stax::Vec<float, 8>::load(in_x + r0 + 1024*x0);
         acc0 = stax::op_maximum(acc0, tmp11);
       }
@@ -21,7 +21,7 @@ static void kernel0(float* __restrict buf3, const float* __restrict in_x, int nu
       buf0[0] = tmp1;
     }
     {
-      for (int64_t x1 = 0; x1 < 1024; x1 += 8) {
+      for (int32_t x1 = 0; x1 < 1024; x1 += 8) {
         const stax::Vec<float, 8> tmp12 = stax::Vec<float, 8>::load(in_x + 1024*x0 + x1);
         const float tmp13 = buf0[0];
         const stax::Vec<float, 8> tmp14 = stax::Vec<float, 8>(tmp13);
@@ -32,7 +32,7 @@ static void kernel0(float* __restrict buf3, const float* __restrict in_x, int nu
     }
     {
       stax::Vec<float, 8> acc1(0.0f);
-      for (int64_t r0 = 0; r0 < 1024; r0 += 8) {
+      for (int32_t r0 = 0; r0 < 1024; r0 += 8) {
         const stax::Vec<float, 8> tmp17 = stax::Vec<float, 8>::load(buf1 + r0);
         acc1 = stax::op_add(acc1, tmp17);
       }
@@ -40,7 +40,7 @@ static void kernel0(float* __restrict buf3, const float* __restrict in_x, int nu
       buf2[0] = tmp7;
     }
     {
-      for (int64_t x1 = 0; x1 < 1024; x1 += 8) {
+      for (int32_t x1 = 0; x1 < 1024; x1 += 8) {
         const stax::Vec<float, 8> tmp18 = stax::Vec<float, 8>::load(buf1 + x1);
         const float tmp19 = buf2[0];
         const stax::Vec<float, 8> tmp20 = stax::Vec<float, 8>(tmp19);
