@@ -198,109 +198,173 @@ Loop ranged_loop(const std::string& var, Expr begin, Expr end, int64_t limit, in
   return l;
 }
 
+// One T x T tile of the tiled form: rows a in [at, at + T), columns x in [xt, xt + T), both
+// cut at the extents (columns at the end of the full vectors).
+struct TileFrame {
+  std::string a, x, at, xt;
+  int64_t t = 0;
+  int64_t rows = 0;     // the extent of a
+  int64_t columns = 0;  // the end of the full vectors along x
+  int nest = -1;
+  Expr in_tile;  // the element (a, x) in its tile
+
+  Loop rows_from(Expr begin, int64_t limit, int64_t step) const {
+    return ranged_loop(a, std::move(begin), Expr::var(at) + Expr(t), limit, step, LoopRole::Other,
+                       nest);
+  }
+  Loop columns_from(Expr begin, int64_t limit, int64_t step) const {
+    return ranged_loop(x, std::move(begin), Expr::var(xt) + Expr(t), limit, step, LoopRole::Other,
+                       nest);
+  }
+};
+
+// tile[in_tile] = source[index] element by element over `inner` inside `outer`.
+Stmt copy_elements(Kernel& k, const TileFrame& f, const std::string& tile, const Access& source,
+                   Loop outer, Loop inner) {
+  Let load;
+  load.id = k.new_value_id();
+  load.kind = LetKind::Load;
+  load.type = {source.storage, 1};
+  load.access = source;
+  Access to;
+  to.buffer = tile;
+  to.index = f.in_tile;
+  to.storage = source.storage;
+  Block copy;
+  const int id = load.id;
+  copy.push_back(make_let(std::move(load)));
+  copy.push_back(make_store(std::move(to), id));
+  Block body;
+  body.push_back(make_loop(std::move(inner), std::move(copy)));
+  return make_loop(std::move(outer), std::move(body));
+}
+
+// The copy of one transposed operand into its L1 tile. With a register block B (Section 8.2):
+// every full B x B block by one register transpose, read along a (the source's contiguous
+// direction, the inner loop, so a block's cache lines serve the next one) and written along
+// x; the rows past the last full block and then the columns past it element by element.
+// Without one, the whole tile element by element.
+Block copy_into_tile(Kernel& k, const TileFrame& f, const std::string& tile, const Access& source,
+                     int block) {
+  Block out;
+  const auto stride = index::stride(source.index, f.x, k.ranges);
+  if (block == 0 || !stride) {
+    out.push_back(copy_elements(k, f, tile, source, f.columns_from(Expr::var(f.xt), f.columns, 1),
+                                f.rows_from(Expr::var(f.at), f.rows, 1)));
+    return out;
+  }
+  const int64_t full_rows = f.rows - f.rows % block;
+  const int64_t full_columns = f.columns - f.columns % block;
+  if (full_rows > 0 && full_columns > 0) {
+    Stmt transpose;
+    transpose.kind = StmtKind::TransposeBlock;
+    BlockTranspose& b = transpose.transpose;
+    b.source = source;
+    b.source.index = index::simplify(source.index, k.ranges);
+    b.source.form = AccessForm::Strided;
+    b.source.stride = *stride;
+    b.destination.buffer = tile;
+    b.destination.index = index::simplify(f.in_tile, k.ranges);
+    b.destination.storage = source.storage;
+    b.destination.form = AccessForm::Strided;
+    b.destination.stride = f.t;
+    b.rows = block;  // along x
+    b.cols = block;  // along a
+    Block one;
+    one.push_back(std::move(transpose));
+    Block blocks;
+    blocks.push_back(make_loop(f.rows_from(Expr::var(f.at), full_rows, block), std::move(one)));
+    out.push_back(
+        make_loop(f.columns_from(Expr::var(f.xt), full_columns, block), std::move(blocks)));
+  }
+  if (full_rows < f.rows) {
+    // Only the last tile of rows has any: the loop starts past the other tiles' ends.
+    out.push_back(copy_elements(k, f, tile, source, f.rows_from(Expr(full_rows), f.rows, 1),
+                                f.columns_from(Expr::var(f.xt), f.columns, 1)));
+  }
+  if (full_columns < f.columns && full_rows > 0) {
+    out.push_back(copy_elements(k, f, tile, source,
+                                f.columns_from(Expr(full_columns), f.columns, 1),
+                                f.rows_from(Expr::var(f.at), full_rows, 1)));
+  }
+  return out;
+}
+
 void tiled(Kernel& k, NestView& v, const NestDecision& d) {
   Stmt& a_loop = *v.pointwise[v.pointwise.size() - 2];
   const Stmt& x_loop = *v.pointwise.back();
-  const std::string a = a_loop.loop->var;
-  const std::string x = x_loop.loop->var;
-  const int nest = a_loop.loop->nest;
   const int n = d.vector_width;
-  const int64_t t = d.tile;
-  const int64_t ea = extent(a_loop);
   const int64_t ex = extent(x_loop);
-  const int64_t main_end = ex - ex % n;
-  const std::string at = a + "_tile";
-  const std::string xt = x + "_tile";
-  k.ranges[at] = ea;
-  k.ranges[xt] = ex;
-  const Expr in_tile = (Expr::var(a) - Expr::var(at)) * Expr(t) + (Expr::var(x) - Expr::var(xt));
+  TileFrame f;
+  f.a = a_loop.loop->var;
+  f.x = x_loop.loop->var;
+  f.at = f.a + "_tile";
+  f.xt = f.x + "_tile";
+  f.t = d.tile;
+  f.rows = extent(a_loop);
+  f.columns = ex - ex % n;
+  f.nest = a_loop.loop->nest;
+  f.in_tile = (Expr::var(f.a) - Expr::var(f.at)) * Expr(f.t) + (Expr::var(f.x) - Expr::var(f.xt));
+  k.ranges[f.at] = f.rows;
+  k.ranges[f.xt] = ex;
   Block tile_body;
-  // The body reading the transposed operands from their tiles.
+  // The body reading the transposed operands from their tiles, which hold the operands'
+  // storage type (a 16-bit float tile is read widened, like its operand).
   Block body = clone_block(x_loop.body);
-  std::map<std::string, std::string> tile_of;
+  std::map<std::string, size_t> tiled_load;
   for (size_t j = 0; j < d.tiled_loads.size(); ++j) {
-    tile_of[d.tiled_loads[j].first + "@" + index::to_string(d.tiled_loads[j].second)] =
-        "tile" + std::to_string(j);
+    tiled_load[d.tiled_loads[j].first + "@" + index::to_string(d.tiled_loads[j].second)] = j;
   }
-  std::map<std::string, DType> tile_dtype;
-  std::map<std::string, DType> tile_storage;  // of the operand in memory (Half: floats in L1)
+  std::map<size_t, Access> source_of;  // the tiled loads the body reads
   for_each_stmt(body, [&](Stmt& s) {
     if (s.kind != StmtKind::Let || s.let.kind != LetKind::Load) return;
     Access& acc = s.let.access;
-    auto it = tile_of.find(acc.buffer + "@" + index::to_string(acc.index));
-    if (it == tile_of.end()) return;
-    tile_dtype[it->second] = s.let.type.dtype;
-    tile_storage[it->second] = acc.storage;
-    acc.buffer = it->second;
-    acc.index = in_tile;
-    acc.storage = s.let.type.dtype;
+    auto it = tiled_load.find(acc.buffer + "@" + index::to_string(acc.index));
+    if (it == tiled_load.end()) return;
+    source_of.emplace(it->second, acc);
+    acc.buffer = "tile" + std::to_string(it->second);
+    acc.index = f.in_tile;
   });
-  if (main_end > 0) {
+  if (f.columns > 0) {
     Block copies;
-    // Read each transposed operand's block along its contiguous direction into L1.
-    for (size_t j = 0; j < d.tiled_loads.size(); ++j) {
+    for (const auto& [j, source] : source_of) {
       const std::string tile = "tile" + std::to_string(j);
-      if (!tile_dtype.count(tile)) continue;
-      const auto& [buffer, index] = d.tiled_loads[j];
       Stmt array;
       array.kind = StmtKind::LocalArray;
       array.name = tile;
-      array.dtype = tile_dtype[tile];
-      array.elements = t * t;
+      array.dtype = source.storage;
+      array.elements = f.t * f.t;
       copies.push_back(std::move(array));
-      Let load;
-      load.id = k.new_value_id();
-      load.kind = LetKind::Load;
-      load.type = {tile_dtype[tile], 1};
-      load.access.buffer = buffer;
-      load.access.index = index;
-      load.access.storage = tile_storage[tile];
-      Access to;
-      to.buffer = tile;
-      to.index = in_tile;
-      to.storage = tile_dtype[tile];
-      Block copy;
-      const int id = load.id;
-      copy.push_back(make_let(std::move(load)));
-      copy.push_back(make_store(std::move(to), id));
-      Block rows;
-      rows.push_back(make_loop(
-          ranged_loop(a, Expr::var(at), Expr::var(at) + Expr(t), ea, 1, LoopRole::Other, nest),
-          std::move(copy)));
-      copies.push_back(make_loop(ranged_loop(x, Expr::var(xt), Expr::var(xt) + Expr(t), main_end, 1,
-                                             LoopRole::Other, nest),
-                                 std::move(rows)));
+      for (Stmt& s : copy_into_tile(k, f, tile, source, d.transpose_blocks.at(j))) {
+        copies.push_back(std::move(s));
+      }
     }
     VectorContext c;
-    c.var = x;
+    c.var = f.x;
     c.lanes = n;
-    Loop vl =
-        ranged_loop(x, Expr::var(xt), Expr::var(xt) + Expr(t), main_end, n, LoopRole::Other, nest);
+    Loop vl = f.columns_from(Expr::var(f.xt), f.columns, n);
     vl.vector_width = n;
     Block inner;
     inner.push_back(make_loop(std::move(vl), vectorize_block(k, body, c)));
-    copies.push_back(make_loop(
-        ranged_loop(a, Expr::var(at), Expr::var(at) + Expr(t), ea, 1, LoopRole::Other, nest),
-        std::move(inner)));
-    Loop tiles(ranged_loop(xt, Expr(0), Expr(main_end), main_end, t, LoopRole::Other, nest));
+    copies.push_back(make_loop(f.rows_from(Expr::var(f.at), f.rows, 1), std::move(inner)));
+    Loop tiles(
+        ranged_loop(f.xt, Expr(0), Expr(f.columns), f.columns, f.t, LoopRole::Other, f.nest));
     tiles.limit.reset();
     tile_body.push_back(make_loop(std::move(tiles), std::move(copies)));
   }
-  if (main_end < ex) {
+  if (f.columns < ex) {
     // The tail columns are outside every tile: they read the operands directly.
     VectorContext c;
-    c.var = x;
+    c.var = f.x;
     c.lanes = n;
-    c.count = ex - main_end;
+    c.count = ex - f.columns;
     Block tail;
-    tail.push_back(tail_block(x, main_end, vectorize_block(k, x_loop.body, c)));
-    tile_body.push_back(make_loop(
-        ranged_loop(a, Expr::var(at), Expr::var(at) + Expr(t), ea, 1, LoopRole::Other, nest),
-        std::move(tail)));
+    tail.push_back(tail_block(f.x, f.columns, vectorize_block(k, x_loop.body, c)));
+    tile_body.push_back(make_loop(f.rows_from(Expr::var(f.at), f.rows, 1), std::move(tail)));
   }
   Loop outer = *a_loop.loop;
-  outer.var = at;
-  outer.step = t;
+  outer.var = f.at;
+  outer.step = f.t;
   Block replacement;
   replacement.push_back(make_loop(std::move(outer), std::move(tile_body)));
   replace(parent_of(v, v.pointwise.size() - 2), &a_loop, std::move(replacement));

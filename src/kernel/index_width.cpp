@@ -155,6 +155,11 @@ void for_each_index_expr(const Kernel& kernel,
       case StmtKind::DefineIndex:
         if (s.index) f(*s.index, "index " + s.name);
         break;
+      case StmtKind::TransposeBlock:
+        // The printed base offsets; transpose_tile steps through the block in int64.
+        f(s.transpose.source.index, "transpose of " + s.transpose.source.buffer);
+        f(s.transpose.destination.index, "transpose into " + s.transpose.destination.buffer);
+        break;
       default:
         break;
     }

@@ -1,5 +1,10 @@
 // The kernel-form pass (Section 8.3): each nest's form from its scalar IR.
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <numeric>
 #include <set>
+#include <stdexcept>
 
 #include "kernel/nest_structure.h"
 #include "kernel/passes.h"
@@ -9,8 +14,23 @@ namespace stax::kernel {
 
 namespace {
 
-// Tile edge of the 2-D tiled form: two 64x64 float tiles and their output rows stay in L1.
-constexpr int64_t kTile = 64;
+// The edge of the register transposes stax::transpose_tile has for elements of `bytes` bytes
+// at `simd` (src/runtime/kernel_include/stax_kernel_transpose.h: every dtype has one at the
+// AVX levels, moved as bits).
+int register_transpose_block(runtime::SimdLevel simd, size_t bytes) {
+  const bool avx512 = simd == runtime::SimdLevel::Avx512;
+  switch (simd == runtime::SimdLevel::Scalar ? 0 : bytes) {
+    case 1:
+    case 2:
+      return 16;
+    case 4:
+      return avx512 ? 16 : 8;
+    case 8:
+      return avx512 ? 8 : 4;
+    default:
+      return 0;
+  }
+}
 
 std::string stride_text(const std::optional<int64_t>& s) {
   return s ? std::to_string(*s) : "a non-constant stride";
@@ -70,6 +90,86 @@ std::string access_summary(const Kernel& k, const std::vector<const Let*>& loads
   add(gathered, "gathered");
   add(uniform, "uniform");
   return out.empty() ? "no loads" : "loads: " + out;
+}
+
+// The smallest multiple of `m` at least `n`.
+int64_t round_up(int64_t n, int64_t m) {
+  return (n + m - 1) / m * m;
+}
+
+// The tile edge T of the 2-D tiled form and the register block of each tiled load (Section
+// 8.2), with the derivation for the reason. Within a T x T tile every tiled operand has its
+// L1 tile and every other operand and output its T rows of T elements, so the tile's data is
+// T^2 * S bytes, S the bytes of one element of each: T is the largest multiple of the blocks
+// (the register transposes and the vector width) with T^2 * S within L1, but at least
+// line / element bytes, so that no cache line of any of them is read partially.
+std::string choose_tile(const Kernel& k, const Block& body, const std::string& a,
+                        const std::string& x, const TargetOptions& t, NestDecision& d) {
+  std::map<std::string, size_t> element_bytes;  // buffer@index -> bytes, every access once
+  std::map<std::string, DType> load_storage;
+  for_each_stmt(body, [&](const Stmt& s) {
+    const Access* acc = nullptr;
+    if (s.kind == StmtKind::Let && s.let.kind == LetKind::Load) acc = &s.let.access;
+    if (s.kind == StmtKind::Store) acc = &s.access;
+    if (acc == nullptr) return;
+    if (!index::depends_on(acc->index, a) && !index::depends_on(acc->index, x)) return;
+    const std::string key = acc->buffer + "@" + index::to_string(acc->index);
+    element_bytes[key] = dtype_size(acc->storage);
+    if (s.kind == StmtKind::Let) load_storage[key] = acc->storage;
+  });
+  int64_t per_element = 0;
+  int64_t smallest = 8;
+  for (const auto& [key, bytes] : element_bytes) {
+    per_element += static_cast<int64_t>(bytes);
+    smallest = std::min(smallest, static_cast<int64_t>(bytes));
+  }
+  int64_t multiple = d.vector_width;
+  std::string blocks;
+  d.transpose_blocks.clear();
+  for (const auto& [buffer, index] : d.tiled_loads) {
+    const DType storage = load_storage.at(buffer + "@" + index::to_string(index));
+    const bool constant_stride = index::stride(index, x, k.ranges).has_value();
+    const int b = constant_stride ? register_transpose_block(t.simd, dtype_size(storage)) : 0;
+    d.transpose_blocks.push_back(b);
+    if (b > 0) multiple = std::lcm(multiple, static_cast<int64_t>(b));
+    if (!blocks.empty()) blocks += ", ";
+    blocks += buffer +
+              (b > 0 ? " by " + std::to_string(b) + "x" + std::to_string(b) + " register transposes"
+                     : " element by element (" +
+                           std::string(constant_stride ? "no register transpose of " +
+                                                             std::string(dtype_name(storage))
+                                                       : "a non-constant stride") +
+                           ")");
+  }
+  const int64_t l1 = t.caches.l1d_bytes;
+  const int64_t line = t.caches.line_bytes;
+  if (l1 < 1 || line < 1) {
+    throw std::invalid_argument("cache sizes for the tiled form of " + k.name +
+                                ": the L1 data cache (" + std::to_string(l1) +
+                                " bytes) and its line (" + std::to_string(line) +
+                                " bytes) must be positive");
+  }
+  // The largest edge whose tile data fits in L1.
+  auto fits = static_cast<int64_t>(std::sqrt(static_cast<double>(l1 / per_element)));
+  while (fits * fits * per_element > l1) --fits;
+  while ((fits + 1) * (fits + 1) * per_element <= l1) ++fits;
+  const int64_t line_bound = round_up(line, smallest) / smallest;
+  int64_t tile = fits - fits % multiple;
+  std::string why = std::to_string(per_element) + " bytes per tile element fit " +
+                    std::to_string(fits) + "x" + std::to_string(fits) + " in the " +
+                    std::to_string(l1) + "-byte L1, a multiple of " + std::to_string(multiple) +
+                    " is " + std::to_string(tile);
+  if (tile < line_bound || tile == 0) {
+    tile = round_up(std::max<int64_t>(line_bound, 1), multiple);
+    why += ", below the " + std::to_string(line) + "-byte line of " + std::to_string(smallest) +
+           "-byte elements: " + std::to_string(tile);
+  } else {
+    why += " (at least the " + std::to_string(line) + "-byte line of " + std::to_string(smallest) +
+           "-byte elements, " + std::to_string(line_bound) + ")";
+  }
+  d.tile = tile;
+  return std::to_string(tile) + "x" + std::to_string(tile) + " tiles through L1 (" + why +
+         "); copied " + blocks;
 }
 
 NestDecision decide(const Kernel& k, NestView& v, const TargetOptions& t) {
@@ -155,11 +255,9 @@ NestDecision decide(const Kernel& k, NestView& v, const TargetOptions& t) {
   if (!d.tiled_loads.empty()) {
     d.form = KernelForm::Tiled;
     d.tile_outer_var = a;
-    d.tile = kTile;
     d.reason = "the load of " + d.tiled_loads.front().first + " walks " + x + " with stride " +
                stride_text(index::stride(d.tiled_loads.front().second, x, k.ranges)) + " and " + a +
-               " contiguously: " + std::to_string(kTile) + "x" + std::to_string(kTile) +
-               " tiles through L1";
+               " contiguously: " + choose_tile(k, body, a, x, t, d);
   }
   return d;
 }

@@ -115,6 +115,17 @@ struct CallArg {
   int64_t integer = 0;
 };
 
+// A rows x cols block read along its rows and written along its columns (Section 8.2, printed
+// as stax::transpose_tile): destination[c * destination.stride + r] =
+// source[r * source.stride + c]. The indices name element (0, 0); both accesses have the
+// storage type of the source (the destination is a LocalArray of that type).
+struct BlockTranspose {
+  Access source;
+  Access destination;
+  int rows = 0;
+  int cols = 0;
+};
+
 enum class StmtKind : uint8_t {
   Let,
   Store,  // access = value
@@ -131,6 +142,7 @@ enum class StmtKind : uint8_t {
   Check,
   Call,
   Comment,
+  TransposeBlock,  // transpose: a register transpose of one block into a local tile
 };
 
 // Where a loop sits in its fused node; the passes use it to find their loops.
@@ -180,6 +192,7 @@ struct Stmt {
   bool vector_tail = false;        // Block: the masked tail of a vectorized loop
   // DefineIndex: the variable's C++ type (as Loop::index_type).
   DType index_type = DType::Int64;
+  BlockTranspose transpose;        // TransposeBlock
 };
 
 // A check's error: its code in the kernel's error variable and the wrapper's message.
@@ -200,6 +213,10 @@ struct NestDecision {
   std::string tile_outer_var;  // Tiled: the next-outer loop, tiled with the vector loop
   int64_t tile = 0;
   std::vector<std::pair<std::string, index::Expr>> tiled_loads;  // read through L1 tiles
+  // Per tiled load: the edge of the register transposes its tile is copied with (a divisor
+  // of `tile`), or 0 for element-wise copies (no register transpose of its type, or a
+  // non-constant stride).
+  std::vector<int> transpose_blocks;
 };
 
 // The decisions the passes took, for explain and the summaries.

@@ -468,6 +468,16 @@ class Printer {
       case StmtKind::Comment:
         line(indent, "// " + s.text);
         break;
+      case StmtKind::TransposeBlock: {
+        const BlockTranspose& t = s.transpose;
+        line(indent, "stax::transpose_tile<" + elem_type(t.source.storage) + ", " +
+                         std::to_string(t.rows) + ", " + std::to_string(t.cols) + ">(" +
+                         ptr(t.source.buffer) + " + " + idx(t.source.index) + ", " +
+                         std::to_string(t.source.stride) + ", " + ptr(t.destination.buffer) +
+                         " + " + idx(t.destination.index) + ", " +
+                         std::to_string(t.destination.stride) + ");");
+        break;
+      }
     }
   }
 

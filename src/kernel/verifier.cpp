@@ -2,6 +2,7 @@
 #include "kernel/verifier.h"
 
 #include <cstdlib>
+#include <map>
 #include <set>
 #include <stdexcept>
 #include <vector>
@@ -248,8 +249,13 @@ class Verifier {
           if (a.kind == CallArg::Kind::Value) use(a.value, "call of " + s.name);
         }
         break;
-      case StmtKind::Barrier:
       case StmtKind::LocalArray:
+        scopes_.back().arrays[s.name] = &s;
+        break;
+      case StmtKind::TransposeBlock:
+        transpose_block(s.transpose);
+        break;
+      case StmtKind::Barrier:
       case StmtKind::Comment:
         break;
     }
@@ -295,6 +301,41 @@ class Verifier {
     });
   }
 
+  const Stmt* local_array(const std::string& name) const {
+    for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it) {
+      if (auto f = it->arrays.find(name); f != it->arrays.end()) return f->second;
+    }
+    return nullptr;
+  }
+
+  // A block read from any buffer into a local tile of the same element type whose rows hold
+  // a column of the block each, at distinct places.
+  void transpose_block(const BlockTranspose& t) const {
+    const std::string where = "transpose of " + t.source.buffer + " into " + t.destination.buffer;
+    if (t.source.buffer.empty()) fail("a block transpose has no source buffer");
+    if (t.rows < 1 || t.cols < 1) {
+      fail(where + ": a " + std::to_string(t.rows) + "x" + std::to_string(t.cols) + " block");
+    }
+    const Stmt* array = local_array(t.destination.buffer);
+    if (array == nullptr) fail(where + ": the destination is not a local array in scope");
+    if (t.source.storage != t.destination.storage || array->dtype != t.source.storage) {
+      fail(where + ": element types " + std::string(dtype_name(t.source.storage)) + ", " +
+           std::string(dtype_name(t.destination.storage)) + " and the array's " +
+           std::string(dtype_name(array->dtype)) + " differ");
+    }
+    if (t.destination.stride < t.rows) {
+      fail(where + ": destination rows of " + std::to_string(t.destination.stride) +
+           " elements overlap the block's " + std::to_string(t.rows) + " rows");
+    }
+    if ((t.cols - 1) * t.destination.stride + t.rows > array->elements) {
+      fail(where + ": the block does not fit the " + std::to_string(array->elements) +
+           "-element array");
+    }
+    if (t.source.mask >= 0 || t.source.count || t.destination.mask >= 0 || t.destination.count) {
+      fail(where + ": a block transpose is neither masked nor partial");
+    }
+  }
+
   void nested(const Block& b) {
     scopes_.emplace_back();
     block(b);
@@ -308,6 +349,7 @@ class Verifier {
   struct Scope {
     std::map<int, ValueType> values;
     std::set<int> accumulators;
+    std::map<std::string, const Stmt*> arrays;  // LocalArray declarations by name
   };
 
   const Kernel& k_;

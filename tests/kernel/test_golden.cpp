@@ -108,7 +108,7 @@ TEST(GoldenReplayCoverage, TheSnapshotsCoverEveryForm) {
       }
     }
   }
-  for (const char* form : {"tiled(T=64)", "one output per lane", "split across threads",
+  for (const char* form : {"tiled(T=48)", "one output per lane", "split across threads",
                            "vectorized(W=8)", "scalar"}) {
     EXPECT_TRUE(contains(all, form)) << form << " not reached:\n" << all;
   }

@@ -13,6 +13,7 @@
 #include <map>
 #include <mutex>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -511,26 +512,47 @@ TEST_P(KernelApiDataTest, TransposeTiles) {
   struct Case {
     int which, rows, cols;
     size_t size;
+    std::optional<SimdLevel> registers;  // the least level with a register transpose of it
+    bool boolean = false;
   };
-  for (const Case& c : {Case{0, 16, 16, 4}, Case{1, 8, 8, 4}, Case{2, 16, 16, 4}, Case{3, 8, 8, 4},
-                        Case{4, 5, 3, 4}, Case{5, 4, 7, 8}}) {
+  constexpr std::nullopt_t kNone = std::nullopt;
+  constexpr SimdLevel kAvx2 = SimdLevel::Avx2;
+  constexpr SimdLevel kAvx512 = SimdLevel::Avx512;
+  // Every register block of stax_kernel_transpose.h and two shapes of the plain loops.
+  const Case cases[] = {
+      {0, 16, 16, 4, kAvx512},     {1, 8, 8, 4, kAvx2},    {2, 16, 16, 4, kAvx512},
+      {3, 8, 8, 4, kAvx2},         {4, 5, 3, 4, kNone},    {5, 4, 7, 8, kNone},
+      {6, 8, 8, 8, kAvx512},       {7, 4, 4, 8, kAvx2},    {8, 8, 8, 8, kAvx512},
+      {9, 4, 4, 8, kAvx2},         {10, 16, 16, 2, kAvx2}, {11, 16, 16, 2, kAvx2},
+      {12, 16, 16, 2, kAvx2},      {13, 16, 16, 1, kAvx2}, {14, 16, 16, 1, kAvx2},
+      {15, 16, 16, 1, kAvx2, true}};
+  for (const Case& c : cases) {
     const int64_t src_stride = c.cols + 5;
     std::vector<unsigned char> src(c.rows * src_stride * c.size);
+    // Distinct bit patterns per element (8-bit: distinct within each row and column of a
+    // 16 x 16 block, so any two lanes exchanged show), exact in every type; bool: 0 / 1 in
+    // a pattern that is not symmetric.
     for (int64_t i = 0; i < c.rows * src_stride; ++i) {
-      const int32_t v = static_cast<int32_t>(i * 3 + 1);
-      if (c.which == 5) {
-        const int64_t w = v;
-        std::memcpy(src.data() + i * 8, &w, 8);
-      } else if (c.which == 2 || c.which == 3) {
-        std::memcpy(src.data() + i * 4, &v, 4);
-      } else {
+      const int64_t v = i * 3 + 1;
+      unsigned char* p = src.data() + i * c.size;
+      if (c.boolean) {
+        *p = static_cast<unsigned char>((i * i + i / src_stride) % 3 == 0);
+      } else if (c.which == 0 || c.which == 1 || c.which == 4) {
         const float f = static_cast<float>(v);
-        std::memcpy(src.data() + i * 4, &f, 4);
+        std::memcpy(p, &f, 4);
+      } else if (c.which == 6 || c.which == 7) {
+        const double d = static_cast<double>(v) + 0.25;
+        std::memcpy(p, &d, 8);
+      } else {
+        std::memcpy(p, &v, c.size);  // the low bytes of v (little endian)
       }
     }
     const int64_t dst_stride = c.rows + 3;
     std::vector<unsigned char> dst(c.cols * dst_stride * c.size, 0);
-    ASSERT_EQ(k.transpose(c.which, src.data(), src_stride, dst.data()), 1);
+    const bool in_registers = c.registers != kNone && GetParam() != SimdLevel::Scalar &&
+                              (c.registers == kAvx2 || GetParam() == SimdLevel::Avx512);
+    ASSERT_EQ(k.transpose(c.which, src.data(), src_stride, dst.data()), in_registers ? 2 : 1)
+        << "case " << c.which;
     for (int r = 0; r < c.rows; ++r) {
       for (int col = 0; col < c.cols; ++col) {
         EXPECT_EQ(std::memcmp(dst.data() + (col * dst_stride + r) * c.size,

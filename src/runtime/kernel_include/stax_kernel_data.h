@@ -1,5 +1,6 @@
 // Data movement and error checks of the kernel-header API: transpose_tile (register
-// transposes for float 16 x 16 on AVX-512 and 8 x 8 on AVX2, a plain copy otherwise),
+// transposes of the blocks stax_kernel_transpose.h lists at the AVX levels, a plain copy
+// otherwise),
 // stream_fence after streaming stores, and the divisor / index checks any_zero and
 // any_out_of_range (docs/kernel_header_api.md, "Data movement", "Errors").
 // Included by stax_kernel.h after stax_kernel_vec_ops.h; not meant to be included directly.
@@ -12,7 +13,7 @@
 namespace stax {
 
 namespace detail {
-// Returns true when the level transposed the tile in registers (stax_kernel_reg_*.h).
+// Returns true when the level transposed the tile in registers (stax_kernel_transpose.h).
 template <class T, int R, int C>
 inline bool transpose_tile_registers(const T*, int64_t, T*, int64_t) {
   return false;

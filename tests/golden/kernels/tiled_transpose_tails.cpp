@@ -8,25 +8,30 @@ static void kernel0(float* __restrict buf0, const float* __restrict in_x, const 
   // op0: ((130, 70), ())
   {
 #pragma omp for collapse(1) schedule(static)
-    for (int32_t x0_tile = 0; x0_tile < 130; x0_tile += 64) {
-      for (int32_t x1_tile = 0; x1_tile < 64; x1_tile += 64) {
-        alignas(64) float tile0[4096];
-        for (int32_t x1 = x1_tile, x1_end = x1_tile + 64 < 64 ? x1_tile + 64 : 64; x1 < x1_end; ++x1) {
-          for (int32_t x0 = x0_tile, x0_end = x0_tile + 64 < 130 ? x0_tile + 64 : 130; x0 < x0_end; ++x0) {
-            const float tmp3 = in_y[x0 + 130*x1];
-            tile0[64*x0 - 64*x0_tile + x1 - x1_tile] = tmp3;
+    for (int32_t x0_tile = 0; x0_tile < 130; x0_tile += 48) {
+      for (int32_t x1_tile = 0; x1_tile < 64; x1_tile += 48) {
+        alignas(64) float tile0[2304];
+        for (int32_t x1 = x1_tile, x1_end = x1_tile + 48 < 64 ? x1_tile + 48 : 64; x1 < x1_end; x1 += 16) {
+          for (int32_t x0 = x0_tile, x0_end = x0_tile + 48 < 128 ? x0_tile + 48 : 128; x0 < x0_end; x0 += 16) {
+            stax::transpose_tile<float, 16, 16>(in_y + x0 + 130*x1, 130, tile0 + 48*x0 - 48*x0_tile + x1 - x1_tile, 48);
           }
         }
-        for (int32_t x0 = x0_tile, x0_end = x0_tile + 64 < 130 ? x0_tile + 64 : 130; x0 < x0_end; ++x0) {
-          for (int32_t x1 = x1_tile, x1_end = x1_tile + 64 < 64 ? x1_tile + 64 : 64; x1 < x1_end; x1 += 16) {
+        for (int32_t x0 = 128, x0_end = x0_tile + 48 < 130 ? x0_tile + 48 : 130; x0 < x0_end; ++x0) {
+          for (int32_t x1 = x1_tile, x1_end = x1_tile + 48 < 64 ? x1_tile + 48 : 64; x1 < x1_end; ++x1) {
+            const float tmp3 = in_y[x0 + 130*x1];
+            tile0[48*x0 - 48*x0_tile + x1 - x1_tile] = tmp3;
+          }
+        }
+        for (int32_t x0 = x0_tile, x0_end = x0_tile + 48 < 130 ? x0_tile + 48 : 130; x0 < x0_end; ++x0) {
+          for (int32_t x1 = x1_tile, x1_end = x1_tile + 48 < 64 ? x1_tile + 48 : 64; x1 < x1_end; x1 += 16) {
             const stax::Vec<float, 16> tmp4 = stax::Vec<float, 16>::load(in_x + 70*x0 + x1);
-            const stax::Vec<float, 16> tmp5 = stax::Vec<float, 16>::load(tile0 + 64*x0 - 64*x0_tile + x1 - x1_tile);
+            const stax::Vec<float, 16> tmp5 = stax::Vec<float, 16>::load(tile0 + 48*x0 - 48*x0_tile + x1 - x1_tile);
             const stax::Vec<float, 16> tmp6 = stax::op_mul(tmp4, tmp5);
             tmp6.store(buf0 + 70*x0 + x1);
           }
         }
       }
-      for (int32_t x0 = x0_tile, x0_end = x0_tile + 64 < 130 ? x0_tile + 64 : 130; x0 < x0_end; ++x0) {
+      for (int32_t x0 = x0_tile, x0_end = x0_tile + 48 < 130 ? x0_tile + 48 : 130; x0 < x0_end; ++x0) {
         {
           const int32_t x1 = 64;
           const stax::Vec<float, 16> tmp7 = stax::Vec<float, 16>::load(in_x + 70*x0 + x1, 6);

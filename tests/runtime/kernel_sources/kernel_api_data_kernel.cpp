@@ -321,32 +321,51 @@ STAX_KERNEL_EXPORT void stax_data_round16(int kind, int width_kind, const float*
 #undef ROUND
 }
 
-// transpose_tile<T, R, C> of a src with row stride src_stride into dst with row stride R + 3.
+// transpose_tile<T, R, C> of a src with row stride src_stride into dst with row stride R + 3:
+// 2 when the level's register transpose did it, 1 when the plain loops did.
 template <class T, int R, int C>
-void transpose_case(const void* src, int64_t src_stride, void* dst) {
-  transpose_tile<T, R, C>(static_cast<const T*>(src), src_stride, static_cast<T*>(dst), R + 3);
+int transpose_case(const void* src, int64_t src_stride, void* dst) {
+  const T* s = static_cast<const T*>(src);
+  T* d = static_cast<T*>(dst);
+  if (detail::transpose_tile_registers<T, R, C>(s, src_stride, d, R + 3)) return 2;
+  transpose_tile<T, R, C>(s, src_stride, d, R + 3);
+  return 1;
 }
 STAX_KERNEL_EXPORT int stax_data_transpose(int which, const void* src, int64_t src_stride,
                                            void* dst) {
   switch (which) {
     case 0:
-      transpose_case<float, 16, 16>(src, src_stride, dst);
-      return 1;
+      return transpose_case<float, 16, 16>(src, src_stride, dst);
     case 1:
-      transpose_case<float, 8, 8>(src, src_stride, dst);
-      return 1;
+      return transpose_case<float, 8, 8>(src, src_stride, dst);
     case 2:
-      transpose_case<int32_t, 16, 16>(src, src_stride, dst);
-      return 1;
+      return transpose_case<int32_t, 16, 16>(src, src_stride, dst);
     case 3:
-      transpose_case<int32_t, 8, 8>(src, src_stride, dst);
-      return 1;
+      return transpose_case<int32_t, 8, 8>(src, src_stride, dst);
     case 4:
-      transpose_case<float, 5, 3>(src, src_stride, dst);
-      return 1;
+      return transpose_case<float, 5, 3>(src, src_stride, dst);
     case 5:
-      transpose_case<int64_t, 4, 7>(src, src_stride, dst);
-      return 1;
+      return transpose_case<int64_t, 4, 7>(src, src_stride, dst);
+    case 6:
+      return transpose_case<double, 8, 8>(src, src_stride, dst);
+    case 7:
+      return transpose_case<double, 4, 4>(src, src_stride, dst);
+    case 8:
+      return transpose_case<int64_t, 8, 8>(src, src_stride, dst);
+    case 9:
+      return transpose_case<int64_t, 4, 4>(src, src_stride, dst);
+    case 10:
+      return transpose_case<BFloat16, 16, 16>(src, src_stride, dst);
+    case 11:
+      return transpose_case<Half, 16, 16>(src, src_stride, dst);
+    case 12:
+      return transpose_case<int16_t, 16, 16>(src, src_stride, dst);
+    case 13:
+      return transpose_case<int8_t, 16, 16>(src, src_stride, dst);
+    case 14:
+      return transpose_case<uint8_t, 16, 16>(src, src_stride, dst);
+    case 15:
+      return transpose_case<bool, 16, 16>(src, src_stride, dst);
   }
   return 0;
 }
