@@ -31,12 +31,22 @@ void apply_kernel_form(Kernel& kernel);
 // block past kCascadeBlock iterations and folds the block accumulators after each block.
 void block_float_sums(Kernel& kernel);
 
+// Section 8.1, Proposition 8.1(2): unrolls the innermost vectorized reduction loop by the W
+// of a cost model (add latency x issue rate, vector registers, trip count) and spreads its
+// Reduce updates over W independent parts of each accumulator (Accumulator::independent).
+// Records W with its reason in the nest's decision.
+void spread_independent_accumulators(Kernel& kernel, const TargetOptions& target);
+
 // A split reduction: threads share the outermost reduction loop, each keeps its partials,
 // combined in thread order after a barrier.
 void split_reductions(Kernel& kernel);
 
 // The OpenMP work sharing of the chosen depth (collapse), or one thread for depth 0.
 void parallelize(Kernel& kernel);
+
+// Marks the aligned full-vector stores of buffers the kernel writes more than the last-level
+// cache of, and does not read, as streaming (non-temporal); adds the stream fence.
+void mark_streaming_stores(Kernel& kernel, const TargetOptions& target);
 
 // Removes loops without iterations and definitions nobody uses, simplifies indices.
 void simplify(Kernel& kernel);

@@ -33,15 +33,19 @@ Kernel lower_fused_node(const scheduler::Schedule& schedule, const scheduler::Fu
   // Blocked float32 sums (cascade_blocking.h).
   block_float_sums(k);
   done("cascade blocking");
-  // Slot (issue 6 point 5, Section 8.1): W independent vector accumulators per reduction —
+  // Section 8.1, Proposition 8.1(2): W independent vector accumulators per reduction —
   // sets Accumulator::independent and spreads the Reduce updates of a vector loop over them.
+  spread_independent_accumulators(k, target);
+  done("independent accumulators");
   // Slot (issue 6 point 5, Section 8.2): register-transpose tiling — replaces the scalar
   // tile copies of the tiled form by stax::transpose_tile calls.
   split_reductions(k);
   done("split reductions");
   parallelize(k);
   done("parallelize");
-  // Slot (issue 6 point 5): streaming stores for large outputs written once.
+  // Issue 6 point 5: streaming stores for large outputs written once.
+  mark_streaming_stores(k, target);
+  done("streaming stores");
   // Slot (issue 6 point 8): index narrowing to int32 where the index bounds allow.
   simplify(k);
   done("simplify");

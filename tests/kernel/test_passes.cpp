@@ -33,7 +33,8 @@ TEST(KernelPasses, PipelineRunsThePassesInOrder) {
   lower_all(*s, avx512(), &passes);
   EXPECT_EQ(passes, (std::vector<std::string>{"build", "kernel form", "parallel depth",
                                               "apply kernel form", "cascade blocking",
-                                              "split reductions", "parallelize", "simplify"}));
+                                              "independent accumulators", "split reductions",
+                                              "parallelize", "streaming stores", "simplify"}));
 }
 
 TEST(KernelPasses, PointwiseLoopIsVectorizedWithAMaskedTail) {
