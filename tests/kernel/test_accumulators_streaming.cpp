@@ -78,8 +78,7 @@ TEST(IndependentAccumulators, ShortLoopsAndArgReductionsKeepOneAccumulator) {
 }
 
 // A full reduction of x[n] of `type` over `dtype` values (sums of integers in int64).
-CompiledGraph compile_full(ReductionType type, DType dtype, int64_t n, runtime::SimdLevel simd,
-                           int threads) {
+lowering::LoweredGraph full_reduction(ReductionType type, DType dtype, int64_t n) {
   const bool integer_sum = type == ReductionType::Sum && is_integral(dtype);
   auto body = [dtype, integer_sum](OpsHandler& h, const std::vector<Expr>&,
                                    const std::vector<Expr>& r) {
@@ -87,14 +86,35 @@ CompiledGraph compile_full(ReductionType type, DType dtype, int64_t n, runtime::
     return integer_sum ? h.to_dtype(v, DType::Int64) : v;
   };
   const DType value = integer_sum ? DType::Int64 : dtype;
+  return make_graph(
+      {{"x", dtype, {n}}},
+      {make_buffer("out", lowering::reduction_result_dtype(type, value), {}, body, {n}, type, {})});
+}
+
+CompiledGraph compile_full(ReductionType type, DType dtype, int64_t n, runtime::SimdLevel simd,
+                           int threads) {
   CompileOptions o;
   o.simd = simd;
   o.num_threads = threads;
-  return compile_lowered(
-      make_graph({{"x", dtype, {n}}},
-                 {make_buffer("out", lowering::reduction_result_dtype(type, value), {}, body, {n},
-                              type, {})}),
-      o);
+  return compile_lowered(full_reduction(type, dtype, n), o);
+}
+
+TEST(IndependentAccumulators, EveryReductionWithPartsGetsThem) {
+  // 4096 elements: 256 vectors of 16 floats or int32 widened to int64 (8 lanes), 64 of bools.
+  struct Case {
+    ReductionType type;
+    DType dtype;
+    int w;
+  };
+  const Case cases[] = {
+      {ReductionType::Sum, DType::Float32, 8}, {ReductionType::Sum, DType::Int32, 2},
+      {ReductionType::Max, DType::Float32, 8}, {ReductionType::Prod, DType::Float64, 8},
+      {ReductionType::Any, DType::Bool, 4},    {ReductionType::ArgMax, DType::Float32, 1}};
+  for (const Case& c : cases) {
+    auto s = schedule_lowered(full_reduction(c.type, c.dtype, 4096));
+    EXPECT_EQ(max_independent(lower_all(*s, avx512()).at(0)), c.w)
+        << lowering::reduction_name(c.type) << " of " << dtype_name(c.dtype);
+  }
 }
 
 // Lengths around multiples of W x lanes for W = 8 and 4 at 16 and 8 lanes, plus one with a
