@@ -45,20 +45,12 @@ ChainCost chain_cost(runtime::SimdLevel simd, ReductionType type, DType dtype) {
   return {1, avx512 ? 2 : 3, op};
 }
 
-// The vector registers of the target (x86-64: 16 YMM with AVX2, 32 ZMM with AVX-512), their
-// width in bytes. Scalar code has no vector registers to plan for.
-int vector_registers(runtime::SimdLevel simd) {
-  return simd == runtime::SimdLevel::Avx512 ? 32 : simd == runtime::SimdLevel::Avx2 ? 16 : 0;
-}
-int64_t register_bytes(runtime::SimdLevel simd) {
-  return simd == runtime::SimdLevel::Avx512 ? 64 : 32;
-}
-
 int registers_of(const ValueType& t, runtime::SimdLevel simd) {
-  if (!t.is_vector()) return 0;
+  const int64_t width = vector_register_bytes(simd);
+  if (!t.is_vector() || width == 0) return 0;
   if (t.dtype == DType::Bool) return 1;  // a bit mask
   const int64_t bytes = t.lanes * static_cast<int64_t>(dtype_size(t.dtype));
-  return static_cast<int>((bytes + register_bytes(simd) - 1) / register_bytes(simd));
+  return static_cast<int>((bytes + width - 1) / width);
 }
 
 bool has_parts(ReductionType t) {
@@ -252,7 +244,7 @@ class Spreader {
   // vector values), and at most half the loop's iterations (so the unrolled loop runs at
   // least twice per execution). A power of two, so it divides the cascade block.
   int64_t choose(const Loop& l, const BodyInfo& info, std::string* why) {
-    const int registers = vector_registers(simd_);
+    const int registers = vector_register_count(simd_);
     if (!info.unrollable) {
       *why = "the body defines indices, arrays or loops of its own";
       return 1;

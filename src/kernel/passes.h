@@ -14,6 +14,15 @@ struct TargetOptions {
   runtime::CacheSizes caches;  // tile sizes (Section 8.2), streaming stores
 };
 
+// The vector registers of a SIMD level (x86-64: 16 YMM with AVX2, 32 ZMM with AVX-512; none
+// at the scalar level) and their width in bytes (0 at the scalar level).
+inline int vector_register_count(runtime::SimdLevel simd) {
+  return simd == runtime::SimdLevel::Avx512 ? 32 : simd == runtime::SimdLevel::Avx2 ? 16 : 0;
+}
+inline int64_t vector_register_bytes(runtime::SimdLevel simd) {
+  return simd == runtime::SimdLevel::Avx512 ? 64 : simd == runtime::SimdLevel::Avx2 ? 32 : 0;
+}
+
 // Decides each nest's form — vectorized along its innermost loop, 2-D tiled (Section 8.2) for
 // transposed operands, a column reduction vectorized along the output, or scalar — from the
 // IR: which loads are strided, whether every value has a vector form. Records the reason.

@@ -26,10 +26,6 @@ int64_t streaming_threshold_bytes(const runtime::CacheSizes& caches) {
   return caches.llc_bytes;
 }
 
-int64_t register_bytes(runtime::SimdLevel simd) {
-  return simd == runtime::SimdLevel::Avx512 ? 64 : simd == runtime::SimdLevel::Avx2 ? 32 : 0;
-}
-
 // How often a loop body runs per execution of the loop (an upper bound for a loop with a
 // limit), or nullopt when its bounds are not constant.
 std::optional<int64_t> trips(const Loop& l, const index::RangeMap& ranges) {
@@ -52,7 +48,7 @@ struct StoreSite {
 class StreamingPlanner {
  public:
   StreamingPlanner(Kernel& k, const TargetOptions& target)
-      : k_(k), target_(target), align_(register_bytes(target.simd)) {
+      : k_(k), target_(target), align_(vector_register_bytes(target.simd)) {
     for_each_stmt(k_.body, [&](const Stmt& d) {
       if (d.kind == StmtKind::Let) lanes_[d.let.id] = d.let.type.lanes;
     });

@@ -47,6 +47,8 @@ TEST(IndependentAccumulators, FullSumAtAvx512GetsSeveralAccumulators) {
     EXPECT_GT(reduces_on_other_parts(k), 0);
     const std::string& reason = k.decisions.nests.at(0).reason;
     EXPECT_TRUE(contains(reason, "8 accumulators (add latency 4 x 2 per cycle")) << reason;
+    // What `stax explain --ir` prints for the nest.
+    EXPECT_TRUE(contains(kernel::describe_after_pass("simplify", k), reason));
     const std::string text = kernel::print_kernel(k);
     // The block parts are combined before the fold into the double outer accumulator.
     EXPECT_TRUE(contains(text,
