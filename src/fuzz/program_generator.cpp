@@ -544,8 +544,11 @@ class Generator {
   void step_copy() {
     const Value v = *any_float();
     Value r = v;
-    r.contiguous = true;
-    emit({std::string(chance(2) ? "clone(" : "contiguous(") + v.name + ")", r});
+    // clone (preserve_format) keeps the strides of a dense input, a transposed one included,
+    // so only `contiguous` makes a value `view` can flatten.
+    const bool clone = chance(2);
+    r.contiguous = clone ? v.contiguous : true;
+    emit({std::string(clone ? "clone(" : "contiguous(") + v.name + ")", r});
   }
 
   void step_view() {

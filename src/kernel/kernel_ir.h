@@ -52,6 +52,9 @@ struct Access {
   int mask = -1;                 // value id of a bool mask: lanes (or the scalar) where it is false
                                  // read zero and are not read
   std::optional<int64_t> count;  // a masked tail: only lanes < count are read or written
+  // A store that bypasses the caches (non-temporal, streaming_stores.cpp): full contiguous
+  // vectors at an address aligned to the vector register size.
+  bool streaming = false;
 };
 
 enum class LetKind : uint8_t {
@@ -92,8 +95,11 @@ struct Accumulator {
   ReductionType type = ReductionType::Sum;  // WelfordMean for a Welford triple
   DType dtype = DType::Float32;             // of the reduced values
   int lanes = 1;                            // vector accumulator lanes
-  // Independent accumulators per reduction (Section 8.1: W of them break the add chain).
-  // Always 1 until the pass that chooses W lands (pipeline.cpp names its slot).
+  // Independent accumulators per reduction (Section 8.1, Proposition 8.1(2): W of them break
+  // the dependent chain of updates; independent_accumulators.cpp chooses W). Part j of W is
+  // updated by the Reduce statements with part == j; wherever the accumulator is read (its
+  // result, its thread partial, a cascade fold) the parts are combined first, pairwise in
+  // part order ((p0 op p1) op (p2 op p3)), so the result does not depend on the machine.
   int independent = 1;
   bool cascade = false;          // a blocked float sum (kernel/cascade_blocking.h)
   bool per_lane_result = false;  // column reduction: each lane is its own output
@@ -183,6 +189,7 @@ struct Stmt {
   std::optional<index::Expr> index;  // DefineIndex (expression form)
   int accumulator = -1;              // AccumulatorInit, Reduce, FoldBlock, StorePartial
   std::optional<int64_t> count;      // Reduce (Welford tails)
+  int part = 0;                      // Reduce: which independent part it updates
   CheckKind check = CheckKind::DivisionByZero;
   int64_t lo = 0, hi = 0;          // IndexOutOfRange
   int error_code = 0;              // Check

@@ -14,6 +14,15 @@ struct TargetOptions {
   runtime::CacheSizes caches;  // tile sizes (Section 8.2), streaming stores
 };
 
+// The vector registers of a SIMD level (x86-64: 16 YMM with AVX2, 32 ZMM with AVX-512; none
+// at the scalar level) and their width in bytes (0 at the scalar level).
+inline int vector_register_count(runtime::SimdLevel simd) {
+  return simd == runtime::SimdLevel::Avx512 ? 32 : simd == runtime::SimdLevel::Avx2 ? 16 : 0;
+}
+inline int64_t vector_register_bytes(runtime::SimdLevel simd) {
+  return simd == runtime::SimdLevel::Avx512 ? 64 : simd == runtime::SimdLevel::Avx2 ? 32 : 0;
+}
+
 // Decides each nest's form — vectorized along its innermost loop, 2-D tiled (Section 8.2) for
 // transposed operands, a column reduction vectorized along the output, or scalar — from the
 // IR: which loads are strided, whether every value has a vector form. Records the reason.
@@ -31,12 +40,22 @@ void apply_kernel_form(Kernel& kernel);
 // block past kCascadeBlock iterations and folds the block accumulators after each block.
 void block_float_sums(Kernel& kernel);
 
+// Section 8.1, Proposition 8.1(2): unrolls the innermost vectorized reduction loop by the W
+// of a cost model (add latency x issue rate, vector registers, trip count) and spreads its
+// Reduce updates over W independent parts of each accumulator (Accumulator::independent).
+// Records W with its reason in the nest's decision.
+void spread_independent_accumulators(Kernel& kernel, const TargetOptions& target);
+
 // A split reduction: threads share the outermost reduction loop, each keeps its partials,
 // combined in thread order after a barrier.
 void split_reductions(Kernel& kernel);
 
 // The OpenMP work sharing of the chosen depth (collapse), or one thread for depth 0.
 void parallelize(Kernel& kernel);
+
+// Marks the aligned full-vector stores of buffers the kernel writes more than the last-level
+// cache of, and does not read, as streaming (non-temporal); adds the stream fence.
+void mark_streaming_stores(Kernel& kernel, const TargetOptions& target);
 
 // Issue 6 point 8: loop and index variables (and index values read only by conversions and
 // gathers) in int32 where every index they take part in provably fits, int64 otherwise;

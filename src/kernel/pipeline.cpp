@@ -27,21 +27,24 @@ Kernel lower_fused_node(const scheduler::Schedule& schedule, const scheduler::Fu
   // Algorithm 8.1 (Section 8.4), and split reductions for single outputs.
   choose_parallel_depth(k, target);
   done("parallel depth");
-  // The chosen forms: vector loops with masked tails, column blocks, L1 tiles.
+  // The chosen forms: vector loops with masked tails, column blocks, L1 tiles filled by
+  // register transposes (Section 8.2).
   apply_kernel_form(k);
   done("apply kernel form");
   // Blocked float32 sums (cascade_blocking.h).
   block_float_sums(k);
   done("cascade blocking");
-  // Slot (issue 6 point 5, Section 8.1): W independent vector accumulators per reduction —
+  // Section 8.1, Proposition 8.1(2): W independent vector accumulators per reduction —
   // sets Accumulator::independent and spreads the Reduce updates of a vector loop over them.
-  // Slot (issue 6 point 5, Section 8.2): register-transpose tiling — replaces the scalar
-  // tile copies of the tiled form by stax::transpose_tile calls.
+  spread_independent_accumulators(k, target);
+  done("independent accumulators");
   split_reductions(k);
   done("split reductions");
   parallelize(k);
   done("parallelize");
-  // Slot (issue 6 point 5): streaming stores for large outputs written once.
+  // Issue 6 point 5: streaming stores for large outputs written once.
+  mark_streaming_stores(k, target);
+  done("streaming stores");
   // Issue 6 point 8: int32 loop and index arithmetic where every index provably fits.
   narrow_indices(k);
   done("narrow indices");

@@ -76,6 +76,22 @@ bool is_welford(ReductionType t) {
   return t == ReductionType::WelfordMean || t == ReductionType::WelfordM2;
 }
 
+// Part j of an accumulator's independent parts (kernel_ir.h): `base`, `base_1`, ...
+std::string part_name(const std::string& base, int part) {
+  return part == 0 ? base : base + "_" + std::to_string(part);
+}
+
+// Parts [lo, hi) combined pairwise in part order: ((p0 op p1) op (p2 op p3)).
+std::string parts_combined(const Accumulator& a, const std::string& base, int lo, int hi) {
+  if (hi - lo == 1) return part_name(base, lo);
+  const int mid = lo + (hi - lo) / 2;
+  return "stax::" + std::string(combine_op(a.type)) + "(" + parts_combined(a, base, lo, mid) +
+         ", " + parts_combined(a, base, mid, hi) + ")";
+}
+std::string parts_combined(const Accumulator& a, const std::string& base) {
+  return parts_combined(a, base, 0, a.independent);
+}
+
 class Printer {
  public:
   explicit Printer(const Kernel& k) : k_(k) {
@@ -170,9 +186,9 @@ class Printer {
       if (a.lanes == 1) return "static_cast<float>(" + n + "_outer)";
       return a.per_lane_result ? n + "_outer.lanes()" : n + "_outer.total()";
     }
-    if (a.lanes == 1 || a.per_lane_result) return n;
+    if (a.lanes == 1 || a.per_lane_result) return parts_combined(a, n);
     (void)result;
-    return "stax::" + std::string(lane_reduce(a.type)) + "(" + n + ")";
+    return "stax::" + std::string(lane_reduce(a.type)) + "(" + parts_combined(a, n) + ")";
   }
 
   // The thread partials of a split reduction combined in thread order (CombinePartials).
@@ -251,7 +267,9 @@ class Printer {
     const std::string init = cpp_literal(identity(a.type, a.dtype), a.dtype);
     if (a.cascade) {
       if (vector) {
-        line(indent, T + " " + n + "_blk(0.0f);");
+        for (int j = 0; j < a.independent; ++j) {
+          line(indent, T + " " + part_name(n + "_blk", j) + "(0.0f);");
+        }
         line(indent, "stax::VecSumOuter<" + std::to_string(a.lanes) + "> " + n + "_outer;");
       } else {
         line(indent, "float " + n + "_blk = 0.0f;");
@@ -259,7 +277,10 @@ class Printer {
       }
       return;
     }
-    line(indent, vector ? T + " " + n + "(" + init + ");" : T + " " + n + " = " + init + ";");
+    for (int j = 0; j < a.independent; ++j) {
+      const std::string p = part_name(n, j);
+      line(indent, vector ? T + " " + p + "(" + init + ");" : T + " " + p + " = " + init + ";");
+    }
     if (is_arg(a.type)) {
       line(indent, vector ? vec_type(DType::Int64, a.lanes) + " " + n + "_index(0);"
                           : "int64_t " + n + "_index = 0;");
@@ -282,7 +303,7 @@ class Printer {
                "(" + n + ", " + n + "_index, " + v + ", " + value_name(s.index_value) + ");");
       return;
     }
-    const std::string target = a.cascade ? n + "_blk" : n;
+    const std::string target = part_name(a.cascade ? n + "_blk" : n, s.part);
     line(indent,
          target + " = stax::" + std::string(combine_op(a.type)) + "(" + target + ", " + v + ");");
   }
@@ -356,6 +377,10 @@ class Printer {
     }
     switch (a.form) {
       case AccessForm::Contiguous:
+        if (a.streaming) {
+          line(indent, v + ".store_stream(" + p + " + " + idx(a.index) + ");");
+          break;
+        }
         line(indent, v + ".store(" + p + " + " + idx(a.index) + count_arg(a) + ");");
         break;
       case AccessForm::Strided:
@@ -443,6 +468,15 @@ class Printer {
         break;
       case StmtKind::FoldBlock: {
         const Accumulator& a = k_.accumulator(s.accumulator);
+        if (a.independent > 1) {
+          // The parts are combined into part 0 before the fold, and restart at +0.
+          const std::string blk = a.name() + "_blk";
+          line(indent, blk + " = " + parts_combined(a, blk) + ";");
+          for (int j = 1; j < a.independent; ++j) {
+            line(indent,
+                 part_name(blk, j) + " = " + cpp_value_type({a.dtype, a.lanes}) + "(0.0f);");
+          }
+        }
         line(indent, a.lanes > 1
                          ? a.name() + "_outer.fold(" + a.name() + "_blk);"
                          : "stax::cascade_fold(" + a.name() + "_outer, " + a.name() + "_blk);");

@@ -183,6 +183,10 @@ class Verifier {
         const ValueType& t = use(s.value, "store to " + s.access.buffer);
         access(s.access, t.lanes, "store");
         if (s.access.mask >= 0) fail("store to " + s.access.buffer + " is masked");
+        if (s.access.streaming &&
+            (s.access.form != AccessForm::Contiguous || s.access.count || t.lanes == 1)) {
+          fail("streaming store to " + s.access.buffer + " is not a full contiguous vector");
+        }
         break;
       }
       case StmtKind::Loop: {
@@ -213,6 +217,15 @@ class Verifier {
         if ((a.type == ReductionType::Any || a.type == ReductionType::All) &&
             a.dtype != DType::Bool) {
           fail(a.name() + ": any/all reduce bool values");
+        }
+        if (a.independent < 1 || s.part < 0 || s.part >= a.independent) {
+          fail("reduce into part " + std::to_string(s.part) + " of " + a.name() + ", which has " +
+               std::to_string(a.independent) + " independent parts");
+        }
+        if (a.independent > 1 &&
+            (a.lanes == 1 || a.type == ReductionType::ArgMax || a.type == ReductionType::ArgMin ||
+             a.type == ReductionType::WelfordMean || a.type == ReductionType::WelfordM2)) {
+          fail(a.name() + ": independent parts of a scalar, arg or Welford accumulator");
         }
         if (a.type == ReductionType::ArgMax || a.type == ReductionType::ArgMin) {
           const ValueType& i = use(s.index_value, "reduce into " + a.name());

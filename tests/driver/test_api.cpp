@@ -126,9 +126,13 @@ def full(x: f32[1000, 1003]):
   Tensor input = eager::random_tensor(DType::Float32, {1000, 1003}, 9);
   for (bool with_nan : {false, true}) {
     if (with_nan) input.set({900, 17}, std::nan(""));  // in the second thread's share
-    for (int threads : {1, 2}) {
+    for (int level_and_threads = 0; level_and_threads < 6; ++level_and_threads) {
+      const int threads = 1 + level_and_threads % 2;
+      const auto level = static_cast<runtime::SimdLevel>(level_and_threads / 2);
+      if (!runtime::cpu_supports(level)) continue;  // compile-checked by the kernel tests
       CompileOptions options;
       options.num_threads = threads;
+      options.simd = level;
       const CompiledGraph compiled = compile(g, options);
       const auto& forms = compiled.compilation().module.kernels.at(0).loops.at(0).nest_forms;
       ASSERT_EQ(forms.size(), 1u);
@@ -140,7 +144,9 @@ def full(x: f32[1000, 1003]):
       for (size_t k = 0; k < out.size(); ++k) {
         const Tolerance& tol = tolerances[k];
         EXPECT_TRUE(eager::compare(out[k], expected[k], tol.rtol, tol.atol).within_tolerance)
-            << "output " << k << " threads " << threads << " nan " << with_nan;
+            << "output " << k << " threads " << threads << " nan " << with_nan << " at "
+            << runtime::simd_level_name(level) << ": " << out[k].get_flat(0) << " vs "
+            << expected[k].get_flat(0);
       }
       if (with_nan) {
         EXPECT_TRUE(std::isnan(out[1].get({})));

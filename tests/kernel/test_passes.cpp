@@ -31,10 +31,11 @@ TEST(KernelPasses, PipelineRunsThePassesInOrder) {
   auto s = schedule_text("def f(x: f32[64]):\n    y = exp(x)\n    return y\n");
   std::vector<std::string> passes;
   lower_all(*s, avx512(), &passes);
-  EXPECT_EQ(passes,
-            (std::vector<std::string>{"build", "kernel form", "parallel depth", "apply kernel form",
-                                      "cascade blocking", "split reductions", "parallelize",
-                                      "narrow indices", "simplify"}));
+  EXPECT_EQ(passes, (std::vector<std::string>{"build", "kernel form", "parallel depth",
+                                              "apply kernel form", "cascade blocking",
+                                              "independent accumulators", "split reductions",
+                                              "parallelize", "streaming stores", "narrow indices",
+                                              "simplify"}));
 }
 
 TEST(KernelPasses, PointwiseLoopIsVectorizedWithAMaskedTail) {

@@ -10,13 +10,28 @@ static void kernel0(float* __restrict buf0, const float* __restrict in_x, const 
 #pragma omp for collapse(1) schedule(static)
     for (int32_t x0 = 0; x0 < 64; ++x0) {
       stax::Vec<float, 16> acc0(0.0f);
-      for (int32_t r0 = 0; r0 < 128; r0 += 16) {
+      stax::Vec<float, 16> acc0_1(0.0f);
+      stax::Vec<float, 16> acc0_2(0.0f);
+      stax::Vec<float, 16> acc0_3(0.0f);
+      for (int32_t r0 = 0; r0 < 128; r0 += 64) {
         const stax::Vec<float, 16> tmp4 = stax::Vec<float, 16>::load(in_x + r0 + 128*x0);
         const stax::Vec<float, 16> tmp5 = stax::Vec<float, 16>::load(in_y + r0 + 128*x0);
         const stax::Vec<float, 16> tmp6 = stax::op_mul(tmp4, tmp5);
         acc0 = stax::op_add(acc0, tmp6);
+        const stax::Vec<float, 16> tmp7 = stax::Vec<float, 16>::load(in_x + r0 + 128*x0 + 16);
+        const stax::Vec<float, 16> tmp8 = stax::Vec<float, 16>::load(in_y + r0 + 128*x0 + 16);
+        const stax::Vec<float, 16> tmp9 = stax::op_mul(tmp7, tmp8);
+        acc0_1 = stax::op_add(acc0_1, tmp9);
+        const stax::Vec<float, 16> tmp10 = stax::Vec<float, 16>::load(in_x + r0 + 128*x0 + 32);
+        const stax::Vec<float, 16> tmp11 = stax::Vec<float, 16>::load(in_y + r0 + 128*x0 + 32);
+        const stax::Vec<float, 16> tmp12 = stax::op_mul(tmp10, tmp11);
+        acc0_2 = stax::op_add(acc0_2, tmp12);
+        const stax::Vec<float, 16> tmp13 = stax::Vec<float, 16>::load(in_x + r0 + 128*x0 + 48);
+        const stax::Vec<float, 16> tmp14 = stax::Vec<float, 16>::load(in_y + r0 + 128*x0 + 48);
+        const stax::Vec<float, 16> tmp15 = stax::op_mul(tmp13, tmp14);
+        acc0_3 = stax::op_add(acc0_3, tmp15);
       }
-      const float tmp3 = stax::reduce_sum(acc0);
+      const float tmp3 = stax::reduce_sum(stax::op_add(stax::op_add(acc0, acc0_1), stax::op_add(acc0_2, acc0_3)));
       buf0[x0] = tmp3;
     }
   }

@@ -11,11 +11,20 @@ static void kernel0(float* __restrict buf1, const float* __restrict in_x, int nu
     float buf0[1];
     {
       stax::Vec<float, 16> acc0(0.0f);
-      for (int32_t r0 = 0; r0 < 128; r0 += 16) {
+      stax::Vec<float, 16> acc0_1(0.0f);
+      stax::Vec<float, 16> acc0_2(0.0f);
+      stax::Vec<float, 16> acc0_3(0.0f);
+      for (int32_t r0 = 0; r0 < 128; r0 += 64) {
         const stax::Vec<float, 16> tmp5 = stax::Vec<float, 16>::load(in_x + r0 + 128*x0);
         acc0 = stax::op_add(acc0, tmp5);
+        const stax::Vec<float, 16> tmp10 = stax::Vec<float, 16>::load(in_x + r0 + 128*x0 + 16);
+        acc0_1 = stax::op_add(acc0_1, tmp10);
+        const stax::Vec<float, 16> tmp11 = stax::Vec<float, 16>::load(in_x + r0 + 128*x0 + 32);
+        acc0_2 = stax::op_add(acc0_2, tmp11);
+        const stax::Vec<float, 16> tmp12 = stax::Vec<float, 16>::load(in_x + r0 + 128*x0 + 48);
+        acc0_3 = stax::op_add(acc0_3, tmp12);
       }
-      const float tmp1 = stax::reduce_sum(acc0);
+      const float tmp1 = stax::reduce_sum(stax::op_add(stax::op_add(acc0, acc0_1), stax::op_add(acc0_2, acc0_3)));
       buf0[0] = tmp1;
     }
     {

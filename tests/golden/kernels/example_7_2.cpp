@@ -19,15 +19,30 @@ static void kernel0(float* __restrict buf0, float* __restrict buf1, float* __res
 #pragma omp for collapse(1) schedule(static)
     for (int32_t x0 = 0; x0 < 64; ++x0) {
       stax::Vec<float, 16> acc0(0.0f);
+      stax::Vec<float, 16> acc0_1(0.0f);
+      stax::Vec<float, 16> acc0_2(0.0f);
+      stax::Vec<float, 16> acc0_3(0.0f);
       stax::Vec<float, 16> acc1((-__builtin_inff()));
-      for (int32_t r0 = 0; r0 < 128; r0 += 16) {
+      stax::Vec<float, 16> acc1_1((-__builtin_inff()));
+      stax::Vec<float, 16> acc1_2((-__builtin_inff()));
+      stax::Vec<float, 16> acc1_3((-__builtin_inff()));
+      for (int32_t r0 = 0; r0 < 128; r0 += 64) {
         const stax::Vec<float, 16> tmp3 = stax::Vec<float, 16>::load(buf0 + r0 + 128*x0);
         acc0 = stax::op_add(acc0, tmp3);
         acc1 = stax::op_maximum(acc1, tmp3);
+        const stax::Vec<float, 16> tmp4 = stax::Vec<float, 16>::load(buf0 + r0 + 128*x0 + 16);
+        acc0_1 = stax::op_add(acc0_1, tmp4);
+        acc1_1 = stax::op_maximum(acc1_1, tmp4);
+        const stax::Vec<float, 16> tmp5 = stax::Vec<float, 16>::load(buf0 + r0 + 128*x0 + 32);
+        acc0_2 = stax::op_add(acc0_2, tmp5);
+        acc1_2 = stax::op_maximum(acc1_2, tmp5);
+        const stax::Vec<float, 16> tmp6 = stax::Vec<float, 16>::load(buf0 + r0 + 128*x0 + 48);
+        acc0_3 = stax::op_add(acc0_3, tmp6);
+        acc1_3 = stax::op_maximum(acc1_3, tmp6);
       }
-      const float tmp1 = stax::reduce_sum(acc0);
+      const float tmp1 = stax::reduce_sum(stax::op_add(stax::op_add(acc0, acc0_1), stax::op_add(acc0_2, acc0_3)));
       buf1[x0] = tmp1;
-      const float tmp2 = stax::reduce_max(acc1);
+      const float tmp2 = stax::reduce_max(stax::op_maximum(stax::op_maximum(acc1, acc1_1), stax::op_maximum(acc1_2, acc1_3)));
       buf2[x0] = tmp2;
     }
   }

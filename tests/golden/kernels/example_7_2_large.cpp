@@ -19,15 +19,50 @@ static void kernel0(float* __restrict buf0, float* __restrict buf1, float* __res
 #pragma omp for collapse(1) schedule(static)
     for (int32_t x0 = 0; x0 < 4096; ++x0) {
       stax::Vec<float, 16> acc0(0.0f);
+      stax::Vec<float, 16> acc0_1(0.0f);
+      stax::Vec<float, 16> acc0_2(0.0f);
+      stax::Vec<float, 16> acc0_3(0.0f);
+      stax::Vec<float, 16> acc0_4(0.0f);
+      stax::Vec<float, 16> acc0_5(0.0f);
+      stax::Vec<float, 16> acc0_6(0.0f);
+      stax::Vec<float, 16> acc0_7(0.0f);
       stax::Vec<float, 16> acc1((-__builtin_inff()));
-      for (int32_t r0 = 0; r0 < 1024; r0 += 16) {
+      stax::Vec<float, 16> acc1_1((-__builtin_inff()));
+      stax::Vec<float, 16> acc1_2((-__builtin_inff()));
+      stax::Vec<float, 16> acc1_3((-__builtin_inff()));
+      stax::Vec<float, 16> acc1_4((-__builtin_inff()));
+      stax::Vec<float, 16> acc1_5((-__builtin_inff()));
+      stax::Vec<float, 16> acc1_6((-__builtin_inff()));
+      stax::Vec<float, 16> acc1_7((-__builtin_inff()));
+      for (int32_t r0 = 0; r0 < 1024; r0 += 128) {
         const stax::Vec<float, 16> tmp3 = stax::Vec<float, 16>::load(buf0 + r0 + 1024*x0);
         acc0 = stax::op_add(acc0, tmp3);
         acc1 = stax::op_maximum(acc1, tmp3);
+        const stax::Vec<float, 16> tmp4 = stax::Vec<float, 16>::load(buf0 + r0 + 1024*x0 + 16);
+        acc0_1 = stax::op_add(acc0_1, tmp4);
+        acc1_1 = stax::op_maximum(acc1_1, tmp4);
+        const stax::Vec<float, 16> tmp5 = stax::Vec<float, 16>::load(buf0 + r0 + 1024*x0 + 32);
+        acc0_2 = stax::op_add(acc0_2, tmp5);
+        acc1_2 = stax::op_maximum(acc1_2, tmp5);
+        const stax::Vec<float, 16> tmp6 = stax::Vec<float, 16>::load(buf0 + r0 + 1024*x0 + 48);
+        acc0_3 = stax::op_add(acc0_3, tmp6);
+        acc1_3 = stax::op_maximum(acc1_3, tmp6);
+        const stax::Vec<float, 16> tmp7 = stax::Vec<float, 16>::load(buf0 + r0 + 1024*x0 + 64);
+        acc0_4 = stax::op_add(acc0_4, tmp7);
+        acc1_4 = stax::op_maximum(acc1_4, tmp7);
+        const stax::Vec<float, 16> tmp8 = stax::Vec<float, 16>::load(buf0 + r0 + 1024*x0 + 80);
+        acc0_5 = stax::op_add(acc0_5, tmp8);
+        acc1_5 = stax::op_maximum(acc1_5, tmp8);
+        const stax::Vec<float, 16> tmp9 = stax::Vec<float, 16>::load(buf0 + r0 + 1024*x0 + 96);
+        acc0_6 = stax::op_add(acc0_6, tmp9);
+        acc1_6 = stax::op_maximum(acc1_6, tmp9);
+        const stax::Vec<float, 16> tmp10 = stax::Vec<float, 16>::load(buf0 + r0 + 1024*x0 + 112);
+        acc0_7 = stax::op_add(acc0_7, tmp10);
+        acc1_7 = stax::op_maximum(acc1_7, tmp10);
       }
-      const float tmp1 = stax::reduce_sum(acc0);
+      const float tmp1 = stax::reduce_sum(stax::op_add(stax::op_add(stax::op_add(acc0, acc0_1), stax::op_add(acc0_2, acc0_3)), stax::op_add(stax::op_add(acc0_4, acc0_5), stax::op_add(acc0_6, acc0_7))));
       buf1[x0] = tmp1;
-      const float tmp2 = stax::reduce_max(acc1);
+      const float tmp2 = stax::reduce_max(stax::op_maximum(stax::op_maximum(stax::op_maximum(acc1, acc1_1), stax::op_maximum(acc1_2, acc1_3)), stax::op_maximum(stax::op_maximum(acc1_4, acc1_5), stax::op_maximum(acc1_6, acc1_7))));
       buf2[x0] = tmp2;
     }
   }

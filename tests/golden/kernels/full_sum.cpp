@@ -10,19 +10,62 @@ static void kernel0(float* __restrict buf0, float* __restrict buf1, const float*
   // op0_op1: ((), (4194304,))
   {
     stax::Vec<float, 16> acc0_blk(0.0f);
+    stax::Vec<float, 16> acc0_blk_1(0.0f);
+    stax::Vec<float, 16> acc0_blk_2(0.0f);
+    stax::Vec<float, 16> acc0_blk_3(0.0f);
+    stax::Vec<float, 16> acc0_blk_4(0.0f);
+    stax::Vec<float, 16> acc0_blk_5(0.0f);
+    stax::Vec<float, 16> acc0_blk_6(0.0f);
+    stax::Vec<float, 16> acc0_blk_7(0.0f);
     stax::VecSumOuter<16> acc0_outer;
     stax::Vec<float, 16> acc1((-__builtin_inff()));
+    stax::Vec<float, 16> acc1_1((-__builtin_inff()));
+    stax::Vec<float, 16> acc1_2((-__builtin_inff()));
+    stax::Vec<float, 16> acc1_3((-__builtin_inff()));
+    stax::Vec<float, 16> acc1_4((-__builtin_inff()));
+    stax::Vec<float, 16> acc1_5((-__builtin_inff()));
+    stax::Vec<float, 16> acc1_6((-__builtin_inff()));
+    stax::Vec<float, 16> acc1_7((-__builtin_inff()));
 #pragma omp for collapse(1) schedule(static) nowait
     for (int32_t r0_blk = 0; r0_blk < 4194304; r0_blk += 2048) {
-      for (int32_t r0 = r0_blk, r0_end = r0_blk + 2048 < 4194304 ? r0_blk + 2048 : 4194304; r0 < r0_end; r0 += 16) {
+      for (int32_t r0 = r0_blk, r0_end = r0_blk + 2048 < 4194304 ? r0_blk + 2048 : 4194304; r0 < r0_end; r0 += 128) {
         const stax::Vec<float, 16> tmp3 = stax::Vec<float, 16>::load(in_x + r0);
         acc0_blk = stax::op_add(acc0_blk, tmp3);
         acc1 = stax::op_maximum(acc1, tmp3);
+        const stax::Vec<float, 16> tmp4 = stax::Vec<float, 16>::load(in_x + r0 + 16);
+        acc0_blk_1 = stax::op_add(acc0_blk_1, tmp4);
+        acc1_1 = stax::op_maximum(acc1_1, tmp4);
+        const stax::Vec<float, 16> tmp5 = stax::Vec<float, 16>::load(in_x + r0 + 32);
+        acc0_blk_2 = stax::op_add(acc0_blk_2, tmp5);
+        acc1_2 = stax::op_maximum(acc1_2, tmp5);
+        const stax::Vec<float, 16> tmp6 = stax::Vec<float, 16>::load(in_x + r0 + 48);
+        acc0_blk_3 = stax::op_add(acc0_blk_3, tmp6);
+        acc1_3 = stax::op_maximum(acc1_3, tmp6);
+        const stax::Vec<float, 16> tmp7 = stax::Vec<float, 16>::load(in_x + r0 + 64);
+        acc0_blk_4 = stax::op_add(acc0_blk_4, tmp7);
+        acc1_4 = stax::op_maximum(acc1_4, tmp7);
+        const stax::Vec<float, 16> tmp8 = stax::Vec<float, 16>::load(in_x + r0 + 80);
+        acc0_blk_5 = stax::op_add(acc0_blk_5, tmp8);
+        acc1_5 = stax::op_maximum(acc1_5, tmp8);
+        const stax::Vec<float, 16> tmp9 = stax::Vec<float, 16>::load(in_x + r0 + 96);
+        acc0_blk_6 = stax::op_add(acc0_blk_6, tmp9);
+        acc1_6 = stax::op_maximum(acc1_6, tmp9);
+        const stax::Vec<float, 16> tmp10 = stax::Vec<float, 16>::load(in_x + r0 + 112);
+        acc0_blk_7 = stax::op_add(acc0_blk_7, tmp10);
+        acc1_7 = stax::op_maximum(acc1_7, tmp10);
       }
+      acc0_blk = stax::op_add(stax::op_add(stax::op_add(acc0_blk, acc0_blk_1), stax::op_add(acc0_blk_2, acc0_blk_3)), stax::op_add(stax::op_add(acc0_blk_4, acc0_blk_5), stax::op_add(acc0_blk_6, acc0_blk_7)));
+      acc0_blk_1 = stax::Vec<float, 16>(0.0f);
+      acc0_blk_2 = stax::Vec<float, 16>(0.0f);
+      acc0_blk_3 = stax::Vec<float, 16>(0.0f);
+      acc0_blk_4 = stax::Vec<float, 16>(0.0f);
+      acc0_blk_5 = stax::Vec<float, 16>(0.0f);
+      acc0_blk_6 = stax::Vec<float, 16>(0.0f);
+      acc0_blk_7 = stax::Vec<float, 16>(0.0f);
       acc0_outer.fold(acc0_blk);
     }
     partial_op0_op1_acc0[omp_get_thread_num()] = acc0_outer.total();
-    partial_op0_op1_acc1[omp_get_thread_num()] = stax::reduce_max(acc1);
+    partial_op0_op1_acc1[omp_get_thread_num()] = stax::reduce_max(stax::op_maximum(stax::op_maximum(stax::op_maximum(acc1, acc1_1), stax::op_maximum(acc1_2, acc1_3)), stax::op_maximum(stax::op_maximum(acc1_4, acc1_5), stax::op_maximum(acc1_6, acc1_7))));
   }
 #pragma omp barrier
 #pragma omp single

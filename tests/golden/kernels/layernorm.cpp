@@ -12,16 +12,40 @@ static void kernel0(float* __restrict buf2, const float* __restrict in_x, int nu
     float buf1[1];
     {
       stax::Vec<float, 16> acc0(0.0f);
-      for (int32_t r0 = 0; r0 < 1024; r0 += 16) {
+      stax::Vec<float, 16> acc0_1(0.0f);
+      stax::Vec<float, 16> acc0_2(0.0f);
+      stax::Vec<float, 16> acc0_3(0.0f);
+      stax::Vec<float, 16> acc0_4(0.0f);
+      stax::Vec<float, 16> acc0_5(0.0f);
+      stax::Vec<float, 16> acc0_6(0.0f);
+      stax::Vec<float, 16> acc0_7(0.0f);
+      for (int32_t r0 = 0; r0 < 1024; r0 += 128) {
         const stax::Vec<float, 16> tmp21 = stax::Vec<float, 16>::load(in_x + r0 + 1024*x0);
         acc0 = stax::op_add(acc0, tmp21);
+        const stax::Vec<float, 16> tmp43 = stax::Vec<float, 16>::load(in_x + r0 + 1024*x0 + 16);
+        acc0_1 = stax::op_add(acc0_1, tmp43);
+        const stax::Vec<float, 16> tmp44 = stax::Vec<float, 16>::load(in_x + r0 + 1024*x0 + 32);
+        acc0_2 = stax::op_add(acc0_2, tmp44);
+        const stax::Vec<float, 16> tmp45 = stax::Vec<float, 16>::load(in_x + r0 + 1024*x0 + 48);
+        acc0_3 = stax::op_add(acc0_3, tmp45);
+        const stax::Vec<float, 16> tmp46 = stax::Vec<float, 16>::load(in_x + r0 + 1024*x0 + 64);
+        acc0_4 = stax::op_add(acc0_4, tmp46);
+        const stax::Vec<float, 16> tmp47 = stax::Vec<float, 16>::load(in_x + r0 + 1024*x0 + 80);
+        acc0_5 = stax::op_add(acc0_5, tmp47);
+        const stax::Vec<float, 16> tmp48 = stax::Vec<float, 16>::load(in_x + r0 + 1024*x0 + 96);
+        acc0_6 = stax::op_add(acc0_6, tmp48);
+        const stax::Vec<float, 16> tmp49 = stax::Vec<float, 16>::load(in_x + r0 + 1024*x0 + 112);
+        acc0_7 = stax::op_add(acc0_7, tmp49);
       }
-      const float tmp1 = stax::reduce_sum(acc0);
+      const float tmp1 = stax::reduce_sum(stax::op_add(stax::op_add(stax::op_add(acc0, acc0_1), stax::op_add(acc0_2, acc0_3)), stax::op_add(stax::op_add(acc0_4, acc0_5), stax::op_add(acc0_6, acc0_7))));
       buf0[0] = tmp1;
     }
     {
       stax::Vec<float, 16> acc1(0.0f);
-      for (int32_t r0 = 0; r0 < 1024; r0 += 16) {
+      stax::Vec<float, 16> acc1_1(0.0f);
+      stax::Vec<float, 16> acc1_2(0.0f);
+      stax::Vec<float, 16> acc1_3(0.0f);
+      for (int32_t r0 = 0; r0 < 1024; r0 += 64) {
         const stax::Vec<float, 16> tmp22 = stax::Vec<float, 16>::load(in_x + r0 + 1024*x0);
         const float tmp23 = buf0[0];
         const float tmp24 = 1024.0f;
@@ -30,8 +54,32 @@ static void kernel0(float* __restrict buf2, const float* __restrict in_x, int nu
         const stax::Vec<float, 16> tmp27 = stax::op_sub(tmp22, tmp26);
         const stax::Vec<float, 16> tmp29 = stax::op_mul(tmp27, tmp27);
         acc1 = stax::op_add(acc1, tmp29);
+        const stax::Vec<float, 16> tmp50 = stax::Vec<float, 16>::load(in_x + r0 + 1024*x0 + 16);
+        const float tmp51 = buf0[0];
+        const float tmp52 = 1024.0f;
+        const float tmp53 = stax::op_div(tmp51, tmp52);
+        const stax::Vec<float, 16> tmp54 = stax::Vec<float, 16>(tmp53);
+        const stax::Vec<float, 16> tmp55 = stax::op_sub(tmp50, tmp54);
+        const stax::Vec<float, 16> tmp57 = stax::op_mul(tmp55, tmp55);
+        acc1_1 = stax::op_add(acc1_1, tmp57);
+        const stax::Vec<float, 16> tmp58 = stax::Vec<float, 16>::load(in_x + r0 + 1024*x0 + 32);
+        const float tmp59 = buf0[0];
+        const float tmp60 = 1024.0f;
+        const float tmp61 = stax::op_div(tmp59, tmp60);
+        const stax::Vec<float, 16> tmp62 = stax::Vec<float, 16>(tmp61);
+        const stax::Vec<float, 16> tmp63 = stax::op_sub(tmp58, tmp62);
+        const stax::Vec<float, 16> tmp65 = stax::op_mul(tmp63, tmp63);
+        acc1_2 = stax::op_add(acc1_2, tmp65);
+        const stax::Vec<float, 16> tmp66 = stax::Vec<float, 16>::load(in_x + r0 + 1024*x0 + 48);
+        const float tmp67 = buf0[0];
+        const float tmp68 = 1024.0f;
+        const float tmp69 = stax::op_div(tmp67, tmp68);
+        const stax::Vec<float, 16> tmp70 = stax::Vec<float, 16>(tmp69);
+        const stax::Vec<float, 16> tmp71 = stax::op_sub(tmp66, tmp70);
+        const stax::Vec<float, 16> tmp73 = stax::op_mul(tmp71, tmp71);
+        acc1_3 = stax::op_add(acc1_3, tmp73);
       }
-      const float tmp9 = stax::reduce_sum(acc1);
+      const float tmp9 = stax::reduce_sum(stax::op_add(stax::op_add(acc1, acc1_1), stax::op_add(acc1_2, acc1_3)));
       buf1[0] = tmp9;
     }
     {

@@ -13,9 +13,34 @@ static void kernel0(float* __restrict buf3, const float* __restrict in_x, int nu
     float buf2[1];
     {
       stax::Vec<float, 16> acc0((-__builtin_inff()));
-      for (int32_t r0 = 0; r0 < 992; r0 += 16) {
+      stax::Vec<float, 16> acc0_1((-__builtin_inff()));
+      stax::Vec<float, 16> acc0_2((-__builtin_inff()));
+      stax::Vec<float, 16> acc0_3((-__builtin_inff()));
+      stax::Vec<float, 16> acc0_4((-__builtin_inff()));
+      stax::Vec<float, 16> acc0_5((-__builtin_inff()));
+      stax::Vec<float, 16> acc0_6((-__builtin_inff()));
+      stax::Vec<float, 16> acc0_7((-__builtin_inff()));
+      for (int32_t r0 = 0; r0 < 896; r0 += 128) {
         const stax::Vec<float, 16> tmp11 = stax::Vec<float, 16>::load(in_x + r0 + 1000*x0);
         acc0 = stax::op_maximum(acc0, tmp11);
+        const stax::Vec<float, 16> tmp39 = stax::Vec<float, 16>::load(in_x + r0 + 1000*x0 + 16);
+        acc0_1 = stax::op_maximum(acc0_1, tmp39);
+        const stax::Vec<float, 16> tmp40 = stax::Vec<float, 16>::load(in_x + r0 + 1000*x0 + 32);
+        acc0_2 = stax::op_maximum(acc0_2, tmp40);
+        const stax::Vec<float, 16> tmp41 = stax::Vec<float, 16>::load(in_x + r0 + 1000*x0 + 48);
+        acc0_3 = stax::op_maximum(acc0_3, tmp41);
+        const stax::Vec<float, 16> tmp42 = stax::Vec<float, 16>::load(in_x + r0 + 1000*x0 + 64);
+        acc0_4 = stax::op_maximum(acc0_4, tmp42);
+        const stax::Vec<float, 16> tmp43 = stax::Vec<float, 16>::load(in_x + r0 + 1000*x0 + 80);
+        acc0_5 = stax::op_maximum(acc0_5, tmp43);
+        const stax::Vec<float, 16> tmp44 = stax::Vec<float, 16>::load(in_x + r0 + 1000*x0 + 96);
+        acc0_6 = stax::op_maximum(acc0_6, tmp44);
+        const stax::Vec<float, 16> tmp45 = stax::Vec<float, 16>::load(in_x + r0 + 1000*x0 + 112);
+        acc0_7 = stax::op_maximum(acc0_7, tmp45);
+      }
+      for (int32_t r0 = 896; r0 < 992; r0 += 16) {
+        const stax::Vec<float, 16> tmp46 = stax::Vec<float, 16>::load(in_x + r0 + 1000*x0);
+        acc0 = stax::op_maximum(acc0, tmp46);
       }
       {
         const int32_t r0 = 992;
@@ -25,7 +50,7 @@ static void kernel0(float* __restrict buf3, const float* __restrict in_x, int nu
         const stax::Vec<float, 16> tmp15 = stax::Vec<float, 16>::set(tmp14, tmp12, 8);
         acc0 = stax::op_maximum(acc0, tmp15);
       }
-      const float tmp1 = stax::reduce_max(acc0);
+      const float tmp1 = stax::reduce_max(stax::op_maximum(stax::op_maximum(stax::op_maximum(acc0, acc0_1), stax::op_maximum(acc0_2, acc0_3)), stax::op_maximum(stax::op_maximum(acc0_4, acc0_5), stax::op_maximum(acc0_6, acc0_7))));
       buf0[0] = tmp1;
     }
     {
@@ -49,9 +74,34 @@ static void kernel0(float* __restrict buf3, const float* __restrict in_x, int nu
     }
     {
       stax::Vec<float, 16> acc1(0.0f);
-      for (int32_t r0 = 0; r0 < 992; r0 += 16) {
+      stax::Vec<float, 16> acc1_1(0.0f);
+      stax::Vec<float, 16> acc1_2(0.0f);
+      stax::Vec<float, 16> acc1_3(0.0f);
+      stax::Vec<float, 16> acc1_4(0.0f);
+      stax::Vec<float, 16> acc1_5(0.0f);
+      stax::Vec<float, 16> acc1_6(0.0f);
+      stax::Vec<float, 16> acc1_7(0.0f);
+      for (int32_t r0 = 0; r0 < 896; r0 += 128) {
         const stax::Vec<float, 16> tmp26 = stax::Vec<float, 16>::load(buf1 + r0);
         acc1 = stax::op_add(acc1, tmp26);
+        const stax::Vec<float, 16> tmp47 = stax::Vec<float, 16>::load(buf1 + r0 + 16);
+        acc1_1 = stax::op_add(acc1_1, tmp47);
+        const stax::Vec<float, 16> tmp48 = stax::Vec<float, 16>::load(buf1 + r0 + 32);
+        acc1_2 = stax::op_add(acc1_2, tmp48);
+        const stax::Vec<float, 16> tmp49 = stax::Vec<float, 16>::load(buf1 + r0 + 48);
+        acc1_3 = stax::op_add(acc1_3, tmp49);
+        const stax::Vec<float, 16> tmp50 = stax::Vec<float, 16>::load(buf1 + r0 + 64);
+        acc1_4 = stax::op_add(acc1_4, tmp50);
+        const stax::Vec<float, 16> tmp51 = stax::Vec<float, 16>::load(buf1 + r0 + 80);
+        acc1_5 = stax::op_add(acc1_5, tmp51);
+        const stax::Vec<float, 16> tmp52 = stax::Vec<float, 16>::load(buf1 + r0 + 96);
+        acc1_6 = stax::op_add(acc1_6, tmp52);
+        const stax::Vec<float, 16> tmp53 = stax::Vec<float, 16>::load(buf1 + r0 + 112);
+        acc1_7 = stax::op_add(acc1_7, tmp53);
+      }
+      for (int32_t r0 = 896; r0 < 992; r0 += 16) {
+        const stax::Vec<float, 16> tmp54 = stax::Vec<float, 16>::load(buf1 + r0);
+        acc1 = stax::op_add(acc1, tmp54);
       }
       {
         const int32_t r0 = 992;
@@ -61,7 +111,7 @@ static void kernel0(float* __restrict buf3, const float* __restrict in_x, int nu
         const stax::Vec<float, 16> tmp30 = stax::Vec<float, 16>::set(tmp29, tmp27, 8);
         acc1 = stax::op_add(acc1, tmp30);
       }
-      const float tmp7 = stax::reduce_sum(acc1);
+      const float tmp7 = stax::reduce_sum(stax::op_add(stax::op_add(stax::op_add(acc1, acc1_1), stax::op_add(acc1_2, acc1_3)), stax::op_add(stax::op_add(acc1_4, acc1_5), stax::op_add(acc1_6, acc1_7))));
       buf2[0] = tmp7;
     }
     {

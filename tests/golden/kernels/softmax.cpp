@@ -13,11 +13,32 @@ static void kernel0(float* __restrict buf3, const float* __restrict in_x, int nu
     float buf2[1];
     {
       stax::Vec<float, 16> acc0((-__builtin_inff()));
-      for (int32_t r0 = 0; r0 < 1024; r0 += 16) {
+      stax::Vec<float, 16> acc0_1((-__builtin_inff()));
+      stax::Vec<float, 16> acc0_2((-__builtin_inff()));
+      stax::Vec<float, 16> acc0_3((-__builtin_inff()));
+      stax::Vec<float, 16> acc0_4((-__builtin_inff()));
+      stax::Vec<float, 16> acc0_5((-__builtin_inff()));
+      stax::Vec<float, 16> acc0_6((-__builtin_inff()));
+      stax::Vec<float, 16> acc0_7((-__builtin_inff()));
+      for (int32_t r0 = 0; r0 < 1024; r0 += 128) {
         const stax::Vec<float, 16> tmp11 = stax::Vec<float, 16>::load(in_x + r0 + 1024*x0);
         acc0 = stax::op_maximum(acc0, tmp11);
+        const stax::Vec<float, 16> tmp22 = stax::Vec<float, 16>::load(in_x + r0 + 1024*x0 + 16);
+        acc0_1 = stax::op_maximum(acc0_1, tmp22);
+        const stax::Vec<float, 16> tmp23 = stax::Vec<float, 16>::load(in_x + r0 + 1024*x0 + 32);
+        acc0_2 = stax::op_maximum(acc0_2, tmp23);
+        const stax::Vec<float, 16> tmp24 = stax::Vec<float, 16>::load(in_x + r0 + 1024*x0 + 48);
+        acc0_3 = stax::op_maximum(acc0_3, tmp24);
+        const stax::Vec<float, 16> tmp25 = stax::Vec<float, 16>::load(in_x + r0 + 1024*x0 + 64);
+        acc0_4 = stax::op_maximum(acc0_4, tmp25);
+        const stax::Vec<float, 16> tmp26 = stax::Vec<float, 16>::load(in_x + r0 + 1024*x0 + 80);
+        acc0_5 = stax::op_maximum(acc0_5, tmp26);
+        const stax::Vec<float, 16> tmp27 = stax::Vec<float, 16>::load(in_x + r0 + 1024*x0 + 96);
+        acc0_6 = stax::op_maximum(acc0_6, tmp27);
+        const stax::Vec<float, 16> tmp28 = stax::Vec<float, 16>::load(in_x + r0 + 1024*x0 + 112);
+        acc0_7 = stax::op_maximum(acc0_7, tmp28);
       }
-      const float tmp1 = stax::reduce_max(acc0);
+      const float tmp1 = stax::reduce_max(stax::op_maximum(stax::op_maximum(stax::op_maximum(acc0, acc0_1), stax::op_maximum(acc0_2, acc0_3)), stax::op_maximum(stax::op_maximum(acc0_4, acc0_5), stax::op_maximum(acc0_6, acc0_7))));
       buf0[0] = tmp1;
     }
     {
@@ -32,11 +53,32 @@ static void kernel0(float* __restrict buf3, const float* __restrict in_x, int nu
     }
     {
       stax::Vec<float, 16> acc1(0.0f);
-      for (int32_t r0 = 0; r0 < 1024; r0 += 16) {
+      stax::Vec<float, 16> acc1_1(0.0f);
+      stax::Vec<float, 16> acc1_2(0.0f);
+      stax::Vec<float, 16> acc1_3(0.0f);
+      stax::Vec<float, 16> acc1_4(0.0f);
+      stax::Vec<float, 16> acc1_5(0.0f);
+      stax::Vec<float, 16> acc1_6(0.0f);
+      stax::Vec<float, 16> acc1_7(0.0f);
+      for (int32_t r0 = 0; r0 < 1024; r0 += 128) {
         const stax::Vec<float, 16> tmp17 = stax::Vec<float, 16>::load(buf1 + r0);
         acc1 = stax::op_add(acc1, tmp17);
+        const stax::Vec<float, 16> tmp29 = stax::Vec<float, 16>::load(buf1 + r0 + 16);
+        acc1_1 = stax::op_add(acc1_1, tmp29);
+        const stax::Vec<float, 16> tmp30 = stax::Vec<float, 16>::load(buf1 + r0 + 32);
+        acc1_2 = stax::op_add(acc1_2, tmp30);
+        const stax::Vec<float, 16> tmp31 = stax::Vec<float, 16>::load(buf1 + r0 + 48);
+        acc1_3 = stax::op_add(acc1_3, tmp31);
+        const stax::Vec<float, 16> tmp32 = stax::Vec<float, 16>::load(buf1 + r0 + 64);
+        acc1_4 = stax::op_add(acc1_4, tmp32);
+        const stax::Vec<float, 16> tmp33 = stax::Vec<float, 16>::load(buf1 + r0 + 80);
+        acc1_5 = stax::op_add(acc1_5, tmp33);
+        const stax::Vec<float, 16> tmp34 = stax::Vec<float, 16>::load(buf1 + r0 + 96);
+        acc1_6 = stax::op_add(acc1_6, tmp34);
+        const stax::Vec<float, 16> tmp35 = stax::Vec<float, 16>::load(buf1 + r0 + 112);
+        acc1_7 = stax::op_add(acc1_7, tmp35);
       }
-      const float tmp7 = stax::reduce_sum(acc1);
+      const float tmp7 = stax::reduce_sum(stax::op_add(stax::op_add(stax::op_add(acc1, acc1_1), stax::op_add(acc1_2, acc1_3)), stax::op_add(stax::op_add(acc1_4, acc1_5), stax::op_add(acc1_6, acc1_7))));
       buf2[0] = tmp7;
     }
     {

@@ -10,35 +10,91 @@ static void kernel0(float* __restrict buf0, float* __restrict buf1, const float*
   // op0_op1: ((), (100003,))
   {
     stax::Vec<float, 16> acc0_blk(0.0f);
+    stax::Vec<float, 16> acc0_blk_1(0.0f);
+    stax::Vec<float, 16> acc0_blk_2(0.0f);
+    stax::Vec<float, 16> acc0_blk_3(0.0f);
+    stax::Vec<float, 16> acc0_blk_4(0.0f);
+    stax::Vec<float, 16> acc0_blk_5(0.0f);
+    stax::Vec<float, 16> acc0_blk_6(0.0f);
+    stax::Vec<float, 16> acc0_blk_7(0.0f);
     stax::VecSumOuter<16> acc0_outer;
     stax::Vec<float, 16> acc1(__builtin_inff());
+    stax::Vec<float, 16> acc1_1(__builtin_inff());
+    stax::Vec<float, 16> acc1_2(__builtin_inff());
+    stax::Vec<float, 16> acc1_3(__builtin_inff());
+    stax::Vec<float, 16> acc1_4(__builtin_inff());
+    stax::Vec<float, 16> acc1_5(__builtin_inff());
+    stax::Vec<float, 16> acc1_6(__builtin_inff());
+    stax::Vec<float, 16> acc1_7(__builtin_inff());
 #pragma omp for collapse(1) schedule(static) nowait
     for (int32_t r0_blk = 0; r0_blk < 100000; r0_blk += 2048) {
-      for (int32_t r0 = r0_blk, r0_end = r0_blk + 2048 < 100000 ? r0_blk + 2048 : 100000; r0 < r0_end; r0 += 16) {
+      for (int32_t r0 = r0_blk, r0_end = r0_blk + 2048 < 99968 ? r0_blk + 2048 : 99968; r0 < r0_end; r0 += 128) {
         const stax::Vec<float, 16> tmp3 = stax::Vec<float, 16>::load(in_x + r0);
         acc0_blk = stax::op_add(acc0_blk, tmp3);
         acc1 = stax::op_minimum(acc1, tmp3);
+        const stax::Vec<float, 16> tmp11 = stax::Vec<float, 16>::load(in_x + r0 + 16);
+        acc0_blk_1 = stax::op_add(acc0_blk_1, tmp11);
+        acc1_1 = stax::op_minimum(acc1_1, tmp11);
+        const stax::Vec<float, 16> tmp12 = stax::Vec<float, 16>::load(in_x + r0 + 32);
+        acc0_blk_2 = stax::op_add(acc0_blk_2, tmp12);
+        acc1_2 = stax::op_minimum(acc1_2, tmp12);
+        const stax::Vec<float, 16> tmp13 = stax::Vec<float, 16>::load(in_x + r0 + 48);
+        acc0_blk_3 = stax::op_add(acc0_blk_3, tmp13);
+        acc1_3 = stax::op_minimum(acc1_3, tmp13);
+        const stax::Vec<float, 16> tmp14 = stax::Vec<float, 16>::load(in_x + r0 + 64);
+        acc0_blk_4 = stax::op_add(acc0_blk_4, tmp14);
+        acc1_4 = stax::op_minimum(acc1_4, tmp14);
+        const stax::Vec<float, 16> tmp15 = stax::Vec<float, 16>::load(in_x + r0 + 80);
+        acc0_blk_5 = stax::op_add(acc0_blk_5, tmp15);
+        acc1_5 = stax::op_minimum(acc1_5, tmp15);
+        const stax::Vec<float, 16> tmp16 = stax::Vec<float, 16>::load(in_x + r0 + 96);
+        acc0_blk_6 = stax::op_add(acc0_blk_6, tmp16);
+        acc1_6 = stax::op_minimum(acc1_6, tmp16);
+        const stax::Vec<float, 16> tmp17 = stax::Vec<float, 16>::load(in_x + r0 + 112);
+        acc0_blk_7 = stax::op_add(acc0_blk_7, tmp17);
+        acc1_7 = stax::op_minimum(acc1_7, tmp17);
       }
+      for (int32_t r0 = 99968, r0_end = r0_blk + 2048 < 100000 ? r0_blk + 2048 : 100000; r0 < r0_end; r0 += 16) {
+        const stax::Vec<float, 16> tmp18 = stax::Vec<float, 16>::load(in_x + r0);
+        acc0_blk = stax::op_add(acc0_blk, tmp18);
+        acc1 = stax::op_minimum(acc1, tmp18);
+      }
+      acc0_blk = stax::op_add(stax::op_add(stax::op_add(acc0_blk, acc0_blk_1), stax::op_add(acc0_blk_2, acc0_blk_3)), stax::op_add(stax::op_add(acc0_blk_4, acc0_blk_5), stax::op_add(acc0_blk_6, acc0_blk_7)));
+      acc0_blk_1 = stax::Vec<float, 16>(0.0f);
+      acc0_blk_2 = stax::Vec<float, 16>(0.0f);
+      acc0_blk_3 = stax::Vec<float, 16>(0.0f);
+      acc0_blk_4 = stax::Vec<float, 16>(0.0f);
+      acc0_blk_5 = stax::Vec<float, 16>(0.0f);
+      acc0_blk_6 = stax::Vec<float, 16>(0.0f);
+      acc0_blk_7 = stax::Vec<float, 16>(0.0f);
       acc0_outer.fold(acc0_blk);
-    }
-#pragma omp single nowait
-    {
-      {
-        const int32_t r0 = 100000;
-        const stax::Vec<float, 16> tmp4 = stax::Vec<float, 16>::load(in_x + r0, 3);
-        const float tmp5 = 0.0f;
-        const stax::Vec<float, 16> tmp6 = stax::Vec<float, 16>(tmp5);
-        const stax::Vec<float, 16> tmp7 = stax::Vec<float, 16>::set(tmp6, tmp4, 3);
-        acc0_blk = stax::op_add(acc0_blk, tmp7);
-        const float tmp8 = __builtin_inff();
-        const stax::Vec<float, 16> tmp9 = stax::Vec<float, 16>(tmp8);
-        const stax::Vec<float, 16> tmp10 = stax::Vec<float, 16>::set(tmp9, tmp4, 3);
-        acc1 = stax::op_minimum(acc1, tmp10);
-        acc0_outer.fold(acc0_blk);
+      for (int32_t r0_blk_last = 100000, r0_blk_last_end = r0_blk + 2049 < 100001 ? r0_blk + 2049 : 100001; r0_blk_last < r0_blk_last_end; ++r0_blk_last) {
+        // the masked tail, after the last iteration's elements
+        {
+          const int32_t r0 = 100000;
+          const stax::Vec<float, 16> tmp4 = stax::Vec<float, 16>::load(in_x + r0, 3);
+          const float tmp5 = 0.0f;
+          const stax::Vec<float, 16> tmp6 = stax::Vec<float, 16>(tmp5);
+          const stax::Vec<float, 16> tmp7 = stax::Vec<float, 16>::set(tmp6, tmp4, 3);
+          acc0_blk = stax::op_add(acc0_blk, tmp7);
+          const float tmp8 = __builtin_inff();
+          const stax::Vec<float, 16> tmp9 = stax::Vec<float, 16>(tmp8);
+          const stax::Vec<float, 16> tmp10 = stax::Vec<float, 16>::set(tmp9, tmp4, 3);
+          acc1 = stax::op_minimum(acc1, tmp10);
+          acc0_blk = stax::op_add(stax::op_add(stax::op_add(acc0_blk, acc0_blk_1), stax::op_add(acc0_blk_2, acc0_blk_3)), stax::op_add(stax::op_add(acc0_blk_4, acc0_blk_5), stax::op_add(acc0_blk_6, acc0_blk_7)));
+          acc0_blk_1 = stax::Vec<float, 16>(0.0f);
+          acc0_blk_2 = stax::Vec<float, 16>(0.0f);
+          acc0_blk_3 = stax::Vec<float, 16>(0.0f);
+          acc0_blk_4 = stax::Vec<float, 16>(0.0f);
+          acc0_blk_5 = stax::Vec<float, 16>(0.0f);
+          acc0_blk_6 = stax::Vec<float, 16>(0.0f);
+          acc0_blk_7 = stax::Vec<float, 16>(0.0f);
+          acc0_outer.fold(acc0_blk);
+        }
       }
     }
     partial_op0_op1_acc0[omp_get_thread_num()] = acc0_outer.total();
-    partial_op0_op1_acc1[omp_get_thread_num()] = stax::reduce_min(acc1);
+    partial_op0_op1_acc1[omp_get_thread_num()] = stax::reduce_min(stax::op_minimum(stax::op_minimum(stax::op_minimum(acc1, acc1_1), stax::op_minimum(acc1_2, acc1_3)), stax::op_minimum(stax::op_minimum(acc1_4, acc1_5), stax::op_minimum(acc1_6, acc1_7))));
   }
 #pragma omp barrier
 #pragma omp single
