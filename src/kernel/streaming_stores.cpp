@@ -19,9 +19,12 @@ namespace stax::kernel {
 
 namespace {
 
-// A kernel streams a buffer's stores when it writes more bytes to it than this: the output
-// cannot stay cached until it is read again anyway (the last level is shared with the
-// kernel's inputs, which the ordinary stores would evict).
+// A kernel streams its output stores when the bytes it moves (every load and store it runs,
+// outputs and inputs together) exceed this: the last level holds the most recently touched
+// lines, so an output written early in such a kernel is evicted by the kernel's own traffic
+// before anything reads it again, and an ordinary store only adds the read-for-ownership of
+// each line. Measured here (z = x + y over 64M floats, 2 threads, output already mapped):
+// streaming stores take 40 ms where ordinary ones take 49 ms.
 int64_t streaming_threshold_bytes(const runtime::CacheSizes& caches) {
   return caches.llc_bytes;
 }
@@ -37,6 +40,15 @@ std::optional<int64_t> trips(const Loop& l, const index::RangeMap& ranges) {
   auto it = ranges.find(l.var);
   if (it != ranges.end()) return (it->second + l.step - 1) / l.step;
   return std::nullopt;
+}
+
+int64_t saturating_add(int64_t a, int64_t b) {
+  int64_t r = 0;
+  return __builtin_add_overflow(a, b, &r) ? INT64_MAX : r;
+}
+int64_t saturating_mul(int64_t a, int64_t b) {
+  int64_t r = 0;
+  return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
 }
 
 struct StoreSite {
@@ -57,13 +69,13 @@ class StreamingPlanner {
   void run() {
     if (align_ == 0) return;  // no streaming store at this level (kernel_header_api.md)
     collect(k_.body);
-    std::map<std::string, int64_t> written;
-    for (const StoreSite& s : sites_) written[s.store->access.buffer] += s.bytes;
+    int64_t traffic = loaded_bytes_;
+    for (const StoreSite& s : sites_) traffic = saturating_add(traffic, s.bytes);
+    if (traffic <= streaming_threshold_bytes(target_.caches)) return;
     bool any = false;
     for (StoreSite& s : sites_) {
       const Access& a = s.store->access;
-      if (read_.count(a.buffer) || written[a.buffer] <= streaming_threshold_bytes(target_.caches))
-        continue;
+      if (read_.count(a.buffer)) continue;
       if (!streamable(s)) continue;
       s.store->access.streaming = true;
       any = true;
@@ -111,24 +123,38 @@ class StreamingPlanner {
     return unfenced;
   }
 
+  // Bytes one execution of an access moves over the whole kernel: its lanes times the trips
+  // of its loops (unknown trip counts count nothing: no streaming on a guess).
+  int64_t access_bytes(const Access& a, int lanes) const {
+    int64_t n = a.form == AccessForm::Scalar ? 1 : lanes;
+    n *= static_cast<int64_t>(dtype_size(a.storage));
+    for (const Loop* l : loops_) {
+      const auto t = trips(*l, k_.ranges);
+      n = t ? saturating_mul(n, *t) : 0;
+    }
+    return n;
+  }
+
   void collect(Block& b) {
     for (Stmt& s : b) {
-      if (s.kind == StmtKind::Let && s.let.kind == LetKind::Load) read_.insert(s.let.access.buffer);
-      if (s.kind == StmtKind::LocalArray) read_.insert(s.name);  // a local array: not memory
+      if (s.kind == StmtKind::Let && s.let.kind == LetKind::Load) {
+        read_.insert(s.let.access.buffer);
+        if (!is_local_array(s.let.access.buffer)) {
+          loaded_bytes_ =
+              saturating_add(loaded_bytes_, access_bytes(s.let.access, s.let.type.lanes));
+        }
+      }
+      if (s.kind == StmtKind::LocalArray) {
+        read_.insert(s.name);  // a local array: not memory
+        local_arrays_.insert(s.name);
+      }
       if (s.kind == StmtKind::Call) {
         for (const CallArg& a : s.call_args) {
           if (a.kind == CallArg::Kind::Buffer) read_.insert(a.buffer);  // may read it
         }
       }
-      if (s.kind == StmtKind::Store) {
-        int64_t n = s.access.form == AccessForm::Scalar ? 1 : lanes_of(s);
-        n *= static_cast<int64_t>(dtype_size(s.access.storage));
-        for (const Loop* l : loops_) {
-          const auto t = trips(*l, k_.ranges);
-          n *= t ? *t : 0;  // unknown trip counts count nothing: no streaming on a guess
-        }
-        sites_.push_back({&s, loops_, n});
-      }
+      if (s.kind == StmtKind::Store)
+        sites_.push_back({&s, loops_, access_bytes(s.access, lanes_of(s))});
       if (s.kind == StmtKind::Loop) loops_.push_back(s.loop.get());
       collect(s.body);
       if (s.kind == StmtKind::Loop) loops_.pop_back();
@@ -177,6 +203,10 @@ class StreamingPlanner {
   int64_t align_;
   std::map<int, int> lanes_;  // of every value
   std::set<std::string> read_;
+  std::set<std::string> local_arrays_;
+  int64_t loaded_bytes_ = 0;
+
+  bool is_local_array(const std::string& name) const { return local_arrays_.count(name) > 0; }
   std::vector<const Loop*> loops_;
   std::vector<StoreSite> sites_;
 };

@@ -256,8 +256,13 @@ TEST(StreamingStores, LargeOutputsWrittenOnceStreamSmallOnesNot) {
   // Each thread fences its streaming stores before the barrier that ends the loop.
   EXPECT_TRUE(contains(text, "schedule(static) nowait")) << text;
   EXPECT_TRUE(contains(text, "  stax::stream_fence();\n#pragma omp barrier\n")) << text;
+  // A 300 MiB last level (this machine's) holds the 256 MiB output but not the kernel's
+  // 768 MiB of loads and stores, which evict the output before anything reads it: streaming.
+  kernel::TargetOptions output_fits = small_llc;
+  output_fits.caches.llc_bytes = int64_t{300} * 1024 * 1024;
+  EXPECT_EQ(streaming_stores(lower_all(*s, output_fits).at(0)), 1);
   kernel::TargetOptions large_llc = small_llc;
-  large_llc.caches.llc_bytes = int64_t{512} * 1024 * 1024;  // it fits
+  large_llc.caches.llc_bytes = int64_t{1024} * 1024 * 1024;  // all 768 MiB stay cached
   const auto fits = lower_all(*s, large_llc).at(0);
   EXPECT_EQ(streaming_stores(fits), 0);
   EXPECT_FALSE(contains(kernel::print_kernel(fits), "stream_fence")) << kernel::print_kernel(fits);
