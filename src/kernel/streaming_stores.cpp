@@ -9,10 +9,12 @@
 // ordered: each thread runs stax::stream_fence() after its share of the work-shared loop or
 // single block that holds them and before the barrier after which other threads (the next
 // kernel of the parallel region, the caller) may read what they wrote.
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
 
+#include "ir/checked_arith.h"
 #include "kernel/passes.h"
 
 namespace stax::kernel {
@@ -42,13 +44,12 @@ std::optional<int64_t> trips(const Loop& l, const index::RangeMap& ranges) {
   return std::nullopt;
 }
 
+// Byte counts saturate: a count past int64 is past any cache.
 int64_t saturating_add(int64_t a, int64_t b) {
-  int64_t r = 0;
-  return __builtin_add_overflow(a, b, &r) ? INT64_MAX : r;
+  return checked_add(a, b).value_or(std::numeric_limits<int64_t>::max());
 }
 int64_t saturating_mul(int64_t a, int64_t b) {
-  int64_t r = 0;
-  return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
+  return checked_mul(a, b).value_or(std::numeric_limits<int64_t>::max());
 }
 
 struct StoreSite {
