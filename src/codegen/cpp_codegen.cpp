@@ -128,7 +128,8 @@ GeneratedModule generate_cpp(const scheduler::Schedule& s, const CodegenOptions&
   std::vector<bool> kernel_checks;  // whether the kernel function takes the error code
   std::vector<kernel::ErrorSite> errors;
   kernel::PipelineOptions pipeline;
-  pipeline.target = {options.simd, options.num_threads, options.caches};
+  pipeline.target = {options.simd, options.num_threads, options.caches,
+                     options.outputs_in_mapped_memory};
   pipeline.verify = options.verify_ir;
   const bool log_ir = logs_enabled("ir");
   if (options.record_ir || log_ir) {

@@ -26,6 +26,7 @@ struct CodegenOptions {
   runtime::SimdLevel simd = runtime::SimdLevel::Scalar;
   int num_threads = 1;         // P of Algorithm 8.1; the team size is the run-time count (any >= 1)
   runtime::CacheSizes caches;  // of the machine the code is generated for
+  bool outputs_in_mapped_memory = false;  // kernel::TargetOptions
   // Keep the kernel IR after every pass in GeneratedModule::ir_log (explain --ir). The IR is
   // also printed to stderr when STAX_LOGS names `ir` (a comma-separated list).
   bool record_ir = false;

@@ -55,6 +55,7 @@ std::shared_ptr<const Compilation> analyze_lowered(lowering::LoweredGraph lowere
   co.simd = options.simd.value_or(runtime::detect_simd_level());
   co.num_threads = resolve_threads(options.num_threads);
   co.caches = options.caches.value_or(runtime::detect_cache_sizes());
+  co.outputs_in_mapped_memory = options.outputs_in_mapped_memory;
   co.record_ir = options.record_ir;
   c->module = codegen::generate_cpp(c->schedule, co);
   return c;

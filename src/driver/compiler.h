@@ -26,6 +26,7 @@ struct CompileOptions {
   std::optional<runtime::SimdLevel> simd;     // default: the widest the CPU supports
   int num_threads = 0;                        // default: all hardware threads
   std::optional<runtime::CacheSizes> caches;  // default: the running machine's
+  bool outputs_in_mapped_memory = false;      // kernel::TargetOptions (streaming stores)
   std::string cache_dir;                      // default: see runtime::JitOptions
   bool fuse = true;
   bool localize = true;    // per-outer-iteration local arrays (scheduler::BufferPlan)

@@ -69,6 +69,7 @@ class StreamingPlanner {
 
   void run() {
     if (align_ == 0) return;  // no streaming store at this level (kernel_header_api.md)
+    if (!target_.outputs_in_mapped_memory) return;  // TargetOptions: a loss on fresh pages
     collect(k_.body);
     int64_t traffic = loaded_bytes_;
     for (const StoreSite& s : sites_) traffic = saturating_add(traffic, s.bytes);

@@ -248,6 +248,7 @@ int streaming_stores(const kernel::Kernel& k) {
 TEST(StreamingStores, LargeOutputsWrittenOnceStreamSmallOnesNot) {
   auto s = schedule_lowered(add_graph({64 * 1024 * 1024}));
   kernel::TargetOptions small_llc = avx512(4);
+  small_llc.outputs_in_mapped_memory = true;
   small_llc.caches.llc_bytes = 32 * 1024 * 1024;  // the 256 MiB output does not fit
   const auto k = lower_all(*s, small_llc).at(0);
   EXPECT_EQ(streaming_stores(k), 1);
@@ -269,6 +270,11 @@ TEST(StreamingStores, LargeOutputsWrittenOnceStreamSmallOnesNot) {
   // Rows of 1000 floats start at offsets that are not multiples of 16: ordinary stores.
   auto rows = schedule_lowered(add_graph({64 * 1024, 1000}, 1));
   EXPECT_EQ(streaming_stores(lower_all(*rows, small_llc).at(0)), 0);
+  // Freshly allocated outputs (the default): their pages' zeroing leaves the lines cached,
+  // so ordinary stores.
+  kernel::TargetOptions fresh = small_llc;
+  fresh.outputs_in_mapped_memory = false;
+  EXPECT_EQ(streaming_stores(lower_all(*s, fresh).at(0)), 0);
 }
 
 TEST(StreamingStores, StreamingKernelsMatchTheReference) {
@@ -298,7 +304,8 @@ TEST(StreamingStores, StreamingKernelsMatchTheReference) {
       o.simd = simd;
       o.num_threads = 3;
       o.caches = caches;
-      const kernel::TargetOptions t{simd, 3, caches};
+      o.outputs_in_mapped_memory = true;
+      const kernel::TargetOptions t{simd, 3, caches, true};
       EXPECT_EQ(streaming_stores(lower_all(*schedule_lowered(add_graph(c.sizes, c.pad)), t).at(0)),
                 c.streaming);
       const Tensor z = compile_lowered(add_graph(c.sizes, c.pad), o).run({x, y}).at(0);

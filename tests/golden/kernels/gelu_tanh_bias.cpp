@@ -7,7 +7,7 @@ static void kernel0(const float* __restrict in_b, float* __restrict buf0, const 
   {
   // op0: ((4096, 1024), ())
   {
-#pragma omp for collapse(1) schedule(static) nowait
+#pragma omp for collapse(1) schedule(static)
     for (int32_t x0 = 0; x0 < 4096; ++x0) {
       for (int32_t x1 = 0; x1 < 1024; x1 += 16) {
         const stax::Vec<float, 16> tmp17 = stax::Vec<float, 16>::load(in_x + 1024*x0 + x1);
@@ -30,11 +30,9 @@ static void kernel0(const float* __restrict in_b, float* __restrict buf0, const 
         const float tmp35 = 0.5f;
         const stax::Vec<float, 16> tmp36 = stax::Vec<float, 16>(tmp35);
         const stax::Vec<float, 16> tmp37 = stax::op_mul(tmp34, tmp36);
-        tmp37.store_stream(buf0 + 1024*x0 + x1);
+        tmp37.store(buf0 + 1024*x0 + x1);
       }
     }
-    stax::stream_fence();
-#pragma omp barrier
   }
   }
 }

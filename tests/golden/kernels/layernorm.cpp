@@ -6,7 +6,7 @@ static void kernel0(float* __restrict buf2, const float* __restrict in_x, int nu
 #pragma omp parallel num_threads(stax_team_size(num_threads))
   {
   // op0_op1_op2: outer (4096,): ((), (1024,)) ; ((), (1024,)) ; ((1024,), ())
-#pragma omp for collapse(1) schedule(static) nowait
+#pragma omp for collapse(1) schedule(static)
   for (int32_t x0 = 0; x0 < 4096; ++x0) {
     float buf0[1];
     float buf1[1];
@@ -97,12 +97,10 @@ static void kernel0(float* __restrict buf2, const float* __restrict in_x, int nu
         const float tmp40 = stax::op_rsqrt(tmp39);
         const stax::Vec<float, 16> tmp41 = stax::Vec<float, 16>(tmp40);
         const stax::Vec<float, 16> tmp42 = stax::op_mul(tmp35, tmp41);
-        tmp42.store_stream(buf2 + 1024*x0 + x1);
+        tmp42.store(buf2 + 1024*x0 + x1);
       }
     }
   }
-  stax::stream_fence();
-#pragma omp barrier
   }
 }
 

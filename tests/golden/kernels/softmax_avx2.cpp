@@ -6,7 +6,7 @@ static void kernel0(float* __restrict buf3, const float* __restrict in_x, int nu
 #pragma omp parallel num_threads(stax_team_size(num_threads))
   {
   // op0_op1_op2_op3: outer (4096,): ((), (1024,)) ; ((1024,), ()) ; ((), (1024,)) ; ((1024,), ())
-#pragma omp for collapse(1) schedule(static) nowait
+#pragma omp for collapse(1) schedule(static)
   for (int32_t x0 = 0; x0 < 4096; ++x0) {
     float buf0[1];
     alignas(64) float buf1[1024];
@@ -87,12 +87,10 @@ static void kernel0(float* __restrict buf3, const float* __restrict in_x, int nu
         const float tmp19 = buf2[0];
         const stax::Vec<float, 8> tmp20 = stax::Vec<float, 8>(tmp19);
         const stax::Vec<float, 8> tmp21 = stax::op_div(tmp18, tmp20);
-        tmp21.store_stream(buf3 + 1024*x0 + x1);
+        tmp21.store(buf3 + 1024*x0 + x1);
       }
     }
   }
-  stax::stream_fence();
-#pragma omp barrier
   }
 }
 
