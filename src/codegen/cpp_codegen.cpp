@@ -280,7 +280,7 @@ GeneratedModule generate_cpp(const scheduler::Schedule& s, const CodegenOptions&
         if (plan->is_output) {
           const int slot = slot_of.at(name);
           src << type << "* " << name << " = static_cast<" << type << "*>(alloc(alloc_ctx, "
-              << plan->bytes << "));\n";
+              << slot << ", " << plan->bytes << "));\n";
           src << "outputs[" << slot << "] = " << name << ";\n";
         } else {
           src << type << "* " << name << " = static_cast<" << type << "*>(stax_live["

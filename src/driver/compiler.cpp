@@ -19,7 +19,7 @@ struct OutputAllocator {
   std::vector<std::shared_ptr<Storage>> storages;
 };
 
-void* allocate_output(void* ctx, int64_t nbytes) {
+void* allocate_output(void* ctx, int64_t /*slot*/, int64_t nbytes) {
   auto* a = static_cast<OutputAllocator*>(ctx);
   // Every element of an output is written by a kernel, so skip the zero-fill of Storage.
   const size_t rounded = (static_cast<size_t>(std::max<int64_t>(nbytes, 1)) + 63) / 64 * 64;
@@ -33,6 +33,26 @@ void* allocate_output(void* ctx, int64_t nbytes) {
     return nullptr;
   }
   return data;
+}
+
+// Output slots the caller allocated before the run (CompiledGraph::run_into).
+void* caller_slot(void* ctx, int64_t slot, int64_t /*nbytes*/) {
+  return static_cast<void* const*>(ctx)[slot];
+}
+
+void check_thread_count(int num_threads) {
+  if (num_threads < 0) {
+    throw InputError("num_threads must be at least 1 (or 0 for the compile-time count), got " +
+                     std::to_string(num_threads));
+  }
+}
+
+// Maps the generated wrapper's status to the exception callers see.
+void throw_on_status(int status, const char* err) {
+  if (status == codegen::kStatusOutOfMemory || status == codegen::kStatusKernelError) {
+    throw std::runtime_error(err);
+  }
+  if (status != 0) throw InputError(err);
 }
 
 int resolve_threads(int requested) {
@@ -96,10 +116,7 @@ CompiledGraph compile(const ir::Graph& graph, const CompileOptions& options) {
 std::vector<Tensor> CompiledGraph::run(const std::vector<Tensor>& inputs,
                                        const RunOptions& options) const {
   if (!runnable_) throw std::runtime_error(not_runnable_reason_);
-  if (options.num_threads < 0) {
-    throw InputError("num_threads must be at least 1 (or 0 for the compile-time count), got " +
-                     std::to_string(options.num_threads));
-  }
+  check_thread_count(options.num_threads);
   if (inputs.size() != input_types_.size()) {
     throw InputError("expected " + std::to_string(input_types_.size()) + " inputs, got " +
                      std::to_string(inputs.size()));
@@ -122,10 +139,7 @@ std::vector<Tensor> CompiledGraph::run(const std::vector<Tensor>& inputs,
   const int status = reinterpret_cast<EntryFn>(entry_)(
       args.data(), static_cast<int64_t>(args.size()), slots.data(), &allocate_output, &allocator,
       options.num_threads > 0 ? options.num_threads : module.options.num_threads, err, sizeof err);
-  if (status == codegen::kStatusOutOfMemory || status == codegen::kStatusKernelError) {
-    throw std::runtime_error(err);
-  }
-  if (status != 0) throw InputError(err);
+  throw_on_status(status, err);
   std::vector<Tensor> outputs;
   for (const auto& b : module.outputs) {
     if (b.from_input) {
@@ -142,6 +156,41 @@ std::vector<Tensor> CompiledGraph::run(const std::vector<Tensor>& inputs,
     outputs.push_back(Tensor(storage, b.dtype, b.sizes, b.strides, b.offset));
   }
   return outputs;
+}
+
+void CompiledGraph::run_into(const std::vector<const void*>& input_data,
+                             const std::vector<void*>& output_slots,
+                             const RunOptions& options) const {
+  if (!runnable_) throw std::runtime_error(not_runnable_reason_);
+  check_thread_count(options.num_threads);
+  const auto& module = compilation_->module;
+  if (input_data.size() != input_types_.size()) {
+    throw InputError("expected " + std::to_string(input_types_.size()) + " inputs, got " +
+                     std::to_string(input_data.size()));
+  }
+  if (output_slots.size() != module.output_slot_bytes.size()) {
+    throw InputError("expected " + std::to_string(module.output_slot_bytes.size()) +
+                     " output buffers, got " + std::to_string(output_slots.size()));
+  }
+  for (size_t k = 0; k < output_slots.size(); ++k) {
+    if (output_slots[k] == nullptr || reinterpret_cast<uintptr_t>(output_slots[k]) % 64 != 0) {
+      throw InputError("output buffer " + std::to_string(k) +
+                       (output_slots[k] == nullptr ? " is null" : " is not 64-byte aligned"));
+    }
+  }
+  std::vector<StaxTensorArg> args(input_data.size());
+  for (size_t i = 0; i < input_data.size(); ++i) {
+    const ir::TensorType& t = input_types_[i];
+    args[i] = {input_data[i], static_cast<int64_t>(t.sizes.size()), t.sizes.data(),
+               t.strides.data()};
+  }
+  std::vector<void*> slots(output_slots.size(), nullptr);
+  char err[1024] = {0};
+  const int status = reinterpret_cast<EntryFn>(entry_)(
+      args.data(), static_cast<int64_t>(args.size()), slots.data(), &caller_slot,
+      const_cast<void**>(output_slots.data()),
+      options.num_threads > 0 ? options.num_threads : module.options.num_threads, err, sizeof err);
+  throw_on_status(status, err);
 }
 
 }  // namespace stax

@@ -59,6 +59,22 @@ class CompiledGraph {
   std::vector<Tensor> run(const std::vector<Tensor>& inputs) const { return run(inputs, {}); }
   // Throws InputError for a negative thread count.
   std::vector<Tensor> run(const std::vector<Tensor>& inputs, const RunOptions& options) const;
+  // Runs with memory the caller owns (the torch.compile bridge hands over PyTorch tensors):
+  // input_data[i] is element 0 of input i, laid out with the compiled sizes and strides
+  // (input_types(); the caller guarantees the layout, which this cannot see);
+  // output_slots[k] holds at least output_slot_bytes()[k] bytes, 64-byte aligned, and
+  // receives slot k. Outputs that are views of inputs (OutputBinding::from_input) need no
+  // slot. Throws InputError for wrong counts, null or misaligned pointers.
+  void run_into(const std::vector<const void*>& input_data, const std::vector<void*>& output_slots,
+                const RunOptions& options = {}) const;
+  const std::vector<ir::TensorType>& input_types() const { return input_types_; }
+  const std::vector<std::string>& input_names() const { return input_names_; }
+  const std::vector<int64_t>& output_slot_bytes() const {
+    return compilation_->module.output_slot_bytes;
+  }
+  const std::vector<codegen::OutputBinding>& outputs() const {
+    return compilation_->module.outputs;
+  }
   const Compilation& compilation() const { return *compilation_; }
   const std::string& source() const { return compilation_->module.source; }
   bool cache_hit() const { return cache_hit_; }

@@ -21,9 +21,10 @@ typedef struct StaxTensorArg {
   const int64_t* strides;
 } StaxTensorArg;
 
-/* Allocator supplied by the caller for kernel outputs; returns 64-byte aligned memory or
- * NULL on failure. */
-typedef void* (*StaxAllocFn)(void* ctx, int64_t nbytes);
+/* Allocator supplied by the caller for kernel outputs: memory for output slot `slot` (each
+ * slot is requested once per run), at least `nbytes` bytes, 64-byte aligned, or NULL on
+ * failure. The slot index lets a caller hand out buffers it allocated before the run. */
+typedef void* (*StaxAllocFn)(void* ctx, int64_t slot, int64_t nbytes);
 
 /* Formats an error message into buf (capacity cap bytes, always NUL-terminated when
  * cap > 0); a NULL buffer or cap <= 0 is ignored. */

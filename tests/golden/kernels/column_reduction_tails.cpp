@@ -118,7 +118,7 @@ if (inputs[0].strides[0] != 200) { stax_set_error(err, err_capacity, "input 'x' 
 if (inputs[0].strides[1] != 1) { stax_set_error(err, err_capacity, "input 'x' (argument 0): dimension 1: expected stride 1, got %lld", (long long)inputs[0].strides[1]); return 1; }
 if (inputs[0].data == nullptr) { stax_set_error(err, err_capacity, "input 'x' (argument 0): data pointer is null"); return 1; }
 const float* in_x = static_cast<const float*>(inputs[0].data);
-float* buf0 = static_cast<float*>(alloc(alloc_ctx, 800));
+float* buf0 = static_cast<float*>(alloc(alloc_ctx, 0, 800));
 outputs[0] = buf0;
 if (buf0 == nullptr) { stax_set_error(err, err_capacity, "out of memory allocating buf0 (800 bytes)"); return 2; }
 kernel0(buf0, in_x, num_threads);

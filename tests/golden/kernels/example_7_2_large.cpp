@@ -82,10 +82,10 @@ const float* in_x = static_cast<const float*>(inputs[0].data);
 void* stax_live[1] = {};
 float* buf0 = static_cast<float*>(stax_live[0] = stax_alloc(16777216));
 if (buf0 == nullptr) { for (void* p : stax_live) stax_free(p); stax_set_error(err, err_capacity, "out of memory allocating buf0 (16777216 bytes)"); return 2; }
-float* buf1 = static_cast<float*>(alloc(alloc_ctx, 16384));
+float* buf1 = static_cast<float*>(alloc(alloc_ctx, 0, 16384));
 outputs[0] = buf1;
 if (buf1 == nullptr) { for (void* p : stax_live) stax_free(p); stax_set_error(err, err_capacity, "out of memory allocating buf1 (16384 bytes)"); return 2; }
-float* buf2 = static_cast<float*>(alloc(alloc_ctx, 16384));
+float* buf2 = static_cast<float*>(alloc(alloc_ctx, 1, 16384));
 outputs[1] = buf2;
 if (buf2 == nullptr) { for (void* p : stax_live) stax_free(p); stax_set_error(err, err_capacity, "out of memory allocating buf2 (16384 bytes)"); return 2; }
 kernel0(buf0, buf1, buf2, in_x, num_threads);

@@ -52,7 +52,7 @@ if (inputs[1].sizes[0] != 1024) { stax_set_error(err, err_capacity, "input 'b' (
 if (inputs[1].strides[0] != 1) { stax_set_error(err, err_capacity, "input 'b' (argument 1): dimension 0: expected stride 1, got %lld", (long long)inputs[1].strides[0]); return 1; }
 if (inputs[1].data == nullptr) { stax_set_error(err, err_capacity, "input 'b' (argument 1): data pointer is null"); return 1; }
 const float* in_b = static_cast<const float*>(inputs[1].data);
-float* buf0 = static_cast<float*>(alloc(alloc_ctx, 16777216));
+float* buf0 = static_cast<float*>(alloc(alloc_ctx, 0, 16777216));
 outputs[0] = buf0;
 if (buf0 == nullptr) { stax_set_error(err, err_capacity, "out of memory allocating buf0 (16777216 bytes)"); return 2; }
 kernel0(in_b, buf0, in_x, num_threads);

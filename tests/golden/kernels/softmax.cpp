@@ -104,7 +104,7 @@ if (inputs[0].strides[0] != 1024) { stax_set_error(err, err_capacity, "input 'x'
 if (inputs[0].strides[1] != 1) { stax_set_error(err, err_capacity, "input 'x' (argument 0): dimension 1: expected stride 1, got %lld", (long long)inputs[0].strides[1]); return 1; }
 if (inputs[0].data == nullptr) { stax_set_error(err, err_capacity, "input 'x' (argument 0): data pointer is null"); return 1; }
 const float* in_x = static_cast<const float*>(inputs[0].data);
-float* buf3 = static_cast<float*>(alloc(alloc_ctx, 16777216));
+float* buf3 = static_cast<float*>(alloc(alloc_ctx, 0, 16777216));
 outputs[0] = buf3;
 if (buf3 == nullptr) { stax_set_error(err, err_capacity, "out of memory allocating buf3 (16777216 bytes)"); return 2; }
 kernel0(buf3, in_x, num_threads);

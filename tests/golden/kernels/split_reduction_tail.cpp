@@ -115,10 +115,10 @@ if (inputs[0].sizes[0] != 100003) { stax_set_error(err, err_capacity, "input 'x'
 if (inputs[0].strides[0] != 1) { stax_set_error(err, err_capacity, "input 'x' (argument 0): dimension 0: expected stride 1, got %lld", (long long)inputs[0].strides[0]); return 1; }
 if (inputs[0].data == nullptr) { stax_set_error(err, err_capacity, "input 'x' (argument 0): data pointer is null"); return 1; }
 const float* in_x = static_cast<const float*>(inputs[0].data);
-float* buf0 = static_cast<float*>(alloc(alloc_ctx, 4));
+float* buf0 = static_cast<float*>(alloc(alloc_ctx, 0, 4));
 outputs[0] = buf0;
 if (buf0 == nullptr) { stax_set_error(err, err_capacity, "out of memory allocating buf0 (4 bytes)"); return 2; }
-float* buf1 = static_cast<float*>(alloc(alloc_ctx, 4));
+float* buf1 = static_cast<float*>(alloc(alloc_ctx, 1, 4));
 outputs[1] = buf1;
 if (buf1 == nullptr) { stax_set_error(err, err_capacity, "out of memory allocating buf1 (4 bytes)"); return 2; }
 kernel0(buf0, buf1, in_x, num_threads);

@@ -47,7 +47,7 @@ if (inputs[1].strides[0] != 2048) { stax_set_error(err, err_capacity, "input 'y'
 if (inputs[1].strides[1] != 1) { stax_set_error(err, err_capacity, "input 'y' (argument 1): dimension 1: expected stride 1, got %lld", (long long)inputs[1].strides[1]); return 1; }
 if (inputs[1].data == nullptr) { stax_set_error(err, err_capacity, "input 'y' (argument 1): data pointer is null"); return 1; }
 const float* in_y = static_cast<const float*>(inputs[1].data);
-float* buf0 = static_cast<float*>(alloc(alloc_ctx, 16777216));
+float* buf0 = static_cast<float*>(alloc(alloc_ctx, 0, 16777216));
 outputs[0] = buf0;
 if (buf0 == nullptr) { stax_set_error(err, err_capacity, "out of memory allocating buf0 (16777216 bytes)"); return 2; }
 kernel0(buf0, in_x, in_y, num_threads);
