@@ -1,0 +1,356 @@
+"""The map from ATen operators (as they appear in AOTAutograd's FX graphs) to Stax ops.
+
+Stax's graph IR uses ATen's op names and argument names, so most operators map one to one:
+the Stax op is the overload packet's name and each argument keeps its name. This module
+holds that rule, the few operators that need a rewrite (foreach ops, `max.dim`, `t`, ...),
+and the reason an operator is not taken, which `stax.explain` and the debug log report.
+
+A translation emits Stax text statements into a `TextGraph`; the translator never guesses:
+anything it does not know is `Unsupported`, and the node runs in PyTorch.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+
+aten = torch.ops.aten
+prims = torch.ops.prims
+
+# Stax dtype names (ir/dtype.h) of the dtypes Stax computes in.
+STAX_DTYPES = {
+    torch.bool: "bool",
+    torch.uint8: "u8",
+    torch.int8: "i8",
+    torch.int16: "i16",
+    torch.int32: "i32",
+    torch.int64: "i64",
+    torch.float16: "f16",
+    torch.bfloat16: "bf16",
+    torch.float32: "f32",
+    torch.float64: "f64",
+}
+TORCH_DTYPES = {v: k for k, v in STAX_DTYPES.items()}
+
+# ATen arguments that carry no meaning on Stax's CPU-only, strided tensors: dropped when
+# their value is one of the accepted ones, Unsupported otherwise.
+_PLACEMENT_ARGS = {
+    "device": lambda v: v is None or torch.device(v).type == "cpu",
+    "layout": lambda v: v is None or v == torch.strided,
+    "pin_memory": lambda v: v is None or v is False,
+    "requires_grad": lambda v: True,  # autograd is AOTAutograd's, outside the graph
+    "non_blocking": lambda v: True,  # host to host copies are synchronous anyway
+    "memory_format": lambda v: v is None
+    or v in (torch.preserve_format, torch.contiguous_format),
+}
+
+
+class Unsupported(Exception):
+    """A node Stax does not run; the message is the reason shown by explain."""
+
+
+# Stax's op registry, from the extension module (the C++ registry is the truth):
+# op name -> [(parameter name, keyword_only)] in schema order.
+def stax_op_params() -> dict[str, list[tuple[str, bool]]]:
+    global _OP_PARAMS
+    if _OP_PARAMS is None:
+        from . import _C
+
+        _OP_PARAMS = {name: [(p, kw) for p, kw in params] for name, params in _C.op_schemas()}
+    return _OP_PARAMS
+
+
+_OP_PARAMS = None
+
+
+@dataclass
+class TextGraph:
+    """A Stax graph under construction, as text-format statements."""
+
+    name: str
+    inputs: list[tuple[str, Any]] = field(default_factory=list)  # (name, FakeTensor-ish)
+    statements: list[str] = field(default_factory=list)
+    origins: list[str] = field(default_factory=list)  # ATen op of each statement
+    outputs: list[str] = field(default_factory=list)
+    returns_tuple: bool = True
+    _counter: int = 0
+
+    def fresh(self, hint: str) -> str:
+        self._counter += 1
+        return f"{hint}_s{self._counter}"
+
+    def emit(self, target: str | list[str], op: str, args: list[str], origin: str) -> None:
+        lhs = target if isinstance(target, str) else ", ".join(target)
+        self.statements.append(f"    {lhs} = {op}({', '.join(args)})")
+        self.origins.append(origin)
+
+    def text(self) -> str:
+        params = ", ".join(f"{n}: {tensor_type_text(v)}" for n, v in self.inputs)
+        lines = [f"def {self.name}({params}):"]
+        lines += self.statements
+        lines.append("    return " + ", ".join(self.outputs))
+        return "\n".join(lines) + "\n"
+
+
+def tensor_type_text(t: Any) -> str:
+    dtype = STAX_DTYPES[t.dtype]
+    sizes = ", ".join(str(int(s)) for s in t.shape)
+    text = f"{dtype}[{sizes}]"
+    strides = [int(s) for s in t.stride()]
+    if strides != contiguous_strides([int(s) for s in t.shape]):
+        text += " strides=[" + ", ".join(str(s) for s in strides) + "]"
+    return text
+
+
+def contiguous_strides(sizes: list[int]) -> list[int]:
+    strides, running = [], 1
+    for s in reversed(sizes):
+        strides.append(running)
+        running *= max(s, 1)
+    return list(reversed(strides))
+
+
+def literal(value: Any, names: Callable[[Any], str]) -> str:
+    """The text-format spelling of one argument value."""
+    if isinstance(value, torch.fx.Node):
+        return names(value)
+    if value is None:
+        return "None"
+    if isinstance(value, bool):
+        return "True" if value else "False"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "nan"
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        return repr(value)
+    if isinstance(value, torch.dtype):
+        if value not in STAX_DTYPES:
+            raise Unsupported(f"dtype {value}")
+        return f'"{STAX_DTYPES[value]}"'
+    if isinstance(value, str):
+        return '"' + value + '"'
+    if isinstance(value, torch.memory_format):
+        formats = {torch.contiguous_format: "contiguous_format",
+                   torch.preserve_format: "preserve_format"}
+        if value not in formats:
+            raise Unsupported(f"memory format {value}")
+        return f'"{formats[value]}"'
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(literal(v, names) for v in value) + "]"
+    raise Unsupported(f"argument of type {type(value).__name__}")
+
+
+def bind_arguments(node: torch.fx.Node) -> list[tuple[str, Any, Any]]:
+    """(name, value, default) for every schema argument of an OpOverload call."""
+    schema = node.target._schema
+    bound = []
+    for i, arg in enumerate(schema.arguments):
+        if i < len(node.args):
+            value = node.args[i]
+        elif arg.name in node.kwargs:
+            value = node.kwargs[arg.name]
+        elif arg.has_default_value():
+            value = arg.default_value
+        else:
+            raise Unsupported(f"missing argument {arg.name}")
+        bound.append((arg.name, value, arg.default_value if arg.has_default_value() else None))
+    return bound
+
+
+# Operators whose Stax spelling differs from the one-to-one rule. Each takes the node, the
+# value namer and the graph, and returns the Stax value name(s) of the node's result.
+Rewrite = Callable[[torch.fx.Node, Callable[[Any], str], TextGraph], Any]
+REWRITES: dict[Any, Rewrite] = {}
+
+
+def rewrite(*targets):
+    def register(fn):
+        for t in targets:
+            REWRITES[t] = fn
+        return fn
+
+    return register
+
+
+def _emit_op(graph: TextGraph, node: torch.fx.Node, op: str, args: list[str], hint=None) -> str:
+    out = graph.fresh(hint or node.name)
+    graph.emit(out, op, args, _origin(node))
+    return out
+
+
+def _origin(node: torch.fx.Node) -> str:
+    target = node.target
+    return str(target) if not hasattr(target, "_schema") else target.name().replace("::", ".")
+
+
+@rewrite(aten.alias.default, aten.lift_fresh_copy.default)
+def _identity(node, names, graph):
+    if node.target is aten.lift_fresh_copy.default:
+        return _emit_op(graph, node, "clone", [names(node.args[0])])
+    return names(node.args[0])
+
+
+@rewrite(aten.t.default)
+def _t(node, names, graph):
+    rank = len(node.args[0].meta["val"].shape)
+    if rank < 2:
+        return names(node.args[0])
+    return _emit_op(graph, node, "transpose", [names(node.args[0]), "0", "1"])
+
+
+@rewrite(aten._unsafe_view.default)
+def _unsafe_view(node, names, graph):
+    return _emit_op(graph, node, "reshape", [names(node.args[0]), literal(node.args[1], names)])
+
+
+@rewrite(aten.max.dim, aten.min.dim)
+def _max_dim(node, names, graph):
+    bound = {n: v for n, v, _ in bind_arguments(node)}
+    red, arg = ("amax", "argmax") if node.target is aten.max.dim else ("amin", "argmin")
+    x, dim, keep = names(bound["self"]), int(bound["dim"]), literal(bound["keepdim"], names)
+    values = _emit_op(graph, node, red, [x, f"dim=[{dim}]", f"keepdim={keep}"])
+    indices = _emit_op(graph, node, arg, [x, f"dim={dim}", f"keepdim={keep}"])
+    return [values, indices]
+
+
+@rewrite(aten.copy.default)
+def _copy(node, names, graph):
+    # The functional copy: src broadcast to self's shape, in self's dtype.
+    dst, src = node.args[0].meta["val"], node.args[1]
+    value = names(src)
+    if tuple(src.meta["val"].shape) != tuple(dst.shape):
+        value = _emit_op(graph, node, "expand", [value, literal(list(dst.shape), names)])
+    if src.meta["val"].dtype != dst.dtype:
+        value = _emit_op(graph, node, "_to_copy", [value, f"dtype={literal(dst.dtype, names)}"])
+    elif value == names(src):
+        value = _emit_op(graph, node, "clone", [value])
+    return value
+
+
+@rewrite(aten.unbind.int)
+def _unbind(node, names, graph):
+    x = node.args[0]
+    dim = int(node.args[1]) if len(node.args) > 1 else int(node.kwargs.get("dim", 0))
+    n = int(x.meta["val"].shape[dim])
+    return [_emit_op(graph, node, "select", [names(x), str(dim), str(i)]) for i in range(n)]
+
+
+# The foreach ops of optimizers (AdamW(foreach=True)): one Stax op per list entry.
+_FOREACH_BINARY = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "pow": "pow",
+                   "maximum": "maximum", "minimum": "minimum"}
+_FOREACH_UNARY = {"sqrt", "neg", "reciprocal", "exp", "abs", "sign", "log", "sigmoid", "rsqrt"}
+
+
+def _foreach(node, names, graph):
+    name = node.target._overloadpacket.__name__.removeprefix("_foreach_")
+    overload = node.target._overloadname
+    args = list(node.args)
+    kwargs = dict(node.kwargs)
+    if name in _FOREACH_UNARY:
+        return [_emit_op(graph, node, name, [names(t)]) for t in args[0]]
+    if name in _FOREACH_BINARY:
+        op = _FOREACH_BINARY[name]
+        alpha = kwargs.get("alpha", args[2] if len(args) > 2 else 1)
+        if overload == "ScalarAndTensor":  # pow(scalar, tensor list)
+            return [_emit_op(graph, node, op, [literal(args[0], names), names(t)]) for t in args[1]]
+        lhs = args[0]
+        if overload in ("Scalar", "Tensor"):
+            rhs = [args[1]] * len(lhs)
+        elif overload in ("List", "ScalarList"):
+            rhs = list(args[1])
+        else:
+            raise Unsupported(f"foreach overload {overload}")
+        out = []
+        for a, b in zip(lhs, rhs):
+            extra = [f"alpha={literal(alpha, names)}"] if alpha != 1 and op in ("add", "sub") else []
+            out.append(_emit_op(graph, node, op, [names(a), literal(b, names)] + extra))
+        return out
+    if name in ("addcmul", "addcdiv"):
+        selfs, t1s, t2s = args[0], args[1], args[2]
+        value = kwargs.get("value", args[3] if len(args) > 3 else 1)
+        values = list(value) if isinstance(value, (list, tuple)) else [value] * len(selfs)
+        inner_op = "mul" if name == "addcmul" else "div"
+        out = []
+        for s, a, b, v in zip(selfs, t1s, t2s, values):
+            prod = _emit_op(graph, node, inner_op, [names(a), names(b)])
+            scaled = prod if v == 1 else _emit_op(graph, node, "mul", [prod, literal(v, names)])
+            out.append(_emit_op(graph, node, "add", [names(s), scaled]))
+        return out
+    if name == "lerp":
+        weight = args[2]
+        weights = list(weight) if isinstance(weight, (list, tuple)) else [weight] * len(args[0])
+        return [
+            _emit_op(graph, node, "lerp", [names(a), names(b), literal(w, names)])
+            for a, b, w in zip(args[0], args[1], weights)
+        ]
+    raise Unsupported(f"foreach op {name}")
+
+
+def is_foreach(target) -> bool:
+    return isinstance(target, torch._ops.OpOverload) and target._overloadpacket.__name__.startswith(
+        "_foreach_"
+    ) and not target._overloadpacket.__name__.endswith("_")
+
+
+def translate_node(node: torch.fx.Node, names: Callable[[Any], str], graph: TextGraph,
+                   stax_ops: dict[str, list[str]]):
+    """Emits the Stax statements of one call_function node; returns the result's Stax value
+    name (a list for ops with several results). Raises Unsupported with the reason."""
+    target = node.target
+    if target is operator.getitem:
+        base, index = node.args
+        return ("getitem", base, index)  # resolved by the caller from the base's results
+    if not isinstance(target, torch._ops.OpOverload):
+        raise Unsupported(f"{target} is not an ATen operator")
+    if target in REWRITES:
+        return REWRITES[target](node, names, graph)
+    if is_foreach(target):
+        return _foreach(node, names, graph)
+    op = target._overloadpacket.__name__
+    if target.namespace == "prims" and op not in ("convert_element_type", "iota"):
+        raise Unsupported(f"prims.{op}")
+    if op not in stax_ops:
+        raise Unsupported(f"no Stax op {op}")
+    params = dict(stax_ops[op])
+    bound = {}
+    for name, value, default in bind_arguments(node):
+        if name in params:
+            bound[name] = (value, default)
+        elif name in _PLACEMENT_ARGS:
+            if not _PLACEMENT_ARGS[name](value):
+                raise Unsupported(f"{name}={value}")
+        elif value != default:
+            raise Unsupported(f"argument {name}={value!r} (Stax's {op} has no {name})")
+    # Positional while every parameter so far is given and not keyword-only; keywords after.
+    args, positional = [], True
+    for name, keyword_only in stax_ops[op]:
+        if name not in bound:
+            positional = False
+            continue
+        value, default = bound[name]
+        if value is None and default is None:
+            positional = False  # Stax's default is None too
+            continue
+        positional = positional and not keyword_only
+        text = literal(value, names)
+        args.append(text if positional else f"{name}={text}")
+    results = _result_count(node)
+    if results == 1:
+        return _emit_op(graph, node, op, args)
+    outs = [graph.fresh(f"{node.name}_{i}") for i in range(results)]
+    graph.emit(outs, op, args, _origin(node))
+    return outs
+
+
+def _result_count(node: torch.fx.Node) -> int:
+    val = node.meta.get("val")
+    if isinstance(val, (list, tuple)):
+        return len(val)
+    return 1

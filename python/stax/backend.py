@@ -1,0 +1,305 @@
+"""The "stax" torch.compile backend.
+
+Dynamo hands over an FX graph of the user's program; AOTAutograd (with core ATen
+decompositions plus the decompositions of the normalizations and softmaxes into ops Stax
+has) turns it into forward, backward or inference graphs of ATen ops; each of those is
+partitioned (partition.py) into Stax regions, compiled by the C++ pipeline, and nodes Stax
+does not have, which PyTorch runs. The order of the steps for one ATen graph is
+`compile_aten_graph`.
+
+Graphs with symbolic sizes (Dynamo's automatic dynamic shapes after a shape change) are
+compiled once per concrete shape: Stax generates code for static sizes.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import functools
+import operator
+import os
+import threading
+
+import torch
+from torch._dynamo.backends.common import aot_autograd
+from torch._decomp import core_aten_decompositions, get_decompositions
+
+from . import aten_ops, debug
+from .aten_ops import Unsupported
+from .options import Options
+from .partition import PartitionReport, op_name, partition, translate_region
+from .region import Region
+
+aten = torch.ops.aten
+
+# Decompositions beyond the core ATen set, into ops Stax implements.
+_EXTRA_DECOMPOSITIONS = [
+    aten.native_layer_norm,
+    aten._softmax,
+    aten._log_softmax,
+    aten._native_batch_norm_legit_functional,
+    aten._native_batch_norm_legit_no_training,
+    aten._native_batch_norm_legit,
+    aten.native_group_norm,
+    aten.squeeze.dims,
+    aten.native_dropout,
+]
+
+
+@functools.lru_cache(maxsize=1)
+def decompositions():
+    table = dict(core_aten_decompositions())
+    table.update(get_decompositions(_EXTRA_DECOMPOSITIONS))
+    return table
+
+
+# stax.explain records what each compiled graph did while it is active.
+_recorders: list[list] = []
+_recorder_lock = threading.Lock()
+
+
+class GraphRecord:
+    """What compiling one ATen graph gave: its regions and the report of ops."""
+
+    def __init__(self, kind: str, name: str, report: PartitionReport, regions: list[Region]):
+        self.kind = kind
+        self.name = name
+        self.report = report
+        self.regions = regions
+
+    def __repr__(self) -> str:
+        return (f"GraphRecord({self.kind} {self.name}: {len(self.regions)} Stax regions, "
+                f"{sum(self.report.stax_ops.values())} ops in Stax, "
+                f"{sum(self.report.fallback_ops.values())} in PyTorch)")
+
+
+_graph_counter = 0
+_counter_lock = threading.Lock()
+
+
+def _next_graph_name(kind: str) -> str:
+    global _graph_counter
+    with _counter_lock:
+        _graph_counter += 1
+        return f"{kind}_{_graph_counter}"
+
+
+def _is_counted(node: torch.fx.Node) -> bool:
+    """Nodes counted in the Stax/PyTorch report: ATen ops that compute (not getitem)."""
+    return node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload)
+
+
+def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs, options: Options, kind: str):
+    """The steps for one AOTAutograd graph; returns a boxed callable."""
+    name = _next_graph_name(kind)
+    stax_ops = aten_ops.stax_op_params()
+    report = PartitionReport()
+    debug.write_fx_graph(options, name, gm)
+
+    # 1. Partition into Stax regions and PyTorch nodes.
+    fused, region_names, reasons = partition(gm, stax_ops)
+
+    # 2. Translate each region to a Stax graph.
+    regions: dict[str, Region] = {}
+    for rname in region_names:
+        sub = getattr(fused, rname)
+        try:
+            text_graph = translate_region(sub, f"{name}_{rname}", stax_ops)
+            regions[rname] = Region(text_graph, options)
+        except Unsupported as e:
+            _inline_region(fused, rname, f"translation failed: {e}", report, reasons)
+
+    # 3. Compile the regions concurrently (the C++ compiler runs without the GIL). A region
+    # Stax refuses (a shape or argument its type inference rejects) runs in PyTorch.
+    def build(item):
+        rname, region = item
+        try:
+            return rname, region.compile(), None
+        except (ValueError, RuntimeError) as e:
+            return rname, None, e
+
+    items = list(regions.items())
+    if len(items) > 1:
+        workers = min(len(items), max(1, os.cpu_count() or 1))
+        with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+            results = list(pool.map(build, items))
+    else:
+        results = [build(i) for i in items]
+    for rname, region, error in results:
+        if region is None:
+            debug.log(options, "fallback", f"stax: region {rname} of {name} runs in PyTorch: {error}")
+            del regions[rname]
+            _inline_region(fused, rname, f"Stax refused the region: {_first_line(error)}",
+                           report, reasons)
+
+    # 4. Install the compiled regions and count what runs where.
+    for rname, region in regions.items():
+        sub = getattr(fused, rname)
+        for node in sub.graph.nodes:
+            if _is_counted(node):
+                report.stax_ops[op_name(node)] += 1
+        setattr(fused, rname, _RegionModule(region))
+    for node in fused.graph.nodes:
+        if _is_counted(node):
+            report.add_fallback(op_name(node), reasons.get(node.name, "not supported"))
+    fused.recompile()
+
+    record = GraphRecord(kind, name, report, list(regions.values()))
+    debug.report_graph(options, record, fused)
+    with _recorder_lock:
+        for r in _recorders:
+            r.append(record)
+    return _boxed(_direct_call(fused, regions) or fused)
+
+
+def _first_line(error) -> str:
+    return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+
+
+def _inline_region(fused, rname, reason, report, reasons):
+    """Puts a region's nodes back into the parent graph, to run in PyTorch."""
+    sub = getattr(fused, rname)
+    for node in sub.graph.nodes:
+        if _is_counted(node):
+            report.add_fallback(op_name(node), reason)
+    call = next(n for n in fused.graph.nodes if n.op == "call_module" and n.target == rname)
+    env = {}
+    placeholders = [n for n in sub.graph.nodes if n.op == "placeholder"]
+    for ph, arg in zip(placeholders, call.args):
+        env[ph] = arg
+    with fused.graph.inserting_before(call):
+        for node in sub.graph.nodes:
+            if node.op in ("placeholder", "output"):
+                if node.op == "output":
+                    result = torch.fx.map_arg(node.args[0], lambda n: env[n])
+                continue
+            env[node] = fused.graph.node_copy(node, lambda n: env[n])
+    # The region returned a tuple (getitem users) or a single value.
+    if any(u.target is operator.getitem for u in call.users) and isinstance(
+        result, (list, tuple)
+    ):
+        for user in list(call.users):
+            user.replace_all_uses_with(result[user.args[1]])
+            fused.graph.erase_node(user)
+    else:
+        call.replace_all_uses_with(result if not isinstance(result, (list, tuple)) else result[0])
+    fused.graph.erase_node(call)
+    delattr(fused, rname)
+
+
+class _RegionModule(torch.nn.Module):
+    def __init__(self, region: Region):
+        super().__init__()
+        self.region = region
+
+    def forward(self, *args):
+        outs = self.region(*args)
+        return outs if len(outs) != 1 or self.region.graph_returns_tuple else outs[0]
+
+
+def _direct_call(fused, regions):
+    """When the whole graph is one region over the graph's inputs, the region is the
+    compiled function (no FX interpreter in between)."""
+    nodes = list(fused.graph.nodes)
+    placeholders = [n for n in nodes if n.op == "placeholder"]
+    calls = [n for n in nodes if n.op not in ("placeholder", "output")]
+    if len(calls) == 0:
+        return None
+    region_calls = [n for n in calls if n.op == "call_module" and n.target in regions]
+    if len(region_calls) != 1:
+        return None
+    call = region_calls[0]
+    getitems = [n for n in calls if n is not call]
+    if any(g.target is not operator.getitem or g.args[0] is not call
+           for g in getitems):
+        return None
+    if list(call.args) != placeholders:
+        return None
+    output = next(n for n in nodes if n.op == "output")
+    outs = output.args[0]
+    outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
+    positions = []
+    for o in outs:
+        if o is call:
+            positions.append(0)
+        elif o in getitems:
+            positions.append(o.args[1])
+        else:
+            return None
+    region = regions[call.target]
+    if positions == list(range(len(positions))) and len(positions) == len(region.graph.outputs):
+        return region
+    return lambda *args: [region(*args)[p] for p in positions]
+
+
+def _boxed(fn):
+    def run(args):
+        # AOTAutograd's boxed convention: the list is ours; dropping it frees the inputs early.
+        a = list(args)
+        args.clear()
+        return fn(*a)
+
+    run._boxed_call = True
+    return run
+
+
+def _has_symbolic(example_inputs) -> bool:
+    for x in example_inputs:
+        if isinstance(x, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+            return True
+        if isinstance(x, torch.Tensor):
+            for s in list(x.shape) + list(x.stride()):
+                if not isinstance(s, int):
+                    return True
+    return False
+
+
+def _aot(gm, example_inputs, options: Options):
+    def compiler(kind):
+        return lambda g, ex: compile_aten_graph(g, ex, options, kind)
+
+    return aot_autograd(
+        fw_compiler=compiler("forward"),
+        bw_compiler=compiler("backward"),
+        inference_compiler=compiler("inference"),
+        decompositions=decompositions(),
+    )(gm, example_inputs)
+
+
+class _PerShape:
+    """A Dynamo graph with symbolic sizes, compiled for each concrete shape it meets."""
+
+    def __init__(self, gm, options):
+        self.gm = gm
+        self.options = options
+        self.compiled = {}
+        self.lock = threading.Lock()
+
+    @staticmethod
+    def key(args):
+        return tuple(
+            (tuple(a.shape), a.stride(), a.dtype, a.requires_grad) if isinstance(a, torch.Tensor)
+            else (type(a), a)
+            for a in args
+        )
+
+    def __call__(self, *args):
+        k = self.key(args)
+        fn = self.compiled.get(k)
+        if fn is None:
+            with self.lock:
+                fn = self.compiled.get(k)
+                if fn is None:
+                    fn = _aot(self.gm, list(args), self.options)
+                    self.compiled[k] = fn
+        return fn(*args)
+
+
+def stax_backend(gm: torch.fx.GraphModule, example_inputs, options: dict | None = None, **kwargs):
+    """torch.compile(fn, backend="stax", options={...}): see options.py for the options."""
+    if kwargs:
+        raise ValueError(f"stax: unknown backend argument(s) {', '.join(sorted(kwargs))}")
+    opts = Options.parse(options)
+    if _has_symbolic(example_inputs):
+        debug.log(opts, "graph", "stax: symbolic sizes; compiling per concrete shape")
+        return _PerShape(gm, opts)
+    return _aot(gm, example_inputs, opts)

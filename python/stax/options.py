@@ -1,0 +1,67 @@
+"""Options of the "stax" torch.compile backend: `torch.compile(fn, backend="stax",
+options={...})`. An unknown option, or a value of the wrong kind, is an error naming it."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, fields
+
+SIMD_LEVELS = ("", "avx512", "avx2", "scalar")
+LOG_TOPICS = ("fusion", "schedule", "ir", "output_code", "graph", "fallback")
+
+
+@dataclass(frozen=True)
+class Options:
+    # Threads of every kernel; None: torch.get_num_threads() at each call.
+    threads: int | None = None
+    # SIMD level of the generated code; "" is the widest this CPU runs.
+    simd: str = ""
+    # Log topics printed to stderr (STAX_LOGS=fusion,schedule,ir,output_code adds to these).
+    logs: tuple = ()
+    # Directory for per-graph debug files (also STAX_DEBUG_DIR).
+    debug_dir: str = ""
+    # Kernel cache directory ("" : STAX_CACHE_DIR, else ~/.cache/stax).
+    cache_dir: str = ""
+    # Turns on every log topic.
+    debug: bool = False
+
+    @property
+    def record_ir(self) -> bool:
+        return "ir" in self.logs or bool(self.debug_dir)
+
+    @staticmethod
+    def parse(options: dict | None) -> "Options":
+        options = dict(options or {})
+        known = {f.name for f in fields(Options)}
+        unknown = sorted(set(options) - known)
+        if unknown:
+            raise ValueError(
+                f"stax: unknown option{'s' if len(unknown) > 1 else ''} "
+                f"{', '.join(repr(u) for u in unknown)} (known: {', '.join(sorted(known))})"
+            )
+        threads = options.get("threads")
+        if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int)
+                                    or threads < 1):
+            raise ValueError(f"stax: option 'threads' must be a positive int or None, got {threads!r}")
+        simd = options.get("simd", "")
+        if simd not in SIMD_LEVELS:
+            raise ValueError(f"stax: option 'simd' must be one of {SIMD_LEVELS[1:]}, got {simd!r}")
+        debug = options.get("debug", False)
+        if not isinstance(debug, bool):
+            raise ValueError(f"stax: option 'debug' must be a bool, got {debug!r}")
+        logs = options.get("logs", ())
+        if isinstance(logs, str):
+            logs = tuple(t for t in logs.split(",") if t)
+        logs = tuple(logs) + tuple(t for t in os.environ.get("STAX_LOGS", "").split(",") if t)
+        if debug:
+            logs += LOG_TOPICS
+        for t in logs:
+            if t not in LOG_TOPICS:
+                raise ValueError(f"stax: unknown log topic {t!r} (known: {', '.join(LOG_TOPICS)})")
+        debug_dir = options.get("debug_dir") or os.environ.get("STAX_DEBUG_DIR", "")
+        cache_dir = options.get("cache_dir", "")
+        for name, value in (("debug_dir", debug_dir), ("cache_dir", cache_dir)):
+            if not isinstance(value, str):
+                raise ValueError(f"stax: option '{name}' must be a path string, got {value!r}")
+        return Options(threads=threads, simd=simd, logs=tuple(dict.fromkeys(logs)),
+                       debug_dir=debug_dir, cache_dir=cache_dir, debug=debug)

@@ -1,0 +1,192 @@
+"""Capability-based partitioning of an ATen FX graph into Stax regions and PyTorch nodes.
+
+A node is Stax's when every tensor it reads and produces is a CPU tensor of a Stax dtype
+with static sizes, and `aten_ops.translate_node` can spell it in Stax's text format. Regions
+are the largest groups of such nodes that keep the graph acyclic (torch.fx's
+CapabilityBasedPartitioner); a region of views only stays in PyTorch, where a view costs
+nothing. Every node left to PyTorch is recorded with its reason (explain, debug log).
+"""
+
+from __future__ import annotations
+
+import collections
+import operator
+from dataclasses import dataclass, field
+
+import torch
+from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
+from torch.fx.passes.operator_support import OperatorSupportBase
+
+from . import aten_ops
+from .aten_ops import TextGraph, Unsupported
+
+aten = torch.ops.aten
+
+# Ops that move no data when PyTorch runs them: a region made of these only is not worth a
+# kernel call.
+VIEW_OPS = {
+    "view", "_unsafe_view", "reshape", "permute", "transpose", "t", "unsqueeze", "squeeze",
+    "expand", "slice", "select", "narrow", "split", "split_with_sizes", "as_strided", "alias",
+    "unbind",
+}
+
+
+def op_name(node: torch.fx.Node) -> str:
+    t = node.target
+    if isinstance(t, torch._ops.OpOverload):
+        return t.name().replace("::", ".").removeprefix("aten.")
+    if t is operator.getitem:
+        return "getitem"
+    return getattr(t, "__name__", str(t))
+
+
+def _fake_values(value):
+    if isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _fake_values(v)
+    else:
+        yield value
+
+
+def _tensor_problem(t) -> str | None:
+    if not isinstance(t, torch.Tensor):
+        return f"a {type(t).__name__} value"
+    if t.device.type != "cpu":
+        return f"a tensor on {t.device}"
+    if t.dtype not in aten_ops.STAX_DTYPES:
+        return f"dtype {t.dtype}"
+    if t.layout != torch.strided:
+        return f"layout {t.layout}"
+    for s in list(t.shape) + list(t.stride()) + [t.storage_offset()]:
+        if not isinstance(s, int):
+            return "symbolic sizes"
+    return None
+
+
+def node_problem(node: torch.fx.Node, stax_ops) -> str | None:
+    """Why `node` cannot run in Stax, or None when it can."""
+    if node.op != "call_function":
+        return "not an op"
+    for inp in node.all_input_nodes:
+        if inp.op == "get_attr":
+            return "reads a module attribute"
+        val = inp.meta.get("val")
+        if node.target is operator.getitem:
+            continue
+        for v in _fake_values(val):
+            problem = _tensor_problem(v)
+            if problem:
+                return f"input {inp.name} is {problem}"
+    out = node.meta.get("val")
+    if out is None:
+        return "no metadata"
+    for v in _fake_values(out):
+        problem = _tensor_problem(v)
+        if problem:
+            return f"result is {problem}"
+    if node.target is operator.getitem:
+        return None
+    scratch = TextGraph("probe")
+    try:
+        aten_ops.translate_node(node, lambda n: n.name, scratch, stax_ops)
+    except Unsupported as e:
+        return str(e)
+    return None
+
+
+class _StaxSupport(OperatorSupportBase):
+    def __init__(self, stax_ops):
+        self.stax_ops = stax_ops
+        # Keyed by node name: fusing the partitions rebuilds the graph with new Node objects.
+        self.reasons: dict[str, str] = {}
+
+    def is_node_supported(self, submodules, node: torch.fx.Node) -> bool:
+        problem = node_problem(node, self.stax_ops)
+        if node.target is operator.getitem and problem is None:
+            base = node.args[0]
+            problem = self.reasons.get(base.name) if isinstance(base, torch.fx.Node) else "getitem"
+            if problem is None and node_problem(base, self.stax_ops) is not None:
+                problem = "its producer runs in PyTorch"
+        if problem is not None:
+            self.reasons[node.name] = problem
+        return problem is None
+
+
+@dataclass
+class PartitionReport:
+    """What ran where: per op, the nodes in Stax regions and those left to PyTorch."""
+
+    stax_ops: collections.Counter = field(default_factory=collections.Counter)
+    fallback_ops: collections.Counter = field(default_factory=collections.Counter)
+    fallback_reasons: dict[str, collections.Counter] = field(default_factory=dict)
+
+    def add_fallback(self, name: str, reason: str) -> None:
+        self.fallback_ops[name] += 1
+        self.fallback_reasons.setdefault(name, collections.Counter())[reason] += 1
+
+
+def partition(gm: torch.fx.GraphModule, stax_ops):
+    """Returns (graph module with regions as submodules `stax_region_<k>`, region names,
+    reasons of unsupported nodes)."""
+    support = _StaxSupport(stax_ops)
+    partitioner = CapabilityBasedPartitioner(
+        gm, support, allows_single_node_partition=True
+    )
+    partitions = partitioner.propose_partitions()
+    kept = []
+    for p in partitions:
+        compute = [
+            n for n in p.nodes
+            if n.op == "call_function" and n.target is not operator.getitem
+            and op_name(n).split(".")[0] not in VIEW_OPS
+        ]
+        if compute:
+            kept.append(p)
+        else:
+            for n in p.nodes:
+                support.reasons.setdefault(n.name, "a region of views only (a view costs nothing in PyTorch)")
+    fused = partitioner.fuse_partitions(kept, prefix="stax_region_")
+    regions = [name for name, _ in fused.named_children() if name.startswith("stax_region_")]
+    return fused, regions, support.reasons
+
+
+def translate_region(sub: torch.fx.GraphModule, name: str, stax_ops) -> TextGraph:
+    """The Stax graph of one region (a submodule whose nodes are all supported)."""
+    graph = TextGraph(name)
+    names: dict[torch.fx.Node, object] = {}
+    used = set()
+
+    def stax_name(n: str) -> str:
+        base = n if n.isidentifier() and n not in ("def", "return", "True", "False", "None") else "v"
+        candidate, k = base, 0
+        while candidate in used:
+            k += 1
+            candidate = f"{base}_{k}"
+        used.add(candidate)
+        return candidate
+
+    def name_of(n):
+        value = names[n]
+        if isinstance(value, list):
+            raise Unsupported(f"{n.name} has several results")
+        return value
+
+    for node in sub.graph.nodes:
+        if node.op == "placeholder":
+            s = stax_name(node.name)
+            names[node] = s
+            graph.inputs.append((s, node.meta["val"]))
+        elif node.op == "call_function":
+            result = aten_ops.translate_node(node, name_of, graph, stax_ops)
+            if isinstance(result, tuple) and result and result[0] == "getitem":
+                _, base, index = result
+                result = names[base][index]
+            names[node] = result
+        elif node.op == "output":
+            outs = node.args[0]
+            outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
+            graph.returns_tuple = isinstance(node.args[0], (list, tuple))
+            graph.outputs = [name_of(o) for o in outs]
+        else:
+            raise Unsupported(f"{node.op} node in a region")
+    return graph

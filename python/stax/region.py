@@ -1,0 +1,159 @@
+"""A compiled Stax region: the callable that replaces a partition of the FX graph.
+
+Per call it checks the layout of each input against the one compiled for (a different
+layout compiles another variant; nothing is ever read with the wrong strides), allocates
+the output slots with PyTorch (so outputs are ordinary PyTorch tensors, handed over without
+a copy), and runs the generated code on the tensors' memory in place, with the thread count
+PyTorch has at that moment (`torch.get_num_threads()`).
+"""
+
+from __future__ import annotations
+
+import threading
+
+import torch
+
+from . import _C
+from .aten_ops import TORCH_DTYPES, TextGraph
+
+
+class _OutputPlan:
+    """How output k is made after a run, decided once per compiled variant."""
+
+    __slots__ = ("kind", "index", "sizes", "strides", "offset", "dtype")
+
+    def __init__(self, binding, slot_is_whole_output: bool):
+        from_input, index, dtype, sizes, strides, offset = binding
+        self.index = index
+        self.sizes = tuple(sizes)
+        self.strides = tuple(strides)
+        self.offset = offset
+        self.dtype = TORCH_DTYPES[dtype]
+        if from_input:
+            self.kind = "input_view"
+        elif slot_is_whole_output:
+            self.kind = "slot_tensor"  # the slot itself is allocated as this tensor
+        else:
+            self.kind = "slot_view"
+
+
+class _Variant:
+    """One compilation of a region for one input layout."""
+
+    def __init__(self, compiled):
+        self.compiled = compiled
+        self.run = compiled.run
+        bindings = compiled.outputs
+        slot_bytes = compiled.output_slot_bytes
+        users = [0] * len(slot_bytes)
+        for b in bindings:
+            if not b[0]:
+                users[b[1]] += 1
+        self.plans = []
+        self.slot_tensor_plan = [None] * len(slot_bytes)
+        for b in bindings:
+            from_input, index, dtype, sizes, strides, offset = b
+            whole = False
+            if not from_input and users[index] == 1 and offset == 0:
+                t = torch.empty_strided(sizes, strides, dtype=TORCH_DTYPES[dtype], device="meta")
+                extent = t.untyped_storage().nbytes()
+                whole = extent >= slot_bytes[index] and _is_64_aligned_allocation(extent)
+            plan = _OutputPlan(b, whole)
+            self.plans.append(plan)
+            if plan.kind == "slot_tensor":
+                self.slot_tensor_plan[index] = plan
+        self.slot_bytes = list(slot_bytes)
+
+
+def _is_64_aligned_allocation(nbytes: int) -> bool:
+    # PyTorch's CPU allocator returns 64-byte aligned memory for any non-empty allocation.
+    return nbytes > 0
+
+
+class Region:
+    """A Stax region of an FX graph, callable on PyTorch tensors."""
+
+    def __init__(self, graph: TextGraph, options):
+        self.graph = graph
+        self.name = graph.name
+        self.options = options
+        self.text = graph.text()
+        self.graph_returns_tuple = graph.returns_tuple
+        self.input_layouts = tuple(
+            (tuple(v.shape), tuple(v.stride())) for _, v in graph.inputs
+        )
+        self.input_dtypes = tuple(v.dtype for _, v in graph.inputs)
+        self._variants: dict = {}
+        self._lock = threading.Lock()
+        self.primary = None
+
+    # Compiling is separate from construction so that the backend can compile every region
+    # of a graph concurrently (the C++ side releases the GIL).
+    def compile(self):
+        self.primary = self._compile_variant(self.input_layouts, self.text)
+        self._variants[self.input_layouts] = self.primary
+        return self
+
+    def _compile_variant(self, layouts, text):
+        o = self.options
+        compiled = _C.compile(
+            text,
+            self.name,
+            num_threads=o.threads or torch.get_num_threads(),
+            simd=o.simd,
+            cache_dir=o.cache_dir,
+            record_ir=o.record_ir,
+        )
+        return _Variant(compiled)
+
+    def _variant_for(self, args):
+        layouts = tuple((tuple(a.shape), tuple(a.stride())) for a in args)
+        variant = self._variants.get(layouts)
+        if variant is None:
+            with self._lock:
+                variant = self._variants.get(layouts)
+                if variant is None:
+                    relaid = TextGraph(self.name)
+                    relaid.inputs = [(n, a) for (n, _), a in zip(self.graph.inputs, args)]
+                    relaid.statements = self.graph.statements
+                    relaid.outputs = self.graph.outputs
+                    variant = self._compile_variant(layouts, relaid.text())
+                    self._variants[layouts] = variant
+        return variant
+
+    def __call__(self, *args):
+        variant = self.primary
+        layouts = self.input_layouts
+        for a, (sizes, strides) in zip(args, layouts):
+            if a.stride() != strides or a.shape != sizes:
+                variant = self._variant_for(args)
+                break
+        slots = []
+        slot_tensors = []
+        for k, nbytes in enumerate(variant.slot_bytes):
+            plan = variant.slot_tensor_plan[k]
+            if plan is not None:
+                t = torch.empty_strided(plan.sizes, plan.strides, dtype=plan.dtype)
+            else:
+                t = torch.empty(max(nbytes, 64), dtype=torch.uint8)
+            slot_tensors.append(t)
+            slots.append(t.data_ptr())
+        threads = self.options.threads or torch.get_num_threads()
+        variant.run([a.data_ptr() for a in args], slots, threads)
+        outs = []
+        for plan in variant.plans:
+            kind = plan.kind
+            if kind == "slot_tensor":
+                outs.append(slot_tensors[plan.index])
+            elif kind == "input_view":
+                base = args[plan.index]
+                if (plan.sizes == base.shape and plan.strides == base.stride()
+                        and plan.offset == 0):
+                    outs.append(base)
+                else:
+                    outs.append(base.as_strided(plan.sizes, plan.strides,
+                                                base.storage_offset() + plan.offset))
+            else:
+                buf = slot_tensors[plan.index].view(plan.dtype)
+                outs.append(buf.as_strided(plan.sizes, plan.strides, plan.offset))
+        return outs
