@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Sets everything up, then runs the seed's three example programs through `stax explain`
-# and `stax run`.
+# Sets everything up (the C++ build and the Python package in .venv), then runs the seed's
+# three example programs through `stax explain` and `stax run`, and the torch.compile demo.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh build -DSTAX_BUILD_TESTS=OFF
+scripts/setup_python.sh
 examples="${STAX_EXAMPLES:-../shared/examples}"
 for f in "$examples"/example_1_1.stax "$examples"/example_7_1.stax "$examples"/example_7_2.stax; do
   echo "================ stax explain $f"
@@ -11,3 +12,8 @@ for f in "$examples"/example_1_1.stax "$examples"/example_7_1.stax "$examples"/e
   echo "================ stax run $f"
   build/src/cli/stax run "$f"
 done
+demo=python/examples/demo_transformer.py
+if [ -f "$demo" ]; then
+  echo "================ $demo"
+  .venv/bin/python "$demo"
+fi

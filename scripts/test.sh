@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets everything up, builds, and runs all tests: the full suite, then the unit tests again
-# under AddressSanitizer and UndefinedBehaviorSanitizer. Works before or after
+# under AddressSanitizer and UndefinedBehaviorSanitizer, then the Python package's tests
+# (pytest in .venv, set up by scripts/setup_python.sh). Works before or after
 # scripts/demo.sh: the build directory is configured with the tests on whatever its cache
 # says, and the run fails when any expected suite is missing or runs no test.
 set -euo pipefail
@@ -30,6 +31,7 @@ run_suites() {
 }
 
 scripts/setup.sh build -DSTAX_BUILD_TESTS=ON
+scripts/setup_python.sh
 # Every saved fuzzer finding is a test of its own (tests/fuzz/regressions).
 run_suites build 'fuzz_regression\..*' "${suites[@]}"
 
@@ -37,4 +39,13 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DSTAX_SANITIZE=ON \
   -DSTAX_BUILD_TESTS=ON >/dev/null
 cmake --build build-asan -j "$(nproc)" --target "${sanitized_suites[@]}"
 run_suites build-asan '' "${sanitized_suites[@]}"
-echo "test.sh: all ${#suites[@]} suites passed, ${#sanitized_suites[@]} again under ASan+UBSan"
+
+# The Python package, as installed in .venv; a run in which no test passed is a failure.
+pytest_log=build/pytest.log
+STAX_CACHE_DIR="$PWD/build/pytest-cache" .venv/bin/python -m pytest python/tests -q -rs \
+  2>&1 | tee "$pytest_log"
+if ! tail -n 1 "$pytest_log" | grep -Eq '[0-9]+ passed'; then
+  echo "test.sh: pytest passed no test" >&2
+  exit 1
+fi
+echo "test.sh: all ${#suites[@]} suites passed, ${#sanitized_suites[@]} again under ASan+UBSan, and pytest"

@@ -186,23 +186,26 @@ class KeyBuilder {
   Sha256 hash_;
 };
 
-// Digest of every file under kernel_include/, so header edits invalidate cached kernels.
-const std::string& kernel_headers_digest() {
-  static const std::string digest = [] {
-    const fs::path root = kernel_include_dir();
-    std::vector<fs::path> files;
-    for (const auto& entry : fs::recursive_directory_iterator(root)) {
-      if (entry.is_regular_file()) files.push_back(entry.path());
-    }
-    std::sort(files.begin(), files.end());
-    KeyBuilder builder;
-    for (const fs::path& file : files) {
-      builder.field(file.lexically_relative(root).string());
-      builder.field(read_file(file));
-    }
-    return builder.key();
-  }();
-  return digest;
+// Digest of every file under the kernel include directory `root`, so header edits invalidate
+// cached kernels. Computed once per directory and process ($STAX_KERNEL_INCLUDE_DIR may name
+// another directory later in the same process).
+std::string kernel_headers_digest(const fs::path& root) {
+  static std::mutex mutex;
+  static std::map<std::string, std::string> digests;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = digests.find(root.string());
+  if (it != digests.end()) return it->second;
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::recursive_directory_iterator(root)) {
+    if (entry.is_regular_file()) files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  KeyBuilder builder;
+  for (const fs::path& file : files) {
+    builder.field(file.lexically_relative(root).string());
+    builder.field(read_file(file));
+  }
+  return digests.emplace(root.string(), builder.key()).first->second;
 }
 
 struct CompilerInfo {
@@ -304,7 +307,7 @@ std::string ensure_precompiled_header(const fs::path& cache_dir,
   builder.fields(command);
   builder.field(info.identity);
   builder.fields(flags);
-  builder.field(kernel_headers_digest());
+  builder.field(kernel_headers_digest(kernel_include_dir()));
   const std::string dir_name = "pch-" + builder.key();
   const std::string gch_name = std::string(kKernelHeader) + ".gch";
   const std::string entry_name = dir_name + "/" + gch_name;
@@ -434,8 +437,39 @@ std::vector<std::string> split_words(const std::string& text) {
 
 }  // namespace
 
-std::string kernel_include_dir() {
+std::string locate_kernel_include_dir(const std::string& env_value,
+                                      const std::string& module_file) {
+  if (!env_value.empty()) {
+    const fs::path dir = fs::absolute(env_value).lexically_normal();
+    if (!fs::is_regular_file(dir / kKernelHeader)) {
+      throw std::runtime_error("STAX_KERNEL_INCLUDE_DIR is '" + env_value + "', which has no " +
+                               std::string(kKernelHeader));
+    }
+    return dir.string();
+  }
+  if (!module_file.empty()) {
+    const fs::path beside =
+        (fs::absolute(module_file).parent_path() / "kernel_include").lexically_normal();
+    std::error_code ec;
+    if (fs::is_regular_file(beside / kKernelHeader, ec)) return beside.string();
+  }
   return STAX_KERNEL_INCLUDE_DIR;
+}
+
+std::string runtime_module_file() {
+  // The module that defines this variable: the Python extension, a shared library or the
+  // executable that stax_runtime is linked into.
+  static const char anchor = 0;
+  static const std::string file = [] {
+    Dl_info info{};
+    if (::dladdr(&anchor, &info) == 0 || info.dli_fname == nullptr) return std::string();
+    return std::string(info.dli_fname);
+  }();
+  return file;
+}
+
+std::string kernel_include_dir() {
+  return locate_kernel_include_dir(env_or_empty("STAX_KERNEL_INCLUDE_DIR"), runtime_module_file());
 }
 
 std::string resolve_cache_dir(const JitOptions& options) {
@@ -487,7 +521,7 @@ JitResult compile_and_load(const std::string& source, const JitOptions& options)
   builder.field(info.identity);
   builder.fields(flags);
   builder.fields(link_flags);
-  builder.field(kernel_headers_digest());
+  builder.field(kernel_headers_digest(kernel_include_dir()));
   builder.field(source);
   const std::string key = builder.key();
 

@@ -64,8 +64,18 @@ struct JitResult {
 // the compiler fails, std::runtime_error on file-system or loading errors.
 JitResult compile_and_load(const std::string& source, const JitOptions& options = {});
 
-// Absolute path of src/runtime/kernel_include (holds stax_kernel.h), baked in at build time.
+// Absolute path of the directory holding stax_kernel.h, relocatable so that an installed
+// package uses its own copy: locate_kernel_include_dir($STAX_KERNEL_INCLUDE_DIR,
+// runtime_module_file()).
 std::string kernel_include_dir();
+// The rules behind kernel_include_dir(): `env_value` when not empty (it must hold
+// stax_kernel.h, else std::runtime_error names the variable); else `kernel_include/` in the
+// directory of `module_file` when it holds stax_kernel.h (the Python package installs the
+// headers beside stax/_C); else src/runtime/kernel_include, baked in at build time.
+std::string locate_kernel_include_dir(const std::string& env_value, const std::string& module_file);
+// Path of the shared object or executable this code is linked into (dladdr); empty when
+// unknown.
+std::string runtime_module_file();
 
 // Directory compile_and_load uses for `options` (the resolution order of JitOptions).
 std::string resolve_cache_dir(const JitOptions& options);

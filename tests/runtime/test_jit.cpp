@@ -308,5 +308,66 @@ TEST(Jit, UnloadingOpenMpKernelsIsSafe) {
   SUCCEED();
 }
 
+// --- Relocatable kernel headers (kernel_include_dir) ------------------------------------
+
+TEST(Jit, KernelIncludeDirFromEnvironmentIsWhatKernelsInclude) {
+  TempDir dir;
+  // A stand-in for stax_kernel.h that the real header does not define, so the kernel below
+  // compiles only when the JIT passes this directory to the compiler.
+  write_text(dir.path() + "/stax_kernel.h", "inline int stax_relocated_marker() { return 7; }\n");
+  TempDir cache;
+  ScopedEnv env("STAX_KERNEL_INCLUDE_DIR", dir.path().c_str());
+  EXPECT_EQ(kernel_include_dir(), dir.path());
+  const std::vector<std::string> flags = kernel_compile_flags(SimdLevel::Scalar);
+  EXPECT_NE(std::find(flags.begin(), flags.end(), "-I" + dir.path()), flags.end());
+  JitOptions options = scalar_options(cache.path());
+  options.use_precompiled_header = false;
+  const JitResult r = compile_and_load(
+      "#include \"stax_kernel.h\"\n"
+      "extern \"C\" int stax_probe_marker() { return stax_relocated_marker(); }\n",
+      options);
+  EXPECT_EQ(r.library->function<int (*)()>("stax_probe_marker")(), 7);
+}
+
+TEST(Jit, KernelIncludeDirFromEnvironmentWithoutHeaderIsAnError) {
+  TempDir dir;
+  ScopedEnv env("STAX_KERNEL_INCLUDE_DIR", dir.path().c_str());
+  try {
+    kernel_include_dir();
+    FAIL() << "expected an error for a directory without stax_kernel.h";
+  } catch (const std::runtime_error& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("STAX_KERNEL_INCLUDE_DIR"), std::string::npos) << message;
+    EXPECT_NE(message.find(dir.path()), std::string::npos) << message;
+    EXPECT_NE(message.find("stax_kernel.h"), std::string::npos) << message;
+  }
+}
+
+TEST(Jit, KernelIncludeDirBesideTheModule) {
+  ScopedEnv env("STAX_KERNEL_INCLUDE_DIR", nullptr);
+  const std::string built_in = kernel_include_dir();
+  EXPECT_TRUE(fs::exists(fs::path(built_in) / "stax_kernel.h"));
+
+  TempDir package;
+  const std::string module = package.path() + "/_C.so";
+  // No kernel_include/ beside the module: the build-time directory.
+  EXPECT_EQ(locate_kernel_include_dir("", module), built_in);
+  fs::create_directory(package.path() + "/kernel_include");
+  EXPECT_EQ(locate_kernel_include_dir("", module), built_in) << "an empty directory is no match";
+  write_text(package.path() + "/kernel_include/stax_kernel.h", "// installed copy\n");
+  EXPECT_EQ(locate_kernel_include_dir("", module), package.path() + "/kernel_include");
+  // The environment wins over the module's directory.
+  TempDir other;
+  write_text(other.path() + "/stax_kernel.h", "// override\n");
+  EXPECT_EQ(locate_kernel_include_dir(other.path(), module), other.path());
+}
+
+TEST(Jit, RuntimeModuleFileIsTheBinaryLinkingTheRuntime) {
+  // test_runtime links stax_runtime statically, so the module is this executable.
+  const std::string file = runtime_module_file();
+  ASSERT_FALSE(file.empty());
+  EXPECT_TRUE(fs::equivalent(file, "/proc/self/exe")) << file;
+}
+
 }  // namespace
 }  // namespace stax::runtime

@@ -1,0 +1,224 @@
+// stax._C, the extension module under the Python package: compiles Stax graph text
+// (ir::parse_graph, stax::compile) and runs the result on caller-owned memory
+// (CompiledGraph::run_into), explains compilations, and reports the SIMD levels, the JIT
+// cache directory and compiler invocations. The torch.compile bridge (python/stax) is its
+// only intended caller; it hands tensors over as data pointers laid out as compiled.
+//
+// C++ errors become Python exceptions with their message unchanged: bad graphs and bad
+// arguments (ir::ParseError, ir::GraphError, std::invalid_argument, which includes
+// stax::InputError) ValueError; everything else, the C++ compiler's failures
+// (runtime::CompileError, whose message holds the compiler output) included, RuntimeError.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <Python.h>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "driver/compiler.h"
+#include "driver/explain.h"
+#include "ir/dtype.h"
+#include "ir/graph.h"
+#include "runtime/jit.h"
+#include "runtime/simd.h"
+
+#ifndef STAX_VERSION
+#error "the build must define STAX_VERSION (the project version)"
+#endif
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace stax::bindings {
+namespace {
+
+// (name, dtype, sizes, strides) of one graph input.
+using InputInfo = std::tuple<std::string, std::string, std::vector<int64_t>, std::vector<int64_t>>;
+// (from_input, index, dtype, sizes, strides, offset) of one graph output: index is the output
+// slot, or the input position when the output is a view of an input.
+using OutputInfo =
+    std::tuple<bool, int, std::string, std::vector<int64_t>, std::vector<int64_t>, int64_t>;
+
+CompileOptions make_options(int num_threads, const std::string& simd, const std::string& cache_dir,
+                            bool record_ir) {
+  CompileOptions options;
+  if (num_threads < 0) {
+    throw std::invalid_argument("num_threads must be 0 (all hardware threads) or more, got " +
+                                std::to_string(num_threads));
+  }
+  options.num_threads = num_threads;
+  if (!simd.empty()) {
+    options.simd = runtime::parse_simd_level(simd);
+    if (!options.simd) {
+      throw std::invalid_argument("unknown SIMD level '" + simd +
+                                  "' (expected avx512, avx2, scalar, or '' for the widest the "
+                                  "CPU supports)");
+    }
+  }
+  options.cache_dir = cache_dir;
+  options.record_ir = record_ir;
+  return options;
+}
+
+// Reads the addresses in `sequence` (a list or tuple of ints) into `out`, resized to match.
+// This is the per-call path: no conversion objects, no per-element allocation.
+template <class Pointer>
+void read_addresses(nb::handle sequence, const char* what, std::vector<Pointer>& out) {
+  PyObject* object = sequence.ptr();
+  if (!PyList_Check(object) && !PyTuple_Check(object)) {
+    throw nb::type_error((std::string(what) + " must be a list of data pointers (int), got " +
+                          Py_TYPE(object)->tp_name)
+                             .c_str());
+  }
+  const Py_ssize_t count = PySequence_Fast_GET_SIZE(object);
+  PyObject** items = PySequence_Fast_ITEMS(object);
+  out.resize(static_cast<size_t>(count));
+  for (Py_ssize_t i = 0; i < count; ++i) {
+    void* address = PyLong_AsVoidPtr(items[i]);
+    if (address == nullptr && PyErr_Occurred()) throw nb::python_error();
+    out[static_cast<size_t>(i)] = static_cast<Pointer>(address);
+  }
+}
+
+void run_compiled(const CompiledGraph& compiled, nb::handle inputs, nb::handle outputs,
+                  int num_threads) {
+  std::vector<const void*> input_data;
+  std::vector<void*> output_slots;
+  read_addresses(inputs, "inputs", input_data);
+  read_addresses(outputs, "outputs", output_slots);
+  RunOptions options;
+  options.num_threads = num_threads;
+  nb::gil_scoped_release release;
+  compiled.run_into(input_data, output_slots, options);
+}
+
+std::vector<InputInfo> input_infos(const CompiledGraph& compiled) {
+  std::vector<InputInfo> infos;
+  for (const auto& in : compiled.compilation().lowered.inputs) {
+    infos.emplace_back(in.name, std::string(dtype_name(in.dtype)), in.sizes, in.strides);
+  }
+  return infos;
+}
+
+std::vector<OutputInfo> output_infos(const CompiledGraph& compiled) {
+  std::vector<OutputInfo> infos;
+  for (const auto& out : compiled.compilation().module.outputs) {
+    infos.emplace_back(out.from_input, out.index, std::string(dtype_name(out.dtype)), out.sizes,
+                       out.strides, out.offset);
+  }
+  return infos;
+}
+
+std::vector<std::string> supported_simd_levels() {
+  std::vector<std::string> names;
+  for (runtime::SimdLevel level :
+       {runtime::SimdLevel::Avx512, runtime::SimdLevel::Avx2, runtime::SimdLevel::Scalar}) {
+    if (runtime::cpu_supports(level)) names.emplace_back(runtime::simd_level_name(level));
+  }
+  return names;
+}
+
+void translate_exception(const std::exception_ptr& error, void*) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const ir::ParseError& e) {
+    PyErr_SetString(PyExc_ValueError, e.what());
+  } catch (const ir::GraphError& e) {
+    PyErr_SetString(PyExc_ValueError, e.what());
+  } catch (const std::invalid_argument& e) {
+    PyErr_SetString(PyExc_ValueError, e.what());
+  } catch (const std::bad_alloc&) {
+    throw;  // nanobind's MemoryError
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  }
+}
+
+}  // namespace
+}  // namespace stax::bindings
+
+NB_MODULE(_C, m) {
+  using namespace stax;
+  using namespace stax::bindings;
+  m.doc() = "Stax's C++ compiler: graph text in, compiled kernels out (the stax package's core)";
+  m.attr("__version__") = STAX_VERSION;
+  nb::register_exception_translator(&translate_exception);
+
+  nb::class_<CompiledGraph>(m, "Compiled", "A compiled Stax graph, loaded and ready to run")
+      .def("run", &run_compiled, "inputs"_a, "outputs"_a, "num_threads"_a,
+           "Runs the graph: `inputs` are the data pointers of the graph inputs, laid out with "
+           "the compiled sizes and strides; `outputs` one caller-allocated pointer per output "
+           "slot (at least output_slot_bytes[k] bytes). num_threads 0 uses the compile-time "
+           "count.")
+      .def_prop_ro("inputs", &input_infos, "(name, dtype, sizes, strides) per graph input")
+      .def_prop_ro("outputs", &output_infos,
+                   "(from_input, index, dtype, sizes, strides, offset) per graph output; index "
+                   "is the output slot, or the input position when from_input")
+      .def_prop_ro(
+          "output_slot_bytes",
+          [](const CompiledGraph& c) { return c.compilation().module.output_slot_bytes; },
+          "bytes of each output slot")
+      .def_prop_ro("source", &CompiledGraph::source, "the generated C++")
+      .def_prop_ro("cache_hit", &CompiledGraph::cache_hit,
+                   "whether the kernel library came from the cache, without the C++ compiler")
+      .def_prop_ro("library_path", &CompiledGraph::library_path)
+      .def_prop_ro(
+          "ir_log", [](const CompiledGraph& c) { return c.compilation().module.ir_log; },
+          "the kernel IR after every code-generation pass (compile(..., record_ir=True))")
+      .def(
+          "explain", [](const CompiledGraph& c) { return explain_text(c.compilation()); },
+          "lowering, fusion and schedule decisions, as `stax explain` prints them")
+      .def(
+          "explain_json",
+          [](const CompiledGraph& c) { return explain_json(c.compilation()).dump(2); },
+          "the same as one JSON document (`stax explain --json`)");
+
+  m.def(
+      "compile",
+      [](const std::string& text, const std::string& filename, int num_threads,
+         const std::string& simd, const std::string& cache_dir, bool record_ir) {
+        const CompileOptions options = make_options(num_threads, simd, cache_dir, record_ir);
+        nb::gil_scoped_release release;
+        return stax::compile(ir::parse_graph(text, filename), options);
+      },
+      "text"_a, "filename"_a = "<graph>", nb::kw_only(), "num_threads"_a = 0, "simd"_a = "",
+      "cache_dir"_a = "", "record_ir"_a = false,
+      "Parses Stax graph text and compiles it (lowering, scheduling, C++ generation, JIT).");
+
+  m.def(
+      "explain",
+      [](const std::string& text, const std::string& filename, int num_threads,
+         const std::string& simd, bool ir) {
+        const CompileOptions options = make_options(num_threads, simd, "", ir);
+        nb::gil_scoped_release release;
+        return explain_text(*stax::analyze(ir::parse_graph(text, filename), options));
+      },
+      "text"_a, "filename"_a = "<graph>", nb::kw_only(), "num_threads"_a = 0, "simd"_a = "",
+      "ir"_a = false,
+      "What `stax explain` prints for the graph (with ir=True also the kernel IR after every "
+      "pass), without running the C++ compiler.");
+
+  m.def(
+      "detect_simd",
+      [] { return std::string(runtime::simd_level_name(runtime::detect_simd_level())); },
+      "the widest SIMD level this CPU supports");
+  m.def("supported_simd_levels", &supported_simd_levels,
+        "the SIMD levels this CPU runs, widest first");
+  m.def("compiler_invocations", &runtime::compiler_invocations,
+        "C++ compiler processes this process started for kernels");
+  m.def(
+      "cache_dir",
+      [](const std::string& cache_dir) {
+        runtime::JitOptions options;
+        options.cache_dir = cache_dir;
+        return runtime::resolve_cache_dir(options);
+      },
+      "cache_dir"_a = "",
+      "the kernel cache directory: cache_dir, else $STAX_CACHE_DIR, else ~/.cache/stax");
+}
