@@ -23,8 +23,8 @@ def _register_backend() -> None:
 
 
 def explain(fn, *args, **kwargs):
-    """Which ops of `fn` run in Stax and which in PyTorch (see explain.py)."""
-    from .explain import explain as _explain
+    """Which ops of `fn` run in Stax and which in PyTorch (see explain_report.py)."""
+    from .explain_report import explain as _explain
 
     return _explain(fn, *args, **kwargs)
 

@@ -25,6 +25,7 @@
 #include "driver/explain.h"
 #include "ir/dtype.h"
 #include "ir/graph.h"
+#include "ir/op_schema.h"
 #include "runtime/jit.h"
 #include "runtime/simd.h"
 
@@ -98,6 +99,22 @@ void run_compiled(const CompiledGraph& compiled, nb::handle inputs, nb::handle o
   compiled.run_into(input_data, output_slots, options);
 }
 
+// (op name, [(parameter name, keyword_only)]) for every op of the registry: the bridge maps
+// ATen arguments onto these names.
+using OpSchemaInfo = std::tuple<std::string, std::vector<std::tuple<std::string, bool>>>;
+
+std::vector<OpSchemaInfo> op_schemas() {
+  std::vector<OpSchemaInfo> out;
+  for (const std::string& name : ir::registered_op_names()) {
+    std::vector<std::tuple<std::string, bool>> params;
+    for (const ir::Param& p : ir::find_op_schema(name)->params) {
+      params.emplace_back(p.name, p.keyword_only);
+    }
+    out.emplace_back(name, std::move(params));
+  }
+  return out;
+}
+
 std::vector<InputInfo> input_infos(const CompiledGraph& compiled) {
   std::vector<InputInfo> infos;
   for (const auto& in : compiled.compilation().lowered.inputs) {
@@ -149,6 +166,9 @@ NB_MODULE(_C, m) {
   m.doc() = "Stax's C++ compiler: graph text in, compiled kernels out (the stax package's core)";
   m.attr("__version__") = STAX_VERSION;
   nb::register_exception_translator(&translate_exception);
+  // Compiled graphs live in torch.compile's caches until the interpreter exits; those are not
+  // leaks, so nanobind's shutdown report would only be noise.
+  nb::set_leak_warnings(false);
 
   nb::class_<CompiledGraph>(m, "Compiled", "A compiled Stax graph, loaded and ready to run")
       .def("run", &run_compiled, "inputs"_a, "outputs"_a, "num_threads"_a,
@@ -210,6 +230,8 @@ NB_MODULE(_C, m) {
       "the widest SIMD level this CPU supports");
   m.def("supported_simd_levels", &supported_simd_levels,
         "the SIMD levels this CPU runs, widest first");
+  m.def("op_schemas", &op_schemas,
+        "(op name, [(parameter name, keyword_only)]) for every Stax op, in schema order");
   m.def("compiler_invocations", &runtime::compiler_invocations,
         "C++ compiler processes this process started for kernels");
   m.def(
