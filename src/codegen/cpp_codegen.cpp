@@ -145,6 +145,7 @@ GeneratedModule generate_cpp(const scheduler::Schedule& s, const CodegenOptions&
     summary.name = "kernel" + std::to_string(gi);
     std::string body;
     std::string preamble;
+    std::string source_ops;  // one comment per loop, before the function
     std::set<std::string> used;
     bool checks = false;
     for (size_t k : groups[gi]) {
@@ -159,6 +160,7 @@ GeneratedModule generate_cpp(const scheduler::Schedule& s, const CodegenOptions&
       summary.parallel_region |= loop.parallel_depth > 0;
       summary.loops.push_back(loop);
       body += kernel::print_kernel(ir, 1);
+      source_ops += kernel::print_source_ops(ir);
       preamble += kernel::print_kernel_preamble(ir, 1);
       for (const kernel::ErrorSite& e : ir.errors) {
         checks = true;
@@ -176,7 +178,7 @@ GeneratedModule generate_cpp(const scheduler::Schedule& s, const CodegenOptions&
     std::vector<std::string> params(used.begin(), used.end());
     kernel_params.push_back(params);
     kernel_checks.push_back(checks);
-    src << "static void " << summary.name << "(";
+    src << source_ops << "static void " << summary.name << "(";
     for (const auto& p : params) {
       const BufferInfo& bi = info.at(p);
       src << (bi.is_input ? "const " : "") << cpp_type(bi.dtype) << "* __restrict "

@@ -17,6 +17,20 @@ std::string deps_string(const std::vector<scheduler::MemoryDep>& deps) {
   return out + "]";
 }
 
+// Provenance as explain's JSON holds it, and back for the text (one formatter for both, the
+// one the kernel comments use).
+json source_ops_json(const std::vector<lowering::SourceOp>& ops) {
+  json out = json::array();
+  for (const auto& s : ops) out.push_back({{"op", s.op}, {"value", s.value}});
+  return out;
+}
+
+std::string source_ops_text(const json& ops) {
+  std::vector<lowering::SourceOp> list;
+  for (const auto& s : ops) list.push_back({-1, s["op"].get<std::string>(), s["value"]});
+  return lowering::format_source_ops(list);
+}
+
 }  // namespace
 
 json explain_json(const Compilation& c) {
@@ -75,13 +89,18 @@ json explain_json(const Compilation& c) {
                       {"members", members}});
   }
   doc["final_nodes"] = finals;
+  // Each loop's graph ops: what its kernel IR carries (kernel::Kernel::source_ops, filled
+  // from the same fused node).
+  std::map<std::string, std::vector<lowering::SourceOp>> ops_of;
+  for (const auto& f : s.kernels) ops_of[f.name] = f.source_ops(s.nodes);
   json kernels = json::array();
   for (const auto& k : c.module.kernels) {
     json loops = json::array();
     for (const auto& l : k.loops) {
       loops.push_back({{"fused_node", l.fused_node},
                        {"forms", l.nest_forms},
-                       {"parallel_depth", l.parallel_depth}});
+                       {"parallel_depth", l.parallel_depth},
+                       {"ops", source_ops_json(ops_of.at(l.fused_node))}});
     }
     kernels.push_back({{"name", k.name}, {"parallel_region", k.parallel_region}, {"loops", loops}});
   }
@@ -188,6 +207,7 @@ std::string explain_text(const Compilation& c) {
       std::string forms;
       for (const auto& f : l["forms"]) forms += (forms.empty() ? "" : ", ") + f.get<std::string>();
       out << forms << "\n";
+      out << "      ops: " << source_ops_text(l["ops"]) << "\n";
     }
   }
   out << "\nbuffers:\n";

@@ -1,7 +1,8 @@
 // `stax explain`: the lowering decisions, the nodes with their dependences and iteration
 // groups, the fusion log in the seed's form (candidates per round, "fusing op0 with op1", the
-// reason and the score), the final nodes, the kernels with their form and parallel depth, and
-// the buffers allocated and freed — as text, or as one JSON document.
+// reason and the score), the final nodes, the kernels with their form, parallel depth and the
+// graph ops each loop computes, and the buffers allocated and freed — as text, or as one JSON
+// document.
 #pragma once
 
 #include <string>

@@ -419,6 +419,7 @@ Kernel build_kernel(const scheduler::Schedule& s, const scheduler::FusedNode& f,
   Kernel k;
   k.name = f.name;
   k.description = f.group_string();
+  k.source_ops = f.source_ops(s.nodes);
   std::map<std::string, Expr> zero_outer;
   for (size_t j = 0; j < f.outer.size(); ++j) {
     const std::string x = "x" + std::to_string(j);

@@ -20,6 +20,7 @@
 #include "index/expr.h"
 #include "ir/dtype.h"
 #include "lowering/ops_handler.h"
+#include "lowering/source_op.h"
 
 namespace stax::kernel {
 
@@ -240,6 +241,9 @@ struct KernelDecisions {
 struct Kernel {
   std::string name;         // the fused node's name (op0, op0_op1, ...)
   std::string description;  // its iteration group
+  // The graph ops its loops compute, in graph order (issue 7 point 6: the comment naming
+  // them precedes the kernel's function in the generated C++).
+  std::vector<lowering::SourceOp> source_ops;
   Block body;
   std::vector<Accumulator> accumulators;  // indexed by id
   std::vector<ErrorSite> errors;

@@ -80,7 +80,7 @@ std::vector<std::string> nest_form_names(const Kernel& k) {
 }
 
 std::string describe_after_pass(const std::string& pass, const Kernel& k) {
-  std::string out = "=== " + k.name + " after " + pass + " ===\n";
+  std::string out = "=== " + k.name + " after " + pass + " ===\n" + print_source_ops(k);
   const KernelDecisions& d = k.decisions;
   const auto forms = nest_form_names(k);
   for (size_t i = 0; i < d.nests.size(); ++i) {

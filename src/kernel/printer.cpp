@@ -593,6 +593,17 @@ std::string print_kernel(const Kernel& kernel, int indent) {
   return Printer(kernel).run(indent);
 }
 
+std::string print_source_ops(const Kernel& kernel) {
+  std::string line =
+      "// ops of " + kernel.name + ": " + lowering::format_source_ops(kernel.source_ops);
+  // Graph names are identifiers; a lowered graph built by hand could hold anything, and a
+  // newline or a trailing backslash would carry the comment into the code.
+  for (char& c : line) {
+    if (c < ' ' || c > '~' || c == '\\') c = '?';
+  }
+  return line + "\n";
+}
+
 std::string print_kernel_preamble(const Kernel& k, int indent) {
   std::string out;
   const std::string pad(static_cast<size_t>(indent) * 2, ' ');

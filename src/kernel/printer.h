@@ -23,6 +23,11 @@ std::string cpp_literal(double value, DType dtype);
 // checks expect `int32_t* stax_error` and `int64_t* stax_error_value` in scope.
 std::string print_kernel(const Kernel& kernel, int indent = 0);
 
+// The comment line naming the graph ops the kernel's loops compute, in graph order (issue 7
+// point 6): "// ops of op0_op1: exp (e), sum (s)\n". The generated C++ has one before each
+// kernel function per loop it holds; explain --ir prints it above the IR.
+std::string print_source_ops(const Kernel& kernel);
+
 // Declarations a kernel needs before the parallel region it runs in (the thread partials of
 // split reductions).
 std::string print_kernel_preamble(const Kernel& kernel, int indent = 0);

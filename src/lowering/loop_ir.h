@@ -15,6 +15,7 @@
 #include "index/expr.h"
 #include "ir/dtype.h"
 #include "lowering/ops_handler.h"
+#include "lowering/source_op.h"
 
 namespace stax::lowering {
 
@@ -66,6 +67,10 @@ struct ComputedBuffer {
   std::string source;
   // What this buffer computes, for logs: "exp", "sum", "mul+sum", ...
   std::string origin;
+  // The graph nodes whose element functions the body computes, in graph order: for a
+  // pointwise chain inlined into a reduction, every op of the chain and the reduction. A
+  // value inlined into two buffers is in both (provenance, source_op.h).
+  std::vector<SourceOp> source_ops;
 
   bool is_reduction() const { return reduction.has_value(); }
   int64_t numel() const;

@@ -71,6 +71,7 @@ LoweredValue Lowerer::lower_cat(const ir::Node& node, const ir::Value& out) {
   v.sizes = out.type.sizes;
   v.origin = operand_origin(node);
   append_unique(v.origin, node.op);
+  v.composed = composed_over_operands(node);
   const DType dtype = out.type.dtype;
   for (const ir::CatPart& part : c.parts) {
     if (part.size == 0) continue;  // never selected
@@ -133,6 +134,7 @@ LoweredValue Lowerer::lower_pad(const ir::Node& node, const ir::Value& out) {
   }
   LoweredValue v = remapped(src, out.type.sizes, shift_index(offsets));
   append_unique(v.origin, node.op);
+  v.composed = composed_over_operands(node);
   if (bounded_sides == 0) {
     // Only cuts: the result is a window of the input (eager still copies it).
     v.stats.index_divisions = measure_index_divisions(v.loader, v.sizes.size());
@@ -182,6 +184,7 @@ LoweredValue Lowerer::lower_flip_roll(const ir::Node& node, const ir::Value& out
   }
   LoweredValue v = remapped(src, out.type.sizes, map);
   append_unique(v.origin, node.op);
+  v.composed = composed_over_operands(node);
   v.stats.index_divisions = measure_index_divisions(v.loader, v.sizes.size());
   return v;
 }
@@ -195,6 +198,7 @@ LoweredValue Lowerer::lower_indirect(const ir::Node& node, const ir::Value& out)
   v.sizes = out.type.sizes;
   v.origin = operand_origin(node);
   append_unique(v.origin, node.op);
+  v.composed = composed_over_operands(node);
   v.stats = source.stats;
   v.stats += index.stats;
   Loader source_loader = source.loader;

@@ -88,6 +88,7 @@ LoweredValue Lowerer::lower_pointwise(const ir::Node& node, const ir::Value& out
   v.sizes = out.type.sizes;
   v.origin = operand_origin(node);
   append_unique(v.origin, node.op);
+  v.composed = composed_over_operands(node);
   v.stats = operand_stats(node);
 
   std::vector<Loader> operands;

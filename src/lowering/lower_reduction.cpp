@@ -73,14 +73,16 @@ using ReducedValue =
     std::function<OpsValue(OpsHandler&, const std::vector<Expr>&, const std::vector<Expr>&)>;
 
 // Composes `epilogue` onto the loader of `stored` (a pointwise function of the stored
-// reduction result), costed by the ops it applies.
-LoweredValue with_epilogue(const LoweredValue& stored, DType dtype, std::string origin,
+// reduction result), costed by the ops it applies; the epilogue is part of graph node
+// `node`.
+LoweredValue with_epilogue(const LoweredValue& stored, DType dtype, std::string origin, int node,
                            std::function<OpsValue(OpsHandler&, OpsValue)> epilogue,
                            std::initializer_list<PointwiseOp> ops) {
   LoweredValue v;
   v.dtype = dtype;
   v.sizes = stored.sizes;
   v.origin = {std::move(origin)};
+  v.composed = ComposedNodes(node, {});
   Loader load = stored.loader;
   v.loader = [load, epilogue](OpsHandler& h, const std::vector<Expr>& idx) {
     return epilogue(h, load(h, idx));
@@ -100,6 +102,7 @@ LoweredValue Lowerer::lower_reduction(const ir::Node& node, const ir::Value& out
   const DType result = out.type.dtype;
   const Loader x = src.loader;
   const DType from = src.dtype;
+  const int self = node_index(node);
 
   // Stores one reduction of `element` over the node's reduced dims; the buffer has the
   // node's output sizes and the reduction's result dtype.
@@ -126,7 +129,7 @@ LoweredValue Lowerer::lower_reduction(const ir::Node& node, const ir::Value& out
     std::vector<std::string> origin = src.origin;
     origin.push_back(what);
     buf.origin = join(origin, "+");
-    LoweredValue stored = add_buffer(std::move(buf));
+    LoweredValue stored = add_buffer(std::move(buf), ComposedNodes(self, {src.composed}));
     stored.origin.clear();
     return stored;
   };
@@ -152,11 +155,11 @@ LoweredValue Lowerer::lower_reduction(const ir::Node& node, const ir::Value& out
                                  node.op == "prod" ? "prod" : "sum");
     if (node.op != "mean") {
       if (accumulate == result) return stored;
-      return with_epilogue(stored, result, node.op, to_result, {});
+      return with_epilogue(stored, result, node.op, self, to_result, {});
     }
     // PyTorch's mean: the sum rounded to the dtype, divided by N in the compute dtype.
     const double count = static_cast<double>(dims.count);
-    return with_epilogue(stored, result, "mean",
+    return with_epilogue(stored, result, "mean", self,
                          [count, result](OpsHandler& h, OpsValue sum) {
                            const OpsValue rounded = round_through(h, sum, result);
                            const OpsValue mean = apply(h, PointwiseOp::Div,
@@ -176,7 +179,7 @@ LoweredValue Lowerer::lower_reduction(const ir::Node& node, const ir::Value& out
     LoweredValue stored =
         reduce(max ? ReductionType::Max : ReductionType::Min, compute, input_as(compute), node.op);
     if (compute == result) return stored;
-    return with_epilogue(stored, result, node.op, to_result, {});  // exact: the max is an f16
+    return with_epilogue(stored, result, node.op, self, to_result, {});  // exact: the max is an f16
   }
 
   if (node.op == "argmax" || node.op == "argmin") {
@@ -189,7 +192,7 @@ LoweredValue Lowerer::lower_reduction(const ir::Node& node, const ir::Value& out
     LoweredValue stored = reduce(node.op == "any" ? ReductionType::Any : ReductionType::All,
                                  DType::Bool, input_as(DType::Bool), node.op);
     if (result == DType::Bool) return stored;
-    return with_epilogue(stored, result, node.op, to_result, {});  // u8 inputs give u8
+    return with_epilogue(stored, result, node.op, self, to_result, {});  // u8 inputs give u8
   }
 
   if (variance) {
@@ -200,7 +203,7 @@ LoweredValue Lowerer::lower_reduction(const ir::Node& node, const ir::Value& out
       // mean of nothing is NaN (not the accumulator's 0).
       LoweredValue mean = reduce(ReductionType::WelfordMean, compute, input_as(compute), "mean");
       const bool empty = dims.count == 0;
-      return with_epilogue(mean, result, "mean",
+      return with_epilogue(mean, result, "mean", self,
                            [empty, result](OpsHandler& h, OpsValue m) {
                              return convert(h, empty ? h.constant(NAN, m.dtype) : m, result);
                            },
@@ -212,7 +215,7 @@ LoweredValue Lowerer::lower_reduction(const ir::Node& node, const ir::Value& out
     const double divisor =
         std::max(0.0, static_cast<double>(dims.count) - ir::scalar_arg(node, 2).value);
     const bool take_sqrt = node.op == "std";
-    return with_epilogue(m2, result, node.op,
+    return with_epilogue(m2, result, node.op, self,
                          [divisor, take_sqrt, result](OpsHandler& h, OpsValue sum_of_squares) {
                            OpsValue v =
                                apply(h, PointwiseOp::Div,
@@ -257,6 +260,7 @@ LoweredValue Lowerer::lower_reduction(const ir::Node& node, const ir::Value& out
     v.dtype = result;
     v.sizes = sums.sizes;
     v.origin = {"logsumexp"};
+    v.composed = ComposedNodes(self, {});
     const Loader sum_at = sums.loader;
     v.loader = [sum_at, shift, result](OpsHandler& h, const std::vector<Expr>& idx) {
       const OpsValue log_sum = round_through(

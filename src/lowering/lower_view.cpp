@@ -50,6 +50,8 @@ LoweredValue Lowerer::lower_selecting_view(const ir::Node& node, const ir::Value
     map = window_index(w.dim, w.start, w.step);
   }
   LoweredValue v = remapped(src, out.type.sizes, map);
+  // A view composes an index rewrite: the kernels that read through it came from it too.
+  v.composed = composed_over_operands(node);
   if (src.layout) {
     const ir::ViewLayout layout =
         *ir::view_layout(graph_, node, src.layout->strides, src.layout->offset);
@@ -115,6 +117,8 @@ LoweredValue Lowerer::lower_as_strided(const ir::Node& node, const ir::Value& ou
   v.pure_view = true;
   v.loader = make_load(buffer, out.type.dtype, layout.strides, layout.offset);
   v.stats = load_stats();
+  // It reads the storage itself, not through its operand's loader.
+  v.composed = ComposedNodes(node_index(node), {});
   return v;
 }
 
@@ -168,6 +172,7 @@ LoweredValue Lowerer::lower_view(const ir::Node& node, const ir::Value& out) {
     throw std::invalid_argument("lowering: no lowering for view op " + node.op);
   }
   LoweredValue v = remapped(src, out_sizes, map);
+  v.composed = composed_over_operands(node);
   // The layout of the view over the stored data, where strides express it (eager's rule,
   // applied to lowering's layout of the operand, which may differ from eager's).
   std::optional<std::vector<int64_t>> strides;
@@ -199,6 +204,7 @@ LoweredValue Lowerer::lower_copy(const ir::Node& node) {
   if (node.op == "clone") return lower_clone(node);
   const LoweredValue& src = value(std::get<ir::ValueRef>(node.args[0]).index);
   LoweredValue v = src;
+  v.composed = composed_over_operands(node);
   // `contiguous` aliases its input when the input already is contiguous.
   const bool alias = src.layout && src.layout->strides == ir::contiguous_strides(src.sizes);
   if (!alias) {
@@ -221,6 +227,7 @@ LoweredValue Lowerer::lower_clone(const ir::Node& node) {
   v.layout.reset();
   v.pure_view = false;
   append_unique(v.origin, node.op);
+  v.composed = composed_over_operands(node);
   if (outputs_.count(node.output.index)) {
     v = realize_strided(v, eager_layout(node.output.index).strides, "graph output");
   }

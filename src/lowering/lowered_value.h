@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "lowering/composed_nodes.h"
 #include "lowering/loop_ir.h"
 #include "lowering/materialization.h"
 
@@ -32,6 +33,8 @@ struct LoweredValue {
   BodyStats stats;
   // The ops composed into the loader, for logs ("mul", "exp", ...).
   std::vector<std::string> origin;
+  // The graph nodes composed into the loader (what a buffer storing it records).
+  ComposedNodes composed;
 };
 
 }  // namespace stax::lowering

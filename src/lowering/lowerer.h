@@ -119,11 +119,16 @@ class Lowerer {
     };
     buf.origin = v.origin.empty() ? "copy" : join(v.origin, "+");
     result_.log.push_back(buf.name + " (" + buf.origin + "): " + why);
-    return add_buffer(std::move(buf));
+    return add_buffer(std::move(buf), v.composed);
   }
 
-  LoweredValue add_buffer(ComputedBuffer buf) {
+  // Stores `buf`, whose body computes the nodes of `composed`.
+  LoweredValue add_buffer(ComputedBuffer buf, const ComposedNodes& composed) {
     buf.source = current_node_;
+    for (int n : composed.flatten()) {
+      const ir::Node& node = graph_.nodes()[static_cast<size_t>(n)];
+      buf.source_ops.push_back(SourceOp{n, node.op, graph_.value(node.output).name});
+    }
     LoweredValue out;
     out.dtype = buf.dtype;
     out.sizes = buf.sizes;
@@ -154,6 +159,18 @@ class Lowerer {
       OpsValue x = inner(h, map(idx));
       return from == dtype ? x : convert(h, x, dtype);
     };
+  }
+
+  // The graph position of `node`.
+  int node_index(const ir::Node& node) const { return graph_.value(node.output).producer; }
+
+  // What a value computing `node` from its tensor operands composes (source_op.h).
+  ComposedNodes composed_over_operands(const ir::Node& node) const {
+    std::vector<ComposedNodes> operands;
+    for (ir::ValueRef ref : ir::tensor_operands(node)) {
+      operands.push_back(value(ref.index).composed);
+    }
+    return ComposedNodes(node_index(node), std::move(operands));
   }
 
   std::vector<std::string> operand_origin(const ir::Node& node) const {

@@ -38,6 +38,9 @@ struct FusedNode {
   std::string group_string() const;
   // SchedulerNode, FusedSchedulerNode or OuterLoopFusedSchedulerNode (the fusion log's names).
   std::string kind_name() const;
+  // The graph ops its members' bodies compute: the union over its members, in graph order
+  // (provenance, lowering/source_op.h). `nodes` are the schedule's nodes, indexed by id.
+  std::vector<lowering::SourceOp> source_ops(const std::vector<SchedulerNode>& nodes) const;
 };
 
 std::string sizes_string(const std::vector<int64_t>& sizes);  // "(64, 128)", "(64,)", "()"

@@ -60,6 +60,15 @@ std::vector<int64_t> FusedNode::pointwise_ranges() const {
   return out;
 }
 
+std::vector<lowering::SourceOp> FusedNode::source_ops(
+    const std::vector<SchedulerNode>& nodes) const {
+  std::vector<lowering::SourceOp> ops;
+  for (int id : members()) {
+    ops = lowering::merge_source_ops(ops, nodes.at(static_cast<size_t>(id)).buffer->source_ops);
+  }
+  return ops;
+}
+
 std::string FusedNode::kind_name() const {
   if (outer_loop_fused) return "OuterLoopFusedSchedulerNode";
   if (members().size() > 1) return "FusedSchedulerNode";

@@ -74,6 +74,24 @@ TEST(Cli, ExplainJsonExample72) {
   EXPECT_EQ(doc["kernels"][0]["loops"].size(), 2u);
 }
 
+TEST(Cli, ExplainAndEmitNameTheOpsOfEachKernel) {
+  // Example 7.2: exp is stored by one loop, sum and amax read it in the other.
+  const Result text = run("explain " + example("example_7_2.stax"));
+  ASSERT_EQ(text.status, 0) << text.out;
+  EXPECT_NE(text.out.find("      ops: exp (e)\n"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("      ops: sum (s), amax (m)\n"), std::string::npos) << text.out;
+  const Result json = run("explain " + example("example_7_2.stax") + " --json");
+  ASSERT_EQ(json.status, 0) << json.out;
+  EXPECT_EQ(nlohmann::json::parse(json.out)["kernels"][0]["loops"][0]["ops"],
+            nlohmann::json::parse(R"([{"op": "exp", "value": "e"}])"));
+  const Result emit = run("emit " + example("example_7_2.stax") + " --simd avx2");
+  ASSERT_EQ(emit.status, 0) << emit.out;
+  EXPECT_NE(emit.out.find("// ops of op0: exp (e)\n// ops of op1_op2: sum (s), amax (m)\n"
+                          "static void kernel0("),
+            std::string::npos)
+      << emit.out;
+}
+
 TEST(Cli, EmitPrintsTheTranslationUnit) {
   const Result r = run("emit " + example("example_1_1.stax") + " --simd avx2 --threads 4");
   ASSERT_EQ(r.status, 0) << r.out;
