@@ -52,8 +52,8 @@ def main():
         stax_fn = stax_backend(gm, example)
         backend_calls = {
             "eager": (one_op, (x,)),
-            "inductor": (lambda a: inductor_fn([a]), (x,)),
-            "stax": (lambda a: stax_fn([a]), (x,)),
+            "inductor": (inductor_fn, (x,)),
+            "stax": (stax_fn, (x,)),
         }
         whole = {"eager": one_op}
         for backend in ("inductor", "stax"):

@@ -233,12 +233,13 @@ def _direct_call(fused, regions):
 
 def _boxed(fn):
     def run(args):
-        # AOTAutograd's boxed convention: the list is ours; dropping it frees the inputs early.
-        a = list(args)
+        # AOTAutograd's boxed convention: the list is ours; clearing it frees inputs early.
+        out = fn(*args)
         args.clear()
-        return fn(*a)
+        return out
 
     run._boxed_call = True
+    run.unboxed = fn
     return run
 
 

@@ -9,6 +9,7 @@ PyTorch has at that moment (`torch.get_num_threads()`).
 
 from __future__ import annotations
 
+import functools
 import threading
 
 import torch
@@ -63,6 +64,39 @@ class _Variant:
             if plan.kind == "slot_tensor":
                 self.slot_tensor_plan[index] = plan
         self.slot_bytes = list(slot_bytes)
+        # Zero-argument allocators, one per slot: the slot as its output tensor, or raw bytes
+        # (at least 64, so that even an empty slot has an address) under several outputs.
+        self.allocators = []
+        for k, nbytes in enumerate(slot_bytes):
+            plan = self.slot_tensor_plan[k]
+            if plan is not None:
+                self.allocators.append(functools.partial(
+                    torch.empty_strided, plan.sizes, plan.strides, dtype=plan.dtype))
+            else:
+                self.allocators.append(functools.partial(
+                    torch.empty, max(nbytes, 64), dtype=torch.uint8))
+        # The common case: output k is slot k, allocated as itself.
+        self.outputs_are_slots = len(self.plans) == len(slot_bytes) and all(
+            p.kind == "slot_tensor" and p.index == k for k, p in enumerate(self.plans))
+
+    def finish(self, args, slots):
+        outs = []
+        for plan in self.plans:
+            kind = plan.kind
+            if kind == "slot_tensor":
+                outs.append(slots[plan.index])
+            elif kind == "input_view":
+                base = args[plan.index]
+                if (plan.sizes == base.shape and plan.strides == base.stride()
+                        and plan.offset == 0):
+                    outs.append(base)  # the input itself, as eager returns it
+                else:
+                    outs.append(base.as_strided(plan.sizes, plan.strides,
+                                                base.storage_offset() + plan.offset))
+            else:
+                buf = slots[plan.index].view(plan.dtype)
+                outs.append(buf.as_strided(plan.sizes, plan.strides, plan.offset))
+        return outs
 
 
 def _is_64_aligned_allocation(nbytes: int) -> bool:
@@ -86,6 +120,7 @@ class Region:
         self._variants: dict = {}
         self._lock = threading.Lock()
         self.primary = None
+        self.threads = options.threads
 
     # Compiling is separate from construction so that the backend can compile every region
     # of a graph concurrently (the C++ side releases the GIL).
@@ -123,37 +158,13 @@ class Region:
 
     def __call__(self, *args):
         variant = self.primary
-        layouts = self.input_layouts
-        for a, (sizes, strides) in zip(args, layouts):
+        for a, (sizes, strides) in zip(args, self.input_layouts):
             if a.stride() != strides or a.shape != sizes:
                 variant = self._variant_for(args)
                 break
-        slots = []
-        slot_tensors = []
-        for k, nbytes in enumerate(variant.slot_bytes):
-            plan = variant.slot_tensor_plan[k]
-            if plan is not None:
-                t = torch.empty_strided(plan.sizes, plan.strides, dtype=plan.dtype)
-            else:
-                t = torch.empty(max(nbytes, 64), dtype=torch.uint8)
-            slot_tensors.append(t)
-            slots.append(t.data_ptr())
-        threads = self.options.threads or torch.get_num_threads()
-        variant.run([a.data_ptr() for a in args], slots, threads)
-        outs = []
-        for plan in variant.plans:
-            kind = plan.kind
-            if kind == "slot_tensor":
-                outs.append(slot_tensors[plan.index])
-            elif kind == "input_view":
-                base = args[plan.index]
-                if (plan.sizes == base.shape and plan.strides == base.stride()
-                        and plan.offset == 0):
-                    outs.append(base)
-                else:
-                    outs.append(base.as_strided(plan.sizes, plan.strides,
-                                                base.storage_offset() + plan.offset))
-            else:
-                buf = slot_tensors[plan.index].view(plan.dtype)
-                outs.append(buf.as_strided(plan.sizes, plan.strides, plan.offset))
-        return outs
+        slots = [allocate() for allocate in variant.allocators]
+        variant.run([a.data_ptr() for a in args], [t.data_ptr() for t in slots],
+                    self.threads or torch.get_num_threads())
+        if variant.outputs_are_slots:
+            return slots
+        return variant.finish(args, slots)
