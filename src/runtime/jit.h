@@ -64,7 +64,8 @@ class CompileError : public std::runtime_error {
 struct JitResult {
   std::shared_ptr<SharedLibrary> library;
   // <cache_dir>/stax_<key>.so, with its checksum in <library_path>.sha256 and the key
-  // definition it was linked with in <cache_dir>/stax_<key>.key.cpp. library->path() is the
+  // definition it was linked with in <cache_dir>/stax_<key>.key.cpp; stax_<key>.used and
+  // stax_<key>.lock are its recency stamp and lock (jit_cache_entries.h). library->path() is the
   // same, except when a rejected older image of this path was still mapped in this process:
   // then it names the (removed) alias the library was loaded through.
   std::string library_path;
