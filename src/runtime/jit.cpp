@@ -9,6 +9,9 @@
 // library from another cache entry never runs under this key. Any mismatch is a miss: the
 // entry is rebuilt and replaced by rename, the library first and its checksum file after
 // it, so readers only ever see complete files and a crash in between leaves a miss.
+//
+// Each entry is locked (jit_cache_entries.h) while it is looked up, built or loaded; after a
+// new entry is published, least recently used entries are evicted down to the size bound.
 #include "runtime/jit.h"
 
 #include <dlfcn.h>
@@ -17,6 +20,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -27,29 +31,33 @@
 #include <set>
 #include <sstream>
 
+#include "runtime/jit_cache_entries.h"
 #include "runtime/sha256.h"
 #include "runtime/subprocess.h"
 
 #if !defined(STAX_KERNEL_INCLUDE_DIR) || !defined(STAX_SLEEF_INCLUDE_DIR) || \
-    !defined(STAX_SLEEF_LIBRARY_DIR)
+    !defined(STAX_SLEEF_LIBRARY_DIR) || !defined(STAX_VERSION)
 #error \
-    "the build must define STAX_KERNEL_INCLUDE_DIR, STAX_SLEEF_INCLUDE_DIR, STAX_SLEEF_LIBRARY_DIR"
+    "the build must define STAX_KERNEL_INCLUDE_DIR, STAX_SLEEF_INCLUDE_DIR, STAX_SLEEF_LIBRARY_DIR, STAX_VERSION"
 #endif
 
 namespace fs = std::filesystem;
 
 namespace stax::runtime {
 
+using cache::remove_quietly;
+using cache::temp_path_for;
+using cache::write_file_atomically;
+
 namespace {
 
 // Bump when the cache layout or the meaning of a key changes.
-constexpr std::string_view kCacheFormat = "stax-jit-2";
+constexpr std::string_view kCacheFormat = "stax-jit-3";
 constexpr std::string_view kKernelHeader = "stax_kernel.h";
 // Exported by every kernel library: the key it was built for, as a NUL-terminated string.
 constexpr const char* kCacheKeySymbol = "stax_cache_key";
 
 std::atomic<int64_t> g_compiler_invocations{0};
-std::atomic<uint64_t> g_temp_counter{0};
 
 std::string env_or_empty(const char* name) {
   const char* value = std::getenv(name);
@@ -62,43 +70,6 @@ std::string read_file(const fs::path& path) {
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();
-}
-
-// A name next to `path` that no other thread or process uses.
-fs::path temp_path_for(const fs::path& path) {
-  return fs::path(path.string() + ".tmp." + std::to_string(::getpid()) + "." +
-                  std::to_string(++g_temp_counter));
-}
-
-void remove_quietly(const fs::path& path) {
-  std::error_code ignored;
-  fs::remove(path, ignored);
-}
-
-void rename_or_throw(const fs::path& from, const fs::path& to) {
-  std::error_code ec;
-  fs::rename(from, to, ec);
-  if (ec) {
-    remove_quietly(from);
-    throw std::runtime_error("cannot rename '" + from.string() + "' to '" + to.string() +
-                             "': " + ec.message());
-  }
-}
-
-// Writes `contents` to a temporary file and renames it over `path`, so readers only ever
-// see complete files.
-void write_file_atomically(const fs::path& path, const std::string& contents) {
-  const fs::path temp = temp_path_for(path);
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    out << contents;
-    out.close();
-    if (!out) {
-      remove_quietly(temp);
-      throw std::runtime_error("cannot write '" + temp.string() + "'");
-    }
-  }
-  rename_or_throw(temp, path);
 }
 
 void ensure_directory(const fs::path& dir) {
@@ -163,7 +134,7 @@ void publish_with_checksum(const fs::path& temp, const fs::path& file,
     remove_quietly(temp);
     throw std::runtime_error("cannot read the freshly built '" + temp.string() + "'");
   }
-  rename_or_throw(temp, file);
+  cache::rename_or_throw(temp, file);
   write_file_atomically(checksum_path(file), checksum_line(*digest, entry_name));
 }
 
@@ -304,6 +275,7 @@ std::string ensure_precompiled_header(const fs::path& cache_dir,
   KeyBuilder builder;
   builder.field("pch");
   builder.field(kCacheFormat);
+  builder.field(STAX_VERSION);
   builder.fields(command);
   builder.field(info.identity);
   builder.fields(flags);
@@ -316,7 +288,14 @@ std::string ensure_precompiled_header(const fs::path& cache_dir,
 
   std::lock_guard<std::mutex> lock(g_pch_mutex);
   if (g_failed_pch.count(dir.string()) != 0) return "";
-  if (!rebuild && precompiled_header_intact(gch, entry_name)) return dir.string();
+  // Held while the header is checked or built, so a process that waits for a concurrent
+  // build then finds it intact. Kernel compiles read it unlocked: if it is evicted under
+  // them, GCC finds no .gch and parses stax_kernel.h from kernel_include/ instead.
+  const std::optional<cache::EntryLock> entry_lock = cache::EntryLock::acquire(cache_dir, dir_name);
+  if (!rebuild && precompiled_header_intact(gch, entry_name)) {
+    cache::touch_entry(cache_dir, dir_name);
+    return dir.string();
+  }
   ensure_directory(dir);
   const fs::path temp = temp_path_for(gch);
   std::vector<std::string> argv = command;
@@ -342,6 +321,7 @@ std::string ensure_precompiled_header(const fs::path& cache_dir,
   }
   g_verified_pch.erase(gch.string());
   if (stamp) g_verified_pch[gch.string()] = *stamp;
+  cache::touch_entry(cache_dir, dir_name);
   return dir.string();
 }
 
@@ -488,6 +468,27 @@ std::string resolve_cache_dir(const JitOptions& options) {
   return fs::absolute(dir).lexically_normal().string();
 }
 
+int64_t resolve_max_cache_bytes(const JitOptions& options) {
+  if (options.max_cache_bytes) {
+    if (*options.max_cache_bytes <= 0) {
+      throw std::invalid_argument(
+          "JitOptions::max_cache_bytes = " + std::to_string(*options.max_cache_bytes) +
+          ": the cache size bound must be a positive number of bytes");
+    }
+    return *options.max_cache_bytes;
+  }
+  const std::string env = env_or_empty("STAX_CACHE_MAX_BYTES");
+  if (env.empty()) return kDefaultMaxCacheBytes;
+  int64_t bytes = 0;
+  const auto [end, error] = std::from_chars(env.data(), env.data() + env.size(), bytes);
+  if (error != std::errc() || end != env.data() + env.size() || bytes <= 0) {
+    throw std::invalid_argument("STAX_CACHE_MAX_BYTES='" + env +
+                                "': the cache size bound must be a positive integer number of "
+                                "bytes below 2^63 (e.g. 2147483648 for 2 GiB)");
+  }
+  return bytes;
+}
+
 std::vector<std::string> resolve_compiler(const JitOptions& options) {
   std::vector<std::string> command = split_words(options.compiler);
   if (command.empty()) command = split_words(env_or_empty("CXX"));
@@ -507,53 +508,86 @@ int64_t compiler_invocations() {
   return g_compiler_invocations.load();
 }
 
-JitResult compile_and_load(const std::string& source, const JitOptions& options) {
-  const fs::path cache_dir = resolve_cache_dir(options);
-  const std::vector<std::string> command = resolve_compiler(options);
-  const CompilerInfo& info = compiler_info(command);
-  const std::vector<std::string> flags = kernel_compile_flags(options.simd);
-  const std::vector<std::string> link_flags = kernel_link_flags();
+std::string stax_version() {
+  return STAX_VERSION;
+}
 
+CacheKeyInputs cache_key_inputs(const std::string& source, const JitOptions& options) {
+  CacheKeyInputs inputs;
+  inputs.stax_version = stax_version();
+  inputs.compiler_command = resolve_compiler(options);
+  inputs.compiler_identity = compiler_info(inputs.compiler_command).identity;
+  inputs.compile_flags = kernel_compile_flags(options.simd);
+  inputs.link_flags = kernel_link_flags();
+  inputs.kernel_headers_digest = kernel_headers_digest(kernel_include_dir());
+  inputs.source = source;
+  return inputs;
+}
+
+std::string cache_key(const CacheKeyInputs& inputs) {
   KeyBuilder builder;
   builder.field("kernel");
   builder.field(kCacheFormat);
-  builder.fields(command);
-  builder.field(info.identity);
-  builder.fields(flags);
-  builder.fields(link_flags);
-  builder.field(kernel_headers_digest(kernel_include_dir()));
-  builder.field(source);
-  const std::string key = builder.key();
+  builder.field(inputs.stax_version);
+  builder.fields(inputs.compiler_command);
+  builder.field(inputs.compiler_identity);
+  builder.fields(inputs.compile_flags);
+  builder.fields(inputs.link_flags);
+  builder.field(inputs.kernel_headers_digest);
+  builder.field(inputs.source);
+  return builder.key();
+}
+
+JitResult compile_and_load(const std::string& source, const JitOptions& options) {
+  // First, so a bad bound is reported on a hit too, not only when a write would evict.
+  const int64_t max_cache_bytes = resolve_max_cache_bytes(options);
+  const fs::path cache_dir = resolve_cache_dir(options);
+  const CacheKeyInputs key_inputs = cache_key_inputs(source, options);
+  const std::vector<std::string>& command = key_inputs.compiler_command;
+  const std::vector<std::string>& link_flags = key_inputs.link_flags;
+  const CompilerInfo& info = compiler_info(command);
+  const std::string key = cache_key(key_inputs);
 
   JitResult result;
-  const std::string entry_name = "stax_" + key + ".so";
+  const std::string entry_id = "stax_" + key;
+  const std::string entry_name = entry_id + ".so";
   const fs::path library_path = cache_dir / entry_name;
-  result.source_path = (cache_dir / ("stax_" + key + ".cpp")).string();
+  result.source_path = (cache_dir / (entry_id + ".cpp")).string();
   result.library_path = library_path.string();
 
   const std::shared_ptr<std::mutex> mutex = key_mutex(result.library_path);
   std::lock_guard<std::mutex> lock(*mutex);
   if ((result.library = find_loaded(result.library_path))) {
+    // Unlocked: if the entry is being evicted, at worst a stray stamp is left, which counts
+    // as a tiny entry of its own and is evicted in turn.
+    std::error_code ec;
+    if (fs::exists(library_path, ec)) cache::touch_entry(cache_dir, entry_id);
     result.cache_hit = true;
     return result;
   }
+  ensure_directory(cache_dir);
+  // Held to the end: eviction by other processes cannot remove the entry between its check
+  // and its load, nor its files while they are written and compiled, and a process that
+  // waited here for another's build finds the entry built.
+  const std::optional<cache::EntryLock> entry_lock = cache::EntryLock::acquire(cache_dir, entry_id);
   // The checksum comes first: dlopen of a damaged file can crash this process.
   if (checksum_matches(library_path, entry_name)) {
     try {
       result.library = load_keyed_library(library_path, key);
     } catch (const std::runtime_error&) {
-      // Intact but unloadable (e.g. built on an incompatible system): rebuild it below.
+      // Intact but unloadable (e.g. built on an incompatible system, or removed since the
+      // check by a process that does not lock): rebuild it below.
     }
     if (result.library) {
       remember_loaded(result.library_path, result.library);
+      cache::touch_entry(cache_dir, entry_id);
       result.cache_hit = true;
       return result;
     }
   }
 
-  ensure_directory(cache_dir);
   write_file_atomically(result.source_path, source);
-  const fs::path key_source_path = cache_dir / ("stax_" + key + ".key.cpp");
+  const fs::path key_source_path = cache_dir / (entry_id + ".key.cpp");
   write_file_atomically(key_source_path, key_source_text(key));
   const bool wants_pch = options.use_precompiled_header && info.is_gcc &&
                          source.find(kKernelHeader) != std::string::npos;
@@ -590,6 +624,7 @@ JitResult compile_and_load(const std::string& source, const JitOptions& options)
     message += "\n" + process.output;
     throw CompileError(message, result.source_path, process.output);
   }
+  cache::touch_entry(cache_dir, entry_id);  // before it is published: never unstamped
   publish_with_checksum(temp_library, library_path, entry_name);
   result.library = load_keyed_library(library_path, key);
   if (!result.library) {
@@ -598,6 +633,9 @@ JitResult compile_and_load(const std::string& source, const JitOptions& options)
   }
   remember_loaded(result.library_path, result.library);
   result.cache_hit = false;
+  std::set<std::string> keep = {entry_id};
+  if (!pch_dir.empty()) keep.insert(fs::path(pch_dir).filename().string());
+  cache::evict_to_bound(cache_dir, max_cache_bytes, keep);
   return result;
 }
 

@@ -1,6 +1,12 @@
 // JIT for generated kernels: compiles C++ source with the system compiler into a shared
-// object, caches it on disk under a content hash (source + compiler identity + flags +
-// kernel headers) and loads it. Safe across threads and concurrent processes.
+// object, caches it on disk under a content hash (Stax version + source + compiler identity
+// + flags, which include the SIMD level + kernel headers) and loads it. Safe across threads
+// and concurrent processes: each entry is locked while it is looked up, built or loaded.
+//
+// The cache has a size bound (JitOptions::max_cache_bytes, $STAX_CACHE_MAX_BYTES, default
+// 2 GiB): after a new entry is written, the least recently used whole entries (kernel
+// libraries and precompiled headers alike) are removed until the rest fits; the new entry
+// and the header it used stay even when they alone exceed the bound. Hits refresh recency.
 //
 // The cache is verified, not trusted: an entry is loaded only when its SHA-256 checksum
 // file agrees with its bytes (checked before dlopen, which can crash on a damaged file) and
@@ -12,6 +18,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -31,7 +38,12 @@ struct JitOptions {
   // GCC only: build stax_kernel.h once per flag set into a precompiled header in the cache
   // directory, used by sources that include it first (cuts ~1 s off each compile).
   bool use_precompiled_header = true;
+  // Bound on the bytes of all cache entries. Unset: $STAX_CACHE_MAX_BYTES (a positive
+  // integer), else kDefaultMaxCacheBytes.
+  std::optional<int64_t> max_cache_bytes;
 };
+
+inline constexpr int64_t kDefaultMaxCacheBytes = int64_t{2} << 30;
 
 // The compiler rejected the source (or could not be run). what() holds the compiler's
 // output, the command and the path of the kept source file.
@@ -52,7 +64,8 @@ class CompileError : public std::runtime_error {
 struct JitResult {
   std::shared_ptr<SharedLibrary> library;
   // <cache_dir>/stax_<key>.so, with its checksum in <library_path>.sha256 and the key
-  // definition it was linked with in <cache_dir>/stax_<key>.key.cpp. library->path() is the
+  // definition it was linked with in <cache_dir>/stax_<key>.key.cpp; stax_<key>.used and
+  // stax_<key>.lock are its recency stamp and lock (jit_cache_entries.h). library->path() is the
   // same, except when a rejected older image of this path was still mapped in this process:
   // then it names the (removed) alias the library was loaded through.
   std::string library_path;
@@ -80,6 +93,11 @@ std::string runtime_module_file();
 // Directory compile_and_load uses for `options` (the resolution order of JitOptions).
 std::string resolve_cache_dir(const JitOptions& options);
 
+// Size bound compile_and_load keeps the cache under for `options`. Throws
+// std::invalid_argument naming JitOptions::max_cache_bytes or $STAX_CACHE_MAX_BYTES when the
+// value is not a positive number of bytes.
+int64_t resolve_max_cache_bytes(const JitOptions& options);
+
 // Compiler command for `options`: JitOptions::compiler, $CXX or "c++", split on whitespace.
 std::vector<std::string> resolve_compiler(const JitOptions& options);
 
@@ -88,6 +106,27 @@ std::vector<std::string> resolve_compiler(const JitOptions& options);
 std::vector<std::string> kernel_compile_flags(SimdLevel level);
 // Link flags appended after the source (SLEEF).
 std::vector<std::string> kernel_link_flags();
+
+// The Stax version this library was built as (the top-level project() version).
+std::string stax_version();
+
+// Everything a kernel library's cache key is derived from.
+struct CacheKeyInputs {
+  std::string stax_version;
+  std::vector<std::string> compiler_command;
+  std::string compiler_identity;           // `<compiler> --version`
+  std::vector<std::string> compile_flags;  // kernel_compile_flags(level): the SIMD level
+  std::vector<std::string> link_flags;
+  std::string kernel_headers_digest;  // of every file under kernel_include_dir()
+  std::string source;
+};
+
+// The inputs compile_and_load(source, options) keys its cache entry on (runs
+// `<compiler> --version` once per process and compiler).
+CacheKeyInputs cache_key_inputs(const std::string& source, const JitOptions& options);
+
+// The key: 32 hex digits; the library is <cache_dir>/stax_<key>.so.
+std::string cache_key(const CacheKeyInputs& inputs);
 
 // Number of compiler processes this process started to build kernels or precompiled
 // headers (`--version` identity probes are not counted).

@@ -46,22 +46,37 @@ inline std::pair<std::string, int> run_probe(const std::string& source_file,
   return {output, probe_exit_status(status)};
 }
 
+// Starts one probe per source file at once, all on `cache`, and waits for them; returns each
+// probe's first output line (without the newline) and exit status, in the order given.
+inline std::vector<std::pair<std::string, int>> run_concurrent_probes(
+    const std::vector<std::string>& source_files, const std::string& cache) {
+  std::vector<FILE*> pipes;
+  for (const std::string& source_file : source_files) {
+    pipes.push_back(::popen(probe_command(source_file, cache, "").c_str(), "r"));
+  }
+  std::vector<std::pair<std::string, int>> results;
+  for (FILE* pipe : pipes) {
+    if (pipe == nullptr) {
+      results.emplace_back("", -1);
+      continue;
+    }
+    char buffer[64] = {};
+    std::string line;
+    if (std::fgets(buffer, sizeof buffer, pipe) != nullptr) line = buffer;
+    while (!line.empty() && line.back() == '\n') line.pop_back();
+    results.emplace_back(line, probe_exit_status(::pclose(pipe)));
+  }
+  return results;
+}
+
 // Starts `count` probes at once on the same source and cache: each must succeed, and report
 // a hit without compiling or a miss with exactly one compiler run; no temporary files remain.
 inline void expect_concurrent_probes_agree(const std::string& source_file, const std::string& cache,
                                            int count) {
-  const std::string command = probe_command(source_file, cache, "");
-  std::vector<FILE*> pipes;
-  for (int i = 0; i < count; ++i) pipes.push_back(::popen(command.c_str(), "r"));
-  for (FILE* pipe : pipes) {
-    ASSERT_NE(pipe, nullptr);
-    char buffer[64] = {};
-    const bool got_line = std::fgets(buffer, sizeof buffer, pipe) != nullptr;
-    const int status = ::pclose(pipe);
-    EXPECT_TRUE(got_line);
-    const std::string line(buffer);
-    EXPECT_TRUE(line == "hit 0\n" || line == "miss 1\n") << line;
-    EXPECT_EQ(probe_exit_status(status), 0);
+  const std::vector<std::string> sources(static_cast<size_t>(count), source_file);
+  for (const auto& [line, status] : run_concurrent_probes(sources, cache)) {
+    EXPECT_TRUE(line == "hit 0" || line == "miss 1") << line;
+    EXPECT_EQ(status, 0);
   }
   for (const auto& entry : std::filesystem::directory_iterator(cache)) {
     EXPECT_EQ(entry.path().string().find(".tmp."), std::string::npos) << entry.path();

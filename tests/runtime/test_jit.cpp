@@ -25,6 +25,7 @@ namespace fs = std::filesystem;
 using testing::expect_concurrent_probes_agree;
 using testing::read_text;
 using testing::run_probe;
+using testing::ScopedEnv;
 using testing::TempDir;
 using testing::write_text;
 
@@ -36,30 +37,6 @@ JitOptions scalar_options(const std::string& cache_dir) {
   options.cache_dir = cache_dir;
   return options;
 }
-
-// Sets an environment variable for the lifetime of the object, then restores it.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value != nullptr) {
-      ::setenv(name, value, 1);
-    } else {
-      ::unsetenv(name);
-    }
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      ::setenv(name_.c_str(), old_->c_str(), 1);
-    } else {
-      ::unsetenv(name_.c_str());
-    }
-  }
-
- private:
-  std::string name_;
-  std::optional<std::string> old_;
-};
 
 TEST(Jit, SecondCompileIsACacheHitWithoutCompiler) {
   TempDir dir;

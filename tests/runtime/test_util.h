@@ -1,5 +1,5 @@
-// Shared helpers for the runtime tests: temporary directories, page-guarded buffers and
-// float comparison with NaN/inf awareness.
+// Shared helpers for the runtime tests: temporary directories, scoped environment variables,
+// page-guarded buffers and float comparison with NaN/inf awareness.
 #pragma once
 
 #include <sys/mman.h>
@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -34,6 +35,30 @@ class TempDir {
 
  private:
   std::string path_;
+};
+
+// Sets an environment variable for the lifetime of the object, then restores it.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    if (value != nullptr) {
+      ::setenv(name, value, 1);
+    } else {
+      ::unsetenv(name);
+    }
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      ::setenv(name_.c_str(), old_->c_str(), 1);
+    } else {
+      ::unsetenv(name_.c_str());
+    }
+  }
+
+ private:
+  std::string name_;
+  std::optional<std::string> old_;
 };
 
 inline std::string read_text(const std::string& path) {
