@@ -283,7 +283,7 @@ FactoryArgs factory_args(const Graph& graph, const Node& n) {
                     full                 ? scalar_arg(n, 1)
                     : op == "zeros_like" ? kZero
                                          : kOne);
-    fill_arg = "fill_value";
+    if (full) fill_arg = "fill_value";
   } else if (op == "fill") {
     const TensorType& self = tensor_arg(graph, n, 0).type;
     out = fill_args(self.dtype, self.sizes, scalar_arg(n, 1));

@@ -190,6 +190,27 @@ TEST(FactoryCompiled, CausalMaskBuiltWithTheBuilderInBFloat16) {
   expect_equals_eager(g, {eager::random_tensor(DType::BFloat16, {2, t, t}, 3)});
 }
 
+TEST(FactoryCompiled, FillConversionsMatchEager) {
+  // The fill values whose conversion to the dtype is not the identity (torch 2.13.0 fills
+  // these; tests/eager/test_factory.cpp has its values).
+  expect_equals_eager(R"(
+def fills():
+    a = full([33], 9.223372036854775807e18, dtype='i64')
+    b = full([33], -1, dtype='u8')
+    c = full([33], 254.5, dtype='u8')
+    d = full([33], -2.7, dtype='i32')
+    e = full([33], -127.9, dtype='i8')
+    f = full([33], nan, dtype='bool')
+    g = full([1], 70000.0, dtype='f16')
+    h = full([33], 0.1, dtype='bf16')
+    k = full([33], 70000, dtype='f32')
+    m = full([33], True, dtype='i16')
+    n = full([33], -0.0, dtype='f16')
+    return a, b, c, d, e, f, g, h, k, m, n
+)",
+                      {});
+}
+
 TEST(FactoryCompiled, GraphWithoutInputs) {
   const std::string text = R"(
 def constants():
