@@ -10,6 +10,7 @@
 
 #include "ir/checked_arith.h"
 #include "ir/op_schema.h"
+#include "ir/op_schemas_internal.h"
 #include "ir/text_format.h"
 
 namespace stax::ir {
@@ -17,7 +18,7 @@ namespace stax::ir {
 namespace {
 
 std::string prefix(const Node& n, const std::string& arg) {
-  return n.op + ": argument '" + arg + "': ";
+  return detail::arg_prefix(n.op, arg);
 }
 
 std::string scalar_text(const Scalar& s) {
@@ -255,14 +256,6 @@ const Scalar kZero{Scalar::Kind::Int, 0.0};
 const Scalar kOne{Scalar::Kind::Int, 1.0};
 
 }  // namespace
-
-bool is_factory_op(std::string_view op) {
-  for (std::string_view name : {"full", "zeros", "ones", "full_like", "zeros_like", "ones_like",
-                                "fill", "scalar_tensor", "arange", "iota"}) {
-    if (op == name) return true;
-  }
-  return false;
-}
 
 FactoryArgs factory_args(const Graph& graph, const Node& n) {
   const std::string& op = n.op;

@@ -8,15 +8,11 @@
 #pragma once
 
 #include <cstdint>
-#include <string_view>
 #include <vector>
 
 #include "ir/graph.h"
 
 namespace stax::ir {
-
-// Whether `op` is one of the factory ops above.
-bool is_factory_op(std::string_view op);
 
 // The type torch 2.13.0's CPU kernel computes start + step * i in before converting to the
 // result dtype: int64 for integral results, double for f32 and f64, float for f16 and bf16.
