@@ -67,6 +67,17 @@ const std::unordered_map<std::string_view, OpFn>& op_table() {
       {"gather", detail::eval_indirect},
       {"embedding", detail::eval_indirect},
       {"index", detail::eval_indirect},
+      // issue 7, point 3: factory ops
+      {"full", detail::eval_factory},
+      {"zeros", detail::eval_factory},
+      {"ones", detail::eval_factory},
+      {"full_like", detail::eval_factory},
+      {"zeros_like", detail::eval_factory},
+      {"ones_like", detail::eval_factory},
+      {"fill", detail::eval_factory},
+      {"scalar_tensor", detail::eval_factory},
+      {"arange", detail::eval_factory},
+      {"iota", detail::eval_factory},
   };
   return table;
 }

@@ -90,5 +90,7 @@ Tensor eval_flip(const Env& env, const ir::Node& node);
 Tensor eval_roll(const Env& env, const ir::Node& node);
 Tensor eval_indirect(const Env& env, const ir::Node& node);  // gather, index_select,
                                                              // embedding, index
+// Issue 7, point 3 (factory.cpp): full, zeros, ones, *_like, fill, scalar_tensor, arange, iota.
+Tensor eval_factory(const Env& env, const ir::Node& node);
 
 }  // namespace stax::eager::detail

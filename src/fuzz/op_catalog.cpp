@@ -373,6 +373,42 @@ void add_views(Builder& b) {
   });
 }
 
+// Issue 7, point 3: the factory ops. Their results do not depend on the operand's values
+// (only on its sizes and dtype), so they are exact and compared in the dtype itself.
+void add_factories(Builder& b) {
+  auto factory = [&b](const std::string& op, const std::string& name, DTypeSet dtypes, Call call) {
+    b.add(op, name, {D::Any}, dtypes, R::SameDtype, true, call);
+  };
+  auto dtype = [](const CallSite& s) { return "dtype='" + std::string(dtype_name(s.dtype)) + "'"; };
+  factory("full", "full", kAll, [dtype](const CallSite& s) -> std::optional<std::string> {
+    return "full(" + list(s.sizes) + ", 1, " + dtype(s) + ")";
+  });
+  factory("zeros", "zeros", kAll, [dtype](const CallSite& s) -> std::optional<std::string> {
+    return "zeros(" + list(s.sizes) + ", " + dtype(s) + ")";
+  });
+  factory("ones", "ones", kAll, [dtype](const CallSite& s) -> std::optional<std::string> {
+    return "ones(" + list(s.sizes) + ", " + dtype(s) + ")";
+  });
+  factory("full_like", "full_like", kAll, call_on("full_like", "1"));
+  factory("zeros_like", "zeros_like", kAll, call_on("zeros_like"));
+  factory("ones_like", "ones_like", kAll, call_on("ones_like"));
+  factory("fill", "fill", kAll, call_on("fill", "-1"));
+  factory("scalar_tensor", "scalar_tensor", kAll,
+          [dtype](const CallSite& s) -> std::optional<std::string> {
+            return "scalar_tensor(1, " + dtype(s) + ")";
+          });
+  factory("arange", "arange", kNoBool, [dtype](const CallSite& s) -> std::optional<std::string> {
+    return "arange(0, " + std::to_string(last_size(s)) + ", " + dtype(s) + ")";
+  });
+  factory("arange", "arange.float_step", kFloats,
+          [dtype](const CallSite& s) -> std::optional<std::string> {
+            return "arange(-0.5, " + std::to_string(last_size(s)) + ", 0.75, " + dtype(s) + ")";
+          });
+  factory("iota", "iota", kInts, [dtype](const CallSite& s) -> std::optional<std::string> {
+    return "iota(" + std::to_string(last_size(s)) + ", start=-2, step=3, " + dtype(s) + ")";
+  });
+}
+
 std::vector<CatalogEntry> build() {
   Builder b;
   add_arithmetic(b);
@@ -382,6 +418,7 @@ std::vector<CatalogEntry> build() {
   add_binary_math(b);
   add_reductions(b);
   add_views(b);
+  add_factories(b);
   return std::move(b.entries);
 }
 

@@ -353,6 +353,58 @@ Val index(Val a, const std::vector<std::optional<Val>>& indices) {
   return Val{&graph, graph.add_node("index", {a.ref, std::move(list)})};
 }
 
+// Factory ops (issue 7, point 3).
+namespace {
+
+Arg dtype_arg(std::optional<DType> dtype) {
+  if (!dtype) return ir::None{};
+  return std::string(dtype_name(*dtype));
+}
+
+Val factory(Graph& graph, const char* op, std::vector<Arg> args,
+            std::vector<std::pair<std::string, Arg>> kwargs = {}) {
+  return Val{&graph, graph.add_node(op, std::move(args), std::move(kwargs))};
+}
+
+}  // namespace
+
+Val full(Graph& graph, std::vector<int64_t> size, Number fill_value, std::optional<DType> dtype) {
+  return factory(graph, "full", {std::move(size), fill_value.scalar},
+                 {{"dtype", dtype_arg(dtype)}});
+}
+Val zeros(Graph& graph, std::vector<int64_t> size, std::optional<DType> dtype) {
+  return factory(graph, "zeros", {std::move(size)}, {{"dtype", dtype_arg(dtype)}});
+}
+Val ones(Graph& graph, std::vector<int64_t> size, std::optional<DType> dtype) {
+  return factory(graph, "ones", {std::move(size)}, {{"dtype", dtype_arg(dtype)}});
+}
+Val full_like(Val self, Number fill_value, std::optional<DType> dtype) {
+  return node("full_like", {&self}, {self.ref, fill_value.scalar}, {{"dtype", dtype_arg(dtype)}});
+}
+Val zeros_like(Val self, std::optional<DType> dtype) {
+  return node("zeros_like", {&self}, {self.ref}, {{"dtype", dtype_arg(dtype)}});
+}
+Val ones_like(Val self, std::optional<DType> dtype) {
+  return node("ones_like", {&self}, {self.ref}, {{"dtype", dtype_arg(dtype)}});
+}
+Val fill(Val self, Number value) {
+  return node("fill", {&self}, {self.ref, value.scalar});
+}
+Val scalar_tensor(Graph& graph, Number s, std::optional<DType> dtype) {
+  return factory(graph, "scalar_tensor", {s.scalar}, {{"dtype", dtype_arg(dtype)}});
+}
+Val arange(Graph& graph, Number end, std::optional<DType> dtype) {
+  return arange(graph, 0, end, 1, dtype);
+}
+Val arange(Graph& graph, Number start, Number end, Number step, std::optional<DType> dtype) {
+  return factory(graph, "arange", {start.scalar, end.scalar, step.scalar},
+                 {{"dtype", dtype_arg(dtype)}});
+}
+Val iota(Graph& graph, int64_t length, int64_t start, int64_t step, DType dtype) {
+  return factory(graph, "iota", {length},
+                 {{"start", start}, {"step", step}, {"dtype", dtype_arg(dtype)}});
+}
+
 }  // namespace ops
 
 Val operator+(Val a, Val b) {

@@ -133,6 +133,30 @@ Val embedding(Val weight, Val indices);
 // index.Tensor: nullopt entries leave a dim unindexed.
 Val index(Val a, const std::vector<std::optional<Val>>& indices);
 
+// Factory ops (issue 7, point 3). A Number keeps the kind of its literal (3 int, 3.0 float,
+// true bool), which decides the default dtype as in PyTorch; dtype nullopt is dtype=None.
+struct Number {
+  Number(int v) : scalar{ir::Scalar::Kind::Int, static_cast<double>(v)} {}      // NOLINT
+  Number(int64_t v) : scalar{ir::Scalar::Kind::Int, static_cast<double>(v)} {}  // NOLINT
+  Number(double v) : scalar{ir::Scalar::Kind::Float, v} {}                      // NOLINT
+  Number(bool v) : scalar{ir::Scalar::Kind::Bool, v ? 1.0 : 0.0} {}             // NOLINT
+  ir::Scalar scalar;
+};
+Val full(Graph& graph, std::vector<int64_t> size, Number fill_value,
+         std::optional<DType> dtype = std::nullopt);
+Val zeros(Graph& graph, std::vector<int64_t> size, std::optional<DType> dtype = std::nullopt);
+Val ones(Graph& graph, std::vector<int64_t> size, std::optional<DType> dtype = std::nullopt);
+Val full_like(Val self, Number fill_value, std::optional<DType> dtype = std::nullopt);
+Val zeros_like(Val self, std::optional<DType> dtype = std::nullopt);
+Val ones_like(Val self, std::optional<DType> dtype = std::nullopt);
+Val fill(Val self, Number value);  // aten.fill.Scalar: self's sizes and dtype
+Val scalar_tensor(Graph& graph, Number s, std::optional<DType> dtype = std::nullopt);
+// arange(end) is arange(0, end) (ATen's arange.default), like arange.start without a step.
+Val arange(Graph& graph, Number end, std::optional<DType> dtype = std::nullopt);
+Val arange(Graph& graph, Number start, Number end, Number step = 1,
+           std::optional<DType> dtype = std::nullopt);
+Val iota(Graph& graph, int64_t length, int64_t start, int64_t step, DType dtype);
+
 }  // namespace ops
 
 Val operator+(Val a, Val b);

@@ -37,7 +37,8 @@ struct Param {
 };
 
 // Broad families, used by modules that treat many ops alike (lowering, the cost model).
-enum class OpCategory : uint8_t { Pointwise, Reduction, View, Copy };
+// Factory ops (full, arange, ...) compute their result from their arguments alone.
+enum class OpCategory : uint8_t { Pointwise, Reduction, View, Copy, Factory };
 
 struct OpSchema {
   std::string name;

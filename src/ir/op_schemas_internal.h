@@ -13,6 +13,8 @@ namespace stax::ir::detail {
 void add_pointwise_schemas(std::vector<OpSchema>& out);
 void add_reduction_schemas(std::vector<OpSchema>& out);
 void add_view_schemas(std::vector<OpSchema>& out);  // views and copies
+// Issue 7, point 3: full, zeros, ones, *_like, fill, scalar_tensor, arange, iota.
+void add_factory_schemas(std::vector<OpSchema>& out);
 
 // Schema parameter shorthands.
 Param required(std::string name, ParamKind kind);

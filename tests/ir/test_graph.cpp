@@ -209,7 +209,10 @@ TEST(OpRegistryTest, AllOpsRegisteredWithCategories) {
       "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfc", "erfinv",
       "reciprocal", "floor", "ceil", "trunc", "sign", "round", "frac", "isnan", "isinf", "isfinite",
       "nan_to_num", "silu", "mish", "hardsigmoid", "hardswish", "gelu", "softplus", "leaky_relu",
-      "elu", "hardtanh", "clamp", "clamp_min", "clamp_max", "lerp"};
+      "elu", "hardtanh", "clamp", "clamp_min", "clamp_max", "lerp",
+      // issue 7, point 3: factory ops
+      "full", "zeros", "ones", "full_like", "zeros_like", "ones_like", "fill", "scalar_tensor",
+      "arange", "iota"};
   std::vector<std::string> names = registered_op_names();
   for (const std::string& name : expected) {
     EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name;

@@ -235,6 +235,16 @@ def every_op(x: f32[2, 3], y: f32[3], i: i64[2, 3], b: bool[2, 3],
     pw13 = clamp_max(i, 2)
     pw14 = lerp(x, y, 0.25)
     pw15 = lerp(x, x, y)
+    fa0 = full([2, 3], 1.5)
+    fa1 = zeros([2], dtype='i32')
+    fa2 = ones([])
+    fa3 = full_like(x, 2)
+    fa4 = zeros_like(i, dtype='f64')
+    fa5 = ones_like(b)
+    fa6 = fill(x, -1)
+    fa7 = scalar_tensor(3)
+    fa8 = arange(0, 5, 2)
+    fa9 = iota(4, start=1, step=2, dtype='i16')
     return a0, k1, x, a0
 )";
 
@@ -272,6 +282,13 @@ TEST(RoundTripTest, EveryOpAndLiteral) {
   EXPECT_EQ(type_of(g, "n3"), type(DType::Float32, {2, 3}));
   EXPECT_EQ(type_of(g, "n5"), type(DType::Float32, {3, 3}));
   EXPECT_EQ(type_of(g, "n6"), type(DType::Float32, {2, 3}));
+  // issue 7, point 3: factory ops
+  EXPECT_EQ(type_of(g, "fa0"), type(DType::Float32, {2, 3}));
+  EXPECT_EQ(type_of(g, "fa4"), type(DType::Float64, {2, 3}));
+  EXPECT_EQ(type_of(g, "fa5"), type(DType::Bool, {2, 3}));
+  EXPECT_EQ(type_of(g, "fa7"), type(DType::Float32, {}));
+  EXPECT_EQ(type_of(g, "fa8"), type(DType::Int64, {3}));
+  EXPECT_EQ(type_of(g, "fa9"), type(DType::Int16, {4}));
   EXPECT_EQ(output_names(g), (std::vector<std::string>{"a0", "k1", "x", "a0"}));
 
   // Literal kinds.
