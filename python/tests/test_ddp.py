@@ -69,7 +69,8 @@ def worker(rank, port, backend, result_dir):
         counter = CountingBackend(backend)
         expected = train(reference, reference, rank)
         actual = train(compiled, torch.compile(compiled, backend=counter), rank)
-        torch.save({"expected": expected, "actual": actual, "graphs": counter.graphs}, os.path.join(result_dir, f"rank{rank}.pt"))
+        result = {"expected": expected, "actual": actual, "graphs": counter.graphs}
+        torch.save(result, os.path.join(result_dir, f"rank{rank}.pt"))
     finally:
         dist.destroy_process_group()
 

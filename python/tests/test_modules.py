@@ -152,7 +152,8 @@ class Softmaxes(nn.Module):
 
 
 def test_softmax_and_log_softmax(backend, is_stax):
-    check_module("softmax/log_softmax", Softmaxes(), [randn(4, 10, 33, requires_grad=True)], backend, is_stax, may_fall_back=())
+    x = randn(4, 10, 33, requires_grad=True)
+    check_module("softmax/log_softmax", Softmaxes(), [x], backend, is_stax, may_fall_back=())
 
 
 class CrossEntropy(nn.Module):
@@ -173,7 +174,8 @@ def test_cross_entropy(backend, is_stax, kwargs):
     logits = randn(16, 10, requires_grad=True)
     targets = torch.randint(0, 10, (16,))
     targets[:4] = 3
-    check_module(f"cross-entropy ({','.join(kwargs) or 'mean'})", CrossEntropy(**kwargs), [logits, targets], backend, is_stax, may_fall_back=SCATTER)
+    name = f"cross-entropy ({','.join(kwargs) or 'mean'})"
+    check_module(name, CrossEntropy(**kwargs), [logits, targets], backend, is_stax, may_fall_back=SCATTER)
 
 
 def causal_attention(q, k, v):
@@ -192,7 +194,8 @@ class CausalAttention(nn.Module):
 
 def test_attention_with_causal_mask(backend, is_stax):
     q, k, v = (randn(2, 4, 16, 8, requires_grad=True) for _ in range(3))
-    out = check_module("attention (matmul + causal mask)", CausalAttention(), [q, k, v], backend, is_stax, must_run_in_stax=("where",))
+    name = "attention (matmul + causal mask)"
+    out = check_module(name, CausalAttention(), [q, k, v], backend, is_stax, must_run_in_stax=("where",))
     # The written-out form is PyTorch's own attention.
     torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v, is_causal=True))
 

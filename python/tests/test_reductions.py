@@ -64,7 +64,9 @@ NEEDS_NONEMPTY = {"amin_dim0", "amax_all", "argmin_dim0", "argmax_all", "mean_al
 NEEDS_TWO_ELEMENTS = {"var", "std_keepdim"}
 
 EVERY_OP_LAYOUTS = ("contiguous", "transposed")
-LAYOUT_SWEEP_OPS = {"sum_all", "sum_dim0", "prod", "amax_all", "argmax", "any", "var", "softmax", "logsumexp", "mean_keepdim"}
+LAYOUT_SWEEP_OPS = {
+    "sum_all", "sum_dim0", "prod", "amax_all", "argmax", "any", "var", "softmax", "logsumexp", "mean_keepdim"
+}
 SWEEP_LAYOUTS = ("step_sliced", "expanded", "zero_dim", "empty")
 
 
@@ -100,7 +102,8 @@ def reductions_for(dtype):
 
     def fn(inputs):
         out = {f"{name}/{layout}": op(inputs[layout]) for name, op in ops for layout in layouts_of(name)}
-        out.update({f"{name}/{layout}": op(inputs[layout]) for name, op in multi for layout in ("contiguous_3d", "permuted_3d")})
+        for layout in ("contiguous_3d", "permuted_3d"):
+            out.update({f"{name}/{layout}": op(inputs[layout]) for name, op in multi})
         return out
 
     return fn

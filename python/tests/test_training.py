@@ -24,7 +24,10 @@ class Classifier(nn.Module):
 
 def batches(steps):
     generator = torch.Generator().manual_seed(7)
-    return [(torch.randn(16, 20, generator=generator), torch.randint(0, 5, (16,), generator=generator)) for _ in range(steps)]
+    return [
+        (torch.randn(16, 20, generator=generator), torch.randint(0, 5, (16,), generator=generator))
+        for _ in range(steps)
+    ]
 
 
 def train(model, forward, data):
