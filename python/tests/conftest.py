@@ -48,4 +48,4 @@ def pytest_terminal_summary(terminalreporter):
     terminalreporter.section("stax.explain: fraction of ATen ops run by PyTorch")
     for name, (fraction, fallback) in sorted(eager_comparison.FALLBACK_FRACTIONS.items()):
         ops = ", ".join(f"{op} x{count}" for op, count in sorted(fallback.items())) or "none"
-        terminalreporter.write_line(f"{name:40s} {fraction:6.3f}   fell back: {ops}")
+        terminalreporter.write_line(f"{name:52s} {fraction:6.3f}   fell back: {ops}")
