@@ -1,8 +1,9 @@
 // stax._C, the extension module under the Python package: compiles Stax graph text
 // (ir::parse_graph, stax::compile) and runs the result on caller-owned memory
-// (CompiledGraph::run_into), explains compilations, and reports the SIMD levels, the JIT
-// cache directory and compiler invocations. The torch.compile bridge (python/stax) is its
-// only intended caller; it hands tensors over as data pointers laid out as compiled.
+// (CompiledGraph::run_into), explains compilations, and reports the op registry's schemas,
+// the SIMD levels, the JIT cache directory and compiler invocations. The torch.compile bridge
+// (python/stax) is its only intended caller; it hands tensors over as data pointers laid out as
+// compiled.
 //
 // C++ errors become Python exceptions with their message unchanged: bad graphs and bad
 // arguments (ir::ParseError, ir::GraphError, std::invalid_argument, which includes
@@ -25,6 +26,7 @@
 #include "driver/explain.h"
 #include "ir/dtype.h"
 #include "ir/graph.h"
+#include "ir/op_schema.h"
 #include "runtime/jit.h"
 #include "runtime/simd.h"
 
@@ -124,6 +126,21 @@ std::vector<std::string> supported_simd_levels() {
   return names;
 }
 
+// (op name, [(parameter name, keyword_only)] in schema order) for every registered op: what
+// the bridge needs to spell a node's arguments in the text format.
+using OpParams = std::vector<std::tuple<std::string, bool>>;
+std::vector<std::tuple<std::string, OpParams>> op_schemas() {
+  std::vector<std::tuple<std::string, OpParams>> schemas;
+  for (const std::string& name : ir::registered_op_names()) {
+    const ir::OpSchema* schema = ir::find_op_schema(name);
+    OpParams params;
+    for (const ir::Param& param : schema->params)
+      params.emplace_back(param.name, param.keyword_only);
+    schemas.emplace_back(name, std::move(params));
+  }
+  return schemas;
+}
+
 void translate_exception(const std::exception_ptr& error, void*) {
   try {
     std::rethrow_exception(error);
@@ -210,6 +227,9 @@ NB_MODULE(_C, m) {
       "the widest SIMD level this CPU supports");
   m.def("supported_simd_levels", &supported_simd_levels,
         "the SIMD levels this CPU runs, widest first");
+  m.def("op_schemas", &op_schemas,
+        "(op name, [(parameter name, keyword_only)]) for every op Stax implements, parameters "
+        "in schema order");
   m.def("compiler_invocations", &runtime::compiler_invocations,
         "C++ compiler processes this process started for kernels");
   m.def(
