@@ -223,6 +223,14 @@ def test_explain(cache):
     assert isinstance(document, dict) and document
 
 
+def test_op_schemas():
+    schemas = dict(_C.op_schemas())
+    assert {"add", "sum", "transpose", "neg"} <= schemas.keys()
+    # ATen's add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1).
+    assert schemas["add"] == [("self", False), ("other", False), ("alpha", True)]
+    assert [name for name, _ in schemas["sum"]][:3] == ["self", "dim", "keepdim"]
+
+
 def test_cache_dir_resolution(tmp_path, monkeypatch):
     assert _C.cache_dir(str(tmp_path)) == str(tmp_path)
     monkeypatch.setenv("STAX_CACHE_DIR", str(tmp_path / "from-env"))

@@ -1,8 +1,9 @@
 // stax._C, the extension module under the Python package: compiles Stax graph text
 // (ir::parse_graph, stax::compile) and runs the result on caller-owned memory
-// (CompiledGraph::run_into), explains compilations, and reports the SIMD levels, the JIT
-// cache directory and compiler invocations. The torch.compile bridge (python/stax) is its
-// only intended caller; it hands tensors over as data pointers laid out as compiled.
+// (CompiledGraph::run_into), explains compilations, and reports the op registry's schemas,
+// the SIMD levels, the JIT cache directory and compiler invocations. The torch.compile bridge
+// (python/stax) is its only intended caller; it hands tensors over as data pointers laid out as
+// compiled.
 //
 // C++ errors become Python exceptions with their message unchanged: bad graphs and bad
 // arguments (ir::ParseError, ir::GraphError, std::invalid_argument, which includes
@@ -99,22 +100,6 @@ void run_compiled(const CompiledGraph& compiled, nb::handle inputs, nb::handle o
   compiled.run_into(input_data, output_slots, options);
 }
 
-// (op name, [(parameter name, keyword_only)]) for every op of the registry: the bridge maps
-// ATen arguments onto these names.
-using OpSchemaInfo = std::tuple<std::string, std::vector<std::tuple<std::string, bool>>>;
-
-std::vector<OpSchemaInfo> op_schemas() {
-  std::vector<OpSchemaInfo> out;
-  for (const std::string& name : ir::registered_op_names()) {
-    std::vector<std::tuple<std::string, bool>> params;
-    for (const ir::Param& p : ir::find_op_schema(name)->params) {
-      params.emplace_back(p.name, p.keyword_only);
-    }
-    out.emplace_back(name, std::move(params));
-  }
-  return out;
-}
-
 std::vector<InputInfo> input_infos(const CompiledGraph& compiled) {
   std::vector<InputInfo> infos;
   for (const auto& in : compiled.compilation().lowered.inputs) {
@@ -139,6 +124,21 @@ std::vector<std::string> supported_simd_levels() {
     if (runtime::cpu_supports(level)) names.emplace_back(runtime::simd_level_name(level));
   }
   return names;
+}
+
+// (op name, [(parameter name, keyword_only)] in schema order) for every registered op: what
+// the bridge needs to spell a node's arguments in the text format.
+using OpParams = std::vector<std::tuple<std::string, bool>>;
+std::vector<std::tuple<std::string, OpParams>> op_schemas() {
+  std::vector<std::tuple<std::string, OpParams>> schemas;
+  for (const std::string& name : ir::registered_op_names()) {
+    const ir::OpSchema* schema = ir::find_op_schema(name);
+    OpParams params;
+    for (const ir::Param& param : schema->params)
+      params.emplace_back(param.name, param.keyword_only);
+    schemas.emplace_back(name, std::move(params));
+  }
+  return schemas;
 }
 
 void translate_exception(const std::exception_ptr& error, void*) {
@@ -231,7 +231,8 @@ NB_MODULE(_C, m) {
   m.def("supported_simd_levels", &supported_simd_levels,
         "the SIMD levels this CPU runs, widest first");
   m.def("op_schemas", &op_schemas,
-        "(op name, [(parameter name, keyword_only)]) for every Stax op, in schema order");
+        "(op name, [(parameter name, keyword_only)]) for every op Stax implements, parameters "
+        "in schema order");
   m.def("compiler_invocations", &runtime::compiler_invocations,
         "C++ compiler processes this process started for kernels");
   m.def(
