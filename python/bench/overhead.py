@@ -30,16 +30,18 @@ def one_op(t):
     return t + 1.0
 
 
-def capture_graph(x):
-    graphs = []
+def backend_callable(backend, x):
+    """What `backend` returns for one_op's Dynamo graph, compiled inside torch.compile (so
+    in Dynamo's tracing context, as every real compile is)."""
+    returned = []
 
     def capture(gm, example_inputs):
-        graphs.append((gm, example_inputs))
-        return gm.forward
+        returned.append(backend(gm, example_inputs))
+        return returned[0]
 
     torch._dynamo.reset()
     torch.compile(one_op, backend=capture)(x)
-    return graphs[0]
+    return returned[0]
 
 
 def main():
@@ -47,9 +49,8 @@ def main():
     calls = 3000
     x = torch.randn(16)
     with torch.no_grad():
-        gm, example = capture_graph(x)
-        inductor_fn = compile_fx(gm, example)
-        stax_fn = stax_backend(gm, example)
+        inductor_fn = backend_callable(compile_fx, x)
+        stax_fn = backend_callable(stax_backend, x)
         backend_calls = {
             "eager": (one_op, (x,)),
             "inductor": (inductor_fn, (x,)),

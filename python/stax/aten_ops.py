@@ -210,6 +210,20 @@ def _unsafe_view(node, names, graph):
     return _emit_op(graph, node, "reshape", [names(node.args[0]), literal(node.args[1], names)])
 
 
+@rewrite(aten.arange.default, aten.arange.start)
+def _arange(node, names, graph):
+    # Stax has ATen's arange.start_step; the shorter overloads start at 0 and step by 1.
+    bound = {n: v for n, v, _ in bind_arguments(node)}
+    for name in ("layout", "device", "pin_memory"):
+        if not _PLACEMENT_ARGS[name](bound.get(name)):
+            raise Unsupported(f"{name}={bound[name]}")
+    start = bound.get("start", 0)
+    args = [literal(start, names), literal(bound["end"], names)]
+    if bound.get("dtype") is not None:
+        args.append(f"dtype={literal(bound['dtype'], names)}")
+    return _emit_op(graph, node, "arange", args)
+
+
 @rewrite(aten.max.dim, aten.min.dim)
 def _max_dim(node, names, graph):
     bound = {n: v for n, v, _ in bind_arguments(node)}

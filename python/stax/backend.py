@@ -192,7 +192,7 @@ class _RegionModule(torch.nn.Module):
         self.region = region
 
     def forward(self, *args):
-        outs = self.region(*args)
+        outs = self.region.fast_call(*args)
         return outs if len(outs) != 1 or self.region.graph_returns_tuple else outs[0]
 
 
@@ -227,7 +227,7 @@ def _direct_call(fused, regions):
             return None
     region = regions[call.target]
     if positions == list(range(len(positions))) and len(positions) == len(region.graph.outputs):
-        return region
+        return region.fast_call
     return lambda *args: [region(*args)[p] for p in positions]
 
 
@@ -255,15 +255,53 @@ def _has_symbolic(example_inputs) -> bool:
 
 
 def _aot(gm, example_inputs, options: Options):
-    def compiler(kind):
-        return lambda g, ex: compile_aten_graph(g, ex, options, kind)
+    compiled_inference = []
 
-    return aot_autograd(
+    def compiler(kind):
+        def compile_graph(g, ex):
+            fn = compile_aten_graph(g, ex, options, kind)
+            if kind == "inference":
+                compiled_inference.append((fn, len(ex), _plain_inference_graph()))
+            return fn
+
+        return compile_graph
+
+    wrapped = aot_autograd(
         fw_compiler=compiler("forward"),
         bw_compiler=compiler("backward"),
         inference_compiler=compiler("inference"),
         decompositions=decompositions(),
     )(gm, example_inputs)
+    # An inference graph that mutates no input, returns no alias and takes Dynamo's inputs
+    # one to one needs none of AOTAutograd's runtime wrappers (epilogues for mutations and
+    # aliases, deduplication): Stax's function is called directly, which is most of the
+    # per-call cost of a small graph.
+    if len(compiled_inference) == 1:
+        fn, arity, plain = compiled_inference[0]
+        if plain and arity == len(example_inputs):
+            return fn.unboxed
+    return wrapped
+
+
+def _plain_inference_graph() -> bool:
+    """Whether AOTAutograd's metadata of the graph being compiled shows no input mutation,
+    no output aliasing an input or intermediate, no effect tokens and no tensor subclass."""
+    from torch._functorch._aot_autograd.schemas import OutputType, PlainTensorMeta
+
+    ctx = torch._guards.TracingContext.try_get()
+    meta = getattr(ctx, "fw_metadata", None) if ctx is not None else None
+    if meta is None:
+        return False
+    if any(i.mutates_data or i.mutates_metadata or i.mutates_storage_metadata
+           for i in meta.input_info):
+        return False
+    if any(o.output_type != OutputType.non_alias for o in meta.output_info):
+        return False
+    if meta.num_intermediate_bases or meta.tokens:
+        return False
+    if any(not isinstance(m, (int, PlainTensorMeta)) for m in meta.subclass_inp_meta or ()):
+        return False
+    return True
 
 
 class _PerShape:

@@ -71,7 +71,7 @@ class _Variant:
             plan = self.slot_tensor_plan[k]
             if plan is not None:
                 self.allocators.append(functools.partial(
-                    torch.empty_strided, plan.sizes, plan.strides, dtype=plan.dtype))
+                    _empty_strided, plan.sizes, plan.strides, plan.dtype))
             else:
                 self.allocators.append(functools.partial(
                     torch.empty, max(nbytes, 64), dtype=torch.uint8))
@@ -104,6 +104,16 @@ def _is_64_aligned_allocation(nbytes: int) -> bool:
     return nbytes > 0
 
 
+def _dispatching_empty_strided(sizes, strides, dtype):
+    return torch.empty_strided(sizes, strides, dtype=dtype)
+
+
+# PyTorch's allocation of a CPU tensor without the operator dispatcher (what the default
+# backend's generated wrappers use; half the cost of torch.empty_strided on a small tensor).
+_empty_strided = getattr(getattr(torch._C, "_dynamo", None), "guards", None)
+_empty_strided = getattr(_empty_strided, "_empty_strided_cpu", _dispatching_empty_strided)
+
+
 class Region:
     """A Stax region of an FX graph, callable on PyTorch tensors."""
 
@@ -127,7 +137,35 @@ class Region:
     def compile(self):
         self.primary = self._compile_variant(self.input_layouts, self.text)
         self._variants[self.input_layouts] = self.primary
+        self.fast_call = self._straight_line_call()
         return self
+
+    def _straight_line_call(self):
+        """The per-call path of the compiled layout as straight-line Python, generated once
+        (as a wrapper module would be): layout checks, one allocation per output, the run.
+        Anything unusual (another layout, outputs that are views) takes __call__."""
+        v = self.primary
+        if not v.outputs_are_slots:
+            return self.__call__
+        n = len(self.input_layouts)
+        params = ", ".join(f"a{i}" for i in range(n))
+        env = {"general": self.__call__, "run": v.run, "empty_strided": _empty_strided,
+               "threads": self.threads, "get_num_threads": torch.get_num_threads}
+        lines = [f"def call({params}):"]
+        for i, (sizes, strides) in enumerate(self.input_layouts):
+            env[f"S{i}"], env[f"Z{i}"] = strides, torch.Size(sizes)
+            lines.append(f"    if a{i}.stride() != S{i} or a{i}.shape != Z{i}:")
+            lines.append(f"        return general({params})")
+        for k, plan in enumerate(v.plans):
+            env[f"D{k}"], env[f"OZ{k}"], env[f"OS{k}"] = plan.dtype, plan.sizes, plan.strides
+            lines.append(f"    o{k} = empty_strided(OZ{k}, OS{k}, D{k})")
+        outs = ", ".join(f"o{k}" for k in range(len(v.plans)))
+        ins = ", ".join(f"a{i}.data_ptr()" for i in range(n))
+        ptrs = ", ".join(f"o{k}.data_ptr()" for k in range(len(v.plans)))
+        lines.append(f"    run([{ins}], [{ptrs}], threads or get_num_threads())")
+        lines.append(f"    return [{outs}]")
+        exec(compile("\n".join(lines), f"<stax region {self.name}>", "exec"), env)
+        return env["call"]
 
     def _compile_variant(self, layouts, text):
         o = self.options
