@@ -77,6 +77,10 @@ class TextGraph:
     origins: list[str] = field(default_factory=list)  # ATen op of each statement
     outputs: list[str] = field(default_factory=list)
     returns_tuple: bool = True
+    # Inputs whose storage offset the graph depends on (as_strided): name -> offset.
+    offset_guards: dict = field(default_factory=dict)
+    # The FakeTensor of each output: the layout PyTorch code after the region expects.
+    output_vals: list = field(default_factory=list)
     _counter: int = 0
 
     def fresh(self, hint: str) -> str:
@@ -224,6 +228,30 @@ def _arange(node, names, graph):
     return _emit_op(graph, node, "arange", args)
 
 
+@rewrite(aten.as_strided.default)
+def _as_strided(node, names, graph):
+    # ATen's storage offset counts from the start of the storage; a Stax input starts at its
+    # element 0, so the offset is made relative to the input's own, which the region then
+    # checks at every call (partition.py admits as_strided of graph inputs only).
+    bound = {n: v for n, v, _ in bind_arguments(node)}
+    base = bound["self"]
+    base_offset = int(base.meta["val"].storage_offset())
+    offset = bound["storage_offset"]
+    offset = base_offset if offset is None else int(offset)
+    if offset < base_offset:
+        raise Unsupported("as_strided before the start of its input")
+    graph.offset_guards[names(base)] = base_offset
+    return _emit_op(graph, node, "as_strided", [
+        names(base), literal(list(bound["size"]), names), literal(list(bound["stride"]), names),
+        str(offset - base_offset)])
+
+
+@rewrite(prims.squeeze.default)
+def _prims_squeeze(node, names, graph):
+    return _emit_op(graph, node, "squeeze", [names(node.args[0]),
+                                             literal(list(node.args[1]), names)])
+
+
 @rewrite(aten.max.dim, aten.min.dim)
 def _max_dim(node, names, graph):
     bound = {n: v for n, v, _ in bind_arguments(node)}
@@ -325,6 +353,8 @@ def translate_node(node: torch.fx.Node, names: Callable[[Any], str], graph: Text
         raise Unsupported(f"{target} is not an ATen operator")
     if target in REWRITES:
         return REWRITES[target](node, names, graph)
+    if target.namespace == "prims" and target._overloadpacket.__name__ == "squeeze":
+        return _prims_squeeze(node, names, graph)
     if is_foreach(target):
         return _foreach(node, names, graph)
     op = target._overloadpacket.__name__

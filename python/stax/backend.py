@@ -45,10 +45,26 @@ _EXTRA_DECOMPOSITIONS = [
 ]
 
 
+# Core ATen decomposes these, but PyTorch's own kernel is what eager runs and it is a
+# matrix-product kernel Stax would not replace: the decomposition only changes the numbers
+# (fused CPU attention: up to 1e-3 in the gradients of a TransformerEncoderLayer).
+_KEPT_WHOLE = [aten._scaled_dot_product_flash_attention_for_cpu.default]
+
+
 @functools.lru_cache(maxsize=1)
 def decompositions():
-    table = dict(core_aten_decompositions())
+    """Core ATen decompositions, except of ops Stax implements itself: Stax computes those
+    exactly as eager does, which a decomposition need not (remainder by an infinity through
+    floor division gives NaN; sub with alpha in bfloat16 rounds the product first)."""
+    stax_ops = aten_ops.stax_op_params()
+    table = {
+        op: fn for op, fn in core_aten_decompositions().items()
+        if not (isinstance(op, torch._ops.OpOverload)
+                and op.namespace == "aten" and op._overloadpacket.__name__ in stax_ops)
+    }
     table.update(get_decompositions(_EXTRA_DECOMPOSITIONS))
+    for op in _KEPT_WHOLE:
+        table.pop(op, None)
     return table
 
 
@@ -105,6 +121,7 @@ def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs, options: Option
         try:
             text_graph = translate_region(sub, f"{name}_{rname}", stax_ops)
             regions[rname] = Region(text_graph, options)
+            regions[rname].reference = sub  # the region as PyTorch runs it (debugging)
         except Unsupported as e:
             _inline_region(fused, rname, f"translation failed: {e}", report, reasons)
 

@@ -86,6 +86,10 @@ def node_problem(node: torch.fx.Node, stax_ops) -> str | None:
             return f"result is {problem}"
     if node.target is operator.getitem:
         return None
+    if node.target is aten.as_strided.default and node.args[0].op != "placeholder":
+        # Its result depends on the strides and storage offset of a computed value, which a
+        # Stax buffer need not share with eager's.
+        return "as_strided of a computed value"
     scratch = TextGraph("probe")
     try:
         aten_ops.translate_node(node, lambda n: n.name, scratch, stax_ops)
@@ -125,10 +129,24 @@ class PartitionReport:
         self.fallback_reasons.setdefault(name, collections.Counter())[reason] += 1
 
 
+def complex_value(gm: torch.fx.GraphModule) -> str | None:
+    """The first value of a complex dtype in the graph, if any: such graphs run in PyTorch
+    whole (Stax has no complex numbers, and a graph split around them gains nothing)."""
+    for node in gm.graph.nodes:
+        for v in _fake_values(node.meta.get("val")):
+            if isinstance(v, torch.Tensor) and v.dtype.is_complex:
+                return f"{node.name} is {v.dtype}"
+    return None
+
+
 def partition(gm: torch.fx.GraphModule, stax_ops):
     """Returns (graph module with regions as submodules `stax_region_<k>`, region names,
     reasons of unsupported nodes)."""
     support = _StaxSupport(stax_ops)
+    complex_reason = complex_value(gm)
+    if complex_reason is not None:
+        reason = f"the graph has complex values ({complex_reason})"
+        return gm, [], {n.name: reason for n in gm.graph.nodes}
     partitioner = CapabilityBasedPartitioner(
         gm, support, allows_single_node_partition=True
     )
@@ -187,6 +205,7 @@ def translate_region(sub: torch.fx.GraphModule, name: str, stax_ops) -> TextGrap
             outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
             graph.returns_tuple = isinstance(node.args[0], (list, tuple))
             graph.outputs = [name_of(o) for o in outs]
+            graph.output_vals = [o.meta["val"] for o in outs]
         else:
             raise Unsupported(f"{node.op} node in a region")
     return graph

@@ -104,6 +104,26 @@ def _is_64_aligned_allocation(nbytes: int) -> bool:
     return nbytes > 0
 
 
+def same_layout(sizes, a, b) -> bool:
+    """Whether two stride tuples address the elements of `sizes` alike (strides of
+    dimensions of size 1 do not matter, nor any of an empty tensor)."""
+    if 0 in sizes:
+        return True
+    return all(n == 1 or x == y for n, x, y in zip(sizes, a, b))
+
+
+def dense_order(sizes, strides):
+    """The dimension order (outermost first) in which `strides` are contiguous, or None when
+    they are not dense in any order (gaps, overlaps)."""
+    order = sorted(range(len(sizes)), key=lambda d: (-strides[d], d))
+    expected = 1
+    for d in reversed(order):
+        if sizes[d] != 1 and strides[d] != expected:
+            return None
+        expected *= sizes[d]
+    return order
+
+
 def _dispatching_empty_strided(sizes, strides, dtype):
     return torch.empty_strided(sizes, strides, dtype=dtype)
 
@@ -131,21 +151,64 @@ class Region:
         self._lock = threading.Lock()
         self.primary = None
         self.threads = options.threads
+        # Inputs whose storage offset the text depends on (as_strided): position -> offset.
+        names = [n for n, _ in graph.inputs]
+        self.offset_guards = {names.index(n): o for n, o in graph.offset_guards.items()}
 
     # Compiling is separate from construction so that the backend can compile every region
     # of a graph concurrently (the C++ side releases the GIL).
     def compile(self):
         self.primary = self._compile_variant(self.input_layouts, self.text)
+        if self._request_expected_layouts():
+            self.text = self.graph.text()
+            self.primary = self._compile_variant(self.input_layouts, self.text)
         self._variants[self.input_layouts] = self.primary
+        self.relayout = self._outputs_to_relayout(self.primary)
         self.fast_call = self._straight_line_call()
         return self
+
+    def _mismatched_outputs(self, variant):
+        out = []
+        for k, (plan, val) in enumerate(zip(variant.plans, self.graph.output_vals)):
+            if not same_layout(plan.sizes, plan.strides, tuple(val.stride())):
+                out.append(k)
+        return out
+
+    def _request_expected_layouts(self) -> bool:
+        """Outputs whose Stax layout differs from the one PyTorch gives the value (which the
+        PyTorch code after the region may depend on: a view, a kernel that assumes it) and
+        is dense in some dimension order are written in that order: permute, copy, permute
+        back. Returns whether the graph text changed."""
+        changed = False
+        for k in self._mismatched_outputs(self.primary):
+            val = self.graph.output_vals[k]
+            order = dense_order(tuple(val.shape), tuple(val.stride()))
+            if order is None:
+                continue
+            inverse = [order.index(d) for d in range(len(order))]
+            g = self.graph
+            name = g.outputs[k]
+            p, c, r = g.fresh(name + "_order"), g.fresh(name + "_dense"), g.fresh(name + "_laid")
+            g.emit(p, "permute", [name, str(list(order))], "layout")
+            g.emit(c, "clone", [p, 'memory_format="contiguous_format"'], "layout")
+            g.emit(r, "permute", [c, str(inverse)], "layout")
+            g.outputs[k] = r
+            changed = True
+        return changed
+
+    def _outputs_to_relayout(self, variant):
+        """Outputs still in another layout than PyTorch's (not dense in any order): copied
+        into PyTorch's layout after the run."""
+        return {k: (tuple(self.graph.output_vals[k].shape),
+                    tuple(self.graph.output_vals[k].stride()))
+                for k in self._mismatched_outputs(variant)}
 
     def _straight_line_call(self):
         """The per-call path of the compiled layout as straight-line Python, generated once
         (as a wrapper module would be): layout checks, one allocation per output, the run.
         Anything unusual (another layout, outputs that are views) takes __call__."""
         v = self.primary
-        if not v.outputs_are_slots:
+        if not v.outputs_are_slots or self.offset_guards or self.relayout:
             return self.__call__
         n = len(self.input_layouts)
         params = ", ".join(f"a{i}" for i in range(n))
@@ -195,6 +258,11 @@ class Region:
         return variant
 
     def __call__(self, *args):
+        for i, offset in self.offset_guards.items():
+            if args[i].storage_offset() != offset:
+                raise RuntimeError(
+                    f"stax: region {self.name} was compiled for input {i} at storage offset "
+                    f"{offset}, called with {args[i].storage_offset()}")
         variant = self.primary
         for a, (sizes, strides) in zip(args, self.input_layouts):
             if a.stride() != strides or a.shape != sizes:
@@ -203,6 +271,9 @@ class Region:
         slots = [allocate() for allocate in variant.allocators]
         variant.run([a.data_ptr() for a in args], [t.data_ptr() for t in slots],
                     self.threads or torch.get_num_threads())
-        if variant.outputs_are_slots:
-            return slots
-        return variant.finish(args, slots)
+        outs = slots if variant.outputs_are_slots else variant.finish(args, slots)
+        for k, (sizes, strides) in self.relayout.items():
+            laid = _empty_strided(sizes, strides, outs[k].dtype)
+            laid.copy_(outs[k])
+            outs[k] = laid
+        return outs

@@ -137,7 +137,14 @@ def check_explain(name, fn, *args, may_fall_back=(), must_run_in_stax=()):
     assert report.graphs, f"{name}: stax.explain recorded no graph"
     assert 0.0 <= fraction <= 1.0, f"{name}: fallback fraction {fraction}"
     assert (fraction == 0.0) == (not fallback), f"{name}: fraction {fraction} vs {fallback}"
-    unexpected = sorted(set(fallback) - set(may_fall_back))
+    # Views whose region holds views only stay in PyTorch by design: a view costs nothing
+    # there, while a Stax region would copy. Any other reason is a real fallback.
+    views_only = {
+        base_op_name(op)
+        for op, reasons in report.fallback_reasons.items()
+        if all(r.startswith("a region of views only") for r in reasons)
+    }
+    unexpected = sorted(set(fallback) - set(may_fall_back) - views_only)
     assert not unexpected, f"{name}: Stax ops fell back to PyTorch: {unexpected}\n{report}"
     missing = sorted(set(must_run_in_stax) - set(in_stax))
     assert not missing, f"{name}: expected in Stax but not there: {missing}\n{report}"
