@@ -27,7 +27,9 @@ BINARY_OPS = [
     ("add", torch.add, "real", "real", ANY),
     ("add_alpha", lambda a, b: torch.add(a, b, alpha=2), "real", "real", NUMBER),
     ("sub", torch.sub, "real", "real", NUMBER),
-    ("sub_alpha", lambda a, b: torch.sub(a, b, alpha=3), "real", "real", NUMBER),
+    # alpha=-2 keeps alpha * b exact in every dtype: with an inexact product eager's
+    # float16/bfloat16 result depends on the element's position (test_sub_alpha_rounding).
+    ("sub_alpha", lambda a, b: torch.sub(a, b, alpha=-2), "real", "real", NUMBER),
     ("mul", torch.mul, "real", "real", ANY),
     ("div", torch.div, "real", "nonzero", NUMBER),
     ("div_trunc", lambda a, b: torch.div(a, b, rounding_mode="trunc"), "real", "nonzero", NUMBER),
@@ -248,7 +250,7 @@ def special_value_ops(inputs):
             # Not by subnormal divisors: there eager's own answer depends on the tensor's
             # length (test_remainder_by_a_subnormal below).
             "remainder": torch.remainder(a, torch.where(b.abs() < 1e-30, 1.0, b)),
-            "fmod": torch.fmod(a, b),
+            "fmod": torch.fmod(a, torch.where(b.abs() < 1e-30, 1.0, b)),
             "floor_divide": torch.floor_divide(a, b),
             "maximum": torch.maximum(a, b),
             "minimum": torch.minimum(a, b),
@@ -275,7 +277,8 @@ def special_value_ops(inputs):
             "sqrt": torch.sqrt(a),
             "sigmoid": torch.sigmoid(a),
             "tanh": torch.tanh(a),
-            "gelu": torch.nn.functional.gelu(a),
+            # Not at +inf, where eager's own answer depends on the length (test_gelu_of_inf).
+            "gelu": torch.nn.functional.gelu(torch.where(a == float("inf"), 0.0, a)),
             "softplus": torch.nn.functional.softplus(a),
             "where_isnan": torch.where(torch.isnan(a), b, a),
             "pow": torch.pow(a, b),
@@ -288,16 +291,40 @@ def test_special_values(backend):
     check_against_eager(special_value_ops, (special_inputs(),), backend, equal_nan=True)
 
 
-def test_remainder_by_a_subnormal(backend):
+def test_gelu_of_inf(backend):
+    # gelu(inf) is inf: x * Phi(x) with Phi(inf) = 1, as eager gives for one element and in
+    # float64; torch 2.13.0's float32 vector loop gives NaN for 4 or more elements.
+    x = torch.tensor([float("inf"), 1.0, -1.0, 3.0])
+    expected = torch.stack([torch.nn.functional.gelu(x[i : i + 1])[0] for i in range(4)])
+    assert expected[0].item() == float("inf")
+    compiled = torch.compile(torch.nn.functional.gelu, backend=backend)
+    torch.testing.assert_close(compiled(x), expected)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_sub_alpha_rounding(backend, dtype):
+    # torch 2.13.0 computes bf16/f16 a - 3 * b in float in its vector loop (blocks of 32
+    # elements) and rounds 3 * b to the dtype first in the tail: sub(8.4375, 2.953125,
+    # alpha=3) in bfloat16 is -0.421875 inside a block and -0.4375 in the tail. Stax computes
+    # every element as the vector loop does; 64 elements are all inside blocks.
+    a = torch.full((64,), 8.4375, dtype=dtype)
+    b = torch.full((64,), 2.953125, dtype=dtype)
+    expected = torch.sub(a, b, alpha=3)
+    compiled = torch.compile(lambda x, y: torch.sub(x, y, alpha=3), backend=backend)
+    torch.testing.assert_close(compiled(a, b), expected, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("op", [torch.remainder, torch.fmod])
+def test_remainder_by_a_subnormal(backend, op):
     # remainder(3, 2**-149) is exactly 0 (3 is a multiple of any power of two at or below 1), as
-    # eager gives for tensors shorter than a vector; eager's vector loop computes
-    # a - b * floor(a / b) and gives NaN there (torch 2.13.0: remainder of 40 elements of
-    # 3.0 by 1e-45 is NaN, of 5 elements 0.0). The compiled result must be the exact one.
+    # eager gives for tensors shorter than a vector; eager's vector loop divides and gives NaN
+    # there (torch 2.13.0: remainder or fmod of 40 elements of 0.5 by 1e-40 is NaN, of 5
+    # elements 5.42e-41, the exact fmod). The compiled result must be the exact one.
     a = torch.tensor([3.0, -3.0, 5.5, 0.5])
     b = torch.full((4,), 2.0**-149)  # the smallest float32 subnormal
-    expected = torch.stack([torch.remainder(a[i : i + 1], b[i : i + 1])[0] for i in range(4)])
+    expected = torch.stack([op(a[i : i + 1], b[i : i + 1])[0] for i in range(4)])
     assert torch.equal(expected.abs(), torch.zeros(4))  # the scalar path, exact
-    compiled = torch.compile(torch.remainder, backend=backend)
+    compiled = torch.compile(op, backend=backend)
     torch.testing.assert_close(compiled(a, b), expected)
 
 
