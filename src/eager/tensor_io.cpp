@@ -91,28 +91,6 @@ void write_json_rec(std::ostream& out, const Tensor& t, std::vector<int64_t>& in
   out << ']';
 }
 
-struct IntRange {
-  int64_t min;
-  int64_t max;
-};
-
-IntRange int_range(DType dtype) {
-  switch (dtype) {
-    case DType::Bool:
-      return {0, 1};
-    case DType::UInt8:
-      return {0, 255};
-    case DType::Int8:
-      return {-128, 127};
-    case DType::Int16:
-      return {-32768, 32767};
-    case DType::Int32:
-      return {std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()};
-    default:
-      return {std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()};
-  }
-}
-
 class JsonReader {
  public:
   JsonReader(DType dtype, const std::string& name, Tensor out)
@@ -199,8 +177,8 @@ class JsonReader {
       fail(index, "expected " + std::string(dtype_ == DType::Bool ? "true/false" : "an integer") +
                       " for " + std::string(dtype_name(dtype_)) + ", got " + describe_json(json));
     }
-    const IntRange range = int_range(dtype_);
-    if (v < range.min || v > range.max) {
+    const IntegerRange range = integer_range(dtype_);
+    if (v < range.lowest || v > range.highest) {
       fail(index,
            "value " + std::to_string(v) + " out of range for " + std::string(dtype_name(dtype_)));
     }

@@ -1,6 +1,9 @@
 // Tables for DType: names, C++ spellings and sizes.
 #include "ir/dtype.h"
 
+#include <cstdint>
+#include <limits>
+
 namespace stax {
 
 std::string_view dtype_name(DType dtype) {
@@ -80,6 +83,18 @@ bool is_floating(DType dtype) {
 bool is_integral(DType dtype) {
   return dtype == DType::UInt8 || dtype == DType::Int8 || dtype == DType::Int16 ||
          dtype == DType::Int32 || dtype == DType::Int64;
+}
+
+IntegerRange integer_range(DType dtype) {
+  switch (dtype) {
+    case DType::Bool: return {0, 1};
+    case DType::UInt8: return {0, 255};
+    case DType::Int8: return {-128, 127};
+    case DType::Int16: return {-32768, 32767};
+    case DType::Int32:
+      return {std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()};
+    default: return {std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()};
+  }
 }
 
 }  // namespace stax

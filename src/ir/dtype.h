@@ -30,6 +30,12 @@ std::optional<DType> parse_dtype(std::string_view name);
 // C++ element type used for the dtype in generated code and the runtime ("float", "int64_t", ...).
 std::string_view dtype_cpp_type(DType dtype);
 size_t dtype_size(DType dtype);
+// The values of an integral dtype (bool: 0 and 1); other dtypes give int64's.
+struct IntegerRange {
+  int64_t lowest;
+  int64_t highest;
+};
+IntegerRange integer_range(DType dtype);
 bool is_floating(DType dtype);
 bool is_integral(DType dtype);  // excludes Bool
 

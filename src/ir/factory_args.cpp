@@ -48,26 +48,16 @@ DType default_fill_dtype(const Scalar& s) {
   return DType::Float32;
 }
 
+// As doubles, int64's limits are -2^63 and 2^63 (its maximum rounds up), so a float fill
+// of 2^63 passes, as in PyTorch, and converts like every float to int64 on x86.
 struct IntegerLimits {
   double lowest;
   double highest;
 };
 
 IntegerLimits integer_limits(DType dtype) {
-  switch (dtype) {
-    case DType::UInt8:
-      return {0, 255};
-    case DType::Int8:
-      return {-128, 127};
-    case DType::Int16:
-      return {-32768, 32767};
-    case DType::Int32:
-      return {-2147483648.0, 2147483647.0};
-    default:
-      // As doubles, int64's limits are -2^63 and 2^63 (its maximum rounds up), so a float
-      // fill of 2^63 passes, as in PyTorch, and converts like every float to int64 on x86.
-      return {-9223372036854775808.0, 9223372036854775807.0};
-  }
+  const IntegerRange r = integer_range(dtype);
+  return {static_cast<double>(r.lowest), static_cast<double>(r.highest)};
 }
 
 double largest_finite(DType dtype) {
