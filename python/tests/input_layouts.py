@@ -36,6 +36,12 @@ def random_values(shape, dtype, low, high, random_sign=False):
     return values.to(dtype)
 
 
+def dtype_kind(dtype):
+    if dtype == torch.bool:
+        return "bool"
+    return "float" if dtype.is_floating_point else "int"
+
+
 def make_input(layout, dtype, low, high, random_sign=False, rows=ROWS, cols=COLS):
     """A (rows, cols) tensor in the given layout; `zero_dim` has shape () and `empty` (0, cols)."""
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from eager_comparison import check_against_eager
-from input_layouts import ALL_DTYPES, FLOAT_DTYPES, dtype_id, random_values
+from input_layouts import ALL_DTYPES, FLOAT_DTYPES, dtype_id, dtype_kind, make_input, random_values
 
 # Operand ranges per kind of dtype. "nonzero" operands are divisors (random sign, never 0);
 # "exponent" keeps integer powers from needing negative exponents, which PyTorch refuses.
@@ -101,27 +101,10 @@ LAYOUT_SWEEP_OPS = {
 
 
 def layout_tensor(shape, layout, dtype, low, high, random_sign):
-    def values(*sizes):
-        return random_values(sizes, dtype, low, high, random_sign)
-
     if layout == "zero_dim":
-        return values()
+        return make_input(layout, dtype, low, high, random_sign)
     rows, cols = shape
-    if layout == "contiguous":
-        return values(rows, cols)
-    if layout == "transposed":
-        return values(cols, rows).t()
-    if layout == "step_sliced":
-        return values(rows + 1, 2 * cols + 1)[1:, 1::2]
-    if layout == "expanded":
-        return values(1, cols).expand(rows, cols)
-    raise ValueError(layout)
-
-
-def dtype_kind(dtype):
-    if dtype == torch.bool:
-        return "bool"
-    return "float" if dtype.is_floating_point else "int"
+    return make_input(layout, dtype, low, high, random_sign, rows=rows, cols=cols)
 
 
 def ops_for(dtype):

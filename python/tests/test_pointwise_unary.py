@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from eager_comparison import check_against_eager
-from input_layouts import ALL_DTYPES, LAYOUTS, dtype_id, make_input
+from input_layouts import ALL_DTYPES, LAYOUTS, dtype_id, dtype_kind, make_input
 
 EVERY_OP_LAYOUTS = ("contiguous",)
 LAYOUT_SWEEP_OPS = {
@@ -93,12 +93,6 @@ UNARY_OPS = [
 
 # PyTorch refuses these for unsigned integers.
 NOT_FOR_UINT8 = {"hardtanh_int"}
-
-
-def dtype_kind(dtype):
-    if dtype == torch.bool:
-        return "bool"
-    return "float" if dtype.is_floating_point else "int"
 
 
 def ops_for(dtype):
