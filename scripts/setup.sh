@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(g++ make cmake ninja-build libsleef-dev libgtest-dev nlohmann-json3-dev)
+packages=(g++ make cmake ninja-build ccache libsleef-dev libgtest-dev nlohmann-json3-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -24,5 +24,9 @@ fi
 
 build_dir="${1:-build}"
 shift || true
-cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+# The same sources are compiled twice: here and by `pip install .` (scripts/setup_python.sh).
+# ccache serves the second build from the first, and a fresh clone from an earlier one.
+source scripts/ccache_env.sh
+cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_COMPILER_LAUNCHER=ccache "$@" >/dev/null
 cmake --build "$build_dir" -j "$(nproc)"

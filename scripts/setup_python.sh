@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Creates or updates the virtual environment .venv for the Python package: torch==2.13.0,
 # pytest and the build tools (nanobind, scikit-build-core) from PyPI, then the project itself
-# (`pip install .`, built in the persistent build/python-* directory, so a rebuild compiles
+# (`pip install .`, built in the persistent build-python-* directory, so a rebuild compiles
 # only what changed). Idempotent: when .venv has everything and no source changed since the
 # last install, it does nothing. Usage: scripts/setup_python.sh (after scripts/setup.sh,
 # which installs the C++ toolchain and libraries).
@@ -53,6 +53,8 @@ if [ -f "$stamp" ] && "$venv/bin/python" -c 'import stax._C' 2>/dev/null &&
 fi
 echo "setup_python: pip install . into $venv"
 touch "$stamp.new"
-# The venv's nanobind and scikit-build-core build it: nothing is downloaded again.
+# The venv's nanobind and scikit-build-core build it: nothing is downloaded again. Objects
+# that scripts/setup.sh compiled already come from ccache.
+source scripts/ccache_env.sh
 "$venv/bin/python" -m pip install -q --no-build-isolation .
 mv "$stamp.new" "$stamp"
