@@ -4,7 +4,9 @@ Per call it checks the layout of each input against the one compiled for (a diff
 layout compiles another variant; nothing is ever read with the wrong strides), allocates
 the output slots with PyTorch (so outputs are ordinary PyTorch tensors, handed over without
 a copy), and runs the generated code on the tensors' memory in place, with the thread count
-PyTorch has at that moment (`torch.get_num_threads()`).
+PyTorch has at that moment (`torch.get_num_threads()`). Each output comes in the layout
+PyTorch gives its value (layouts.py): Stax writes it so when that layout is dense in some
+order; a view with gaps or overlaps is replayed on its storage root (view_outputs.py).
 """
 
 from __future__ import annotations
