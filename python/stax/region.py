@@ -185,8 +185,9 @@ class Region:
         return changed
 
     def _outputs_to_relayout(self, variant):
-        """Outputs still in another layout than PyTorch's (not dense in any order): copied
-        into PyTorch's layout after the run."""
+        """Outputs still in another layout than PyTorch's (not dense in any order, and not a
+        view, which partition.py replays instead): copied into PyTorch's layout after the run.
+        The copy can be made: partition.py refuses such an output whose layout may overlap."""
         return {k: (tuple(self.graph.output_vals[k].shape),
                     tuple(self.graph.output_vals[k].stride()))
                 for k in self._mismatched_outputs(variant)}

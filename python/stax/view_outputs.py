@@ -47,7 +47,7 @@ def storage_root(node: torch.fx.Node) -> tuple[torch.fx.Node, list[torch.fx.Node
     storage = _storage(node.meta.get("val"))
     if storage is None:
         return node, chain
-    while current.op == "call_function" and _is_view_op(current.target):
+    while current.op == "call_function" and _is_view(current):
         following = None
         for inp in current.all_input_nodes:
             vals = list(_tensors(inp.meta.get("val")))
@@ -62,9 +62,15 @@ def storage_root(node: torch.fx.Node) -> tuple[torch.fx.Node, list[torch.fx.Node
     return current, chain
 
 
-def _is_view_op(target) -> bool:
-    # _unsafe_view is view's autograd-free twin: it aliases its input too.
-    return target is operator.getitem or target is torch.ops.aten._unsafe_view.default or (
+def _is_view(node: torch.fx.Node) -> bool:
+    """Whether the node's value is a view of one of its inputs: a view op (_unsafe_view is
+    view's autograd-free twin), or an item of a multi-result view op (split, unbind); an
+    item of a computation (var_mean) is that computation's own result."""
+    target = node.target
+    if target is operator.getitem:
+        base = node.args[0]
+        return isinstance(base, torch.fx.Node) and base.op == "call_function" and _is_view(base)
+    return target is torch.ops.aten._unsafe_view.default or (
         isinstance(target, torch._ops.OpOverload) and target.is_view)
 
 

@@ -43,6 +43,11 @@ VIEWS = {
     "step_slice": ((4, 6), lambda t: computed(t)[:, ::2]),
     "select": ((4, 6), lambda t: computed(t)[:, 1]),
     "expand_of_select": ((4, 6), lambda t: computed(t)[:, 1:2].expand(4, 3)),
+    # Through an item: of a multi-result view (split) or of a multi-result computation, whose
+    # item is the dense root.
+    "step_slice_of_split": ((3, 6), lambda t: torch.split(computed(t), 3, dim=1)[1][:, ::2]),
+    "expand_of_var_mean": ((3, 6), lambda t: torch.var_mean(computed(t), 1, keepdim=True)[1]
+                           .expand(3, 4)),
     "permute": ((2, 3, 4), lambda t: computed(t).permute(2, 0, 1)),
     "transpose": ((3, 5), lambda t: computed(t).transpose(0, 1)),
     "slice": ((4, 6), lambda t: computed(t)[1:3]),
