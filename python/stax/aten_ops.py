@@ -81,6 +81,9 @@ class TextGraph:
     offset_guards: dict = field(default_factory=dict)
     # The FakeTensor of each output: the layout PyTorch code after the region expects.
     output_vals: list = field(default_factory=list)
+    # What the region returns, per value: ("output", k, replay) is output k, ("input", i,
+    # replay) input i, each through replay (a view_outputs.ViewReplay) unless it is None.
+    returned: list = field(default_factory=list)
     _counter: int = 0
 
     def fresh(self, hint: str) -> str:

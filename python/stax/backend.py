@@ -243,14 +243,17 @@ def _direct_call(fused, regions):
         else:
             return None
     region = regions[call.target]
-    if positions == list(range(len(positions))) and len(positions) == len(region.graph.outputs):
+    if positions == list(range(len(positions))) and len(positions) == region.num_returned:
         return region.fast_call
     return lambda *args: [region(*args)[p] for p in positions]
 
 
 def _boxed(fn):
     def run(args):
-        # AOTAutograd's boxed convention: the list is ours; clearing it frees inputs early.
+        # AOTAutograd's boxed convention: the list is ours to clear. The inputs stay alive
+        # until the graph returns (the call holds them); clearing the list then drops this
+        # reference at once, not when AOTAutograd's caller lets the list go (for backward,
+        # the saved activations).
         out = fn(*args)
         args.clear()
         return out

@@ -47,9 +47,11 @@ def report_graph(options, record, fused) -> None:
     report = record.report
     summary = report_text(record)
     log(options, "fallback", summary)
-    for region in record.regions:
+    # The C++ explanation of a region is text made on request: only when it is printed.
+    wanted = options.debug_dir or {"fusion", "schedule"} & set(options.logs)
+    for region in record.regions if wanted or {"ir", "output_code"} & set(options.logs) else ():
         variant = region.primary
-        explain = variant.compiled.explain()
+        explain = variant.compiled.explain() if wanted else ""
         fusion, schedule = _split_explain(explain)
         log(options, "fusion", f"stax: fusion of {region.name}:\n{fusion}")
         log(options, "schedule", f"stax: schedule of {region.name}:\n{schedule}")

@@ -5,6 +5,7 @@ with counts and reasons."""
 from __future__ import annotations
 
 import collections
+import collections.abc
 
 from . import backend, debug
 
@@ -38,9 +39,12 @@ class ExplainResult:
 
 
 def explain(fn, *args, options: dict | None = None, backward: bool = False, **kwargs):
-    """Compiles `fn` with the stax backend, calls it on `args`, and (with backward=True)
-    runs backward from the sum of its floating-point outputs, so the backward graph is
-    explained too."""
+    """Compiles `fn` with the stax backend exactly as torch.compile(fn, backend="stax",
+    options=options) does (the records are taken inside that path, in
+    backend.compile_aten_graph, so what is explained is what runs), calls it on `args`, and
+    with backward=True runs backward from the sum of its floating-point outputs that require
+    grad (found in tuples, lists, dicts and dataclass-like model outputs), so the backward
+    graph is explained too; without such an output there is no backward to explain."""
     import torch
 
     records: list = []
@@ -51,11 +55,30 @@ def explain(fn, *args, options: dict | None = None, backward: bool = False, **kw
         compiled = torch.compile(fn, backend="stax", options=options)
         out = compiled(*args, **kwargs)
         if backward:
-            outs = out if isinstance(out, (list, tuple)) else [out]
-            total = sum(o.float().sum() for o in outs
-                        if isinstance(o, torch.Tensor) and o.requires_grad)
-            total.backward()
+            grads = [t for t in _tensors(out) if t.requires_grad and t.is_floating_point()]
+            if grads:
+                torch.stack([t.float().sum() for t in grads]).sum().backward()
     finally:
         with backend._recorder_lock:
             backend._recorders.remove(records)
     return ExplainResult(records)
+
+
+def _tensors(value):
+    """The tensors in a (nested) output: tuples, lists, mappings (a Hugging Face ModelOutput
+    is one) and dataclasses."""
+    import dataclasses
+
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _tensors(v)
+    elif isinstance(value, collections.abc.Mapping):
+        for v in value.values():
+            yield from _tensors(v)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for f in dataclasses.fields(value):
+            yield from _tensors(getattr(value, f.name))

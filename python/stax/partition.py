@@ -17,7 +17,7 @@ import torch
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 
-from . import aten_ops
+from . import aten_ops, layouts, view_outputs
 from .aten_ops import TextGraph, Unsupported
 
 aten = torch.ops.aten
@@ -204,8 +204,34 @@ def translate_region(sub: torch.fx.GraphModule, name: str, stax_ops) -> TextGrap
             outs = node.args[0]
             outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
             graph.returns_tuple = isinstance(node.args[0], (list, tuple))
-            graph.outputs = [name_of(o) for o in outs]
-            graph.output_vals = [o.meta["val"] for o in outs]
+            inputs = [n for n in sub.graph.nodes if n.op == "placeholder"]
+            for o in outs:
+                graph.returned.append(_returned_value(o, graph, inputs, name_of))
         else:
             raise Unsupported(f"{node.op} node in a region")
     return graph
+
+
+def _returned_value(node: torch.fx.Node, graph: TextGraph, inputs, name_of):
+    """How the region returns `node`'s value (TextGraph.returned): as a Stax output in the
+    layout PyTorch gives it, or, when that layout is not dense in any order, as eager makes
+    it: the view ops replayed on the value's storage root (view_outputs.py)."""
+    val = node.meta["val"]
+    sizes, strides = tuple(val.shape), tuple(val.stride())
+    replay = None
+    if val.numel() > 0 and layouts.dense_order(sizes, strides) is None:
+        root, chain = view_outputs.storage_root(node)
+        if chain:
+            replay = view_outputs.ViewReplay(root, chain)
+            if root.op == "placeholder":
+                return ("input", inputs.index(root), replay)
+            node, val = root, root.meta["val"]
+            sizes, strides = tuple(val.shape), tuple(val.stride())
+        if not layouts.provably_non_overlapping(sizes, strides):
+            raise Unsupported(f"output {node.name} has elements at one address (sizes "
+                              f"{list(sizes)}, strides {list(strides)}) and is not a view")
+    name = name_of(node)
+    if name not in graph.outputs:
+        graph.outputs.append(name)
+        graph.output_vals.append(val)
+    return ("output", graph.outputs.index(name), replay)

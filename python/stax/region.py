@@ -4,7 +4,9 @@ Per call it checks the layout of each input against the one compiled for (a diff
 layout compiles another variant; nothing is ever read with the wrong strides), allocates
 the output slots with PyTorch (so outputs are ordinary PyTorch tensors, handed over without
 a copy), and runs the generated code on the tensors' memory in place, with the thread count
-PyTorch has at that moment (`torch.get_num_threads()`).
+PyTorch has at that moment (`torch.get_num_threads()`). Each output comes in the layout
+PyTorch gives its value (layouts.py): Stax writes it so when that layout is dense in some
+order; a view with gaps or overlaps is replayed on its storage root (view_outputs.py).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import torch
 
 from . import _C
 from .aten_ops import TORCH_DTYPES, TextGraph
+from .layouts import dense_order, layout_key, same_layout
 
 
 class _OutputPlan:
@@ -104,26 +107,6 @@ def _is_64_aligned_allocation(nbytes: int) -> bool:
     return nbytes > 0
 
 
-def same_layout(sizes, a, b) -> bool:
-    """Whether two stride tuples address the elements of `sizes` alike (strides of
-    dimensions of size 1 do not matter, nor any of an empty tensor)."""
-    if 0 in sizes:
-        return True
-    return all(n == 1 or x == y for n, x, y in zip(sizes, a, b))
-
-
-def dense_order(sizes, strides):
-    """The dimension order (outermost first) in which `strides` are contiguous, or None when
-    they are not dense in any order (gaps, overlaps)."""
-    order = sorted(range(len(sizes)), key=lambda d: (-strides[d], d))
-    expected = 1
-    for d in reversed(order):
-        if sizes[d] != 1 and strides[d] != expected:
-            return None
-        expected *= sizes[d]
-    return order
-
-
 def _dispatching_empty_strided(sizes, strides, dtype):
     return torch.empty_strided(sizes, strides, dtype=dtype)
 
@@ -154,6 +137,11 @@ class Region:
         # Inputs whose storage offset the text depends on (as_strided): position -> offset.
         names = [n for n, _ in graph.inputs]
         self.offset_guards = {names.index(n): o for n, o in graph.offset_guards.items()}
+        # What the region returns (TextGraph.returned); None when it is the outputs as they
+        # are, in order.
+        identity = [("output", k, None) for k in range(len(graph.outputs))]
+        self.returned = None if graph.returned in ([], identity) else graph.returned
+        self.num_returned = len(graph.returned or identity)
 
     # Compiling is separate from construction so that the backend can compile every region
     # of a graph concurrently (the C++ side releases the GIL).
@@ -162,8 +150,8 @@ class Region:
         if self._request_expected_layouts():
             self.text = self.graph.text()
             self.primary = self._compile_variant(self.input_layouts, self.text)
-        self._variants[self.input_layouts] = self.primary
-        self.relayout = self._outputs_to_relayout(self.primary)
+        self._variants[_layouts_key(self.input_layouts)] = self.primary
+        self.relayout = self.primary.relayout = self._outputs_to_relayout(self.primary)
         self.fast_call = self._straight_line_call()
         return self
 
@@ -197,8 +185,9 @@ class Region:
         return changed
 
     def _outputs_to_relayout(self, variant):
-        """Outputs still in another layout than PyTorch's (not dense in any order): copied
-        into PyTorch's layout after the run."""
+        """Outputs still in another layout than PyTorch's (not dense in any order, and not a
+        view, which partition.py replays instead): copied into PyTorch's layout after the run.
+        The copy can be made: partition.py refuses such an output whose layout may overlap."""
         return {k: (tuple(self.graph.output_vals[k].shape),
                     tuple(self.graph.output_vals[k].stride()))
                 for k in self._mismatched_outputs(variant)}
@@ -208,7 +197,7 @@ class Region:
         (as a wrapper module would be): layout checks, one allocation per output, the run.
         Anything unusual (another layout, outputs that are views) takes __call__."""
         v = self.primary
-        if not v.outputs_are_slots or self.offset_guards or self.relayout:
+        if not v.outputs_are_slots or self.offset_guards or self.relayout or self.returned:
             return self.__call__
         n = len(self.input_layouts)
         params = ", ".join(f"a{i}" for i in range(n))
@@ -244,17 +233,19 @@ class Region:
 
     def _variant_for(self, args):
         layouts = tuple((tuple(a.shape), tuple(a.stride())) for a in args)
-        variant = self._variants.get(layouts)
+        key = _layouts_key(layouts)
+        variant = self._variants.get(key)
         if variant is None:
             with self._lock:
-                variant = self._variants.get(layouts)
+                variant = self._variants.get(key)
                 if variant is None:
                     relaid = TextGraph(self.name)
                     relaid.inputs = [(n, a) for (n, _), a in zip(self.graph.inputs, args)]
                     relaid.statements = self.graph.statements
                     relaid.outputs = self.graph.outputs
                     variant = self._compile_variant(layouts, relaid.text())
-                    self._variants[layouts] = variant
+                    variant.relayout = self._outputs_to_relayout(variant)
+                    self._variants[key] = variant
         return variant
 
     def __call__(self, *args):
@@ -272,8 +263,17 @@ class Region:
         variant.run([a.data_ptr() for a in args], [t.data_ptr() for t in slots],
                     self.threads or torch.get_num_threads())
         outs = slots if variant.outputs_are_slots else variant.finish(args, slots)
-        for k, (sizes, strides) in self.relayout.items():
+        for k, (sizes, strides) in variant.relayout.items():
             laid = _empty_strided(sizes, strides, outs[k].dtype)
             laid.copy_(outs[k])
             outs[k] = laid
+        if self.returned is not None:
+            outs = [(outs if where == "output" else args)[k] if replay is None
+                    else replay((outs if where == "output" else args)[k])
+                    for where, k, replay in self.returned]
         return outs
+
+
+def _layouts_key(layouts) -> tuple:
+    # Layouts that Stax's wrapper accepts alike share one compiled variant.
+    return tuple(layout_key(sizes, strides) for sizes, strides in layouts)

@@ -28,9 +28,9 @@ struct VectorContext {
 // The vector form of `scalar`; values get fresh ids in `kernel`.
 Block vectorize_block(Kernel& kernel, const Block& scalar, const VectorContext& context);
 
-// Why `scalar` has no vector form along `var` (nullopt: it has one): an index value or a
-// load whose index is not affine in the variable, a 16-bit rounding (no vector form in the
-// kernel API), an indirect index that does not enter its loads linearly.
+// Why `scalar` has no vector form along `var` (nullopt: it has one): an index value, load or
+// store whose index is not affine in the variable, a value that varies along it stored at an
+// index that does not, an indirect index that does not enter its accesses linearly.
 std::optional<std::string> vector_obstacle(const Kernel& kernel, const Block& scalar,
                                            const std::string& var);
 

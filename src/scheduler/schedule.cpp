@@ -155,7 +155,8 @@ Schedule schedule(const lowering::LoweredGraph& graph, const ScheduleOptions& op
     f.nests = {LoopNest{n.sizes(), n.reduction_sizes(), {n.id}}};
     groups.push_back(f);
   }
-  // Steps 3-4: ancestor sets and greedy fusion.
+  // Steps 3-4: greedy fusion; its cycle test (Proposition 7.1) keeps a topological order of
+  // the groups instead of ancestor sets (cycle_check.h).
   if (options.fuse) greedy_fusion(s.nodes, groups, s.fusion_log, options.limits);
   s.kernels = topological_order(std::move(groups), s.nodes);
 

@@ -1,6 +1,7 @@
 // The scheduling pipeline of Section 7.6: nodes and dependences, dead-node elimination,
-// ancestor sets, greedy fusion, kernel order, and the last use of every buffer with the
-// allocation and release points that code generation emits.
+// greedy fusion (its cycle test keeps a topological order of the fused groups, see
+// cycle_check.h), kernel order, and the last use of every buffer with the allocation and
+// release points that code generation emits.
 #pragma once
 
 #include <set>
