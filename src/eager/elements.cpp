@@ -136,8 +136,15 @@ double round_to_opmath(DType dtype, double value) {
   return static_cast<float>(value);
 }
 
-int64_t scalar_as_int(const ir::Scalar& scalar) {
-  return truncate_to_int64(scalar.value);
+int64_t scalar_to_int(const ir::Scalar& scalar, DType to) {
+  return *ir::convert_scalar(scalar, to).as_exact_int64();
+}
+
+double scalar_to_float(const ir::Scalar& scalar, DType to) {
+  if (to == DType::Float16 || to == DType::BFloat16) {
+    return round_to(to, ir::convert_scalar(scalar, DType::Float32).float_value());
+  }
+  return ir::convert_scalar(scalar, to).float_value();
 }
 
 }  // namespace stax::eager::detail
@@ -164,8 +171,7 @@ ElementOperand::ElementOperand(const Env& env, const ir::Node& node, size_t posi
 
 int64_t ElementOperand::as_int(const std::vector<int64_t>& index) const {
   if (is_scalar_) {
-    if (scalar_.kind == ir::Scalar::Kind::Float) return float_to_int(scalar_.value, compute_);
-    return wrap_int(scalar_as_int(scalar_), compute_);
+    return scalar_to_int(scalar_, compute_);
   }
   if (is_floating(tensor_.dtype())) return float_to_int(tensor_.get(index), compute_);
   return wrap_int(load_int(tensor_, index), compute_);
@@ -174,8 +180,7 @@ int64_t ElementOperand::as_int(const std::vector<int64_t>& index) const {
 double ElementOperand::as_float(const std::vector<int64_t>& index) const {
   const DType to = opmath_ ? DType::Float32 : compute_;
   if (is_scalar_) {
-    if (scalar_.kind == ir::Scalar::Kind::Float) return float_to_float(scalar_.value, to);
-    return int_to_float(scalar_as_int(scalar_), to);
+    return scalar_to_float(scalar_, to);
   }
   if (is_floating(tensor_.dtype())) return float_to_float(tensor_.get(index), to);
   return int_to_float(load_int(tensor_, index), to);

@@ -61,15 +61,11 @@ class ElementOperand {
 template <typename T>
 T scalar_param(const ir::Scalar& s, DType compute, bool to_dtype) {
   if constexpr (std::is_same_v<T, int64_t>) {
-    if (s.kind == ir::Scalar::Kind::Float) return float_to_int(s.value, compute);
-    return wrap_int(scalar_as_int(s), compute);
+    return scalar_to_int(s, compute);
   } else {
-    if (s.kind != ir::Scalar::Kind::Float) {
-      return static_cast<T>(to_dtype ? int_to_float(scalar_as_int(s), compute)
-                                     : static_cast<double>(scalar_as_int(s)));
-    }
-    if (to_dtype) return static_cast<T>(float_to_float(s.value, compute));
-    return static_cast<T>(s.value);
+    // The opmath type: float for f32/f16/bf16, double for f64.
+    const DType opmath = compute == DType::Float64 ? DType::Float64 : DType::Float32;
+    return static_cast<T>(scalar_to_float(s, to_dtype ? compute : opmath));
   }
 }
 

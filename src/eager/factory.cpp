@@ -25,12 +25,9 @@ namespace {
 Tensor fill_element(const ir::Scalar& s, DType dtype) {
   Tensor element = Tensor::empty(dtype, {});
   if (is_integer_like(dtype)) {
-    const int64_t v = s.kind == ir::Scalar::Kind::Float ? float_to_int(s.value, dtype)
-                                                        : wrap_int(scalar_as_int(s), dtype);
-    store_int(element, {}, v);
+    store_int(element, {}, scalar_to_int(s, dtype));
   } else {
-    element.set({}, s.kind == ir::Scalar::Kind::Float ? float_to_float(s.value, dtype)
-                                                      : int_to_float(scalar_as_int(s), dtype));
+    element.set({}, scalar_to_float(s, dtype));
   }
   return element;
 }

@@ -38,8 +38,12 @@ void store_int(const Tensor& t, const std::vector<int64_t>& index, int64_t value
 double round_to(DType dtype, double value);
 // Rounds to the type PyTorch computes `dtype` math in: float for f32/f16/bf16, double for f64.
 double round_to_opmath(DType dtype, double value);
-// Integer value of a scalar literal (floats are truncated toward zero).
-int64_t scalar_as_int(const ir::Scalar& scalar);
+// A scalar literal converted to `to` by ir::convert_scalar, the one rule every stage uses
+// (ints exact and wrapped, never through double): as an integer for integer dtypes and bool,
+// as a double holding the dtype's value for floating ones (f16/bf16 rounded from float32, as
+// c10 converts).
+int64_t scalar_to_int(const ir::Scalar& scalar, DType to);
+double scalar_to_float(const ir::Scalar& scalar, DType to);
 // PyTorch's conversions on x86 (see casts.cpp): an integer wrapped to an integer dtype (bool:
 // != 0); a float truncated to an integer dtype (NaN and out-of-range values give INT64_MIN for
 // i64 and INT32_MIN, wrapped, for narrower dtypes, as cvttss2si does; bool: != 0); a value

@@ -295,7 +295,7 @@ Tensor eval_reduce(const Env& env, const ir::Node& node, ReduceOp op) {
       return reduce_any_all(in, shape, type, op);
     case ReduceOp::Var:
     case ReduceOp::Std:
-      return reduce_variance(in, shape, type, op == ReduceOp::Std, ir::scalar_arg(node, 2).value)
+      return reduce_variance(in, shape, type, op == ReduceOp::Std, ir::scalar_arg(node, 2).as_double())
           .var;
     case ReduceOp::LogSumExp:
       return reduce_logsumexp(in, shape, type);
@@ -307,7 +307,7 @@ std::vector<Tensor> eval_var_mean(const Env& env, const ir::Node& node) {
   const Tensor& in = env.tensor(node, 0);
   const ir::TensorType& type = env.result_type(node);
   const ReductionShape shape(in, node, type, 3);
-  Variance result = reduce_variance(in, shape, type, false, ir::scalar_arg(node, 2).value);
+  Variance result = reduce_variance(in, shape, type, false, ir::scalar_arg(node, 2).as_double());
   return {std::move(result.var), std::move(result.mean)};
 }
 

@@ -136,10 +136,10 @@ Val index(Val a, const std::vector<std::optional<Val>>& indices);
 // Factory ops (issue 7, point 3). A Number keeps the kind of its literal (3 int, 3.0 float,
 // true bool), which decides the default dtype as in PyTorch; dtype nullopt is dtype=None.
 struct Number {
-  Number(int v) : scalar{ir::Scalar::Kind::Int, static_cast<double>(v)} {}      // NOLINT
-  Number(int64_t v) : scalar{ir::Scalar::Kind::Int, static_cast<double>(v)} {}  // NOLINT
-  Number(double v) : scalar{ir::Scalar::Kind::Float, v} {}                      // NOLINT
-  Number(bool v) : scalar{ir::Scalar::Kind::Bool, v ? 1.0 : 0.0} {}             // NOLINT
+  Number(int v) : scalar(v) {}      // NOLINT
+  Number(int64_t v) : scalar(v) {}  // NOLINT
+  Number(double v) : scalar(v) {}   // NOLINT
+  Number(bool v) : scalar(v) {}     // NOLINT
   ir::Scalar scalar;
 };
 Val full(Graph& graph, std::vector<int64_t> size, Number fill_value,

@@ -37,7 +37,7 @@ std::optional<DType> dtype_arg(const Node& n, size_t position) {
 // PyTorch's dtype of a fill without dtype=: bool for bool, int64 for int, the default float
 // dtype (float32) for float fill values.
 DType default_fill_dtype(const Scalar& s) {
-  switch (s.kind) {
+  switch (s.kind()) {
     case Scalar::Kind::Bool:
       return DType::Bool;
     case Scalar::Kind::Int:
@@ -48,63 +48,17 @@ DType default_fill_dtype(const Scalar& s) {
   return DType::Float32;
 }
 
-// As doubles, int64's limits are -2^63 and 2^63 (its maximum rounds up), so a float fill
-// of 2^63 passes, as in PyTorch, and converts like every float to int64 on x86.
-struct IntegerLimits {
-  double lowest;
-  double highest;
-};
-
-IntegerLimits integer_limits(DType dtype) {
-  const IntegerRange r = integer_range(dtype);
-  return {static_cast<double>(r.lowest), static_cast<double>(r.highest)};
-}
-
-double largest_finite(DType dtype) {
-  switch (dtype) {
-    case DType::Float16:
-      return 65504.0;
-    case DType::BFloat16:
-      return 3.3895313892515355e38;
-    case DType::Float32:
-      return std::numeric_limits<float>::max();
-    default:
-      return std::numeric_limits<double>::max();
-  }
-}
-
-// PyTorch refuses a fill value that overflows the dtype, in torch 2.13.0's terms:
-//  - integers: an int must lie in the dtype's range, except that uint8 also takes -255..-1
-//    (wrapping: -1 fills 255); a float must lie in the range as a double (uint8: [0, 255], so
-//    -0.5 and 255.9 are refused while 254.5 fills 254), NaN and infinities never;
-//  - floats: a finite value beyond the largest finite one is refused (f16 65504.5 and 70000,
-//    f32 1e39); infinities and NaN are kept. A one-element f16/bf16 result is the exception:
-//    torch fills it through a path without the check, rounding (65520 -> inf);
-//  - bool: every value (nonzero is true).
+// PyTorch refuses a fill value that overflows the dtype (ir::scalar_overflow_problem: an int
+// outside the dtype's range, uint8 also taking -255..-1; a float outside it as a double, NaN
+// and infinities never; a finite float beyond a floating dtype's largest finite value). A
+// one-element f16/bf16 result is the exception: torch fills it through a path without the
+// check, rounding (65520 -> inf).
 void check_fill_fits(const Node& n, const std::string& arg, const Scalar& s, DType dtype,
                      int64_t numel) {
-  if (dtype == DType::Bool || s.kind == Scalar::Kind::Bool) return;
-  bool fits = true;
-  std::string range;
-  if (is_integral(dtype)) {
-    const IntegerLimits limits = integer_limits(dtype);
-    if (s.kind == Scalar::Kind::Int) {
-      const double lowest = dtype == DType::UInt8 ? -255.0 : limits.lowest;
-      fits = s.value >= lowest && s.value <= limits.highest;
-    } else {
-      fits = s.value >= limits.lowest && s.value <= limits.highest;  // false for NaN
-    }
-    range = "[" + format_float(limits.lowest) + ", " + format_float(limits.highest) + "]";
-  } else {
-    const bool unchecked_16bit =
-        numel == 1 && (dtype == DType::Float16 || dtype == DType::BFloat16);
-    fits =
-        unchecked_16bit || !std::isfinite(s.value) || std::fabs(s.value) <= largest_finite(dtype);
-    range = "largest finite value " + format_float(largest_finite(dtype));
-  }
-  if (!fits) {
+  if (numel == 1 && (dtype == DType::Float16 || dtype == DType::BFloat16)) return;
+  if (std::optional<std::string> range = scalar_overflow_problem(s, dtype)) {
     throw GraphError(prefix(n, arg) + "value " + scalar_text(s) + " cannot be converted to " +
-                     std::string(dtype_name(dtype)) + " without overflow (" + range + ")");
+                     std::string(dtype_name(dtype)) + " without overflow (" + *range + ")");
   }
 }
 
@@ -133,12 +87,12 @@ FactoryArgs fill_args(DType dtype, std::vector<int64_t> sizes, Scalar fill) {
 // A Scalar as torch's int64 conversion of arange arguments takes it: floats truncated toward
 // zero, refused when not finite or outside int64.
 int64_t to_int64(const Node& n, const std::string& arg, const Scalar& s) {
-  if (s.kind != Scalar::Kind::Float) return static_cast<int64_t>(s.value);
-  if (!(s.value >= -9223372036854775808.0 && s.value < 9223372036854775808.0)) {
+  if (!s.is_float()) return *s.as_exact_int64();
+  if (!(s.float_value() >= -9223372036854775808.0 && s.float_value() < 9223372036854775808.0)) {
     throw GraphError(prefix(n, arg) + "value " + scalar_text(s) +
                      " cannot be converted to i64 without overflow");
   }
-  return static_cast<int64_t>(s.value);
+  return static_cast<int64_t>(s.float_value());
 }
 
 // arange(start, end, step): the checks and the length torch 2.13.0 computes. For an int64
@@ -151,8 +105,7 @@ FactoryArgs arange_args(const Node& n) {
   const Scalar start = scalar_arg(n, 0);
   const Scalar end = scalar_arg(n, 1);
   const Scalar step = scalar_arg(n, 2);
-  const bool integral_args = start.kind != Scalar::Kind::Float && end.kind != Scalar::Kind::Float &&
-                             step.kind != Scalar::Kind::Float;
+  const bool integral_args = !start.is_float() && !end.is_float() && !step.is_float();
   FactoryArgs out;
   out.is_range = true;
   out.dtype = dtype_arg(n, 3).value_or(integral_args ? DType::Int64 : DType::Float32);
@@ -176,38 +129,51 @@ FactoryArgs arange_args(const Node& n) {
     const int64_t s = to_int64(n, "start", start);
     const int64_t e = to_int64(n, "end", end);
     const int64_t d = to_int64(n, "step", step);
+    // torch checks the bounds as doubles (2^53 + 1 -> 2^53 passes) and then finds a negative
+    // length below.
     check(static_cast<double>(s), static_cast<double>(e), static_cast<double>(d));
-    // ceil(|e - s| / |d|) exactly: torch's int64 formula, without its overflow.
-    const __int128 distance = d > 0 ? static_cast<__int128>(e) - s : static_cast<__int128>(s) - e;
-    const __int128 stride = d > 0 ? static_cast<__int128>(d) : -static_cast<__int128>(d);
-    const __int128 count = (distance + stride - 1) / stride;
-    if (count > std::numeric_limits<int64_t>::max()) {
-      throw GraphError(n.op + ": invalid size " + format_float(static_cast<double>(count)) +
-                       ", possible overflow" + range);
+    // torch's int64 formula (end - start + step - sign(step)) / step, whose int64 arithmetic
+    // wraps: arange(-5, 2**63 - 1, 2**62) is empty in torch 2.13.0, and Stax follows it.
+    const int64_t sign = d > 0 ? 1 : -1;
+    const int64_t numerator = static_cast<int64_t>(static_cast<uint64_t>(e) -
+                                                   static_cast<uint64_t>(s) +
+                                                   static_cast<uint64_t>(d) -
+                                                   static_cast<uint64_t>(sign));
+    // INT64_MIN / -1 is 2^63 elements: too many, like any negative count.
+    const int64_t count = numerator == std::numeric_limits<int64_t>::min() && d == -1
+                              ? std::numeric_limits<int64_t>::min()
+                              : numerator / d;
+    if (count < 0) {
+      throw GraphError(n.op + ": invalid size " + std::to_string(count) + ", possible overflow" +
+                       range);
     }
     length = static_cast<int64_t>(count);
     out.arithmetic = RangeArithmetic::Int64;
     out.int_start = s;
     out.int_step = d;
   } else {
+    // The range arithmetic of these dtypes is double (an int above 2^53 rounds, as in torch).
+    const double start_value = start.as_double();
+    const double end_value = end.as_double();
+    const double step_value = step.as_double();
     if (is_integral(out.dtype)) {
-      check(start.value, end.value, step.value);
+      check(start_value, end_value, step_value);
       out.arithmetic = RangeArithmetic::Int64;
       out.int_start = to_int64(n, "start", start);
       out.int_step = to_int64(n, "step", step);
     } else if (out.dtype == DType::Float16 || out.dtype == DType::BFloat16) {
       const auto as_float = [](double v) { return static_cast<double>(static_cast<float>(v)); };
-      check(as_float(start.value), as_float(end.value), as_float(step.value));
+      check(as_float(start_value), as_float(end_value), as_float(step_value));
       out.arithmetic = RangeArithmetic::Float32;
-      out.float_start = as_float(start.value);
-      out.float_step = as_float(step.value);
+      out.float_start = as_float(start_value);
+      out.float_step = as_float(step_value);
     } else {
-      check(start.value, end.value, step.value);
+      check(start_value, end_value, step_value);
       out.arithmetic = RangeArithmetic::Float64;
-      out.float_start = start.value;
-      out.float_step = step.value;
+      out.float_start = start_value;
+      out.float_step = step_value;
     }
-    const double count = std::ceil((end.value - start.value) / step.value);
+    const double count = std::ceil((end_value - start_value) / step_value);
     if (!(count >= 0 && count < 9223372036854775808.0)) {
       throw GraphError(n.op + ": invalid size " + format_float(count) + ", possible overflow" +
                        range);
@@ -242,8 +208,8 @@ FactoryArgs iota_args(const Node& n) {
   return out;
 }
 
-const Scalar kZero{Scalar::Kind::Int, 0.0};
-const Scalar kOne{Scalar::Kind::Int, 1.0};
+const Scalar kZero(int64_t{0});
+const Scalar kOne(int64_t{1});
 
 }  // namespace
 

@@ -30,12 +30,6 @@ std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& sizes) {
   return *strides;
 }
 
-bool operator==(const Scalar& a, const Scalar& b) {
-  if (a.kind != b.kind) return false;
-  if (std::isnan(a.value) || std::isnan(b.value)) return std::isnan(a.value) && std::isnan(b.value);
-  return a.value == b.value && std::signbit(a.value) == std::signbit(b.value);
-}
-
 namespace {
 
 std::string describe_arg_kind(const Arg& arg) {
@@ -46,9 +40,7 @@ std::string describe_arg_kind(const Arg& arg) {
       return "a tensor";
     case 2: {
       const Scalar& s = std::get<Scalar>(arg);
-      return s.kind == Scalar::Kind::Float ? "a float scalar"
-             : s.kind == Scalar::Kind::Int ? "an int scalar"
-                                           : "a bool scalar";
+      return s.is_float() ? "a float scalar" : s.is_int() ? "an int scalar" : "a bool scalar";
     }
     case 3:
       return "an int";
@@ -94,22 +86,6 @@ std::string param_kind_text(ParamKind kind) {
       return "a tensor, a scalar or None";
   }
   return "?";
-}
-
-// Checks that an int/bool-kind Scalar holds a value its kind can represent (so that printing
-// and reading it back are exact).
-void check_scalar_value(const Scalar& s, const std::string& where) {
-  if (s.kind == Scalar::Kind::Int) {
-    if (!std::isfinite(s.value) || s.value != std::trunc(s.value) ||
-        s.value < -9.2233720368547758e18 || s.value >= 9.2233720368547758e18) {
-      throw GraphError(where + ": int scalar has a non-integral or out-of-range value " +
-                       format_float(s.value));
-    }
-  } else if (s.kind == Scalar::Kind::Bool) {
-    if (s.value != 0.0 && s.value != 1.0) {
-      throw GraphError(where + ": bool scalar must be 0 or 1, got " + format_float(s.value));
-    }
-  }
 }
 
 }  // namespace
@@ -185,13 +161,9 @@ Arg convert_arg(const Graph& graph, const std::string& op, const Param& param, A
     }
   };
   auto as_scalar = [&](const Arg& a) -> std::optional<Scalar> {
-    if (auto* s = std::get_if<Scalar>(&a)) {
-      check_scalar_value(*s, where);
-      return *s;
-    }
-    if (auto* i = std::get_if<int64_t>(&a))
-      return Scalar{Scalar::Kind::Int, static_cast<double>(*i)};
-    if (auto* b = std::get_if<bool>(&a)) return Scalar{Scalar::Kind::Bool, *b ? 1.0 : 0.0};
+    if (auto* s = std::get_if<Scalar>(&a)) return *s;
+    if (auto* i = std::get_if<int64_t>(&a)) return Scalar(*i);
+    if (auto* b = std::get_if<bool>(&a)) return Scalar(*b);
     return std::nullopt;
   };
   auto as_int_list = [&](const Arg& a) -> std::optional<std::vector<int64_t>> {
@@ -219,17 +191,11 @@ Arg convert_arg(const Graph& graph, const std::string& op, const Param& param, A
       throw fail();
     case ParamKind::Int:
       if (auto* i = std::get_if<int64_t>(&arg)) return *i;
-      if (auto* s = std::get_if<Scalar>(&arg); s && s->kind == Scalar::Kind::Int) {
-        check_scalar_value(*s, where);
-        return static_cast<int64_t>(s->value);
-      }
+      if (auto* s = std::get_if<Scalar>(&arg); s && s->is_int()) return s->int_value();
       throw fail();
     case ParamKind::Bool:
       if (std::holds_alternative<bool>(arg)) return arg;
-      if (auto* s = std::get_if<Scalar>(&arg); s && s->kind == Scalar::Kind::Bool) {
-        check_scalar_value(*s, where);
-        return s->value != 0.0;
-      }
+      if (auto* s = std::get_if<Scalar>(&arg); s && s->is_bool()) return s->bool_value();
       throw fail();
     case ParamKind::IntList:
       if (auto l = as_int_list(arg)) return *l;
@@ -251,10 +217,7 @@ Arg convert_arg(const Graph& graph, const std::string& op, const Param& param, A
       throw fail();
     case ParamKind::OptionalInt:
       if (std::holds_alternative<None>(arg) || std::holds_alternative<int64_t>(arg)) return arg;
-      if (auto* s = std::get_if<Scalar>(&arg); s && s->kind == Scalar::Kind::Int) {
-        check_scalar_value(*s, where);
-        return static_cast<int64_t>(s->value);
-      }
+      if (auto* s = std::get_if<Scalar>(&arg); s && s->is_int()) return s->int_value();
       throw fail();
     case ParamKind::TensorList:
     case ParamKind::OptionalTensorList: {

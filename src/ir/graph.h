@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ir/dtype.h"
+#include "ir/scalar.h"
 
 namespace stax::ir {
 
@@ -30,15 +31,6 @@ struct TensorType {
   friend bool operator==(const TensorType&, const TensorType&) = default;
 };
 std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& sizes);
-
-// A scalar literal: `2`, `2.0`, `-inf`, `nan`, `True`. Integral literals keep their kind so
-// that printing round-trips and PyTorch's promotion rules can be applied later.
-struct Scalar {
-  enum class Kind : uint8_t { Float, Int, Bool };
-  Kind kind = Kind::Float;
-  double value = 0.0;
-  friend bool operator==(const Scalar& a, const Scalar& b);
-};
 
 struct ValueRef {
   int index = -1;

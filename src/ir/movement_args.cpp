@@ -245,7 +245,9 @@ PadArgs pad_args(const Graph& graph, const Node& node) {
                      "); it must be non-negative");
     }
   }
-  p.value = scalar_arg(node, 2).value;
+  // PyTorch's constant_pad_nd reads its value as a double, rounding an int above 2^53
+  // (pad(i64, value=2**53 + 1) fills 2**53 in torch 2.13.0).
+  p.value = scalar_arg(node, 2).as_double();
   check_fill_value(node.op, tensor_arg(graph, node, 0).type.dtype, p.value);
   return p;
 }

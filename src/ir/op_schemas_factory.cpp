@@ -53,7 +53,7 @@ void add_factory_schemas(std::vector<OpSchema>& out) {
   add(out, "scalar_tensor", {required("s", K::Scalar), dtype_param()});
   add(out, "arange",
       {required("start", K::Scalar), required("end", K::Scalar),
-       optional("step", K::Scalar, Scalar{Scalar::Kind::Int, 1.0}), dtype_param()});
+       optional("step", K::Scalar, Scalar(int64_t{1})), dtype_param()});
   add(out, "iota",
       {required("length", K::Int), keyword("start", K::Int), keyword("step", K::Int),
        keyword("dtype", K::OptionalDType)});

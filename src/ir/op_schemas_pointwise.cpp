@@ -18,7 +18,7 @@ using Typing = std::function<PointwiseTyping(const Graph&, const Node&)>;
 
 bool is_bool_operand(const Graph& g, const Node& n, size_t p) {
   if (is_tensor_arg(n, p)) return tensor_arg(g, n, p).type.dtype == DType::Bool;
-  return scalar_arg(n, p).kind == Scalar::Kind::Bool;
+  return scalar_arg(n, p).is_bool();
 }
 
 void require_a_tensor(const Node& n, std::initializer_list<size_t> positions,
@@ -66,12 +66,12 @@ PointwiseTyping add_sub_typing(const Graph& g, const Node& n) {
     }
   }
   const Scalar& alpha = scalar_arg(n, 2);
-  if (alpha.kind == Scalar::Kind::Bool && c != DType::Bool) {
+  if (alpha.is_bool() && c != DType::Bool) {
     throw GraphError(arg_prefix(n.op, "alpha") +
                      "a bool alpha is only supported for bool results, the result is " +
                      dtype_text(c));
   }
-  if (alpha.kind == Scalar::Kind::Float && !is_floating(c)) {
+  if (alpha.is_float() && !is_floating(c)) {
     throw GraphError(arg_prefix(n.op, "alpha") + "must not be a floating point number for a " +
                      dtype_text(c) + " result");
   }
@@ -94,7 +94,7 @@ PointwiseTyping pow_typing(const Graph& g, const Node& n) {
   if (c == DType::Bool) unsupported_dtype(n, "self", c, "numbers");
   if (!is_floating(c) && !is_tensor_arg(n, 1)) {
     const Scalar& e = scalar_arg(n, 1);
-    if (e.value < 0) {
+    if (e.as_double() < 0) {
       throw GraphError(arg_prefix(n.op, "exponent") +
                        "integers to negative integer powers are not allowed");
     }
@@ -190,7 +190,7 @@ void unsupported_dtype(const Node& node, const std::string& arg, DType dtype,
 }
 
 void add_binary_pointwise_defs(std::vector<PointwiseDef>& out) {
-  const Scalar one{Scalar::Kind::Int, 1.0};
+  const Scalar one(int64_t{1});
   const auto self_other = [] {
     return std::vector<Param>{required("self", K::TensorOrScalar),
                               required("other", K::TensorOrScalar)};

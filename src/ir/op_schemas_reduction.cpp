@@ -130,7 +130,7 @@ TensorType infer_variance(const Graph& g, const Node& n) {
                      "only floating point inputs are supported (as in PyTorch), got " +
                      std::string(dtype_name(in)));
   }
-  if (scalar_arg(n, 2).kind == Scalar::Kind::Bool) {
+  if (scalar_arg(n, 2).is_bool()) {
     throw GraphError(arg_prefix(n.op, "correction") + "expects a number, got a bool");
   }
   TensorType out;
@@ -192,7 +192,7 @@ void add_reduction_schemas(std::vector<OpSchema>& out) {
   }
   // ATen's var.correction, std.correction and var_mean.correction (which returns the var and
   // the mean); correction=None means 1.
-  const Scalar one{Scalar::Kind::Int, 1.0};
+  const Scalar one(int64_t{1});
   for (const char* name : {"var", "std", "var_mean"}) {
     const std::string op = name;
     out.push_back(

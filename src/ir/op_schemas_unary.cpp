@@ -51,7 +51,7 @@ PointwiseTyping round_typing(const Graph& g, const Node& n) {
 
 PointwiseTyping hardtanh_typing(const Graph& g, const Node& n) {
   const PointwiseTyping t = same_dtype(false, true)(g, n);
-  if (t.compute == DType::UInt8 && (scalar_arg(n, 1).value < 0 || scalar_arg(n, 2).value < 0)) {
+  if (t.compute == DType::UInt8 && (scalar_arg(n, 1).as_double() < 0 || scalar_arg(n, 2).as_double() < 0)) {
     throw GraphError(n.op + ": cannot do hardtanh on an unsigned type with negative limits");
   }
   return t;
@@ -103,7 +103,7 @@ PointwiseTyping lerp_typing(const Graph& g, const Node& n) {
 
 void add_unary_pointwise_defs(std::vector<PointwiseDef>& out) {
   const auto self = [] { return std::vector<Param>{required("self", K::Tensor)}; };
-  const Scalar one{Scalar::Kind::Int, 1.0};
+  const Scalar one(int64_t{1});
   for (const char* name :
        {"exp",   "exp2",  "expm1", "log",  "log2", "log10",  "log1p",   "sqrt",      "rsqrt",
         "sin",   "cos",   "tan",   "asin", "acos", "atan",   "sinh",    "cosh",      "tanh",
@@ -141,11 +141,11 @@ void add_unary_pointwise_defs(std::vector<PointwiseDef>& out) {
                  }});
   out.push_back({"softplus",
                  {required("self", K::Tensor), optional("beta", K::Scalar, one),
-                  optional("threshold", K::Scalar, Scalar{Scalar::Kind::Int, 20.0})},
+                  optional("threshold", K::Scalar, Scalar(int64_t{20}))},
                  same_dtype(false, false)});
   out.push_back({"leaky_relu",
                  {required("self", K::Tensor),
-                  optional("negative_slope", K::Scalar, Scalar{Scalar::Kind::Float, 0.01})},
+                  optional("negative_slope", K::Scalar, Scalar(0.01))},
                  same_dtype(false, false)});
   out.push_back({"elu",
                  {required("self", K::Tensor), optional("alpha", K::Scalar, one),
@@ -153,7 +153,7 @@ void add_unary_pointwise_defs(std::vector<PointwiseDef>& out) {
                  same_dtype(false, false)});
   out.push_back({"hardtanh",
                  {required("self", K::Tensor),
-                  optional("min_val", K::Scalar, Scalar{Scalar::Kind::Int, -1.0}),
+                  optional("min_val", K::Scalar, Scalar(int64_t{-1})),
                   optional("max_val", K::Scalar, one)},
                  hardtanh_typing});
   out.push_back({"clamp",

@@ -230,7 +230,7 @@ void add_view_schemas(std::vector<OpSchema>& out) {
                        copy, infer_cat));
   out.push_back(schema("constant_pad_nd",
                        {required("self", K::Tensor), required("pad", K::IntList),
-                        optional("value", K::Scalar, Scalar{Scalar::Kind::Int, 0.0})},
+                        optional("value", K::Scalar, Scalar(int64_t{0}))},
                        copy, infer_pad));
   out.push_back(schema("flip", {required("self", K::Tensor), required("dims", K::IntList)}, copy,
                        infer_same_sizes));

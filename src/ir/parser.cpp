@@ -192,7 +192,7 @@ class Parser {
         return t.int_value;
       case TokKind::Float:
         next();
-        return Scalar{Scalar::Kind::Float, t.float_value};
+        return Scalar(t.float_value);
       case TokKind::String:
         next();
         return t.string_value;

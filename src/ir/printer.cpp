@@ -62,18 +62,6 @@ std::string quote(const std::string& s) {
   return text + "'";
 }
 
-std::string format_scalar(const Scalar& s) {
-  switch (s.kind) {
-    case Scalar::Kind::Float:
-      return format_float(s.value);
-    case Scalar::Kind::Int:
-      return std::to_string(static_cast<int64_t>(s.value));
-    case Scalar::Kind::Bool:
-      return s.value != 0.0 ? "True" : "False";
-  }
-  return "?";
-}
-
 }  // namespace
 
 std::string format_arg(const Graph& graph, const Arg& arg) {

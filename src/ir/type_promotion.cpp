@@ -105,7 +105,7 @@ PromotionOperand promotion_operand(const Graph& graph, const Node& node, size_t 
     const TensorType& t = tensor_arg(graph, node, position).type;
     return t.sizes.empty() ? zero_dim_operand(t.dtype) : dimensioned_operand(t.dtype);
   }
-  return scalar_operand(scalar_arg(node, position).kind);
+  return scalar_operand(scalar_arg(node, position).kind());
 }
 
 DType result_type(const Graph& graph, const Node& node, std::initializer_list<size_t> positions) {

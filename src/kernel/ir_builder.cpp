@@ -69,14 +69,14 @@ class NestBuilder final : public lowering::OpsHandler {
     return tagged(define(std::move(l), 0), dtype);
   }
 
-  OpsValue constant(double value, DType dtype) override {
+  OpsValue constant(const ir::Scalar& value, DType dtype) override {
     if (is_16bit_float(dtype)) {
       return to_dtype(constant(value, DType::Float32), dtype);
     }
     Let l;
     l.kind = LetKind::Constant;
     l.type = {dtype, 1};
-    l.constant = value;
+    l.constant = ir::convert_scalar(value, dtype);
     return {define(std::move(l), 0), dtype};
   }
 
@@ -262,7 +262,7 @@ class NestBuilder final : public lowering::OpsHandler {
     auto op = [&](PointwiseOp o, std::initializer_list<OpsValue> a) {
       return compute_value(o, a, d);
     };
-    const double c = e.constant;
+    const double c = e.constant.as_double();
     if (c == 2.0) return op(PointwiseOp::Mul, {x, x});
     if (c == 3.0) return op(PointwiseOp::Mul, {op(PointwiseOp::Mul, {x, x}), x});
     if (c == 0.5) return op(PointwiseOp::Sqrt, {x});
@@ -328,9 +328,14 @@ class NestBuilder final : public lowering::OpsHandler {
         std::to_string(static_cast<int>(l.kind)) + ":" + std::string(dtype_name(l.type.dtype));
     switch (l.kind) {
       case LetKind::Constant: {
-        char buf[40];
-        std::snprintf(buf, sizeof buf, "%a", l.constant);
-        k += buf;
+        // %a tells -0.0 from 0.0; ints and bools print exactly.
+        if (l.constant.is_float()) {
+          char buf[40];
+          std::snprintf(buf, sizeof buf, "%a", l.constant.float_value());
+          k += buf;
+        } else {
+          k += ir::format_scalar(l.constant);
+        }
         break;
       }
       case LetKind::Load:

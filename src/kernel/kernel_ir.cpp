@@ -68,25 +68,31 @@ std::string_view kernel_form_name(KernelForm form) {
   return "?";
 }
 
-double reduction_identity(ReductionType type, DType dtype) {
+ir::Scalar reduction_identity(ReductionType type, DType dtype) {
   const double inf = std::numeric_limits<double>::infinity();
+  const DType held = dtype == DType::Float16 || dtype == DType::BFloat16 ? DType::Float32 : dtype;
+  auto of_dtype = [held](const ir::Scalar& s) { return ir::convert_scalar(s, held); };
   switch (type) {
     case ReductionType::Sum:
     case ReductionType::Any:
     case ReductionType::WelfordMean:
     case ReductionType::WelfordM2:
-      return 0.0;
+      return of_dtype(int64_t{0});
     case ReductionType::Prod:
     case ReductionType::All:
-      return 1.0;
+      return of_dtype(int64_t{1});
     case ReductionType::Max:
     case ReductionType::ArgMax:
-      return dtype == DType::Bool ? 0.0 : -inf;
+      if (dtype == DType::Bool) return false;
+      if (is_integral(dtype)) return integer_range(dtype).lowest;
+      return -inf;
     case ReductionType::Min:
     case ReductionType::ArgMin:
-      return dtype == DType::Bool ? 1.0 : inf;
+      if (dtype == DType::Bool) return true;
+      if (is_integral(dtype)) return integer_range(dtype).highest;
+      return inf;
   }
-  return 0.0;
+  return of_dtype(int64_t{0});
 }
 
 }  // namespace stax::kernel

@@ -77,7 +77,9 @@ struct Let {
   int id = -1;
   ValueType type;
   LetKind kind = LetKind::Constant;
-  double constant = 0.0;
+  // Constant: the value, of the kind of type.dtype (ir::convert_scalar to it), so int64
+  // constants are exact.
+  ir::Scalar constant;
   PointwiseOp op = PointwiseOp::Add;
   std::vector<int> args;
   Access access;
@@ -287,7 +289,7 @@ Block clone_block(const Block& block);
 std::string_view kernel_form_name(KernelForm form);
 
 // The identity of a reduction over `dtype` (what accumulators start from and masked tail
-// lanes contribute): +-infinity stand for an integer type's extremes.
-double reduction_identity(ReductionType type, DType dtype);
+// lanes contribute), of the dtype's kind: an integer type's extremes for max and min, exactly.
+ir::Scalar reduction_identity(ReductionType type, DType dtype);
 
 }  // namespace stax::kernel

@@ -27,7 +27,7 @@ std::string partial_array(const Kernel& k, const Accumulator& a, const std::stri
   return "partial_" + k.name + "_" + a.name() + part;
 }
 
-double identity(ReductionType type, DType dtype) {
+ir::Scalar identity(ReductionType type, DType dtype) {
   return reduction_identity(type, dtype);
 }
 
@@ -139,7 +139,7 @@ class Printer {
       std::string element = p + "[" + idx(a.index) + "]";
       if (widened) element = "stax::convert<" + elem_type(l.type.dtype) + ">(" + element + ")";
       if (a.mask < 0) return element;
-      return "(" + value_name(a.mask) + " ? " + element + " : " + cpp_literal(0.0, l.type.dtype) +
+      return "(" + value_name(a.mask) + " ? " + element + " : " + cpp_literal(int64_t{0}, l.type.dtype) +
              ")";
     }
     const std::string vt = vec_type(l.type.dtype, l.type.lanes);
@@ -530,15 +530,16 @@ std::string cpp_value_type(const ValueType& type) {
   return type.is_vector() ? vec_type(type.dtype, type.lanes) : elem_type(type.dtype);
 }
 
-std::string cpp_literal(double value, DType dtype) {
+std::string cpp_literal(const ir::Scalar& value, DType dtype) {
+  const bool held_as_float = dtype == DType::Float16 || dtype == DType::BFloat16;
+  const ir::Scalar v = ir::convert_scalar(value, held_as_float ? DType::Float32 : dtype);
   switch (dtype) {
     case DType::Bool:
-      return value != 0.0 ? "true" : "false";
+      return v.bool_value() ? "true" : "false";
     case DType::Float32:
     case DType::Float16:
     case DType::BFloat16: {
-      // A finite double beyond the float range is an infinity.
-      const float f = static_cast<float>(value);
+      const float f = static_cast<float>(v.float_value());
       if (std::isnan(f)) return "__builtin_nanf(\"\")";
       if (std::isinf(f)) return f > 0 ? "__builtin_inff()" : "(-__builtin_inff())";
       char buf[64];
@@ -548,43 +549,21 @@ std::string cpp_literal(double value, DType dtype) {
       return s;
     }
     case DType::Float64: {
-      if (std::isnan(value)) return "__builtin_nan(\"\")";
-      if (std::isinf(value)) return value > 0 ? "__builtin_inf()" : "(-__builtin_inf())";
+      const double d = v.float_value();
+      if (std::isnan(d)) return "__builtin_nan(\"\")";
+      if (std::isinf(d)) return d > 0 ? "__builtin_inf()" : "(-__builtin_inf())";
       char buf[64];
-      std::snprintf(buf, sizeof buf, "%.17g", value);
+      std::snprintf(buf, sizeof buf, "%.17g", d);
       std::string s = buf;
       if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
       return s;
     }
     default: {
-      // Integers: infinities are the type's extremes (identities of max/min).
-      const std::string T = elem_type(dtype);
-      long long v = 0;
-      if (std::isinf(value) || std::isnan(value)) {
-        const bool hi = value > 0;
-        switch (dtype) {
-          case DType::Int8:
-            v = hi ? 127 : -128;
-            break;
-          case DType::UInt8:
-            v = hi ? 255 : 0;
-            break;
-          case DType::Int16:
-            v = hi ? 32767 : -32768;
-            break;
-          case DType::Int32:
-            v = hi ? 2147483647LL : -2147483648LL;
-            break;
-          default:
-            v = hi ? std::numeric_limits<long long>::max() : std::numeric_limits<long long>::min();
-            break;
-        }
-      } else {
-        v = static_cast<long long>(value);
-      }
-      if (v == std::numeric_limits<long long>::min()) return "(-9223372036854775807LL - 1)";
-      return "static_cast<" + T + ">(" + std::to_string(v) + (dtype == DType::Int64 ? "LL" : "") +
-             ")";
+      // Integers print exactly; INT64_MIN has no literal (9223372036854775808 overflows).
+      const int64_t i = v.int_value();
+      if (i == std::numeric_limits<int64_t>::min()) return "(-9223372036854775807LL - 1)";
+      return "static_cast<" + elem_type(dtype) + ">(" + std::to_string(i) +
+             (dtype == DType::Int64 ? "LL" : "") + ")";
     }
   }
 }

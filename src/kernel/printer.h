@@ -15,9 +15,10 @@ namespace stax::kernel {
 std::string pointer_name(const std::string& buffer, bool is_input);
 // The C++ type of a value: float, stax::Vec<float, 16>, ...
 std::string cpp_value_type(const ValueType& type);
-// A C++ literal of `value` as `dtype` (floats round to the dtype; NaN and infinities spelled
-// with builtins; integer minima without overflow).
-std::string cpp_literal(double value, DType dtype);
+// A C++ literal of `value` converted to `dtype` by ir::convert_scalar (float16/bfloat16 are
+// held as float): exact integers, INT64_MIN as (-9223372036854775807LL - 1); floats round to
+// the dtype; NaN and infinities are spelled with builtins.
+std::string cpp_literal(const ir::Scalar& value, DType dtype);
 
 // The statements of the kernel, indented by `indent` levels of two spaces. Kernels with
 // checks expect `int32_t* stax_error` and `int64_t* stax_error_value` in scope.

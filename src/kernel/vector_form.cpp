@@ -69,11 +69,11 @@ class Vectorizer {
     return id;
   }
 
-  int constant(Block& out, double value, DType dtype) {
+  int constant(Block& out, const ir::Scalar& value, DType dtype) {
     Let l;
     l.kind = LetKind::Constant;
     l.type = {dtype, 1};
-    l.constant = value;
+    l.constant = ir::convert_scalar(value, dtype);
     return emit(out, std::move(l));
   }
 
@@ -90,7 +90,7 @@ class Vectorizer {
   }
 
   // Lanes >= count replaced by `fill` (a masked tail's dead lanes).
-  int blend_tail(Block& out, int id, double fill) {
+  int blend_tail(Block& out, int id, const ir::Scalar& fill) {
     if (!c_.count || !vector(id)) return id;
     const int f = broadcast(out, constant(out, fill, type(id).dtype));
     Let l;
@@ -161,7 +161,7 @@ class Vectorizer {
       }
       int offsets = index_vector(out, d->rest, d->rest_stride);
       for (const auto& [v, coefficient] : d->terms) {
-        const int c = broadcast(out, constant(out, static_cast<double>(coefficient), DType::Int64));
+        const int c = broadcast(out, constant(out, coefficient, DType::Int64));
         const int scaled = compute(out, PointwiseOp::Mul, {c, indirect_.at(v)}, DType::Int64);
         offsets = compute(out, PointwiseOp::Add, {offsets, scaled}, DType::Int64);
       }

@@ -25,13 +25,15 @@ OpsValue range_element(OpsHandler& h, const ir::FactoryArgs& a, const Expr& posi
   const DType arithmetic = integral                                       ? DType::Int64
                            : a.arithmetic == ir::RangeArithmetic::Float64 ? DType::Float64
                                                                           : DType::Float32;
-  const double start = integral ? static_cast<double>(a.int_start) : a.float_start;
-  const double step = integral ? static_cast<double>(a.int_step) : a.float_step;
+  // Exact int64 start and step for integral ranges (arange(2**63 - 3, 2**63 - 1)).
+  const ir::Scalar start = integral ? ir::Scalar(a.int_start) : ir::Scalar(a.float_start);
+  const ir::Scalar step = integral ? ir::Scalar(a.int_step) : ir::Scalar(a.float_step);
   // A unit step and a zero start (with a positive step, so that no product is -0.0) change
   // no bit: masks over arange(n) compute the index value alone.
-  const bool unit_step = integral ? a.int_step == 1 : step == 1.0;
-  const bool zero_start =
-      integral ? a.int_start == 0 : start == 0.0 && !std::signbit(start) && step > 0;
+  const bool unit_step = integral ? a.int_step == 1 : a.float_step == 1.0;
+  const bool zero_start = integral ? a.int_start == 0
+                                   : a.float_start == 0.0 && !std::signbit(a.float_start) &&
+                                         a.float_step > 0;
   OpsValue value = convert(h, h.index_value(position, DType::Int64), arithmetic);
   if (!unit_step) value = apply(h, PointwiseOp::Mul, {h.constant(step, arithmetic), value});
   if (!zero_start) value = apply(h, PointwiseOp::Add, {h.constant(start, arithmetic), value});

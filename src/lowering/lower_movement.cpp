@@ -20,13 +20,13 @@ namespace {
 OpsValue index_at_least(OpsHandler& h, const Expr& idx, int64_t bound) {
   return apply(
       h, PointwiseOp::Ge,
-      {h.index_value(idx, DType::Int64), h.constant(static_cast<double>(bound), DType::Int64)});
+      {h.index_value(idx, DType::Int64), h.constant(bound, DType::Int64)});
 }
 
 OpsValue index_below(OpsHandler& h, const Expr& idx, int64_t bound) {
   return apply(
       h, PointwiseOp::Lt,
-      {h.index_value(idx, DType::Int64), h.constant(static_cast<double>(bound), DType::Int64)});
+      {h.index_value(idx, DType::Int64), h.constant(bound, DType::Int64)});
 }
 
 OpsValue both(OpsHandler& h, std::optional<OpsValue> a, OpsValue b) {
@@ -161,7 +161,7 @@ LoweredValue Lowerer::lower_pad(const ir::Node& node, const ir::Value& out) {
     // floats rounded once from the literal (a float64 constant converted to the dtype).
     OpsValue filler;
     if (dtype == DType::Bool) {
-      filler = h.constant(fill != 0.0 ? 1.0 : 0.0, dtype);
+      filler = h.constant(fill != 0.0, dtype);
     } else if (is_integral(dtype)) {
       filler = h.constant(std::trunc(fill), dtype);
     } else {

@@ -17,7 +17,7 @@ class RecipeCostHandler final : public OpsHandler {
   BodyStats stats;
 
   OpsValue load(const std::string&, const index::Expr&, DType dtype) override { return {0, dtype}; }
-  OpsValue constant(double, DType dtype) override { return {0, dtype}; }
+  OpsValue constant(const ir::Scalar&, DType dtype) override { return {0, dtype}; }
   OpsValue compute(PointwiseOp op, std::span<const OpsValue>, DType result) override {
     stats += op_stats(op);
     return {0, result};
@@ -59,7 +59,7 @@ Loader Lowerer::pointwise_operand(const ir::Node& node, const OperandSpec& spec,
     const ir::Scalar s = ir::scalar_arg(node, spec.position);
     const OperandRead read = spec.read;
     return [s, read, compute](OpsHandler& h, const std::vector<Expr>&) {
-      if (read == OperandRead::Bool) return h.constant(s.value != 0 ? 1 : 0, DType::Bool);
+      if (read == OperandRead::Bool) return h.constant(s, DType::Bool);
       return scalar_value(h, s, compute, /*opmath_value=*/read == OperandRead::ComputeOpmath);
     };
   }

@@ -213,7 +213,7 @@ LoweredValue Lowerer::lower_reduction(const ir::Node& node, const ir::Value& out
                              node.op == "var_mean" ? "var" : node.op);
     // PyTorch's divisor max(0, N - correction): inf (or NaN for M2 = 0) when N <= correction.
     const double divisor =
-        std::max(0.0, static_cast<double>(dims.count) - ir::scalar_arg(node, 2).value);
+        std::max(0.0, static_cast<double>(dims.count) - ir::scalar_arg(node, 2).as_double());
     const bool take_sqrt = node.op == "std";
     return with_epilogue(m2, result, node.op, self,
                          [divisor, take_sqrt, result](OpsHandler& h, OpsValue sum_of_squares) {

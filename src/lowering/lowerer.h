@@ -145,7 +145,7 @@ class Lowerer {
   Loader operand(const ir::Node& node, size_t pos, DType dtype,
                  const std::vector<int64_t>& out_sizes) {
     if (!ir::is_tensor_arg(node, pos)) {
-      const double scalar = ir::scalar_arg(node, pos).value;
+      const ir::Scalar scalar = ir::scalar_arg(node, pos);
       return [scalar, dtype](OpsHandler& h, const std::vector<Expr>&) {
         return h.constant(scalar, dtype);
       };

@@ -43,7 +43,7 @@ class IndexCostHandler final : public OpsHandler {
     max_divisions = std::max(max_divisions, index::count_divisions(idx, kMaxIndexDivisions));
     return {0, dtype};
   }
-  OpsValue constant(double, DType dtype) override { return {0, dtype}; }
+  OpsValue constant(const ir::Scalar&, DType dtype) override { return {0, dtype}; }
   OpsValue compute(PointwiseOp, std::span<const OpsValue>, DType result) override {
     return {0, result};
   }

@@ -30,6 +30,7 @@
 
 #include "index/expr.h"
 #include "ir/dtype.h"
+#include "ir/scalar.h"
 
 namespace stax::lowering {
 
@@ -176,8 +177,10 @@ class OpsHandler {
  public:
   virtual ~OpsHandler() = default;
   virtual OpsValue load(const std::string& buffer, const index::Expr& index, DType dtype) = 0;
-  // A constant of `dtype`; integer dtypes take value exactly for |value| <= 2^53.
-  virtual OpsValue constant(double value, DType dtype) = 0;
+  // `value` converted to `dtype` by ir::convert_scalar (PyTorch's conversion; float16 and
+  // bfloat16 through float32): exact for every int64, so `constant(INT64_MAX, Int64)` is
+  // INT64_MAX. A C++ literal converts implicitly by its kind (2, 2.0, true).
+  virtual OpsValue constant(const ir::Scalar& value, DType dtype) = 0;
   virtual OpsValue compute(PointwiseOp op, std::span<const OpsValue> args, DType result) = 0;
   // Conversion with PyTorch's semantics: floating to integer truncates toward zero (values out
   // of range as PyTorch on x86), anything to bool is `!= 0`, to float16/bfloat16 rounds to

@@ -104,7 +104,7 @@ PointwiseRecipe power(const ir::Node& n, DType c) {
     return make(computed({0, 1}), c, [](const Prims& p, Args a) { return p(P::Pow, a[0], a[1]); });
   }
   // The exponent as the computation sees it (bf16(1.7) for a bf16 pow).
-  const double e = ir::scalar_arg(n, 1).value;
+  const double e = ir::scalar_arg(n, 1).as_double();
   return make(computed({0, 1}), c, [e, c](const Prims& p, Args a) {
     const OpsValue x = a[0];
     // bf16's kernel rounds the square to bf16 for exponents 3 and -2 (f16's does not).
@@ -311,18 +311,12 @@ OpsValue convert(OpsHandler& h, OpsValue x, DType to) {
 }
 
 OpsValue scalar_value(OpsHandler& h, const ir::Scalar& s, DType compute, bool opmath_value) {
+  // The constant is converted exactly by ir::convert_scalar: an int64 wraps into a narrower
+  // integer dtype and rounds once into float32/float64, never through double.
   const DType m = opmath_dtype(compute);
-  if (s.kind == ir::Scalar::Kind::Float) {
-    if (is_floating(compute)) {
-      // A double literal reaches a 16-bit dtype through float, as c10::BFloat16(double) does.
-      const OpsValue v = h.constant(s.value, m);
-      return opmath_value || !is_16bit(compute) ? v : convert(h, convert(h, v, compute), m);
-    }
-    return convert(h, h.constant(s.value, DType::Float64), compute);
-  }
-  if (compute == DType::Bool) return h.constant(s.value != 0 ? 1 : 0, DType::Bool);
-  if (opmath_value && is_floating(compute)) return h.constant(s.value, m);
-  return convert(h, convert(h, h.constant(s.value, DType::Int64), compute), m);
+  const OpsValue v = h.constant(s, m);
+  // A 16-bit dtype is reached through float, as c10::BFloat16(double) and (int64) do.
+  return opmath_value || !is_16bit(compute) ? v : convert(h, convert(h, v, compute), m);
 }
 
 PointwiseRecipe pointwise_recipe(const ir::Graph& g, const ir::Node& n,
@@ -359,7 +353,7 @@ PointwiseRecipe pointwise_recipe(const ir::Graph& g, const ir::Node& n,
     const ir::Scalar alpha = ir::scalar_arg(n, 2);
     const bool negate = op == "sub";
     return make(computed({0, 1}), c, [alpha, negate, c](const Prims& p, Args a) {
-      if (alpha.value != 1.0 && c == DType::Float32) {
+      if (!alpha.equals(1.0) && c == DType::Float32) {
         // PyTorch's f32 kernel is a fused multiply-add (-3e38 + 2 * 3e38 is 3e38, not inf);
         // in float64 the product is exact and the sum rounds once more at worst.
         const Prims wide{p.h, DType::Float64};
@@ -370,7 +364,7 @@ PointwiseRecipe pointwise_recipe(const ir::Graph& g, const ir::Node& n,
         return convert(p.h, wide(negate ? P::Sub : P::Add, x, scaled), DType::Float32);
       }
       OpsValue b = a[1];
-      if (alpha.value != 1.0) {
+      if (!alpha.equals(1.0)) {
         // Bool "multiplication" by the alpha converted to bool is the logical and.
         b = p(c == DType::Bool ? P::LogicalAnd : P::Mul, b, scalar_value(p.h, alpha, c, false));
       }

@@ -12,7 +12,7 @@ OpsValue RecordingHandler::load(const std::string& buffer, const index::Expr& in
   return {0, dtype};
 }
 
-OpsValue RecordingHandler::constant(double, DType dtype) {
+OpsValue RecordingHandler::constant(const ir::Scalar&, DType dtype) {
   return {0, dtype};
 }
 

@@ -36,7 +36,7 @@ class RecordingHandler final : public lowering::OpsHandler {
 
   lowering::OpsValue load(const std::string& buffer, const index::Expr& index,
                           DType dtype) override;
-  lowering::OpsValue constant(double value, DType dtype) override;
+  lowering::OpsValue constant(const ir::Scalar& value, DType dtype) override;
   lowering::OpsValue compute(lowering::PointwiseOp op, std::span<const lowering::OpsValue> args,
                              DType result) override;
   lowering::OpsValue to_dtype(lowering::OpsValue value, DType dtype) override;

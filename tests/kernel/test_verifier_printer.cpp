@@ -1,6 +1,7 @@
 // The verifier rejects malformed IR (each rule), and the printer prints hand-built IR in the
 // kernel-header API.
 #include <cmath>
+#include <limits>
 
 #include "kernel/verifier.h"
 #include "kernel_test_util.h"
@@ -142,8 +143,31 @@ TEST(KernelPrinter, PrintsCallsLocalArraysAndLiterals) {
             "stax_sgemm(in_w, tmp0, 64);\n");
   EXPECT_EQ(kernel::cpp_literal(-0.0, DType::Float32), "-0.0f");
   EXPECT_EQ(kernel::cpp_literal(0.1, DType::Float64), "0.10000000000000001");
-  EXPECT_EQ(kernel::cpp_literal(-HUGE_VAL, DType::Int8), "static_cast<int8_t>(-128)");
-  EXPECT_EQ(kernel::cpp_literal(-HUGE_VAL, DType::Int64), "(-9223372036854775807LL - 1)");
+  EXPECT_EQ(kernel::cpp_literal(int64_t{-128}, DType::Int8), "static_cast<int8_t>(-128)");
+  EXPECT_EQ(kernel::cpp_literal(std::numeric_limits<int64_t>::min(), DType::Int64),
+            "(-9223372036854775807LL - 1)");
+  // Integers print exactly, converted to the dtype as PyTorch converts a scalar (wrapping).
+  EXPECT_EQ(kernel::cpp_literal(std::numeric_limits<int64_t>::max(), DType::Int64),
+            "static_cast<int64_t>(9223372036854775807LL)");
+  EXPECT_EQ(kernel::cpp_literal((int64_t{1} << 53) + 1, DType::Int64),
+            "static_cast<int64_t>(9007199254740993LL)");
+  EXPECT_EQ(kernel::cpp_literal(int64_t{300}, DType::Int8), "static_cast<int8_t>(44)");
+  EXPECT_EQ(kernel::cpp_literal(int64_t{-1}, DType::UInt8), "static_cast<uint8_t>(255)");
+  EXPECT_EQ(kernel::cpp_literal(std::numeric_limits<int64_t>::max(), DType::Float64),
+            "9.2233720368547758e+18");
+  // An integer type's reduction identities are its extremes, exactly.
+  EXPECT_EQ(kernel::cpp_literal(kernel::reduction_identity(lowering::ReductionType::Max,
+                                                           DType::Int64),
+                                DType::Int64),
+            "(-9223372036854775807LL - 1)");
+  EXPECT_EQ(kernel::cpp_literal(kernel::reduction_identity(lowering::ReductionType::Min,
+                                                           DType::Int64),
+                                DType::Int64),
+            "static_cast<int64_t>(9223372036854775807LL)");
+  EXPECT_EQ(kernel::cpp_literal(kernel::reduction_identity(lowering::ReductionType::Max,
+                                                           DType::UInt8),
+                                DType::UInt8),
+            "static_cast<uint8_t>(0)");
   EXPECT_EQ(kernel::cpp_literal(HUGE_VAL, DType::Float32), "__builtin_inff()");
   EXPECT_EQ(kernel::cpp_value_type({DType::Int8, 32}), "stax::Vec<int8_t, 32>");
 }

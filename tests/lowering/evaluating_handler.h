@@ -74,7 +74,9 @@ class EvaluatingHandler final : public OpsHandler {
     }
     return make(data[static_cast<size_t>(offset)], dtype);
   }
-  OpsValue constant(double value, DType dtype) override { return make(value, dtype); }
+  OpsValue constant(const ir::Scalar& value, DType dtype) override {
+    return make(value.as_double(), dtype);
+  }
   OpsValue to_dtype(OpsValue value, DType dtype) override { return make(at(value), dtype); }
   OpsValue index_value(const index::Expr& index, DType dtype) override {
     return make(static_cast<double>(index::evaluate(index, {})), dtype);

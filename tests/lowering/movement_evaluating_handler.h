@@ -34,7 +34,9 @@ class MovementEvaluatingHandler final : public OpsHandler {
     }
     return make(t.as_strided({}, {}, t.offset() + offset).get({}), dtype);
   }
-  OpsValue constant(double value, DType dtype) override { return make(round(value, dtype), dtype); }
+  OpsValue constant(const ir::Scalar& value, DType dtype) override {
+    return make(round(value.as_double(), dtype), dtype);
+  }
   OpsValue compute(PointwiseOp op, std::span<const OpsValue> args, DType result) override {
     auto a = [&](size_t k) { return values_.at(static_cast<size_t>(args[k].id)); };
     switch (op) {

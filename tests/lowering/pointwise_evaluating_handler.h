@@ -34,12 +34,13 @@ class PointwiseEvaluatingHandler final : public OpsHandler {
     if (is_floating(dtype)) return make_float(dtype, t.get(at));
     return make_int(dtype, eager::detail::load_int(t, at));
   }
-  OpsValue constant(double value, DType dtype) override {
+  OpsValue constant(const ir::Scalar& value, DType dtype) override {
     if (dtype == DType::Float16 || dtype == DType::BFloat16) {
       throw std::logic_error("a 16-bit constant: lowering computes those in float32");
     }
-    if (is_floating(dtype)) return make_float(dtype, value);
-    return make_int(dtype, dtype == DType::Bool ? value != 0 : static_cast<int64_t>(value));
+    const ir::Scalar v = ir::convert_scalar(value, dtype);
+    if (is_floating(dtype)) return make_float(dtype, v.float_value());
+    return make_int(dtype, *v.as_exact_int64());
   }
   OpsValue compute(PointwiseOp op, std::span<const OpsValue> args, DType result) override;
   OpsValue to_dtype(OpsValue value, DType dtype) override {
