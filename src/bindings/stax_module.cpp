@@ -7,8 +7,9 @@
 //
 // C++ errors become Python exceptions with their message unchanged: bad graphs and bad
 // arguments (ir::ParseError, ir::GraphError, std::invalid_argument, which includes
-// stax::InputError) ValueError; everything else, the C++ compiler's failures
-// (runtime::CompileError, whose message holds the compiler output) included, RuntimeError.
+// stax::InputError) ValueError; index values PyTorch refuses with IndexError (ir::IndexError)
+// IndexError; everything else, the C++ compiler's failures (runtime::CompileError, whose
+// message holds the compiler output) included, RuntimeError.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
@@ -26,6 +27,7 @@
 #include "driver/explain.h"
 #include "ir/dtype.h"
 #include "ir/graph.h"
+#include "ir/index_rule.h"
 #include "ir/op_schema.h"
 #include "runtime/jit.h"
 #include "runtime/simd.h"
@@ -148,6 +150,8 @@ void translate_exception(const std::exception_ptr& error, void*) {
     PyErr_SetString(PyExc_ValueError, e.what());
   } catch (const ir::GraphError& e) {
     PyErr_SetString(PyExc_ValueError, e.what());
+  } catch (const ir::IndexError& e) {  // an index value PyTorch raises IndexError for
+    PyErr_SetString(PyExc_IndexError, e.what());
   } catch (const std::invalid_argument& e) {
     PyErr_SetString(PyExc_ValueError, e.what());
   } catch (const std::bad_alloc&) {

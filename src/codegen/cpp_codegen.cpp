@@ -303,12 +303,17 @@ GeneratedModule generate_cpp(const scheduler::Schedule& s, const CodegenOptions&
       // the first error in PyTorch's words.
       src << "if (stax_error != 0) {\n" << release_live;
       for (const kernel::ErrorSite& e : errors) {
-        src << "if (stax_error == " << e.code << ") stax_set_error(err, err_capacity, ";
+        src << "if (stax_error == " << e.code << ") { stax_set_error(err, err_capacity, ";
         if (e.kind == kernel::CheckKind::DivisionByZero) {
-          src << format_literal(e.message) << ");\n";
+          src << format_literal(e.message) << "); }\n";
         } else {
-          src << format_literal(e.message)
-              << " \": index %lld is out of range\", (long long)stax_error_value);\n";
+          // The rule's message with the offending value where its "{}" is.
+          std::string format = format_literal(e.message);
+          const size_t at = format.find("{}");
+          if (at != std::string::npos) format.replace(at, 2, "%lld");
+          src << format << ", (long long)stax_error_value); ";
+          src << "return " << (e.index_error ? kStatusIndexError : kStatusIndexOutOfRange) << "; ";
+          src << "}\n";
         }
       }
       src << "return " << kStatusKernelError << ";\n}\n";

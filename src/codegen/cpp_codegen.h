@@ -17,10 +17,14 @@ namespace stax::codegen {
 
 // What stax_graph_run returns besides 0: 1 for bad arguments (count, sizes, strides, dtype,
 // thread count), kStatusOutOfMemory when an output or intermediate could not be allocated,
-// kStatusKernelError when a kernel set its error code (integer division by zero, an indirect
-// index out of range); the message is PyTorch's.
+// kStatusKernelError when a kernel set its error code for an integer division by zero, and for
+// an indirect index out of range kStatusIndexError where PyTorch raises IndexError
+// (ir::IndexRule::index_error), kStatusIndexOutOfRange where it raises RuntimeError; the
+// message is PyTorch's.
 constexpr int kStatusOutOfMemory = 2;
 constexpr int kStatusKernelError = 3;
+constexpr int kStatusIndexError = 4;
+constexpr int kStatusIndexOutOfRange = 5;
 
 struct CodegenOptions {
   runtime::SimdLevel simd = runtime::SimdLevel::Scalar;

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "ir/index_rule.h"
 #include "runtime/jit.h"
 #include "stax_kernel_abi.h"
 
@@ -49,6 +50,8 @@ void check_thread_count(int num_threads) {
 
 // Maps the generated wrapper's status to the exception callers see.
 void throw_on_status(int status, const char* err) {
+  if (status == codegen::kStatusIndexError) throw ir::IndexError(err);
+  if (status == codegen::kStatusIndexOutOfRange) throw std::out_of_range(err);
   if (status == codegen::kStatusOutOfMemory || status == codegen::kStatusKernelError) {
     throw std::runtime_error(err);
   }

@@ -152,14 +152,11 @@ Tensor eval_indirect(const Env& env, const ir::Node& node) {
   const ir::IndirectArgs a = ir::indirect_args(env.graph, node);
   const Tensor& source = value_of(env, a.source);
   const Tensor& index = value_of(env, a.index);
-  const std::string error = ir::index_error_template(node, a);
   return build(env, node, [&](const Tensor& out, const std::vector<int64_t>& idx) {
     std::vector<int64_t> at;
     for (int64_t d : a.index_dims) at.push_back(d < 0 ? 0 : idx[static_cast<size_t>(d)]);
     const int64_t value = load_int(index, at);
-    if (value < -a.size || value >= a.size) {
-      throw std::out_of_range(ir::index_error_message(error, value));
-    }
+    if (!a.rule.accepts(value)) a.rule.fail(value);
     std::vector<int64_t> src;
     for (int64_t d : a.source_dims) {
       src.push_back(d < 0 ? (value < 0 ? value + a.size : value) : idx[static_cast<size_t>(d)]);

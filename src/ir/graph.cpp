@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "ir/checked_arith.h"
+#include "ir/index_rule.h"
 #include "ir/op_schema.h"
 #include "ir/text_format.h"
 
@@ -467,6 +468,8 @@ std::string describe_node(const Graph& graph, const Node& node) {
 void rethrow_with_context(const std::string& context) {
   try {
     throw;
+  } catch (const IndexError& e) {  // keeps PyTorch's exception class
+    throw IndexError(context + ": " + e.what());
   } catch (const std::out_of_range& e) {
     throw std::out_of_range(context + ": " + e.what());
   } catch (const std::invalid_argument& e) {

@@ -129,7 +129,8 @@ class Graph {
 std::string describe_node(const Graph& graph, const Node& node);
 
 // Rethrows the exception being handled with `context` before its message, as the same
-// standard exception category (invalid_argument, out_of_range, runtime_error, logic_error).
+// standard exception category (invalid_argument, out_of_range, runtime_error, logic_error;
+// ir::IndexError stays itself).
 // Call only inside a catch block.
 [[noreturn]] void rethrow_with_context(const std::string& context);
 

@@ -2,6 +2,7 @@
 // (messages checked against torch 2.13.0).
 #include "ir/movement_args.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -296,7 +297,41 @@ std::vector<bool> flip_dims(const Graph& graph, const Node& node) {
   return flipped;
 }
 
-IndirectArgs indirect_args(const Graph& graph, const Node& node) {
+namespace {
+
+// PyTorch 2.13's CPU kernels, probed: index.Tensor wraps a negative index once and raises
+// IndexError naming the value ("dimension" counts among the tensor indices, so it is 0 here).
+// gather raises RuntimeError naming the value and the dim. index_select (and embedding, which
+// is index_select of its weight's rows) wraps nothing: along dim 1 of a tensor of rank > 1 a
+// RuntimeError with the value, along an empty dim of such a tensor a RuntimeError for any
+// value, otherwise IndexError "index out of range in self"; messages without the value get it
+// appended, so Stax's errors always name the offending index.
+IndexRule indirect_index_rule(const Node& node, const IndirectArgs& a, size_t source_rank) {
+  IndexRule r;
+  r.size = a.size;
+  const std::string n = std::to_string(a.size);
+  const std::string dim = std::to_string(std::max<int64_t>(a.dim, 0));
+  const std::string where = " (index {} for dimension " + dim + " with size " + n + ")";
+  if (node.op == "index") {
+    r.wraps = true;
+    r.index_error = true;
+    r.message = a.size == 0 ? "index is out of bounds for dimension with size 0 (index {})"
+                            : "index {} is out of bounds for dimension 0 with size " + n;
+  } else if (node.op == "gather") {
+    r.message = "index {} is out of bounds for dimension " + dim + " with size " + n;
+  } else if (source_rank > 1 && a.size == 0) {
+    r.message = "index_select(): self indexing axis dim should be positive" + where;
+  } else if (source_rank > 1 && a.dim == 1) {
+    r.message = "INDICES element is out of DATA bounds, id={} axis_dim=" + n;
+  } else {
+    r.index_error = true;
+    r.message = "index out of range in self" + where;
+  }
+  r.message = node.op + ": " + r.message;
+  return r;
+}
+
+IndirectArgs indirect_layout(const Graph& graph, const Node& node) {
   IndirectArgs a;
   const bool embedding = node.op == "embedding";
   a.source = std::get<ValueRef>(node.args[0]);
@@ -408,24 +443,12 @@ IndirectArgs indirect_args(const Graph& graph, const Node& node) {
   return a;
 }
 
-std::string index_error_template(const Node& node, const IndirectArgs& args) {
-  // PyTorch numbers the dims of index.Tensor among its tensor indices (one here: dim 0).
-  const int64_t dim = node.op == "index" ? 0 : std::max<int64_t>(args.dim, 0);
-  return node.op + ": index {} is out of bounds for dimension " + std::to_string(dim) +
-         " with size " + std::to_string(args.size);
-}
+}  // namespace
 
-std::string index_error_site(const Node& node, const IndirectArgs& args) {
-  std::string out = index_error_template(node, args);
-  out.replace(out.find("index {} is"), 11, "an index is");
-  return out;
-}
-
-std::string index_error_message(const std::string& error_template, int64_t value) {
-  std::string out = error_template;
-  const size_t at = out.find("{}");
-  if (at != std::string::npos) out.replace(at, 2, std::to_string(value));
-  return out;
+IndirectArgs indirect_args(const Graph& graph, const Node& node) {
+  IndirectArgs a = indirect_layout(graph, node);
+  a.rule = indirect_index_rule(node, a, graph.value(a.source).type.sizes.size());
+  return a;
 }
 
 AsStridedArgs as_strided_args(const Graph&, const Node& node) {

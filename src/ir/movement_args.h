@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "ir/index_rule.h"
 
 namespace stax::ir {
 
@@ -75,8 +76,9 @@ std::vector<bool> flip_dims(const Graph& graph, const Node& node);
 
 // gather, index_select, embedding and index.Tensor: output element `out` reads the source at
 // the index whose dim `dim` is the value of the index tensor at `index_dims` of `out` (wrapped
-// once when negative) and whose other dims d are out[source_dims[d]]. An index outside
-// [-size, size) is an error (index_error_message). A 0-dim source has dim = -1 and size 1.
+// once when negative, for index.Tensor only) and whose other dims d are out[source_dims[d]].
+// `rule` says which values are valid and what PyTorch raises for the others. A 0-dim source
+// has dim = -1 and size 1.
 struct IndirectArgs {
   ValueRef source;
   ValueRef index;
@@ -85,15 +87,9 @@ struct IndirectArgs {
   std::vector<int64_t> source_dims;  // per source dim: the output dim it takes (-1 at dim)
   std::vector<int64_t> index_dims;   // per index-tensor dim: the output dim it takes
   std::vector<int64_t> sizes;        // the result sizes
+  IndexRule rule;
 };
 IndirectArgs indirect_args(const Graph& graph, const Node& node);
-// The message of an out-of-range index of an indirect op, with "{}" where the value goes
-// (compiled kernels fill it in at run time, the eager interpreter at once).
-std::string index_error_template(const Node& node, const IndirectArgs& args);
-std::string index_error_message(const std::string& error_template, int64_t value);
-// The same without the value, for OpsHandler::indirect_index's `what`: compiled kernels
-// append the value (": index V is out of range") when the check fails.
-std::string index_error_site(const Node& node, const IndirectArgs& args);
 
 // as_strided: the strides and storage offset given (nullopt: the input's own offset).
 struct AsStridedArgs {

@@ -1,7 +1,6 @@
 // The IR-building OpsHandler and the loop skeleton of a fused node.
 #include "kernel/ir_builder.h"
 
-#include <optional>
 #include <set>
 #include <stdexcept>
 
@@ -81,9 +80,9 @@ class NestBuilder final : public lowering::OpsHandler {
   }
 
   OpsValue compute(PointwiseOp op, std::span<const OpsValue> args, DType result) override {
-    if (op == PointwiseOp::Pow && is_floating(result)) {
-      if (auto special = pow_by_constant(args[0], args[1])) return *special;
-    }
+    // Every op is the primitive it names: Pow is elementwise pow even for a constant
+    // exponent (pow.Tensor_Tensor's semantics); pow.Tensor_Scalar's special exponents are
+    // lowering's, in one place (pointwise_decompositions.cpp, power).
     Let l;
     l.kind = LetKind::Compute;
     l.op = op;
@@ -131,7 +130,8 @@ class NestBuilder final : public lowering::OpsHandler {
     return to_dtype(v, dtype);
   }
 
-  Expr indirect_index(OpsValue value, int64_t size, const std::string& what) override {
+  Expr indirect_index(OpsValue value, const ir::IndexRule& rule) override {
+    const int64_t size = rule.size;
     const OpsValue v = to_dtype(value, DType::Int64);
     const int phase = phase_of(v.id);
     OpsValue checked = v;
@@ -141,22 +141,32 @@ class NestBuilder final : public lowering::OpsHandler {
                               DType::Int64);
     }
     const int code = next_error_code_++;
-    k_.errors.push_back({code, CheckKind::IndexOutOfRange, what});
+    k_.errors.push_back({code, CheckKind::IndexOutOfRange, rule.message, rule.index_error});
     Stmt c;
     c.kind = StmtKind::Check;
     c.check = CheckKind::IndexOutOfRange;
     c.value = checked.id;
-    c.lo = -size;
+    c.lo = rule.lowest();
     c.hi = size;
     c.error_code = code;
     block(phase).push_back(std::move(c));
-    // A negative index wraps once, as PyTorch's.
-    const OpsValue negative =
-        compute_value(PointwiseOp::Lt, {v, constant(0, DType::Int64)}, DType::Bool);
-    const OpsValue shifted = compute_value(
-        PointwiseOp::Add, {v, constant(static_cast<double>(size), DType::Int64)}, DType::Int64);
-    const OpsValue wrapped =
-        compute_value(PointwiseOp::Where, {negative, shifted, v}, DType::Int64);
+    OpsValue wrapped = v;
+    if (rule.wraps) {  // a negative index counts from the end, once
+      const OpsValue negative =
+          compute_value(PointwiseOp::Lt, {v, constant(0, DType::Int64)}, DType::Bool);
+      const OpsValue shifted = compute_value(
+          PointwiseOp::Add, {v, constant(static_cast<double>(size), DType::Int64)}, DType::Int64);
+      wrapped = compute_value(PointwiseOp::Where, {negative, shifted, v}, DType::Int64);
+    }
+    // The check only sets the error flag (the kernel runs on and the wrapper raises after
+    // it), so a refused value must not address memory: clamped into [0, size) it reads an
+    // element of the source (lowering reads nothing through an empty dim).
+    wrapped =
+        compute_value(PointwiseOp::Maximum, {wrapped, constant(0, DType::Int64)}, DType::Int64);
+    wrapped = compute_value(
+        PointwiseOp::Minimum,
+        {wrapped, constant(static_cast<double>(std::max<int64_t>(size - 1, 0)), DType::Int64)},
+        DType::Int64);
     const std::string name = "ind" + std::to_string(k_.ranges.size());
     k_.ranges[name] = std::max<int64_t>(size, 1);
     ranges_[name] = std::max<int64_t>(size, 1);
@@ -252,27 +262,6 @@ class NestBuilder final : public lowering::OpsHandler {
 
  private:
   Block& block(int phase) { return phase == 0 ? parts_.body : parts_.after; }
-
-  // x ** c for a constant c: PyTorch's pow_tensor_scalar special-cases these exponents
-  // (sqrt for 0.5, so (-inf) ** 0.5 is NaN as in eager, not pow's +inf).
-  std::optional<OpsValue> pow_by_constant(const OpsValue& x, const OpsValue& exponent) {
-    const Let& e = lets_.at(exponent.id);
-    if (e.kind != LetKind::Constant) return std::nullopt;
-    const DType d = x.dtype;
-    auto op = [&](PointwiseOp o, std::initializer_list<OpsValue> a) {
-      return compute_value(o, a, d);
-    };
-    const double c = e.constant.as_double();
-    if (c == 2.0) return op(PointwiseOp::Mul, {x, x});
-    if (c == 3.0) return op(PointwiseOp::Mul, {op(PointwiseOp::Mul, {x, x}), x});
-    if (c == 0.5) return op(PointwiseOp::Sqrt, {x});
-    if (c == -0.5) return op(PointwiseOp::Rsqrt, {x});
-    if (c == -1.0) return op(PointwiseOp::Reciprocal, {x});
-    if (c == -2.0) return op(PointwiseOp::Reciprocal, {op(PointwiseOp::Mul, {x, x})});
-    if (c == 1.0) return x;
-    if (c == 0.0) return constant(1, d);
-    return std::nullopt;
-  }
 
   int phase_of(int id) const { return phase_.at(id); }
 

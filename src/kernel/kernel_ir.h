@@ -209,7 +209,9 @@ struct Stmt {
 struct ErrorSite {
   int code = 0;
   CheckKind kind = CheckKind::DivisionByZero;
-  std::string message;  // "ZeroDivisionError", or indirect_index's `what`
+  // "ZeroDivisionError", or the ir::IndexRule's message ("{}" where the value goes).
+  std::string message;
+  bool index_error = false;  // PyTorch raises IndexError (ir::IndexRule::index_error)
 };
 
 enum class KernelForm : uint8_t { Scalar, Vectorized, Tiled, ColumnReduction };

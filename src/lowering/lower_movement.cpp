@@ -203,11 +203,16 @@ LoweredValue Lowerer::lower_indirect(const ir::Node& node, const ir::Value& out)
   v.stats += index.stats;
   Loader source_loader = source.loader;
   Loader index_loader = index.loader;
-  const std::string what = current_node_ + ": " + ir::index_error_site(node, a);
-  v.loader = [a, source_loader, index_loader, what](OpsHandler& h, const std::vector<Expr>& idx) {
+  ir::IndexRule rule = a.rule;
+  rule.message = current_node_ + ": " + rule.message;
+  const DType v_dtype = v.dtype;
+  v.loader = [a, source_loader, index_loader, rule, v_dtype](OpsHandler& h,
+                                                             const std::vector<Expr>& idx) {
     std::vector<Expr> at;
     for (int64_t d : a.index_dims) at.push_back(d < 0 ? Expr(0) : idx[static_cast<size_t>(d)]);
-    const Expr selected = h.indirect_index(index_loader(h, at), a.size, what);
+    const Expr selected = h.indirect_index(index_loader(h, at), rule);
+    // Through an empty dim every index is refused (the run raises): nothing to read.
+    if (rule.size == 0) return h.constant(0, v_dtype);
     std::vector<Expr> src;
     for (int64_t d : a.source_dims) src.push_back(d < 0 ? selected : idx[static_cast<size_t>(d)]);
     return source_loader(h, src);

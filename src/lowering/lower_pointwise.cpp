@@ -27,7 +27,7 @@ class RecipeCostHandler final : public OpsHandler {
     return {0, dtype};
   }
   OpsValue index_value(const index::Expr&, DType dtype) override { return {0, dtype}; }
-  index::Expr indirect_index(OpsValue, int64_t, const std::string&) override {
+  index::Expr indirect_index(OpsValue, const ir::IndexRule&) override {
     throw std::logic_error("lowering: a pointwise recipe made an indirect index");
   }
   void push_mask(OpsValue) override {}

@@ -52,7 +52,7 @@ class IndexCostHandler final : public OpsHandler {
     max_divisions = std::max(max_divisions, index::count_divisions(idx, kMaxIndexDivisions));
     return {0, dtype};
   }
-  index::Expr indirect_index(OpsValue, int64_t, const std::string&) override {
+  index::Expr indirect_index(OpsValue, const ir::IndexRule&) override {
     return index::Expr::var("ind" + std::to_string(indirect_count++));
   }
   void push_mask(OpsValue) override {}

@@ -30,6 +30,7 @@
 
 #include "index/expr.h"
 #include "ir/dtype.h"
+#include "ir/index_rule.h"
 #include "ir/scalar.h"
 
 namespace stax::lowering {
@@ -189,11 +190,12 @@ class OpsHandler {
   // The value of an index expression over the loop variables, as `dtype` (an integer dtype).
   virtual OpsValue index_value(const index::Expr& index, DType dtype) = 0;
   // An index variable that takes the value of the integer `value`, for indirect loads
-  // (gather, index_select, embedding, index.Tensor). A negative value wraps once (+ size) as
-  // PyTorch does; a value outside [-size, size) sets the kernel's error flag, and the run
-  // throws an error whose message names `what` (the op and the value). The returned
-  // variable ranges over [0, size) and may appear in the index of later loads.
-  virtual index::Expr indirect_index(OpsValue value, int64_t size, const std::string& what) = 0;
+  // (gather, index_select, embedding, index.Tensor), validated by `rule` (the op's, as
+  // PyTorch's): a negative value wraps once (+ size) when the rule wraps; a value the rule
+  // refuses sets the kernel's error flag, and the run throws the rule's error (its message,
+  // prefixed by the node, with the value; its Python class). The returned variable ranges
+  // over [0, rule.size) and may appear in the index of later loads.
+  virtual index::Expr indirect_index(OpsValue value, const ir::IndexRule& rule) = 0;
   // Between push_mask(m) and the matching pop_mask(), loads and error checks happen only
   // where m is true (elsewhere loads read zero and checks pass): the operand regions of cat
   // and constant_pad_nd, combined afterwards with Where. Masks nest (their conjunction).

@@ -97,8 +97,12 @@ PointwiseRecipe rounded_division(const ir::Graph& g, const ir::Node& n, DType c,
   });
 }
 
-// pow.Tensor_Scalar's exact special exponents (scalar_ops.h; f16's kernel has none), then the
-// Pow primitive.
+// pow, the one place its special exponents live (the kernel IR builder computes the Pow
+// primitive as it is). pow.Tensor_Tensor is elementwise pow whatever the exponent's values.
+// pow.Tensor_Scalar on f32/f64/bf16 is eager's pow_tensor_scalar kernel: 0.5, -0.5 and -1 go
+// to the sqrt, rsqrt and reciprocal ops (so (-inf) ** 0.5 is NaN and (-0) ** 0.5 is -0), 2, 3
+// and -2 are products, others the Pow primitive (scalar_ops.h is the eager oracle's copy);
+// f16's kernel has no special exponents. Exponents 0 and 1 need none: pow gives 1 and x.
 PointwiseRecipe power(const ir::Node& n, DType c) {
   if (!is_floating(c) || ir::is_tensor_arg(n, 1) || c == DType::Float16) {
     return make(computed({0, 1}), c, [](const Prims& p, Args a) { return p(P::Pow, a[0], a[1]); });
@@ -115,8 +119,8 @@ PointwiseRecipe power(const ir::Node& n, DType c) {
     if (e == 2) return square();
     if (e == 3) return p(P::Mul, square(), x);
     if (e == 0.5) return p(P::Sqrt, x);
-    if (e == -0.5) return p(P::Div, p.k(1), p(P::Sqrt, x));
-    if (e == -1) return p(P::Div, p.k(1), x);
+    if (e == -0.5) return p(P::Rsqrt, x);
+    if (e == -1) return p(P::Reciprocal, x);
     if (e == -2) return p(P::Div, p.k(1), square());
     return p(P::Pow, x, a[1]);
   });

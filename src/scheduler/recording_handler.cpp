@@ -30,9 +30,9 @@ OpsValue RecordingHandler::index_value(const index::Expr&, DType dtype) {
   return {0, dtype};
 }
 
-index::Expr RecordingHandler::indirect_index(OpsValue, int64_t size, const std::string& what) {
+index::Expr RecordingHandler::indirect_index(OpsValue, const ir::IndexRule& rule) {
   std::string var = "ind" + std::to_string(indirect.size());
-  indirect.push_back({var, size, what});
+  indirect.push_back({var, rule.size, rule.message});
   return index::Expr::var(var);
 }
 

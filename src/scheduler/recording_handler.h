@@ -41,8 +41,7 @@ class RecordingHandler final : public lowering::OpsHandler {
                              DType result) override;
   lowering::OpsValue to_dtype(lowering::OpsValue value, DType dtype) override;
   lowering::OpsValue index_value(const index::Expr& index, DType dtype) override;
-  index::Expr indirect_index(lowering::OpsValue value, int64_t size,
-                             const std::string& what) override;
+  index::Expr indirect_index(lowering::OpsValue value, const ir::IndexRule& rule) override;
   void push_mask(lowering::OpsValue mask) override;
   void pop_mask() override;
   lowering::OpsValue reduction(lowering::ReductionType type, lowering::OpsValue value) override;

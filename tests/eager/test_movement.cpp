@@ -263,11 +263,11 @@ TEST(Movement, OutOfRangeIndicesNameTheOpAndTheValue) {
   const Tensor i = make(DType::Int64, {1}, {3});
   EXPECT_TRUE(contains(
       error_of("def f(w: f32[3, 2], i: i64[1]):\n  e = embedding(w, i)\n  return e\n", {w, i}),
-      "embedding: index 3 is out of bounds for dimension 0 with size 3"));
+      "embedding: index out of range in self (index 3 for dimension 0 with size 3)"));
   EXPECT_TRUE(contains(error_of("def f(w: f32[3, 2], i: i64[1]):\n  e = index_select(w, 0, i)\n"
                                 "  return e\n",
                                 {w, i}),
-                       "index_select: index 3 is out of bounds"));
+                       "index_select: index out of range in self (index 3 for dimension 0"));
   // Index dtypes: gather(): Expected dtype int32/int64 for index.
   EXPECT_TRUE(contains(
       error_of("def f(w: f32[3, 2], g: f32[1, 1]):\n  y = gather(w, 1, g)\n  return y\n", {}),

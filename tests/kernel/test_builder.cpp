@@ -150,6 +150,9 @@ TEST(KernelBuilder, WelfordMeanAndM2OfOneValueShareOneAccumulator) {
   }
 }
 
+// An index rule that wraps negative values, as index.Tensor's (ir::IndexRule).
+const ir::IndexRule kWrappingRule{10, true, true, "index 'y': index {} is out of bounds"};
+
 TEST(KernelBuilder, MasksReachLoadsAndIndirectIndicesAreChecked) {
   // y[i] = i < 5 ? table[idx[i]] : 0, with idx an int64 input and table f32[10].
   const std::vector<int64_t> n = {23};
@@ -158,7 +161,7 @@ TEST(KernelBuilder, MasksReachLoadsAndIndirectIndicesAreChecked) {
     const OpsValue in_range = lowering::apply(h, PointwiseOp::Lt, {i, h.constant(5, DType::Int64)});
     h.push_mask(in_range);
     const OpsValue position = h.load("idx", idx[0], DType::Int64);
-    const Expr where = h.indirect_index(position, 10, "index_select 'y': index");
+    const Expr where = h.indirect_index(position, kWrappingRule);
     const OpsValue v = h.load("table", where, DType::Float32);
     h.pop_mask();
     return lowering::apply(h, PointwiseOp::Where, {in_range, v, h.constant(0, DType::Float32)});
@@ -171,7 +174,7 @@ TEST(KernelBuilder, MasksReachLoadsAndIndirectIndicesAreChecked) {
     const std::string text = kernel::print_kernel(ks[0]);
     ASSERT_EQ(ks[0].errors.size(), 1u);
     EXPECT_EQ(ks[0].errors[0].kind, kernel::CheckKind::IndexOutOfRange);
-    EXPECT_EQ(ks[0].errors[0].message, "index_select 'y': index");
+    EXPECT_EQ(ks[0].errors[0].message, kWrappingRule.message);
     EXPECT_TRUE(contains(text, "stax::any_out_of_range(")) << text;
     EXPECT_TRUE(contains(text, "-10, 10")) << text;
     if (simd == runtime::SimdLevel::Avx512) {

@@ -124,8 +124,8 @@ TEST(KernelEndToEnd, IntegerDivisionByZeroRaisesZeroDivisionError) {
 TEST(KernelEndToEnd, IndirectIndexOutOfRangeNamesTheOpAndTheValue) {
   const int64_t n = 23;
   auto body = [](OpsHandler& h, const std::vector<Expr>& idx, const std::vector<Expr>&) {
-    const Expr where =
-        h.indirect_index(h.load("idx", idx[0], DType::Int64), 10, "index_select 'y': index");
+    const ir::IndexRule wrapping{10, true, true, "index 'y': index {} is out of bounds"};
+    const Expr where = h.indirect_index(h.load("idx", idx[0], DType::Int64), wrapping);
     return h.load("table", where, DType::Float32);
   };
   auto graph = [&] {
@@ -149,9 +149,8 @@ TEST(KernelEndToEnd, IndirectIndexOutOfRangeNamesTheOpAndTheValue) {
     try {
       c.run({bad, table});
       ADD_FAILURE() << "no error for index 12 of 10";
-    } catch (const std::runtime_error& e) {
-      EXPECT_TRUE(contains(e.what(), "index_select 'y': index")) << e.what();
-      EXPECT_TRUE(contains(e.what(), "12")) << e.what();
+    } catch (const ir::IndexError& e) {
+      EXPECT_TRUE(contains(e.what(), "index 'y': index 12 is out of bounds")) << e.what();
     }
   }
 }

@@ -81,8 +81,9 @@ class EvaluatingHandler final : public OpsHandler {
   OpsValue index_value(const index::Expr& index, DType dtype) override {
     return make(static_cast<double>(index::evaluate(index, {})), dtype);
   }
-  index::Expr indirect_index(OpsValue, int64_t, const std::string& what) override {
-    throw std::logic_error("evaluating handler: indirect indices are not supported (" + what + ")");
+  index::Expr indirect_index(OpsValue, const ir::IndexRule& rule) override {
+    throw std::logic_error("evaluating handler: indirect indices are not supported (" +
+                           rule.message + ")");
   }
   void push_mask(OpsValue) override {
     throw std::logic_error("evaluating handler: masks are not supported");

@@ -66,15 +66,13 @@ class MovementEvaluatingHandler final : public OpsHandler {
   OpsValue index_value(const index::Expr& idx, DType dtype) override {
     return make(static_cast<double>(index::evaluate(idx, vars)), dtype);
   }
-  index::Expr indirect_index(OpsValue value, int64_t size, const std::string& what) override {
+  index::Expr indirect_index(OpsValue value, const ir::IndexRule& rule) override {
     const std::string var = "ind" + std::to_string(indirect_count_++);
     auto v = static_cast<int64_t>(values_.at(static_cast<size_t>(value.id)));
     if (!masked_out()) {
-      // As compiled kernels report it: `what`, then the value.
-      if (v < -size || v >= size) {
-        throw std::out_of_range(what + ": index " + std::to_string(v) + " is out of range");
-      }
-      if (v < 0) v += size;
+      // As compiled kernels report it: the rule's message with the value, its class.
+      if (!rule.accepts(v)) rule.fail(v);
+      if (v < 0) v += rule.size;
     } else {
       v = 0;
     }

@@ -57,7 +57,7 @@ class PointwiseEvaluatingHandler final : public OpsHandler {
   OpsValue index_value(const index::Expr& index, DType dtype) override {
     return make_int(dtype, index::evaluate(index, vars));
   }
-  index::Expr indirect_index(OpsValue, int64_t, const std::string&) override {
+  index::Expr indirect_index(OpsValue, const ir::IndexRule&) override {
     throw std::logic_error("indirect_index is not used by pointwise bodies");
   }
   void push_mask(OpsValue) override { throw std::logic_error("masks are not used here"); }
