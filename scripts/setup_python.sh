@@ -30,8 +30,8 @@ if ! "$venv/bin/python" -c 'import sys' 2>/dev/null; then
 fi
 
 # Exactly torch 2.13.0: that release installs the CPU build. numpy: torch warns on import
-# without it.
-requirements=(torch==2.13.0 numpy pytest nanobind scikit-build-core)
+# without it. expecttest: torch's OpInfo database (python/tests/test_opinfo_half.py) imports it.
+requirements=(torch==2.13.0 numpy pytest expecttest nanobind scikit-build-core)
 if ! "$venv/bin/python" - "${requirements[@]}" <<'EOF' 2>/dev/null; then
 import sys
 from importlib.metadata import version

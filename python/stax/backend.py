@@ -23,7 +23,7 @@ import torch
 from torch._dynamo.backends.common import aot_autograd
 from torch._decomp import core_aten_decompositions, get_decompositions
 
-from . import aten_ops, debug
+from . import aten_ops, debug, half_decompositions
 from .aten_ops import Unsupported
 from .options import Options
 from .partition import PartitionReport, op_name, partition, translate_region
@@ -65,7 +65,8 @@ def decompositions():
     table.update(get_decompositions(_EXTRA_DECOMPOSITIONS))
     for op in _KEPT_WHOLE:
         table.pop(op, None)
-    return table
+    # 16-bit values rounded where eager's kernel rounds them (half_decompositions.py).
+    return half_decompositions.round_as_eager(table)
 
 
 # stax.explain records what each compiled graph did while it is active.
