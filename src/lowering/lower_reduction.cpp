@@ -233,8 +233,8 @@ LoweredValue Lowerer::lower_reduction(const ir::Node& node, const ir::Value& out
     const bool empty = dims.count == 0;  // PyTorch's var of nothing is NaN, any correction
     auto finish = [divisor, take_sqrt, empty, result](OpsHandler& h, OpsValue sum_of_squares) {
       if (empty) return convert(h, h.constant(NAN, sum_of_squares.dtype), result);
-      OpsValue v = apply(h, PointwiseOp::Div,
-                         {sum_of_squares, h.constant(divisor, sum_of_squares.dtype)});
+      OpsValue v =
+          apply(h, PointwiseOp::Div, {sum_of_squares, h.constant(divisor, sum_of_squares.dtype)});
       if (take_sqrt) v = apply(h, PointwiseOp::Sqrt, {v});
       return convert(h, v, result);
     };
@@ -244,20 +244,21 @@ LoweredValue Lowerer::lower_reduction(const ir::Node& node, const ir::Value& out
       // variance would not), so this is eager's answer, not Welford's.
       LoweredValue sum = reduce(ReductionType::Sum, result, input_as(result), "sum");
       const double count = static_cast<double>(dims.count);
-      const Loader mean_at = with_epilogue(sum, result, "mean", self,
-                                           [count](OpsHandler& h, OpsValue s) {
-                                             return apply(h, PointwiseOp::Div,
-                                                          {s, h.constant(count, s.dtype)});
-                                           },
-                                           {PointwiseOp::Div})
-                                 .loader;
+      const Loader mean_at =
+          with_epilogue(sum, result, "mean", self,
+                        [count](OpsHandler& h, OpsValue s) {
+                          return apply(h, PointwiseOp::Div, {s, h.constant(count, s.dtype)});
+                        },
+                        {PointwiseOp::Div})
+              .loader;
       const ReducedDims where = dims;
       LoweredValue squares = reduce(
           ReductionType::Sum, accumulate,
           [x, mean_at, where, accumulate](OpsHandler& h, const std::vector<Expr>& full,
                                           const std::vector<Expr>& idx) {
             const OpsValue mean = convert(h, mean_at(h, where.output_index(idx)), accumulate);
-            const OpsValue dx = apply(h, PointwiseOp::Sub, {convert(h, x(h, full), accumulate), mean});
+            const OpsValue dx =
+                apply(h, PointwiseOp::Sub, {convert(h, x(h, full), accumulate), mean});
             return apply(h, PointwiseOp::Mul, {dx, dx});
           },
           "sub+mul+sum");
@@ -266,8 +267,7 @@ LoweredValue Lowerer::lower_reduction(const ir::Node& node, const ir::Value& out
     }
     LoweredValue m2 = reduce(ReductionType::WelfordM2, accumulate, input_as(accumulate),
                              node.op == "var_mean" ? "var" : node.op);
-    return with_epilogue(m2, result, node.op, self, finish,
-                         {PointwiseOp::Div, PointwiseOp::Sqrt});
+    return with_epilogue(m2, result, node.op, self, finish, {PointwiseOp::Div, PointwiseOp::Sqrt});
   }
 
   if (node.op == "logsumexp") {

@@ -248,8 +248,9 @@ TEST(CompiledReductions, VarianceAccumulatesInDoubleLikePyTorch) {
         "    a = std(x, 1)\n    b = var(x, [1], correction=0, keepdim=True)\n"
         "    c, d = var_mean(x, 1)\n    e = std(t, 0)\n    g = var(t, [0], correction=2)\n"
         "    k, m = var_mean(w, correction=0)\n";
-    text += center == 0 ? "    h = std(w)\n    n = var(w)\n    return a, b, c, d, e, g, k, m, h, n\n"
-                        : "    return a, b, c, d, e, g, k, m\n";
+    text += center == 0
+                ? "    h = std(w)\n    n = var(w)\n    return a, b, c, d, e, g, k, m, h, n\n"
+                : "    return a, b, c, d, e, g, k, m\n";
     const ir::Graph g = ir::parse_graph(text);
     Tolerances tolerances(g.outputs().size(), rounding);
     expect_matches_eager(text,

@@ -235,9 +235,9 @@ TEST(ReductionOps, VarianceNearTheFloat32RangeLimits) {
   Tensor m = make(DType::Float32, {2, 3}, {1e30, 2e30, 3e30, 4e30, -1e30, 5e30});
   EXPECT_EQ(values(reduce("f32[2, 3]", "std(x, 1)", m)),
             (std::vector<double>{9.999999394896025e+29, 3.2145503770853187e+30}));
-  EXPECT_EQ(values(reduce("f32[2, 3]", "std(x, 0, correction=0)", m)),
-            (std::vector<double>{1.500000098129063e+30, 1.500000098129063e+30,
-                                 1.0000000150474662e+30}));
+  EXPECT_EQ(
+      values(reduce("f32[2, 3]", "std(x, 0, correction=0)", m)),
+      (std::vector<double>{1.500000098129063e+30, 1.500000098129063e+30, 1.0000000150474662e+30}));
   Tensor s = make(DType::Float32, {2, 3}, {1e-30, 2e-30, 3e-30, 4e-30, -1e-30, 5e-30});
   EXPECT_EQ(values(reduce("f32[2, 3]", "std(x, 1)", s)),
             (std::vector<double>{1.0000000031710769e-30, 3.214550109950738e-30}));
