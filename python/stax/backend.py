@@ -23,7 +23,7 @@ import torch
 from torch._dynamo.backends.common import aot_autograd
 from torch._decomp import core_aten_decompositions, get_decompositions
 
-from . import aten_ops, debug
+from . import aten_ops, debug, half_decompositions
 from .aten_ops import Unsupported
 from .options import Options
 from .partition import PartitionReport, op_name, partition, translate_region
@@ -45,6 +45,25 @@ _EXTRA_DECOMPOSITIONS = [
 ]
 
 
+def _std_mean(x, dim=None, *, correction=None, keepdim=False):
+    """std_mean as PyTorch's CPU kernel computes it: var_mean's Welford pass and the square
+    root both in double, each result rounded once. (Core ATen's sqrt of var_mean rounds the
+    variance first, so float32 values of magnitude 1e30 would give an infinite std.)"""
+    if not x.dtype.is_floating_point:
+        return _CORE_STD_MEAN(x, dim, correction=correction, keepdim=keepdim)
+    var, mean = aten.var_mean.correction(
+        aten._to_copy.default(x, dtype=torch.float64), dim, correction=correction,
+        keepdim=keepdim)
+    return (aten._to_copy.default(aten.sqrt.default(var), dtype=x.dtype),
+            aten._to_copy.default(mean, dtype=x.dtype))
+
+
+_CORE_STD_MEAN = core_aten_decompositions()[aten.std_mean.correction]
+
+# Decompositions of Stax's own, replacing core ATen's.
+_OWN_DECOMPOSITIONS = {aten.std_mean.correction: _std_mean}
+
+
 # Core ATen decomposes these, but PyTorch's own kernel is what eager runs and it is a
 # matrix-product kernel Stax would not replace: the decomposition only changes the numbers
 # (fused CPU attention: up to 1e-3 in the gradients of a TransformerEncoderLayer).
@@ -63,9 +82,11 @@ def decompositions():
                 and op.namespace == "aten" and op._overloadpacket.__name__ in stax_ops)
     }
     table.update(get_decompositions(_EXTRA_DECOMPOSITIONS))
+    table.update(_OWN_DECOMPOSITIONS)
     for op in _KEPT_WHOLE:
         table.pop(op, None)
-    return table
+    # 16-bit values rounded where eager's kernel rounds them (half_decompositions.py).
+    return half_decompositions.round_as_eager(table)
 
 
 # stax.explain records what each compiled graph did while it is active.

@@ -213,3 +213,61 @@ def test_half_precision_sums_accumulate_in_float32(backend, dtype):
     # 2048 (float16) or 256 (bfloat16), where adding 1 no longer changes it.
     x = torch.ones(4096, dtype=dtype)
     check_against_eager(half_precision_sums, (x,), backend)
+
+
+def variances(x, rows):
+    """var/std/var_mean/std_mean of a whole 1-D tensor `x` and of the (3, n) tensor `rows`
+    over dims, keepdim, dim 0 of its transpose and several corrections."""
+    return {
+        "var_all": x.var(),
+        "std_all": x.std(),
+        "std_all_correction0": torch.std(x, correction=0),
+        "var_mean_all": torch.var_mean(x),
+        "std_mean_all": torch.std_mean(x, correction=0),
+        "var_rows": rows.var(-1),
+        "std_rows_keepdim": rows.std(-1, keepdim=True),
+        "std_cols": rows.t().std(0, correction=2),
+        "var_mean_rows": torch.var_mean(rows, 1, keepdim=True),
+        "std_mean_rows": torch.std_mean(rows, -1),
+        "std_mean_cols": torch.std_mean(rows.t(), 0, correction=0),
+    }
+
+
+@pytest.mark.parametrize("scale", (1e30, 1e-30, 1e19), ids=("1e30", "1e-30", "1e19"))
+def test_float32_variance_accumulates_in_double(backend, scale):
+    # PyTorch's CPU var/std/var_mean/std_mean accumulate float32 in double: squares of 1e30
+    # overflow float32 and of 1e-30 underflow (std and the means are in range), and at 1e19
+    # the variance fits but the sum of squared deviations of 20000 values does not. A float32
+    # accumulator gives inf, 0 or NaN; both sides round a double result once.
+    n = 20000
+    x = random_values((n,), torch.float32, -scale, scale)
+    rows = random_values((3, n), torch.float32, -scale, scale)
+    check_against_eager(variances, (x, rows), backend, rtol=4 * 2.0**-24, atol=0.0)
+
+
+def variances_over_dims(rows):
+    return {
+        "var_rows": rows.var(-1),
+        "std_rows": rows.std(-1, correction=0),
+        "var_mean_rows": torch.var_mean(rows, -1),
+        "std_mean_cols": torch.std_mean(rows.t(), 0),
+        "var_mean_all": torch.var_mean(rows),
+    }
+
+
+def test_float32_variance_of_a_large_mean(backend):
+    # A mean of 1e4 and a spread of 1e-3 (kappa = 1e7): a float32 Welford accumulation loses
+    # the spread; eager's double one is exact to rounding. (A whole tensor's var/std are
+    # eager's two passes about its float32 mean, whose rounding moves them by the variance's
+    # own size, so they are not compared here.)
+    rows = 1e4 + random_values((3, 20000), torch.float32, -1e-3, 1e-3)
+    check_against_eager(variances_over_dims, (rows,), backend, rtol=4 * 2.0**-24, atol=0.0)
+
+
+def test_whole_tensor_var_takes_eagers_float32_mean(backend):
+    # torch.var/std of a whole float32 tensor compute mean() in float32 first: 4 * 3e38
+    # overflows, so they are inf where var_mean (Welford, in double) gives 0.
+    x = torch.full((4,), 3e38)
+    out = check_against_eager(
+        lambda x: (x.var(), x.std(), torch.var_mean(x), x.view(2, 2).var(1)), (x,), backend)
+    assert out[0].item() == float("inf") and out[2][0].item() == 0.0

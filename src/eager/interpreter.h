@@ -29,8 +29,10 @@
 //   occurrence wins; result int64; zero elements throw; bool inputs are refused (as PyTorch).
 // - any / all: nonzero (NaN included) is true; empty: any False, all True; result bool, u8
 //   for u8 inputs (as PyTorch).
-// - var / std / var_mean: Welford's update in double, M2 / max(0, N - correction), the square
-//   root for std, rounded once. N <= correction gives inf (NaN when M2 is 0, so an empty or
+// - var / std / var_mean: Welford's update in double (every floating dtype, as PyTorch's CPU
+//   kernel), M2 / max(0, N - correction), the square root for std, rounded once; var / std of
+//   a whole f32/f64 tensor are PyTorch's two passes (mean() in the dtype, then the sum of
+//   (x - mean)^2 in double). N <= correction gives inf (NaN when M2 is 0, so an empty or
 //   one-element var with correction 1 is NaN, as PyTorch); any inf or NaN gives NaN. var_mean
 //   returns {var, mean}, its mean Welford's (no overflow of a sum) and NaN when empty, as
 //   PyTorch's.

@@ -206,31 +206,49 @@ Tensor reduce_sum_prod_mean(const Tensor& in, const ReductionShape& shape,
   return out;
 }
 
-// var, std and var_mean: Welford's update in double, then PyTorch's M2 / max(0, N -
-// correction) (so N <= correction gives inf, or NaN when M2 is 0), the square root for std,
-// rounded once. var_mean's mean is Welford's (so it does not overflow where mean's sum does)
-// and NaN for an empty reduction, as PyTorch's.
+// var, std and var_mean as PyTorch's CPU kernels compute them, in double for every floating
+// dtype: Welford's update, then M2 / max(0, N - correction) (so N <= correction gives inf, or
+// NaN when M2 is 0), the square root for std, rounded once; NaN for an empty reduction.
+// var_mean's mean is Welford's (so it does not overflow where mean's sum does). var and std
+// (not var_mean) of a whole f32/f64 tensor (one output element) take PyTorch's two passes
+// instead: mean() in the dtype (rounded, and inf when the sum overflows), then the sum of
+// (x - mean)^2 in double.
 struct Variance {
   Tensor var;  // or std
   Tensor mean;
 };
 Variance reduce_variance(const Tensor& in, const ReductionShape& shape, const ir::TensorType& type,
-                         bool take_sqrt, double correction) {
+                         bool take_sqrt, double correction, bool with_mean) {
   Variance out{Tensor::empty(type.dtype, type.sizes), Tensor::empty(type.dtype, type.sizes)};
   const size_t n = static_cast<size_t>(out.var.numel());
+  const bool two_pass =
+      !with_mean && n == 1 && (type.dtype == DType::Float32 || type.dtype == DType::Float64);
   std::vector<int64_t> count(n, 0);
   std::vector<double> mean(n, 0.0);
   std::vector<double> m2(n, 0.0);
   shape.for_each([&](size_t o, int64_t, const std::vector<int64_t>& index) {
     const double x = in.get(index);
     ++count[o];
+    if (two_pass) {
+      mean[o] += x;  // the sum, for now
+      return;
+    }
     const double delta = x - mean[o];
     mean[o] += delta / static_cast<double>(count[o]);
     m2[o] += delta * (x - mean[o]);
   });
+  if (two_pass) {
+    // mean() in the dtype: the sum rounded to the dtype, divided by N in the dtype.
+    const double sum = round_to(type.dtype, mean[0]);
+    mean[0] = round_to(type.dtype, sum / static_cast<double>(count[0]));
+    shape.for_each([&](size_t o, int64_t, const std::vector<int64_t>& index) {
+      const double dx = in.get(index) - mean[o];
+      m2[o] += dx * dx;
+    });
+  }
   for (size_t o = 0; o < n; ++o) {
     const double divisor = std::max(0.0, static_cast<double>(count[o]) - correction);
-    const double var = m2[o] / divisor;
+    const double var = count[o] == 0 ? std::numeric_limits<double>::quiet_NaN() : m2[o] / divisor;
     const std::vector<int64_t> index = unravel_index(static_cast<int64_t>(o), type.sizes);
     out.var.set(index, round_to(type.dtype, take_sqrt ? std::sqrt(var) : var));
     out.mean.set(index, count[o] == 0 ? std::numeric_limits<double>::quiet_NaN()
@@ -295,7 +313,8 @@ Tensor eval_reduce(const Env& env, const ir::Node& node, ReduceOp op) {
       return reduce_any_all(in, shape, type, op);
     case ReduceOp::Var:
     case ReduceOp::Std:
-      return reduce_variance(in, shape, type, op == ReduceOp::Std, ir::scalar_arg(node, 2).as_double())
+      return reduce_variance(in, shape, type, op == ReduceOp::Std, ir::scalar_arg(node, 2).as_double(),
+                             /*with_mean=*/false)
           .var;
     case ReduceOp::LogSumExp:
       return reduce_logsumexp(in, shape, type);
@@ -307,7 +326,8 @@ std::vector<Tensor> eval_var_mean(const Env& env, const ir::Node& node) {
   const Tensor& in = env.tensor(node, 0);
   const ir::TensorType& type = env.result_type(node);
   const ReductionShape shape(in, node, type, 3);
-  Variance result = reduce_variance(in, shape, type, false, ir::scalar_arg(node, 2).as_double());
+  Variance result =
+      reduce_variance(in, shape, type, false, ir::scalar_arg(node, 2).as_double(), /*with_mean=*/true);
   return {std::move(result.var), std::move(result.mean)};
 }
 

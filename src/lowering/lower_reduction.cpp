@@ -7,8 +7,11 @@
 //   amax, amin     Max / Min (bool: Any / All, which are the same there);
 //   argmax, argmin ArgMax / ArgMin, the row-major index over the reduced dims;
 //   any, all       Any / All of to_dtype(bool), u8 results converted back;
-//   var, std       WelfordM2 / max(0, N - correction), sqrt for std;
-//   var_mean       that var and the WelfordMean of the same value (one accumulator);
+//   var, std       WelfordM2 in double / max(0, N - correction), sqrt for std (PyTorch's
+//                  accumulation for every floating dtype); a whole f32/f64 tensor's var/std
+//                  is PyTorch's two passes instead: mean in the dtype, then the sum of
+//                  (x - mean)^2 in double;
+//   var_mean       that Welford var and the WelfordMean of the same value (one accumulator);
 //   logsumexp      Max, then Sum(exp(x - shift)) with shift = max unless it is +-inf (then 0),
 //                  then log(sum) + shift, each step rounded to the dtype as the ATen ops of
 //                  PyTorch's composition are.
@@ -32,6 +35,16 @@ DType compute_dtype(DType dtype) {
 OpsValue round_through(OpsHandler& h, OpsValue x, DType dtype) {
   if (compute_dtype(dtype) == dtype) return x;
   return h.to_dtype(h.to_dtype(x, dtype), x.dtype);
+}
+
+// Whether PyTorch's CPU var/std (not var_mean) of this result takes its two-pass path: a
+// float32 or float64 result of one element (every dim of size > 1 reduced). Other results,
+// and f16/bf16 ones, are Welford's, in double.
+bool two_pass_variance(DType result, const std::vector<int64_t>& out_sizes) {
+  if (result != DType::Float32 && result != DType::Float64) return false;
+  int64_t numel = 1;
+  for (int64_t s : out_sizes) numel *= s;
+  return numel == 1;
 }
 
 // Which dims a reduction node reduces, and the index maps between the input, the kept loop
@@ -196,12 +209,16 @@ LoweredValue Lowerer::lower_reduction(const ir::Node& node, const ir::Value& out
   }
 
   if (variance) {
-    const DType compute = compute_dtype(result);
+    // PyTorch's CPU var/std/var_mean accumulate in double for every floating dtype (so that
+    // values near the float32 range limits, and a large mean with a small spread, keep their
+    // variance), and round once at the end.
+    const DType accumulate = DType::Float64;
     if (node.op == "var_mean" && node.result_index == 1) {
       // var_mean's mean: WelfordMean of the same value over the same loops as its var (the
       // node of result 0), so the code generator can keep one accumulator for both. PyTorch's
       // mean of nothing is NaN (not the accumulator's 0).
-      LoweredValue mean = reduce(ReductionType::WelfordMean, compute, input_as(compute), "mean");
+      LoweredValue mean =
+          reduce(ReductionType::WelfordMean, accumulate, input_as(accumulate), "mean");
       const bool empty = dims.count == 0;
       return with_epilogue(mean, result, "mean", self,
                            [empty, result](OpsHandler& h, OpsValue m) {
@@ -209,21 +226,48 @@ LoweredValue Lowerer::lower_reduction(const ir::Node& node, const ir::Value& out
                            },
                            {});
     }
-    LoweredValue m2 = reduce(ReductionType::WelfordM2, compute, input_as(compute),
-                             node.op == "var_mean" ? "var" : node.op);
     // PyTorch's divisor max(0, N - correction): inf (or NaN for M2 = 0) when N <= correction.
     const double divisor =
         std::max(0.0, static_cast<double>(dims.count) - ir::scalar_arg(node, 2).as_double());
     const bool take_sqrt = node.op == "std";
-    return with_epilogue(m2, result, node.op, self,
-                         [divisor, take_sqrt, result](OpsHandler& h, OpsValue sum_of_squares) {
-                           OpsValue v =
-                               apply(h, PointwiseOp::Div,
-                                     {sum_of_squares, h.constant(divisor, sum_of_squares.dtype)});
-                           if (take_sqrt) v = apply(h, PointwiseOp::Sqrt, {v});
-                           return convert(h, v, result);
-                         },
-                         {PointwiseOp::Div, PointwiseOp::Sqrt});
+    const bool empty = dims.count == 0;  // PyTorch's var of nothing is NaN, any correction
+    auto finish = [divisor, take_sqrt, empty, result](OpsHandler& h, OpsValue sum_of_squares) {
+      if (empty) return convert(h, h.constant(NAN, sum_of_squares.dtype), result);
+      OpsValue v =
+          apply(h, PointwiseOp::Div, {sum_of_squares, h.constant(divisor, sum_of_squares.dtype)});
+      if (take_sqrt) v = apply(h, PointwiseOp::Sqrt, {v});
+      return convert(h, v, result);
+    };
+    if (node.op != "var_mean" && two_pass_variance(result, out.type.sizes)) {
+      // PyTorch's var/std of a whole float32/float64 tensor: mean() in the dtype first, then
+      // the sum of (x - mean)^2 in double. Its mean rounds (and can overflow to inf where the
+      // variance would not), so this is eager's answer, not Welford's.
+      LoweredValue sum = reduce(ReductionType::Sum, result, input_as(result), "sum");
+      const double count = static_cast<double>(dims.count);
+      const Loader mean_at =
+          with_epilogue(sum, result, "mean", self,
+                        [count](OpsHandler& h, OpsValue s) {
+                          return apply(h, PointwiseOp::Div, {s, h.constant(count, s.dtype)});
+                        },
+                        {PointwiseOp::Div})
+              .loader;
+      const ReducedDims where = dims;
+      LoweredValue squares = reduce(
+          ReductionType::Sum, accumulate,
+          [x, mean_at, where, accumulate](OpsHandler& h, const std::vector<Expr>& full,
+                                          const std::vector<Expr>& idx) {
+            const OpsValue mean = convert(h, mean_at(h, where.output_index(idx)), accumulate);
+            const OpsValue dx =
+                apply(h, PointwiseOp::Sub, {convert(h, x(h, full), accumulate), mean});
+            return apply(h, PointwiseOp::Mul, {dx, dx});
+          },
+          "sub+mul+sum");
+      return with_epilogue(squares, result, node.op, self, finish,
+                           {PointwiseOp::Div, PointwiseOp::Sqrt});
+    }
+    LoweredValue m2 = reduce(ReductionType::WelfordM2, accumulate, input_as(accumulate),
+                             node.op == "var_mean" ? "var" : node.op);
+    return with_epilogue(m2, result, node.op, self, finish, {PointwiseOp::Div, PointwiseOp::Sqrt});
   }
 
   if (node.op == "logsumexp") {

@@ -193,11 +193,10 @@ TEST(CompiledReductions, ReductionsOverTransposedViews) {
 
 TEST(CompiledReductions, VarianceAccumulatesStably) {
   // 10^5 values uniform in [10 - sqrt(3), 10 + sqrt(3)): mean 10, standard
-  // deviation 1, so kappa = |mean| / std = 10. Welford's float32 accumulation
-  // errs like u * sqrt(N) * kappa (u = 2^-24, random rounding): 1.9e-4 relative
-  // at 4 standard deviations; the naive E[x^2] - E[x]^2 in float32 errs like u
-  // * sqrt(N) * kappa^2, ten times more, and a float16/bfloat16 accumulator is
-  // wrong outright.
+  // deviation 1, so kappa = |mean| / std = 10. A float32 Welford accumulation
+  // would err like u * sqrt(N) * kappa (u = 2^-24, random rounding): 1.9e-4
+  // relative at 4 standard deviations; PyTorch's (and Stax's) is in double, so
+  // var and std here are rounding-exact.
   const int64_t n = 100000;
   std::vector<double> v = series(n, [](int64_t i) {
     const double unit =
@@ -205,12 +204,12 @@ TEST(CompiledReductions, VarianceAccumulatesStably) {
     return 10.0 + std::sqrt(3.0) * (2 * unit - 1);
   });
   const double u = std::ldexp(1.0, -24);
-  const double rtol = 4 * u * std::sqrt(static_cast<double>(n)) * 10 / 3;
+  const double rtol = 4 * u;
   expect_matches_eager(
       "def f(x: f32[100000]):\n    v = var(x)\n    s = std(x, correction=0)\n"
       "    return v, s\n",
       {filled(DType::Float32, {n}, v)}, {{rtol, 0}, {rtol, 0}});
-  // bf16 input: accumulated in float32 and rounded once, so within bfloat16's
+  // bf16 input: accumulated in double and rounded once, so within bfloat16's
   // own tolerance.
   expect_matches_eager(
       "def f(x: bf16[100000]):\n    v, m = var_mean(x)\n    s = std(x)\n"
@@ -218,6 +217,63 @@ TEST(CompiledReductions, VarianceAccumulatesStably) {
       {filled(DType::BFloat16, {n}, v)},
       {value_tolerance(DType::BFloat16, {}), value_tolerance(DType::BFloat16, {}),
        value_tolerance(DType::BFloat16, {})});
+}
+
+// Values of magnitude `scale` around `center`: a deterministic spread in [-1, 1) * scale.
+std::vector<double> spread(int64_t n, double center, double scale) {
+  return series(n, [center, scale](int64_t i) {
+    const double unit =
+        static_cast<double>((static_cast<uint64_t>(i) * 2654435761u) & 0xFFFFFFFFu) / 4294967296.0;
+    return center + scale * (2 * unit - 1);
+  });
+}
+
+TEST(CompiledReductions, VarianceAccumulatesInDoubleLikePyTorch) {
+  // PyTorch's CPU var/std/var_mean accumulate float32 in double and round once, so values
+  // near the float32 range limits keep their std (their squares leave float32's range:
+  // 1e30^2 overflows, 1e-30^2 underflows; at 1e19 the variance fits but M2 over 40000
+  // elements does not), and a mean of 1e4 with a spread of 1e-3 keeps its variance.
+  // Both sides compute in double, so they agree to float32's rounding. Long rows reach the
+  // split and parallel reduction paths; dim 0 the reduction across vector lanes; a whole
+  // tensor's var/std PyTorch's two passes (mean in float32, then (x - mean)^2 in double).
+  // A whole tensor's var/std depend on the float32 mean's rounding (eager's own answer
+  // changes by the variance's size when its sum rounds differently), so they are checked
+  // at zero centers only.
+  const Tolerance rounding{4.0 * std::ldexp(1.0, -24), 0};
+  for (const auto& [center, scale] : std::vector<std::pair<double, double>>{
+           {0, 1e30}, {0, 1e-30}, {0, 1e19}, {1e4, 1e-3}, {-3e3, 1e-3}}) {
+    SCOPED_TRACE("center " + std::to_string(center) + ", scale " + std::to_string(scale));
+    std::string text =
+        "def f(x: f32[3, 40000], t: f32[40000, 3], w: f32[100000]):\n"
+        "    a = std(x, 1)\n    b = var(x, [1], correction=0, keepdim=True)\n"
+        "    c, d = var_mean(x, 1)\n    e = std(t, 0)\n    g = var(t, [0], correction=2)\n"
+        "    k, m = var_mean(w, correction=0)\n";
+    text += center == 0
+                ? "    h = std(w)\n    n = var(w)\n    return a, b, c, d, e, g, k, m, h, n\n"
+                : "    return a, b, c, d, e, g, k, m\n";
+    const ir::Graph g = ir::parse_graph(text);
+    Tolerances tolerances(g.outputs().size(), rounding);
+    expect_matches_eager(text,
+                         {filled(DType::Float32, {3, 40000}, spread(120000, center, scale)),
+                          filled(DType::Float32, {40000, 3}, spread(120000, center, scale)),
+                          filled(DType::Float32, {100000}, spread(100000, center, scale))},
+                         tolerances);
+  }
+}
+
+TEST(CompiledReductions, WholeTensorVarianceIsPyTorchsTwoPasses) {
+  // torch.var of a whole float32 tensor takes mean() in float32 first: 3e38 * 4 overflows
+  // the sum, so var and std are inf where var_mean's Welford gives 0 (torch 2.13.0).
+  const std::string text =
+      "def f(x: f32[4]):\n    v = var(x)\n    s = std(x)\n    a, m = var_mean(x)\n"
+      "    return v, s, a, m\n";
+  const std::vector<Tensor> inputs = {filled(DType::Float32, {4}, {3e38, 3e38, 3e38, 3e38})};
+  const std::vector<Tensor> expected = eager::run(ir::parse_graph(text), inputs);
+  EXPECT_EQ(expected[0].get({}), kInf);
+  EXPECT_EQ(expected[1].get({}), kInf);
+  EXPECT_EQ(expected[2].get({}), 0.0);
+  EXPECT_EQ(expected[3].get({}), 3.0000000054977558e+38);
+  expect_matches_eager(text, inputs);
 }
 
 TEST(CompiledReductions, EmptyReductionsGiveTheIdentity) {

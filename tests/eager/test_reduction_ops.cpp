@@ -201,8 +201,10 @@ TEST(ReductionOps, VarWithTooFewElements) {
 }
 
 TEST(ReductionOps, VarAccumulatesInDouble) {
-  // 1e4 + k * 1e-3: a float32 running mean loses the deviations; the exact variance of
-  // {1e4 + 0.001 k : k = 0..3} (as f32 values) is computed in double and rounded once.
+  // 1e4 + k * 1e-3: a float32 running mean loses the deviations. Over a dim (Welford in
+  // double) the variance of {1e4 + 0.001 k : k = 0..3} (as f32 values) is exact, rounded
+  // once; a whole tensor's var is PyTorch's two passes, whose float32 mean (10000.001953125
+  // here, eager's 10000.0009765625: the same deviations, mirrored) shifts it (torch 2.13.0).
   std::vector<double> data;
   double sum = 0;
   for (int k = 0; k < 4; ++k) {
@@ -213,7 +215,50 @@ TEST(ReductionOps, VarAccumulatesInDouble) {
   double m2 = 0;
   for (double v : data) m2 += (v - mean) * (v - mean);
   Tensor x = make(DType::Float32, {4}, data);
-  EXPECT_EQ(reduce("f32[4]", "var(x)", x).get({}), static_cast<double>(static_cast<float>(m2 / 3)));
+  EXPECT_EQ(reduce("f32[4]", "var(x)", x).get({}), 1.9073486328125e-06);
+  std::vector<double> rows = data;
+  rows.insert(rows.end(), data.begin(), data.end());
+  Tensor two = make(DType::Float32, {2, 4}, rows);
+  EXPECT_EQ(values(reduce("f32[2, 4]", "var(x, 1)", two)),
+            std::vector<double>(2, static_cast<float>(m2 / 3)));
+}
+
+TEST(ReductionOps, VarianceNearTheFloat32RangeLimits) {
+  // Squares of 1e30 overflow float32 and of 1e-30 underflow; PyTorch's std keeps them in
+  // double (its var overflows, or underflows, only when rounded). torch 2.13.0's values.
+  Tensor big = make(DType::Float32, {4}, {1e30, 2e30, 3e30, 4e30});
+  EXPECT_EQ(reduce("f32[4]", "std(x)", big).get({}), 1.2909945044578055e+30);
+  EXPECT_EQ(reduce("f32[4]", "var(x)", big).get({}), kInf);
+  Tensor tiny = make(DType::Float32, {4}, {1e-30, 2e-30, 3e-30, 4e-30});
+  EXPECT_EQ(reduce("f32[4]", "std(x)", tiny).get({}), 1.2909944760730667e-30);
+  EXPECT_EQ(reduce("f32[4]", "var(x)", tiny).get({}), 0.0);
+  Tensor m = make(DType::Float32, {2, 3}, {1e30, 2e30, 3e30, 4e30, -1e30, 5e30});
+  EXPECT_EQ(values(reduce("f32[2, 3]", "std(x, 1)", m)),
+            (std::vector<double>{9.999999394896025e+29, 3.2145503770853187e+30}));
+  EXPECT_EQ(
+      values(reduce("f32[2, 3]", "std(x, 0, correction=0)", m)),
+      (std::vector<double>{1.500000098129063e+30, 1.500000098129063e+30, 1.0000000150474662e+30}));
+  Tensor s = make(DType::Float32, {2, 3}, {1e-30, 2e-30, 3e-30, 4e-30, -1e-30, 5e-30});
+  EXPECT_EQ(values(reduce("f32[2, 3]", "std(x, 1)", s)),
+            (std::vector<double>{1.0000000031710769e-30, 3.214550109950738e-30}));
+  // At 1e19 the variance fits in float32 but M2 does not.
+  Tensor e19 = make(DType::Float32, {2, 4}, {1e19, -1e19, 2e19, -2e19, 1e19, -1e19, 2e19, -2e19});
+  EXPECT_EQ(values(reduce("f32[2, 4]", "var(x, 1)", e19)),
+            std::vector<double>(2, 3.3333332943699295e+38));
+  // A whole tensor's var/std take mean() first, whose float32 sum overflows here; var_mean
+  // (Welford) and a var over a dim do not.
+  Tensor huge = make(DType::Float32, {4}, {3e38, 3e38, 3e38, 3e38});
+  EXPECT_EQ(reduce("f32[4]", "var(x)", huge).get({}), kInf);
+  EXPECT_EQ(reduce("f32[4]", "std(x)", huge).get({}), kInf);
+  std::vector<Tensor> vm =
+      testing::run_text("def g(x: f32[4]):\n  v, m = var_mean(x)\n  return v, m\n", {huge});
+  EXPECT_EQ(vm[0].get({}), 0.0);
+  EXPECT_EQ(vm[1].get({}), 3.0000000054977558e+38);
+  Tensor huge_rows = make(DType::Float32, {2, 4}, std::vector<double>(8, 3e38));
+  EXPECT_EQ(values(reduce("f32[2, 4]", "var(x, 1)", huge_rows)), (std::vector<double>{0.0, 0.0}));
+  // Empty: NaN whatever the correction.
+  EXPECT_TRUE(std::isnan(
+      reduce("f32[0]", "var(x, correction=-1)", Tensor::empty(DType::Float32, {0})).get({})));
 }
 
 TEST(ReductionOps, VarMeanReturnsVarAndMean) {

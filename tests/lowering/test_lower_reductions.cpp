@@ -166,15 +166,24 @@ TEST(LowerReductions, AnyAndAll) {
   expect_matches_eager({"u8[2, 2]", "any(x)", {0, 0, 0, 3}});
 }
 
-TEST(LowerReductions, VarAndStdUseWelford) {
+TEST(LowerReductions, VarAndStdUseWelfordInDouble) {
+  // PyTorch's CPU kernels accumulate var/std in double for every floating dtype.
   const Case var{"f32[2, 3]", "var(x, 1)", {1, 2, 4, 3, 3, 3}};
-  EXPECT_EQ(reductions_of(var), (std::vector<P>{{R::WelfordM2, DType::Float32}}));
+  EXPECT_EQ(reductions_of(var), (std::vector<P>{{R::WelfordM2, DType::Float64}}));
   expect_matches_eager(var);
   expect_matches_eager({"f32[2, 3]", "var(x, 1, correction=0)", {1, 2, 4, 3, 3, 3}});
   expect_matches_eager({"f32[2, 3]", "std(x, correction=0.5)", {1, 2, 4, 3, 3, 3}});
   expect_matches_eager({"f64[3]", "std(x, keepdim=True)", {1, 2, 4}});
   EXPECT_EQ(reductions_of({"bf16[3]", "std(x)", {1, 2, 4}}),
-            (std::vector<P>{{R::WelfordM2, DType::Float32}}));
+            (std::vector<P>{{R::WelfordM2, DType::Float64}}));
+  // A whole f32/f64 tensor's var/std: PyTorch's two passes, the mean in the dtype, then the
+  // squared deviations summed in double.
+  EXPECT_EQ(reductions_of({"f32[2, 3]", "std(x)", {1, 2, 4, 3, 3, 3}}),
+            (std::vector<P>{{R::Sum, DType::Float32}, {R::Sum, DType::Float64}}));
+  EXPECT_EQ(reductions_of({"f32[1, 3]", "var(x, 1)", {1, 2, 4}}),
+            (std::vector<P>{{R::Sum, DType::Float32}, {R::Sum, DType::Float64}}));
+  expect_matches_eager({"f32[1, 3]", "var(x, 1, keepdim=True)", {1, 2, 4}});
+  expect_matches_eager({"f32[3]", "var(x, correction=-1)", {1, 2, 4}});
   expect_matches_eager({"bf16[3]", "std(x)", {1, 2, 4}});
   expect_matches_eager({"f16[3]", "var(x)", {1, 2, 4}});
 }
