@@ -154,9 +154,13 @@ inline T int_pow(T base, T exp) {
   return result;
 }
 
-// PyTorch's erfinv (ATen calc_erfinv): a rational initial guess refined by two Newton steps.
+// erfinv as accurate as eager's (within an ulp up to the last representable value below 1):
+// a rational first guess refined by Newton steps, computed in double for float too.
+inline double double_erfinv(double y);
 template <class T>
-inline T float_erfinv(T y);
+inline T float_erfinv(T y) {
+  return static_cast<T>(double_erfinv(static_cast<double>(y)));
+}
 
 }  // namespace detail
 
@@ -569,32 +573,40 @@ inline Scalar<T> op_where(bool c, T a, T b) {
 
 namespace detail {
 
-template <class T>
-inline T float_erfinv(T y) {
-  const T a[4] = {T(0.886226899), T(-1.645349621), T(0.914624893), T(-0.140543331)};
-  const T b[4] = {T(-2.118377725), T(1.442710462), T(-0.329097515), T(0.012229801)};
-  const T c[4] = {T(-1.970840454), T(-1.624906493), T(3.429567803), T(1.641345311)};
-  const T d[2] = {T(3.543889200), T(1.637067800)};
-  const T y_abs = float_fabs(y);
-  if (y_abs > T(1)) return T(__builtin_nan(""));
-  if (y_abs == T(1)) return float_copysign(T(__builtin_huge_val()), y);
-  T x;
-  if (y_abs <= T(0.7)) {
-    const T z = y * y;
-    const T num = ((a[3] * z + a[2]) * z + a[1]) * z + a[0];
-    const T dem = (((b[3] * z + b[2]) * z + b[1]) * z + b[0]) * z + T(1);
-    x = y * num / dem;
-  } else {
-    const T z = float_sqrt(-op_log((T(1) - y_abs) / T(2)));
-    const T num = ((c[3] * z + c[2]) * z + c[1]) * z + c[0];
-    const T dem = (d[1] * z + d[0]) * z + T(1);
-    x = float_copysign(num, y) / dem;
+// A rational first guess (central: y times a ratio of polynomials in y^2 for |y| <= 0.7;
+// tail: in sqrt(-log((1 - |y|) / 2))), then two Newton steps. In the tail the steps solve
+// erfc(x) = 1 - |y| rather than erf(x) = |y|: 1 - |y| is exact there (|y| >= 0.5) while
+// erf(x) - |y| cancels to nothing near 1 (erfinv(1 - 2^-53) is 5.86; erf(5.86) rounds to 1),
+// and erfc keeps its relative accuracy, so the result stays within an ulp up to the last
+// double below 1.
+inline double double_erfinv(double y) {
+  const double a[4] = {0.886226899, -1.645349621, 0.914624893, -0.140543331};
+  const double b[4] = {-2.118377725, 1.442710462, -0.329097515, 0.012229801};
+  const double c[4] = {-1.970840454, -1.624906493, 3.429567803, 1.641345311};
+  const double d[2] = {3.543889200, 1.637067800};
+  const double y_abs = float_fabs(y);
+  if (!(y_abs <= 1.0)) return __builtin_nan("");  // NaN and |y| > 1
+  if (y_abs == 1.0) return float_copysign(__builtin_huge_val(), y);
+  const double two_over_sqrt_pi = 1.12837916709551257390;
+  if (y_abs <= 0.7) {
+    const double z = y * y;
+    const double num = ((a[3] * z + a[2]) * z + a[1]) * z + a[0];
+    const double dem = (((b[3] * z + b[2]) * z + b[1]) * z + b[0]) * z + 1.0;
+    double x = y * num / dem;
+    for (int step = 0; step < 2; ++step) {
+      x = x - (op_erf(x) - y) / (two_over_sqrt_pi * op_exp(-x * x));
+    }
+    return x;
   }
-  // 2 / sqrt(pi), rounded to T as ATen does.
-  const T two_over_sqrt_pi = static_cast<T>(2.0) / static_cast<T>(1.7724538509055160273);
-  x = x - (op_erf(x) - y) / (two_over_sqrt_pi * op_exp(-x * x));
-  x = x - (op_erf(x) - y) / (two_over_sqrt_pi * op_exp(-x * x));
-  return x;
+  const double tail = 1.0 - y_abs;  // exact
+  const double z = float_sqrt(-op_log(tail / 2.0));
+  const double num = ((c[3] * z + c[2]) * z + c[1]) * z + c[0];
+  const double dem = (d[1] * z + d[0]) * z + 1.0;
+  double x = num / dem;
+  for (int step = 0; step < 2; ++step) {
+    x = x + (op_erfc(x) - tail) / (two_over_sqrt_pi * op_exp(-x * x));
+  }
+  return float_copysign(x, y);
 }
 
 // float exp within 1 ulp (about 0.5 ulp of the polynomial plus the final roundings):
