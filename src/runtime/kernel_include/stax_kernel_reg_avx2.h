@@ -194,7 +194,6 @@ using U8x32 = Reg<uint8_t, 32>;
   STAX_M1(R, isinf,                                                                                \
           _mm256_movemask_##S(_mm256_cmp_##S(_mm256_andnot_##S(_mm256_set1_##S(-0.0), x),          \
                                              _mm256_set1_##S(__builtin_huge_val()), _CMP_EQ_OQ)))  \
-  STAX_R1(R, exp, Sleef_finz_exp##SL##_u10avx2(x))                                                 \
   STAX_R1(R, exp2, Sleef_finz_exp2##SL##_u10avx2(x))                                               \
   STAX_R1(R, expm1, Sleef_finz_expm1##SL##_u10avx2(x))                                             \
   STAX_R1(R, log, Sleef_finz_log##SL##_u10avx2(x))                                                 \
@@ -209,31 +208,12 @@ using U8x32 = Reg<uint8_t, 32>;
   STAX_R1(R, atan, Sleef_finz_atan##SL##_u10avx2(x))                                               \
   STAX_R1(R, sinh, Sleef_finz_sinh##SL##_u10avx2(x))                                               \
   STAX_R1(R, cosh, Sleef_finz_cosh##SL##_u10avx2(x))                                               \
-  STAX_R1(R, tanh, Sleef_finz_tanh##SL##_u10avx2(x))                                               \
   STAX_R1(R, asinh, Sleef_finz_asinh##SL##_u10avx2(x))                                             \
   STAX_R1(R, acosh, Sleef_finz_acosh##SL##_u10avx2(x))                                             \
   STAX_R1(R, atanh, Sleef_finz_atanh##SL##_u10avx2(x))                                             \
-  STAX_R1(R, erf, Sleef_finz_erf##SL##_u10avx2(x))                                                 \
   STAX_R1(R, erfc, Sleef_finz_erfc##SL##_u15avx2(x))                                               \
   STAX_R2(R, atan2, Sleef_finz_atan2##SL##_u10avx2(x, y))                                          \
   STAX_R2(R, hypot, Sleef_finz_hypot##SL##_u05avx2(x, y))                                          \
-  STAX_R1(R, sigmoid,                                                                              \
-          _mm256_div_##S(                                                                          \
-              _mm256_set1_##S(1.0),                                                                \
-              _mm256_add_##S(_mm256_set1_##S(1.0), Sleef_finz_exp##SL##_u10avx2(_mm256_xor_##S(    \
-                                                       x, _mm256_set1_##S(-0.0))))))               \
-  inline R reg_pow(const R& a, const R& b) {                                                       \
-    const auto x = a.v, e = b.v;                                                                   \
-    auto r = Sleef_finz_pow##SL##_u10avx2(x, e);                                                   \
-    r = _mm256_blendv_##S(r, _mm256_mul_##S(x, x),                                                 \
-                          _mm256_cmp_##S(e, _mm256_set1_##S(2.0), _CMP_EQ_OQ));                    \
-    r = _mm256_blendv_##S(r, x, _mm256_cmp_##S(e, _mm256_set1_##S(1.0), _CMP_EQ_OQ));              \
-    r = _mm256_blendv_##S(r, _mm256_set1_##S(1.0),                                                 \
-                          _mm256_cmp_##S(e, _mm256_setzero_##S(), _CMP_EQ_OQ));                    \
-    r = _mm256_blendv_##S(r, _mm256_div_##S(_mm256_set1_##S(1.0), x),                              \
-                          _mm256_cmp_##S(e, _mm256_set1_##S(-1.0), _CMP_EQ_OQ));                   \
-    return R::make(r);                                                                             \
-  }                                                                                                \
   inline R reg_select(uint64_t bits, const R& a, const R& b) {                                     \
     return R::make(_mm256_blendv_##S(b.v, a.v, CAST(BITS_TO_LANES(bits))));                        \
   }
@@ -241,6 +221,49 @@ using U8x32 = Reg<uint8_t, 32>;
 STAX_AVX2_FLOAT_OPS(F8, ps, f8, avx2_bits_to_lanes32, _mm256_castsi256_ps)
 STAX_AVX2_FLOAT_OPS(D4, pd, d4, avx2_bits_to_lanes64, _mm256_castsi256_pd)
 #undef STAX_AVX2_FLOAT_OPS
+
+// exp, tanh, erf: double is SLEEF's; float is the code of float_exp, float_tanh and float_erf
+// (stax_kernel_float_math_reg.h).
+STAX_R1(D4, exp, Sleef_finz_expd4_u10avx2(x))
+STAX_R1(D4, tanh, Sleef_finz_tanhd4_u10avx2(x))
+STAX_R1(D4, erf, Sleef_finz_erfd4_u10avx2(x))
+inline F8 reg_fma(const F8& a, const F8& b, const F8& c) {
+  return F8::make(_mm256_fmadd_ps(a.v, b.v, c.v));
+}
+STAX_R2(F8, max_keep_nan, _mm256_max_ps(x, y))
+STAX_R2(F8, min_keep_nan, _mm256_min_ps(x, y))
+// float_scale_pow2: p * 2^half * 2^(n - half), 2^k built from its exponent bits.
+inline __m256 avx2_pow2(__m256 k) {
+  return _mm256_castsi256_ps(
+      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127)), 23));
+}
+inline F8 reg_scale_pow2(const F8& p, const F8& n) {
+  const __m256 half =
+      _mm256_round_ps(_mm256_mul_ps(n.v, _mm256_set1_ps(0.5f)), _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+  return F8::make(_mm256_mul_ps(_mm256_mul_ps(p.v, avx2_pow2(half)),
+                                avx2_pow2(_mm256_sub_ps(n.v, half))));
+}
+}  // namespace detail
+}  // namespace stax
+#include "stax_kernel_float_math_reg.h"
+namespace stax {
+namespace detail {
+inline F8 reg_exp(const F8& a) {
+  return reg_float_exp(a);
+}
+inline F8 reg_tanh(const F8& a) {
+  return reg_float_tanh(a);
+}
+inline F8 reg_erf(const F8& a) {
+  return reg_float_erf(a);
+}
+// 1 / (1 + exp(-x)), as the scalar op_sigmoid (after reg_exp, so that it calls this level's).
+inline F8 reg_sigmoid(const F8& a) {
+  return reg_div(F8::broadcast(1.0f), reg_add(F8::broadcast(1.0f), reg_exp(reg_neg(a))));
+}
+inline D4 reg_sigmoid(const D4& a) {
+  return reg_div(D4::broadcast(1.0), reg_add(D4::broadcast(1.0), reg_exp(reg_neg(a))));
+}
 
 // ---- Integer registers ----
 // GT(x, y): signed (or, for uint8, bias-flipped) x > y as a lane mask; MOVEMASK: lane mask

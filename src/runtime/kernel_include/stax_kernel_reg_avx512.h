@@ -88,6 +88,13 @@ using U8x64 = Reg<uint8_t, 64>;
     const auto y = b.v;                         \
     return R::make(expr);                       \
   }
+#define STAX_R3(R, name, expr)                                \
+  inline R reg_##name(const R& a, const R& b, const R& c) { \
+    const auto x = a.v;                                     \
+    const auto y = b.v;                                     \
+    const auto z = c.v;                                     \
+    return R::make(expr);                                   \
+  }
 #define STAX_M2(R, name, expr)                         \
   inline uint64_t reg_##name(const R& a, const R& b) { \
     const auto x = a.v;                                \
@@ -145,7 +152,6 @@ using U8x64 = Reg<uint8_t, 64>;
   STAX_M1(R, isinf,                                                                                \
           _mm512_cmp_##S##_mask(_mm512_andnot_##S(_mm512_set1_##S(-0.0), x),                       \
                                 _mm512_set1_##S(__builtin_huge_val()), _CMP_EQ_OQ))                \
-  STAX_R1(R, exp, Sleef_finz_exp##SL##_u10avx512f(x))                                              \
   STAX_R1(R, exp2, Sleef_finz_exp2##SL##_u10avx512f(x))                                            \
   STAX_R1(R, expm1, Sleef_finz_expm1##SL##_u10avx512f(x))                                          \
   STAX_R1(R, log, Sleef_finz_log##SL##_u10avx512f(x))                                              \
@@ -160,19 +166,12 @@ using U8x64 = Reg<uint8_t, 64>;
   STAX_R1(R, atan, Sleef_finz_atan##SL##_u10avx512f(x))                                            \
   STAX_R1(R, sinh, Sleef_finz_sinh##SL##_u10avx512f(x))                                            \
   STAX_R1(R, cosh, Sleef_finz_cosh##SL##_u10avx512f(x))                                            \
-  STAX_R1(R, tanh, Sleef_finz_tanh##SL##_u10avx512f(x))                                            \
   STAX_R1(R, asinh, Sleef_finz_asinh##SL##_u10avx512f(x))                                          \
   STAX_R1(R, acosh, Sleef_finz_acosh##SL##_u10avx512f(x))                                          \
   STAX_R1(R, atanh, Sleef_finz_atanh##SL##_u10avx512f(x))                                          \
-  STAX_R1(R, erf, Sleef_finz_erf##SL##_u10avx512f(x))                                              \
   STAX_R1(R, erfc, Sleef_finz_erfc##SL##_u15avx512f(x))                                            \
   STAX_R2(R, atan2, Sleef_finz_atan2##SL##_u10avx512f(x, y))                                       \
   STAX_R2(R, hypot, Sleef_finz_hypot##SL##_u05avx512f(x, y))                                       \
-  STAX_R1(R, sigmoid,                                                                              \
-          _mm512_div_##S(                                                                          \
-              _mm512_set1_##S(1.0),                                                                \
-              _mm512_add_##S(_mm512_set1_##S(1.0), Sleef_finz_exp##SL##_u10avx512f(_mm512_xor_##S( \
-                                                       x, _mm512_set1_##S(-0.0))))))               \
   inline R reg_select(uint64_t bits, const R& a, const R& b) {                                     \
     return R::make(_mm512_mask_blend_##S(static_cast<MASK>(bits), b.v, a.v));                      \
   }
@@ -180,6 +179,37 @@ using U8x64 = Reg<uint8_t, 64>;
 STAX_AVX512_FLOAT_OPS(F16, ps, f16, __mmask16)
 STAX_AVX512_FLOAT_OPS(D8, pd, d8, __mmask8)
 #undef STAX_AVX512_FLOAT_OPS
+
+// exp, tanh, erf: double is SLEEF's; float is the code of float_exp, float_tanh and float_erf
+// (stax_kernel_float_math_reg.h).
+STAX_R1(D8, exp, Sleef_finz_expd8_u10avx512f(x))
+STAX_R1(D8, tanh, Sleef_finz_tanhd8_u10avx512f(x))
+STAX_R1(D8, erf, Sleef_finz_erfd8_u10avx512f(x))
+STAX_R3(F16, fma, _mm512_fmadd_ps(x, y, z))
+STAX_R2(F16, max_keep_nan, _mm512_max_ps(x, y))
+STAX_R2(F16, min_keep_nan, _mm512_min_ps(x, y))
+STAX_R2(F16, scale_pow2, _mm512_scalef_ps(x, y))
+}  // namespace detail
+}  // namespace stax
+#include "stax_kernel_float_math_reg.h"
+namespace stax {
+namespace detail {
+inline F16 reg_exp(const F16& a) {
+  return reg_float_exp(a);
+}
+inline F16 reg_tanh(const F16& a) {
+  return reg_float_tanh(a);
+}
+inline F16 reg_erf(const F16& a) {
+  return reg_float_erf(a);
+}
+// 1 / (1 + exp(-x)), as the scalar op_sigmoid (after reg_exp, so that it calls this level's).
+inline F16 reg_sigmoid(const F16& a) {
+  return reg_div(F16::broadcast(1.0f), reg_add(F16::broadcast(1.0f), reg_exp(reg_neg(a))));
+}
+inline D8 reg_sigmoid(const D8& a) {
+  return reg_div(D8::broadcast(1.0), reg_add(D8::broadcast(1.0), reg_exp(reg_neg(a))));
+}
 
 // pow: SLEEF with the exact special exponents of the scalar op_pow (2, 1, 0, -1).
 #define STAX_AVX512_POW(R, S, SL)                                                                 \
@@ -255,6 +285,7 @@ STAX_R2(I16x32, shift_right, _mm512_srav_epi16(x, y))
 
 #undef STAX_R1
 #undef STAX_R2
+#undef STAX_R3
 #undef STAX_M1
 #undef STAX_M2
 

@@ -154,9 +154,13 @@ inline T int_pow(T base, T exp) {
   return result;
 }
 
-// PyTorch's erfinv (ATen calc_erfinv): a rational initial guess refined by two Newton steps.
+// erfinv as accurate as eager's (within an ulp up to the last representable value below 1):
+// a rational first guess refined by Newton steps, computed in double for float too.
+inline double double_erfinv(double y);
 template <class T>
-inline T float_erfinv(T y);
+inline T float_erfinv(T y) {
+  return static_cast<T>(double_erfinv(static_cast<double>(y)));
+}
 
 }  // namespace detail
 
@@ -168,7 +172,6 @@ inline T float_erfinv(T y);
   inline double op_##name(double x) {     \
     return STAX_SLEEF1(fn##d, acc)(x);    \
   }
-STAX_SCALAR_SLEEF1(exp, exp, u10)
 STAX_SCALAR_SLEEF1(exp2, exp2, u10)
 STAX_SCALAR_SLEEF1(expm1, expm1, u10)
 STAX_SCALAR_SLEEF1(log, log, u10)
@@ -183,11 +186,9 @@ STAX_SCALAR_SLEEF1(acos, acos, u10)
 STAX_SCALAR_SLEEF1(atan, atan, u10)
 STAX_SCALAR_SLEEF1(sinh, sinh, u10)
 STAX_SCALAR_SLEEF1(cosh, cosh, u10)
-STAX_SCALAR_SLEEF1(tanh, tanh, u10)
 STAX_SCALAR_SLEEF1(sleef_asinh, asinh, u10)
 STAX_SCALAR_SLEEF1(sleef_acosh, acosh, u10)
 STAX_SCALAR_SLEEF1(atanh, atanh, u10)
-STAX_SCALAR_SLEEF1(erf, erf, u10)
 STAX_SCALAR_SLEEF1(erfc, erfc, u15)
 #undef STAX_SCALAR_SLEEF1
 
@@ -232,6 +233,33 @@ constexpr T kLog2 = static_cast<T>(0.693147180559945309417232121458176568);
 STAX_SCALAR_LARGE_ARGUMENT_OPS(float)
 STAX_SCALAR_LARGE_ARGUMENT_OPS(double)
 #undef STAX_SCALAR_LARGE_ARGUMENT_OPS
+
+// exp, tanh and erf: float has code of its own (detail::float_exp, float_tanh, float_erf
+// below: eager's vectorized float exp and erf are faster and less exact than SLEEF's u10,
+// and Stax must not be slower than eager), double is SLEEF's (as eager's).
+namespace detail {
+inline float float_exp(float x);
+inline float float_tanh(float x);
+inline float float_erf(float x);
+}  // namespace detail
+inline double op_exp(double x) {
+  return STAX_SLEEF1(expd, u10)(x);
+}
+inline float op_exp(float x) {
+  return detail::float_exp(x);
+}
+inline double op_tanh(double x) {
+  return STAX_SLEEF1(tanhd, u10)(x);
+}
+inline float op_tanh(float x) {
+  return detail::float_tanh(x);
+}
+inline double op_erf(double x) {
+  return STAX_SLEEF1(erfd, u10)(x);
+}
+inline float op_erf(float x) {
+  return detail::float_erf(x);
+}
 
 inline float op_atan2(float a, float b) {
   return STAX_SLEEF1(atan2f, u10)(a, b);
@@ -545,32 +573,142 @@ inline Scalar<T> op_where(bool c, T a, T b) {
 
 namespace detail {
 
-template <class T>
-inline T float_erfinv(T y) {
-  const T a[4] = {T(0.886226899), T(-1.645349621), T(0.914624893), T(-0.140543331)};
-  const T b[4] = {T(-2.118377725), T(1.442710462), T(-0.329097515), T(0.012229801)};
-  const T c[4] = {T(-1.970840454), T(-1.624906493), T(3.429567803), T(1.641345311)};
-  const T d[2] = {T(3.543889200), T(1.637067800)};
-  const T y_abs = float_fabs(y);
-  if (y_abs > T(1)) return T(__builtin_nan(""));
-  if (y_abs == T(1)) return float_copysign(T(__builtin_huge_val()), y);
-  T x;
-  if (y_abs <= T(0.7)) {
-    const T z = y * y;
-    const T num = ((a[3] * z + a[2]) * z + a[1]) * z + a[0];
-    const T dem = (((b[3] * z + b[2]) * z + b[1]) * z + b[0]) * z + T(1);
-    x = y * num / dem;
-  } else {
-    const T z = float_sqrt(-op_log((T(1) - y_abs) / T(2)));
-    const T num = ((c[3] * z + c[2]) * z + c[1]) * z + c[0];
-    const T dem = (d[1] * z + d[0]) * z + T(1);
-    x = float_copysign(num, y) / dem;
+// A rational first guess (central: y times a ratio of polynomials in y^2 for |y| <= 0.7;
+// tail: in sqrt(-log((1 - |y|) / 2))), then two Newton steps. In the tail the steps solve
+// erfc(x) = 1 - |y| rather than erf(x) = |y|: 1 - |y| is exact there (|y| >= 0.5) while
+// erf(x) - |y| cancels to nothing near 1 (erfinv(1 - 2^-53) is 5.86; erf(5.86) rounds to 1),
+// and erfc keeps its relative accuracy, so the result stays within an ulp up to the last
+// double below 1.
+inline double double_erfinv(double y) {
+  const double a[4] = {0.886226899, -1.645349621, 0.914624893, -0.140543331};
+  const double b[4] = {-2.118377725, 1.442710462, -0.329097515, 0.012229801};
+  const double c[4] = {-1.970840454, -1.624906493, 3.429567803, 1.641345311};
+  const double d[2] = {3.543889200, 1.637067800};
+  const double y_abs = float_fabs(y);
+  if (!(y_abs <= 1.0)) return __builtin_nan("");  // NaN and |y| > 1
+  if (y_abs == 1.0) return float_copysign(__builtin_huge_val(), y);
+  const double two_over_sqrt_pi = 1.12837916709551257390;
+  if (y_abs <= 0.7) {
+    const double z = y * y;
+    const double num = ((a[3] * z + a[2]) * z + a[1]) * z + a[0];
+    const double dem = (((b[3] * z + b[2]) * z + b[1]) * z + b[0]) * z + 1.0;
+    double x = y * num / dem;
+    for (int step = 0; step < 2; ++step) {
+      x = x - (op_erf(x) - y) / (two_over_sqrt_pi * op_exp(-x * x));
+    }
+    return x;
   }
-  // 2 / sqrt(pi), rounded to T as ATen does.
-  const T two_over_sqrt_pi = static_cast<T>(2.0) / static_cast<T>(1.7724538509055160273);
-  x = x - (op_erf(x) - y) / (two_over_sqrt_pi * op_exp(-x * x));
-  x = x - (op_erf(x) - y) / (two_over_sqrt_pi * op_exp(-x * x));
-  return x;
+  const double tail = 1.0 - y_abs;  // exact
+  const double z = float_sqrt(-op_log(tail / 2.0));
+  const double num = ((c[3] * z + c[2]) * z + c[1]) * z + c[0];
+  const double dem = (d[1] * z + d[0]) * z + 1.0;
+  double x = num / dem;
+  for (int step = 0; step < 2; ++step) {
+    x = x + (op_erfc(x) - tail) / (two_over_sqrt_pi * op_exp(-x * x));
+  }
+  return float_copysign(x, y);
+}
+
+// float exp within 1 ulp (about 0.5 ulp of the polynomial plus the final roundings):
+// x = n ln2 + r with n = rint(x / ln2) and |r| <= ln2 / 2 (ln2 in two parts, so r is exact
+// to float precision), e^r = 1 + r + r^2 Q(r) with Q of degree 4 fitted to relative minimax
+// for this header (fit error 3e-9), and e^x = e^r 2^n, the scaling in two halves so that
+// every factor is a normal float and only the last multiplication rounds (gradual underflow
+// to subnormals and overflow to inf come out right). x is clamped to [-104, 89] first
+// (e^-104 is below half the smallest subnormal, e^89 above the largest float); NaN stays.
+struct ExpCoefficients {
+  static constexpr float q[5] = {0.4999999403953552f, 0.1666652113199234f, 0.04166838899254799f,
+                                 0.008368710055947304f, 0.001381461275741458f};
+  static constexpr float kLog2e = 1.44269502162933349609f;
+  static constexpr float kLn2Hi = 0.693145751953125f;  // 11 significant bits: n * hi is exact
+  static constexpr float kLn2Lo = 1.42860676533018704e-06f;
+  static constexpr float kLow = -104.0f;
+  static constexpr float kHigh = 89.0f;
+};
+
+// 2^k for an integral float k in [-126, 127].
+inline float float_pow2(float k) {
+  return __builtin_bit_cast(float, static_cast<uint32_t>(static_cast<int32_t>(k) + 127) << 23);
+}
+
+// p * 2^n for an integral n in [-150, 128] and p in [0.7, 1.42], rounded once: in two
+// halves, each factor a normal float, so p * 2^half is exact and only the last product rounds
+// (the AVX-512 form is one vscalefps, which rounds the same exact product once).
+inline float float_scale_pow2(float p, float n) {
+  const float half = float_trunc(n * 0.5f);
+  return p * float_pow2(half) * float_pow2(n - half);
+}
+
+inline float float_exp(float x) {
+  using C = ExpCoefficients;
+  x = x < C::kLow ? C::kLow : x;  // NaN stays NaN
+  x = x > C::kHigh ? C::kHigh : x;
+  const float n = float_rint(x * C::kLog2e);
+  float r = __builtin_fmaf(-n, C::kLn2Hi, x);
+  r = __builtin_fmaf(-n, C::kLn2Lo, r);
+  float q = C::q[4];
+  for (int k = 3; k >= 0; --k) q = __builtin_fmaf(q, r, C::q[k]);
+  const float p = __builtin_fmaf(r * r, q, r) + 1.0f;
+  return float_scale_pow2(p, n);
+}
+
+// float tanh: |x| < 0.55: x + x^3 T(x^2), T of degree 4 fitted to relative minimax for this
+// header (fit error 1e-9); beyond, 1 - 2 / (e^(2|x|) + 1) with float_exp (within 3 ulp at the
+// switch, where the subtraction loses a bit), the sign copied; e^(2|x|) = inf gives 1.
+struct TanhCoefficients {
+  static constexpr float t[5] = {-0.33333316445350647f, 0.13332585990428925f,
+                                 -0.05385230854153633f, 0.021071672439575195f,
+                                 -0.006274229846894741f};
+  static constexpr float kSplit = 0.55f;
+};
+
+inline float float_tanh(float x) {
+  using C = TanhCoefficients;
+  const float a = float_fabs(x);
+  if (a < C::kSplit) {
+    const float s = x * x;
+    float t = C::t[4];
+    for (int k = 3; k >= 0; --k) t = __builtin_fmaf(t, s, C::t[k]);
+    return __builtin_fmaf(x * s, t, x);
+  }
+  return float_copysign(1.0f - 2.0f / (float_exp(2.0f * a) + 1.0f), x);
+}
+
+// float erf, as fast as eager's vectorized one and about as accurate (within 2 ulp of the
+// correctly rounded result on a dense sweep; SLEEF's u10 erf costs several times more).
+// Two ranges of |x|, both polynomials fitted to relative minimax (Lawson's reweighted least
+// squares) for this header:
+//   |x| < 1:  erf(x) = x * P(x^2), P of degree 6 (fit error 1.2e-9 relative);
+//   |x| >= 1: erf(|x|) = 1 - exp(Q(t)), t = min(|x|, 4), Q(t) ~ log(erfc(t)) of degree 6
+//             (fit error in erf 1e-9 absolute); erfc(4) = 1.5e-8 is below half an ulp of 1,
+//             so clamping at 4 gives exactly 1 beyond, inf included, and the sign is copied.
+// Polynomials use fused multiply-adds at every level (the scalar form calls fmaf), so a
+// vector lane and the scalar form differ only by the exp they call.
+// The register form (stax_kernel_erf_reg.h) computes exactly these steps.
+struct ErfCoefficients {
+  static constexpr float small[7] = {1.12837917e+00f, -3.76126259e-01f, 1.12835852e-01f,
+                                     -2.68538120e-02f, 5.18832770e-03f, -8.01019316e-04f,
+                                     7.85385823e-05f};
+  static constexpr float large[7] = {-3.53702378e-04f, -1.12704011e+00f, -6.38225561e-01f,
+                                     -1.03037470e-01f, 2.18053669e-02f,  -2.93961950e-03f,
+                                     1.85575262e-04f};
+  static constexpr float kSplit = 1.0f;  // |x| below: the small-argument polynomial
+  static constexpr float kClamp = 4.0f;  // erf rounds to 1 from about 3.92
+};
+
+inline float float_erf(float x) {
+  using C = ErfCoefficients;
+  const float a = float_fabs(x);
+  if (a < C::kSplit) {
+    const float s = x * x;
+    float p = C::small[6];
+    for (int k = 5; k >= 0; --k) p = __builtin_fmaf(p, s, C::small[k]);
+    return x * p;
+  }
+  const float t = a > C::kClamp ? C::kClamp : a;  // NaN stays NaN
+  float q = C::large[6];
+  for (int k = 5; k >= 0; --k) q = __builtin_fmaf(q, t, C::large[k]);
+  return float_copysign(1.0f - op_exp(q), x);
 }
 
 }  // namespace detail

@@ -1,0 +1,69 @@
+// The register forms of the float exp, tanh and erf of stax_kernel_scalar_ops.h
+// (detail::float_exp, float_tanh, float_erf): the same steps on every lane, in the same
+// order, with fused multiply-adds where the scalar form calls fmaf, so a lane gives the scalar
+// form's bits. Where the scalar form branches on a range, both ranges are computed and
+// blended (skipping the second when no lane needs it).
+// R is a float register of a SIMD level that provides, besides the reg_<op> of every op:
+//   reg_fma(a, b, c)            a * b + c, one rounding;
+//   reg_max_keep_nan(bound, x)  max(bound, x), x when x is NaN (maxps returns its second
+//   reg_min_keep_nan(bound, x)  operand when either is NaN), likewise min;
+//   reg_scale_pow2(p, n)        p * 2^n for integral float lanes n in [-150, 128] and p in
+//                               [0.7, 1.42], rounded once (float_scale_pow2).
+// Included by the SIMD level headers after those functions; not meant to be included directly.
+#pragma once
+
+#include "stax_kernel_scalar_ops.h"
+
+namespace stax {
+namespace detail {
+
+template <class R>
+inline R reg_float_exp(const R& in) {
+  using C = ExpCoefficients;
+  const R x = reg_min_keep_nan(R::broadcast(C::kHigh),
+                               reg_max_keep_nan(R::broadcast(C::kLow), in));
+  const R n = reg_round(reg_mul(x, R::broadcast(C::kLog2e)));
+  const R minus_n = reg_neg(n);
+  R r = reg_fma(minus_n, R::broadcast(C::kLn2Hi), x);
+  r = reg_fma(minus_n, R::broadcast(C::kLn2Lo), r);
+  R q = R::broadcast(C::q[4]);
+  for (int k = 3; k >= 0; --k) q = reg_fma(q, r, R::broadcast(C::q[k]));
+  const R p = reg_add(reg_fma(reg_mul(r, r), q, r), R::broadcast(1.0f));
+  return reg_scale_pow2(p, n);
+}
+
+template <class R>
+inline R reg_float_tanh(const R& x) {
+  using C = TanhCoefficients;
+  const R a = reg_abs(x);
+  const R s = reg_mul(x, x);
+  R t = R::broadcast(C::t[4]);
+  for (int k = 3; k >= 0; --k) t = reg_fma(t, s, R::broadcast(C::t[k]));
+  const R small = reg_fma(reg_mul(x, s), t, x);
+  const uint64_t is_small = reg_lt(a, R::broadcast(C::kSplit));
+  if (is_small == low_bits(R::kLanes)) return small;
+  const R e = reg_float_exp(reg_mul(R::broadcast(2.0f), a));
+  const R large = reg_copysign(
+      reg_sub(R::broadcast(1.0f), reg_div(R::broadcast(2.0f), reg_add(e, R::broadcast(1.0f)))), x);
+  return reg_select(is_small, small, large);
+}
+
+template <class R>
+inline R reg_float_erf(const R& x) {
+  using C = ErfCoefficients;
+  const R a = reg_abs(x);
+  const R s = reg_mul(x, x);
+  R p = R::broadcast(C::small[6]);
+  for (int k = 5; k >= 0; --k) p = reg_fma(p, s, R::broadcast(C::small[k]));
+  const R small = reg_mul(x, p);
+  const uint64_t is_small = reg_lt(a, R::broadcast(C::kSplit));
+  if (is_small == low_bits(R::kLanes)) return small;
+  const R t = reg_min_keep_nan(R::broadcast(C::kClamp), a);
+  R q = R::broadcast(C::large[6]);
+  for (int k = 5; k >= 0; --k) q = reg_fma(q, t, R::broadcast(C::large[k]));
+  const R large = reg_copysign(reg_sub(R::broadcast(1.0f), reg_float_exp(q)), x);
+  return reg_select(is_small, small, large);
+}
+
+}  // namespace detail
+}  // namespace stax
