@@ -7,6 +7,9 @@
 //   reg_fma(a, b, c)            a * b + c, one rounding;
 //   reg_max_keep_nan(bound, x)  max(bound, x), x when x is NaN (maxps returns its second
 //   reg_min_keep_nan(bound, x)  operand when either is NaN), likewise min;
+//   reg_log_split(y, &e, &f)    for y >= 2^-126: e = float(((bits(y) - kSqrtHalfBits) >> 23),
+//                               arithmetic), f = float with bits ((bits(y) - kSqrtHalfBits) &
+//                               0x7fffff) + kSqrtHalfBits, minus 1 (float_log's steps);
 //   reg_scale_pow2(p, n)        p * 2^n for integral float lanes n in [-150, 128] and p in
 //                               [0.7, 1.42], rounded once (float_scale_pow2).
 // Included by the SIMD level headers after those functions; not meant to be included directly.
@@ -30,6 +33,38 @@ inline R reg_float_exp(const R& in) {
   for (int k = 3; k >= 0; --k) q = reg_fma(q, r, R::broadcast(C::q[k]));
   const R p = reg_add(reg_fma(reg_mul(r, r), q, r), R::broadcast(1.0f));
   return reg_scale_pow2(p, n);
+}
+
+template <LogBase B, class R>
+inline R reg_float_log(const R& x) {
+  using C = LogCoefficients;
+  const uint64_t subnormal = reg_lt(x, R::broadcast(C::kMinNormal));
+  const R y = reg_select(subnormal, reg_mul(x, R::broadcast(C::kTwo23)), x);
+  R e, f;
+  reg_log_split(y, &e, &f);
+  e = reg_sub(e, reg_select(subnormal, R::broadcast(23.0f), R::broadcast(0.0f)));
+  const R s = reg_mul(f, f);
+  R l = R::broadcast(C::l[7]);
+  for (int k = 6; k >= 0; --k) l = reg_fma(l, f, R::broadcast(C::l[k]));
+  const R t = reg_fma(reg_mul(s, f), l, reg_fma(R::broadcast(-0.5f), s, f));
+  R r;
+  if constexpr (B == LogBase::E) {
+    r = reg_fma(e, R::broadcast(C::kLn2Hi), reg_fma(e, R::broadcast(C::kLn2Lo), t));
+  } else if constexpr (B == LogBase::Two) {
+    r = reg_fma(t, R::broadcast(C::kLog2e), e);
+  } else {
+    r = reg_fma(e, R::broadcast(C::kLog10Of2Hi),
+                reg_fma(e, R::broadcast(C::kLog10Of2Lo), reg_mul(t, R::broadcast(C::kLog10e))));
+  }
+  const uint64_t all = low_bits(R::kLanes);
+  const uint64_t not_positive = reg_gt(x, R::broadcast(0.0f)) ^ all;  // NaN included
+  if (not_positive != 0) {
+    const R inf = R::broadcast(__builtin_huge_valf());
+    const R special =
+        reg_select(reg_eq(x, R::broadcast(0.0f)), reg_neg(inf), R::broadcast(__builtin_nanf("")));
+    r = reg_select(not_positive, special, r);
+  }
+  return reg_select(reg_eq(x, R::broadcast(__builtin_huge_valf())), x, r);
 }
 
 template <class R>

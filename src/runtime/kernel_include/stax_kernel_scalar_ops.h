@@ -4,7 +4,8 @@
 // results lane by lane, so a vectorized main loop and its scalar tail agree bit for bit:
 // transcendentals use SLEEF's deterministic entry points (finz = with FMA at the AVX levels,
 // cinz = without FMA at the scalar level), which return the same bits for the 1-lane and the
-// 8/16-lane forms.
+// 8/16-lane forms, except float exp, tanh and erf, which are code of their own here with
+// register forms in stax_kernel_float_math_reg.h that follow the same steps.
 // Included by stax_kernel.h; not meant to be included directly.
 #pragma once
 
@@ -174,9 +175,6 @@ inline T float_erfinv(T y) {
   }
 STAX_SCALAR_SLEEF1(exp2, exp2, u10)
 STAX_SCALAR_SLEEF1(expm1, expm1, u10)
-STAX_SCALAR_SLEEF1(log, log, u10)
-STAX_SCALAR_SLEEF1(log2, log2, u10)
-STAX_SCALAR_SLEEF1(log10, log10, u10)
 STAX_SCALAR_SLEEF1(sleef_log1p, log1p, u10)
 STAX_SCALAR_SLEEF1(sin, sin, u10)
 STAX_SCALAR_SLEEF1(cos, cos, u10)
@@ -191,6 +189,19 @@ STAX_SCALAR_SLEEF1(sleef_acosh, acosh, u10)
 STAX_SCALAR_SLEEF1(atanh, atanh, u10)
 STAX_SCALAR_SLEEF1(erfc, erfc, u15)
 #undef STAX_SCALAR_SLEEF1
+// log, log2, log10: float is float_log below (see op_exp).
+inline double op_log(double x) {
+  return STAX_SLEEF1(logd, u10)(x);
+}
+inline double op_log2(double x) {
+  return STAX_SLEEF1(log2d, u10)(x);
+}
+inline double op_log10(double x) {
+  return STAX_SLEEF1(log10d, u10)(x);
+}
+inline float op_log(float x);
+inline float op_log2(float x);
+inline float op_log10(float x);
 
 // SLEEF's log1p, asinh and acosh overflow to inf inside their own computation for large
 // arguments (float: log1p from 2e38, asinh / acosh from about 2e19; double: log1p near
@@ -234,11 +245,14 @@ STAX_SCALAR_LARGE_ARGUMENT_OPS(float)
 STAX_SCALAR_LARGE_ARGUMENT_OPS(double)
 #undef STAX_SCALAR_LARGE_ARGUMENT_OPS
 
-// exp, tanh and erf: float has code of its own (detail::float_exp, float_tanh, float_erf
+// exp, log, log2, log10, tanh and erf: float has code of its own (detail::float_exp, float_tanh, float_erf
 // below: eager's vectorized float exp and erf are faster and less exact than SLEEF's u10,
 // and Stax must not be slower than eager), double is SLEEF's (as eager's).
 namespace detail {
 inline float float_exp(float x);
+enum class LogBase { E, Two, Ten };
+template <LogBase B>
+inline float float_log(float x);
 inline float float_tanh(float x);
 inline float float_erf(float x);
 }  // namespace detail
@@ -259,6 +273,15 @@ inline double op_erf(double x) {
 }
 inline float op_erf(float x) {
   return detail::float_erf(x);
+}
+inline float op_log(float x) {
+  return detail::float_log<detail::LogBase::E>(x);
+}
+inline float op_log2(float x) {
+  return detail::float_log<detail::LogBase::Two>(x);
+}
+inline float op_log10(float x) {
+  return detail::float_log<detail::LogBase::Ten>(x);
 }
 
 inline float op_atan2(float a, float b) {
@@ -650,6 +673,51 @@ inline float float_exp(float x) {
   for (int k = 3; k >= 0; --k) q = __builtin_fmaf(q, r, C::q[k]);
   const float p = __builtin_fmaf(r * r, q, r) + 1.0f;
   return float_scale_pow2(p, n);
+}
+
+// float log, log2 and log10 within 1.5 ulp: x = 2^e m with m in [sqrt(1/2), sqrt(2)) (from
+// the bits of x - sqrt(1/2)'s bits; subnormals scaled by 2^23 first), f = m - 1 exact, and
+// log(1 + f) = f - f^2 / 2 + f^3 L(f), L of degree 7 fitted to relative minimax for this
+// header (fit error 6e-9); then e ln2 + log(1 + f), e log10(2) + log10(e) log(1 + f) or
+// e + log2(e) log(1 + f) (exact for powers of two). x <= 0 and inf are fixed up last.
+struct LogCoefficients {
+  static constexpr float l[8] = {0.3333333134651184f,  -0.250008225440979f,
+                                 0.20001226663589478f, -0.16623356938362122f,
+                                 0.14201758801937103f, -0.13160192966461182f,
+                                 0.1276157647371292f,  -0.07634469121694565f};
+  static constexpr int32_t kSqrtHalfBits = 0x3f3504f3;
+  static constexpr float kMinNormal = 1.17549435e-38f;
+  static constexpr float kTwo23 = 8388608.0f;
+  static constexpr float kLn2Hi = 0.693145751953125f;  // as ExpCoefficients
+  static constexpr float kLn2Lo = 1.42860676533018704e-06f;
+  static constexpr float kLog2e = 1.44269502162933349609f;
+  static constexpr float kLog10e = 0.434294481903251827651f;
+  static constexpr float kLog10Of2Hi = 0.301025390625f;  // 12 significant bits
+  static constexpr float kLog10Of2Lo = 4.605039066518657e-06f;
+};
+
+template <LogBase B>
+inline float float_log(float x) {
+  using C = LogCoefficients;
+  const bool subnormal = x < C::kMinNormal;
+  const float y = subnormal ? x * C::kTwo23 : x;
+  const int32_t ix = __builtin_bit_cast(int32_t, y) - C::kSqrtHalfBits;
+  const float e = static_cast<float>(ix >> 23) - (subnormal ? 23.0f : 0.0f);
+  const float f = __builtin_bit_cast(float, (ix & 0x7fffff) + C::kSqrtHalfBits) - 1.0f;
+  const float s = f * f;
+  float l = C::l[7];
+  for (int k = 6; k >= 0; --k) l = __builtin_fmaf(l, f, C::l[k]);
+  const float t = __builtin_fmaf(s * f, l, __builtin_fmaf(-0.5f, s, f));  // log(1 + f)
+  float r;
+  if constexpr (B == LogBase::E) {
+    r = __builtin_fmaf(e, C::kLn2Hi, __builtin_fmaf(e, C::kLn2Lo, t));
+  } else if constexpr (B == LogBase::Two) {
+    r = __builtin_fmaf(t, C::kLog2e, e);
+  } else {
+    r = __builtin_fmaf(e, C::kLog10Of2Hi, __builtin_fmaf(e, C::kLog10Of2Lo, t * C::kLog10e));
+  }
+  if (!(x > 0.0f)) return x == 0.0f ? -__builtin_huge_valf() : __builtin_nanf("");  // NaN too
+  return x == __builtin_huge_valf() ? x : r;
 }
 
 // float tanh: |x| < 0.55: x + x^3 T(x^2), T of degree 4 fitted to relative minimax for this
