@@ -1,5 +1,5 @@
-// The register forms of the float exp, tanh and erf of stax_kernel_scalar_ops.h
-// (detail::float_exp, float_tanh, float_erf): the same steps on every lane, in the same
+// The register forms of the float exp, log, erfinv, tanh and erf of stax_kernel_scalar_ops.h
+// (detail::float_exp, float_log, float_erfinv_poly, float_tanh, float_erf): the same steps on every lane, in the same
 // order, with fused multiply-adds where the scalar form calls fmaf, so a lane gives the scalar
 // form's bits. Where the scalar form branches on a range, both ranges are computed and
 // blended (skipping the second when no lane needs it).
@@ -65,6 +65,25 @@ inline R reg_float_log(const R& x) {
     r = reg_select(not_positive, special, r);
   }
   return reg_select(reg_eq(x, R::broadcast(__builtin_huge_valf())), x, r);
+}
+
+template <class R>
+inline R reg_float_erfinv(const R& y) {
+  using C = ErfinvCoefficients;
+  const R a = reg_abs(y);
+  const R one = R::broadcast(1.0f);
+  const R w = reg_neg(reg_float_log<LogBase::E>(reg_mul(reg_sub(one, a), reg_add(one, a))));
+  const uint64_t central = reg_lt(w, R::broadcast(C::kSplit));
+  const R u = reg_sub(w, R::broadcast(2.5f));
+  R p = R::broadcast(C::central[9]);
+  for (int k = 8; k >= 0; --k) p = reg_fma(p, u, R::broadcast(C::central[k]));
+  if (central != low_bits(R::kLanes)) {
+    const R v = reg_sub(reg_sqrt(w), R::broadcast(3.0f));
+    R q = R::broadcast(C::tail[9]);
+    for (int k = 8; k >= 0; --k) q = reg_fma(q, v, R::broadcast(C::tail[k]));
+    p = reg_select(central, p, q);
+  }
+  return reg_mul(y, p);
 }
 
 template <class R>

@@ -264,6 +264,9 @@ inline F8 reg_tanh(const F8& a) {
 inline F8 reg_erf(const F8& a) {
   return reg_float_erf(a);
 }
+inline F8 reg_erfinv(const F8& a) {
+  return reg_float_erfinv(a);
+}
 inline F8 reg_log(const F8& a) {
   return reg_float_log<LogBase::E>(a);
 }

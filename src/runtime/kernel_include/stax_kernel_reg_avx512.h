@@ -210,6 +210,9 @@ inline F16 reg_tanh(const F16& a) {
 inline F16 reg_erf(const F16& a) {
   return reg_float_erf(a);
 }
+inline F16 reg_erfinv(const F16& a) {
+  return reg_float_erfinv(a);
+}
 inline F16 reg_log(const F16& a) {
   return reg_float_log<LogBase::E>(a);
 }
