@@ -1,9 +1,9 @@
 // The register forms of the float exp, log, erfinv, tanh and erf of stax_kernel_scalar_ops.h
-// (detail::float_exp, float_log, float_erfinv_poly, float_tanh, float_erf): the same steps on every lane, in the same
-// order, with fused multiply-adds where the scalar form calls fmaf, so a lane gives the scalar
-// form's bits. Where the scalar form branches on a range, both ranges are computed and
-// blended (skipping the second when no lane needs it).
-// R is a float register of a SIMD level that provides, besides the reg_<op> of every op:
+// (detail::float_exp, float_log, float_erfinv_poly, float_tanh, float_erf): the same steps on every
+// lane, in the same order, with fused multiply-adds where the scalar form calls fmaf, so a lane
+// gives the scalar form's bits. Where the scalar form branches on a range, both ranges are computed
+// and blended (skipping the second when no lane needs it). R is a float register of a SIMD level
+// that provides, besides the reg_<op> of every op:
 //   reg_fma(a, b, c)            a * b + c, one rounding;
 //   reg_max_keep_nan(bound, x)  max(bound, x), x when x is NaN (maxps returns its second
 //   reg_min_keep_nan(bound, x)  operand when either is NaN), likewise min;
@@ -23,8 +23,7 @@ namespace detail {
 template <class R>
 inline R reg_float_exp(const R& in) {
   using C = ExpCoefficients;
-  const R x = reg_min_keep_nan(R::broadcast(C::kHigh),
-                               reg_max_keep_nan(R::broadcast(C::kLow), in));
+  const R x = reg_min_keep_nan(R::broadcast(C::kHigh), reg_max_keep_nan(R::broadcast(C::kLow), in));
   const R n = reg_round(reg_mul(x, R::broadcast(C::kLog2e)));
   const R minus_n = reg_neg(n);
   R r = reg_fma(minus_n, R::broadcast(C::kLn2Hi), x);

@@ -228,7 +228,8 @@ STAX_R1(D4, log, Sleef_finz_logd4_u10avx2(x))
 STAX_R1(D4, log2, Sleef_finz_log2d4_u10avx2(x))
 STAX_R1(D4, log10, Sleef_finz_log10d4_u10avx2(x))
 inline void reg_log_split(const F8& y, F8* e, F8* f) {
-  const auto ix = _mm256_sub_epi32(_mm256_castps_si256(y.v), _mm256_set1_epi32(LogCoefficients::kSqrtHalfBits));
+  const auto ix =
+      _mm256_sub_epi32(_mm256_castps_si256(y.v), _mm256_set1_epi32(LogCoefficients::kSqrtHalfBits));
   *e = F8::make(_mm256_cvtepi32_ps(_mm256_srai_epi32(ix, 23)));
   const auto m = _mm256_add_epi32(_mm256_and_si256(ix, _mm256_set1_epi32(0x7fffff)),
                                   _mm256_set1_epi32(LogCoefficients::kSqrtHalfBits));
@@ -245,10 +246,10 @@ inline __m256 avx2_pow2(__m256 k) {
       _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127)), 23));
 }
 inline F8 reg_scale_pow2(const F8& p, const F8& n) {
-  const __m256 half =
-      _mm256_round_ps(_mm256_mul_ps(n.v, _mm256_set1_ps(0.5f)), _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-  return F8::make(_mm256_mul_ps(_mm256_mul_ps(p.v, avx2_pow2(half)),
-                                avx2_pow2(_mm256_sub_ps(n.v, half))));
+  const __m256 half = _mm256_round_ps(_mm256_mul_ps(n.v, _mm256_set1_ps(0.5f)),
+                                      _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+  return F8::make(
+      _mm256_mul_ps(_mm256_mul_ps(p.v, avx2_pow2(half)), avx2_pow2(_mm256_sub_ps(n.v, half))));
 }
 }  // namespace detail
 }  // namespace stax

@@ -88,7 +88,7 @@ using U8x64 = Reg<uint8_t, 64>;
     const auto y = b.v;                         \
     return R::make(expr);                       \
   }
-#define STAX_R3(R, name, expr)                                \
+#define STAX_R3(R, name, expr)                              \
   inline R reg_##name(const R& a, const R& b, const R& c) { \
     const auto x = a.v;                                     \
     const auto y = b.v;                                     \
@@ -186,7 +186,8 @@ STAX_R1(D8, log, Sleef_finz_logd8_u10avx512f(x))
 STAX_R1(D8, log2, Sleef_finz_log2d8_u10avx512f(x))
 STAX_R1(D8, log10, Sleef_finz_log10d8_u10avx512f(x))
 inline void reg_log_split(const F16& y, F16* e, F16* f) {
-  const auto ix = _mm512_sub_epi32(_mm512_castps_si512(y.v), _mm512_set1_epi32(LogCoefficients::kSqrtHalfBits));
+  const auto ix =
+      _mm512_sub_epi32(_mm512_castps_si512(y.v), _mm512_set1_epi32(LogCoefficients::kSqrtHalfBits));
   *e = F16::make(_mm512_cvtepi32_ps(_mm512_srai_epi32(ix, 23)));
   const auto m = _mm512_add_epi32(_mm512_and_si512(ix, _mm512_set1_epi32(0x7fffff)),
                                   _mm512_set1_epi32(LogCoefficients::kSqrtHalfBits));

@@ -251,9 +251,9 @@ STAX_SCALAR_LARGE_ARGUMENT_OPS(float)
 STAX_SCALAR_LARGE_ARGUMENT_OPS(double)
 #undef STAX_SCALAR_LARGE_ARGUMENT_OPS
 
-// exp, log, log2, log10, tanh and erf: float has code of its own (detail::float_exp, float_tanh, float_erf
-// below: eager's vectorized float exp and erf are faster and less exact than SLEEF's u10,
-// and Stax must not be slower than eager), double is SLEEF's (as eager's).
+// exp, log, log2, log10, tanh and erf (and erfinv, below): float has code of its own
+// (detail::float_exp, float_log, float_tanh, float_erf: eager's float forms are faster than
+// SLEEF's u10 and less exact, and Stax must not be slower than eager), double is SLEEF's.
 namespace detail {
 inline float float_exp(float x);
 enum class LogBase { E, Two, Ten };
@@ -687,10 +687,9 @@ inline float float_exp(float x) {
 // header (fit error 6e-9); then e ln2 + log(1 + f), e log10(2) + log10(e) log(1 + f) or
 // e + log2(e) log(1 + f) (exact for powers of two). x <= 0 and inf are fixed up last.
 struct LogCoefficients {
-  static constexpr float l[8] = {0.3333333134651184f,  -0.250008225440979f,
-                                 0.20001226663589478f, -0.16623356938362122f,
-                                 0.14201758801937103f, -0.13160192966461182f,
-                                 0.1276157647371292f,  -0.07634469121694565f};
+  static constexpr float l[8] = {0.3333333134651184f,   -0.250008225440979f,  0.20001226663589478f,
+                                 -0.16623356938362122f, 0.14201758801937103f, -0.13160192966461182f,
+                                 0.1276157647371292f,   -0.07634469121694565f};
   static constexpr int32_t kSqrtHalfBits = 0x3f3504f3;
   static constexpr float kMinNormal = 1.17549435e-38f;
   static constexpr float kTwo23 = 8388608.0f;
@@ -732,16 +731,16 @@ inline float float_log(float x) {
 // errors 6e-9 and 1e-8; within 3 ulp of the exact value overall). |y| > 1 makes the log's
 // argument negative (NaN), |y| = 1 makes w inf and the result +-inf, with no special case.
 struct ErfinvCoefficients {
-  static constexpr float central[10] = {
-      1.5014094114303589f,     0.24664027988910675f,   -0.004177386872470379f,
-      -0.0012527419021353126f, 0.00021834444487467408f, -4.963345872965874e-06f,
-      -3.4627053082658676e-06f, 4.6617017801509064e-07f, 2.323269043813525e-08f,
-      -8.791020356113677e-09f};
-  static constexpr float tail[10] = {
-      2.832976818084717f,      1.0016748905181885f,     0.00944519229233265f,
-      -0.0076369550079107285f, 0.005687809083610773f,   -0.003598988289013505f,
-      0.0014828538987785578f,  -5.376237822929397e-05f, -0.00030774727929383516f,
-      0.000113639522169251f};
+  static constexpr float central[10] = {1.5014094114303589f,      0.24664027988910675f,
+                                        -0.004177386872470379f,   -0.0012527419021353126f,
+                                        0.00021834444487467408f,  -4.963345872965874e-06f,
+                                        -3.4627053082658676e-06f, 4.6617017801509064e-07f,
+                                        2.323269043813525e-08f,   -8.791020356113677e-09f};
+  static constexpr float tail[10] = {2.832976818084717f,       1.0016748905181885f,
+                                     0.00944519229233265f,     -0.0076369550079107285f,
+                                     0.005687809083610773f,    -0.003598988289013505f,
+                                     0.0014828538987785578f,   -5.376237822929397e-05f,
+                                     -0.00030774727929383516f, 0.000113639522169251f};
   static constexpr float kSplit = 5.0f;
 };
 
@@ -766,9 +765,8 @@ inline float float_erfinv_poly(float y) {
 // header (fit error 1e-9); beyond, 1 - 2 / (e^(2|x|) + 1) with float_exp (within 3 ulp at the
 // switch, where the subtraction loses a bit), the sign copied; e^(2|x|) = inf gives 1.
 struct TanhCoefficients {
-  static constexpr float t[5] = {-0.33333316445350647f, 0.13332585990428925f,
-                                 -0.05385230854153633f, 0.021071672439575195f,
-                                 -0.006274229846894741f};
+  static constexpr float t[5] = {-0.33333316445350647f, 0.13332585990428925f, -0.05385230854153633f,
+                                 0.021071672439575195f, -0.006274229846894741f};
   static constexpr float kSplit = 0.55f;
 };
 
@@ -792,12 +790,12 @@ inline float float_tanh(float x) {
 //   |x| >= 1: erf(|x|) = 1 - exp(Q(t)), t = min(|x|, 4), Q(t) ~ log(erfc(t)) of degree 6
 //             (fit error in erf 1e-9 absolute); erfc(4) = 1.5e-8 is below half an ulp of 1,
 //             so clamping at 4 gives exactly 1 beyond, inf included, and the sign is copied.
-// Polynomials use fused multiply-adds at every level (the scalar form calls fmaf), so a
-// vector lane and the scalar form differ only by the exp they call.
-// The register form (stax_kernel_erf_reg.h) computes exactly these steps.
+// Polynomials use fused multiply-adds at every level (the scalar form calls fmaf) and the exp
+// is float_exp, so the register form (stax_kernel_float_math_reg.h), which takes exactly these
+// steps, gives the same bits.
 struct ErfCoefficients {
-  static constexpr float small[7] = {1.12837917e+00f, -3.76126259e-01f, 1.12835852e-01f,
-                                     -2.68538120e-02f, 5.18832770e-03f, -8.01019316e-04f,
+  static constexpr float small[7] = {1.12837917e+00f,  -3.76126259e-01f, 1.12835852e-01f,
+                                     -2.68538120e-02f, 5.18832770e-03f,  -8.01019316e-04f,
                                      7.85385823e-05f};
   static constexpr float large[7] = {-3.53702378e-04f, -1.12704011e+00f, -6.38225561e-01f,
                                      -1.03037470e-01f, 2.18053669e-02f,  -2.93961950e-03f,
