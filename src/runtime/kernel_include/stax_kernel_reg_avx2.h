@@ -196,9 +196,6 @@ using U8x32 = Reg<uint8_t, 32>;
                                              _mm256_set1_##S(__builtin_huge_val()), _CMP_EQ_OQ)))  \
   STAX_R1(R, exp2, Sleef_finz_exp2##SL##_u10avx2(x))                                               \
   STAX_R1(R, expm1, Sleef_finz_expm1##SL##_u10avx2(x))                                             \
-  STAX_R1(R, log, Sleef_finz_log##SL##_u10avx2(x))                                                 \
-  STAX_R1(R, log2, Sleef_finz_log2##SL##_u10avx2(x))                                               \
-  STAX_R1(R, log10, Sleef_finz_log10##SL##_u10avx2(x))                                             \
   STAX_R1(R, log1p, Sleef_finz_log1p##SL##_u10avx2(x))                                             \
   STAX_R1(R, sin, Sleef_finz_sin##SL##_u10avx2(x))                                                 \
   STAX_R1(R, cos, Sleef_finz_cos##SL##_u10avx2(x))                                                 \
@@ -227,6 +224,17 @@ STAX_AVX2_FLOAT_OPS(D4, pd, d4, avx2_bits_to_lanes64, _mm256_castsi256_pd)
 STAX_R1(D4, exp, Sleef_finz_expd4_u10avx2(x))
 STAX_R1(D4, tanh, Sleef_finz_tanhd4_u10avx2(x))
 STAX_R1(D4, erf, Sleef_finz_erfd4_u10avx2(x))
+STAX_R1(D4, log, Sleef_finz_logd4_u10avx2(x))
+STAX_R1(D4, log2, Sleef_finz_log2d4_u10avx2(x))
+STAX_R1(D4, log10, Sleef_finz_log10d4_u10avx2(x))
+inline void reg_log_split(const F8& y, F8* e, F8* f) {
+  const auto ix =
+      _mm256_sub_epi32(_mm256_castps_si256(y.v), _mm256_set1_epi32(LogCoefficients::kSqrtHalfBits));
+  *e = F8::make(_mm256_cvtepi32_ps(_mm256_srai_epi32(ix, 23)));
+  const auto m = _mm256_add_epi32(_mm256_and_si256(ix, _mm256_set1_epi32(0x7fffff)),
+                                  _mm256_set1_epi32(LogCoefficients::kSqrtHalfBits));
+  *f = F8::make(_mm256_sub_ps(_mm256_castsi256_ps(m), _mm256_set1_ps(1.0f)));
+}
 inline F8 reg_fma(const F8& a, const F8& b, const F8& c) {
   return F8::make(_mm256_fmadd_ps(a.v, b.v, c.v));
 }
@@ -238,10 +246,10 @@ inline __m256 avx2_pow2(__m256 k) {
       _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127)), 23));
 }
 inline F8 reg_scale_pow2(const F8& p, const F8& n) {
-  const __m256 half =
-      _mm256_round_ps(_mm256_mul_ps(n.v, _mm256_set1_ps(0.5f)), _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-  return F8::make(_mm256_mul_ps(_mm256_mul_ps(p.v, avx2_pow2(half)),
-                                avx2_pow2(_mm256_sub_ps(n.v, half))));
+  const __m256 half = _mm256_round_ps(_mm256_mul_ps(n.v, _mm256_set1_ps(0.5f)),
+                                      _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+  return F8::make(
+      _mm256_mul_ps(_mm256_mul_ps(p.v, avx2_pow2(half)), avx2_pow2(_mm256_sub_ps(n.v, half))));
 }
 }  // namespace detail
 }  // namespace stax
@@ -256,6 +264,18 @@ inline F8 reg_tanh(const F8& a) {
 }
 inline F8 reg_erf(const F8& a) {
   return reg_float_erf(a);
+}
+inline F8 reg_erfinv(const F8& a) {
+  return reg_float_erfinv(a);
+}
+inline F8 reg_log(const F8& a) {
+  return reg_float_log<LogBase::E>(a);
+}
+inline F8 reg_log2(const F8& a) {
+  return reg_float_log<LogBase::Two>(a);
+}
+inline F8 reg_log10(const F8& a) {
+  return reg_float_log<LogBase::Ten>(a);
 }
 // 1 / (1 + exp(-x)), as the scalar op_sigmoid (after reg_exp, so that it calls this level's).
 inline F8 reg_sigmoid(const F8& a) {

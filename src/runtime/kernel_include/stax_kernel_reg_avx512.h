@@ -88,7 +88,7 @@ using U8x64 = Reg<uint8_t, 64>;
     const auto y = b.v;                         \
     return R::make(expr);                       \
   }
-#define STAX_R3(R, name, expr)                                \
+#define STAX_R3(R, name, expr)                              \
   inline R reg_##name(const R& a, const R& b, const R& c) { \
     const auto x = a.v;                                     \
     const auto y = b.v;                                     \
@@ -154,9 +154,6 @@ using U8x64 = Reg<uint8_t, 64>;
                                 _mm512_set1_##S(__builtin_huge_val()), _CMP_EQ_OQ))                \
   STAX_R1(R, exp2, Sleef_finz_exp2##SL##_u10avx512f(x))                                            \
   STAX_R1(R, expm1, Sleef_finz_expm1##SL##_u10avx512f(x))                                          \
-  STAX_R1(R, log, Sleef_finz_log##SL##_u10avx512f(x))                                              \
-  STAX_R1(R, log2, Sleef_finz_log2##SL##_u10avx512f(x))                                            \
-  STAX_R1(R, log10, Sleef_finz_log10##SL##_u10avx512f(x))                                          \
   STAX_R1(R, log1p, Sleef_finz_log1p##SL##_u10avx512f(x))                                          \
   STAX_R1(R, sin, Sleef_finz_sin##SL##_u10avx512f(x))                                              \
   STAX_R1(R, cos, Sleef_finz_cos##SL##_u10avx512f(x))                                              \
@@ -185,6 +182,17 @@ STAX_AVX512_FLOAT_OPS(D8, pd, d8, __mmask8)
 STAX_R1(D8, exp, Sleef_finz_expd8_u10avx512f(x))
 STAX_R1(D8, tanh, Sleef_finz_tanhd8_u10avx512f(x))
 STAX_R1(D8, erf, Sleef_finz_erfd8_u10avx512f(x))
+STAX_R1(D8, log, Sleef_finz_logd8_u10avx512f(x))
+STAX_R1(D8, log2, Sleef_finz_log2d8_u10avx512f(x))
+STAX_R1(D8, log10, Sleef_finz_log10d8_u10avx512f(x))
+inline void reg_log_split(const F16& y, F16* e, F16* f) {
+  const auto ix =
+      _mm512_sub_epi32(_mm512_castps_si512(y.v), _mm512_set1_epi32(LogCoefficients::kSqrtHalfBits));
+  *e = F16::make(_mm512_cvtepi32_ps(_mm512_srai_epi32(ix, 23)));
+  const auto m = _mm512_add_epi32(_mm512_and_si512(ix, _mm512_set1_epi32(0x7fffff)),
+                                  _mm512_set1_epi32(LogCoefficients::kSqrtHalfBits));
+  *f = F16::make(_mm512_sub_ps(_mm512_castsi512_ps(m), _mm512_set1_ps(1.0f)));
+}
 STAX_R3(F16, fma, _mm512_fmadd_ps(x, y, z))
 STAX_R2(F16, max_keep_nan, _mm512_max_ps(x, y))
 STAX_R2(F16, min_keep_nan, _mm512_min_ps(x, y))
@@ -202,6 +210,18 @@ inline F16 reg_tanh(const F16& a) {
 }
 inline F16 reg_erf(const F16& a) {
   return reg_float_erf(a);
+}
+inline F16 reg_erfinv(const F16& a) {
+  return reg_float_erfinv(a);
+}
+inline F16 reg_log(const F16& a) {
+  return reg_float_log<LogBase::E>(a);
+}
+inline F16 reg_log2(const F16& a) {
+  return reg_float_log<LogBase::Two>(a);
+}
+inline F16 reg_log10(const F16& a) {
+  return reg_float_log<LogBase::Ten>(a);
 }
 // 1 / (1 + exp(-x)), as the scalar op_sigmoid (after reg_exp, so that it calls this level's).
 inline F16 reg_sigmoid(const F16& a) {

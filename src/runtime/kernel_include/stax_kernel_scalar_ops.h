@@ -4,7 +4,8 @@
 // results lane by lane, so a vectorized main loop and its scalar tail agree bit for bit:
 // transcendentals use SLEEF's deterministic entry points (finz = with FMA at the AVX levels,
 // cinz = without FMA at the scalar level), which return the same bits for the 1-lane and the
-// 8/16-lane forms.
+// 8/16-lane forms, except float exp, tanh and erf, which are code of their own here with
+// register forms in stax_kernel_float_math_reg.h that follow the same steps.
 // Included by stax_kernel.h; not meant to be included directly.
 #pragma once
 
@@ -154,12 +155,18 @@ inline T int_pow(T base, T exp) {
   return result;
 }
 
-// erfinv as accurate as eager's (within an ulp up to the last representable value below 1):
-// a rational first guess refined by Newton steps, computed in double for float too.
+// erfinv within eager's tolerance up to the last representable value below 1: double by a
+// rational first guess refined by Newton steps (double_erfinv), float by a polynomial in
+// w = -log(1 - y^2) of its own (float_erfinv_poly, vectorized in stax_kernel_float_math_reg.h).
 inline double double_erfinv(double y);
+inline float float_erfinv_poly(float y);
 template <class T>
 inline T float_erfinv(T y) {
-  return static_cast<T>(double_erfinv(static_cast<double>(y)));
+  if constexpr (kSame<T, float>) {
+    return float_erfinv_poly(y);
+  } else {
+    return double_erfinv(y);
+  }
 }
 
 }  // namespace detail
@@ -174,9 +181,6 @@ inline T float_erfinv(T y) {
   }
 STAX_SCALAR_SLEEF1(exp2, exp2, u10)
 STAX_SCALAR_SLEEF1(expm1, expm1, u10)
-STAX_SCALAR_SLEEF1(log, log, u10)
-STAX_SCALAR_SLEEF1(log2, log2, u10)
-STAX_SCALAR_SLEEF1(log10, log10, u10)
 STAX_SCALAR_SLEEF1(sleef_log1p, log1p, u10)
 STAX_SCALAR_SLEEF1(sin, sin, u10)
 STAX_SCALAR_SLEEF1(cos, cos, u10)
@@ -191,6 +195,19 @@ STAX_SCALAR_SLEEF1(sleef_acosh, acosh, u10)
 STAX_SCALAR_SLEEF1(atanh, atanh, u10)
 STAX_SCALAR_SLEEF1(erfc, erfc, u15)
 #undef STAX_SCALAR_SLEEF1
+// log, log2, log10: float is float_log below (see op_exp).
+inline double op_log(double x) {
+  return STAX_SLEEF1(logd, u10)(x);
+}
+inline double op_log2(double x) {
+  return STAX_SLEEF1(log2d, u10)(x);
+}
+inline double op_log10(double x) {
+  return STAX_SLEEF1(log10d, u10)(x);
+}
+inline float op_log(float x);
+inline float op_log2(float x);
+inline float op_log10(float x);
 
 // SLEEF's log1p, asinh and acosh overflow to inf inside their own computation for large
 // arguments (float: log1p from 2e38, asinh / acosh from about 2e19; double: log1p near
@@ -234,11 +251,14 @@ STAX_SCALAR_LARGE_ARGUMENT_OPS(float)
 STAX_SCALAR_LARGE_ARGUMENT_OPS(double)
 #undef STAX_SCALAR_LARGE_ARGUMENT_OPS
 
-// exp, tanh and erf: float has code of its own (detail::float_exp, float_tanh, float_erf
-// below: eager's vectorized float exp and erf are faster and less exact than SLEEF's u10,
-// and Stax must not be slower than eager), double is SLEEF's (as eager's).
+// exp, log, log2, log10, tanh and erf (and erfinv, below): float has code of its own
+// (detail::float_exp, float_log, float_tanh, float_erf: eager's float forms are faster than
+// SLEEF's u10 and less exact, and Stax must not be slower than eager), double is SLEEF's.
 namespace detail {
 inline float float_exp(float x);
+enum class LogBase { E, Two, Ten };
+template <LogBase B>
+inline float float_log(float x);
 inline float float_tanh(float x);
 inline float float_erf(float x);
 }  // namespace detail
@@ -259,6 +279,15 @@ inline double op_erf(double x) {
 }
 inline float op_erf(float x) {
   return detail::float_erf(x);
+}
+inline float op_log(float x) {
+  return detail::float_log<detail::LogBase::E>(x);
+}
+inline float op_log2(float x) {
+  return detail::float_log<detail::LogBase::Two>(x);
+}
+inline float op_log10(float x) {
+  return detail::float_log<detail::LogBase::Ten>(x);
 }
 
 inline float op_atan2(float a, float b) {
@@ -652,13 +681,92 @@ inline float float_exp(float x) {
   return float_scale_pow2(p, n);
 }
 
+// float log, log2 and log10 within 1.5 ulp: x = 2^e m with m in [sqrt(1/2), sqrt(2)) (from
+// the bits of x - sqrt(1/2)'s bits; subnormals scaled by 2^23 first), f = m - 1 exact, and
+// log(1 + f) = f - f^2 / 2 + f^3 L(f), L of degree 7 fitted to relative minimax for this
+// header (fit error 6e-9); then e ln2 + log(1 + f), e log10(2) + log10(e) log(1 + f) or
+// e + log2(e) log(1 + f) (exact for powers of two). x <= 0 and inf are fixed up last.
+struct LogCoefficients {
+  static constexpr float l[8] = {0.3333333134651184f,   -0.250008225440979f,  0.20001226663589478f,
+                                 -0.16623356938362122f, 0.14201758801937103f, -0.13160192966461182f,
+                                 0.1276157647371292f,   -0.07634469121694565f};
+  static constexpr int32_t kSqrtHalfBits = 0x3f3504f3;
+  static constexpr float kMinNormal = 1.17549435e-38f;
+  static constexpr float kTwo23 = 8388608.0f;
+  static constexpr float kLn2Hi = 0.693145751953125f;  // as ExpCoefficients
+  static constexpr float kLn2Lo = 1.42860676533018704e-06f;
+  static constexpr float kLog2e = 1.44269502162933349609f;
+  static constexpr float kLog10e = 0.434294481903251827651f;
+  static constexpr float kLog10Of2Hi = 0.301025390625f;  // 12 significant bits
+  static constexpr float kLog10Of2Lo = 4.605039066518657e-06f;
+};
+
+template <LogBase B>
+inline float float_log(float x) {
+  using C = LogCoefficients;
+  const bool subnormal = x < C::kMinNormal;
+  const float y = subnormal ? x * C::kTwo23 : x;
+  const int32_t ix = __builtin_bit_cast(int32_t, y) - C::kSqrtHalfBits;
+  const float e = static_cast<float>(ix >> 23) - (subnormal ? 23.0f : 0.0f);
+  const float f = __builtin_bit_cast(float, (ix & 0x7fffff) + C::kSqrtHalfBits) - 1.0f;
+  const float s = f * f;
+  float l = C::l[7];
+  for (int k = 6; k >= 0; --k) l = __builtin_fmaf(l, f, C::l[k]);
+  const float t = __builtin_fmaf(s * f, l, __builtin_fmaf(-0.5f, s, f));  // log(1 + f)
+  float r;
+  if constexpr (B == LogBase::E) {
+    r = __builtin_fmaf(e, C::kLn2Hi, __builtin_fmaf(e, C::kLn2Lo, t));
+  } else if constexpr (B == LogBase::Two) {
+    r = __builtin_fmaf(t, C::kLog2e, e);
+  } else {
+    r = __builtin_fmaf(e, C::kLog10Of2Hi, __builtin_fmaf(e, C::kLog10Of2Lo, t * C::kLog10e));
+  }
+  if (!(x > 0.0f)) return x == 0.0f ? -__builtin_huge_valf() : __builtin_nanf("");  // NaN too
+  return x == __builtin_huge_valf() ? x : r;
+}
+
+// float erfinv(y) = y P(w), w = -log((1 - |y|)(1 + |y|)) (1 - |y| exact for |y| >= 1/2, so w
+// keeps its accuracy up to the last float below 1): w < 5: P = C(w - 2.5), else
+// P = T(sqrt(w) - 3), C and T of degree 9 fitted to relative minimax for this header (fit
+// errors 6e-9 and 1e-8; within 3 ulp of the exact value overall). |y| > 1 makes the log's
+// argument negative (NaN), |y| = 1 makes w inf and the result +-inf, with no special case.
+struct ErfinvCoefficients {
+  static constexpr float central[10] = {1.5014094114303589f,      0.24664027988910675f,
+                                        -0.004177386872470379f,   -0.0012527419021353126f,
+                                        0.00021834444487467408f,  -4.963345872965874e-06f,
+                                        -3.4627053082658676e-06f, 4.6617017801509064e-07f,
+                                        2.323269043813525e-08f,   -8.791020356113677e-09f};
+  static constexpr float tail[10] = {2.832976818084717f,       1.0016748905181885f,
+                                     0.00944519229233265f,     -0.0076369550079107285f,
+                                     0.005687809083610773f,    -0.003598988289013505f,
+                                     0.0014828538987785578f,   -5.376237822929397e-05f,
+                                     -0.00030774727929383516f, 0.000113639522169251f};
+  static constexpr float kSplit = 5.0f;
+};
+
+inline float float_erfinv_poly(float y) {
+  using C = ErfinvCoefficients;
+  const float a = float_fabs(y);
+  const float w = -float_log<LogBase::E>((1.0f - a) * (1.0f + a));
+  float p;
+  if (w < C::kSplit) {
+    const float u = w - 2.5f;
+    p = C::central[9];
+    for (int k = 8; k >= 0; --k) p = __builtin_fmaf(p, u, C::central[k]);
+  } else {
+    const float u = float_sqrt(w) - 3.0f;
+    p = C::tail[9];
+    for (int k = 8; k >= 0; --k) p = __builtin_fmaf(p, u, C::tail[k]);
+  }
+  return y * p;
+}
+
 // float tanh: |x| < 0.55: x + x^3 T(x^2), T of degree 4 fitted to relative minimax for this
 // header (fit error 1e-9); beyond, 1 - 2 / (e^(2|x|) + 1) with float_exp (within 3 ulp at the
 // switch, where the subtraction loses a bit), the sign copied; e^(2|x|) = inf gives 1.
 struct TanhCoefficients {
-  static constexpr float t[5] = {-0.33333316445350647f, 0.13332585990428925f,
-                                 -0.05385230854153633f, 0.021071672439575195f,
-                                 -0.006274229846894741f};
+  static constexpr float t[5] = {-0.33333316445350647f, 0.13332585990428925f, -0.05385230854153633f,
+                                 0.021071672439575195f, -0.006274229846894741f};
   static constexpr float kSplit = 0.55f;
 };
 
@@ -682,12 +790,12 @@ inline float float_tanh(float x) {
 //   |x| >= 1: erf(|x|) = 1 - exp(Q(t)), t = min(|x|, 4), Q(t) ~ log(erfc(t)) of degree 6
 //             (fit error in erf 1e-9 absolute); erfc(4) = 1.5e-8 is below half an ulp of 1,
 //             so clamping at 4 gives exactly 1 beyond, inf included, and the sign is copied.
-// Polynomials use fused multiply-adds at every level (the scalar form calls fmaf), so a
-// vector lane and the scalar form differ only by the exp they call.
-// The register form (stax_kernel_erf_reg.h) computes exactly these steps.
+// Polynomials use fused multiply-adds at every level (the scalar form calls fmaf) and the exp
+// is float_exp, so the register form (stax_kernel_float_math_reg.h), which takes exactly these
+// steps, gives the same bits.
 struct ErfCoefficients {
-  static constexpr float small[7] = {1.12837917e+00f, -3.76126259e-01f, 1.12835852e-01f,
-                                     -2.68538120e-02f, 5.18832770e-03f, -8.01019316e-04f,
+  static constexpr float small[7] = {1.12837917e+00f,  -3.76126259e-01f, 1.12835852e-01f,
+                                     -2.68538120e-02f, 5.18832770e-03f,  -8.01019316e-04f,
                                      7.85385823e-05f};
   static constexpr float large[7] = {-3.53702378e-04f, -1.12704011e+00f, -6.38225561e-01f,
                                      -1.03037470e-01f, 2.18053669e-02f,  -2.93961950e-03f,
