@@ -18,7 +18,8 @@ INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
 
 
-def indexing_ops(t, v, t3, w, i_rows, i_cols, i_vec, i_dim2, g_rows, g_cols, e, x_rows, x_cols, j, a):
+def indexing_ops(t, v, t3, w, i_rows, i_cols, i_vec, i_dim2, g_rows, g_cols, e, x_rows, x_cols, j,
+                 a):
     return (
         torch.index_select(t, 0, i_rows),  # IndexError "index out of range in self"
         torch.index_select(t, 1, i_cols),  # RuntimeError "INDICES element is out of DATA bounds"

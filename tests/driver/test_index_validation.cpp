@@ -224,5 +224,52 @@ def f(t: f32[3, 4], r: i64[2], c: i64[1]):
   }
 }
 
+TEST(IndexValidation, EveryIndexThroughAnEmptyDimIsRefused) {
+  // torch 2.13.0 eager, with index tensor([0]) (any value is refused):
+  //   index_select(zeros(0), 0, i)      IndexError: index out of range in self
+  //   index_select(zeros(0, 4), 0, i)   RuntimeError: index_select(): self indexing axis dim
+  //                                     should be positive
+  //   gather(zeros(3, 0), 1, zeros(3, 1)) RuntimeError: index 0 is out of bounds for dimension
+  //                                       1 with size 0
+  //   zeros(0, 2)[i]                    IndexError: index is out of bounds for dimension with
+  //                                     size 0
+  struct Case {
+    std::string statement, inputs, message;
+    bool index_error;
+  };
+  const std::vector<Case> cases = {
+      {"index_select(s, 0, i)", "s: f32[0], i: i64[1]", "index out of range in self", true},
+      {"index_select(s, 0, i)", "s: f32[0, 4], i: i64[1]",
+       "index_select(): self indexing axis dim should be positive", false},
+      {"gather(s, 1, i)", "s: f32[3, 0], i: i64[3, 1]",
+       "index 0 is out of bounds for dimension 1 with size 0", false},
+      {"index(s, [i])", "s: f32[0, 2], i: i64[1]",
+       "index is out of bounds for dimension with size 0", true},
+  };
+  for (const Case& c : cases) {
+    const ir::Graph g = ir::parse_graph(
+        "def f(" + c.inputs + "):\n    y = " + c.statement + "\n    return y\n", "empty.stax");
+    std::vector<Tensor> inputs;
+    for (const ir::ValueRef in : g.inputs()) {
+      inputs.push_back(Tensor::empty(g.value(in).type.dtype, g.value(in).type.sizes));
+    }
+    auto expect_error = [&](const auto& run, const std::string& where) {
+      try {
+        run();
+        ADD_FAILURE() << where << ": no error";
+      } catch (const ir::IndexError& e) {
+        EXPECT_TRUE(c.index_error) << where << ": IndexError " << e.what();
+        EXPECT_NE(std::string(e.what()).find(c.message), std::string::npos) << e.what();
+      } catch (const std::out_of_range& e) {
+        EXPECT_FALSE(c.index_error) << where << ": RuntimeError " << e.what();
+        EXPECT_NE(std::string(e.what()).find(c.message), std::string::npos) << e.what();
+      }
+    };
+    expect_error([&] { eager::run(g, inputs); }, "eager " + c.statement);
+    const CompiledGraph compiled = compile(g);
+    expect_error([&] { compiled.run(inputs); }, "compiled " + c.statement);
+  }
+}
+
 }  // namespace
 }  // namespace stax
