@@ -313,8 +313,8 @@ Tensor eval_reduce(const Env& env, const ir::Node& node, ReduceOp op) {
       return reduce_any_all(in, shape, type, op);
     case ReduceOp::Var:
     case ReduceOp::Std:
-      return reduce_variance(in, shape, type, op == ReduceOp::Std, ir::scalar_arg(node, 2).as_double(),
-                             /*with_mean=*/false)
+      return reduce_variance(in, shape, type, op == ReduceOp::Std,
+                             ir::scalar_arg(node, 2).as_double(), /*with_mean=*/false)
           .var;
     case ReduceOp::LogSumExp:
       return reduce_logsumexp(in, shape, type);

@@ -174,7 +174,8 @@ Arg optional_dim(std::optional<int64_t> dim) {
 std::pair<std::vector<Arg>, std::vector<std::pair<std::string, Arg>>> variance_args(
     Val a, std::vector<int64_t> dim, double correction, bool keepdim) {
   const bool integral = std::trunc(correction) == correction && std::abs(correction) < 0x1p53;
-  const ir::Scalar c = integral ? ir::Scalar(static_cast<int64_t>(correction)) : ir::Scalar(correction);
+  const ir::Scalar c =
+      integral ? ir::Scalar(static_cast<int64_t>(correction)) : ir::Scalar(correction);
   Arg dim_arg = dim.empty() ? Arg(ir::None{}) : Arg(std::move(dim));
   return {{a.ref, std::move(dim_arg)}, {{"correction", c}, {"keepdim", keepdim}}};
 }

@@ -135,10 +135,9 @@ FactoryArgs arange_args(const Node& n) {
     // torch's int64 formula (end - start + step - sign(step)) / step, whose int64 arithmetic
     // wraps: arange(-5, 2**63 - 1, 2**62) is empty in torch 2.13.0, and Stax follows it.
     const int64_t sign = d > 0 ? 1 : -1;
-    const int64_t numerator = static_cast<int64_t>(static_cast<uint64_t>(e) -
-                                                   static_cast<uint64_t>(s) +
-                                                   static_cast<uint64_t>(d) -
-                                                   static_cast<uint64_t>(sign));
+    const int64_t numerator =
+        static_cast<int64_t>(static_cast<uint64_t>(e) - static_cast<uint64_t>(s) +
+                             static_cast<uint64_t>(d) - static_cast<uint64_t>(sign));
     // INT64_MIN / -1 is 2^63 elements: too many, like any negative count.
     const int64_t count = numerator == std::numeric_limits<int64_t>::min() && d == -1
                               ? std::numeric_limits<int64_t>::min()

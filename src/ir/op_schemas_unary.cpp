@@ -51,7 +51,8 @@ PointwiseTyping round_typing(const Graph& g, const Node& n) {
 
 PointwiseTyping hardtanh_typing(const Graph& g, const Node& n) {
   const PointwiseTyping t = same_dtype(false, true)(g, n);
-  if (t.compute == DType::UInt8 && (scalar_arg(n, 1).as_double() < 0 || scalar_arg(n, 2).as_double() < 0)) {
+  if (t.compute == DType::UInt8 &&
+      (scalar_arg(n, 1).as_double() < 0 || scalar_arg(n, 2).as_double() < 0)) {
     throw GraphError(n.op + ": cannot do hardtanh on an unsigned type with negative limits");
   }
   return t;
@@ -144,16 +145,14 @@ void add_unary_pointwise_defs(std::vector<PointwiseDef>& out) {
                   optional("threshold", K::Scalar, Scalar(int64_t{20}))},
                  same_dtype(false, false)});
   out.push_back({"leaky_relu",
-                 {required("self", K::Tensor),
-                  optional("negative_slope", K::Scalar, Scalar(0.01))},
+                 {required("self", K::Tensor), optional("negative_slope", K::Scalar, Scalar(0.01))},
                  same_dtype(false, false)});
   out.push_back({"elu",
                  {required("self", K::Tensor), optional("alpha", K::Scalar, one),
                   optional("scale", K::Scalar, one), optional("input_scale", K::Scalar, one)},
                  same_dtype(false, false)});
   out.push_back({"hardtanh",
-                 {required("self", K::Tensor),
-                  optional("min_val", K::Scalar, Scalar(int64_t{-1})),
+                 {required("self", K::Tensor), optional("min_val", K::Scalar, Scalar(int64_t{-1})),
                   optional("max_val", K::Scalar, one)},
                  hardtanh_typing});
   out.push_back({"clamp",

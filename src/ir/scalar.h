@@ -9,11 +9,17 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <variant>
 
 #include "ir/dtype.h"
 
 namespace stax::ir {
+
+// The C++ integer types whose every value is an int64 (not bool, not unsigned 64-bit).
+template <typename T>
+concept ExactlyInt64 =
+    std::integral<T> && !std::same_as<T, bool> && (std::is_signed_v<T> || sizeof(T) < 8);
 
 class Scalar {
  public:
@@ -23,9 +29,7 @@ class Scalar {
   // Implicit from a C++ literal of the kind: 2 is an int, 2.0 a float, true a bool. Unsigned
   // 64-bit values are excluded: they do not all fit int64.
   Scalar(double v) : payload_(v) {}  // NOLINT(google-explicit-constructor)
-  template <std::integral T>
-    requires(!std::same_as<T, bool> && !std::same_as<T, uint64_t> &&
-             !std::same_as<T, unsigned long>)  // NOLINT(google-runtime-int)
+  template <ExactlyInt64 T>
   Scalar(T v) : payload_(static_cast<int64_t>(v)) {}  // NOLINT(google-explicit-constructor)
   template <std::same_as<bool> B>
   Scalar(B v) : payload_(v) {}  // NOLINT(google-explicit-constructor)

@@ -139,8 +139,8 @@ class Printer {
       std::string element = p + "[" + idx(a.index) + "]";
       if (widened) element = "stax::convert<" + elem_type(l.type.dtype) + ">(" + element + ")";
       if (a.mask < 0) return element;
-      return "(" + value_name(a.mask) + " ? " + element + " : " + cpp_literal(int64_t{0}, l.type.dtype) +
-             ")";
+      return "(" + value_name(a.mask) + " ? " + element + " : " +
+             cpp_literal(int64_t{0}, l.type.dtype) + ")";
     }
     const std::string vt = vec_type(l.type.dtype, l.type.lanes);
     switch (a.form) {

@@ -31,9 +31,9 @@ OpsValue range_element(OpsHandler& h, const ir::FactoryArgs& a, const Expr& posi
   // A unit step and a zero start (with a positive step, so that no product is -0.0) change
   // no bit: masks over arange(n) compute the index value alone.
   const bool unit_step = integral ? a.int_step == 1 : a.float_step == 1.0;
-  const bool zero_start = integral ? a.int_start == 0
-                                   : a.float_start == 0.0 && !std::signbit(a.float_start) &&
-                                         a.float_step > 0;
+  const bool zero_start =
+      integral ? a.int_start == 0
+               : a.float_start == 0.0 && !std::signbit(a.float_start) && a.float_step > 0;
   OpsValue value = convert(h, h.index_value(position, DType::Int64), arithmetic);
   if (!unit_step) value = apply(h, PointwiseOp::Mul, {h.constant(step, arithmetic), value});
   if (!zero_start) value = apply(h, PointwiseOp::Add, {h.constant(start, arithmetic), value});

@@ -18,15 +18,13 @@ namespace stax::lowering {
 namespace {
 
 OpsValue index_at_least(OpsHandler& h, const Expr& idx, int64_t bound) {
-  return apply(
-      h, PointwiseOp::Ge,
-      {h.index_value(idx, DType::Int64), h.constant(bound, DType::Int64)});
+  return apply(h, PointwiseOp::Ge,
+               {h.index_value(idx, DType::Int64), h.constant(bound, DType::Int64)});
 }
 
 OpsValue index_below(OpsHandler& h, const Expr& idx, int64_t bound) {
-  return apply(
-      h, PointwiseOp::Lt,
-      {h.index_value(idx, DType::Int64), h.constant(bound, DType::Int64)});
+  return apply(h, PointwiseOp::Lt,
+               {h.index_value(idx, DType::Int64), h.constant(bound, DType::Int64)});
 }
 
 OpsValue both(OpsHandler& h, std::optional<OpsValue> a, OpsValue b) {

@@ -7,8 +7,8 @@
 // makes the results differ: 2^53 + 1 becomes 2^53 and INT64_MAX becomes 2^63.
 #include <gtest/gtest.h>
 
-#include <cstdint>
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -48,8 +48,8 @@ int64_t py_mod(int64_t a, int64_t b) {
 
 // 37 elements: a vector tail at every SIMD width.
 std::vector<int64_t> x_values() {
-  const std::vector<int64_t> base = {0,    1,        -1,       7,        kP53,     kP53 + 1,
-                                     -kP53 - 1, kMax, kMin,    kMax - 1, kMin + 1, 12345};
+  const std::vector<int64_t> base = {0,         1,    -1,   7,        kP53,     kP53 + 1,
+                                     -kP53 - 1, kMax, kMin, kMax - 1, kMin + 1, 12345};
   std::vector<int64_t> v;
   for (int i = 0; i < 37; ++i) v.push_back(wrap_add(base[i % base.size()], i / 12));
   return v;
@@ -78,7 +78,8 @@ Tensor tensor_of(DType dtype, const std::vector<int64_t>& values) {
 }
 
 int64_t element(const Tensor& t, int64_t i) {
-  const char* p = static_cast<const char*>(t.data()) + i * static_cast<int64_t>(dtype_size(t.dtype()));
+  const char* p =
+      static_cast<const char*>(t.data()) + i * static_cast<int64_t>(dtype_size(t.dtype()));
   switch (t.dtype()) {
     case DType::Int64: {
       int64_t v;

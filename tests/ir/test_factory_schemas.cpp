@@ -76,8 +76,7 @@ TEST(FactorySchemaTest, ArangeDtypeAndLength) {
             type(DType::Int64, {0}));
   EXPECT_EQ(infer("", "arange(-5, 9223372036854775807, 4611686018427387904)"),
             type(DType::Int64, {0}));
-  EXPECT_EQ(infer("", "arange(9223372036854775804, 9223372036854775807)"),
-            type(DType::Int64, {3}));
+  EXPECT_EQ(infer("", "arange(9223372036854775804, 9223372036854775807)"), type(DType::Int64, {3}));
   EXPECT_EQ(infer("", "arange(-9223372036854775808, -9223372036854775805)"),
             type(DType::Int64, {3}));
   // Bounds equal as doubles pass torch's check; the exact length is negative.

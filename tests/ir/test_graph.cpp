@@ -178,8 +178,7 @@ TEST(GraphTest, StructuralEquality) {
   auto build = [](double alpha, const char* out_name, DType dtype) {
     Graph g("g");
     ValueRef x = g.add_input("x", dtype, {4});
-    ValueRef y =
-        g.add_node("add", {x, x}, {{"alpha", Scalar(alpha)}}, out_name);
+    ValueRef y = g.add_node("add", {x, x}, {{"alpha", Scalar(alpha)}}, out_name);
     g.set_outputs({y});
     return g;
   };

@@ -412,25 +412,39 @@ TEST(RoundTripTest, IntsAndBuiltGraphs) {
 // neighbours of 2^53 print back as written, in every scalar position.
 TEST(RoundTripTest, IntScalarsAreExact) {
   const std::vector<std::string> literals = {
-      "9223372036854775807", "-9223372036854775808", "9223372036854775806",
-      "-9223372036854775807", "9007199254740993",    "-9007199254740993",
-      "9007199254740991",    "18014398509481985"};
+      "9223372036854775807", "-9223372036854775808", "9223372036854775806", "-9223372036854775807",
+      "9007199254740993",    "-9007199254740993",    "9007199254740991",    "18014398509481985"};
   for (const std::string& lit : literals) {
-    const std::string text = "def f(x: i64[3], m: bool[3]):\n"
-                             "  a = add(x, " + lit + ")\n"
-                             "  b = add(x, x, alpha=" + lit + ")\n"
-                             "  c = eq(x, " + lit + ")\n"
-                             "  d = bitwise_and(x, " + lit + ")\n"
-                             "  e = full_like(x, " + lit + ")\n"
-                             "  g = where(m, x, " + lit + ")\n"
-                             "  h = clamp(x, " + lit + ")\n"
-                             "  return a, b, c, d, e, g, h\n";
+    const std::string text =
+        "def f(x: i64[3], m: bool[3]):\n"
+        "  a = add(x, " +
+        lit +
+        ")\n"
+        "  b = add(x, x, alpha=" +
+        lit +
+        ")\n"
+        "  c = eq(x, " +
+        lit +
+        ")\n"
+        "  d = bitwise_and(x, " +
+        lit +
+        ")\n"
+        "  e = full_like(x, " +
+        lit +
+        ")\n"
+        "  g = where(m, x, " +
+        lit +
+        ")\n"
+        "  h = clamp(x, " +
+        lit +
+        ")\n"
+        "  return a, b, c, d, e, g, h\n";
     const Graph g = parse_graph(text);
     const std::string printed = print_graph(g);
     for (const char* form : {"add(x, ", "alpha=", "eq(x, ", "bitwise_and(x, ", "full_like(x, ",
                              "where(m, x, ", "clamp(x, min="}) {
-      EXPECT_NE(printed.find(std::string(form) + lit), std::string::npos)
-          << form << lit << " in\n" << printed;
+      EXPECT_NE(printed.find(std::string(form) + lit), std::string::npos) << form << lit << " in\n"
+                                                                          << printed;
     }
     const int64_t value = std::stoll(lit);
     EXPECT_EQ(std::get<Scalar>(g.nodes()[0].args[1]), Scalar(value)) << lit;

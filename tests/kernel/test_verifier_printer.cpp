@@ -156,18 +156,18 @@ TEST(KernelPrinter, PrintsCallsLocalArraysAndLiterals) {
   EXPECT_EQ(kernel::cpp_literal(std::numeric_limits<int64_t>::max(), DType::Float64),
             "9.2233720368547758e+18");
   // An integer type's reduction identities are its extremes, exactly.
-  EXPECT_EQ(kernel::cpp_literal(kernel::reduction_identity(lowering::ReductionType::Max,
-                                                           DType::Int64),
-                                DType::Int64),
-            "(-9223372036854775807LL - 1)");
-  EXPECT_EQ(kernel::cpp_literal(kernel::reduction_identity(lowering::ReductionType::Min,
-                                                           DType::Int64),
-                                DType::Int64),
-            "static_cast<int64_t>(9223372036854775807LL)");
-  EXPECT_EQ(kernel::cpp_literal(kernel::reduction_identity(lowering::ReductionType::Max,
-                                                           DType::UInt8),
-                                DType::UInt8),
-            "static_cast<uint8_t>(0)");
+  EXPECT_EQ(
+      kernel::cpp_literal(kernel::reduction_identity(lowering::ReductionType::Max, DType::Int64),
+                          DType::Int64),
+      "(-9223372036854775807LL - 1)");
+  EXPECT_EQ(
+      kernel::cpp_literal(kernel::reduction_identity(lowering::ReductionType::Min, DType::Int64),
+                          DType::Int64),
+      "static_cast<int64_t>(9223372036854775807LL)");
+  EXPECT_EQ(
+      kernel::cpp_literal(kernel::reduction_identity(lowering::ReductionType::Max, DType::UInt8),
+                          DType::UInt8),
+      "static_cast<uint8_t>(0)");
   EXPECT_EQ(kernel::cpp_literal(HUGE_VAL, DType::Float32), "__builtin_inff()");
   EXPECT_EQ(kernel::cpp_value_type({DType::Int8, 32}), "stax::Vec<int8_t, 32>");
 }
