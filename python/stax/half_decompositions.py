@@ -17,9 +17,13 @@ ATen ops round where the kernel does. Probing torch 2.13's CPU kernels shows two
   in float32, rounded once; core ATen's (x - mean) * rstd * weight + bias differs near the mean
   (bfloat16: 0.11 relative on OpInfo samples, instance_norm 0.82).
 
+* log_softmax over the last dim: float32 arithmetic, but two intermediates (the sum and its
+  log) stored in 16-bit buffers (see _log_softmax).
+
 `round_as_eager` replaces, for 16-bit inputs only, these ops' decompositions by compositions of
 ATen ops that round where eager's kernel does (each step in the input's dtype for the second
-kind). Other dtypes keep the table's decomposition.
+kind). Other dtypes keep the table's decomposition, and so do the 16-bit cases for which a
+composition returns NotImplemented (eager's kernel for them rounds as the table's does).
 """
 
 from __future__ import annotations
@@ -61,6 +65,28 @@ def _linalg_cross(self, other, dim=-1):
         for i in range(3)
     ]
     return aten.cat.default(pieces, d)
+
+
+def _round_through(t, dtype):
+    """float32 `t` rounded to the 16-bit `dtype` and widened back, as a kernel that stores a
+    float32 intermediate in a scalar_t buffer does."""
+    return aten._to_copy.default(aten._to_copy.default(t, dtype=dtype), dtype=torch.float32)
+
+
+def _log_softmax(x, dim, half_to_float):
+    """log_softmax over the last dim as eager's CPU kernel for it computes a 16-bit input: the
+    max and the sum of exp(x - max) in float32, but the sum and then its log stored in 16-bit
+    buffers (one rounding each), then (x - max) - log(sum) in float32, rounded once. Where the
+    sum is near 1 its 16-bit rounding makes the log 0 or a 16-bit ulp, so the results near 0
+    differ from a float32 computation by up to 0.41 relative in bfloat16 (OpInfo samples).
+    Over any other dim eager's kernel rounds once, as the table's decomposition does."""
+    if half_to_float or x.dim() == 0 or x.numel() == 0 or dim % x.dim() != x.dim() - 1:
+        return NotImplemented
+    shifted = aten._to_copy.default(x, dtype=torch.float32)
+    shifted = aten.sub.Tensor(shifted, aten.amax.default(shifted, [dim], True))
+    total = aten.sum.dim_IntList(aten.exp.default(shifted), [dim], True)
+    log_total = _round_through(aten.log.default(_round_through(total, x.dtype)), x.dtype)
+    return aten._to_copy.default(aten.sub.Tensor(shifted, log_total), dtype=x.dtype)
 
 
 def _batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps):
@@ -144,6 +170,7 @@ def _batch_norm_no_stats(input, weight, bias, training, momentum, eps):
 # Op -> its composition for 16-bit inputs, rounding where eager's kernel does.
 ROUNDED_AS_EAGER = {
     aten.logit.default: _logit,
+    aten._log_softmax.default: _log_softmax,
     aten.linalg_cross.default: _linalg_cross,
     aten._native_batch_norm_legit_functional.default: _batch_norm_functional,
     aten._native_batch_norm_legit_no_training.default: _batch_norm_no_training,
@@ -161,7 +188,9 @@ def _by_dtype(in_dtype, otherwise):
     @functools.wraps(in_dtype)
     def run(*args, **kwargs):
         if _is_16_bit(args, kwargs):
-            return in_dtype(*args, **kwargs)
+            result = in_dtype(*args, **kwargs)
+            if result is not NotImplemented:
+                return result
         return otherwise(*args, **kwargs)
 
     return run
