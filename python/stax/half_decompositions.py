@@ -29,6 +29,7 @@ composition returns NotImplemented (eager's kernel for them rounds as the table'
 from __future__ import annotations
 
 import functools
+import struct
 
 import torch
 import torch.utils._pytree as pytree
@@ -89,13 +90,42 @@ def _log_softmax(x, dim, half_to_float):
     return aten._to_copy.default(aten.sub.Tensor(shifted, log_total), dtype=x.dtype)
 
 
+def _in_dtype(value: float, dtype: torch.dtype) -> float:
+    """The Python number `value` converted to `dtype` as C++'s static_cast does (through float
+    for the 16-bit types), computed in Python: a decomposition runs while tracing, where a
+    torch.tensor would become a graph constant."""
+    if dtype == torch.float64:
+        return float(value)
+    single = struct.unpack("<f", struct.pack("<f", value))[0]
+    if dtype == torch.float16:
+        return struct.unpack("<e", struct.pack("<e", single))[0]
+    if dtype == torch.bfloat16:
+        bits = struct.unpack("<I", struct.pack("<f", single))[0]
+        bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16  # nearest, ties to even
+        return struct.unpack("<f", struct.pack("<I", bits))[0]
+    return single
+
+
 def _batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps):
     """(output, save_mean, save_rstd, new_running_mean, new_running_var) as eager's CPU kernel
-    computes them for a 16-bit input: the batch statistics in float32, the saved mean and
-    1 / sqrt(var + eps) rounded to the parameters' dtype, then per channel alpha = invstd *
-    weight and beta = bias - mean * alpha in float32, and output = x * alpha + beta rounded
-    once. (Core ATen's (x - mean) * rstd * weight + bias differs where x is near the mean:
-    0.11 relative in bfloat16.)"""
+    computes them for a 16-bit contiguous input, with parameters of dtype `params` (the
+    parameters' dtype, else the input's):
+
+    * per channel, sum(x) / N and then sum((x - mean)^2) around that float32 mean, both in
+      float32, each stored as `params` (mean_p, var_sum_p);
+    * var = var_sum_p / N and the unbiased var_sum_p / (N - 1) in `params` arithmetic (a 16-bit
+      value divided by an integer converts the integer to the 16-bit type and rounds the
+      quotient), save_rstd = 1 / sqrt(var + eps) in double, rounded to float32, then `params`;
+    * the running statistics with momentum converted to `params`: the mean's update in
+      `params` arithmetic (each product and the sum rounded), the variance's as
+      float32(momentum * unbiased) + `params`((1 - momentum) * running_var), rounded once;
+    * output = x * alpha + beta in float32, rounded once, where alpha = rstd * weight and
+      beta = bias - mean * alpha (rstd from the rounded save_rstd in training; in evaluation
+      1 / sqrt(running_var + eps) in float32, unrounded).
+
+    Core ATen's (x - mean) * rstd * weight + bias, all in float32, differs where x is near the
+    mean (bfloat16: 0.11 relative on OpInfo samples); rounding var_sum to bfloat16 moves rstd
+    by a bfloat16 ulp (0.2 relative on OpInfo samples before it was modelled)."""
     channels = input.shape[1]
     dims = [0] + list(range(2, input.dim()))
     shape = [1, channels] + [1] * (input.dim() - 2)
@@ -104,34 +134,46 @@ def _batch_norm(input, weight, bias, running_mean, running_var, training, moment
     x = aten._to_copy.default(input, dtype=f32)
     new_mean, new_var = running_mean, running_var
     if training:
-        # Eager's two passes: the mean, then the mean square deviation from it.
         count = input.numel() // channels
         mean = aten.div.Tensor(aten.sum.dim_IntList(x, dims), count)
         deviation = aten.sub.Tensor(x, aten.view.default(mean, shape))
-        var = aten.div.Tensor(
-            aten.sum.dim_IntList(aten.mul.Tensor(deviation, deviation), dims), count)
-        invstd = aten.reciprocal.default(aten.sqrt.default(aten.add.Tensor(var, eps)))
+        var_sum = aten.sum.dim_IntList(aten.mul.Tensor(deviation, deviation), dims)
+        # `stats`: the dtype of the kernel's statistics buffers (see the docstring).
+        stats = torch.bfloat16 if params == torch.bfloat16 else f32
+        mean = aten._to_copy.default(mean, dtype=stats)
+        var_sum = aten._to_copy.default(var_sum, dtype=stats)
+        var = aten.div.Tensor(var_sum, _in_dtype(count, stats))
+        rstd = aten.reciprocal.default(aten.sqrt.default(
+            aten.add.Tensor(aten._to_copy.default(var, dtype=torch.float64), eps)))
+        if eps == 0:
+            # The kernel leaves rstd 0 where var + eps is 0.
+            rstd = aten.where.self(aten.eq.Scalar(var, 0), aten.zeros_like.default(rstd), rstd)
+        rstd = aten._to_copy.default(rstd, dtype=f32)
+        rate = _in_dtype(momentum, stats)
+        keep = _in_dtype(1 - rate, stats)  # 1 - momentum in the dtype's arithmetic
         if running_mean is not None:
             new_mean = aten._to_copy.default(
-                aten.add.Tensor(aten.mul.Tensor(mean, momentum),
-                                aten.mul.Tensor(running_mean, 1 - momentum)),
+                aten.add.Tensor(aten.mul.Tensor(mean, rate), aten.mul.Tensor(
+                    aten._to_copy.default(running_mean, dtype=stats), keep)),
                 dtype=running_mean.dtype)
         if running_var is not None:
-            unbiased = aten.mul.Tensor(var, count / max(count - 1, 1))
+            unbiased = aten.div.Tensor(var_sum, _in_dtype(count - 1, stats))
             new_var = aten._to_copy.default(
-                aten.add.Tensor(aten.mul.Tensor(unbiased, momentum),
-                                aten.mul.Tensor(running_var, 1 - momentum)),
+                aten.add.Tensor(
+                    aten.mul.Tensor(aten._to_copy.default(unbiased, dtype=f32), rate),
+                    aten._to_copy.default(aten.mul.Tensor(
+                        aten._to_copy.default(running_var, dtype=stats), keep), dtype=f32)),
                 dtype=running_var.dtype)
-        mean = aten._to_copy.default(aten._to_copy.default(mean, dtype=params), dtype=f32)
-        invstd = aten._to_copy.default(aten._to_copy.default(invstd, dtype=params), dtype=f32)
-        save_mean = aten._to_copy.default(mean, dtype=input.dtype)
-        save_rstd = aten._to_copy.default(invstd, dtype=input.dtype)
+        save_mean = aten._to_copy.default(mean, dtype=params)
+        save_rstd = aten._to_copy.default(rstd, dtype=params)
+        mean = aten._to_copy.default(save_mean, dtype=f32)
+        invstd = aten._to_copy.default(save_rstd, dtype=f32)
     else:
         mean = aten._to_copy.default(running_mean, dtype=f32)
         invstd = aten.reciprocal.default(aten.sqrt.default(
             aten.add.Tensor(aten._to_copy.default(running_var, dtype=f32), eps)))
-        save_mean = aten.new_zeros.default(input, [0])
-        save_rstd = aten.new_zeros.default(input, [0])
+        save_mean = aten.new_zeros.default(input, [0], dtype=params)
+        save_rstd = aten.new_zeros.default(input, [0], dtype=params)
     alpha = invstd
     if weight is not None:
         alpha = aten.mul.Tensor(alpha, aten._to_copy.default(weight, dtype=f32))

@@ -9,7 +9,9 @@ default 16-bit tolerance of eager.
 log_softmax over the last dim: eager's kernel stores the sum of exp(x - max) and its log in
 16-bit buffers, so results near 0 differ from a float32 computation by up to 0.41 relative in
 bfloat16 (0.21 in float16); half_decompositions.py rounds there too (bitwise equal now).
-batch_norm and instance_norm run in float16 only (FLOAT16_ONLY).
+batch_norm and instance_norm: eager keeps bfloat16 statistics (var_sum, var, the running
+updates) in bfloat16 arithmetic, float16 ones in float32; up to 0.2 relative in bfloat16
+before half_decompositions.py modelled it (bitwise equal now).
 
 Cost: one compiled function per op (dynamic=False), evaluating every sample of the op in both
 dtypes in one graph. `python test_opinfo_half.py [backend]` prints the worst relative error per op
@@ -59,13 +61,6 @@ OPS = [
 ]
 DTYPES = [torch.bfloat16, torch.float16]
 
-# Ops checked in float16 only. batch_norm's and instance_norm's eager kernel rounds the saved
-# mean and 1 / sqrt(var + eps) to the 16-bit dtype and forms x * alpha + beta from them
-# (half_decompositions.py does the same): in bfloat16 a statistic summed in another order can
-# round to the neighbouring bfloat16, and x * alpha + beta cancels near the mean (bf16 after
-# the fix: batch_norm 10 of 12 samples equal, worst 0.2 relative on 2 elements; instance_norm
-# 4 of 9, worst 0.057).
-FLOAT16_ONLY = {("nn.functional.batch_norm", ""), ("nn.functional.instance_norm", "")}
 
 
 def _opinfo(name, variant):
@@ -128,7 +123,7 @@ def compare(name, variant, backend):
     """{dtype: (worst relative error, samples equal to eager, samples, assert_close
     failures)}, from one compiled function over the samples of both dtypes."""
     op = _opinfo(name, variant)
-    dtypes = [torch.float16] if (name, variant) in FLOAT16_ONLY else DTYPES
+    dtypes = DTYPES
     samples = {dtype: _samples(op, dtype) for dtype in dtypes}
     every = [s for dtype in dtypes for s in samples[dtype]]
     run, tensors = _all_samples_function(op, every)
