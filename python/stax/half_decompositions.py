@@ -19,6 +19,8 @@ ATen ops round where the kernel does. Probing torch 2.13's CPU kernels shows two
 
 * log_softmax over the last dim: float32 arithmetic, but two intermediates (the sum and its
   log) stored in 16-bit buffers (see _log_softmax).
+* softmax over a dim other than the last: at the positions its scalar path handles, exp is
+  rounded to the 16-bit dtype before the division (see _softmax).
 
 `round_as_eager` replaces, for 16-bit inputs only, these ops' decompositions by compositions of
 ATen ops that round where eager's kernel does (each step in the input's dtype for the second
@@ -29,6 +31,7 @@ composition returns NotImplemented (eager's kernel for them rounds as the table'
 from __future__ import annotations
 
 import functools
+import math
 import struct
 
 import torch
@@ -88,6 +91,63 @@ def _log_softmax(x, dim, half_to_float):
     total = aten.sum.dim_IntList(aten.exp.default(shifted), [dim], True)
     log_total = _round_through(aten.log.default(_round_through(total, x.dtype)), x.dtype)
     return aten._to_copy.default(aten.sub.Tensor(shifted, log_total), dtype=x.dtype)
+
+
+def _lanes_16_bit() -> int:
+    """Lanes of eager's Vectorized<BFloat16> / Vectorized<Half> on this CPU: 64-byte vectors
+    where ATen dispatches to its AVX512 kernels, 32-byte ones otherwise."""
+    return 32 if torch.backends.cpu.get_cpu_capability().startswith("AVX512") else 16
+
+
+def _vectorized_positions(shape, dim, device):
+    """Where eager's CPU softmax over a dim other than the last takes its vector path, as a
+    bool tensor broadcasting against `shape` (size 1 along `dim`). The kernel runs
+    parallel_for over the outer * inner positions, so each of the num_threads threads gets a
+    contiguous chunk [b, e) of ceil(N / num_threads) positions; a thread scans its chunk in
+    blocks of `lanes` positions, each block vectorized while it ends inside both its row of
+    the inner dims and the chunk; the rest of a row (or of the chunk, once a block would pass
+    its end) takes the scalar path."""
+    outer = math.prod(shape[:dim])
+    inner = math.prod(shape[dim + 1:])
+    total = outer * inner
+    threads = torch.get_num_threads()
+    chunk = -(-total // threads) if threads > 1 and total > 1 else total
+    lanes = _lanes_16_bit()
+    p = aten.arange.default(total, dtype=torch.int64, device=device)
+
+    def floor_to(t, n):  # t rounded down to a multiple of n
+        return aten.mul.Tensor(aten.div.Tensor_mode(t, n, rounding_mode="floor"), n)
+
+    begin = floor_to(p, chunk)
+    end = aten.clamp_max.default(aten.add.Tensor(begin, chunk), total)
+    row = floor_to(p, inner)
+    scan = aten.maximum.default(begin, row)  # where the thread's scan of p's row starts
+    block = aten.add.Tensor(scan, floor_to(aten.sub.Tensor(p, scan), lanes))
+    in_row = aten.le.Scalar(aten.sub.Tensor(block, row), inner - lanes)
+    in_chunk = aten.le.Tensor(aten.add.Tensor(block, lanes), end)
+    mask = aten.logical_and.default(in_row, in_chunk)
+    return aten.view.default(mask, list(shape[:dim]) + [1] + list(shape[dim + 1:]))
+
+
+def _softmax(x, dim, half_to_float):
+    """softmax over a dim other than the last as eager's CPU kernel computes a 16-bit input:
+    exp(x - max) and its sum in float32; at vectorized positions exp / sum is rounded once,
+    at scalar ones the kernel first stores exp in the output (rounded to the 16-bit dtype)
+    and divides that by the sum (a 16-bit ulp from the other now and then). Which positions
+    are vectorized depends on the thread count and the CPU's vector width (see
+    _vectorized_positions), read when the graph is traced. Over the last dim eager's kernel
+    rounds once, as the table's decomposition does."""
+    if half_to_float or x.dim() == 0 or x.numel() == 0 or dim % x.dim() == x.dim() - 1:
+        return NotImplemented
+    dim %= x.dim()
+    shifted = aten._to_copy.default(x, dtype=torch.float32)
+    shifted = aten.sub.Tensor(shifted, aten.amax.default(shifted, [dim], True))
+    exp = aten.exp.default(shifted)
+    total = aten.sum.dim_IntList(exp, [dim], True)
+    vector = aten.div.Tensor(exp, total)
+    scalar = aten.div.Tensor(_round_through(exp, x.dtype), total)
+    out = aten.where.self(_vectorized_positions(x.shape, dim, x.device), vector, scalar)
+    return aten._to_copy.default(out, dtype=x.dtype)
 
 
 def _in_dtype(value: float, dtype: torch.dtype) -> float:
@@ -213,6 +273,7 @@ def _batch_norm_no_stats(input, weight, bias, training, momentum, eps):
 ROUNDED_AS_EAGER = {
     aten.logit.default: _logit,
     aten._log_softmax.default: _log_softmax,
+    aten._softmax.default: _softmax,
     aten.linalg_cross.default: _linalg_cross,
     aten._native_batch_norm_legit_functional.default: _batch_norm_functional,
     aten._native_batch_norm_legit_no_training.default: _batch_norm_no_training,

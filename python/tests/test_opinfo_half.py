@@ -11,7 +11,9 @@ log_softmax over the last dim: eager's kernel stores the sum of exp(x - max) and
 bfloat16 (0.21 in float16); half_decompositions.py rounds there too (bitwise equal now).
 batch_norm and instance_norm: eager keeps bfloat16 statistics (var_sum, var, the running
 updates) in bfloat16 arithmetic, float16 ones in float32; up to 0.2 relative in bfloat16
-before half_decompositions.py modelled it (bitwise equal now).
+before half_decompositions.py modelled it (bitwise equal now). softmax over a dim other
+than the last: eager rounds exp to the 16-bit dtype before dividing at the positions its
+scalar path handles (a 16-bit ulp; bitwise equal now).
 
 Cost: one compiled function per op (dynamic=False), evaluating every sample of the op in both
 dtypes in one graph. `python test_opinfo_half.py [backend]` prints the worst relative error per op
