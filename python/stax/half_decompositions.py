@@ -2,21 +2,21 @@
 
 A decomposition replaces one eager kernel by several ATen ops, and Stax (like eager) rounds a
 16-bit result after each ATen op. So a decomposition gives eager's 16-bit answer only when its
-ATen ops round where the kernel does. Probing torch 2.13's CPU kernels shows two kinds:
+ATen ops round where the kernel does. Probing torch 2.13's CPU kernels shows these kinds:
 
 * kernels that widen to float32, compute the whole op there and round once (layer_norm,
-  group_norm, softmax, the activations): their core ATen decompositions already widen to the
-  computation dtype and round once, and Stax's own ops compute in float32 and round once;
+  group_norm, softmax over the last dim, log_softmax over other dims, the activations): their
+  core ATen decompositions already widen to the computation dtype and round once, and Stax's
+  own ops compute in float32 and round once;
 * kernels written in Vectorized<scalar_t> or scalar_t arithmetic, which round every step to the
   16-bit dtype (logit: 1 - x, the quotient and the log; linalg.cross: each product and the
   difference). Their core ATen decompositions widen to float32 and round once, several 16-bit
-  ulps away from eager (OpInfo samples: logit 0.032 relative, cross 0.033 in bfloat16).
-
-* batch_norm's kernel (and instance_norm's, which is batch_norm): the statistics in float32,
-  the saved mean and 1 / sqrt(var + eps) rounded to the parameters' dtype, then x * alpha + beta
-  in float32, rounded once; core ATen's (x - mean) * rstd * weight + bias differs near the mean
-  (bfloat16: 0.11 relative on OpInfo samples, instance_norm 0.82).
-
+  ulps away from eager (OpInfo samples: logit 0.032 relative, cross 0.033 in bfloat16);
+* batch_norm's kernel (and instance_norm's, which is batch_norm): sums in float32, statistics
+  kept in bfloat16 arithmetic for bfloat16 parameters (float32 otherwise), the saved mean and
+  1 / sqrt(var + eps) rounded to the parameters' dtype, then x * alpha + beta in float32,
+  rounded once (see _batch_norm); core ATen's (x - mean) * rstd * weight + bias differs near
+  the mean (bfloat16: 0.11 relative on OpInfo samples, instance_norm 0.82);
 * log_softmax over the last dim: float32 arithmetic, but two intermediates (the sum and its
   log) stored in 16-bit buffers (see _log_softmax).
 * softmax over a dim other than the last: at the positions its scalar path handles, exp is
