@@ -2,24 +2,37 @@
 
 A decomposition replaces one eager kernel by several ATen ops, and Stax (like eager) rounds a
 16-bit result after each ATen op. So a decomposition gives eager's 16-bit answer only when its
-ATen ops round where the kernel does. Probing torch 2.13's CPU kernels shows two kinds:
+ATen ops round where the kernel does. Probing torch 2.13's CPU kernels shows these kinds:
 
 * kernels that widen to float32, compute the whole op there and round once (layer_norm,
-  group_norm, softmax, the activations): their core ATen decompositions already widen to the
-  computation dtype and round once, and Stax's own ops compute in float32 and round once;
+  group_norm, softmax over the last dim, log_softmax over other dims, the activations): their
+  core ATen decompositions already widen to the computation dtype and round once, and Stax's
+  own ops compute in float32 and round once;
 * kernels written in Vectorized<scalar_t> or scalar_t arithmetic, which round every step to the
   16-bit dtype (logit: 1 - x, the quotient and the log; linalg.cross: each product and the
   difference). Their core ATen decompositions widen to float32 and round once, several 16-bit
-  ulps away from eager (OpInfo samples: logit 0.032 relative, cross 0.033 in bfloat16).
+  ulps away from eager (OpInfo samples: logit 0.032 relative, cross 0.033 in bfloat16);
+* batch_norm's kernel (and instance_norm's, which is batch_norm): sums in float32, statistics
+  kept in bfloat16 arithmetic for bfloat16 parameters (float32 otherwise), the saved mean and
+  1 / sqrt(var + eps) rounded to the parameters' dtype, then x * alpha + beta in float32,
+  rounded once (see _batch_norm); core ATen's (x - mean) * rstd * weight + bias differs near
+  the mean (bfloat16: 0.11 relative on OpInfo samples, instance_norm 0.82);
+* log_softmax over the last dim: float32 arithmetic, but two intermediates (the sum and its
+  log) stored in 16-bit buffers (see _log_softmax).
+* softmax over a dim other than the last: at the positions its scalar path handles, exp is
+  rounded to the 16-bit dtype before the division (see _softmax).
 
-`round_as_eager` replaces, for 16-bit inputs only, the decompositions of the second kind by
-compositions of ATen ops in the input's dtype, one ATen op per rounding step of eager's kernel.
-Other dtypes keep the table's decomposition.
+`round_as_eager` replaces, for 16-bit inputs only, these ops' decompositions by compositions of
+ATen ops that round where eager's kernel does (each step in the input's dtype for the second
+kind). Other dtypes keep the table's decomposition, and so do the 16-bit cases for which a
+composition returns NotImplemented (eager's kernel for them rounds as the table's does).
 """
 
 from __future__ import annotations
 
 import functools
+import math
+import struct
 
 import torch
 import torch.utils._pytree as pytree
@@ -58,10 +71,214 @@ def _linalg_cross(self, other, dim=-1):
     return aten.cat.default(pieces, d)
 
 
-# Overload packet -> its composition in the 16-bit dtype, rounding where eager's kernel does.
-ROUNDED_STEP_BY_STEP = {
-    aten.logit: _logit,
-    aten.linalg_cross: _linalg_cross,
+def _round_through(t, dtype):
+    """float32 `t` rounded to the 16-bit `dtype` and widened back, as a kernel that stores a
+    float32 intermediate in a scalar_t buffer does."""
+    return aten._to_copy.default(aten._to_copy.default(t, dtype=dtype), dtype=torch.float32)
+
+
+def _log_softmax(x, dim, half_to_float):
+    """log_softmax over the last dim as eager's CPU kernel for it computes a 16-bit input: the
+    max and the sum of exp(x - max) in float32, but the sum and then its log stored in 16-bit
+    buffers (one rounding each), then (x - max) - log(sum) in float32, rounded once. Where the
+    sum is near 1 its 16-bit rounding makes the log 0 or a 16-bit ulp, so the results near 0
+    differ from a float32 computation by up to 0.41 relative in bfloat16 (OpInfo samples).
+    Over any other dim eager's kernel rounds once, as the table's decomposition does."""
+    if half_to_float or x.dim() == 0 or x.numel() == 0 or dim % x.dim() != x.dim() - 1:
+        return NotImplemented
+    shifted = aten._to_copy.default(x, dtype=torch.float32)
+    shifted = aten.sub.Tensor(shifted, aten.amax.default(shifted, [dim], True))
+    total = aten.sum.dim_IntList(aten.exp.default(shifted), [dim], True)
+    log_total = _round_through(aten.log.default(_round_through(total, x.dtype)), x.dtype)
+    return aten._to_copy.default(aten.sub.Tensor(shifted, log_total), dtype=x.dtype)
+
+
+def _lanes_16_bit() -> int:
+    """Lanes of eager's Vectorized<BFloat16> / Vectorized<Half> on this CPU: 64-byte vectors
+    where ATen dispatches to its AVX512 kernels, 32-byte ones otherwise."""
+    return 32 if torch.backends.cpu.get_cpu_capability().startswith("AVX512") else 16
+
+
+def _vectorized_positions(shape, dim, device):
+    """Where eager's CPU softmax over a dim other than the last takes its vector path, as a
+    bool tensor broadcasting against `shape` (size 1 along `dim`). The kernel runs
+    parallel_for over the outer * inner positions, so each of the num_threads threads gets a
+    contiguous chunk [b, e) of ceil(N / num_threads) positions; a thread scans its chunk in
+    blocks of `lanes` positions, each block vectorized while it ends inside both its row of
+    the inner dims and the chunk; the rest of a row (or of the chunk, once a block would pass
+    its end) takes the scalar path."""
+    outer = math.prod(shape[:dim])
+    inner = math.prod(shape[dim + 1:])
+    total = outer * inner
+    threads = torch.get_num_threads()
+    chunk = -(-total // threads) if threads > 1 and total > 1 else total
+    lanes = _lanes_16_bit()
+    p = aten.arange.default(total, dtype=torch.int64, device=device)
+
+    def floor_to(t, n):  # t rounded down to a multiple of n
+        return aten.mul.Tensor(aten.div.Tensor_mode(t, n, rounding_mode="floor"), n)
+
+    begin = floor_to(p, chunk)
+    end = aten.clamp_max.default(aten.add.Tensor(begin, chunk), total)
+    row = floor_to(p, inner)
+    scan = aten.maximum.default(begin, row)  # where the thread's scan of p's row starts
+    block = aten.add.Tensor(scan, floor_to(aten.sub.Tensor(p, scan), lanes))
+    in_row = aten.le.Scalar(aten.sub.Tensor(block, row), inner - lanes)
+    in_chunk = aten.le.Tensor(aten.add.Tensor(block, lanes), end)
+    mask = aten.logical_and.default(in_row, in_chunk)
+    return aten.view.default(mask, list(shape[:dim]) + [1] + list(shape[dim + 1:]))
+
+
+def _softmax(x, dim, half_to_float):
+    """softmax over a dim other than the last as eager's CPU kernel computes a 16-bit input:
+    exp(x - max) and its sum in float32; at vectorized positions exp / sum is rounded once,
+    at scalar ones the kernel first stores exp in the output (rounded to the 16-bit dtype)
+    and divides that by the sum (a 16-bit ulp from the other now and then). Which positions
+    are vectorized depends on the thread count and the CPU's vector width (see
+    _vectorized_positions), read when the graph is traced. Over the last dim eager's kernel
+    rounds once, as the table's decomposition does."""
+    if half_to_float or x.dim() == 0 or x.numel() == 0 or dim % x.dim() == x.dim() - 1:
+        return NotImplemented
+    dim %= x.dim()
+    shifted = aten._to_copy.default(x, dtype=torch.float32)
+    shifted = aten.sub.Tensor(shifted, aten.amax.default(shifted, [dim], True))
+    exp = aten.exp.default(shifted)
+    total = aten.sum.dim_IntList(exp, [dim], True)
+    vector = aten.div.Tensor(exp, total)
+    scalar = aten.div.Tensor(_round_through(exp, x.dtype), total)
+    out = aten.where.self(_vectorized_positions(x.shape, dim, x.device), vector, scalar)
+    return aten._to_copy.default(out, dtype=x.dtype)
+
+
+def _in_dtype(value: float, dtype: torch.dtype) -> float:
+    """The Python number `value` converted to `dtype` as C++'s static_cast does (through float
+    for the 16-bit types), computed in Python: a decomposition runs while tracing, where a
+    torch.tensor would become a graph constant."""
+    if dtype == torch.float64:
+        return float(value)
+    single = struct.unpack("<f", struct.pack("<f", value))[0]
+    if dtype == torch.float16:
+        return struct.unpack("<e", struct.pack("<e", single))[0]
+    if dtype == torch.bfloat16:
+        bits = struct.unpack("<I", struct.pack("<f", single))[0]
+        bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16  # nearest, ties to even
+        return struct.unpack("<f", struct.pack("<I", bits))[0]
+    return single
+
+
+def _batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps):
+    """(output, save_mean, save_rstd, new_running_mean, new_running_var) as eager's CPU kernel
+    computes them for a 16-bit contiguous input, with parameters of dtype `params` (the
+    parameters' dtype, else the input's):
+
+    * per channel, sum(x) / N and then sum((x - mean)^2) around that float32 mean, both in
+      float32, each stored as `params` (mean_p, var_sum_p);
+    * var = var_sum_p / N and the unbiased var_sum_p / (N - 1) in `params` arithmetic (a 16-bit
+      value divided by an integer converts the integer to the 16-bit type and rounds the
+      quotient), save_rstd = 1 / sqrt(var + eps) in double, rounded to float32, then `params`;
+    * the running statistics with momentum converted to `params`: the mean's update in
+      `params` arithmetic (each product and the sum rounded), the variance's as
+      float32(momentum * unbiased) + `params`((1 - momentum) * running_var), rounded once;
+    * output = x * alpha + beta in float32, rounded once, where alpha = rstd * weight and
+      beta = bias - mean * alpha (rstd from the rounded save_rstd in training; in evaluation
+      1 / sqrt(running_var + eps) in float32, unrounded).
+
+    Core ATen's (x - mean) * rstd * weight + bias, all in float32, differs where x is near the
+    mean (bfloat16: 0.11 relative on OpInfo samples); rounding var_sum to bfloat16 moves rstd
+    by a bfloat16 ulp (0.2 relative on OpInfo samples before it was modelled)."""
+    channels = input.shape[1]
+    dims = [0] + list(range(2, input.dim()))
+    shape = [1, channels] + [1] * (input.dim() - 2)
+    f32 = torch.float32
+    params = next((t.dtype for t in (weight, running_mean) if t is not None), input.dtype)
+    x = aten._to_copy.default(input, dtype=f32)
+    new_mean, new_var = running_mean, running_var
+    if training:
+        count = input.numel() // channels
+        mean = aten.div.Tensor(aten.sum.dim_IntList(x, dims), count)
+        deviation = aten.sub.Tensor(x, aten.view.default(mean, shape))
+        var_sum = aten.sum.dim_IntList(aten.mul.Tensor(deviation, deviation), dims)
+        # `stats`: the dtype of the kernel's statistics buffers (see the docstring).
+        stats = torch.bfloat16 if params == torch.bfloat16 else f32
+        mean = aten._to_copy.default(mean, dtype=stats)
+        var_sum = aten._to_copy.default(var_sum, dtype=stats)
+        var = aten.div.Tensor(var_sum, _in_dtype(count, stats))
+        rstd = aten.reciprocal.default(aten.sqrt.default(
+            aten.add.Tensor(aten._to_copy.default(var, dtype=torch.float64), eps)))
+        if eps == 0:
+            # The kernel leaves rstd 0 where var + eps is 0.
+            rstd = aten.where.self(aten.eq.Scalar(var, 0), aten.zeros_like.default(rstd), rstd)
+        rstd = aten._to_copy.default(rstd, dtype=f32)
+        rate = _in_dtype(momentum, stats)
+        keep = _in_dtype(1 - rate, stats)  # 1 - momentum in the dtype's arithmetic
+        if running_mean is not None:
+            new_mean = aten._to_copy.default(
+                aten.add.Tensor(aten.mul.Tensor(mean, rate), aten.mul.Tensor(
+                    aten._to_copy.default(running_mean, dtype=stats), keep)),
+                dtype=running_mean.dtype)
+        if running_var is not None:
+            unbiased = aten.div.Tensor(var_sum, _in_dtype(count - 1, stats))
+            new_var = aten._to_copy.default(
+                aten.add.Tensor(
+                    aten.mul.Tensor(aten._to_copy.default(unbiased, dtype=f32), rate),
+                    aten._to_copy.default(aten.mul.Tensor(
+                        aten._to_copy.default(running_var, dtype=stats), keep), dtype=f32)),
+                dtype=running_var.dtype)
+        save_mean = aten._to_copy.default(mean, dtype=params)
+        save_rstd = aten._to_copy.default(rstd, dtype=params)
+        mean = aten._to_copy.default(save_mean, dtype=f32)
+        invstd = aten._to_copy.default(save_rstd, dtype=f32)
+    else:
+        mean = aten._to_copy.default(running_mean, dtype=f32)
+        invstd = aten.reciprocal.default(aten.sqrt.default(
+            aten.add.Tensor(aten._to_copy.default(running_var, dtype=f32), eps)))
+        save_mean = aten.new_zeros.default(input, [0], dtype=params)
+        save_rstd = aten.new_zeros.default(input, [0], dtype=params)
+    alpha = invstd
+    if weight is not None:
+        alpha = aten.mul.Tensor(alpha, aten._to_copy.default(weight, dtype=f32))
+    beta = aten.neg.default(aten.mul.Tensor(mean, alpha))
+    if bias is not None:
+        beta = aten.add.Tensor(aten._to_copy.default(bias, dtype=f32), beta)
+    out = aten.add.Tensor(aten.mul.Tensor(x, aten.view.default(alpha, shape)),
+                          aten.view.default(beta, shape))
+    return aten._to_copy.default(out, dtype=input.dtype), save_mean, save_rstd, new_mean, new_var
+
+
+def _batch_norm_functional(input, weight, bias, running_mean, running_var, training, momentum,
+                           eps):
+    return _batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps)
+
+
+def _batch_norm_no_training(input, weight, bias, running_mean, running_var, momentum, eps):
+    return _batch_norm(input, weight, bias, running_mean, running_var, False, momentum, eps)[:3]
+
+
+def _batch_norm_in_place(input, weight, bias, running_mean, running_var, training, momentum,
+                         eps):
+    out, save_mean, save_rstd, new_mean, new_var = _batch_norm(
+        input, weight, bias, running_mean, running_var, training, momentum, eps)
+    if training and running_mean is not None:
+        running_mean.copy_(new_mean)
+    if training and running_var is not None:
+        running_var.copy_(new_var)
+    return out, save_mean, save_rstd
+
+
+def _batch_norm_no_stats(input, weight, bias, training, momentum, eps):
+    return _batch_norm(input, weight, bias, None, None, True, momentum, eps)[:3]
+
+
+# Op -> its composition for 16-bit inputs, rounding where eager's kernel does.
+ROUNDED_AS_EAGER = {
+    aten.logit.default: _logit,
+    aten._log_softmax.default: _log_softmax,
+    aten._softmax.default: _softmax,
+    aten.linalg_cross.default: _linalg_cross,
+    aten._native_batch_norm_legit_functional.default: _batch_norm_functional,
+    aten._native_batch_norm_legit_no_training.default: _batch_norm_no_training,
+    aten._native_batch_norm_legit.default: _batch_norm_in_place,
+    aten._native_batch_norm_legit.no_stats: _batch_norm_no_stats,
 }
 
 
@@ -74,18 +291,19 @@ def _by_dtype(in_dtype, otherwise):
     @functools.wraps(in_dtype)
     def run(*args, **kwargs):
         if _is_16_bit(args, kwargs):
-            return in_dtype(*args, **kwargs)
+            result = in_dtype(*args, **kwargs)
+            if result is not NotImplemented:
+                return result
         return otherwise(*args, **kwargs)
 
     return run
 
 
 def round_as_eager(table: dict) -> dict:
-    """`table` with the decompositions of ROUNDED_STEP_BY_STEP's ops (functional overloads)
-    taken from there for 16-bit inputs."""
+    """`table` with the decompositions of ROUNDED_AS_EAGER's ops taken from there for 16-bit
+    inputs."""
     out = dict(table)
-    for packet, in_dtype in ROUNDED_STEP_BY_STEP.items():
-        op = packet.default
+    for op, in_dtype in ROUNDED_AS_EAGER.items():
         if op in table:
             out[op] = _by_dtype(in_dtype, table[op])
     return out

@@ -7,7 +7,7 @@ ties for argmax/argmin; NaN propagation; long rows with a tolerance derived from
 import pytest
 import torch
 
-from eager_comparison import check_against_eager, summation_tolerance
+from eager_comparison import check_against_eager, check_explain, summation_tolerance
 from input_layouts import ALL_DTYPES, COLS, ROWS, dtype_id, make_input, random_values
 
 FLOAT, INT, BOOL = {"float"}, {"int"}, {"bool"}
@@ -243,6 +243,16 @@ def test_float32_variance_accumulates_in_double(backend, scale):
     x = random_values((n,), torch.float32, -scale, scale)
     rows = random_values((3, n), torch.float32, -scale, scale)
     check_against_eager(variances, (x, rows), backend, rtol=4 * 2.0**-24, atol=0.0)
+
+
+def test_variances_run_as_stax_ops(is_stax):
+    # AOTAutograd keeps var, std and var_mean (Stax ops, not decomposed); std_mean becomes
+    # var_mean and sqrt in double. All of it runs in Stax.
+    if is_stax:
+        x = random_values((64,), torch.float32, -1, 1)
+        rows = random_values((3, 64), torch.float32, -1, 1)
+        check_explain("float32 variances", variances, x, rows,
+                      must_run_in_stax=("var", "std", "var_mean", "sqrt"))
 
 
 def variances_over_dims(rows):
