@@ -6,6 +6,7 @@ double (2^53 + 1 -> 2^53, INT64_MAX -> 2^63) fails here. Many ops share one comp
 to keep the compile count (about 1 s of C++ each) low.
 """
 
+import pytest
 import torch
 
 from eager_comparison import check_against_eager
@@ -176,3 +177,22 @@ def test_int_scalars_on_float_tensors_round_once(backend):
 
 def test_int64_arange_extremes(backend):
     check_against_eager(ranges, (torch.tensor([1, 2, 3, 4]),), backend)
+
+
+def test_scalars_that_overflow_the_dtype_raise_as_in_eager(backend):
+    # where, clamp, alpha and the fills convert their scalar with PyTorch's checked conversion;
+    # eager raises, and so must the compiled function (never a silently wrapped value).
+    i8 = torch.tensor([1, 2, -3], dtype=torch.int8)
+    m = i8 > 1
+    functions = [
+        lambda t, m: torch.where(m, t, 300),
+        lambda t, m: torch.clamp(t, min=-300),
+        lambda t, m: torch.add(t, t, alpha=300),
+        lambda t, m: torch.full_like(t, I64_MAX),
+        lambda t, m: t.masked_fill(m, 2**40),
+    ]
+    for fn in functions:
+        with pytest.raises(RuntimeError, match="without overflow"):
+            fn(i8, m)
+        with pytest.raises(RuntimeError, match="without overflow"):
+            torch.compile(fn, backend=backend)(i8, m)

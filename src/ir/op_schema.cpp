@@ -190,6 +190,16 @@ std::string arg_prefix(const std::string& op, const std::string& arg) {
   return op + ": argument '" + arg + "': ";
 }
 
+void check_scalar_fits(const Node& n, size_t position, const std::string& arg, DType dtype) {
+  const Scalar* s = std::get_if<Scalar>(&n.args.at(position));
+  if (!s) return;
+  if (std::optional<std::string> range = scalar_overflow_problem(*s, dtype)) {
+    throw GraphError(arg_prefix(n.op, arg) + "value " + format_scalar(*s) +
+                     " cannot be converted to " + std::string(dtype_name(dtype)) +
+                     " without overflow (" + *range + ")");
+  }
+}
+
 int64_t wrap_dim(int64_t dim, size_t rank, const std::string& op, const std::string& arg,
                  bool scalar_ok) {
   const int64_t n = rank == 0 && scalar_ok ? 1 : static_cast<int64_t>(rank);

@@ -23,6 +23,12 @@ Param optional(std::string name, ParamKind kind, Arg default_value, bool keyword
 // "OP: argument 'ARG': "
 std::string arg_prefix(const std::string& op, const std::string& arg);
 
+// PyTorch's checked conversion of a Scalar argument (clamp's bounds, where's operands, add and
+// sub's alpha) to the computation dtype: GraphError "value 300 cannot be converted to i8
+// without overflow ([-128, 127])" as eager raises (ir::scalar_overflow_problem). Tensor and
+// None arguments pass.
+void check_scalar_fits(const Node& n, size_t position, const std::string& arg, DType dtype);
+
 // Normalizes a dim against rank; with scalar_ok a 0-dim tensor accepts 0 and -1 (returning 0),
 // as PyTorch does for reductions, squeeze and transpose.
 int64_t wrap_dim(int64_t dim, size_t rank, const std::string& op, const std::string& arg,

@@ -75,6 +75,7 @@ PointwiseTyping add_sub_typing(const Graph& g, const Node& n) {
     throw GraphError(arg_prefix(n.op, "alpha") + "must not be a floating point number for a " +
                      dtype_text(c) + " result");
   }
+  check_scalar_fits(n, 2, "alpha", c);
   return same(c);
 }
 
@@ -134,7 +135,13 @@ PointwiseTyping where_typing(const Graph& g, const Node& n) {
     throw GraphError(arg_prefix(n.op, "condition") + "must have dtype bool, got " +
                      dtype_text(cond));
   }
-  return same(result_type(g, n, {1, 2}));
+  const DType c = result_type(g, n, {1, 2});
+  // A float16/bfloat16 where converts its scalars unchecked (1e6 gives inf in torch 2.13.0).
+  if (c != DType::Float16 && c != DType::BFloat16) {
+    check_scalar_fits(n, 1, "self", c);
+    check_scalar_fits(n, 2, "other", c);
+  }
+  return same(c);
 }
 
 PointwiseTyping cast_typing(const Graph& g, const Node& n) {

@@ -82,6 +82,9 @@ PointwiseTyping clamp_typing(const Graph& g, const Node& n) {
   }
   if (!any_bound) throw GraphError(n.op + ": at least one of 'min' or 'max' must not be None");
   const DType c = result_type(operands);
+  for (size_t p = 1; p < n.args.size(); ++p) {
+    check_scalar_fits(n, p, n.op == "clamp" ? (p == 1 ? "min" : "max") : n.op.substr(6), c);
+  }
   return {c, c};
 }
 

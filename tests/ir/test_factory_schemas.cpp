@@ -233,6 +233,35 @@ TEST(FactorySchemaTest, FillValuesMustFitTheDtype) {
   EXPECT_EQ(infer_error("x: i32[3]", "full_like(x, 2.5, dtype='i8')"), "<no error>");
 }
 
+// where, clamp and alpha convert their scalars to the computation dtype with PyTorch's checked
+// conversion (torch 2.13.0 raises "value cannot be converted to type int8_t without
+// overflow"), while arithmetic operands wrap (i8 + 300 adds 44).
+TEST(FactorySchemaTest, ScalarArgumentsOfWhereClampAndAlphaMustFit) {
+  const std::string in = "x: i8[2], u: u8[2], m: bool[2], h: f16[2], f: f32[2]";
+  EXPECT_EQ(infer_error(in, "where(m, x, 300)"),
+            "where: argument 'other': value 300 cannot be converted to i8 without overflow "
+            "([-128, 127])");
+  EXPECT_EQ(infer_error(in, "clamp(x, min=-300)"),
+            "clamp: argument 'min': value -300 cannot be converted to i8 without overflow "
+            "([-128, 127])");
+  EXPECT_EQ(infer_error(in, "clamp_max(u, 256)"),
+            "clamp_max: argument 'max': value 256 cannot be converted to u8 without overflow "
+            "([0, 255])");
+  EXPECT_EQ(infer_error(in, "add(x, x, alpha=300)"),
+            "add: argument 'alpha': value 300 cannot be converted to i8 without overflow "
+            "([-128, 127])");
+  EXPECT_THROW(infer(in, "sub(h, h, alpha=70000)"), std::exception);
+  EXPECT_THROW(infer(in, "clamp(f, min=1e39)"), std::exception);
+  // Accepted as in eager: uint8 takes -255..-1, a where in f16 rounds 1e6 to inf, arithmetic
+  // wraps, and a float bound promotes an integer clamp to float.
+  EXPECT_EQ(infer(in, "where(m, u, -255)"), type(DType::UInt8, {2}));
+  EXPECT_EQ(infer(in, "clamp(u, min=-1)"), type(DType::UInt8, {2}));
+  EXPECT_EQ(infer(in, "where(m, h, 1000000.0)"), type(DType::Float16, {2}));
+  EXPECT_EQ(infer(in, "add(x, 300)"), type(DType::Int8, {2}));
+  EXPECT_EQ(infer(in, "clamp(x, max=1e19)"), type(DType::Float32, {2}));
+  EXPECT_EQ(infer("x: i64[2]", "add(x, 1, alpha=9223372036854775807)"), type(DType::Int64, {2}));
+}
+
 TEST(FactorySchemaTest, ArgumentKindErrors) {
   EXPECT_EQ(infer_error("x: f32[2]", "full(x, 1.0)"),
             "full: argument 'size' expects an int list, got a tensor");
