@@ -104,18 +104,10 @@ inline R reg_float_tanh(const R& x) {
 template <class R>
 inline R reg_float_erf(const R& x) {
   using C = ErfCoefficients;
-  const R a = reg_abs(x);
-  const R s = reg_mul(x, x);
-  R p = R::broadcast(C::small[6]);
-  for (int k = 5; k >= 0; --k) p = reg_fma(p, s, R::broadcast(C::small[k]));
-  const R small = reg_mul(x, p);
-  const uint64_t is_small = reg_lt(a, R::broadcast(C::kSplit));
-  if (is_small == low_bits(R::kLanes)) return small;
-  const R t = reg_min_keep_nan(R::broadcast(C::kClamp), a);
-  R q = R::broadcast(C::large[6]);
-  for (int k = 5; k >= 0; --k) q = reg_fma(q, t, R::broadcast(C::large[k]));
-  const R large = reg_copysign(reg_sub(R::broadcast(1.0f), reg_float_exp(q)), x);
-  return reg_select(is_small, small, large);
+  const R t = reg_min_keep_nan(R::broadcast(C::kClamp), reg_abs(x));
+  R q = R::broadcast(C::p[5]);
+  for (int k = 4; k >= 0; --k) q = reg_fma(q, t, R::broadcast(C::p[k]));
+  return reg_copysign(reg_sub(R::broadcast(1.0f), reg_float_exp(reg_mul(q, t))), x);
 }
 
 }  // namespace detail
