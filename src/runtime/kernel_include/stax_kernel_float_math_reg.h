@@ -107,7 +107,11 @@ inline R reg_float_erf(const R& x) {
   const R t = reg_min_keep_nan(R::broadcast(C::kClamp), reg_abs(x));
   R q = R::broadcast(C::p[5]);
   for (int k = 4; k >= 0; --k) q = reg_fma(q, t, R::broadcast(C::p[k]));
-  return reg_copysign(reg_sub(R::broadcast(1.0f), reg_float_exp(reg_mul(q, t))), x);
+  const R r = reg_copysign(reg_sub(R::broadcast(1.0f), reg_float_exp(reg_mul(q, t))), x);
+  const uint64_t tiny = reg_lt(reg_abs(x), R::broadcast(C::kTiny));
+  if (tiny == 0) return r;
+  return reg_select(
+      tiny, reg_mul(x, reg_fma(reg_mul(x, x), R::broadcast(C::c3), R::broadcast(C::c1))), r);
 }
 
 }  // namespace detail

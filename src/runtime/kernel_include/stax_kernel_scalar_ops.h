@@ -787,10 +787,11 @@ inline float float_tanh(float x) {
 // SLEEF's u10 erf costs several times more). One range, no select between two polynomials:
 //   erf(|x|) = 1 - exp(t * P(t)), t = min(|x|, 4), t * P(t) ~ log(erfc(t)), P of degree 5
 //   fitted for this header (least squares reweighted towards minimax, weighted by erfc so the
-//   error is the absolute error of erf). Without a constant term, erf(0) is exactly 0; small
-//   arguments lose relative accuracy (1 - exp(q) cancels) but stay within about 6e-8
-//   absolute, far inside atol. erfc(4) = 1.5e-8 is below half an ulp of 1, so clamping at 4
-//   gives exactly 1 beyond, inf included; the sign is copied, NaN stays NaN.
+//   error is the absolute error of erf). Below 1 the subtraction 1 - exp(q) cancels: the
+//   absolute error stays near 1e-7, far inside atol, but the relative error reaches 7e-6 at
+//   |x| ~ 0.05 (eager's is ulp-level there); below kTiny the Taylor form takes over. erfc(4)
+//   = 1.5e-8 is below half an ulp of 1, so clamping at 4 gives exactly 1 beyond, inf included; the
+//   sign is copied, NaN stays NaN.
 // The polynomial uses fused multiply-adds at every level (the scalar form calls fmaf) and the
 // exp is float_exp, so the register form (stax_kernel_float_math_reg.h), which takes exactly
 // these steps, gives the same bits.
@@ -798,11 +799,18 @@ struct ErfCoefficients {
   static constexpr float p[6] = {-1.12839162e+00f, -6.36424243e-01f, -1.03761822e-01f,
                                  2.14126203e-02f,  -2.53801234e-03f, 9.80540281e-05f};
   static constexpr float kClamp = 4.0f;  // erf rounds to 1 from about 3.92
+  // |x| < kTiny: x * (c1 + c3 x^2), the Taylor series to x^3 (the next term is below 1e-7
+  // relative), so tiny arguments keep eager's relative accuracy instead of the absolute
+  // error of 1 - exp (erf(1e-30) is 1.13e-30, not 0).
+  static constexpr float kTiny = 0.03125f;
+  static constexpr float c1 = 1.12837917e+00f;
+  static constexpr float c3 = -3.76126389e-01f;
 };
 
 inline float float_erf(float x) {
   using C = ErfCoefficients;
   const float a = float_fabs(x);
+  if (a < C::kTiny) return x * __builtin_fmaf(x * x, C::c3, C::c1);
   const float t = a > C::kClamp ? C::kClamp : a;  // NaN stays NaN
   float q = C::p[5];
   for (int k = 4; k >= 0; --k) q = __builtin_fmaf(q, t, C::p[k]);
