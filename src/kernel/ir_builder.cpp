@@ -253,7 +253,15 @@ class NestBuilder final : public lowering::OpsHandler {
       k_.buffer_is_input.emplace(buffer, false);
     }
     const int phase = phase_of(value.id);
-    block(phase).push_back(make_store(std::move(a), value.id));
+    // A 16-bit store rounds: a value just rounded through the stored type is stored as its
+    // unrounded float (the same bits), so the round is not computed twice per element
+    // (simplify drops it when nothing else reads it).
+    int stored = value.id;
+    if (auto it = lets_.find(value.id);
+        it != lets_.end() && it->second.kind == LetKind::Convert && it->second.via == value.dtype) {
+      stored = it->second.args[0];
+    }
+    block(phase).push_back(make_store(std::move(a), stored));
   }
 
   void store_reduction(const std::string& buffer, const Expr& idx, OpsValue value) override {

@@ -188,12 +188,15 @@ TEST(KernelBuilder, MasksReachLoadsAndIndirectIndicesAreChecked) {
 }
 
 TEST(KernelBuilder, HalfValuesAreFloatsRoundedAfterEveryOp) {
-  // y = (x + x) as float16: loaded as float, added in float, rounded through Half, stored.
+  // y = (x + x) * x in float16: loaded as float, added in float, rounded through Half,
+  // multiplied, stored as Half (the store rounds: the product is not rounded before it).
   const std::vector<int64_t> n = {8};
   auto body = [](OpsHandler& h, const std::vector<Expr>& idx, const std::vector<Expr>&) {
     const OpsValue x = h.to_dtype(h.load("x", idx[0], DType::Float16), DType::Float32);
-    const OpsValue sum = lowering::apply(h, PointwiseOp::Add, {x, x});
-    return h.to_dtype(sum, DType::Float16);
+    const OpsValue sum = h.to_dtype(lowering::apply(h, PointwiseOp::Add, {x, x}), DType::Float16);
+    const OpsValue product =
+        lowering::apply(h, PointwiseOp::Mul, {h.to_dtype(sum, DType::Float32), x});
+    return h.to_dtype(product, DType::Float16);
   };
   auto s = schedule_lowered(
       make_graph({{"x", DType::Float16, n}}, {make_buffer("y", DType::Float16, n, body)}));
@@ -203,7 +206,9 @@ TEST(KernelBuilder, HalfValuesAreFloatsRoundedAfterEveryOp) {
   EXPECT_EQ(ks[0].decisions.nests.at(0).form, kernel::KernelForm::Vectorized)
       << ks[0].decisions.nests[0].reason;
   EXPECT_TRUE(contains(text, "stax::Vec<float, 16>::load(in_x + x0, 8)")) << text;
-  EXPECT_TRUE(contains(text, "stax::round_to<stax::Half>(")) << text;
+  const size_t round = text.find("stax::round_to<stax::Half>(");
+  EXPECT_NE(round, std::string::npos) << text;
+  EXPECT_EQ(text.find("stax::round_to<", round + 1), std::string::npos) << text;
   EXPECT_TRUE(contains(text, ".store(y + x0, 8)")) << text;
 }
 

@@ -104,18 +104,14 @@ inline R reg_float_tanh(const R& x) {
 template <class R>
 inline R reg_float_erf(const R& x) {
   using C = ErfCoefficients;
-  const R a = reg_abs(x);
-  const R s = reg_mul(x, x);
-  R p = R::broadcast(C::small[6]);
-  for (int k = 5; k >= 0; --k) p = reg_fma(p, s, R::broadcast(C::small[k]));
-  const R small = reg_mul(x, p);
-  const uint64_t is_small = reg_lt(a, R::broadcast(C::kSplit));
-  if (is_small == low_bits(R::kLanes)) return small;
-  const R t = reg_min_keep_nan(R::broadcast(C::kClamp), a);
-  R q = R::broadcast(C::large[6]);
-  for (int k = 5; k >= 0; --k) q = reg_fma(q, t, R::broadcast(C::large[k]));
-  const R large = reg_copysign(reg_sub(R::broadcast(1.0f), reg_float_exp(q)), x);
-  return reg_select(is_small, small, large);
+  const R t = reg_min_keep_nan(R::broadcast(C::kClamp), reg_abs(x));
+  R q = R::broadcast(C::p[5]);
+  for (int k = 4; k >= 0; --k) q = reg_fma(q, t, R::broadcast(C::p[k]));
+  const R r = reg_copysign(reg_sub(R::broadcast(1.0f), reg_float_exp(reg_mul(q, t))), x);
+  const uint64_t tiny = reg_lt(reg_abs(x), R::broadcast(C::kTiny));
+  if (tiny == 0) return r;
+  return reg_select(
+      tiny, reg_mul(x, reg_fma(reg_mul(x, x), R::broadcast(C::c3), R::broadcast(C::c1))), r);
 }
 
 }  // namespace detail

@@ -425,6 +425,23 @@ inline void store16(const F8& r, BFloat16* p, int64_t count) {
   const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(rounded, rounded), 0xD8);
   avx2_store_u16x8(p, _mm256_castsi256_si128(packed), count);
 }
+// round16: store16 then load16 without leaving the register (bit for bit the same lanes):
+// the rounding above with the result kept in the high half, NaN quieted the same way.
+inline F8 round16(const F8& r, Tag<BFloat16>) {
+  const __m256i u = _mm256_castps_si256(r.v);
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+  __m256i rounded = _mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7FFF)));
+  const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(r.v, r.v, _CMP_UNORD_Q));
+  rounded = _mm256_blendv_epi8(rounded, _mm256_or_si256(u, _mm256_set1_epi32(0x400000)), nan);
+  return F8::make(_mm256_castsi256_ps(
+      _mm256_and_si256(rounded, _mm256_set1_epi32(static_cast<int>(0xFFFF0000u)))));
+}
+#if defined(__F16C__)
+inline F8 round16(const F8& r, Tag<Half>) {
+  return F8::make(
+      _mm256_cvtph_ps(_mm256_cvtps_ph(r.v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
+}
+#endif
 
 // ---- Conversions between registers of equal lane counts ----
 inline I32x8 convert_reg(Tag<I32x8>, const F8& r) {

@@ -364,6 +364,21 @@ inline void store16(const F16& r, BFloat16* p, int64_t count) {
                                   _mm512_or_si512(high, _mm512_set1_epi32(0x40)));
   avx512_store_u16x16(p, _mm512_cvtepi32_epi16(rounded), count);
 }
+// round16: store16 then load16 without leaving the register (bit for bit the same lanes):
+// the rounding above with the result kept in the high half, NaN quieted the same way.
+inline F16 round16(const F16& r, Tag<BFloat16>) {
+  const __m512i u = _mm512_castps_si512(r.v);
+  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+  __m512i rounded = _mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF)));
+  rounded = _mm512_mask_or_epi32(rounded, _mm512_cmp_ps_mask(r.v, r.v, _CMP_UNORD_Q), u,
+                                 _mm512_set1_epi32(0x400000));
+  return F16::make(_mm512_castsi512_ps(
+      _mm512_and_si512(rounded, _mm512_set1_epi32(static_cast<int>(0xFFFF0000u)))));
+}
+inline F16 round16(const F16& r, Tag<Half>) {
+  return F16::make(
+      _mm512_cvtph_ps(_mm512_cvtps_ph(r.v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
+}
 
 // ---- Conversions between registers of equal lane counts (the scalar convert's results:
 // cvtt* give the x86 "integer indefinite" MIN for NaN / out of range; narrowing wraps) ----

@@ -326,6 +326,14 @@ inline void store16(const R& r, S* p, int64_t count) {
   r.store(x);
   for (int l = 0; l < R::kLanes && l < count; ++l) p[l] = S(x[l]);
 }
+// A float register rounded to S and widened back: store16 then load16 (the levels with
+// register conversions overload it to stay in the register).
+template <class R, class S>
+inline R round16(const R& r, Tag<S>) {
+  alignas(64) S x[R::kLanes];
+  store16(r, x, R::kLanes);
+  return load16(Tag<R>{}, x, R::kLanes);
+}
 }  // namespace detail
 
 template <int N>

@@ -195,9 +195,10 @@ inline Vec<U, N> convert(const Vec<T, N>& v) {
 }
 
 // A float rounded to the 16-bit float S (Half, BFloat16) and widened back, as eager rounds
-// after every op of a 16-bit computation. The vector form goes through the same store16 /
-// load16 register conversions as 16-bit loads and stores (the store is forwarded to the
-// load, it stays in L1), so a rounded intermediate equals a stored and reloaded one.
+// after every op of a 16-bit computation. The vector form is round16 per register: the
+// lanes of store16 then load16 (the same conversions as 16-bit stores and loads), computed
+// in the register where the level can, so a rounded intermediate equals a stored and
+// reloaded one without the narrowing and widening shuffles.
 template <class S>
 inline float round_to(float x) {
   static_assert(detail::kIsStorage16<S>, "round_to: Half or BFloat16");
@@ -206,9 +207,9 @@ inline float round_to(float x) {
 template <class S, int N>
 inline Vec<float, N> round_to(const Vec<float, N>& v) {
   static_assert(detail::kIsStorage16<S>, "round_to: Half or BFloat16");
-  alignas(64) S x[N];
-  v.store(x);
-  return Vec<float, N>::load(x);
+  Vec<float, N> r{detail::Uninitialized{}};
+  for (int k = 0; k < Vec<float, N>::kRegs; ++k) r.reg[k] = round16(v.reg[k], detail::Tag<S>{});
+  return r;
 }
 
 // log1p, asinh and acosh of large floating arguments (the register forms are SLEEF's, which
