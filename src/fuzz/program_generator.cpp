@@ -698,13 +698,4 @@ GeneratedCase generate_case(uint64_t seed, const GeneratorOptions& options) {
   return Generator(seed, options).run();
 }
 
-std::vector<runtime::SimdLevel> runnable_simd_levels() {
-  std::vector<runtime::SimdLevel> levels;
-  for (auto level :
-       {runtime::SimdLevel::Scalar, runtime::SimdLevel::Avx2, runtime::SimdLevel::Avx512}) {
-    if (runtime::cpu_supports(level)) levels.push_back(level);
-  }
-  return levels;
-}
-
 }  // namespace stax::fuzz

@@ -61,7 +61,6 @@ struct GeneratedCase {
 // Deterministic in `seed`: the same seed gives the same program and options everywhere.
 GeneratedCase generate_case(uint64_t seed, const GeneratorOptions& options = {});
 
-// The SIMD levels this CPU runs, narrowest first (always contains Scalar).
-std::vector<runtime::SimdLevel> runnable_simd_levels();
+using runtime::runnable_simd_levels;
 
 }  // namespace stax::fuzz

@@ -122,6 +122,14 @@ SimdLevel detect_simd_level() {
   return level;
 }
 
+std::vector<SimdLevel> runnable_simd_levels() {
+  std::vector<SimdLevel> levels;
+  for (SimdLevel l : {SimdLevel::Scalar, SimdLevel::Avx2, SimdLevel::Avx512}) {
+    if (cpu_supports(l)) levels.push_back(l);
+  }
+  return levels;
+}
+
 std::vector<std::string> simd_compiler_flags(SimdLevel level) {
   switch (level) {
     case SimdLevel::Scalar:

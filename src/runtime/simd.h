@@ -31,6 +31,9 @@ int simd_width(SimdLevel level, DType dtype);
 bool cpu_supports(SimdLevel level);
 // Widest level the CPU supports, probing Avx512, then Avx2, then Scalar. Cached.
 SimdLevel detect_simd_level();
+// The levels this CPU runs, narrowest first (always contains Scalar): what differential tests
+// and the fuzzer compile and run at.
+std::vector<SimdLevel> runnable_simd_levels();
 
 // Compiler flags for a kernel built at `level`: the -m ISA flags plus the macro
 // (-DSTAX_SIMD_AVX512 / -DSTAX_SIMD_AVX2) that selects the level in stax_kernel.h.

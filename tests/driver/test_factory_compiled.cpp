@@ -23,20 +23,11 @@
 namespace stax {
 namespace {
 
-std::vector<runtime::SimdLevel> levels() {
-  std::vector<runtime::SimdLevel> out;
-  for (auto l :
-       {runtime::SimdLevel::Scalar, runtime::SimdLevel::Avx2, runtime::SimdLevel::Avx512}) {
-    if (runtime::cpu_supports(l)) out.push_back(l);
-  }
-  return out;
-}
-
 // Compiles `g` at every level and runs it with 1 and 3 threads, comparing every output with
 // eager's: dtype, sizes and every bit of the values (NaN equal to NaN).
 void expect_equals_eager(const ir::Graph& g, const std::vector<Tensor>& inputs) {
   const std::vector<Tensor> expected = eager::run(g, inputs);
-  for (auto simd : levels()) {
+  for (auto simd : runtime::runnable_simd_levels()) {
     CompileOptions options;
     options.simd = simd;
     options.num_threads = 3;

@@ -23,15 +23,6 @@
 namespace stax {
 namespace {
 
-std::vector<runtime::SimdLevel> levels() {
-  std::vector<runtime::SimdLevel> out;
-  for (auto l :
-       {runtime::SimdLevel::Scalar, runtime::SimdLevel::Avx2, runtime::SimdLevel::Avx512}) {
-    if (runtime::cpu_supports(l)) out.push_back(l);
-  }
-  return out;
-}
-
 // The indexing ops of PyTorch's tests (python/tests/test_index_validation.py). The indexed
 // values feed a product, so the checks also run inside fused kernels.
 constexpr const char* kGraph = R"(
@@ -154,7 +145,7 @@ TEST(IndexValidation, EveryIndexingOpWrapsOrRaisesAsEager) {
   const ir::Graph g = ir::parse_graph(kGraph, "index.stax");
   const std::vector<Tensor> valid = valid_inputs(g);
   std::vector<CompiledGraph> compiled;
-  for (auto simd : levels()) {
+  for (auto simd : runtime::runnable_simd_levels()) {
     CompileOptions options;
     options.simd = simd;
     options.num_threads = 2;
@@ -186,8 +177,10 @@ TEST(IndexValidation, EveryIndexingOpWrapsOrRaisesAsEager) {
       }
       expect_torch_error([&] { eager::run(g, inputs); }, input, value, "eager, " + where);
       for (size_t l = 0; l < compiled.size(); ++l) {
-        expect_torch_error([&] { compiled[l].run(inputs); }, input, value,
-                           std::string(runtime::simd_level_name(levels()[l])) + ", " + where);
+        expect_torch_error(
+            [&] { compiled[l].run(inputs); }, input, value,
+            std::string(runtime::simd_level_name(runtime::runnable_simd_levels()[l])) + ", " +
+                where);
       }
     }
   }
@@ -217,7 +210,7 @@ def f(t: f32[3, 4], r: i64[2], c: i64[1]):
     for (size_t p = 0; p < b.size(); ++p) EXPECT_EQ(out[1].get_flat(p), b[p]) << where;
   };
   check(eager::run(g, {t, r, c}), "eager");
-  for (auto simd : levels()) {
+  for (auto simd : runtime::runnable_simd_levels()) {
     CompileOptions options;
     options.simd = simd;
     check(compile(g, options).run({t, r, c}), std::string(runtime::simd_level_name(simd)));

@@ -25,15 +25,6 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 const double kNaN = std::nan("");
 
-std::vector<runtime::SimdLevel> levels() {
-  std::vector<runtime::SimdLevel> out;
-  for (auto l :
-       {runtime::SimdLevel::Scalar, runtime::SimdLevel::Avx2, runtime::SimdLevel::Avx512}) {
-    if (runtime::cpu_supports(l)) out.push_back(l);
-  }
-  return out;
-}
-
 const std::vector<double> kValues = {0.0,  -0.0, kInf,  -kInf, kNaN, -2.0,
                                      -0.5, 2.0,  1e-40, -1.0,  1.0,  3.0};
 const std::vector<std::string> kExponents = {
@@ -102,7 +93,7 @@ TEST(PowExponents, CompiledMatchesEagerAndTorchAtSpecialValues) {
             << (l.scalar ? "" : " as a tensor") << ") = " << out.get_flat(static_cast<int64_t>(v));
       }
     }
-    for (auto simd : levels()) {
+    for (auto simd : runtime::runnable_simd_levels()) {
       CompileOptions options;
       options.simd = simd;
       options.num_threads = 1;

@@ -22,15 +22,6 @@ namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-std::vector<runtime::SimdLevel> levels() {
-  std::vector<runtime::SimdLevel> out;
-  for (auto l :
-       {runtime::SimdLevel::Scalar, runtime::SimdLevel::Avx2, runtime::SimdLevel::Avx512}) {
-    if (runtime::cpu_supports(l)) out.push_back(l);
-  }
-  return out;
-}
-
 CompiledGraph compile_for(const ir::Graph& g, runtime::SimdLevel simd, int threads) {
   CompileOptions o;
   o.simd = simd;
@@ -50,7 +41,7 @@ void expect_matches_eager(const std::string& text, const std::vector<Tensor>& in
   const std::vector<Tensor> expected = eager::run(g, inputs);
   if (tolerances.empty()) tolerances = output_tolerances(g);
   ASSERT_EQ(tolerances.size(), expected.size());
-  for (auto simd : levels()) {
+  for (auto simd : runtime::runnable_simd_levels()) {
     for (int threads : {1, 3}) {
       const std::vector<Tensor> actual = compile_for(g, simd, threads).run(inputs);
       ASSERT_EQ(actual.size(), expected.size());
@@ -362,7 +353,7 @@ TEST(CompiledReductions, HundredMillionFloatSumIsAsAccurateAsPyTorch) {
   EXPECT_NEAR(static_cast<double>(exact), 49999999.90642876, 1e-3);
   const double torch_error = std::abs(50000000.0 - 49999999.90642876);
   const ir::Graph g = ir::parse_graph("def f(x: f32[100000000]):\n    s = sum(x)\n    return s\n");
-  for (auto simd : levels()) {
+  for (auto simd : runtime::runnable_simd_levels()) {
     for (int threads : {1, 3}) {
       const double got = compile_for(g, simd, threads).run({x}).at(0).get({});
       EXPECT_LE(std::abs(got - 49999999.90642876), torch_error)

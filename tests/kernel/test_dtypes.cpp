@@ -19,15 +19,6 @@ const DType kDtypes[] = {DType::Bool,    DType::Int8,    DType::UInt8,   DType::
                          DType::Int32,   DType::Int64,   DType::Float32, DType::Float64,
                          DType::Float16, DType::BFloat16};
 
-std::vector<runtime::SimdLevel> levels() {
-  std::vector<runtime::SimdLevel> out;
-  for (auto l :
-       {runtime::SimdLevel::Scalar, runtime::SimdLevel::Avx2, runtime::SimdLevel::Avx512}) {
-    if (runtime::cpu_supports(l)) out.push_back(l);
-  }
-  return out;
-}
-
 // Values every dtype holds exactly, with the extremes of the narrow integers, in an order
 // whose minimum and maximum sit in the masked tail of a 16- or 32-lane vector.
 double value_at(DType d, int64_t i, int64_t n) {
@@ -58,7 +49,7 @@ TEST(KernelDtypes, LoadStoreAndConvertEveryDtype) {
     };
     Tensor x = Tensor::empty(d, {n});
     for (int64_t i = 0; i < n; ++i) x.set_flat(i, value_at(d, i, n));
-    for (auto simd : levels()) {
+    for (auto simd : runtime::runnable_simd_levels()) {
       const CompiledGraph c =
           compile_lowered(make_graph({{"x", d, {n}}}, {make_buffer("y", DType::Int64, {n}, convert),
                                                        make_buffer("z", d, {n}, copy)}),
@@ -104,7 +95,7 @@ TEST(KernelDtypes, MaskedTailsNeverReachIntegerReductions) {
         if (d == DType::Bool) v = (i % len) != 4 ? 1.0 : 0.0;  // all true but one
         x.set_flat(i, v);
       }
-      for (auto simd : levels()) {
+      for (auto simd : runtime::runnable_simd_levels()) {
         const CompiledGraph c =
             compile_lowered(make_graph({{"x", d, {rows, len}}}, buffers), at(simd));
         const auto out = c.run({x});

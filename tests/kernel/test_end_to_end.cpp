@@ -19,15 +19,6 @@ using lowering::OpsValue;
 using lowering::PointwiseOp;
 using lowering::ReductionType;
 
-std::vector<runtime::SimdLevel> levels() {
-  std::vector<runtime::SimdLevel> out;
-  for (auto l :
-       {runtime::SimdLevel::Scalar, runtime::SimdLevel::Avx2, runtime::SimdLevel::Avx512}) {
-    if (runtime::cpu_supports(l)) out.push_back(l);
-  }
-  return out;
-}
-
 CompileOptions options_for(runtime::SimdLevel simd, int threads) {
   CompileOptions o;
   o.simd = simd;
@@ -44,7 +35,7 @@ void expect_matches_eager(const std::string& text) {
   }
   const auto expected = eager::run(g, inputs);
   const auto tolerances = output_tolerances(g);
-  for (auto simd : levels()) {
+  for (auto simd : runtime::runnable_simd_levels()) {
     for (int threads : {1, 3}) {
       const CompiledGraph c = compile(g, options_for(simd, threads));
       const auto actual = c.run(inputs);
@@ -96,7 +87,7 @@ TEST(KernelEndToEnd, IntegerDivisionByZeroRaisesZeroDivisionError) {
     a.set_flat(i, static_cast<double>(i * 7 - 100));
     b.set_flat(i, static_cast<double>(i % 5 - 2 == 0 ? 3 : i % 5 - 2));
   }
-  for (auto simd : levels()) {
+  for (auto simd : runtime::runnable_simd_levels()) {
     for (int threads : {1, 3}) {
       const CompiledGraph c = compile_lowered(floor_divide_graph(n), options_for(simd, threads));
       const Tensor out = c.run({a, b}).at(0);
@@ -136,7 +127,7 @@ TEST(KernelEndToEnd, IndirectIndexOutOfRangeNamesTheOpAndTheValue) {
   for (int64_t i = 0; i < 10; ++i) table.set_flat(i, static_cast<double>(i) * 1.5);
   Tensor idx = Tensor::empty(DType::Int64, {n});
   for (int64_t i = 0; i < n; ++i) idx.set_flat(i, static_cast<double>((i * 3) % 20 - 10));
-  for (auto simd : levels()) {
+  for (auto simd : runtime::runnable_simd_levels()) {
     const CompiledGraph c = compile_lowered(graph(), options_for(simd, 2));
     const Tensor y = c.run({idx, table}).at(0);
     for (int64_t i = 0; i < n; ++i) {
@@ -175,7 +166,7 @@ TEST(KernelEndToEnd, EveryReductionTypeOfRowsMatchesAReference) {
     };
     const DType out_dtype =
         lowering::reduction_result_dtype(t, logical ? DType::Bool : DType::Float32);
-    for (auto simd : levels()) {
+    for (auto simd : runtime::runnable_simd_levels()) {
       const CompiledGraph c = compile_lowered(
           make_graph({{"x", DType::Float32, {rows, len}}},
                      {make_buffer("out", out_dtype, {rows}, body, {len}, t, {rows})}),
