@@ -152,6 +152,13 @@ Tensor eval_indirect(const Env& env, const ir::Node& node) {
   const ir::IndirectArgs a = ir::indirect_args(env.graph, node);
   const Tensor& source = value_of(env, a.source);
   const Tensor& index = value_of(env, a.index);
+  if (a.empty_result_rule) {
+    // No element of the empty result reads through the index, but eager checks every value.
+    for (int64_t p = 0; p < index.numel(); ++p) {
+      const int64_t value = load_int(index, unravel_index(p, index.sizes()));
+      if (!a.empty_result_rule->accepts(value)) a.empty_result_rule->fail(value);
+    }
+  }
   return build(env, node, [&](const Tensor& out, const std::vector<int64_t>& idx) {
     std::vector<int64_t> at;
     for (int64_t d : a.index_dims) at.push_back(d < 0 ? 0 : idx[static_cast<size_t>(d)]);

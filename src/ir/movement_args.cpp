@@ -331,6 +331,26 @@ IndexRule indirect_index_rule(const Node& node, const IndirectArgs& a, size_t so
   return r;
 }
 
+// torch 2.13 on CPU, probed: when the result is empty while the index is not, index_select
+// (and embedding) of a source of rank > 1 with no elements refuses an empty indexed dim
+// outright (as `rule` does) and otherwise checks each value against [0, size) with one
+// RuntimeError for any dim; index.Tensor refuses any index through an empty dim (as `rule`
+// does) and checks nothing otherwise. A gather result has its index's shape, and a rank <= 1
+// index_select result is empty only with its index: neither case arises.
+std::optional<IndexRule> empty_result_rule(const Node& node, const IndirectArgs& a,
+                                           int64_t index_numel) {
+  int64_t result_numel = 1;
+  for (int64_t s : a.sizes) result_numel *= s;
+  if (result_numel != 0 || index_numel == 0 || node.op == "gather") return std::nullopt;
+  if (a.size == 0) return a.rule;
+  if (node.op == "index") return std::nullopt;
+  IndexRule r;
+  r.size = a.size;
+  r.message =
+      node.op + ": INDICES element is out of DATA bounds, id={} axis_dim=" + std::to_string(a.size);
+  return r;
+}
+
 IndirectArgs indirect_layout(const Graph& graph, const Node& node) {
   IndirectArgs a;
   const bool embedding = node.op == "embedding";
@@ -448,6 +468,7 @@ IndirectArgs indirect_layout(const Graph& graph, const Node& node) {
 IndirectArgs indirect_args(const Graph& graph, const Node& node) {
   IndirectArgs a = indirect_layout(graph, node);
   a.rule = indirect_index_rule(node, a, graph.value(a.source).type.sizes.size());
+  a.empty_result_rule = empty_result_rule(node, a, graph.value(a.index).type.numel());
   return a;
 }
 

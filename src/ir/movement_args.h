@@ -88,6 +88,10 @@ struct IndirectArgs {
   std::vector<int64_t> index_dims;   // per index-tensor dim: the output dim it takes
   std::vector<int64_t> sizes;        // the result sizes
   IndexRule rule;
+  // When the result has no elements but the index tensor has some, no element reads through
+  // the index, yet eager still checks every index value: by this rule (nullopt: eager checks
+  // nothing then, or the case cannot arise).
+  std::optional<IndexRule> empty_result_rule;
 };
 IndirectArgs indirect_args(const Graph& graph, const Node& node);
 

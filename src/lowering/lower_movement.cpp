@@ -204,6 +204,49 @@ LoweredValue Lowerer::lower_indirect(const ir::Node& node, const ir::Value& out)
   ir::IndexRule rule = a.rule;
   rule.message = current_node_ + ": " + rule.message;
   const DType v_dtype = v.dtype;
+  if (a.empty_result_rule) {
+    // The result's loops run no iteration, yet eager checks every index value: a buffer over
+    // the index alone stores the values it checked, and the result reads it (the read, never
+    // executed, orders the check before the result's consumers and keeps it alive).
+    ir::IndexRule check = *a.empty_result_rule;
+    check.message = current_node_ + ": " + check.message;
+    const ir::Value& index_value = graph_.value(a.index);
+    ComputedBuffer buf;
+    buf.name = next_buffer_name();
+    buf.dtype = index.dtype;
+    buf.sizes = index_value.type.sizes;
+    buf.strides = ir::contiguous_strides(buf.sizes);
+    buf.ranges = buf.sizes;
+    const auto strides = buf.strides;
+    buf.output_index = [strides](const std::vector<Expr>& idx) {
+      return strided_offset(idx, strides);
+    };
+    buf.value = [index_loader, check](OpsHandler& h, const std::vector<Expr>& idx,
+                                      const std::vector<Expr>&) {
+      const OpsValue x = index_loader(h, idx);
+      h.indirect_index(x, check);
+      return x;
+    };
+    buf.origin = "index check";
+    result_.log.push_back(buf.name + " (index check): " + node.op +
+                          "'s result is empty, its index is not");
+    const LoweredValue checked = add_buffer(std::move(buf), index.composed);
+    const Loader checked_loader = checked.loader;
+    const std::vector<Expr> first(checked.sizes.size(), Expr(0));
+    v.loader = [checked_loader, first, v_dtype](OpsHandler& h, const std::vector<Expr>&) {
+      return convert(h, checked_loader(h, first), v_dtype);
+    };
+    v.stats = checked.stats;
+    return v;
+  }
+  if (out.type.numel() == 0) {
+    // No element to compute and eager checks nothing: read nothing (an index over a loop of
+    // no iteration has no range to bound the indirect read by).
+    v.loader = [v_dtype](OpsHandler& h, const std::vector<Expr>&) {
+      return h.constant(0, v_dtype);
+    };
+    return v;
+  }
   v.loader = [a, source_loader, index_loader, rule, v_dtype](OpsHandler& h,
                                                              const std::vector<Expr>& idx) {
     std::vector<Expr> at;

@@ -238,6 +238,19 @@ TEST(IndexValidation, EveryIndexThroughAnEmptyDimIsRefused) {
        "index 0 is out of bounds for dimension 1 with size 0", false},
       {"index(s, [i])", "s: f32[0, 2], i: i64[1]",
        "index is out of bounds for dimension with size 0", true},
+      // The same with an empty result (no element reads through the index):
+      //   index_select(zeros(0, 0), 0, i), embedding(i, zeros(0, 0))  RuntimeError: index_select():
+      //                                     self indexing axis dim should be positive
+      //   zeros(0, 0)[i], zeros(0, 0)[:, i] IndexError: index is out of bounds for dimension
+      //                                     with size 0
+      {"index_select(s, 0, i)", "s: f32[0, 0], i: i64[1]",
+       "index_select(): self indexing axis dim should be positive", false},
+      {"embedding(s, i)", "s: f32[0, 0], i: i64[1]",
+       "index_select(): self indexing axis dim should be positive", false},
+      {"index(s, [i])", "s: f32[0, 0], i: i64[1]",
+       "index is out of bounds for dimension with size 0", true},
+      {"index(s, [None, i])", "s: f32[0, 0], i: i64[1]",
+       "index is out of bounds for dimension with size 0", true},
   };
   for (const Case& c : cases) {
     const ir::Graph g = ir::parse_graph(
@@ -261,6 +274,94 @@ TEST(IndexValidation, EveryIndexThroughAnEmptyDimIsRefused) {
     expect_error([&] { eager::run(g, inputs); }, "eager " + c.statement);
     const CompiledGraph compiled = compile(g);
     expect_error([&] { compiled.run(inputs); }, "compiled " + c.statement);
+  }
+}
+
+TEST(IndexValidation, AnEmptyResultStillChecksEveryIndexValue) {
+  // Each result has no elements because of a dim other than the indexed one, so no element
+  // reads through the index; torch 2.13.0 eager still checks every value of index_select
+  // and embedding, with one RuntimeError for any dim, and checks nothing of index.Tensor:
+  //   index_select(zeros(3, 0), 0, tensor([0, -1]))  RuntimeError: INDICES element is out of
+  //                                                  DATA bounds, id=-1 axis_dim=3
+  //   embedding(tensor([[0, 1], [2, 5]]), zeros(3, 0))  ... id=5 axis_dim=3
+  //   zeros(3, 0)[tensor([5])]                       no error, a (1, 0) result
+  // (An empty indexed dim refuses every index: EveryIndexThroughAnEmptyDimIsRefused.) One
+  // graph holds every op with its own index; a case makes one index element bad.
+  const ir::Graph g = ir::parse_graph(R"(
+def f(s30: f32[3, 0], s302: f32[3, 0, 2], s023: f32[0, 2, 3], s03: f32[0, 3], wb: bf16[3, 0], i_rows: i64[2], i_dim0: i64[1], i_dim2: i64[2], i_dim1: i64[1], i_32: i32[1], e: i64[2, 2], e_bf16: i64[1], x: i64[1]):
+    a = index_select(s30, 0, i_rows)
+    b = index_select(s302, 0, i_dim0)
+    c = index_select(s023, 2, i_dim2)
+    d = index_select(s03, 1, i_dim1)
+    k = index_select(s30, 0, i_32)
+    m = embedding(s30, e)
+    n = embedding(wb, e_bf16)
+    n2 = mul(n, 2.0)
+    y = index(s30, [x])
+    return a, b, c, d, k, m, n2, y
+)",
+                                      "empty_result.stax");
+  const std::vector<std::pair<std::string, std::string>> checked = {
+      {"i_rows", "index_select"}, {"i_dim0", "index_select"}, {"i_dim2", "index_select"},
+      {"i_dim1", "index_select"}, {"i_32", "index_select"},   {"e", "embedding"},
+      {"e_bf16", "embedding"}};
+  // Valid indices (p % 3 at position p), and x = 5, which eager accepts for the empty result.
+  std::vector<Tensor> valid;
+  for (const ir::ValueRef in : g.inputs()) {
+    const ir::Value& v = g.value(in);
+    Tensor t = Tensor::empty(v.type.dtype, v.type.sizes);
+    if (!is_floating(v.type.dtype)) {
+      for (int64_t p = 0; p < t.numel(); ++p) set_int(t, p, v.name == "x" ? 5 : p % 3);
+    }
+    valid.push_back(t);
+  }
+  std::vector<CompiledGraph> compiled;
+  for (auto simd : runtime::runnable_simd_levels()) {
+    CompileOptions options;
+    options.simd = simd;
+    options.num_threads = 2;
+    compiled.push_back(compile(g, options));
+  }
+  auto expect_empty = [&](const std::vector<Tensor>& out, const std::string& where) {
+    ASSERT_EQ(out.size(), 8u) << where;
+    for (const Tensor& t : out) EXPECT_EQ(t.numel(), 0) << where;
+  };
+  expect_empty(eager::run(g, valid), "eager, all valid");
+  for (const CompiledGraph& c : compiled) expect_empty(c.run(valid), "compiled, all valid");
+  for (const auto& [name, op] : checked) {
+    const bool i32 = name == "i_32";
+    const int64_t lowest =
+        i32 ? std::numeric_limits<int32_t>::min() : std::numeric_limits<int64_t>::min();
+    const int64_t highest =
+        i32 ? std::numeric_limits<int32_t>::max() : std::numeric_limits<int64_t>::max();
+    const size_t k = input_position(g, name);
+    for (int64_t value : {int64_t{-4}, int64_t{-1}, int64_t{3}, lowest, highest}) {
+      std::vector<Tensor> inputs = valid;
+      inputs[k] = valid[k].contiguous_copy();
+      set_int(inputs[k], inputs[k].numel() - 1, value);
+      const IndexInput input{name, 3, "INDICES element is out of DATA bounds, id={} axis_dim=3",
+                             false, false};
+      const std::string where = name + " = " + std::to_string(value);
+      const std::string prefix = op + ": ";
+      auto expect_error = [&](const auto& run, const std::string& at) {
+        try {
+          run();
+          ADD_FAILURE() << at << ": no error";
+        } catch (const ir::IndexError& e) {
+          ADD_FAILURE() << at << ": IndexError " << e.what();
+        } catch (const std::out_of_range& e) {
+          EXPECT_NE(std::string(e.what()).find(prefix + with_value(input.message, value)),
+                    std::string::npos)
+              << at << ": " << e.what();
+        }
+      };
+      expect_error([&] { eager::run(g, inputs); }, "eager, " + where);
+      for (size_t l = 0; l < compiled.size(); ++l) {
+        expect_error([&] { compiled[l].run(inputs); },
+                     std::string(runtime::simd_level_name(runtime::runnable_simd_levels()[l])) +
+                         ", " + where);
+      }
+    }
   }
 }
 
