@@ -129,3 +129,63 @@ def test_take_along_dim_of_int64_extremes_wraps_as_eager(backend):
     a = torch.tensor([[INT64_MIN], [INT64_MAX], [-5]])
     fn = torch.compile(lambda t, a: torch.take_along_dim(t, a, 1), backend=backend)
     torch.testing.assert_close(fn(t, a), torch.take_along_dim(t, a, 1), rtol=0, atol=0)
+
+
+def empty_result_ops(s30, s302, s023, w, i_rows, i_dim0, i_dim2, e, x):
+    # Every result is empty through a dim other than the indexed one: no element reads through
+    # the index, yet eager checks every value of index_select and embedding (RuntimeError
+    # "INDICES element is out of DATA bounds, id=V axis_dim=3", for any dim) and none of
+    # index.Tensor (s30[tensor([5])] is a (1, 0) tensor).
+    return (
+        torch.index_select(s30, 0, i_rows),
+        torch.index_select(s302, 0, i_dim0),
+        torch.index_select(s023, 2, i_dim2),
+        torch.nn.functional.embedding(e, w) * 2,
+        s30[x],
+    )
+
+
+EMPTY_RESULT_INDICES = [("i_rows", (2,), "index_select"), ("i_dim0", (1,), "index_select"),
+                        ("i_dim2", (2,), "index_select"), ("e", (2, 2), "embedding")]
+
+
+def empty_result_inputs():
+    inputs = {"s30": torch.zeros(3, 0), "s302": torch.zeros(3, 0, 2), "s023": torch.zeros(0, 2, 3),
+              "w": torch.zeros(3, 0, dtype=torch.bfloat16)}
+    for name, shape, _ in EMPTY_RESULT_INDICES:
+        inputs[name] = (torch.arange(torch.Size(shape).numel()) % 3).reshape(shape)
+    inputs["x"] = torch.tensor([5])  # in empty_result_ops' order: check_explain passes them so
+    return inputs
+
+
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+def test_empty_results_still_validate_indices_as_eager(backend, is_stax, dynamic):
+    compiled = torch.compile(empty_result_ops, backend=backend, dynamic=dynamic)
+    inputs = empty_result_inputs()
+    expected, error = call(empty_result_ops, inputs)
+    got, compiled_error = call(compiled, inputs)
+    assert error is None and compiled_error is None, (error, compiled_error)
+    for a, b in zip(got, expected):
+        assert a.shape == b.shape and a.dtype == b.dtype
+    for name, _, op in EMPTY_RESULT_INDICES:
+        for value in [-4, -1, 3, INT64_MIN, INT64_MAX]:
+            case = dict(inputs)
+            case[name] = inputs[name].clone()
+            case[name].view(-1)[-1] = value
+            expected_error = call(empty_result_ops, case)[1]
+            assert isinstance(expected_error, RuntimeError), expected_error
+            if not is_stax:  # other backends need not check what they do not read
+                continue
+            error = call(compiled, case)[1]
+            eager_message = str(expected_error).splitlines()[0]
+            assert type(error) is type(expected_error), f"{op} at {value}: {error!r}"
+            assert eager_message in str(error), f"{op} at {value}: {error} lacks {eager_message}"
+            assert f"{op}: " in str(error), str(error)
+
+
+def test_empty_results_run_in_stax(is_stax):
+    # Without it the test above could pass through a region that fell back to PyTorch.
+    if is_stax:
+        check_explain("empty index results", lambda *args: empty_result_ops(*args),
+                      *empty_result_inputs().values(),
+                      must_run_in_stax=("index_select", "embedding", "index"))
