@@ -116,3 +116,36 @@ inline R reg_float_erf(const R& x) {
 
 }  // namespace detail
 }  // namespace stax
+
+// The reg_<op> entry points of a level whose float register is F and double register D:
+// the float ops above, and sigmoid as 1 / (1 + exp(-x)) like the scalar op_sigmoid (through
+// this level's reg_exp, so it is defined after it). Each level header expands it once, inside
+// namespace stax::detail.
+#define STAX_FLOAT_MATH_REG_OPS(F, D)                                                     \
+  inline F reg_exp(const F& a) {                                                          \
+    return reg_float_exp(a);                                                              \
+  }                                                                                       \
+  inline F reg_tanh(const F& a) {                                                         \
+    return reg_float_tanh(a);                                                             \
+  }                                                                                       \
+  inline F reg_erf(const F& a) {                                                          \
+    return reg_float_erf(a);                                                              \
+  }                                                                                       \
+  inline F reg_erfinv(const F& a) {                                                       \
+    return reg_float_erfinv(a);                                                           \
+  }                                                                                       \
+  inline F reg_log(const F& a) {                                                          \
+    return reg_float_log<LogBase::E>(a);                                                  \
+  }                                                                                       \
+  inline F reg_log2(const F& a) {                                                         \
+    return reg_float_log<LogBase::Two>(a);                                                \
+  }                                                                                       \
+  inline F reg_log10(const F& a) {                                                        \
+    return reg_float_log<LogBase::Ten>(a);                                                \
+  }                                                                                       \
+  inline F reg_sigmoid(const F& a) {                                                      \
+    return reg_div(F::broadcast(1.0f), reg_add(F::broadcast(1.0f), reg_exp(reg_neg(a)))); \
+  }                                                                                       \
+  inline D reg_sigmoid(const D& a) {                                                      \
+    return reg_div(D::broadcast(1.0), reg_add(D::broadcast(1.0), reg_exp(reg_neg(a))));   \
+  }

@@ -256,34 +256,7 @@ inline F8 reg_scale_pow2(const F8& p, const F8& n) {
 #include "stax_kernel_float_math_reg.h"
 namespace stax {
 namespace detail {
-inline F8 reg_exp(const F8& a) {
-  return reg_float_exp(a);
-}
-inline F8 reg_tanh(const F8& a) {
-  return reg_float_tanh(a);
-}
-inline F8 reg_erf(const F8& a) {
-  return reg_float_erf(a);
-}
-inline F8 reg_erfinv(const F8& a) {
-  return reg_float_erfinv(a);
-}
-inline F8 reg_log(const F8& a) {
-  return reg_float_log<LogBase::E>(a);
-}
-inline F8 reg_log2(const F8& a) {
-  return reg_float_log<LogBase::Two>(a);
-}
-inline F8 reg_log10(const F8& a) {
-  return reg_float_log<LogBase::Ten>(a);
-}
-// 1 / (1 + exp(-x)), as the scalar op_sigmoid (after reg_exp, so that it calls this level's).
-inline F8 reg_sigmoid(const F8& a) {
-  return reg_div(F8::broadcast(1.0f), reg_add(F8::broadcast(1.0f), reg_exp(reg_neg(a))));
-}
-inline D4 reg_sigmoid(const D4& a) {
-  return reg_div(D4::broadcast(1.0), reg_add(D4::broadcast(1.0), reg_exp(reg_neg(a))));
-}
+STAX_FLOAT_MATH_REG_OPS(F8, D4)
 
 // ---- Integer registers ----
 // GT(x, y): signed (or, for uint8, bias-flipped) x > y as a lane mask; MOVEMASK: lane mask

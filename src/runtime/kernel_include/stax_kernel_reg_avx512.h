@@ -202,34 +202,7 @@ STAX_R2(F16, scale_pow2, _mm512_scalef_ps(x, y))
 #include "stax_kernel_float_math_reg.h"
 namespace stax {
 namespace detail {
-inline F16 reg_exp(const F16& a) {
-  return reg_float_exp(a);
-}
-inline F16 reg_tanh(const F16& a) {
-  return reg_float_tanh(a);
-}
-inline F16 reg_erf(const F16& a) {
-  return reg_float_erf(a);
-}
-inline F16 reg_erfinv(const F16& a) {
-  return reg_float_erfinv(a);
-}
-inline F16 reg_log(const F16& a) {
-  return reg_float_log<LogBase::E>(a);
-}
-inline F16 reg_log2(const F16& a) {
-  return reg_float_log<LogBase::Two>(a);
-}
-inline F16 reg_log10(const F16& a) {
-  return reg_float_log<LogBase::Ten>(a);
-}
-// 1 / (1 + exp(-x)), as the scalar op_sigmoid (after reg_exp, so that it calls this level's).
-inline F16 reg_sigmoid(const F16& a) {
-  return reg_div(F16::broadcast(1.0f), reg_add(F16::broadcast(1.0f), reg_exp(reg_neg(a))));
-}
-inline D8 reg_sigmoid(const D8& a) {
-  return reg_div(D8::broadcast(1.0), reg_add(D8::broadcast(1.0), reg_exp(reg_neg(a))));
-}
+STAX_FLOAT_MATH_REG_OPS(F16, D8)
 
 // pow: SLEEF with the exact special exponents of the scalar op_pow (2, 1, 0, -1).
 #define STAX_AVX512_POW(R, S, SL)                                                                 \
