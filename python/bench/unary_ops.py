@@ -9,6 +9,13 @@ and the spread (the half-width of the interquartile range, as a percentage of th
 result over the benchmark tensor, in units of torch.testing.assert_close's default tolerance
 for the dtype (atol + rtol * |eager|; <= 1 passes), followed by the worst absolute difference.
 
+"Dynamo+eager" is the op through torch.compile with a backend that runs the captured graph's
+own eager kernels: the cost of Dynamo's per-call path (guards, frame handling) on top of
+eager, which every backend pays. On a large tensor that cost is not constant (measured on the
+AVX-512 machine of UNARY_RESULTS.md, one thread: +10 µs at 4 KiB, +21 µs at 1 MiB, +50-60 µs
+at 8 MiB and above, with eager's own neg kernel inside), so "Stax/Dynamo+eager" compares Stax's
+kernel with eager's under the same per-call path; "Stax/eager" includes Dynamo's cost.
+
 Usage (on a shared machine run it at real-time priority):
     chrt -f 1 .venv/bin/python python/bench/unary_ops.py [--rounds N] [--size R C]
         [--threads T] [--ops a,b,...] [--dtypes float32,bfloat16] [--markdown]
@@ -72,6 +79,10 @@ def make_input(domain, dtype, shape, seed):
     return (torch.rand(shape, generator=g, dtype=torch.float64) * (hi - lo) + lo).to(dtype)
 
 
+def _run_graph_eagerly(gm, example_inputs):
+    return gm.forward
+
+
 def per_call_us(fn, x, calls):
     start = time.perf_counter()
     for _ in range(calls):
@@ -114,9 +125,9 @@ def main():
     calls = max(3, int(4e6 // elements))
 
     sep = " | " if args.markdown else "  "
-    header = ["op", "dtype", "eager µs", "inductor µs", "Stax µs", "Stax/eager",
-              "Stax/inductor", "worst err (tol units, abs)"]
-    widths = [12, 9, 16, 16, 16, 10, 13, 26]
+    header = ["op", "dtype", "eager µs", "Dynamo+eager µs", "inductor µs", "Stax µs",
+              "Stax/eager", "Stax/Dynamo+eager", "Stax/inductor", "worst err (tol units, abs)"]
+    widths = [12, 9, 16, 16, 16, 16, 10, 17, 13, 26]
     if args.markdown:
         print("| " + " | ".join(header) + " |")
         print("|" + "|".join("---" for _ in header) + "|")
@@ -130,6 +141,7 @@ def main():
                 torch._dynamo.reset()
                 runners = {
                     "eager": fn,
+                    "dynamo": torch.compile(fn, backend=_run_graph_eagerly, dynamic=False),
                     "inductor": torch.compile(fn, backend="inductor", dynamic=False),
                     "stax": torch.compile(fn, backend="stax", dynamic=False),
                 }
@@ -143,8 +155,9 @@ def main():
                 med = {k: statistics.median(v) for k, v in times.items()}
                 ratio, abs_err = worst_error(results["stax"], results["eager"])
                 row = [name, dtype_name] + [
-                    f"{med[k]:.0f} ±{spread(times[k]):.0f}%" for k in ("eager", "inductor", "stax")
-                ] + [f"{med['stax'] / med['eager']:.2f}", f"{med['stax'] / med['inductor']:.2f}",
+                    f"{med[k]:.0f} ±{spread(times[k]):.0f}%" for k in ("eager", "dynamo", "inductor", "stax")
+                ] + [f"{med['stax'] / med['eager']:.2f}", f"{med['stax'] / med['dynamo']:.2f}",
+                     f"{med['stax'] / med['inductor']:.2f}",
                      f"{ratio:.3g} ({abs_err:.2g})"]
                 if args.markdown:
                     print("| " + " | ".join(row) + " |", flush=True)

@@ -10,6 +10,9 @@
 //   reg_log_split(y, &e, &f)    for y >= 2^-126: e = float(((bits(y) - kSqrtHalfBits) >> 23),
 //                               arithmetic), f = float with bits ((bits(y) - kSqrtHalfBits) &
 //                               0x7fffff) + kSqrtHalfBits, minus 1 (float_log's steps);
+//   reg_table_index(f)          for integral float lanes f in [0, 8) (any lane for NaN), an index
+//                               register for reg_table_lookup8;
+//   reg_table_lookup8(i, t)     per lane, t[i] of an array of 8 floats (a permute);
 //   reg_scale_pow2(p, n)        p * 2^n for integral float lanes n in [-150, 128] and p in
 //                               [0.7, 1.42], rounded once (float_scale_pow2).
 // Included by the SIMD level headers after those functions; not meant to be included directly.
@@ -104,14 +107,17 @@ inline R reg_float_tanh(const R& x) {
 template <class R>
 inline R reg_float_erf(const R& x) {
   using C = ErfCoefficients;
-  const R t = reg_min_keep_nan(R::broadcast(C::kClamp), reg_abs(x));
-  R q = R::broadcast(C::p[5]);
-  for (int k = 4; k >= 0; --k) q = reg_fma(q, t, R::broadcast(C::p[k]));
-  const R r = reg_copysign(reg_sub(R::broadcast(1.0f), reg_float_exp(reg_mul(q, t))), x);
-  const uint64_t tiny = reg_lt(reg_abs(x), R::broadcast(C::kTiny));
-  if (tiny == 0) return r;
-  return reg_select(
-      tiny, reg_mul(x, reg_fma(reg_mul(x, x), R::broadcast(C::c3), R::broadcast(C::c1))), r);
+  // min keeps a NaN lane NaN; its table index is then arbitrary and its result NaN.
+  const R t = reg_min_keep_nan(R::broadcast(C::kBelowFour), reg_abs(x));
+  const R u = reg_mul(t, R::broadcast(2.0f));
+  const R f = reg_floor(u);
+  const R s = reg_sub(u, f);
+  const auto i = reg_table_index(f);
+  R p = reg_table_lookup8(i, C::c[C::kDegree]);
+  // Unrolled, so that the tables are loaded once per kernel loop, not once per vector.
+#pragma GCC unroll 8
+  for (int k = C::kDegree - 1; k >= 0; --k) p = reg_fma(p, s, reg_table_lookup8(i, C::c[k]));
+  return reg_copysign(p, x);
 }
 
 }  // namespace detail

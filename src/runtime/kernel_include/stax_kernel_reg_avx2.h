@@ -238,6 +238,15 @@ inline void reg_log_split(const F8& y, F8* e, F8* f) {
 inline F8 reg_fma(const F8& a, const F8& b, const F8& c) {
   return F8::make(_mm256_fmadd_ps(a.v, b.v, c.v));
 }
+struct F8TableIndex {
+  __m256i v;
+};
+inline F8TableIndex reg_table_index(const F8& f) {
+  return {_mm256_cvttps_epi32(f.v)};
+}
+inline F8 reg_table_lookup8(const F8TableIndex& i, const float* table) {
+  return F8::make(_mm256_permutevar8x32_ps(_mm256_loadu_ps(table), i.v));
+}
 STAX_R2(F8, max_keep_nan, _mm256_max_ps(x, y))
 STAX_R2(F8, min_keep_nan, _mm256_min_ps(x, y))
 // float_scale_pow2: p * 2^half * 2^(n - half), 2^k built from its exponent bits.

@@ -197,6 +197,17 @@ STAX_R3(F16, fma, _mm512_fmadd_ps(x, y, z))
 STAX_R2(F16, max_keep_nan, _mm512_max_ps(x, y))
 STAX_R2(F16, min_keep_nan, _mm512_min_ps(x, y))
 STAX_R2(F16, scale_pow2, _mm512_scalef_ps(x, y))
+struct F16TableIndex {
+  __m512i v;
+};
+inline F16TableIndex reg_table_index(const F16& f) {
+  return {_mm512_cvttps_epi32(f.v)};
+}
+// The table fills the low half of the permute's source; indices are below 8 (a NaN lane's
+// index 0x80000000 selects lane 0 through its low four bits).
+inline F16 reg_table_lookup8(const F16TableIndex& i, const float* table) {
+  return F16::make(_mm512_permutexvar_ps(i.v, _mm512_castps256_ps512(_mm256_loadu_ps(table))));
+}
 }  // namespace detail
 }  // namespace stax
 #include "stax_kernel_float_math_reg.h"
