@@ -240,6 +240,7 @@ struct KernelDecisions {
   bool split_reduction = false;
   bool parallel_vector_loop = false;  // the vectorized loop itself is work-shared
   std::string index_width_reason;     // which variables are int32, and why the others are not
+  std::string hoisting_reason;        // the loop-invariant values moved out of their loops
 };
 
 struct Kernel {

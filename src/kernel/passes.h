@@ -69,6 +69,11 @@ void mark_streaming_stores(Kernel& kernel, const TargetOptions& target);
 // records which and why in KernelDecisions::index_width_reason.
 void narrow_indices(Kernel& kernel);
 
+// Moves loop-invariant scalar values (a row's log-sum or reciprocal standard deviation, built
+// per iteration of the row's vector loop) before their loop (hoist_invariants.cpp); records
+// how many out of which loops in KernelDecisions::hoisting_reason.
+void hoist_loop_invariants(Kernel& kernel);
+
 // Removes loops without iterations and definitions nobody uses, simplifies indices.
 void simplify(Kernel& kernel);
 

@@ -48,6 +48,9 @@ Kernel lower_fused_node(const scheduler::Schedule& schedule, const scheduler::Fu
   // Issue 6 point 8: int32 loop and index arithmetic where every index provably fits.
   narrow_indices(k);
   done("narrow indices");
+  // Scalars that depend only on outer loops, computed once per outer iteration.
+  hoist_loop_invariants(k);
+  done("hoist invariants");
   simplify(k);
   done("simplify");
   return k;
@@ -91,6 +94,7 @@ std::string describe_after_pass(const std::string& pass, const Kernel& k) {
         "// parallel depth " + std::to_string(d.parallel_depth) + " (" + d.parallel_reason + ")\n";
   }
   if (!d.index_width_reason.empty()) out += "// " + d.index_width_reason + "\n";
+  if (!d.hoisting_reason.empty()) out += "// " + d.hoisting_reason + "\n";
   return out + print_kernel(k);
 }
 

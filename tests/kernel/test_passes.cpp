@@ -35,7 +35,7 @@ TEST(KernelPasses, PipelineRunsThePassesInOrder) {
                                               "apply kernel form", "cascade blocking",
                                               "independent accumulators", "split reductions",
                                               "parallelize", "streaming stores", "narrow indices",
-                                              "simplify"}));
+                                              "hoist invariants", "simplify"}));
 }
 
 TEST(KernelPasses, PointwiseLoopIsVectorizedWithAMaskedTail) {

@@ -91,10 +91,10 @@ static void kernel0(float* __restrict buf0, const float* __restrict in_x, int nu
         const int32_t x0 = 192;
         stax::Vec<float, 16> acc10_blk(0.0f);
         stax::VecSumOuter<16> acc10_outer;
+        const float tmp21 = 0.0f;
         for (int32_t r0_blk = 0; r0_blk < 300; r0_blk += 128) {
           for (int32_t r0 = r0_blk, r0_end = r0_blk + 128 < 300 ? r0_blk + 128 : 300; r0 < r0_end; ++r0) {
             const stax::Vec<float, 16> tmp20 = stax::Vec<float, 16>::load(in_x + 200*r0 + x0, 8);
-            const float tmp21 = 0.0f;
             const stax::Vec<float, 16> tmp22 = stax::Vec<float, 16>(tmp21);
             const stax::Vec<float, 16> tmp23 = stax::Vec<float, 16>::set(tmp22, tmp20, 8);
             acc10_blk = stax::op_add(acc10_blk, tmp23);

@@ -29,9 +29,9 @@ static void kernel0(float* __restrict buf1, const float* __restrict in_x, int nu
       buf0[0] = tmp1;
     }
     {
+      const float tmp7 = buf0[0];
       for (int32_t x1 = 0; x1 < 128; x1 += 16) {
         const stax::Vec<float, 16> tmp6 = stax::Vec<float, 16>::load(in_x + 128*x0 + x1);
-        const float tmp7 = buf0[0];
         const stax::Vec<float, 16> tmp8 = stax::Vec<float, 16>(tmp7);
         const stax::Vec<float, 16> tmp9 = stax::op_div(tmp6, tmp8);
         tmp9.store(buf1 + 128*x0 + x1);

@@ -8,6 +8,10 @@ static void kernel0(const float* __restrict in_b, float* __restrict buf0, const 
   {
   // op0: ((4096, 1024), ())
   {
+    const float tmp23 = 0.0447149985f;
+    const float tmp27 = 0.797884583f;
+    const float tmp31 = 1.0f;
+    const float tmp35 = 0.5f;
 #pragma omp for collapse(1) schedule(static)
     for (int32_t x0 = 0; x0 < 4096; ++x0) {
       for (int32_t x1 = 0; x1 < 1024; x1 += 16) {
@@ -16,19 +20,15 @@ static void kernel0(const float* __restrict in_b, float* __restrict buf0, const 
         const stax::Vec<float, 16> tmp19 = stax::op_add(tmp17, tmp18);
         const stax::Vec<float, 16> tmp21 = stax::op_mul(tmp19, tmp19);
         const stax::Vec<float, 16> tmp22 = stax::op_mul(tmp21, tmp19);
-        const float tmp23 = 0.0447149985f;
         const stax::Vec<float, 16> tmp24 = stax::Vec<float, 16>(tmp23);
         const stax::Vec<float, 16> tmp25 = stax::op_mul(tmp22, tmp24);
         const stax::Vec<float, 16> tmp26 = stax::op_add(tmp19, tmp25);
-        const float tmp27 = 0.797884583f;
         const stax::Vec<float, 16> tmp28 = stax::Vec<float, 16>(tmp27);
         const stax::Vec<float, 16> tmp29 = stax::op_mul(tmp26, tmp28);
         const stax::Vec<float, 16> tmp30 = stax::op_tanh(tmp29);
-        const float tmp31 = 1.0f;
         const stax::Vec<float, 16> tmp32 = stax::Vec<float, 16>(tmp31);
         const stax::Vec<float, 16> tmp33 = stax::op_add(tmp30, tmp32);
         const stax::Vec<float, 16> tmp34 = stax::op_mul(tmp19, tmp33);
-        const float tmp35 = 0.5f;
         const stax::Vec<float, 16> tmp36 = stax::Vec<float, 16>(tmp35);
         const stax::Vec<float, 16> tmp37 = stax::op_mul(tmp34, tmp36);
         tmp37.store(buf0 + 1024*x0 + x1);

@@ -27,12 +27,12 @@ static void kernel0(float* __restrict buf2, const float* __restrict in_x, int nu
       {
         float acc1_blk = 0.0f;
         double acc1_outer = 0.0;
+        const float tmp3 = buf0[0];
+        const float tmp4 = 1024.0f;
+        const float tmp5 = stax::op_div(tmp3, tmp4);
         for (int32_t r0_blk = 0; r0_blk < 1024; r0_blk += 128) {
           for (int32_t r0 = r0_blk, r0_end = r0_blk + 128 < 1024 ? r0_blk + 128 : 1024; r0 < r0_end; ++r0) {
             const float tmp2 = in_x[r0 + 1024*x0];
-            const float tmp3 = buf0[0];
-            const float tmp4 = 1024.0f;
-            const float tmp5 = stax::op_div(tmp3, tmp4);
             const float tmp6 = stax::op_sub(tmp2, tmp5);
             const float tmp8 = stax::op_mul(tmp6, tmp6);
             acc1_blk = stax::op_add(acc1_blk, tmp8);
@@ -43,17 +43,17 @@ static void kernel0(float* __restrict buf2, const float* __restrict in_x, int nu
         buf1[0] = tmp9;
       }
       {
+        const float tmp11 = buf0[0];
+        const float tmp12 = 1024.0f;
+        const float tmp13 = stax::op_div(tmp11, tmp12);
+        const float tmp15 = buf1[0];
+        const float tmp16 = stax::op_div(tmp15, tmp12);
+        const float tmp17 = 9.99999975e-06f;
+        const float tmp18 = stax::op_add(tmp16, tmp17);
+        const float tmp19 = stax::op_rsqrt(tmp18);
         for (int32_t x1 = 0; x1 < 1024; ++x1) {
           const float tmp10 = in_x[1024*x0 + x1];
-          const float tmp11 = buf0[0];
-          const float tmp12 = 1024.0f;
-          const float tmp13 = stax::op_div(tmp11, tmp12);
           const float tmp14 = stax::op_sub(tmp10, tmp13);
-          const float tmp15 = buf1[0];
-          const float tmp16 = stax::op_div(tmp15, tmp12);
-          const float tmp17 = 9.99999975e-06f;
-          const float tmp18 = stax::op_add(tmp16, tmp17);
-          const float tmp19 = stax::op_rsqrt(tmp18);
           const float tmp20 = stax::op_mul(tmp14, tmp19);
           buf2[1024*x0 + x1] = tmp20;
         }

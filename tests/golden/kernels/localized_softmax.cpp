@@ -55,9 +55,9 @@ static void kernel0(float* __restrict buf3, const float* __restrict in_x, int nu
       buf0[0] = tmp1;
     }
     {
+      const float tmp17 = buf0[0];
       for (int32_t x1 = 0; x1 < 992; x1 += 16) {
         const stax::Vec<float, 16> tmp16 = stax::Vec<float, 16>::load(in_x + 1000*x0 + x1);
-        const float tmp17 = buf0[0];
         const stax::Vec<float, 16> tmp18 = stax::Vec<float, 16>(tmp17);
         const stax::Vec<float, 16> tmp19 = stax::op_sub(tmp16, tmp18);
         const stax::Vec<float, 16> tmp20 = stax::op_exp(tmp19);
@@ -116,9 +116,9 @@ static void kernel0(float* __restrict buf3, const float* __restrict in_x, int nu
       buf2[0] = tmp7;
     }
     {
+      const float tmp32 = buf2[0];
       for (int32_t x1 = 0; x1 < 992; x1 += 16) {
         const stax::Vec<float, 16> tmp31 = stax::Vec<float, 16>::load(buf1 + x1);
-        const float tmp32 = buf2[0];
         const stax::Vec<float, 16> tmp33 = stax::Vec<float, 16>(tmp32);
         const stax::Vec<float, 16> tmp34 = stax::op_div(tmp31, tmp33);
         tmp34.store(buf3 + 1000*x0 + x1);

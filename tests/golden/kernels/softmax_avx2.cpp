@@ -43,9 +43,9 @@ static void kernel0(float* __restrict buf3, const float* __restrict in_x, int nu
       buf0[0] = tmp1;
     }
     {
+      const float tmp13 = buf0[0];
       for (int32_t x1 = 0; x1 < 1024; x1 += 8) {
         const stax::Vec<float, 8> tmp12 = stax::Vec<float, 8>::load(in_x + 1024*x0 + x1);
-        const float tmp13 = buf0[0];
         const stax::Vec<float, 8> tmp14 = stax::Vec<float, 8>(tmp13);
         const stax::Vec<float, 8> tmp15 = stax::op_sub(tmp12, tmp14);
         const stax::Vec<float, 8> tmp16 = stax::op_exp(tmp15);
@@ -83,9 +83,9 @@ static void kernel0(float* __restrict buf3, const float* __restrict in_x, int nu
       buf2[0] = tmp7;
     }
     {
+      const float tmp19 = buf2[0];
       for (int32_t x1 = 0; x1 < 1024; x1 += 8) {
         const stax::Vec<float, 8> tmp18 = stax::Vec<float, 8>::load(buf1 + x1);
-        const float tmp19 = buf2[0];
         const stax::Vec<float, 8> tmp20 = stax::Vec<float, 8>(tmp19);
         const stax::Vec<float, 8> tmp21 = stax::op_div(tmp18, tmp20);
         tmp21.store(buf3 + 1024*x0 + x1);
