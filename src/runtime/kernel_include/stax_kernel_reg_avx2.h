@@ -196,18 +196,14 @@ using U8x32 = Reg<uint8_t, 32>;
                                              _mm256_set1_##S(__builtin_huge_val()), _CMP_EQ_OQ)))  \
   STAX_R1(R, exp2, Sleef_finz_exp2##SL##_u10avx2(x))                                               \
   STAX_R1(R, expm1, Sleef_finz_expm1##SL##_u10avx2(x))                                             \
-  STAX_R1(R, log1p, Sleef_finz_log1p##SL##_u10avx2(x))                                             \
   STAX_R1(R, sin, Sleef_finz_sin##SL##_u10avx2(x))                                                 \
   STAX_R1(R, cos, Sleef_finz_cos##SL##_u10avx2(x))                                                 \
   STAX_R1(R, tan, Sleef_finz_tan##SL##_u10avx2(x))                                                 \
   STAX_R1(R, asin, Sleef_finz_asin##SL##_u10avx2(x))                                               \
   STAX_R1(R, acos, Sleef_finz_acos##SL##_u10avx2(x))                                               \
   STAX_R1(R, atan, Sleef_finz_atan##SL##_u10avx2(x))                                               \
-  STAX_R1(R, sinh, Sleef_finz_sinh##SL##_u10avx2(x))                                               \
-  STAX_R1(R, cosh, Sleef_finz_cosh##SL##_u10avx2(x))                                               \
   STAX_R1(R, asinh, Sleef_finz_asinh##SL##_u10avx2(x))                                             \
   STAX_R1(R, acosh, Sleef_finz_acosh##SL##_u10avx2(x))                                             \
-  STAX_R1(R, atanh, Sleef_finz_atanh##SL##_u10avx2(x))                                             \
   STAX_R1(R, erfc, Sleef_finz_erfc##SL##_u15avx2(x))                                               \
   STAX_R2(R, atan2, Sleef_finz_atan2##SL##_u10avx2(x, y))                                          \
   STAX_R2(R, hypot, Sleef_finz_hypot##SL##_u05avx2(x, y))                                          \
@@ -266,6 +262,17 @@ inline F8 reg_scale_pow2(const F8& p, const F8& n) {
 namespace stax {
 namespace detail {
 STAX_FLOAT_MATH_REG_OPS(F8, D4)
+}  // namespace detail
+}  // namespace stax
+#include "stax_kernel_float_composed_reg.h"
+namespace stax {
+namespace detail {
+// log1p, sinh, cosh, atanh: double is SLEEF's, float the code of stax_kernel_float_composed.h.
+STAX_R1(D4, log1p, Sleef_finz_log1pd4_u10avx2(x))
+STAX_R1(D4, sinh, Sleef_finz_sinhd4_u10avx2(x))
+STAX_R1(D4, cosh, Sleef_finz_coshd4_u10avx2(x))
+STAX_R1(D4, atanh, Sleef_finz_atanhd4_u10avx2(x))
+STAX_FLOAT_COMPOSED_REG_OPS(F8)
 
 // ---- Integer registers ----
 // GT(x, y): signed (or, for uint8, bias-flipped) x > y as a lane mask; MOVEMASK: lane mask

@@ -154,18 +154,14 @@ using U8x64 = Reg<uint8_t, 64>;
                                 _mm512_set1_##S(__builtin_huge_val()), _CMP_EQ_OQ))                \
   STAX_R1(R, exp2, Sleef_finz_exp2##SL##_u10avx512f(x))                                            \
   STAX_R1(R, expm1, Sleef_finz_expm1##SL##_u10avx512f(x))                                          \
-  STAX_R1(R, log1p, Sleef_finz_log1p##SL##_u10avx512f(x))                                          \
   STAX_R1(R, sin, Sleef_finz_sin##SL##_u10avx512f(x))                                              \
   STAX_R1(R, cos, Sleef_finz_cos##SL##_u10avx512f(x))                                              \
   STAX_R1(R, tan, Sleef_finz_tan##SL##_u10avx512f(x))                                              \
   STAX_R1(R, asin, Sleef_finz_asin##SL##_u10avx512f(x))                                            \
   STAX_R1(R, acos, Sleef_finz_acos##SL##_u10avx512f(x))                                            \
   STAX_R1(R, atan, Sleef_finz_atan##SL##_u10avx512f(x))                                            \
-  STAX_R1(R, sinh, Sleef_finz_sinh##SL##_u10avx512f(x))                                            \
-  STAX_R1(R, cosh, Sleef_finz_cosh##SL##_u10avx512f(x))                                            \
   STAX_R1(R, asinh, Sleef_finz_asinh##SL##_u10avx512f(x))                                          \
   STAX_R1(R, acosh, Sleef_finz_acosh##SL##_u10avx512f(x))                                          \
-  STAX_R1(R, atanh, Sleef_finz_atanh##SL##_u10avx512f(x))                                          \
   STAX_R1(R, erfc, Sleef_finz_erfc##SL##_u15avx512f(x))                                            \
   STAX_R2(R, atan2, Sleef_finz_atan2##SL##_u10avx512f(x, y))                                       \
   STAX_R2(R, hypot, Sleef_finz_hypot##SL##_u05avx512f(x, y))                                       \
@@ -214,6 +210,17 @@ inline F16 reg_table_lookup8(const F16TableIndex& i, const float* table) {
 namespace stax {
 namespace detail {
 STAX_FLOAT_MATH_REG_OPS(F16, D8)
+}  // namespace detail
+}  // namespace stax
+#include "stax_kernel_float_composed_reg.h"
+namespace stax {
+namespace detail {
+// log1p, sinh, cosh, atanh: double is SLEEF's, float the code of stax_kernel_float_composed.h.
+STAX_R1(D8, log1p, Sleef_finz_log1pd8_u10avx512f(x))
+STAX_R1(D8, sinh, Sleef_finz_sinhd8_u10avx512f(x))
+STAX_R1(D8, cosh, Sleef_finz_coshd8_u10avx512f(x))
+STAX_R1(D8, atanh, Sleef_finz_atanhd8_u10avx512f(x))
+STAX_FLOAT_COMPOSED_REG_OPS(F16)
 
 // pow: SLEEF with the exact special exponents of the scalar op_pow (2, 1, 0, -1).
 #define STAX_AVX512_POW(R, S, SL)                                                                 \

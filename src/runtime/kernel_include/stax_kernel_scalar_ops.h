@@ -181,20 +181,34 @@ inline T float_erfinv(T y) {
   }
 STAX_SCALAR_SLEEF1(exp2, exp2, u10)
 STAX_SCALAR_SLEEF1(expm1, expm1, u10)
-STAX_SCALAR_SLEEF1(sleef_log1p, log1p, u10)
 STAX_SCALAR_SLEEF1(sin, sin, u10)
 STAX_SCALAR_SLEEF1(cos, cos, u10)
 STAX_SCALAR_SLEEF1(tan, tan, u10)
 STAX_SCALAR_SLEEF1(asin, asin, u10)
 STAX_SCALAR_SLEEF1(acos, acos, u10)
 STAX_SCALAR_SLEEF1(atan, atan, u10)
-STAX_SCALAR_SLEEF1(sinh, sinh, u10)
-STAX_SCALAR_SLEEF1(cosh, cosh, u10)
 STAX_SCALAR_SLEEF1(sleef_asinh, asinh, u10)
 STAX_SCALAR_SLEEF1(sleef_acosh, acosh, u10)
-STAX_SCALAR_SLEEF1(atanh, atanh, u10)
 STAX_SCALAR_SLEEF1(erfc, erfc, u15)
 #undef STAX_SCALAR_SLEEF1
+// log1p (below the large-argument threshold), sinh, cosh, atanh: double is SLEEF's, float
+// Stax's own (stax_kernel_float_composed.h, included at the end of this file).
+inline double op_log1p_core(double x) {
+  return STAX_SLEEF1(log1pd, u10)(x);
+}
+inline double op_sinh(double x) {
+  return STAX_SLEEF1(sinhd, u10)(x);
+}
+inline double op_cosh(double x) {
+  return STAX_SLEEF1(coshd, u10)(x);
+}
+inline double op_atanh(double x) {
+  return STAX_SLEEF1(atanhd, u10)(x);
+}
+inline float op_log1p_core(float x);
+inline float op_sinh(float x);
+inline float op_cosh(float x);
+inline float op_atanh(float x);
 // log, log2, log10: float is float_log below (see op_exp).
 inline double op_log(double x) {
   return STAX_SLEEF1(logd, u10)(x);
@@ -235,7 +249,7 @@ constexpr T kLog2 = static_cast<T>(0.693147180559945309417232121458176568);
 
 #define STAX_SCALAR_LARGE_ARGUMENT_OPS(T)                                                  \
   inline T op_log1p(T x) {                                                                 \
-    return x > detail::LargeArgument<T>::log1p ? op_log(x) : op_sleef_log1p(x);            \
+    return x > detail::LargeArgument<T>::log1p ? op_log(x) : op_log1p_core(x);             \
   }                                                                                        \
   inline T op_asinh(T x) {                                                                 \
     const T a = x < T(0) ? -x : x;                                                         \
@@ -833,4 +847,21 @@ inline float float_erf(float x) {
 }
 
 }  // namespace detail
+}  // namespace stax
+
+#include "stax_kernel_float_composed.h"
+
+namespace stax {
+inline float op_log1p_core(float x) {
+  return detail::float_log1p(x);
+}
+inline float op_sinh(float x) {
+  return detail::float_sinh(x);
+}
+inline float op_cosh(float x) {
+  return detail::float_cosh(x);
+}
+inline float op_atanh(float x) {
+  return detail::float_atanh(x);
+}
 }  // namespace stax
