@@ -205,7 +205,7 @@ const CompilerInfo& compiler_info(const std::vector<std::string>& command) {
   return cache.emplace(command, std::move(info)).first->second;
 }
 
-std::vector<std::string> base_flags(SimdLevel level) {
+std::vector<std::string> base_flags(SimdLevel level, bool host_extensions) {
   std::vector<std::string> flags = {"-std=c++17",
                                     "-O2",
                                     "-fPIC",
@@ -213,14 +213,17 @@ std::vector<std::string> base_flags(SimdLevel level) {
                                     "-ffp-contract=off",
                                     "-fno-math-errno",
                                     "-fno-semantic-interposition"};
-  for (std::string& flag : simd_compiler_flags(level)) flags.push_back(std::move(flag));
+  for (std::string& flag : simd_compiler_flags(level, host_extensions)) {
+    flags.push_back(std::move(flag));
+  }
   return flags;
 }
 
 // Compile flags; `pch_dir` (may be empty) is searched before kernel_include/ so GCC picks up
 // the precompiled stax_kernel.h.gch.
-std::vector<std::string> compile_flags(SimdLevel level, const std::string& pch_dir) {
-  std::vector<std::string> flags = base_flags(level);
+std::vector<std::string> compile_flags(SimdLevel level, bool host_extensions,
+                                       const std::string& pch_dir) {
+  std::vector<std::string> flags = base_flags(level, host_extensions);
   if (!pch_dir.empty()) flags.push_back("-I" + pch_dir);
   flags.push_back("-I" + kernel_include_dir());
   flags.push_back("-I" STAX_SLEEF_INCLUDE_DIR);
@@ -270,8 +273,9 @@ bool precompiled_header_intact(const fs::path& gch, const std::string& entry_nam
 // when it cannot be built (compilation then simply parses the header).
 std::string ensure_precompiled_header(const fs::path& cache_dir,
                                       const std::vector<std::string>& command,
-                                      const CompilerInfo& info, SimdLevel level, bool rebuild) {
-  const std::vector<std::string> flags = compile_flags(level, "");
+                                      const CompilerInfo& info, SimdLevel level,
+                                      bool host_extensions, bool rebuild) {
+  const std::vector<std::string> flags = compile_flags(level, host_extensions, "");
   KeyBuilder builder;
   builder.field("pch");
   builder.field(kCacheFormat);
@@ -496,8 +500,8 @@ std::vector<std::string> resolve_compiler(const JitOptions& options) {
   return command;
 }
 
-std::vector<std::string> kernel_compile_flags(SimdLevel level) {
-  return compile_flags(level, "");
+std::vector<std::string> kernel_compile_flags(SimdLevel level, bool host_extensions) {
+  return compile_flags(level, host_extensions, "");
 }
 
 std::vector<std::string> kernel_link_flags() {
@@ -517,7 +521,7 @@ CacheKeyInputs cache_key_inputs(const std::string& source, const JitOptions& opt
   inputs.stax_version = stax_version();
   inputs.compiler_command = resolve_compiler(options);
   inputs.compiler_identity = compiler_info(inputs.compiler_command).identity;
-  inputs.compile_flags = kernel_compile_flags(options.simd);
+  inputs.compile_flags = kernel_compile_flags(options.simd, options.host_extensions);
   inputs.link_flags = kernel_link_flags();
   inputs.kernel_headers_digest = kernel_headers_digest(kernel_include_dir());
   inputs.source = source;
@@ -591,13 +595,16 @@ JitResult compile_and_load(const std::string& source, const JitOptions& options)
   write_file_atomically(key_source_path, key_source_text(key));
   const bool wants_pch = options.use_precompiled_header && info.is_gcc &&
                          source.find(kKernelHeader) != std::string::npos;
-  std::string pch_dir =
-      wants_pch ? ensure_precompiled_header(cache_dir, command, info, options.simd, false) : "";
+  std::string pch_dir = wants_pch
+                            ? ensure_precompiled_header(cache_dir, command, info, options.simd,
+                                                        options.host_extensions, false)
+                            : "";
   const fs::path temp_library = temp_path_for(library_path);
   std::vector<std::string> argv;
   auto run_compiler = [&]() {
     argv = command;
-    for (std::string& flag : compile_flags(options.simd, pch_dir)) argv.push_back(std::move(flag));
+    for (std::string& flag : compile_flags(options.simd, options.host_extensions, pch_dir))
+      argv.push_back(std::move(flag));
     for (const char* arg : {"-shared", "-o"}) argv.push_back(arg);
     argv.push_back(temp_library.string());
     argv.push_back(result.source_path);
@@ -611,7 +618,8 @@ JitResult compile_and_load(const std::string& source, const JitOptions& options)
   const bool failed = !process.started || process.exit_code != 0;
   if (failed && !pch_dir.empty() && rejected_precompiled_header(process)) {
     // An intact-looking header GCC cannot read: build it afresh and compile once more.
-    pch_dir = ensure_precompiled_header(cache_dir, command, info, options.simd, true);
+    pch_dir = ensure_precompiled_header(cache_dir, command, info, options.simd,
+                                        options.host_extensions, true);
     process = run_compiler();
   }
   if (!process.started || process.exit_code != 0) {

@@ -31,6 +31,10 @@ namespace stax::runtime {
 
 struct JitOptions {
   SimdLevel simd = detect_simd_level();
+  // Also use the running CPU's instruction extensions beyond the level's baseline that change no
+  // result (simd_compiler_flags); false builds the level's baseline alone, as for a CPU without
+  // them (what tests compile-check).
+  bool host_extensions = true;
   // Empty: $STAX_CACHE_DIR, else $XDG_CACHE_HOME/stax, else $HOME/.cache/stax.
   std::string cache_dir;
   // Empty: $CXX, else "c++". May carry arguments ("ccache g++"), split on whitespace.
@@ -103,7 +107,7 @@ std::vector<std::string> resolve_compiler(const JitOptions& options);
 
 // Compile flags for a kernel at `level` (without output/input paths): language and
 // optimization flags, the SIMD flags and include directories.
-std::vector<std::string> kernel_compile_flags(SimdLevel level);
+std::vector<std::string> kernel_compile_flags(SimdLevel level, bool host_extensions = true);
 // Link flags appended after the source (SLEEF).
 std::vector<std::string> kernel_link_flags();
 

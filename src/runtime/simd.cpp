@@ -74,6 +74,7 @@ bool has_bit(unsigned reg, int bit) {
 struct CpuFeatures {
   bool avx2 = false;    // AVX2 + FMA + F16C + OS YMM state
   bool avx512 = false;  // AVX-512 F/BW/DQ/VL + OS opmask/ZMM state
+  bool avx512_bf16 = false;
 };
 
 CpuFeatures probe_cpu() {
@@ -96,7 +97,16 @@ CpuFeatures probe_cpu() {
   const bool avx512bw = has_bit(leaf7.ebx, 30);
   const bool avx512vl = has_bit(leaf7.ebx, 31);
   f.avx512 = f.avx2 && os_zmm && avx512f && avx512dq && avx512bw && avx512vl;
+  // Leaf 7 subleaf 1, EAX bit 5: AVX512_BF16 (subleaf 1 exists when leaf 7's EAX is >= 1).
+  f.avx512_bf16 = f.avx512 && cpuid(7, 0).eax >= 1 && has_bit(cpuid(7, 1).eax, 5);
   return f;
+}
+#endif
+
+#ifdef STAX_X86
+const CpuFeatures& cpu_features() {
+  static const CpuFeatures features = probe_cpu();
+  return features;
 }
 #endif
 
@@ -105,8 +115,15 @@ CpuFeatures probe_cpu() {
 bool cpu_supports(SimdLevel level) {
   if (level == SimdLevel::Scalar) return true;
 #ifdef STAX_X86
-  static const CpuFeatures features = probe_cpu();
-  return level == SimdLevel::Avx2 ? features.avx2 : features.avx512;
+  return level == SimdLevel::Avx2 ? cpu_features().avx2 : cpu_features().avx512;
+#else
+  return false;
+#endif
+}
+
+bool cpu_has_avx512_bf16() {
+#ifdef STAX_X86
+  return cpu_features().avx512_bf16;
 #else
   return false;
 #endif
@@ -130,15 +147,19 @@ std::vector<SimdLevel> runnable_simd_levels() {
   return levels;
 }
 
-std::vector<std::string> simd_compiler_flags(SimdLevel level) {
+std::vector<std::string> simd_compiler_flags(SimdLevel level, bool host_extensions) {
   switch (level) {
     case SimdLevel::Scalar:
       return {};
     case SimdLevel::Avx2:
       return {"-mavx2", "-mfma", "-mf16c", "-DSTAX_SIMD_AVX2"};
-    case SimdLevel::Avx512:
-      return {"-mavx512f", "-mavx512bw", "-mavx512dq", "-mavx512vl",
-              "-mavx2",    "-mfma",      "-mf16c",     "-DSTAX_SIMD_AVX512"};
+    case SimdLevel::Avx512: {
+      std::vector<std::string> flags = {
+          "-mavx512f", "-mavx512bw", "-mavx512dq", "-mavx512vl",
+          "-mavx2",    "-mfma",      "-mf16c",     "-DSTAX_SIMD_AVX512"};
+      if (host_extensions && cpu_has_avx512_bf16()) flags.push_back("-mavx512bf16");
+      return flags;
+    }
   }
   return {};
 }

@@ -36,7 +36,14 @@ SimdLevel detect_simd_level();
 std::vector<SimdLevel> runnable_simd_levels();
 
 // Compiler flags for a kernel built at `level`: the -m ISA flags plus the macro
-// (-DSTAX_SIMD_AVX512 / -DSTAX_SIMD_AVX2) that selects the level in stax_kernel.h.
-std::vector<std::string> simd_compiler_flags(SimdLevel level);
+// (-DSTAX_SIMD_AVX512 / -DSTAX_SIMD_AVX2) that selects the level in stax_kernel.h. With
+// `host_extensions`, also the flags of the running CPU's extensions that the kernel headers use
+// without changing any result: AVX512-BF16 at the AVX-512 level (-mavx512bf16; its conversion
+// gives the integer rounding's bits for every float but subnormals, which keep the integer
+// rounding).
+std::vector<std::string> simd_compiler_flags(SimdLevel level, bool host_extensions = true);
+
+// Whether the running CPU has AVX512-BF16 (vcvtneps2bf16) on top of the AVX-512 level.
+bool cpu_has_avx512_bf16();
 
 }  // namespace stax::runtime

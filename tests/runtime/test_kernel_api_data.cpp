@@ -623,5 +623,46 @@ TEST(KernelApiData, EveryLevelCompiles) {
   }
 }
 
+// The AVX-512 level's baseline (no host extensions: an AVX-512 CPU without AVX512-BF16)
+// compiles everywhere; where it runs, its 16-bit stores give exactly the bits of the default
+// build, which uses this CPU's extensions (AVX512-BF16's conversion with subnormal lanes left to
+// the integer rounding): every bfloat16 pattern widened, random floats, subnormals, NaNs.
+TEST(KernelApiData, Avx512BaselineStoresTheBitsOfTheDefaultBuild) {
+  JitOptions options = options_for(SimdLevel::Avx512);
+  options.host_extensions = false;
+  const JitResult baseline = compile_and_load(kernel_source(), options);
+  ASSERT_TRUE(baseline.library->has_symbol("stax_data_storage16"));
+  if (!cpu_supports(SimdLevel::Avx512)) return;  // compile-checked only
+  const auto storage16 =
+      baseline.library->function<decltype(Kernel::storage16)>("stax_data_storage16");
+  std::mt19937 rng(11);
+  const int64_t n = 200003;  // a tail after the last full vector
+  std::vector<float> in(n);
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t u = static_cast<uint32_t>(rng());
+    if (i % 3 == 0) u &= 0x807FFFFFu;                   // subnormals and zeros
+    if (i % 7 == 0) u |= 0x7F800000u;                   // infinities and NaNs
+    if (i < 65536) u = static_cast<uint32_t>(i) << 16;  // every bf16 pattern exactly
+    std::memcpy(&in[i], &u, 4);
+  }
+  for (int kind = 0; kind < 2; ++kind) {
+    for (int width_kind = 0; width_kind < 5; ++width_kind) {
+      std::vector<uint16_t> want(n), got(n), scalar(n);
+      std::vector<float> back(n);
+      kernel_for(SimdLevel::Avx512)
+          .storage16(kind, width_kind, in.data(), want.data(), back.data(), scalar.data(),
+                     back.data(), n);
+      storage16(kind, width_kind, in.data(), got.data(), back.data(), scalar.data(), back.data(),
+                n);
+      for (int64_t i = 0; i < n; ++i) {
+        uint32_t u;
+        std::memcpy(&u, &in[i], 4);
+        ASSERT_EQ(got[i], want[i])
+            << "kind " << kind << " width " << width_kind << " bits " << std::hex << u;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace stax::runtime

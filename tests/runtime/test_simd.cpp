@@ -49,6 +49,10 @@ TEST(Simd, CompilerFlags) {
        {"-mavx512f", "-mavx512bw", "-mavx512dq", "-mavx512vl", "-mfma", "-DSTAX_SIMD_AVX512"}) {
     EXPECT_TRUE(contains(avx512, flag)) << flag;
   }
+  // AVX512-BF16 only where this CPU has it, and never in the level's baseline.
+  EXPECT_EQ(contains(avx512, "-mavx512bf16"), cpu_has_avx512_bf16());
+  EXPECT_FALSE(contains(simd_compiler_flags(SimdLevel::Avx512, false), "-mavx512bf16"));
+  EXPECT_FALSE(contains(simd_compiler_flags(SimdLevel::Avx2), "-mavx512bf16"));
 }
 
 TEST(Simd, DetectionAgreesWithCompilerBuiltins) {
@@ -67,6 +71,7 @@ TEST(Simd, DetectionAgreesWithCompilerBuiltins) {
   }
   EXPECT_EQ(cpu_supports(SimdLevel::Avx2), avx2);
   EXPECT_EQ(cpu_supports(SimdLevel::Avx512), avx512);
+  EXPECT_EQ(cpu_has_avx512_bf16(), avx512 && __builtin_cpu_supports("avx512bf16"));
 #endif
 }
 
