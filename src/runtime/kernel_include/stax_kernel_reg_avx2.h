@@ -197,12 +197,6 @@ using U8x32 = Reg<uint8_t, 32>;
   STAX_R1(R, exp2, Sleef_finz_exp2##SL##_u10avx2(x))                                               \
   STAX_R1(R, expm1, Sleef_finz_expm1##SL##_u10avx2(x))                                             \
   STAX_R1(R, log1p, Sleef_finz_log1p##SL##_u10avx2(x))                                             \
-  STAX_R1(R, sin, Sleef_finz_sin##SL##_u10avx2(x))                                                 \
-  STAX_R1(R, cos, Sleef_finz_cos##SL##_u10avx2(x))                                                 \
-  STAX_R1(R, tan, Sleef_finz_tan##SL##_u10avx2(x))                                                 \
-  STAX_R1(R, asin, Sleef_finz_asin##SL##_u10avx2(x))                                               \
-  STAX_R1(R, acos, Sleef_finz_acos##SL##_u10avx2(x))                                               \
-  STAX_R1(R, atan, Sleef_finz_atan##SL##_u10avx2(x))                                               \
   STAX_R1(R, sinh, Sleef_finz_sinh##SL##_u10avx2(x))                                               \
   STAX_R1(R, cosh, Sleef_finz_cosh##SL##_u10avx2(x))                                               \
   STAX_R1(R, asinh, Sleef_finz_asinh##SL##_u10avx2(x))                                             \
@@ -257,6 +251,19 @@ inline F8 reg_scale_pow2(const F8& p, const F8& n) {
 namespace stax {
 namespace detail {
 STAX_FLOAT_MATH_REG_OPS(F8, D4)
+}  // namespace detail
+}  // namespace stax
+#include "stax_kernel_float_trig_reg.h"
+namespace stax {
+namespace detail {
+// sin, cos, tan, asin, acos, atan: double is SLEEF's, float the code of stax_kernel_float_trig.h.
+STAX_R1(D4, sin, Sleef_finz_sind4_u10avx2(x))
+STAX_R1(D4, cos, Sleef_finz_cosd4_u10avx2(x))
+STAX_R1(D4, tan, Sleef_finz_tand4_u10avx2(x))
+STAX_R1(D4, asin, Sleef_finz_asind4_u10avx2(x))
+STAX_R1(D4, acos, Sleef_finz_acosd4_u10avx2(x))
+STAX_R1(D4, atan, Sleef_finz_atand4_u10avx2(x))
+STAX_FLOAT_TRIG_REG_OPS(F8)
 
 // ---- Integer registers ----
 // GT(x, y): signed (or, for uint8, bias-flipped) x > y as a lane mask; MOVEMASK: lane mask

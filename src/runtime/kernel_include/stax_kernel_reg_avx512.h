@@ -155,12 +155,6 @@ using U8x64 = Reg<uint8_t, 64>;
   STAX_R1(R, exp2, Sleef_finz_exp2##SL##_u10avx512f(x))                                            \
   STAX_R1(R, expm1, Sleef_finz_expm1##SL##_u10avx512f(x))                                          \
   STAX_R1(R, log1p, Sleef_finz_log1p##SL##_u10avx512f(x))                                          \
-  STAX_R1(R, sin, Sleef_finz_sin##SL##_u10avx512f(x))                                              \
-  STAX_R1(R, cos, Sleef_finz_cos##SL##_u10avx512f(x))                                              \
-  STAX_R1(R, tan, Sleef_finz_tan##SL##_u10avx512f(x))                                              \
-  STAX_R1(R, asin, Sleef_finz_asin##SL##_u10avx512f(x))                                            \
-  STAX_R1(R, acos, Sleef_finz_acos##SL##_u10avx512f(x))                                            \
-  STAX_R1(R, atan, Sleef_finz_atan##SL##_u10avx512f(x))                                            \
   STAX_R1(R, sinh, Sleef_finz_sinh##SL##_u10avx512f(x))                                            \
   STAX_R1(R, cosh, Sleef_finz_cosh##SL##_u10avx512f(x))                                            \
   STAX_R1(R, asinh, Sleef_finz_asinh##SL##_u10avx512f(x))                                          \
@@ -203,6 +197,19 @@ STAX_R2(F16, scale_pow2, _mm512_scalef_ps(x, y))
 namespace stax {
 namespace detail {
 STAX_FLOAT_MATH_REG_OPS(F16, D8)
+}  // namespace detail
+}  // namespace stax
+#include "stax_kernel_float_trig_reg.h"
+namespace stax {
+namespace detail {
+// sin, cos, tan, asin, acos, atan: double is SLEEF's, float the code of stax_kernel_float_trig.h.
+STAX_R1(D8, sin, Sleef_finz_sind8_u10avx512f(x))
+STAX_R1(D8, cos, Sleef_finz_cosd8_u10avx512f(x))
+STAX_R1(D8, tan, Sleef_finz_tand8_u10avx512f(x))
+STAX_R1(D8, asin, Sleef_finz_asind8_u10avx512f(x))
+STAX_R1(D8, acos, Sleef_finz_acosd8_u10avx512f(x))
+STAX_R1(D8, atan, Sleef_finz_atand8_u10avx512f(x))
+STAX_FLOAT_TRIG_REG_OPS(F16)
 
 // pow: SLEEF with the exact special exponents of the scalar op_pow (2, 1, 0, -1).
 #define STAX_AVX512_POW(R, S, SL)                                                                 \

@@ -182,12 +182,20 @@ inline T float_erfinv(T y) {
 STAX_SCALAR_SLEEF1(exp2, exp2, u10)
 STAX_SCALAR_SLEEF1(expm1, expm1, u10)
 STAX_SCALAR_SLEEF1(sleef_log1p, log1p, u10)
-STAX_SCALAR_SLEEF1(sin, sin, u10)
-STAX_SCALAR_SLEEF1(cos, cos, u10)
-STAX_SCALAR_SLEEF1(tan, tan, u10)
-STAX_SCALAR_SLEEF1(asin, asin, u10)
-STAX_SCALAR_SLEEF1(acos, acos, u10)
-STAX_SCALAR_SLEEF1(atan, atan, u10)
+// sin, cos, tan, asin, acos, atan: double is SLEEF's, float Stax's own (stax_kernel_float_trig.h,
+// included at the end of this file).
+#define STAX_SCALAR_SLEEF1_DOUBLE(name, fn, acc) \
+  inline double op_##name(double x) {            \
+    return STAX_SLEEF1(fn##d, acc)(x);           \
+  }                                              \
+  inline float op_##name(float x);
+STAX_SCALAR_SLEEF1_DOUBLE(sin, sin, u10)
+STAX_SCALAR_SLEEF1_DOUBLE(cos, cos, u10)
+STAX_SCALAR_SLEEF1_DOUBLE(tan, tan, u10)
+STAX_SCALAR_SLEEF1_DOUBLE(asin, asin, u10)
+STAX_SCALAR_SLEEF1_DOUBLE(acos, acos, u10)
+STAX_SCALAR_SLEEF1_DOUBLE(atan, atan, u10)
+#undef STAX_SCALAR_SLEEF1_DOUBLE
 STAX_SCALAR_SLEEF1(sinh, sinh, u10)
 STAX_SCALAR_SLEEF1(cosh, cosh, u10)
 STAX_SCALAR_SLEEF1(sleef_asinh, asinh, u10)
@@ -819,3 +827,5 @@ inline float float_erf(float x) {
 
 }  // namespace detail
 }  // namespace stax
+
+#include "stax_kernel_float_trig.h"

@@ -1,0 +1,223 @@
+// Scalar forms of float sin, cos, tan, asin, acos and atan (op_sin(float) ...): code of Stax's
+// own, faster than SLEEF's u10 routines that double keeps, and within a small part of
+// torch.testing.assert_close's default tolerance of eager's (float: rtol 1.3e-6, about 11 ulp).
+// The register forms (stax_kernel_float_trig_reg.h) take exactly these steps with fused
+// multiply-adds where these call fmaf, so every lane gives the scalar form's bits. Where a
+// scalar form branches, each branch is a sequence of operations the register form computes for
+// every lane and selects from. The polynomials were fitted for this header (least squares on
+// Chebyshev nodes, reweighted towards minimax, weighted for relative error); each fit error is
+// below 1e-8 relative, the coefficients rounded to float.
+// Included at the end of stax_kernel_scalar_ops.h; not meant to be included directly.
+#pragma once
+
+#include "stax_kernel_scalar_ops.h"
+
+namespace stax {
+namespace detail {
+
+// ---- sin, cos, tan: |x| = j pi/2 + r, |r| <= pi/4 (a little more where j rounds off) ----
+// j = rint(|x| 2/pi) and r = |x| - j pi/2 with pi/2 in three floats (Cody and Waite's scheme):
+// each fused step |x| - j P_k rounds once, and the first is exact (|x| >= 1 and j P1 are
+// multiples of 2^-23 that differ by less than 1), so r keeps its relative accuracy near the
+// multiples of pi/2 where the result is small (tan's poles included). Past kHuge the rounding of
+// |x| 2/pi can put r further than pi/4 (1 + 2^-6) from 0, the range the polynomials were fitted
+// on; the few lanes there take SLEEF's u10 routine, whose reduction is exact for every float. sin
+// and tan are odd: they work on |x| and the sign of x is multiplied in last, which also keeps
+// sin(-0) = -0.
+struct TrigReduction {
+  static constexpr float kTwoOverPi = 0.6366197466850281f;
+  static constexpr float kPio2[3] = {1.5707963705062866f, -4.371138828673793e-08f,
+                                     -1.7151245100058819e-15f};
+  static constexpr float kHuge = 65536.0f;
+};
+// sin(r) = r + r^3 S(r^2) and cos(r) = 1 - r^2 / 2 + r^4 C(r^2) on |r| <= pi/4 (1 + 2^-6),
+// S and C of degree 2 (fit errors 6e-9 and 1e-9 relative).
+struct SinCosCoefficients {
+  static constexpr float s[3] = {-0.16666653752326965f, 0.00833208579570055f,
+                                 -0.00019505027739796788f};
+  static constexpr float c[3] = {0.04166664183139801f, -0.001388721400871873f,
+                                 2.442143340886105e-05f};
+};
+
+// The quadrant of |x|, as float flags (exact: j < 2^16): j, odd = j mod 2 and neg = (j / 2)
+// mod 2, so sin(j pi/2 + r) = (1 - 2 neg) (odd ? cos r : sin r).
+struct TrigQuadrant {
+  float j, odd, neg;
+};
+inline TrigQuadrant trig_quadrant(float j) {
+  const float h = float_floor(j * 0.5f);
+  const float odd = __builtin_fmaf(-2.0f, h, j);
+  const float neg = __builtin_fmaf(-2.0f, float_floor(h * 0.5f), h);
+  return {j, odd, neg};
+}
+inline float trig_reduce(float a, float j) {
+  using C = TrigReduction;
+  float r = __builtin_fmaf(-j, C::kPio2[0], a);
+  r = __builtin_fmaf(-j, C::kPio2[1], r);
+  return __builtin_fmaf(-j, C::kPio2[2], r);
+}
+inline float trig_sin_poly(float r) {
+  using C = SinCosCoefficients;
+  const float s = r * r;
+  float p = C::s[2];
+  p = __builtin_fmaf(p, s, C::s[1]);
+  p = __builtin_fmaf(p, s, C::s[0]);
+  return __builtin_fmaf(r * s, p, r);
+}
+inline float trig_cos_poly(float r) {
+  using C = SinCosCoefficients;
+  const float s = r * r;
+  float p = C::c[2];
+  p = __builtin_fmaf(p, s, C::c[1]);
+  p = __builtin_fmaf(p, s, C::c[0]);
+  return __builtin_fmaf(s * s, p, __builtin_fmaf(-0.5f, s, 1.0f));
+}
+// |x| in (kHuge, inf): the lanes SLEEF reduces (inf and NaN take the fast path, giving NaN).
+inline bool trig_huge(float a) {
+  return a > TrigReduction::kHuge && a < __builtin_huge_valf();
+}
+
+inline float float_sin(float x) {
+  const float a = float_fabs(x);
+  if (trig_huge(a)) return STAX_SLEEF1(sinf, u10)(x);
+  const float j = float_rint(a * TrigReduction::kTwoOverPi);
+  const float r = trig_reduce(a, j);
+  const TrigQuadrant q = trig_quadrant(j);
+  const float v = q.odd > 0.5f ? trig_cos_poly(r) : trig_sin_poly(r);
+  return v * (__builtin_fmaf(-2.0f, q.neg, 1.0f) * float_copysign(1.0f, x));
+}
+// cos(|x|) = sin(|x| + pi/2): the quadrant of j + 1, the same r.
+inline float float_cos(float x) {
+  const float a = float_fabs(x);
+  if (trig_huge(a)) return STAX_SLEEF1(cosf, u10)(x);
+  const float j = float_rint(a * TrigReduction::kTwoOverPi);
+  const float r = trig_reduce(a, j);
+  const TrigQuadrant q = trig_quadrant(j + 1.0f);
+  const float v = q.odd > 0.5f ? trig_cos_poly(r) : trig_sin_poly(r);
+  return v * __builtin_fmaf(-2.0f, q.neg, 1.0f);
+}
+// tan(j pi/2 + r) = sin r / cos r for even j, -cos r / sin r for odd j: one division of the
+// two polynomials (within 2 ulp of the quotient of the exact values).
+inline float float_tan(float x) {
+  const float a = float_fabs(x);
+  if (trig_huge(a)) return STAX_SLEEF1(tanf, u10)(x);
+  const float j = float_rint(a * TrigReduction::kTwoOverPi);
+  const float r = trig_reduce(a, j);
+  const TrigQuadrant q = trig_quadrant(j);
+  const float sn = trig_sin_poly(r);
+  const float cs = trig_cos_poly(r);
+  const bool odd = q.odd > 0.5f;
+  const float t = (odd ? cs : sn) / (odd ? sn : cs);
+  return t * (__builtin_fmaf(-2.0f, q.odd, 1.0f) * float_copysign(1.0f, x));
+}
+
+// ---- asin, acos: one polynomial on [0, 1/2] ----
+// asin(w) = w + w z B(z), z = w^2, for w <= 1/2 (B of degree 4, fit error 6e-9). Past 1/2,
+// asin(a) = pi/2 - 2 asin(w) with w = sqrt(z), z = (1 - a) / 2 (1 - a is exact there), and
+// acos follows from the same w: acos(x) = pi/2 - asin(x) for |x| <= 1/2, 2 asin(w) for x > 1/2
+// and pi - 2 asin(w) for x < -1/2 (pi/2 and pi in two parts). |x| > 1 makes z negative and the
+// square root NaN; |x| = 1 gives z = 0 and asin = +-pi/2, acos(1) = +0 and acos(-1) = pi.
+struct AsinCoefficients {
+  static constexpr float b[5] = {0.16666752099990845f, 0.07495297491550446f, 0.04547036811709404f,
+                                 0.02417956106364727f, 0.04216621816158295f};
+  static constexpr float kPio2Hi = 1.5707963705062866f;
+  static constexpr float kPio2Lo = -4.371138828673793e-08f;
+  static constexpr float kPiHi = 3.1415927410125732f;
+  static constexpr float kPiLo = -8.742277657347586e-08f;
+};
+// asin(w) for w = the reduced argument, z = w^2 (or (1 - a) / 2).
+inline float asin_poly(float w, float z) {
+  using C = AsinCoefficients;
+  float p = C::b[4];
+  for (int k = 3; k >= 0; --k) p = __builtin_fmaf(p, z, C::b[k]);
+  return __builtin_fmaf(w * z, p, w);
+}
+inline float float_asin(float x) {
+  using C = AsinCoefficients;
+  const float a = float_fabs(x);
+  float r;
+  if (a > 0.5f) {
+    const float z = (1.0f - a) * 0.5f;
+    const float p = asin_poly(float_sqrt(z), z);
+    r = C::kPio2Hi - __builtin_fmaf(2.0f, p, -C::kPio2Lo);
+  } else {
+    r = asin_poly(a, a * a);  // NaN here
+  }
+  return float_copysign(r, x);
+}
+// acos(x) = pi/2 - sign(x) p for |x| <= 1/2, 2 p for x > 1/2, pi - 2 p for x < -1/2, the
+// constants' low parts subtracted from the product first.
+inline float float_acos(float x) {
+  using C = AsinCoefficients;
+  const float a = float_fabs(x);
+  if (a > 0.5f) {
+    const float z = (1.0f - a) * 0.5f;
+    const float p = asin_poly(float_sqrt(z), z);
+    if (x > 0.0f) return 2.0f * p;
+    return C::kPiHi - __builtin_fmaf(2.0f, p, -C::kPiLo);
+  }
+  const float p = asin_poly(a, a * a);
+  return C::kPio2Hi - __builtin_fmaf(float_copysign(1.0f, x), p, -C::kPio2Lo);
+}
+
+// ---- atan: reduced to |u| <= tan(pi/8) ----
+// atan(a) = base + atan(u): a <= tan(pi/8): u = a, base 0; a <= tan(3pi/8): u = (a - 1) / (a + 1),
+// base pi/4; beyond: u = -1 / a, base pi/2 (inf gives u = -0 and pi/2); one division of the
+// selected numerator and denominator. atan(u) = u + u^3 A(u^2), A of degree 4 (fit error 3e-9);
+// base in two parts, the low one added to the polynomial term. The sign of x is copied last
+// (atan(-0) = -0); NaN fails both comparisons and stays NaN.
+struct AtanCoefficients {
+  static constexpr float t[5] = {-0.33333316445350647f, 0.19998471438884735f, -0.14243528246879578f,
+                                 0.10593772679567337f, -0.06078117713332176f};
+  static constexpr float kTanPi8 = 0.4142135679721832f;
+  static constexpr float kTan3Pi8 = 2.4142136573791504f;
+  static constexpr float kPio4Hi = 0.7853981852531433f;
+  static constexpr float kPio4Lo = -2.1855694143368964e-08f;
+  static constexpr float kPio2Hi = 1.5707963705062866f;
+  static constexpr float kPio2Lo = -4.371138828673793e-08f;
+};
+inline float float_atan(float x) {
+  using C = AtanCoefficients;
+  const float a = float_fabs(x);
+  float num = a, den = 1.0f, hi = 0.0f, lo = 0.0f;
+  if (a > C::kTan3Pi8) {
+    num = -1.0f;
+    den = a;
+    hi = C::kPio2Hi;
+    lo = C::kPio2Lo;
+  } else if (a > C::kTanPi8) {
+    num = a - 1.0f;
+    den = a + 1.0f;
+    hi = C::kPio4Hi;
+    lo = C::kPio4Lo;
+  }
+  const float u = num / den;
+  const float s = u * u;
+  float p = C::t[4];
+  for (int k = 3; k >= 0; --k) p = __builtin_fmaf(p, s, C::t[k]);
+  const float r = hi + (u + __builtin_fmaf(u * s, p, lo));
+  return float_copysign(r, x);
+}
+
+}  // namespace detail
+
+inline float op_sin(float x) {
+  return detail::float_sin(x);
+}
+inline float op_cos(float x) {
+  return detail::float_cos(x);
+}
+inline float op_tan(float x) {
+  return detail::float_tan(x);
+}
+inline float op_asin(float x) {
+  return detail::float_asin(x);
+}
+inline float op_acos(float x) {
+  return detail::float_acos(x);
+}
+inline float op_atan(float x) {
+  return detail::float_atan(x);
+}
+
+}  // namespace stax

@@ -1,0 +1,193 @@
+// The register forms of float sin, cos, tan, asin, acos and atan of stax_kernel_float_trig.h
+// (detail::float_sin ...): the same steps on every lane, in the same order, with fused
+// multiply-adds where the scalar form calls fmaf, so a lane gives the scalar form's bits. Where
+// the scalar form branches, every branch is computed and the lanes select theirs; the lanes with
+// |x| past TrigReduction::kHuge (rare) go through the scalar form itself, lane by lane, and only
+// when some lane needs it. R is a float register of a SIMD level that provides, besides the
+// reg_<op> of every op, reg_fma(a, b, c) = a * b + c rounded once.
+// Included by the SIMD level headers after those functions; not meant to be included directly.
+#pragma once
+
+#include "stax_kernel_float_trig.h"
+#include "stax_kernel_reg_generic.h"
+
+namespace stax {
+namespace detail {
+
+// trig_quadrant per lane: odd = j mod 2, neg = (j / 2) mod 2, as 0 / 1 floats.
+template <class R>
+inline void reg_trig_quadrant(const R& j, R* odd, R* neg) {
+  const R two_neg = R::broadcast(-2.0f);
+  const R h = reg_floor(reg_mul(j, R::broadcast(0.5f)));
+  *odd = reg_fma(two_neg, h, j);
+  *neg = reg_fma(two_neg, reg_floor(reg_mul(h, R::broadcast(0.5f))), h);
+}
+template <class R>
+inline R reg_trig_reduce(const R& a, const R& j) {
+  using C = TrigReduction;
+  const R minus_j = reg_neg(j);
+  R r = reg_fma(minus_j, R::broadcast(C::kPio2[0]), a);
+  r = reg_fma(minus_j, R::broadcast(C::kPio2[1]), r);
+  return reg_fma(minus_j, R::broadcast(C::kPio2[2]), r);
+}
+template <class R>
+inline R reg_trig_sin_poly(const R& r) {
+  using C = SinCosCoefficients;
+  const R s = reg_mul(r, r);
+  R p = R::broadcast(C::s[2]);
+  p = reg_fma(p, s, R::broadcast(C::s[1]));
+  p = reg_fma(p, s, R::broadcast(C::s[0]));
+  return reg_fma(reg_mul(r, s), p, r);
+}
+template <class R>
+inline R reg_trig_cos_poly(const R& r) {
+  using C = SinCosCoefficients;
+  const R s = reg_mul(r, r);
+  R p = R::broadcast(C::c[2]);
+  p = reg_fma(p, s, R::broadcast(C::c[1]));
+  p = reg_fma(p, s, R::broadcast(C::c[0]));
+  return reg_fma(reg_mul(s, s), p, reg_fma(R::broadcast(-0.5f), s, R::broadcast(1.0f)));
+}
+// The lanes of trig_huge, and the scalar form F on them (r elsewhere).
+template <class R, class F>
+inline R reg_trig_huge_lanes(const R& x, const R& a, const R& r, F scalar_form) {
+  const uint64_t huge = reg_gt(a, R::broadcast(TrigReduction::kHuge)) &
+                        reg_lt(a, R::broadcast(__builtin_huge_valf()));
+  if (huge == 0) return r;
+  return reg_select(huge, map1(x, scalar_form), r);
+}
+template <class R>
+inline R reg_sign_one(const R& x) {
+  return reg_copysign(R::broadcast(1.0f), x);
+}
+
+template <class R>
+inline R reg_float_sin(const R& x) {
+  const R a = reg_abs(x);
+  const R j = reg_round(reg_mul(a, R::broadcast(TrigReduction::kTwoOverPi)));
+  const R r = reg_trig_reduce(a, j);
+  R odd, neg;
+  reg_trig_quadrant(j, &odd, &neg);
+  const R v =
+      reg_select(reg_gt(odd, R::broadcast(0.5f)), reg_trig_cos_poly(r), reg_trig_sin_poly(r));
+  const R sign = reg_mul(reg_fma(R::broadcast(-2.0f), neg, R::broadcast(1.0f)), reg_sign_one(x));
+  return reg_trig_huge_lanes(x, a, reg_mul(v, sign), [](float y) { return float_sin(y); });
+}
+template <class R>
+inline R reg_float_cos(const R& x) {
+  const R a = reg_abs(x);
+  const R j = reg_round(reg_mul(a, R::broadcast(TrigReduction::kTwoOverPi)));
+  const R r = reg_trig_reduce(a, j);
+  R odd, neg;
+  reg_trig_quadrant(reg_add(j, R::broadcast(1.0f)), &odd, &neg);
+  const R v =
+      reg_select(reg_gt(odd, R::broadcast(0.5f)), reg_trig_cos_poly(r), reg_trig_sin_poly(r));
+  const R sign = reg_fma(R::broadcast(-2.0f), neg, R::broadcast(1.0f));
+  return reg_trig_huge_lanes(x, a, reg_mul(v, sign), [](float y) { return float_cos(y); });
+}
+template <class R>
+inline R reg_float_tan(const R& x) {
+  const R a = reg_abs(x);
+  const R j = reg_round(reg_mul(a, R::broadcast(TrigReduction::kTwoOverPi)));
+  const R r = reg_trig_reduce(a, j);
+  R odd, neg;
+  reg_trig_quadrant(j, &odd, &neg);
+  const R sn = reg_trig_sin_poly(r);
+  const R cs = reg_trig_cos_poly(r);
+  const uint64_t is_odd = reg_gt(odd, R::broadcast(0.5f));
+  const R t = reg_div(reg_select(is_odd, cs, sn), reg_select(is_odd, sn, cs));
+  const R sign = reg_mul(reg_fma(R::broadcast(-2.0f), odd, R::broadcast(1.0f)), reg_sign_one(x));
+  return reg_trig_huge_lanes(x, a, reg_mul(t, sign), [](float y) { return float_tan(y); });
+}
+
+template <class R>
+inline R reg_asin_poly(const R& w, const R& z) {
+  using C = AsinCoefficients;
+  R p = R::broadcast(C::b[4]);
+  for (int k = 3; k >= 0; --k) p = reg_fma(p, z, R::broadcast(C::b[k]));
+  return reg_fma(reg_mul(w, z), p, w);
+}
+// asin_poly of both ranges of float_asin / float_acos: a > 1/2 takes w = sqrt((1 - a) / 2).
+template <class R>
+inline R reg_asin_reduced(const R& a, uint64_t upper) {
+  const R z_upper = reg_mul(reg_sub(R::broadcast(1.0f), a), R::broadcast(0.5f));
+  const R z = reg_select(upper, z_upper, reg_mul(a, a));
+  const R w = reg_select(upper, reg_sqrt(z_upper), a);
+  return reg_asin_poly(w, z);
+}
+template <class R>
+inline R reg_float_asin(const R& x) {
+  using C = AsinCoefficients;
+  const R a = reg_abs(x);
+  const uint64_t upper = reg_gt(a, R::broadcast(0.5f));
+  const R p = reg_asin_reduced(a, upper);
+  const R r = reg_select(
+      upper,
+      reg_sub(R::broadcast(C::kPio2Hi), reg_fma(R::broadcast(2.0f), p, R::broadcast(-C::kPio2Lo))),
+      p);
+  return reg_copysign(r, x);
+}
+template <class R>
+inline R reg_float_acos(const R& x) {
+  using C = AsinCoefficients;
+  const R a = reg_abs(x);
+  const uint64_t upper = reg_gt(a, R::broadcast(0.5f));
+  const R p = reg_asin_reduced(a, upper);
+  const R central =
+      reg_sub(R::broadcast(C::kPio2Hi), reg_fma(reg_sign_one(x), p, R::broadcast(-C::kPio2Lo)));
+  if (upper == 0) return central;
+  const R positive = reg_mul(R::broadcast(2.0f), p);
+  const R negative =
+      reg_sub(R::broadcast(C::kPiHi), reg_fma(R::broadcast(2.0f), p, R::broadcast(-C::kPiLo)));
+  const R tail = reg_select(reg_gt(x, R::broadcast(0.0f)), positive, negative);
+  return reg_select(upper, tail, central);
+}
+
+template <class R>
+inline R reg_float_atan(const R& x) {
+  using C = AtanCoefficients;
+  const R a = reg_abs(x);
+  const uint64_t far = reg_gt(a, R::broadcast(C::kTan3Pi8));
+  const uint64_t mid = reg_gt(a, R::broadcast(C::kTanPi8)) & ~far;
+  const R one = R::broadcast(1.0f);
+  R num = reg_select(mid, reg_sub(a, one), a);
+  R den = reg_select(mid, reg_add(a, one), one);
+  R hi = reg_select(mid, R::broadcast(C::kPio4Hi), R::broadcast(0.0f));
+  R lo = reg_select(mid, R::broadcast(C::kPio4Lo), R::broadcast(0.0f));
+  num = reg_select(far, R::broadcast(-1.0f), num);
+  den = reg_select(far, a, den);
+  hi = reg_select(far, R::broadcast(C::kPio2Hi), hi);
+  lo = reg_select(far, R::broadcast(C::kPio2Lo), lo);
+  const R u = reg_div(num, den);
+  const R s = reg_mul(u, u);
+  R p = R::broadcast(C::t[4]);
+  for (int k = 3; k >= 0; --k) p = reg_fma(p, s, R::broadcast(C::t[k]));
+  const R r = reg_add(hi, reg_add(u, reg_fma(reg_mul(u, s), p, lo)));
+  return reg_copysign(r, x);
+}
+
+}  // namespace detail
+}  // namespace stax
+
+// The reg_<op> entry points of float sin, cos, tan, asin, acos and atan for a level whose float
+// register is F (double keeps SLEEF's, defined by the level). Each level header expands it
+// once, inside namespace stax::detail.
+#define STAX_FLOAT_TRIG_REG_OPS(F) \
+  inline F reg_sin(const F& a) {   \
+    return reg_float_sin(a);       \
+  }                                \
+  inline F reg_cos(const F& a) {   \
+    return reg_float_cos(a);       \
+  }                                \
+  inline F reg_tan(const F& a) {   \
+    return reg_float_tan(a);       \
+  }                                \
+  inline F reg_asin(const F& a) {  \
+    return reg_float_asin(a);      \
+  }                                \
+  inline F reg_acos(const F& a) {  \
+    return reg_float_acos(a);      \
+  }                                \
+  inline F reg_atan(const F& a) {  \
+    return reg_float_atan(a);      \
+  }
