@@ -16,18 +16,22 @@ namespace stax {
 namespace detail {
 
 // ---- sin, cos, tan: |x| = j pi/2 + r, |r| <= pi/4 (a little more where j rounds off) ----
-// j = rint(|x| 2/pi) and r = |x| - j pi/2 with pi/2 in three floats (Cody and Waite's scheme):
-// each fused step |x| - j P_k rounds once, and the first is exact (|x| >= 1 and j P1 are
-// multiples of 2^-23 that differ by less than 1), so r keeps its relative accuracy near the
-// multiples of pi/2 where the result is small (tan's poles included). Past kHuge the rounding of
-// |x| 2/pi can put r further than pi/4 (1 + 2^-6) from 0, the range the polynomials were fitted
-// on; the few lanes there take SLEEF's u10 routine, whose reduction is exact for every float. sin
-// and tan are odd: they work on |x| and the sign of x is multiplied in last, which also keeps
-// sin(-0) = -0.
+// j = rint(|x| 2/pi), taken with the shifter: fma(|x|, 2/pi, 1.5 * 2^23) rounds the exact product
+// to an integer plus 1.5 * 2^23 (|x| 2/pi < 2^22), so j's low bits are the low bits of that
+// float's bits and give the quadrant without a conversion. r = |x| - j pi/2 with pi/2 in three
+// floats (Cody and Waite's scheme): each fused step |x| - j P_k rounds once, and the first is
+// exact (|x| >= 1 and j P1 are multiples of 2^-23 that differ by less than 1), so r keeps its
+// relative accuracy near the multiples of pi/2 where the result is small (tan's poles included).
+// Past kHuge the rounding of the constant 2/pi can put r further than pi/4 (1 + 2^-6) from 0,
+// the range the polynomials were fitted on; the few lanes there take SLEEF's u10 routine, whose
+// reduction is exact for every float. sin and tan are odd: they work on |x| and flip the sign
+// where x's sign bit is set, which also keeps sin(-0) = -0.
 struct TrigReduction {
   static constexpr float kTwoOverPi = 0.6366197466850281f;
-  static constexpr float kPio2[3] = {1.5707963705062866f, -4.371138828673793e-08f,
-                                     -1.7151245100058819e-15f};
+  static constexpr float kShifter = 12582912.0f;  // 1.5 * 2^23
+  // -pi/2 in three parts (negated: the steps are fma(j, -P_k, r)).
+  static constexpr float kMinusPio2[3] = {-1.5707963705062866f, 4.371138828673793e-08f,
+                                          1.7151245100058819e-15f};
   static constexpr float kHuge = 65536.0f;
 };
 // sin(r) = r + r^3 S(r^2) and cos(r) = 1 - r^2 / 2 + r^4 C(r^2) on |r| <= pi/4 (1 + 2^-6),
@@ -39,22 +43,20 @@ struct SinCosCoefficients {
                                  2.442143340886105e-05f};
 };
 
-// The quadrant of |x|, as float flags (exact: j < 2^16): j, odd = j mod 2 and neg = (j / 2)
-// mod 2, so sin(j pi/2 + r) = (1 - 2 neg) (odd ? cos r : sin r).
-struct TrigQuadrant {
-  float j, odd, neg;
-};
-inline TrigQuadrant trig_quadrant(float j) {
-  const float h = float_floor(j * 0.5f);
-  const float odd = __builtin_fmaf(-2.0f, h, j);
-  const float neg = __builtin_fmaf(-2.0f, float_floor(h * 0.5f), h);
-  return {j, odd, neg};
+// Bit `bit` of a float's representation.
+inline bool float_bit(float v, int bit) {
+  return ((__builtin_bit_cast(uint32_t, v) >> bit) & 1u) != 0;
 }
-inline float trig_reduce(float a, float j) {
+// j + 1.5 * 2^23 (whose bits 0 and 1 are j mod 4) and r.
+inline float trig_shifted_quadrant(float a) {
+  return __builtin_fmaf(a, TrigReduction::kTwoOverPi, TrigReduction::kShifter);
+}
+inline float trig_reduce(float a, float shifted) {
   using C = TrigReduction;
-  float r = __builtin_fmaf(-j, C::kPio2[0], a);
-  r = __builtin_fmaf(-j, C::kPio2[1], r);
-  return __builtin_fmaf(-j, C::kPio2[2], r);
+  const float j = shifted - C::kShifter;
+  float r = __builtin_fmaf(j, C::kMinusPio2[0], a);
+  r = __builtin_fmaf(j, C::kMinusPio2[1], r);
+  return __builtin_fmaf(j, C::kMinusPio2[2], r);
 }
 inline float trig_sin_poly(float r) {
   using C = SinCosCoefficients;
@@ -72,43 +74,38 @@ inline float trig_cos_poly(float r) {
   p = __builtin_fmaf(p, s, C::c[0]);
   return __builtin_fmaf(s * s, p, __builtin_fmaf(-0.5f, s, 1.0f));
 }
-// |x| in (kHuge, inf): the lanes SLEEF reduces (inf and NaN take the fast path, giving NaN).
-inline bool trig_huge(float a) {
-  return a > TrigReduction::kHuge && a < __builtin_huge_valf();
-}
 
+// sin(j pi/2 + r) = sin r, cos r, -sin r, -cos r for j mod 4 = 0, 1, 2, 3.
 inline float float_sin(float x) {
   const float a = float_fabs(x);
-  if (trig_huge(a)) return STAX_SLEEF1(sinf, u10)(x);
-  const float j = float_rint(a * TrigReduction::kTwoOverPi);
-  const float r = trig_reduce(a, j);
-  const TrigQuadrant q = trig_quadrant(j);
-  const float v = q.odd > 0.5f ? trig_cos_poly(r) : trig_sin_poly(r);
-  return v * (__builtin_fmaf(-2.0f, q.neg, 1.0f) * float_copysign(1.0f, x));
+  if (a > TrigReduction::kHuge) return STAX_SLEEF1(sinf, u10)(x);  // inf too: NaN
+  const float shifted = trig_shifted_quadrant(a);
+  const float r = trig_reduce(a, shifted);
+  const float v = float_bit(shifted, 0) ? trig_cos_poly(r) : trig_sin_poly(r);
+  return float_bit(shifted, 1) != float_bit(x, 31) ? -v : v;
 }
 // cos(|x|) = sin(|x| + pi/2): the quadrant of j + 1, the same r.
 inline float float_cos(float x) {
   const float a = float_fabs(x);
-  if (trig_huge(a)) return STAX_SLEEF1(cosf, u10)(x);
-  const float j = float_rint(a * TrigReduction::kTwoOverPi);
-  const float r = trig_reduce(a, j);
-  const TrigQuadrant q = trig_quadrant(j + 1.0f);
-  const float v = q.odd > 0.5f ? trig_cos_poly(r) : trig_sin_poly(r);
-  return v * __builtin_fmaf(-2.0f, q.neg, 1.0f);
+  if (a > TrigReduction::kHuge) return STAX_SLEEF1(cosf, u10)(x);
+  const float shifted = trig_shifted_quadrant(a);
+  const float r = trig_reduce(a, shifted);
+  const float next = shifted + 1.0f;
+  const float v = float_bit(next, 0) ? trig_cos_poly(r) : trig_sin_poly(r);
+  return float_bit(next, 1) ? -v : v;
 }
 // tan(j pi/2 + r) = sin r / cos r for even j, -cos r / sin r for odd j: one division of the
 // two polynomials (within 2 ulp of the quotient of the exact values).
 inline float float_tan(float x) {
   const float a = float_fabs(x);
-  if (trig_huge(a)) return STAX_SLEEF1(tanf, u10)(x);
-  const float j = float_rint(a * TrigReduction::kTwoOverPi);
-  const float r = trig_reduce(a, j);
-  const TrigQuadrant q = trig_quadrant(j);
+  if (a > TrigReduction::kHuge) return STAX_SLEEF1(tanf, u10)(x);
+  const float shifted = trig_shifted_quadrant(a);
+  const float r = trig_reduce(a, shifted);
   const float sn = trig_sin_poly(r);
   const float cs = trig_cos_poly(r);
-  const bool odd = q.odd > 0.5f;
+  const bool odd = float_bit(shifted, 0);
   const float t = (odd ? cs : sn) / (odd ? sn : cs);
-  return t * (__builtin_fmaf(-2.0f, q.odd, 1.0f) * float_copysign(1.0f, x));
+  return odd != float_bit(x, 31) ? -t : t;
 }
 
 // ---- asin, acos: one polynomial on [0, 1/2] ----
@@ -157,7 +154,7 @@ inline float float_acos(float x) {
     return C::kPiHi - __builtin_fmaf(2.0f, p, -C::kPiLo);
   }
   const float p = asin_poly(a, a * a);
-  return C::kPio2Hi - __builtin_fmaf(float_copysign(1.0f, x), p, -C::kPio2Lo);
+  return C::kPio2Hi - (float_copysign(p, x) - C::kPio2Lo);  // p >= 0
 }
 
 // ---- atan: reduced to |u| <= tan(pi/8) ----

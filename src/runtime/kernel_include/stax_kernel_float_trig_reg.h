@@ -4,7 +4,9 @@
 // the scalar form branches, every branch is computed and the lanes select theirs; the lanes with
 // |x| past TrigReduction::kHuge (rare) go through the scalar form itself, lane by lane, and only
 // when some lane needs it. R is a float register of a SIMD level that provides, besides the
-// reg_<op> of every op, reg_fma(a, b, c) = a * b + c rounded once.
+// reg_<op> of every op:
+//   reg_fma(a, b, c)     a * b + c, rounded once;
+//   reg_bit_set<B>(v)    the lanes whose bit B (of the float's representation) is set.
 // Included by the SIMD level headers after those functions; not meant to be included directly.
 #pragma once
 
@@ -14,21 +16,18 @@
 namespace stax {
 namespace detail {
 
-// trig_quadrant per lane: odd = j mod 2, neg = (j / 2) mod 2, as 0 / 1 floats.
 template <class R>
-inline void reg_trig_quadrant(const R& j, R* odd, R* neg) {
-  const R two_neg = R::broadcast(-2.0f);
-  const R h = reg_floor(reg_mul(j, R::broadcast(0.5f)));
-  *odd = reg_fma(two_neg, h, j);
-  *neg = reg_fma(two_neg, reg_floor(reg_mul(h, R::broadcast(0.5f))), h);
+inline R reg_trig_shifted_quadrant(const R& a) {
+  using C = TrigReduction;
+  return reg_fma(a, R::broadcast(C::kTwoOverPi), R::broadcast(C::kShifter));
 }
 template <class R>
-inline R reg_trig_reduce(const R& a, const R& j) {
+inline R reg_trig_reduce(const R& a, const R& shifted) {
   using C = TrigReduction;
-  const R minus_j = reg_neg(j);
-  R r = reg_fma(minus_j, R::broadcast(C::kPio2[0]), a);
-  r = reg_fma(minus_j, R::broadcast(C::kPio2[1]), r);
-  return reg_fma(minus_j, R::broadcast(C::kPio2[2]), r);
+  const R j = reg_sub(shifted, R::broadcast(C::kShifter));
+  R r = reg_fma(j, R::broadcast(C::kMinusPio2[0]), a);
+  r = reg_fma(j, R::broadcast(C::kMinusPio2[1]), r);
+  return reg_fma(j, R::broadcast(C::kMinusPio2[2]), r);
 }
 template <class R>
 inline R reg_trig_sin_poly(const R& r) {
@@ -48,56 +47,53 @@ inline R reg_trig_cos_poly(const R& r) {
   p = reg_fma(p, s, R::broadcast(C::c[0]));
   return reg_fma(reg_mul(s, s), p, reg_fma(R::broadcast(-0.5f), s, R::broadcast(1.0f)));
 }
-// The lanes of trig_huge, and the scalar form F on them (r elsewhere).
+// The scalar form on the lanes of `huge` (r elsewhere); out of line, so that the common path
+// keeps its registers.
 template <class R, class F>
-inline R reg_trig_huge_lanes(const R& x, const R& a, const R& r, F scalar_form) {
-  const uint64_t huge = reg_gt(a, R::broadcast(TrigReduction::kHuge)) &
-                        reg_lt(a, R::broadcast(__builtin_huge_valf()));
-  if (huge == 0) return r;
+[[gnu::noinline]] R reg_trig_huge_lanes(R x, R r, uint64_t huge, F scalar_form) {
   return reg_select(huge, map1(x, scalar_form), r);
 }
 template <class R>
-inline R reg_sign_one(const R& x) {
-  return reg_copysign(R::broadcast(1.0f), x);
+inline uint64_t reg_trig_huge(const R& a) {
+  return reg_gt(a, R::broadcast(TrigReduction::kHuge));
 }
 
 template <class R>
 inline R reg_float_sin(const R& x) {
   const R a = reg_abs(x);
-  const R j = reg_round(reg_mul(a, R::broadcast(TrigReduction::kTwoOverPi)));
-  const R r = reg_trig_reduce(a, j);
-  R odd, neg;
-  reg_trig_quadrant(j, &odd, &neg);
-  const R v =
-      reg_select(reg_gt(odd, R::broadcast(0.5f)), reg_trig_cos_poly(r), reg_trig_sin_poly(r));
-  const R sign = reg_mul(reg_fma(R::broadcast(-2.0f), neg, R::broadcast(1.0f)), reg_sign_one(x));
-  return reg_trig_huge_lanes(x, a, reg_mul(v, sign), [](float y) { return float_sin(y); });
+  const R shifted = reg_trig_shifted_quadrant(a);
+  const R r = reg_trig_reduce(a, shifted);
+  const R v = reg_select(reg_bit_set<0>(shifted), reg_trig_cos_poly(r), reg_trig_sin_poly(r));
+  const R y = reg_select(reg_bit_set<1>(shifted) ^ reg_bit_set<31>(x), reg_neg(v), v);
+  const uint64_t huge = reg_trig_huge(a);
+  if (huge == 0) return y;
+  return reg_trig_huge_lanes(x, y, huge, [](float z) { return float_sin(z); });
 }
 template <class R>
 inline R reg_float_cos(const R& x) {
   const R a = reg_abs(x);
-  const R j = reg_round(reg_mul(a, R::broadcast(TrigReduction::kTwoOverPi)));
-  const R r = reg_trig_reduce(a, j);
-  R odd, neg;
-  reg_trig_quadrant(reg_add(j, R::broadcast(1.0f)), &odd, &neg);
-  const R v =
-      reg_select(reg_gt(odd, R::broadcast(0.5f)), reg_trig_cos_poly(r), reg_trig_sin_poly(r));
-  const R sign = reg_fma(R::broadcast(-2.0f), neg, R::broadcast(1.0f));
-  return reg_trig_huge_lanes(x, a, reg_mul(v, sign), [](float y) { return float_cos(y); });
+  const R shifted = reg_trig_shifted_quadrant(a);
+  const R r = reg_trig_reduce(a, shifted);
+  const R next = reg_add(shifted, R::broadcast(1.0f));
+  const R v = reg_select(reg_bit_set<0>(next), reg_trig_cos_poly(r), reg_trig_sin_poly(r));
+  const R y = reg_select(reg_bit_set<1>(next), reg_neg(v), v);
+  const uint64_t huge = reg_trig_huge(a);
+  if (huge == 0) return y;
+  return reg_trig_huge_lanes(x, y, huge, [](float z) { return float_cos(z); });
 }
 template <class R>
 inline R reg_float_tan(const R& x) {
   const R a = reg_abs(x);
-  const R j = reg_round(reg_mul(a, R::broadcast(TrigReduction::kTwoOverPi)));
-  const R r = reg_trig_reduce(a, j);
-  R odd, neg;
-  reg_trig_quadrant(j, &odd, &neg);
+  const R shifted = reg_trig_shifted_quadrant(a);
+  const R r = reg_trig_reduce(a, shifted);
   const R sn = reg_trig_sin_poly(r);
   const R cs = reg_trig_cos_poly(r);
-  const uint64_t is_odd = reg_gt(odd, R::broadcast(0.5f));
-  const R t = reg_div(reg_select(is_odd, cs, sn), reg_select(is_odd, sn, cs));
-  const R sign = reg_mul(reg_fma(R::broadcast(-2.0f), odd, R::broadcast(1.0f)), reg_sign_one(x));
-  return reg_trig_huge_lanes(x, a, reg_mul(t, sign), [](float y) { return float_tan(y); });
+  const uint64_t odd = reg_bit_set<0>(shifted);
+  const R t = reg_div(reg_select(odd, cs, sn), reg_select(odd, sn, cs));
+  const R y = reg_select(odd ^ reg_bit_set<31>(x), reg_neg(t), t);
+  const uint64_t huge = reg_trig_huge(a);
+  if (huge == 0) return y;
+  return reg_trig_huge_lanes(x, y, huge, [](float z) { return float_tan(z); });
 }
 
 template <class R>
@@ -134,7 +130,7 @@ inline R reg_float_acos(const R& x) {
   const uint64_t upper = reg_gt(a, R::broadcast(0.5f));
   const R p = reg_asin_reduced(a, upper);
   const R central =
-      reg_sub(R::broadcast(C::kPio2Hi), reg_fma(reg_sign_one(x), p, R::broadcast(-C::kPio2Lo)));
+      reg_sub(R::broadcast(C::kPio2Hi), reg_sub(reg_copysign(p, x), R::broadcast(C::kPio2Lo)));
   if (upper == 0) return central;
   const R positive = reg_mul(R::broadcast(2.0f), p);
   const R negative =

@@ -251,6 +251,12 @@ inline F8 reg_scale_pow2(const F8& p, const F8& n) {
 namespace stax {
 namespace detail {
 STAX_FLOAT_MATH_REG_OPS(F8, D4)
+// The lanes whose bit B is set (stax_kernel_float_trig_reg.h).
+template <int B>
+inline uint64_t reg_bit_set(const F8& v) {
+  return static_cast<uint32_t>(
+      _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_castps_si256(v.v), 31 - B))));
+}
 }  // namespace detail
 }  // namespace stax
 #include "stax_kernel_float_trig_reg.h"

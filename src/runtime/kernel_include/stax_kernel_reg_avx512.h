@@ -197,6 +197,12 @@ STAX_R2(F16, scale_pow2, _mm512_scalef_ps(x, y))
 namespace stax {
 namespace detail {
 STAX_FLOAT_MATH_REG_OPS(F16, D8)
+// The lanes whose bit B is set (stax_kernel_float_trig_reg.h).
+template <int B>
+inline uint64_t reg_bit_set(const F16& v) {
+  return _mm512_test_epi32_mask(_mm512_castps_si512(v.v),
+                                _mm512_set1_epi32(static_cast<int>(1u << B)));
+}
 }  // namespace detail
 }  // namespace stax
 #include "stax_kernel_float_trig_reg.h"
