@@ -20,12 +20,12 @@ namespace detail {
 // to an integer plus 1.5 * 2^23 (|x| 2/pi < 2^22), so j's low bits are the low bits of that
 // float's bits and give the quadrant without a conversion. r = |x| - j pi/2 with pi/2 in three
 // floats (Cody and Waite's scheme): each fused step |x| - j P_k rounds once, and the first is
-// exact (|x| >= 1 and j P1 are multiples of 2^-23 that differ by less than 1), so r keeps its
-// relative accuracy near the multiples of pi/2 where the result is small (tan's poles included).
-// Past kHuge the rounding of the constant 2/pi can put r further than pi/4 (1 + 2^-6) from 0,
-// the range the polynomials were fitted on; the few lanes there take SLEEF's u10 routine, whose
-// reduction is exact for every float. sin and tan are odd: they work on |x| and flip the sign
-// where x's sign bit is set, which also keeps sin(-0) = -0.
+// exact (for j >= 1, |x| and j P1 are multiples of 2^-24 that differ by less than 1), so r keeps
+// its relative accuracy near the multiples of pi/2 where the result is small (tan's poles
+// included). Past kHuge the error of the constant 2/pi can move j off by one and r further than
+// pi/4 (1 + 2^-6) from 0, the range the polynomials were fitted on; the few lanes there take
+// SLEEF's u10 routine, whose reduction is exact for every float. sin and tan are odd: they work on
+// |x| and flip the sign where x's sign bit is set, which also keeps sin(-0) = -0.
 struct TrigReduction {
   static constexpr float kTwoOverPi = 0.6366197466850281f;
   static constexpr float kShifter = 12582912.0f;  // 1.5 * 2^23

@@ -5,7 +5,8 @@
 // transcendentals use SLEEF's deterministic entry points (finz = with FMA at the AVX levels,
 // cinz = without FMA at the scalar level), which return the same bits for the 1-lane and the
 // 8/16-lane forms, except float exp, tanh and erf, which are code of their own here with
-// register forms in stax_kernel_float_math_reg.h that follow the same steps.
+// register forms in stax_kernel_float_math_reg.h that follow the same steps, and float sin, cos,
+// tan, asin, acos and atan (stax_kernel_float_trig.h and stax_kernel_float_trig_reg.h).
 // Included by stax_kernel.h; not meant to be included directly.
 #pragma once
 
