@@ -148,18 +148,15 @@ inline R reg_float_atan(const R& x) {
   const R one = R::broadcast(1.0f);
   R num = reg_select(mid, reg_sub(a, one), a);
   R den = reg_select(mid, reg_add(a, one), one);
-  R hi = reg_select(mid, R::broadcast(C::kPio4Hi), R::broadcast(0.0f));
-  R lo = reg_select(mid, R::broadcast(C::kPio4Lo), R::broadcast(0.0f));
+  R base = reg_select(mid, R::broadcast(C::kPio4), R::broadcast(0.0f));
   num = reg_select(far, R::broadcast(-1.0f), num);
   den = reg_select(far, a, den);
-  hi = reg_select(far, R::broadcast(C::kPio2Hi), hi);
-  lo = reg_select(far, R::broadcast(C::kPio2Lo), lo);
+  base = reg_select(far, R::broadcast(C::kPio2), base);
   const R u = reg_div(num, den);
   const R s = reg_mul(u, u);
-  R p = R::broadcast(C::t[4]);
-  for (int k = 3; k >= 0; --k) p = reg_fma(p, s, R::broadcast(C::t[k]));
-  const R r = reg_add(hi, reg_add(u, reg_fma(reg_mul(u, s), p, lo)));
-  return reg_copysign(r, x);
+  R p = R::broadcast(C::t[3]);
+  for (int k = 2; k >= 0; --k) p = reg_fma(p, s, R::broadcast(C::t[k]));
+  return reg_copysign(reg_add(base, reg_fma(reg_mul(u, s), p, u)), x);
 }
 
 }  // namespace detail
