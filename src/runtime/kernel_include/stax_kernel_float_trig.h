@@ -15,18 +15,20 @@
 namespace stax {
 namespace detail {
 
-// ---- sin, cos, tan: |x| = j pi/2 + r, |r| <= pi/4 (a little more where j rounds off) ----
-// j = rint(|x| 2/pi), taken with the shifter: fma(|x|, 2/pi, 1.5 * 2^23) rounds the exact product
-// to an integer plus 1.5 * 2^23 (|x| 2/pi < 2^22), so j's low bits are the low bits of that
-// float's bits and give the quadrant without a conversion. r = |x| - j pi/2 with pi/2 in three
-// floats (Cody and Waite's scheme): each fused step |x| - j P_k rounds once, and the first is
-// exact (for j >= 1, |x| and j P1 are multiples of 2^-24 that differ by less than 1), so r keeps
-// its relative accuracy near the multiples of pi/2 where the result is small (tan's poles
-// included). Past kHuge the error of the constant 2/pi can move j off by one and r further than
-// pi/4 (1 + 2^-6) from 0, the range the polynomials were fitted on; the few lanes there take
-// SLEEF's u10 routine, whose reduction is exact for every float. sin and tan are odd: they work on
-// |x| and flip the sign where x's sign bit is set, which also keeps sin(-0) = -0.
+// ---- sin, cos, tan: argument reduction by multiples of pi/2 ----
+// r = |x| - j pi/2 for an integer j (below), with pi/2 in three floats (Cody and Waite's
+// scheme): each fused step r - j P_k rounds once, and the first is exact (|x| and j P1 are
+// multiples of ulp(|x|) or 2^-24 and differ by less than 2), so r keeps its relative accuracy
+// near the zeros, where the result is small (and near tan's poles). j and the integers it is
+// made from are taken with the shifter: fma(v, c, 1.5 * 2^23) rounds v c (< 2^22) to an
+// integer plus 1.5 * 2^23, whose low bits are that integer's, so parities come from the bits
+// without a conversion. Past kHuge the error of the constants 1/pi and 2/pi can move the integer
+// off by one and r beyond the range the polynomials were fitted on; the few lanes there take
+// SLEEF's u10 routine, whose reduction is exact for every float (inf too: NaN). sin and tan
+// are odd: they work on |x| and flip the sign where x's sign bit is set, which also keeps
+// sin(-0) = -0.
 struct TrigReduction {
+  static constexpr float kOneOverPi = 0.31830987334251404f;
   static constexpr float kTwoOverPi = 0.6366197466850281f;
   static constexpr float kShifter = 12582912.0f;  // 1.5 * 2^23
   // -pi/2 in three parts (negated: the steps are fma(j, -P_k, r)).
@@ -34,9 +36,17 @@ struct TrigReduction {
                                           1.7151245100058819e-15f};
   static constexpr float kHuge = 65536.0f;
 };
-// sin(r) = r + r^3 S(r^2) and cos(r) = 1 - r^2 / 2 + r^4 C(r^2) on |r| <= pi/4 (1 + 2^-6),
-// S and C of degree 2 (fit errors 6e-9 and 1e-9 relative).
-struct SinCosCoefficients {
+// sin and cos: one polynomial, sin(y) = y + y^3 S(y^2) on |y| <= pi/2 + 0.01, S of degree 3
+// (fit error 7e-9 relative, each coefficient rounded to float before the next was fitted).
+// sin(|x|) = (-1)^n sin(y) with n = rint(|x| / pi), y = |x| - 2n pi/2;
+// cos(|x|) = (-1)^n sin(y) with n = rint(|x| / pi + 1/2), y = |x| - (2n - 1) pi/2.
+struct SinCoefficients {
+  static constexpr float s[4] = {-0.16666659712791443f, 0.00833306647837162f,
+                                 -0.00019809434888884425f, 2.605112740639015e-06f};
+};
+// tan: sin(r) = r + r^3 S(r^2) and cos(r) = 1 - r^2 / 2 + r^4 C(r^2) on |r| <= pi/4 (1 + 2^-6)
+// for j = rint(|x| 2/pi), S and C of degree 2 (fit errors 6e-9 and 1e-9 relative).
+struct TanCoefficients {
   static constexpr float s[3] = {-0.16666653752326965f, 0.00833208579570055f,
                                  -0.00019505027739796788f};
   static constexpr float c[3] = {0.04166664183139801f, -0.001388721400871873f,
@@ -47,27 +57,33 @@ struct SinCosCoefficients {
 inline bool float_bit(float v, int bit) {
   return ((__builtin_bit_cast(uint32_t, v) >> bit) & 1u) != 0;
 }
-// j + 1.5 * 2^23 (whose bits 0 and 1 are j mod 4) and r.
-inline float trig_shifted_quadrant(float a) {
-  return __builtin_fmaf(a, TrigReduction::kTwoOverPi, TrigReduction::kShifter);
+inline float trig_shift(float v, float c) {
+  return __builtin_fmaf(v, c, TrigReduction::kShifter);
 }
-inline float trig_reduce(float a, float shifted) {
+// |x| - j pi/2.
+inline float trig_reduce(float a, float j) {
   using C = TrigReduction;
-  const float j = shifted - C::kShifter;
   float r = __builtin_fmaf(j, C::kMinusPio2[0], a);
   r = __builtin_fmaf(j, C::kMinusPio2[1], r);
   return __builtin_fmaf(j, C::kMinusPio2[2], r);
 }
-inline float trig_sin_poly(float r) {
-  using C = SinCosCoefficients;
+inline float sin_poly(float y) {
+  using C = SinCoefficients;
+  const float s = y * y;
+  float p = C::s[3];
+  for (int k = 2; k >= 0; --k) p = __builtin_fmaf(p, s, C::s[k]);
+  return __builtin_fmaf(y * s, p, y);
+}
+inline float tan_sin_poly(float r) {
+  using C = TanCoefficients;
   const float s = r * r;
   float p = C::s[2];
   p = __builtin_fmaf(p, s, C::s[1]);
   p = __builtin_fmaf(p, s, C::s[0]);
   return __builtin_fmaf(r * s, p, r);
 }
-inline float trig_cos_poly(float r) {
-  using C = SinCosCoefficients;
+inline float tan_cos_poly(float r) {
+  using C = TanCoefficients;
   const float s = r * r;
   float p = C::c[2];
   p = __builtin_fmaf(p, s, C::c[1]);
@@ -75,34 +91,32 @@ inline float trig_cos_poly(float r) {
   return __builtin_fmaf(s * s, p, __builtin_fmaf(-0.5f, s, 1.0f));
 }
 
-// sin(j pi/2 + r) = sin r, cos r, -sin r, -cos r for j mod 4 = 0, 1, 2, 3.
 inline float float_sin(float x) {
   const float a = float_fabs(x);
-  if (a > TrigReduction::kHuge) return STAX_SLEEF1(sinf, u10)(x);  // inf too: NaN
-  const float shifted = trig_shifted_quadrant(a);
-  const float r = trig_reduce(a, shifted);
-  const float v = float_bit(shifted, 0) ? trig_cos_poly(r) : trig_sin_poly(r);
-  return float_bit(shifted, 1) != float_bit(x, 31) ? -v : v;
+  if (a > TrigReduction::kHuge) return STAX_SLEEF1(sinf, u10)(x);
+  const float shifted = trig_shift(a, TrigReduction::kOneOverPi);  // n + 1.5 * 2^23
+  const float n = shifted - TrigReduction::kShifter;
+  const float v = sin_poly(trig_reduce(a, n + n));
+  return float_bit(shifted, 0) != float_bit(x, 31) ? -v : v;
 }
-// cos(|x|) = sin(|x| + pi/2): the quadrant of j + 1, the same r.
 inline float float_cos(float x) {
   const float a = float_fabs(x);
   if (a > TrigReduction::kHuge) return STAX_SLEEF1(cosf, u10)(x);
-  const float shifted = trig_shifted_quadrant(a);
-  const float r = trig_reduce(a, shifted);
-  const float next = shifted + 1.0f;
-  const float v = float_bit(next, 0) ? trig_cos_poly(r) : trig_sin_poly(r);
-  return float_bit(next, 1) ? -v : v;
+  const float shifted =
+      __builtin_fmaf(a, TrigReduction::kOneOverPi, 0.5f) + TrigReduction::kShifter;
+  const float n = shifted - TrigReduction::kShifter;
+  const float v = sin_poly(trig_reduce(a, (n + n) - 1.0f));
+  return float_bit(shifted, 0) ? -v : v;
 }
 // tan(j pi/2 + r) = sin r / cos r for even j, -cos r / sin r for odd j: one division of the
 // two polynomials (within 2 ulp of the quotient of the exact values).
 inline float float_tan(float x) {
   const float a = float_fabs(x);
   if (a > TrigReduction::kHuge) return STAX_SLEEF1(tanf, u10)(x);
-  const float shifted = trig_shifted_quadrant(a);
-  const float r = trig_reduce(a, shifted);
-  const float sn = trig_sin_poly(r);
-  const float cs = trig_cos_poly(r);
+  const float shifted = trig_shift(a, TrigReduction::kTwoOverPi);  // j + 1.5 * 2^23
+  const float r = trig_reduce(a, shifted - TrigReduction::kShifter);
+  const float sn = tan_sin_poly(r);
+  const float cs = tan_cos_poly(r);
   const bool odd = float_bit(shifted, 0);
   const float t = (odd ? cs : sn) / (odd ? sn : cs);
   return odd != float_bit(x, 31) ? -t : t;

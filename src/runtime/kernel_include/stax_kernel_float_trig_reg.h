@@ -17,21 +17,27 @@ namespace stax {
 namespace detail {
 
 template <class R>
-inline R reg_trig_shifted_quadrant(const R& a) {
-  using C = TrigReduction;
-  return reg_fma(a, R::broadcast(C::kTwoOverPi), R::broadcast(C::kShifter));
+inline R reg_trig_shift(const R& v, float c) {
+  return reg_fma(v, R::broadcast(c), R::broadcast(TrigReduction::kShifter));
 }
 template <class R>
-inline R reg_trig_reduce(const R& a, const R& shifted) {
+inline R reg_trig_reduce(const R& a, const R& j) {
   using C = TrigReduction;
-  const R j = reg_sub(shifted, R::broadcast(C::kShifter));
   R r = reg_fma(j, R::broadcast(C::kMinusPio2[0]), a);
   r = reg_fma(j, R::broadcast(C::kMinusPio2[1]), r);
   return reg_fma(j, R::broadcast(C::kMinusPio2[2]), r);
 }
 template <class R>
-inline R reg_trig_sin_poly(const R& r) {
-  using C = SinCosCoefficients;
+inline R reg_sin_poly(const R& y) {
+  using C = SinCoefficients;
+  const R s = reg_mul(y, y);
+  R p = R::broadcast(C::s[3]);
+  for (int k = 2; k >= 0; --k) p = reg_fma(p, s, R::broadcast(C::s[k]));
+  return reg_fma(reg_mul(y, s), p, y);
+}
+template <class R>
+inline R reg_tan_sin_poly(const R& r) {
+  using C = TanCoefficients;
   const R s = reg_mul(r, r);
   R p = R::broadcast(C::s[2]);
   p = reg_fma(p, s, R::broadcast(C::s[1]));
@@ -39,8 +45,8 @@ inline R reg_trig_sin_poly(const R& r) {
   return reg_fma(reg_mul(r, s), p, r);
 }
 template <class R>
-inline R reg_trig_cos_poly(const R& r) {
-  using C = SinCosCoefficients;
+inline R reg_tan_cos_poly(const R& r) {
+  using C = TanCoefficients;
   const R s = reg_mul(r, r);
   R p = R::broadcast(C::c[2]);
   p = reg_fma(p, s, R::broadcast(C::c[1]));
@@ -60,34 +66,37 @@ inline uint64_t reg_trig_huge(const R& a) {
 
 template <class R>
 inline R reg_float_sin(const R& x) {
+  using C = TrigReduction;
   const R a = reg_abs(x);
-  const R shifted = reg_trig_shifted_quadrant(a);
-  const R r = reg_trig_reduce(a, shifted);
-  const R v = reg_select(reg_bit_set<0>(shifted), reg_trig_cos_poly(r), reg_trig_sin_poly(r));
-  const R y = reg_select(reg_bit_set<1>(shifted) ^ reg_bit_set<31>(x), reg_neg(v), v);
+  const R shifted = reg_trig_shift(a, C::kOneOverPi);
+  const R n = reg_sub(shifted, R::broadcast(C::kShifter));
+  const R v = reg_sin_poly(reg_trig_reduce(a, reg_add(n, n)));
+  const R y = reg_select(reg_bit_set<0>(shifted) ^ reg_bit_set<31>(x), reg_neg(v), v);
   const uint64_t huge = reg_trig_huge(a);
   if (huge == 0) return y;
   return reg_trig_huge_lanes(x, y, huge, [](float z) { return float_sin(z); });
 }
 template <class R>
 inline R reg_float_cos(const R& x) {
+  using C = TrigReduction;
   const R a = reg_abs(x);
-  const R shifted = reg_trig_shifted_quadrant(a);
-  const R r = reg_trig_reduce(a, shifted);
-  const R next = reg_add(shifted, R::broadcast(1.0f));
-  const R v = reg_select(reg_bit_set<0>(next), reg_trig_cos_poly(r), reg_trig_sin_poly(r));
-  const R y = reg_select(reg_bit_set<1>(next), reg_neg(v), v);
+  const R shifted = reg_add(reg_fma(a, R::broadcast(C::kOneOverPi), R::broadcast(0.5f)),
+                            R::broadcast(C::kShifter));
+  const R n = reg_sub(shifted, R::broadcast(C::kShifter));
+  const R v = reg_sin_poly(reg_trig_reduce(a, reg_sub(reg_add(n, n), R::broadcast(1.0f))));
+  const R y = reg_select(reg_bit_set<0>(shifted), reg_neg(v), v);
   const uint64_t huge = reg_trig_huge(a);
   if (huge == 0) return y;
   return reg_trig_huge_lanes(x, y, huge, [](float z) { return float_cos(z); });
 }
 template <class R>
 inline R reg_float_tan(const R& x) {
+  using C = TrigReduction;
   const R a = reg_abs(x);
-  const R shifted = reg_trig_shifted_quadrant(a);
-  const R r = reg_trig_reduce(a, shifted);
-  const R sn = reg_trig_sin_poly(r);
-  const R cs = reg_trig_cos_poly(r);
+  const R shifted = reg_trig_shift(a, C::kTwoOverPi);
+  const R r = reg_trig_reduce(a, reg_sub(shifted, R::broadcast(C::kShifter)));
+  const R sn = reg_tan_sin_poly(r);
+  const R cs = reg_tan_cos_poly(r);
   const uint64_t odd = reg_bit_set<0>(shifted);
   const R t = reg_div(reg_select(odd, cs, sn), reg_select(odd, sn, cs));
   const R y = reg_select(odd ^ reg_bit_set<31>(x), reg_neg(t), t);
