@@ -17,16 +17,16 @@ namespace detail {
 
 // ---- sin, cos, tan: argument reduction by multiples of pi/2 ----
 // r = |x| - j pi/2 for an integer j (below), with pi/2 in three floats (Cody and Waite's
-// scheme): each fused step r - j P_k rounds once, and the first is exact (|x| and j P1 are
-// multiples of ulp(|x|) or 2^-24 and differ by less than 2), so r keeps its relative accuracy
-// near the zeros, where the result is small (and near tan's poles). j and the integers it is
-// made from are taken with the shifter: fma(v, c, 1.5 * 2^23) rounds v c (< 2^22) to an
-// integer plus 1.5 * 2^23, whose low bits are that integer's, so parities come from the bits
-// without a conversion. Past kHuge the error of the constants 1/pi and 2/pi can move the integer
-// off by one and r beyond the range the polynomials were fitted on; the few lanes there take
-// SLEEF's u10 routine, whose reduction is exact for every float (inf too: NaN). sin and tan
-// are odd: they work on |x| and flip the sign where x's sign bit is set, which also keeps
-// sin(-0) = -0.
+// scheme): each fused step r - j P_k rounds once, and for j >= 1 the first is exact (|x| and
+// j P1 are multiples of 2^-24 and differ by less than 2), so r keeps its relative accuracy near
+// the zeros, where the result is small (and near tan's poles). (cos takes j = -1 only for
+// |x| < 1e-7, where |x| + P1 rounds by up to 6e-8 and sin of it is flat.) j and the integers it
+// is made from are taken with the shifter: fma(v, c, 1.5 * 2^23) rounds v c (< 2^22) to an integer
+// plus 1.5 * 2^23, whose low bits are that integer's, so parities come from the bits without a
+// conversion. Past kHuge the error of the constants 1/pi and 2/pi can move the integer off by one
+// and r beyond the range the polynomials were fitted on; the few lanes there take SLEEF's u10
+// routine, whose reduction is exact for every float (inf too: NaN). sin and tan are odd: they work
+// on |x| and flip the sign where x's sign bit is set, which also keeps sin(-0) = -0.
 struct TrigReduction {
   static constexpr float kOneOverPi = 0.31830987334251404f;
   static constexpr float kTwoOverPi = 0.6366197466850281f;
@@ -152,7 +152,7 @@ inline float float_asin(float x) {
     const float p = asin_poly(float_sqrt(z), z);
     r = C::kPio2Hi - __builtin_fmaf(2.0f, p, -C::kPio2Lo);
   } else {
-    r = asin_poly(a, a * a);  // NaN here
+    r = asin_poly(a, a * a);  // NaN takes this branch
   }
   return float_copysign(r, x);
 }
