@@ -395,6 +395,61 @@ TEST_P(KernelApiTest, FloatSemanticsMatchPyTorch) {
     EXPECT_NEAR(ex[i], std::exp(t[i]), std::exp(t[i]) * 1.2e-7f);
 }
 
+// Float sin, cos, tan, asin, acos, atan (Stax's own code, stax_kernel_float_trig.h) at the
+// special values, against torch 2.13's eager results: the sign of zero, +-1 and just outside
+// for asin / acos, +-inf, NaN, subnormals, and arguments past the fast reduction's range (2^16)
+// in both a full register and the scalar tail. Zeros, NaN and the +-pi/2, pi results must be
+// eager's bits; the rest within assert_close's float32 tolerance (atol 1e-5, rtol 1.3e-6).
+TEST_P(KernelApiTest, FloatTrigSpecialValuesMatchPyTorch) {
+  const Kernel& k = kernel();
+  const float inf = INFINITY, nan = NAN;
+  const std::vector<float> x = {0.0f,        -0.0f, 1.0f,     -1.0f,    1.0000001f,
+                                -1.0000001f, inf,   -inf,     nan,      1e-45f,
+                                -1e-45f,     1e30f, -3.4e38f, 65536.0f, 65537.0f};
+  const std::map<std::string, std::vector<float>> eager = {
+      {"sin",
+       {0.0f, -0.0f, 0.8414709568023682f, -0.8414709568023682f, 0.8414710164070129f,
+        -0.8414710164070129f, nan, nan, nan, 1e-45f, -1e-45f, -0.791163444519043f,
+        0.24408487975597382f, 0.6920654773712158f, -0.23347844183444977f}},
+      {"cos",
+       {1.0f, 1.0f, 0.5403023362159729f, 0.5403023362159729f, 0.5403022170066833f,
+        0.5403022170066833f, nan, nan, nan, 1.0f, 1.0f, -0.6116048097610474f, 0.9697538614273071f,
+        -0.7218347787857056f, -0.9723619818687439f}},
+      {"tan",
+       {0.0f, -0.0f, 1.5574077367782593f, -1.5574077367782593f, 1.557408094406128f,
+        -1.557408094406128f, nan, nan, nan, 1e-45f, -1e-45f, 1.2935861349105835f,
+        0.25169774889945984f, -0.9587588310241699f, 0.2401147335767746f}},
+      {"asin",
+       {0.0f, -0.0f, 1.5707963705062866f, -1.5707963705062866f, nan, nan, nan, nan, nan, 1e-45f,
+        -1e-45f, nan, nan, nan, nan}},
+      {"acos",
+       {1.5707963705062866f, 1.5707963705062866f, 0.0f, 3.1415927410125732f, nan, nan, nan, nan,
+        nan, 1.5707963705062866f, 1.5707963705062866f, nan, nan, nan, nan}},
+      {"atan",
+       {0.0f, -0.0f, 0.7853981852531433f, -0.7853981852531433f, 0.7853982448577881f,
+        -0.7853982448577881f, 1.5707963705062866f, -1.5707963705062866f, nan, 1e-45f, -1e-45f,
+        1.5707963705062866f, -1.5707963705062866f, 1.5707811117172241f, 1.5707811117172241f}},
+  };
+  // 37 elements: two full AVX-512 registers and a tail, each special value in every part.
+  std::vector<float> in;
+  for (size_t i = 0; i < 37; ++i) in.push_back(x[i % x.size()]);
+  for (const auto& [op, want] : eager) {
+    const std::vector<float> got = eval(k, op.c_str(), kF32, in, in);
+    for (size_t i = 0; i < in.size(); ++i) {
+      const float w = want[i % x.size()];
+      if (w != w) {
+        EXPECT_NE(got[i], got[i]) << op << "(" << in[i] << ")";
+      } else if (w == 0.0f || w == 1.0f || std::fabs(w) == 1.5707963705062866f ||
+                 w == 3.1415927410125732f) {
+        EXPECT_EQ(bits_of({got[i]}), bits_of({w})) << op << "(" << in[i] << ") = " << got[i];
+      } else {
+        EXPECT_LE(std::fabs(got[i] - w), 1e-5f + 1.3e-6f * std::fabs(w))
+            << op << "(" << in[i] << ") = " << got[i] << ", eager " << w;
+      }
+    }
+  }
+}
+
 // convert<U>(Vec<T>) == convert<U>(T) for every pair, and PyTorch's x86 results.
 TEST_P(KernelApiTest, ConversionsVectorEqualsScalarAndMatchPyTorch) {
   const Kernel& k = kernel();

@@ -196,12 +196,6 @@ using U8x32 = Reg<uint8_t, 32>;
                                              _mm256_set1_##S(__builtin_huge_val()), _CMP_EQ_OQ)))  \
   STAX_R1(R, exp2, Sleef_finz_exp2##SL##_u10avx2(x))                                               \
   STAX_R1(R, expm1, Sleef_finz_expm1##SL##_u10avx2(x))                                             \
-  STAX_R1(R, sin, Sleef_finz_sin##SL##_u10avx2(x))                                                 \
-  STAX_R1(R, cos, Sleef_finz_cos##SL##_u10avx2(x))                                                 \
-  STAX_R1(R, tan, Sleef_finz_tan##SL##_u10avx2(x))                                                 \
-  STAX_R1(R, asin, Sleef_finz_asin##SL##_u10avx2(x))                                               \
-  STAX_R1(R, acos, Sleef_finz_acos##SL##_u10avx2(x))                                               \
-  STAX_R1(R, atan, Sleef_finz_atan##SL##_u10avx2(x))                                               \
   STAX_R1(R, asinh, Sleef_finz_asinh##SL##_u10avx2(x))                                             \
   STAX_R1(R, acosh, Sleef_finz_acosh##SL##_u10avx2(x))                                             \
   STAX_R1(R, erfc, Sleef_finz_erfc##SL##_u15avx2(x))                                               \
@@ -262,6 +256,25 @@ inline F8 reg_scale_pow2(const F8& p, const F8& n) {
 namespace stax {
 namespace detail {
 STAX_FLOAT_MATH_REG_OPS(F8, D4)
+// The lanes whose bit B is set (stax_kernel_float_trig_reg.h).
+template <int B>
+inline uint64_t reg_bit_set(const F8& v) {
+  return static_cast<uint32_t>(
+      _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_castps_si256(v.v), 31 - B))));
+}
+}  // namespace detail
+}  // namespace stax
+#include "stax_kernel_float_trig_reg.h"
+namespace stax {
+namespace detail {
+// sin, cos, tan, asin, acos, atan: double is SLEEF's, float the code of stax_kernel_float_trig.h.
+STAX_R1(D4, sin, Sleef_finz_sind4_u10avx2(x))
+STAX_R1(D4, cos, Sleef_finz_cosd4_u10avx2(x))
+STAX_R1(D4, tan, Sleef_finz_tand4_u10avx2(x))
+STAX_R1(D4, asin, Sleef_finz_asind4_u10avx2(x))
+STAX_R1(D4, acos, Sleef_finz_acosd4_u10avx2(x))
+STAX_R1(D4, atan, Sleef_finz_atand4_u10avx2(x))
+STAX_FLOAT_TRIG_REG_OPS(F8)
 }  // namespace detail
 }  // namespace stax
 #include "stax_kernel_float_composed_reg.h"

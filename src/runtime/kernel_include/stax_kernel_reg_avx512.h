@@ -154,12 +154,6 @@ using U8x64 = Reg<uint8_t, 64>;
                                 _mm512_set1_##S(__builtin_huge_val()), _CMP_EQ_OQ))                \
   STAX_R1(R, exp2, Sleef_finz_exp2##SL##_u10avx512f(x))                                            \
   STAX_R1(R, expm1, Sleef_finz_expm1##SL##_u10avx512f(x))                                          \
-  STAX_R1(R, sin, Sleef_finz_sin##SL##_u10avx512f(x))                                              \
-  STAX_R1(R, cos, Sleef_finz_cos##SL##_u10avx512f(x))                                              \
-  STAX_R1(R, tan, Sleef_finz_tan##SL##_u10avx512f(x))                                              \
-  STAX_R1(R, asin, Sleef_finz_asin##SL##_u10avx512f(x))                                            \
-  STAX_R1(R, acos, Sleef_finz_acos##SL##_u10avx512f(x))                                            \
-  STAX_R1(R, atan, Sleef_finz_atan##SL##_u10avx512f(x))                                            \
   STAX_R1(R, asinh, Sleef_finz_asinh##SL##_u10avx512f(x))                                          \
   STAX_R1(R, acosh, Sleef_finz_acosh##SL##_u10avx512f(x))                                          \
   STAX_R1(R, erfc, Sleef_finz_erfc##SL##_u15avx512f(x))                                            \
@@ -210,6 +204,25 @@ inline F16 reg_table_lookup8(const F16TableIndex& i, const float* table) {
 namespace stax {
 namespace detail {
 STAX_FLOAT_MATH_REG_OPS(F16, D8)
+// The lanes whose bit B is set (stax_kernel_float_trig_reg.h).
+template <int B>
+inline uint64_t reg_bit_set(const F16& v) {
+  return _mm512_test_epi32_mask(_mm512_castps_si512(v.v),
+                                _mm512_set1_epi32(static_cast<int>(1u << B)));
+}
+}  // namespace detail
+}  // namespace stax
+#include "stax_kernel_float_trig_reg.h"
+namespace stax {
+namespace detail {
+// sin, cos, tan, asin, acos, atan: double is SLEEF's, float the code of stax_kernel_float_trig.h.
+STAX_R1(D8, sin, Sleef_finz_sind8_u10avx512f(x))
+STAX_R1(D8, cos, Sleef_finz_cosd8_u10avx512f(x))
+STAX_R1(D8, tan, Sleef_finz_tand8_u10avx512f(x))
+STAX_R1(D8, asin, Sleef_finz_asind8_u10avx512f(x))
+STAX_R1(D8, acos, Sleef_finz_acosd8_u10avx512f(x))
+STAX_R1(D8, atan, Sleef_finz_atand8_u10avx512f(x))
+STAX_FLOAT_TRIG_REG_OPS(F16)
 }  // namespace detail
 }  // namespace stax
 #include "stax_kernel_float_composed_reg.h"

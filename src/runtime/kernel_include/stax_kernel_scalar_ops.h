@@ -5,7 +5,8 @@
 // transcendentals use SLEEF's deterministic entry points (finz = with FMA at the AVX levels,
 // cinz = without FMA at the scalar level), which return the same bits for the 1-lane and the
 // 8/16-lane forms, except float exp, tanh and erf, which are code of their own here with
-// register forms in stax_kernel_float_math_reg.h that follow the same steps.
+// register forms in stax_kernel_float_math_reg.h that follow the same steps, and float sin, cos,
+// tan, asin, acos and atan (stax_kernel_float_trig.h and stax_kernel_float_trig_reg.h).
 // Included by stax_kernel.h; not meant to be included directly.
 #pragma once
 
@@ -181,34 +182,29 @@ inline T float_erfinv(T y) {
   }
 STAX_SCALAR_SLEEF1(exp2, exp2, u10)
 STAX_SCALAR_SLEEF1(expm1, expm1, u10)
-STAX_SCALAR_SLEEF1(sin, sin, u10)
-STAX_SCALAR_SLEEF1(cos, cos, u10)
-STAX_SCALAR_SLEEF1(tan, tan, u10)
-STAX_SCALAR_SLEEF1(asin, asin, u10)
-STAX_SCALAR_SLEEF1(acos, acos, u10)
-STAX_SCALAR_SLEEF1(atan, atan, u10)
+// sin, cos, tan, asin, acos, atan (stax_kernel_float_trig.h) and log1p below the large-argument
+// threshold, sinh, cosh, atanh (stax_kernel_float_composed.h): double is SLEEF's, float Stax's
+// own (both headers are included at the end of this file).
+#define STAX_SCALAR_SLEEF1_DOUBLE(name, fn, acc) \
+  inline double op_##name(double x) {            \
+    return STAX_SLEEF1(fn##d, acc)(x);           \
+  }                                              \
+  inline float op_##name(float x);
+STAX_SCALAR_SLEEF1_DOUBLE(sin, sin, u10)
+STAX_SCALAR_SLEEF1_DOUBLE(cos, cos, u10)
+STAX_SCALAR_SLEEF1_DOUBLE(tan, tan, u10)
+STAX_SCALAR_SLEEF1_DOUBLE(asin, asin, u10)
+STAX_SCALAR_SLEEF1_DOUBLE(acos, acos, u10)
+STAX_SCALAR_SLEEF1_DOUBLE(atan, atan, u10)
+STAX_SCALAR_SLEEF1_DOUBLE(log1p_core, log1p, u10)
+STAX_SCALAR_SLEEF1_DOUBLE(sinh, sinh, u10)
+STAX_SCALAR_SLEEF1_DOUBLE(cosh, cosh, u10)
+STAX_SCALAR_SLEEF1_DOUBLE(atanh, atanh, u10)
+#undef STAX_SCALAR_SLEEF1_DOUBLE
 STAX_SCALAR_SLEEF1(sleef_asinh, asinh, u10)
 STAX_SCALAR_SLEEF1(sleef_acosh, acosh, u10)
 STAX_SCALAR_SLEEF1(erfc, erfc, u15)
 #undef STAX_SCALAR_SLEEF1
-// log1p (below the large-argument threshold), sinh, cosh, atanh: double is SLEEF's, float
-// Stax's own (stax_kernel_float_composed.h, included at the end of this file).
-inline double op_log1p_core(double x) {
-  return STAX_SLEEF1(log1pd, u10)(x);
-}
-inline double op_sinh(double x) {
-  return STAX_SLEEF1(sinhd, u10)(x);
-}
-inline double op_cosh(double x) {
-  return STAX_SLEEF1(coshd, u10)(x);
-}
-inline double op_atanh(double x) {
-  return STAX_SLEEF1(atanhd, u10)(x);
-}
-inline float op_log1p_core(float x);
-inline float op_sinh(float x);
-inline float op_cosh(float x);
-inline float op_atanh(float x);
 // log, log2, log10: float is float_log below (see op_exp).
 inline double op_log(double x) {
   return STAX_SLEEF1(logd, u10)(x);
@@ -849,6 +845,7 @@ inline float float_erf(float x) {
 }  // namespace detail
 }  // namespace stax
 
+#include "stax_kernel_float_trig.h"
 #include "stax_kernel_float_composed.h"
 
 namespace stax {
