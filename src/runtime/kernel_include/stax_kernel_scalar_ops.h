@@ -4,8 +4,9 @@
 // results lane by lane, so a vectorized main loop and its scalar tail agree bit for bit:
 // transcendentals use SLEEF's deterministic entry points (finz = with FMA at the AVX levels,
 // cinz = without FMA at the scalar level), which return the same bits for the 1-lane and the
-// 8/16-lane forms, except float exp, tanh and erf, which are code of their own here with
-// register forms in stax_kernel_float_math_reg.h that follow the same steps.
+// 8/16-lane forms, except float exp, expm1, log, tanh, erf, erfc and erfinv, which are code of
+// their own here and in stax_kernel_float_exp_family.h, with register forms that follow the
+// same steps (stax_kernel_float_math_reg.h, stax_kernel_float_exp_family_reg.h).
 // Included by stax_kernel.h; not meant to be included directly.
 #pragma once
 
@@ -180,7 +181,6 @@ inline T float_erfinv(T y) {
     return STAX_SLEEF1(fn##d, acc)(x);    \
   }
 STAX_SCALAR_SLEEF1(exp2, exp2, u10)
-STAX_SCALAR_SLEEF1(expm1, expm1, u10)
 STAX_SCALAR_SLEEF1(sleef_log1p, log1p, u10)
 STAX_SCALAR_SLEEF1(sin, sin, u10)
 STAX_SCALAR_SLEEF1(cos, cos, u10)
@@ -193,7 +193,6 @@ STAX_SCALAR_SLEEF1(cosh, cosh, u10)
 STAX_SCALAR_SLEEF1(sleef_asinh, asinh, u10)
 STAX_SCALAR_SLEEF1(sleef_acosh, acosh, u10)
 STAX_SCALAR_SLEEF1(atanh, atanh, u10)
-STAX_SCALAR_SLEEF1(erfc, erfc, u15)
 #undef STAX_SCALAR_SLEEF1
 // log, log2, log10: float is float_log below (see op_exp).
 inline double op_log(double x) {
@@ -251,16 +250,19 @@ STAX_SCALAR_LARGE_ARGUMENT_OPS(float)
 STAX_SCALAR_LARGE_ARGUMENT_OPS(double)
 #undef STAX_SCALAR_LARGE_ARGUMENT_OPS
 
-// exp, log, log2, log10, tanh and erf (and erfinv, below): float has code of its own
-// (detail::float_exp, float_log, float_tanh, float_erf: eager's float forms are faster than
-// SLEEF's u10 and less exact, and Stax must not be slower than eager), double is SLEEF's.
+// exp, expm1, log, log2, log10, tanh, erf and erfc (and erfinv, below): float has code of its
+// own (detail::float_exp, float_log, float_erf below; float_expm1, float_tanh, float_erfc in
+// stax_kernel_float_exp_family.h: eager's float forms are faster than SLEEF's u10 and less
+// exact, and Stax must not be slower than eager), double is SLEEF's.
 namespace detail {
 inline float float_exp(float x);
 enum class LogBase { E, Two, Ten };
 template <LogBase B>
 inline float float_log(float x);
-inline float float_tanh(float x);
 inline float float_erf(float x);
+inline float float_expm1(float x);
+inline float float_tanh(float x);
+inline float float_erfc(float x);
 }  // namespace detail
 inline double op_exp(double x) {
   return STAX_SLEEF1(expd, u10)(x);
@@ -279,6 +281,18 @@ inline double op_erf(double x) {
 }
 inline float op_erf(float x) {
   return detail::float_erf(x);
+}
+inline double op_expm1(double x) {
+  return STAX_SLEEF1(expm1d, u10)(x);
+}
+inline float op_expm1(float x) {
+  return detail::float_expm1(x);
+}
+inline double op_erfc(double x) {
+  return STAX_SLEEF1(erfcd, u15)(x);
+}
+inline float op_erfc(float x) {
+  return detail::float_erfc(x);
 }
 inline float op_log(float x) {
   return detail::float_log<detail::LogBase::E>(x);
@@ -761,27 +775,6 @@ inline float float_erfinv_poly(float y) {
   return y * p;
 }
 
-// float tanh: |x| < 0.55: x + x^3 T(x^2), T of degree 4 fitted to relative minimax for this
-// header (fit error 1e-9); beyond, 1 - 2 / (e^(2|x|) + 1) with float_exp (within 3 ulp at the
-// switch, where the subtraction loses a bit), the sign copied; e^(2|x|) = inf gives 1.
-struct TanhCoefficients {
-  static constexpr float t[5] = {-0.33333316445350647f, 0.13332585990428925f, -0.05385230854153633f,
-                                 0.021071672439575195f, -0.006274229846894741f};
-  static constexpr float kSplit = 0.55f;
-};
-
-inline float float_tanh(float x) {
-  using C = TanhCoefficients;
-  const float a = float_fabs(x);
-  if (a < C::kSplit) {
-    const float s = x * x;
-    float t = C::t[4];
-    for (int k = 3; k >= 0; --k) t = __builtin_fmaf(t, s, C::t[k]);
-    return __builtin_fmaf(x * s, t, x);
-  }
-  return float_copysign(1.0f - 2.0f / (float_exp(2.0f * a) + 1.0f), x);
-}
-
 // float erf, as fast as eager's vectorized one and within a small part of assert_close's
 // tolerance of eager's (absolute error below 3.1e-7 on a dense sweep, 0.03 of the tolerance;
 // SLEEF's u10 erf costs several times more). One range, no select between two polynomials:
@@ -819,3 +812,6 @@ inline float float_erf(float x) {
 
 }  // namespace detail
 }  // namespace stax
+
+// float expm1, tanh and erfc, built on float_exp's steps above.
+#include "stax_kernel_float_exp_family.h"

@@ -1,0 +1,110 @@
+// The scalar forms of float expm1, tanh and erfc (detail::float_expm1, float_tanh, float_erfc),
+// built from float_exp's range reduction (stax_kernel_scalar_ops.h): Stax's own code, fitted
+// for Stax, because SLEEF's u10 expm1 and u15 erfc cost 2.5x and 4.6x what eager's do and the
+// former tanh paid a full float division per vector. double keeps SLEEF. The register forms
+// (stax_kernel_float_exp_family_reg.h) take exactly these steps in the same order, with a fused
+// multiply-add wherever this file calls fmaf, so every lane gives these bits.
+// Included at the end of stax_kernel_scalar_ops.h; not meant to be included directly.
+#pragma once
+
+#include "stax_kernel_scalar_ops.h"
+
+namespace stax {
+namespace detail {
+
+// float expm1 within about 1 ulp, in "minus one" form throughout: x = n ln2 + r as in
+// float_exp (|r| <= ln2 / 2, ln2 in two parts), u = e^r - 1 = r + r^2 Q(r) with float_exp's Q
+// (fitted to e^r's relative error 3e-9, so u's relative error is below 1e-8 at every r), and
+// e^x - 1 = 2^n (u + (1 - 2^-n)): 1 - 2^-n is exact for |n| <= 24, the sum rounds once and the
+// scaling is exact, so the result is the exact one rounded about once. Near 0 (n = 0) this is
+// u itself, so small arguments keep their relative accuracy (expm1(1e-30) = 1e-30); only the
+// sign of -0 is lost in r + r^2 Q (an exact +0 sum) and is put back at the end.
+// x is clamped to [kLow, ExpCoefficients::kHigh]: e^-18 is below half an ulp of 1, so
+// everything below gives exactly -1 (-inf included); e^89 overflows to inf (+inf included).
+// 2^-n (float_scale_pow2(1, -n), exact) is taken for -n >= kMinExponent only (2^-30 is below
+// half an ulp of 1, and 2^-n is no normal float for n > 126); a NaN n takes that bound too,
+// and NaN stays NaN. float_scale_pow2 is exact here for any p, not only [0.7, 1.42]: the
+// first half-scaling of p = u + (1 - 2^-n) (which lies in [-2^26, 1.42]) stays normal.
+struct Expm1Constants {
+  static constexpr float kLow = -18.0f;
+  static constexpr float kMinExponent = -30.0f;
+};
+
+inline float float_expm1(float x) {
+  using C = ExpCoefficients;
+  using M = Expm1Constants;
+  float y = x < M::kLow ? M::kLow : x;  // NaN stays NaN
+  y = y > C::kHigh ? C::kHigh : y;
+  const float n = float_rint(y * C::kLog2e);
+  float r = __builtin_fmaf(-n, C::kLn2Hi, y);
+  r = __builtin_fmaf(-n, C::kLn2Lo, r);
+  float q = C::q[4];
+  for (int k = 3; k >= 0; --k) q = __builtin_fmaf(q, r, C::q[k]);
+  const float u = __builtin_fmaf(r * r, q, r);
+  const float minus_n = -n;
+  const float k = minus_n > M::kMinExponent ? minus_n : M::kMinExponent;  // NaN: the bound
+  const float result = float_scale_pow2(u + (1.0f - float_scale_pow2(1.0f, k)), n);
+  return x == 0.0f ? x : result;
+}
+
+// float tanh without a polynomial range of its own: tanh(|x|) = e / (e + 2) with
+// e = expm1(2|x|) (float_expm1 keeps the relative accuracy of the smallest arguments, so
+// tanh(1e-30) = 1e-30 and one form holds on the whole line), one division, the sign copied
+// (tanh(-0) = -0). |x| is clamped at kClamp, where tanh rounds to 1 (1 - tanh(10) = 4e-9 is
+// below half an ulp of 1; inf included). Within 3 ulp on a dense sweep: the roundings of e + 2
+// and of the quotient on top of expm1's error, which the quotient damps.
+struct TanhConstants {
+  static constexpr float kClamp = 10.0f;
+};
+
+inline float float_tanh(float x) {
+  const float a = float_fabs(x);
+  const float e = float_expm1(2.0f * (a > TanhConstants::kClamp ? TanhConstants::kClamp : a));
+  return float_copysign(e / (e + 2.0f), x);
+}
+
+// float erfc with relative accuracy down to the subnormal tail (within a few ulp), for a = |x|:
+//   erfc(a) = t G(t) e^(-a^2), t = 1 / (1 + a / 2) in [0.165, 1],
+// G of degree 9 in t - kCenter fitted for this header to relative minimax (2e-8; 3.7e-8 with
+// float coefficients) over a in [0, kClamp]; G(t) = erfc(a) e^(a^2) / t falls smoothly from 1
+// to 0.34. e^(-a^2) is taken without rounding a^2 to float (its ulp is 7.6e-6 at a = 10, an
+// error e^(-a^2) would amplify): a^2 = hi + lo exactly (lo by fmaf), e^(-hi) by float_exp's
+// reduction and polynomial (-hi - n ln2 is exact), e^(-lo) = 1 - lo (lo^2 is below 1e-11), and
+// the product t G (1 - lo) e^r lies in [0.039, 1.42], so the scaling by 2^n rounds once (once
+// also for subnormal results). The polynomial in t and the exponential do not depend on each
+// other, which keeps the register form's chain of dependent steps short. erfc(kClamp) is below
+// half the smallest subnormal, so the clamp gives 0 beyond (inf included); NaN stays NaN;
+// negative x gives 2 - erfc(|x|), which cannot cancel (the result is in [1, 2]).
+struct ErfcCoefficients {
+  static constexpr float g[10] = {
+      0.5709935426712036f,   0.7814038395881653f,   0.5873650908470154f,  0.0835050716996193f,
+      -0.20373599231243134f, -0.05049363523721695f, 0.11186093091964722f, 0.004940527956932783f,
+      -0.05888562276959419f, 0.011981990188360214f};
+  static constexpr float kCenter = 0.58203125f;
+  static constexpr float kClamp = 10.1f;
+};
+
+inline float float_erfc(float x) {
+  using C = ErfcCoefficients;
+  using E = ExpCoefficients;
+  const float abs_x = float_fabs(x);
+  const float a = abs_x > C::kClamp ? C::kClamp : abs_x;  // NaN stays NaN
+  const float t = 1.0f / __builtin_fmaf(a, 0.5f, 1.0f);
+  const float v = t - C::kCenter;
+  float g = C::g[9];
+  for (int k = 8; k >= 0; --k) g = __builtin_fmaf(g, v, C::g[k]);
+  const float hi = a * a;
+  const float lo = __builtin_fmaf(a, a, -hi);
+  const float n = float_rint(-hi * E::kLog2e);
+  float r = __builtin_fmaf(-n, E::kLn2Hi, -hi);
+  r = __builtin_fmaf(-n, E::kLn2Lo, r);
+  float q = E::q[4];
+  for (int k = 3; k >= 0; --k) q = __builtin_fmaf(q, r, E::q[k]);
+  const float e = __builtin_fmaf(r * r, q, r) + 1.0f;
+  const float m = t * g;
+  const float y = float_scale_pow2(__builtin_fmaf(m, -lo, m) * e, n);
+  return x < 0.0f ? 2.0f - y : y;
+}
+
+}  // namespace detail
+}  // namespace stax
