@@ -1,7 +1,8 @@
-// The scalar forms of float expm1, tanh and erfc (detail::float_expm1, float_tanh, float_erfc),
-// built from float_exp's range reduction (stax_kernel_scalar_ops.h): Stax's own code, fitted
-// for Stax, because SLEEF's u10 expm1 and u15 erfc cost 2.5x and 4.6x what eager's do and the
-// former tanh paid a full float division per vector. double keeps SLEEF. The register forms
+// The scalar forms of float expm1, tanh and erfc (detail::float_expm1, float_tanh, float_erfc):
+// Stax's own code, fitted for Stax (expm1 and erfc built from float_exp's range reduction in
+// stax_kernel_scalar_ops.h), because SLEEF's u10 expm1 and u15 erfc cost 2.5x and 4.6x what
+// eager's do and the former two-range tanh (odd polynomial, else 1 - 2 / (e^(2|x|) + 1)) cost
+// 1.6x. double keeps SLEEF. The register forms
 // (stax_kernel_float_exp_family_reg.h) take exactly these steps in the same order, with a fused
 // multiply-add wherever this file calls fmaf, so every lane gives these bits.
 // Included at the end of stax_kernel_scalar_ops.h; not meant to be included directly.
@@ -47,20 +48,39 @@ inline float float_expm1(float x) {
   return x == 0.0f ? x : result;
 }
 
-// float tanh without a polynomial range of its own: tanh(|x|) = e / (e + 2) with
-// e = expm1(2|x|) (float_expm1 keeps the relative accuracy of the smallest arguments, so
-// tanh(1e-30) = 1e-30 and one form holds on the whole line), one division, the sign copied
-// (tanh(-0) = -0). |x| is clamped at kClamp, where tanh rounds to 1 (1 - tanh(10) = 4e-9 is
-// below half an ulp of 1; inf included). Within 3 ulp on a dense sweep: the roundings of e + 2
-// and of the quotient on top of expm1's error, which the quotient damps.
-struct TanhConstants {
-  static constexpr float kClamp = 10.0f;
+// float tanh as one rational function on the whole line, tanh(c) = c P(c^2) / Q(c^2) with
+// c = x clamped to [-kClamp, kClamp], P and Q of degree 4 with P(0) = Q(0) = 1, fitted for this
+// header to relative minimax over [0, kClamp] (2.8e-8; 4.6e-8 with float coefficients; within
+// 5.2 ulp with the roundings of the evaluation, worst near |x| = 8.8 where the ulp of a result
+// just below 1 is 6e-8). No exponential and no select: the register form's chain of dependent
+// steps is two short polynomials side by side and one division, so it hides under the memory
+// traffic (the exp-based forms did not). P(0) = Q(0) = 1 makes small arguments exact
+// (tanh(1e-7) = 1e-7, tanh(-0) = -0: c * 1 / 1), and the odd form keeps the sign.
+// tanh(kClamp) = 1 - 1.8e-8 rounds to 1, so the clamp gives +-1 beyond (+-inf included) once the
+// result is clamped to [-1, 1] too (the evaluation's roundings can exceed 1 by an ulp there);
+// NaN stays NaN.
+struct TanhCoefficients {
+  static constexpr float p[5] = {1.0f, 0.13367748260498047f, 0.0034797186963260174f,
+                                 2.034433236985933e-05f, 1.2981829833336178e-08f};
+  static constexpr float q[5] = {1.0f, 0.4670106768608093f, 0.025816863402724266f,
+                                 0.0003259521326981485f, 7.625185389770195e-07f};
+  static constexpr float kClamp = 9.25f;
 };
 
 inline float float_tanh(float x) {
-  const float a = float_fabs(x);
-  const float e = float_expm1(2.0f * (a > TanhConstants::kClamp ? TanhConstants::kClamp : a));
-  return float_copysign(e / (e + 2.0f), x);
+  using C = TanhCoefficients;
+  float c = x < -C::kClamp ? -C::kClamp : x;  // NaN stays NaN
+  c = c > C::kClamp ? C::kClamp : c;
+  const float s = c * c;
+  float p = C::p[4];
+  float q = C::q[4];
+  for (int k = 3; k >= 0; --k) {
+    p = __builtin_fmaf(p, s, C::p[k]);
+    q = __builtin_fmaf(q, s, C::q[k]);
+  }
+  const float r = c * p / q;
+  const float below_one = r > 1.0f ? 1.0f : r;  // NaN stays NaN
+  return below_one < -1.0f ? -1.0f : below_one;
 }
 
 // float erfc with relative accuracy down to the subnormal tail (within a few ulp), for a = |x|:

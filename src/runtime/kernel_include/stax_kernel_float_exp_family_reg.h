@@ -34,9 +34,18 @@ inline R reg_float_expm1(const R& x) {
 
 template <class R>
 inline R reg_float_tanh(const R& x) {
-  const R a = reg_min_keep_nan(R::broadcast(TanhConstants::kClamp), reg_abs(x));
-  const R e = reg_float_expm1(reg_mul(R::broadcast(2.0f), a));
-  return reg_copysign(reg_div(e, reg_add(e, R::broadcast(2.0f))), x);
+  using C = TanhCoefficients;
+  const R c =
+      reg_min_keep_nan(R::broadcast(C::kClamp), reg_max_keep_nan(R::broadcast(-C::kClamp), x));
+  const R s = reg_mul(c, c);
+  R p = R::broadcast(C::p[4]);
+  R q = R::broadcast(C::q[4]);
+  for (int k = 3; k >= 0; --k) {
+    p = reg_fma(p, s, R::broadcast(C::p[k]));
+    q = reg_fma(q, s, R::broadcast(C::q[k]));
+  }
+  const R r = reg_div(reg_mul(c, p), q);
+  return reg_max_keep_nan(R::broadcast(-1.0f), reg_min_keep_nan(R::broadcast(1.0f), r));
 }
 
 template <class R>
