@@ -85,23 +85,29 @@ inline float float_tanh(float x) {
 
 // float erfc with relative accuracy down to the subnormal tail (within a few ulp), for a = |x|:
 //   erfc(a) = t G(t) e^(-a^2), t = 1 / (1 + a / 2) in [0.165, 1],
-// G of degree 9 in t - kCenter fitted for this header to relative minimax (2e-8; 3.7e-8 with
-// float coefficients) over a in [0, kClamp]; G(t) = erfc(a) e^(a^2) / t falls smoothly from 1
-// to 0.34. e^(-a^2) is taken without rounding a^2 to float (its ulp is 7.6e-6 at a = 10, an
-// error e^(-a^2) would amplify): a^2 = hi + lo exactly (lo by fmaf), e^(-hi) by float_exp's
-// reduction and polynomial (-hi - n ln2 is exact), e^(-lo) = 1 - lo (lo^2 is below 1e-11), and
-// the product t G (1 - lo) e^r lies in [0.039, 1.42], so the scaling by 2^n rounds once (once
-// also for subnormal results). The polynomial in t and the exponential do not depend on each
-// other, which keeps the register form's chain of dependent steps short. erfc(kClamp) is below
-// half the smallest subnormal, so the clamp gives 0 beyond (inf included); NaN stays NaN;
+// G of degree 8 in t fitted for this header to relative minimax (4.3e-8 with the float
+// coefficients, rounded one by one with the rest refitted) over a in [0, kClamp];
+// G(t) = erfc(a) e^(a^2) / t falls smoothly from 1 to 0.34. e^(-a^2) is taken without rounding
+// a^2 to float (its ulp is 7.6e-6 at a = 10, an error e^(-a^2) would amplify): a^2 = hi + lo
+// exactly (lo by fmaf), and with n = rint(-hi log2(e)) the reduced argument is
+// r = -(hi + n ln2 + lo): hi + n ln2hi is exact, n ln2lo and lo are added to it, so only
+// roundings at the scale of |r| <= 0.35 remain. e^r is float_exp's polynomial written in
+// -r (its odd coefficients negated: QNeg(s) = Q(-s), the same value), as (1 - (-r)) + r^2 QNeg,
+// which spares the negations. t G e^r lies in [0.039, 1.42], so the scaling by 2^n rounds once
+// (once also for subnormal results). The polynomial in t and the exponential do not depend on
+// each other, which keeps the register form's chain of dependent steps short. erfc(kClamp) is
+// below half the smallest subnormal, so the clamp gives 0 beyond (inf included); NaN stays NaN;
 // negative x gives 2 - erfc(|x|), which cannot cancel (the result is in [1, 2]).
 struct ErfcCoefficients {
-  static constexpr float g[10] = {
-      0.5709935426712036f,   0.7814038395881653f,   0.5873650908470154f,  0.0835050716996193f,
-      -0.20373599231243134f, -0.05049363523721695f, 0.11186093091964722f, 0.004940527956932783f,
-      -0.05888562276959419f, 0.011981990188360214f};
-  static constexpr float kCenter = 0.58203125f;
+  static constexpr float g[9] = {0.28208622336387634f, 0.2823787033557892f,  0.24307915568351746f,
+                                 0.2027839869260788f,  -0.0268548596650362f, 0.27839964628219604f,
+                                 -0.4874905049800873f, 0.28471535444259644f, -0.05909774824976921f};
   static constexpr float kClamp = 10.1f;
+  // float_exp's q[k] times (-1)^k.
+  static constexpr float q_neg[5] = {ExpCoefficients::q[0], -ExpCoefficients::q[1],
+                                     ExpCoefficients::q[2], -ExpCoefficients::q[3],
+                                     ExpCoefficients::q[4]};
+  static constexpr float kMinusLog2e = -ExpCoefficients::kLog2e;
 };
 
 inline float float_erfc(float x) {
@@ -110,19 +116,18 @@ inline float float_erfc(float x) {
   const float abs_x = float_fabs(x);
   const float a = abs_x > C::kClamp ? C::kClamp : abs_x;  // NaN stays NaN
   const float t = 1.0f / __builtin_fmaf(a, 0.5f, 1.0f);
-  const float v = t - C::kCenter;
-  float g = C::g[9];
-  for (int k = 8; k >= 0; --k) g = __builtin_fmaf(g, v, C::g[k]);
+  float g = C::g[8];
+  for (int k = 7; k >= 0; --k) g = __builtin_fmaf(g, t, C::g[k]);
   const float hi = a * a;
   const float lo = __builtin_fmaf(a, a, -hi);
-  const float n = float_rint(-hi * E::kLog2e);
-  float r = __builtin_fmaf(-n, E::kLn2Hi, -hi);
-  r = __builtin_fmaf(-n, E::kLn2Lo, r);
-  float q = E::q[4];
-  for (int k = 3; k >= 0; --k) q = __builtin_fmaf(q, r, E::q[k]);
-  const float e = __builtin_fmaf(r * r, q, r) + 1.0f;
-  const float m = t * g;
-  const float y = float_scale_pow2(__builtin_fmaf(m, -lo, m) * e, n);
+  const float n = float_rint(hi * C::kMinusLog2e);
+  float minus_r = __builtin_fmaf(n, E::kLn2Hi, hi);
+  minus_r = __builtin_fmaf(n, E::kLn2Lo, minus_r);
+  minus_r = minus_r + lo;
+  float q = C::q_neg[4];
+  for (int k = 3; k >= 0; --k) q = __builtin_fmaf(q, minus_r, C::q_neg[k]);
+  const float e = __builtin_fmaf(minus_r * minus_r, q, 1.0f - minus_r);
+  const float y = float_scale_pow2(t * g * e, n);
   return x < 0.0f ? 2.0f - y : y;
 }
 
