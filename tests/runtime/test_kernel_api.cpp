@@ -427,9 +427,16 @@ TEST_P(KernelApiTest, FloatExpFamilyKeepsRelativeAccuracyAndSpecialValues) {
       [](double x) { return std::expm1(x); }, 1.5);
   check(
       "tanh",
-      {-0.0f, 0.0f, 1e-30f, -1e-30f, 1e-7f, -3e-4f, 0.05f, -0.5f, 0.56f, 1.5f, -4.0f, 9.0f, -10.5f,
-       100.0f, inf, -inf, nan},
-      [](double x) { return std::tanh(x); }, 3.0);
+      {-0.0f, 0.0f, 1e-30f, -1e-30f, 1e-7f, -3e-4f, 0.05f, -0.5f, 0.56f, 1.5f, -4.0f, 8.7699f, 9.0f,
+       -10.5f, 100.0f, inf, -inf, nan},
+      [](double x) { return std::tanh(x); }, 5.5);
+  // Where tanh rounds to +-1 it is exactly +-1, never an ulp beyond.
+  const std::vector<float> saturated = {9.02f, 9.2f, 9.25f, 9.3f, 100.0f, inf};
+  for (float s : {1.0f, -1.0f}) {
+    std::vector<float> x;
+    for (float v : saturated) x.push_back(s * v);
+    EXPECT_EQ(eval(k, "tanh", kF32, x, x), std::vector<float>(x.size(), s));
+  }
   check(
       "erfc", {-0.0f, 0.0f, 1e-30f, -1e-7f, 0.3f,  -0.8f, 1.9f,   -2.5f, 4.0f, 6.5f,
                9.0f,  9.4f, 9.9f,   10.06f, 10.2f, 30.0f, -30.0f, inf,   -inf, nan},

@@ -48,39 +48,40 @@ inline float float_expm1(float x) {
   return x == 0.0f ? x : result;
 }
 
-// float tanh as one rational function on the whole line, tanh(c) = c P(c^2) / Q(c^2) with
-// c = x clamped to [-kClamp, kClamp], P and Q of degree 4 with P(0) = Q(0) = 1, fitted for this
-// header to relative minimax over [0, kClamp] (2.8e-8; 4.6e-8 with float coefficients; within
-// 5.2 ulp with the roundings of the evaluation, worst near |x| = 8.8 where the ulp of a result
-// just below 1 is 6e-8). No exponential and no select: the register form's chain of dependent
-// steps is two short polynomials side by side and one division, so it hides under the memory
-// traffic (the exp-based forms did not). P(0) = Q(0) = 1 makes small arguments exact
-// (tanh(1e-7) = 1e-7, tanh(-0) = -0: c * 1 / 1), and the odd form keeps the sign.
-// tanh(kClamp) = 1 - 1.8e-8 rounds to 1, so the clamp gives +-1 beyond (+-inf included) once the
-// result is clamped to [-1, 1] too (the evaluation's roundings can exceed 1 by an ulp there);
-// NaN stays NaN.
+// float tanh as one rational function, for a = |x| below kSaturation:
+//   tanh(a) = a P(a^2) / Q(a^2),
+// P and Q of degree 4 with P(0) = Q(0) = 1, fitted for this header to relative minimax over
+// [0, 9.25] (2.8e-8; 4.6e-8 with float coefficients; within 5.3 ulp with the roundings of the
+// evaluation, worst near 8.8 where the ulp of a result just below 1 is 6e-8). No exponential:
+// the register form's chain of dependent steps is two short polynomials side by side and one
+// division, so it hides under the memory traffic (the exp-based forms did not). P(0) = Q(0) = 1
+// makes small arguments exact (tanh(1e-7) = 1e-7: a * 1 / 1), and the sign is copied last
+// (tanh(-0) = -0). From kSaturation on, tanh rounds to 1 (tanh(kSaturation) >= 1 - 2^-25, and
+// it does not for the float below): a is clamped there and the clamped lanes give exactly 1,
+// where the rational's roundings could give an ulp less; below, the result is capped at 1,
+// which they could exceed by an ulp. NaN stays NaN.
 struct TanhCoefficients {
   static constexpr float p[5] = {1.0f, 0.13367748260498047f, 0.0034797186963260174f,
                                  2.034433236985933e-05f, 1.2981829833336178e-08f};
   static constexpr float q[5] = {1.0f, 0.4670106768608093f, 0.025816863402724266f,
                                  0.0003259521326981485f, 7.625185389770195e-07f};
-  static constexpr float kClamp = 9.25f;
+  static constexpr float kSaturation = 9.01091385f;
 };
 
 inline float float_tanh(float x) {
   using C = TanhCoefficients;
-  float c = x < -C::kClamp ? -C::kClamp : x;  // NaN stays NaN
-  c = c > C::kClamp ? C::kClamp : c;
-  const float s = c * c;
+  const float abs_x = float_fabs(x);
+  const float a = abs_x > C::kSaturation ? C::kSaturation : abs_x;  // NaN stays NaN
+  const float s = a * a;
   float p = C::p[4];
   float q = C::q[4];
   for (int k = 3; k >= 0; --k) {
     p = __builtin_fmaf(p, s, C::p[k]);
     q = __builtin_fmaf(q, s, C::q[k]);
   }
-  const float r = c * p / q;
-  const float below_one = r > 1.0f ? 1.0f : r;  // NaN stays NaN
-  return below_one < -1.0f ? -1.0f : below_one;
+  const float r = a * p / q;
+  const float capped = r > 1.0f ? 1.0f : r;  // NaN stays NaN
+  return float_copysign(a == C::kSaturation ? 1.0f : capped, x);
 }
 
 // float erfc with relative accuracy down to the subnormal tail (within a few ulp), for a = |x|:

@@ -35,17 +35,17 @@ inline R reg_float_expm1(const R& x) {
 template <class R>
 inline R reg_float_tanh(const R& x) {
   using C = TanhCoefficients;
-  const R c =
-      reg_min_keep_nan(R::broadcast(C::kClamp), reg_max_keep_nan(R::broadcast(-C::kClamp), x));
-  const R s = reg_mul(c, c);
+  const R one = R::broadcast(1.0f);
+  const R a = reg_min_keep_nan(R::broadcast(C::kSaturation), reg_abs(x));
+  const R s = reg_mul(a, a);
   R p = R::broadcast(C::p[4]);
   R q = R::broadcast(C::q[4]);
   for (int k = 3; k >= 0; --k) {
     p = reg_fma(p, s, R::broadcast(C::p[k]));
     q = reg_fma(q, s, R::broadcast(C::q[k]));
   }
-  const R r = reg_div(reg_mul(c, p), q);
-  return reg_max_keep_nan(R::broadcast(-1.0f), reg_min_keep_nan(R::broadcast(1.0f), r));
+  const R capped = reg_min_keep_nan(one, reg_div(reg_mul(a, p), q));
+  return reg_copysign(reg_select(reg_eq(a, R::broadcast(C::kSaturation)), one, capped), x);
 }
 
 template <class R>
