@@ -1,9 +1,9 @@
 // Every PointwiseOp on every operand dtype it accepts is built, verified, printed and
 // compiled; the vector kernels (AVX-512, AVX2, masked tails included) give the results of the
 // scalar kernel: bit for bit for every op but the transcendental ones that SLEEF computes
-// within 1 ulp (u10) at each level, so two levels may differ by 2 ulp. The float32 exp, log,
-// log2, log10, tanh, erf, erfinv and sigmoid are the kernel headers' own code with the same
-// steps (and fused multiply-adds) at every level: bit for bit too.
+// within 1 ulp (u10) at each level, so two levels may differ by 2 ulp. The float32 exp, expm1,
+// log, log2, log10, tanh, erf, erfc, erfinv and sigmoid are the kernel headers' own code with
+// the same steps (and fused multiply-adds) at every level: bit for bit too.
 #include <cmath>
 #include <cstring>
 
@@ -45,11 +45,13 @@ lowering::LoweredGraph every_op_graph(DType d, int64_t n, std::vector<PointwiseO
 bool own_float32_math(PointwiseOp op) {
   switch (op) {
     case PointwiseOp::Exp:
+    case PointwiseOp::Expm1:
     case PointwiseOp::Log:
     case PointwiseOp::Log2:
     case PointwiseOp::Log10:
     case PointwiseOp::Tanh:
     case PointwiseOp::Erf:
+    case PointwiseOp::Erfc:
     case PointwiseOp::Erfinv:
     case PointwiseOp::Sigmoid:
       return true;

@@ -450,6 +450,54 @@ TEST_P(KernelApiTest, FloatTrigSpecialValuesMatchPyTorch) {
   }
 }
 
+// float32 expm1, tanh and erfc (the headers' own code, stax_kernel_float_exp_family.h): the
+// special values, the relative accuracy of small arguments (no cancellation to 0, -0 kept) and
+// of erfc's tail down to the subnormals, against libm in double, on 17 elements (a vector
+// and a tail at every level).
+TEST_P(KernelApiTest, FloatExpFamilyKeepsRelativeAccuracyAndSpecialValues) {
+  const Kernel& k = kernel();
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  auto check = [&](const char* op, const std::vector<float>& x, double (*ref)(double),
+                   double ulps) {
+    const std::vector<float> y = eval(k, op, kF32, x, x);
+    for (size_t i = 0; i < x.size(); ++i) {
+      const double r = ref(static_cast<double>(x[i]));
+      if (std::isnan(r)) {
+        EXPECT_TRUE(std::isnan(y[i])) << op << "(" << x[i] << ")";
+      } else if (r == 0.0 || std::isinf(static_cast<float>(r))) {
+        EXPECT_EQ(bits_of({y[i]}), bits_of({static_cast<float>(r)})) << op << "(" << x[i] << ")";
+      } else {
+        // ulps of float32 at r (the subnormal spacing below 2^-126).
+        const double ulp = std::ldexp(1.0, std::max(std::ilogb(r) - 23, -149));
+        EXPECT_LE(std::fabs(y[i] - r), ulps * ulp) << op << "(" << x[i] << ") = " << y[i];
+        EXPECT_EQ(std::signbit(y[i]), std::signbit(r)) << op << "(" << x[i] << ")";
+      }
+    }
+  };
+  check(
+      "expm1",
+      {-0.0f, 0.0f, 1e-30f, -1e-30f, 1e-7f, -3e-4f, 0.3f, -0.9f, 1.5f, -17.0f, -17.5f, -100.0f,
+       20.0f, 88.7f, 88.8f, inf, -inf, nan},
+      [](double x) { return std::expm1(x); }, 1.5);
+  check(
+      "tanh",
+      {-0.0f, 0.0f, 1e-30f, -1e-30f, 1e-7f, -3e-4f, 0.05f, -0.5f, 0.56f, 1.5f, -4.0f, 8.7699f, 9.0f,
+       -10.5f, 100.0f, inf, -inf, nan},
+      [](double x) { return std::tanh(x); }, 5.5);
+  // Where tanh rounds to +-1 it is exactly +-1, never an ulp beyond.
+  const std::vector<float> saturated = {9.02f, 9.2f, 9.25f, 9.3f, 100.0f, inf};
+  for (float s : {1.0f, -1.0f}) {
+    std::vector<float> x;
+    for (float v : saturated) x.push_back(s * v);
+    EXPECT_EQ(eval(k, "tanh", kF32, x, x), std::vector<float>(x.size(), s));
+  }
+  check(
+      "erfc", {-0.0f, 0.0f, 1e-30f, -1e-7f, 0.3f,  -0.8f, 1.9f,   -2.5f, 4.0f, 6.5f,
+               9.0f,  9.4f, 9.9f,   10.06f, 10.2f, 30.0f, -30.0f, inf,   -inf, nan},
+      [](double x) { return std::erfc(x); }, 6.5);
+}
+
 // convert<U>(Vec<T>) == convert<U>(T) for every pair, and PyTorch's x86 results.
 TEST_P(KernelApiTest, ConversionsVectorEqualsScalarAndMatchPyTorch) {
   const Kernel& k = kernel();

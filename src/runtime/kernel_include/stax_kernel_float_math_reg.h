@@ -1,5 +1,6 @@
-// The register forms of the float exp, log, erfinv, tanh and erf of stax_kernel_scalar_ops.h
-// (detail::float_exp, float_log, float_erfinv_poly, float_tanh, float_erf): the same steps on every
+// The register forms of the float exp, log, erfinv and erf of stax_kernel_scalar_ops.h
+// (detail::float_exp, float_log, float_erfinv_poly, float_erf; those of expm1, tanh and erfc
+// are in stax_kernel_float_exp_family_reg.h): the same steps on every
 // lane, in the same order, with fused multiply-adds where the scalar form calls fmaf, so a lane
 // gives the scalar form's bits. Where the scalar form branches on a range, both ranges are computed
 // and blended (skipping the second when no lane needs it). R is a float register of a SIMD level
@@ -14,7 +15,8 @@
 //                               register for reg_table_lookup8;
 //   reg_table_lookup8(i, t)     per lane, t[i] of an array of 8 floats (a permute);
 //   reg_scale_pow2(p, n)        p * 2^n for integral float lanes n in [-150, 128] and p in
-//                               [0.7, 1.42], rounded once (float_scale_pow2).
+//                               [0.7, 1.42] (or any p whose product with 2^trunc(n / 2) is a
+//                               normal float), rounded once (float_scale_pow2).
 // Included by the SIMD level headers after those functions; not meant to be included directly.
 #pragma once
 
@@ -89,22 +91,6 @@ inline R reg_float_erfinv(const R& y) {
 }
 
 template <class R>
-inline R reg_float_tanh(const R& x) {
-  using C = TanhCoefficients;
-  const R a = reg_abs(x);
-  const R s = reg_mul(x, x);
-  R t = R::broadcast(C::t[4]);
-  for (int k = 3; k >= 0; --k) t = reg_fma(t, s, R::broadcast(C::t[k]));
-  const R small = reg_fma(reg_mul(x, s), t, x);
-  const uint64_t is_small = reg_lt(a, R::broadcast(C::kSplit));
-  if (is_small == low_bits(R::kLanes)) return small;
-  const R e = reg_float_exp(reg_mul(R::broadcast(2.0f), a));
-  const R large = reg_copysign(
-      reg_sub(R::broadcast(1.0f), reg_div(R::broadcast(2.0f), reg_add(e, R::broadcast(1.0f)))), x);
-  return reg_select(is_small, small, large);
-}
-
-template <class R>
 inline R reg_float_erf(const R& x) {
   using C = ErfCoefficients;
   // min keeps a NaN lane NaN; its table index is then arbitrary and its result NaN.
@@ -123,6 +109,8 @@ inline R reg_float_erf(const R& x) {
 }  // namespace detail
 }  // namespace stax
 
+#include "stax_kernel_float_exp_family_reg.h"
+
 // The reg_<op> entry points of a level whose float register is F and double register D:
 // the float ops above, and sigmoid as 1 / (1 + exp(-x)) like the scalar op_sigmoid (through
 // this level's reg_exp, so it is defined after it). Each level header expands it once, inside
@@ -136,6 +124,12 @@ inline R reg_float_erf(const R& x) {
   }                                                                                       \
   inline F reg_erf(const F& a) {                                                          \
     return reg_float_erf(a);                                                              \
+  }                                                                                       \
+  inline F reg_expm1(const F& a) {                                                        \
+    return reg_float_expm1(a);                                                            \
+  }                                                                                       \
+  inline F reg_erfc(const F& a) {                                                         \
+    return reg_float_erfc(a);                                                             \
   }                                                                                       \
   inline F reg_erfinv(const F& a) {                                                       \
     return reg_float_erfinv(a);                                                           \

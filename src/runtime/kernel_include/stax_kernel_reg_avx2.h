@@ -195,10 +195,8 @@ using U8x32 = Reg<uint8_t, 32>;
           _mm256_movemask_##S(_mm256_cmp_##S(_mm256_andnot_##S(_mm256_set1_##S(-0.0), x),          \
                                              _mm256_set1_##S(__builtin_huge_val()), _CMP_EQ_OQ)))  \
   STAX_R1(R, exp2, Sleef_finz_exp2##SL##_u10avx2(x))                                               \
-  STAX_R1(R, expm1, Sleef_finz_expm1##SL##_u10avx2(x))                                             \
   STAX_R1(R, asinh, Sleef_finz_asinh##SL##_u10avx2(x))                                             \
   STAX_R1(R, acosh, Sleef_finz_acosh##SL##_u10avx2(x))                                             \
-  STAX_R1(R, erfc, Sleef_finz_erfc##SL##_u15avx2(x))                                               \
   STAX_R2(R, atan2, Sleef_finz_atan2##SL##_u10avx2(x, y))                                          \
   STAX_R2(R, hypot, Sleef_finz_hypot##SL##_u05avx2(x, y))                                          \
   inline R reg_select(uint64_t bits, const R& a, const R& b) {                                     \
@@ -209,11 +207,13 @@ STAX_AVX2_FLOAT_OPS(F8, ps, f8, avx2_bits_to_lanes32, _mm256_castsi256_ps)
 STAX_AVX2_FLOAT_OPS(D4, pd, d4, avx2_bits_to_lanes64, _mm256_castsi256_pd)
 #undef STAX_AVX2_FLOAT_OPS
 
-// exp, tanh, erf: double is SLEEF's; float is the code of float_exp, float_tanh and float_erf
-// (stax_kernel_float_math_reg.h).
+// exp, expm1, tanh, erf, erfc, log: double is SLEEF's; float is Stax's own code
+// (stax_kernel_float_math_reg.h, stax_kernel_float_exp_family_reg.h).
 STAX_R1(D4, exp, Sleef_finz_expd4_u10avx2(x))
 STAX_R1(D4, tanh, Sleef_finz_tanhd4_u10avx2(x))
 STAX_R1(D4, erf, Sleef_finz_erfd4_u10avx2(x))
+STAX_R1(D4, expm1, Sleef_finz_expm1d4_u10avx2(x))
+STAX_R1(D4, erfc, Sleef_finz_erfcd4_u15avx2(x))
 STAX_R1(D4, log, Sleef_finz_logd4_u10avx2(x))
 STAX_R1(D4, log2, Sleef_finz_log2d4_u10avx2(x))
 STAX_R1(D4, log10, Sleef_finz_log10d4_u10avx2(x))

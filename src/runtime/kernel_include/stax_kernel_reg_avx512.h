@@ -153,10 +153,8 @@ using U8x64 = Reg<uint8_t, 64>;
           _mm512_cmp_##S##_mask(_mm512_andnot_##S(_mm512_set1_##S(-0.0), x),                       \
                                 _mm512_set1_##S(__builtin_huge_val()), _CMP_EQ_OQ))                \
   STAX_R1(R, exp2, Sleef_finz_exp2##SL##_u10avx512f(x))                                            \
-  STAX_R1(R, expm1, Sleef_finz_expm1##SL##_u10avx512f(x))                                          \
   STAX_R1(R, asinh, Sleef_finz_asinh##SL##_u10avx512f(x))                                          \
   STAX_R1(R, acosh, Sleef_finz_acosh##SL##_u10avx512f(x))                                          \
-  STAX_R1(R, erfc, Sleef_finz_erfc##SL##_u15avx512f(x))                                            \
   STAX_R2(R, atan2, Sleef_finz_atan2##SL##_u10avx512f(x, y))                                       \
   STAX_R2(R, hypot, Sleef_finz_hypot##SL##_u05avx512f(x, y))                                       \
   inline R reg_select(uint64_t bits, const R& a, const R& b) {                                     \
@@ -167,11 +165,13 @@ STAX_AVX512_FLOAT_OPS(F16, ps, f16, __mmask16)
 STAX_AVX512_FLOAT_OPS(D8, pd, d8, __mmask8)
 #undef STAX_AVX512_FLOAT_OPS
 
-// exp, tanh, erf: double is SLEEF's; float is the code of float_exp, float_tanh and float_erf
-// (stax_kernel_float_math_reg.h).
+// exp, expm1, tanh, erf, erfc, log: double is SLEEF's; float is Stax's own code
+// (stax_kernel_float_math_reg.h, stax_kernel_float_exp_family_reg.h).
 STAX_R1(D8, exp, Sleef_finz_expd8_u10avx512f(x))
 STAX_R1(D8, tanh, Sleef_finz_tanhd8_u10avx512f(x))
 STAX_R1(D8, erf, Sleef_finz_erfd8_u10avx512f(x))
+STAX_R1(D8, expm1, Sleef_finz_expm1d8_u10avx512f(x))
+STAX_R1(D8, erfc, Sleef_finz_erfcd8_u15avx512f(x))
 STAX_R1(D8, log, Sleef_finz_logd8_u10avx512f(x))
 STAX_R1(D8, log2, Sleef_finz_log2d8_u10avx512f(x))
 STAX_R1(D8, log10, Sleef_finz_log10d8_u10avx512f(x))

@@ -4,9 +4,12 @@
 // results lane by lane, so a vectorized main loop and its scalar tail agree bit for bit:
 // transcendentals use SLEEF's deterministic entry points (finz = with FMA at the AVX levels,
 // cinz = without FMA at the scalar level), which return the same bits for the 1-lane and the
-// 8/16-lane forms, except float exp, tanh and erf, which are code of their own here with
-// register forms in stax_kernel_float_math_reg.h that follow the same steps, and float sin, cos,
-// tan, asin, acos and atan (stax_kernel_float_trig.h and stax_kernel_float_trig_reg.h).
+// 8/16-lane forms, except float exp, expm1, log, tanh, erf, erfc and erfinv, which are code of
+// their own here and in stax_kernel_float_exp_family.h, float sin, cos, tan, asin, acos and
+// atan (stax_kernel_float_trig.h) and float log1p, sinh, cosh and atanh
+// (stax_kernel_float_composed.h), with register forms that follow the same steps
+// (stax_kernel_float_math_reg.h, stax_kernel_float_exp_family_reg.h,
+// stax_kernel_float_trig_reg.h, stax_kernel_float_composed_reg.h).
 // Included by stax_kernel.h; not meant to be included directly.
 #pragma once
 
@@ -181,7 +184,6 @@ inline T float_erfinv(T y) {
     return STAX_SLEEF1(fn##d, acc)(x);    \
   }
 STAX_SCALAR_SLEEF1(exp2, exp2, u10)
-STAX_SCALAR_SLEEF1(expm1, expm1, u10)
 // sin, cos, tan, asin, acos, atan (stax_kernel_float_trig.h) and log1p below the large-argument
 // threshold, sinh, cosh, atanh (stax_kernel_float_composed.h): double is SLEEF's, float Stax's
 // own (both headers are included at the end of this file).
@@ -203,7 +205,6 @@ STAX_SCALAR_SLEEF1_DOUBLE(atanh, atanh, u10)
 #undef STAX_SCALAR_SLEEF1_DOUBLE
 STAX_SCALAR_SLEEF1(sleef_asinh, asinh, u10)
 STAX_SCALAR_SLEEF1(sleef_acosh, acosh, u10)
-STAX_SCALAR_SLEEF1(erfc, erfc, u15)
 #undef STAX_SCALAR_SLEEF1
 // log, log2, log10: float is float_log below (see op_exp).
 inline double op_log(double x) {
@@ -261,16 +262,19 @@ STAX_SCALAR_LARGE_ARGUMENT_OPS(float)
 STAX_SCALAR_LARGE_ARGUMENT_OPS(double)
 #undef STAX_SCALAR_LARGE_ARGUMENT_OPS
 
-// exp, log, log2, log10, tanh and erf (and erfinv, below): float has code of its own
-// (detail::float_exp, float_log, float_tanh, float_erf: eager's float forms are faster than
-// SLEEF's u10 and less exact, and Stax must not be slower than eager), double is SLEEF's.
+// exp, expm1, log, log2, log10, tanh, erf and erfc (and erfinv, below): float has code of its
+// own (detail::float_exp, float_log, float_erf below; float_expm1, float_tanh, float_erfc in
+// stax_kernel_float_exp_family.h: eager's float forms are faster than SLEEF's u10 and less
+// exact, and Stax must not be slower than eager), double is SLEEF's.
 namespace detail {
 inline float float_exp(float x);
 enum class LogBase { E, Two, Ten };
 template <LogBase B>
 inline float float_log(float x);
-inline float float_tanh(float x);
 inline float float_erf(float x);
+inline float float_expm1(float x);
+inline float float_tanh(float x);
+inline float float_erfc(float x);
 }  // namespace detail
 inline double op_exp(double x) {
   return STAX_SLEEF1(expd, u10)(x);
@@ -289,6 +293,18 @@ inline double op_erf(double x) {
 }
 inline float op_erf(float x) {
   return detail::float_erf(x);
+}
+inline double op_expm1(double x) {
+  return STAX_SLEEF1(expm1d, u10)(x);
+}
+inline float op_expm1(float x) {
+  return detail::float_expm1(x);
+}
+inline double op_erfc(double x) {
+  return STAX_SLEEF1(erfcd, u15)(x);
+}
+inline float op_erfc(float x) {
+  return detail::float_erfc(x);
 }
 inline float op_log(float x) {
   return detail::float_log<detail::LogBase::E>(x);
@@ -771,27 +787,6 @@ inline float float_erfinv_poly(float y) {
   return y * p;
 }
 
-// float tanh: |x| < 0.55: x + x^3 T(x^2), T of degree 4 fitted to relative minimax for this
-// header (fit error 1e-9); beyond, 1 - 2 / (e^(2|x|) + 1) with float_exp (within 3 ulp at the
-// switch, where the subtraction loses a bit), the sign copied; e^(2|x|) = inf gives 1.
-struct TanhCoefficients {
-  static constexpr float t[5] = {-0.33333316445350647f, 0.13332585990428925f, -0.05385230854153633f,
-                                 0.021071672439575195f, -0.006274229846894741f};
-  static constexpr float kSplit = 0.55f;
-};
-
-inline float float_tanh(float x) {
-  using C = TanhCoefficients;
-  const float a = float_fabs(x);
-  if (a < C::kSplit) {
-    const float s = x * x;
-    float t = C::t[4];
-    for (int k = 3; k >= 0; --k) t = __builtin_fmaf(t, s, C::t[k]);
-    return __builtin_fmaf(x * s, t, x);
-  }
-  return float_copysign(1.0f - 2.0f / (float_exp(2.0f * a) + 1.0f), x);
-}
-
 // float erf, faster than eager's vectorized one and within a small part of assert_close's
 // tolerance of eager's (absolute error below 1.4e-7, 0.013 of the tolerance, on a dense sweep;
 // relative error below 2.7e-7 for normal results, so erf(tiny) keeps eager's relative accuracy).
@@ -845,8 +840,10 @@ inline float float_erf(float x) {
 }  // namespace detail
 }  // namespace stax
 
-#include "stax_kernel_float_trig.h"
+// float expm1, tanh and erfc, built on float_exp's steps above.
 #include "stax_kernel_float_composed.h"
+#include "stax_kernel_float_exp_family.h"
+#include "stax_kernel_float_trig.h"
 
 namespace stax {
 inline float op_log1p_core(float x) {
