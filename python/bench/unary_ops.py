@@ -4,7 +4,8 @@
 For each op and dtype the three callables are built first (one compiled graph each), then
 timed in interleaved rounds (eager, inductor, Stax, eager, ...), so that a change of machine
 load hits all three alike; the table gives each one's median per-call time over the rounds
-and the spread (the half-width of the interquartile range, as a percentage of the median).
+and the spread (the half-width of the interquartile range, as a percentage of the median). Each timed batch
+follows one untimed call of the same callable.
 "Stax/eager" is the ratio of the medians. "worst err" is Stax's worst deviation from eager's
 result over the benchmark tensor, in units of torch.testing.assert_close's default tolerance
 for the dtype (atol + rtol * |eager|; <= 1 passes), followed by the worst absolute difference.
@@ -151,6 +152,10 @@ def main():
                 times = {k: [] for k in runners}
                 for _ in range(args.rounds):
                     for k, f in runners.items():
+                        # One untimed call first: the previous runner's last call (inductor's
+                        # erfinv takes 40 ms on one thread) leaves the caches and the idle
+                        # OpenMP thread in a state the next runner should not be charged for.
+                        f(x)
                         times[k].append(per_call_us(f, x, calls))
                 med = {k: statistics.median(v) for k, v in times.items()}
                 ratio, abs_err = worst_error(results["stax"], results["eager"])
