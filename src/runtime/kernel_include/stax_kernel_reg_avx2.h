@@ -207,16 +207,8 @@ STAX_AVX2_FLOAT_OPS(F8, ps, f8, avx2_bits_to_lanes32, _mm256_castsi256_ps)
 STAX_AVX2_FLOAT_OPS(D4, pd, d4, avx2_bits_to_lanes64, _mm256_castsi256_pd)
 #undef STAX_AVX2_FLOAT_OPS
 
-// exp, expm1, tanh, erf, erfc, log: double is SLEEF's; float is Stax's own code
-// (stax_kernel_float_math_reg.h, stax_kernel_float_exp_family_reg.h).
-STAX_R1(D4, exp, Sleef_finz_expd4_u10avx2(x))
-STAX_R1(D4, tanh, Sleef_finz_tanhd4_u10avx2(x))
-STAX_R1(D4, erf, Sleef_finz_erfd4_u10avx2(x))
-STAX_R1(D4, expm1, Sleef_finz_expm1d4_u10avx2(x))
-STAX_R1(D4, erfc, Sleef_finz_erfcd4_u15avx2(x))
-STAX_R1(D4, log, Sleef_finz_logd4_u10avx2(x))
-STAX_R1(D4, log2, Sleef_finz_log2d4_u10avx2(x))
-STAX_R1(D4, log10, Sleef_finz_log10d4_u10avx2(x))
+// The ops whose float form is Stax's own code: double is SLEEF's (stax_kernel_reg_generic.h).
+STAX_SLEEF_DOUBLE_REG_OPS(D4, 4, avx2)
 inline void reg_log_split(const F8& y, F8* e, F8* f) {
   const auto ix =
       _mm256_sub_epi32(_mm256_castps_si256(y.v), _mm256_set1_epi32(LogCoefficients::kSqrtHalfBits));
@@ -267,24 +259,12 @@ inline uint64_t reg_bit_set(const F8& v) {
 #include "stax_kernel_float_trig_reg.h"
 namespace stax {
 namespace detail {
-// sin, cos, tan, asin, acos, atan: double is SLEEF's, float the code of stax_kernel_float_trig.h.
-STAX_R1(D4, sin, Sleef_finz_sind4_u10avx2(x))
-STAX_R1(D4, cos, Sleef_finz_cosd4_u10avx2(x))
-STAX_R1(D4, tan, Sleef_finz_tand4_u10avx2(x))
-STAX_R1(D4, asin, Sleef_finz_asind4_u10avx2(x))
-STAX_R1(D4, acos, Sleef_finz_acosd4_u10avx2(x))
-STAX_R1(D4, atan, Sleef_finz_atand4_u10avx2(x))
 STAX_FLOAT_TRIG_REG_OPS(F8)
 }  // namespace detail
 }  // namespace stax
 #include "stax_kernel_float_composed_reg.h"
 namespace stax {
 namespace detail {
-// log1p, sinh, cosh, atanh: double is SLEEF's, float the code of stax_kernel_float_composed.h.
-STAX_R1(D4, log1p, Sleef_finz_log1pd4_u10avx2(x))
-STAX_R1(D4, sinh, Sleef_finz_sinhd4_u10avx2(x))
-STAX_R1(D4, cosh, Sleef_finz_coshd4_u10avx2(x))
-STAX_R1(D4, atanh, Sleef_finz_atanhd4_u10avx2(x))
 STAX_FLOAT_COMPOSED_REG_OPS(F8)
 
 // ---- Integer registers ----

@@ -165,16 +165,8 @@ STAX_AVX512_FLOAT_OPS(F16, ps, f16, __mmask16)
 STAX_AVX512_FLOAT_OPS(D8, pd, d8, __mmask8)
 #undef STAX_AVX512_FLOAT_OPS
 
-// exp, expm1, tanh, erf, erfc, log: double is SLEEF's; float is Stax's own code
-// (stax_kernel_float_math_reg.h, stax_kernel_float_exp_family_reg.h).
-STAX_R1(D8, exp, Sleef_finz_expd8_u10avx512f(x))
-STAX_R1(D8, tanh, Sleef_finz_tanhd8_u10avx512f(x))
-STAX_R1(D8, erf, Sleef_finz_erfd8_u10avx512f(x))
-STAX_R1(D8, expm1, Sleef_finz_expm1d8_u10avx512f(x))
-STAX_R1(D8, erfc, Sleef_finz_erfcd8_u15avx512f(x))
-STAX_R1(D8, log, Sleef_finz_logd8_u10avx512f(x))
-STAX_R1(D8, log2, Sleef_finz_log2d8_u10avx512f(x))
-STAX_R1(D8, log10, Sleef_finz_log10d8_u10avx512f(x))
+// The ops whose float form is Stax's own code: double is SLEEF's (stax_kernel_reg_generic.h).
+STAX_SLEEF_DOUBLE_REG_OPS(D8, 8, avx512f)
 inline void reg_log_split(const F16& y, F16* e, F16* f) {
   const auto ix =
       _mm512_sub_epi32(_mm512_castps_si512(y.v), _mm512_set1_epi32(LogCoefficients::kSqrtHalfBits));
@@ -215,24 +207,12 @@ inline uint64_t reg_bit_set(const F16& v) {
 #include "stax_kernel_float_trig_reg.h"
 namespace stax {
 namespace detail {
-// sin, cos, tan, asin, acos, atan: double is SLEEF's, float the code of stax_kernel_float_trig.h.
-STAX_R1(D8, sin, Sleef_finz_sind8_u10avx512f(x))
-STAX_R1(D8, cos, Sleef_finz_cosd8_u10avx512f(x))
-STAX_R1(D8, tan, Sleef_finz_tand8_u10avx512f(x))
-STAX_R1(D8, asin, Sleef_finz_asind8_u10avx512f(x))
-STAX_R1(D8, acos, Sleef_finz_acosd8_u10avx512f(x))
-STAX_R1(D8, atan, Sleef_finz_atand8_u10avx512f(x))
 STAX_FLOAT_TRIG_REG_OPS(F16)
 }  // namespace detail
 }  // namespace stax
 #include "stax_kernel_float_composed_reg.h"
 namespace stax {
 namespace detail {
-// log1p, sinh, cosh, atanh: double is SLEEF's, float the code of stax_kernel_float_composed.h.
-STAX_R1(D8, log1p, Sleef_finz_log1pd8_u10avx512f(x))
-STAX_R1(D8, sinh, Sleef_finz_sinhd8_u10avx512f(x))
-STAX_R1(D8, cosh, Sleef_finz_coshd8_u10avx512f(x))
-STAX_R1(D8, atanh, Sleef_finz_atanhd8_u10avx512f(x))
 STAX_FLOAT_COMPOSED_REG_OPS(F16)
 
 // pow: SLEEF with the exact special exponents of the scalar op_pow (2, 1, 0, -1).

@@ -90,6 +90,30 @@ inline uint64_t mask2(const R& a, const R& b, F f) {
   return bits;
 }
 
+// The double register forms of the ops whose float form is Stax's own code (exp, log, the
+// trigonometric, hyperbolic and error functions): SLEEF's vector routines at the AVX levels,
+// which give the scalar level's bits. D is the level's double register, W its lanes, ISA
+// SLEEF's suffix for the level (avx2, avx512f); STAX_R1 is the level's one-operand helper.
+#define STAX_SLEEF_DOUBLE_REG_OPS(D, W, ISA)            \
+  STAX_R1(D, exp, Sleef_finz_expd##W##_u10##ISA(x))     \
+  STAX_R1(D, expm1, Sleef_finz_expm1d##W##_u10##ISA(x)) \
+  STAX_R1(D, log, Sleef_finz_logd##W##_u10##ISA(x))     \
+  STAX_R1(D, log2, Sleef_finz_log2d##W##_u10##ISA(x))   \
+  STAX_R1(D, log10, Sleef_finz_log10d##W##_u10##ISA(x)) \
+  STAX_R1(D, log1p, Sleef_finz_log1pd##W##_u10##ISA(x)) \
+  STAX_R1(D, sin, Sleef_finz_sind##W##_u10##ISA(x))     \
+  STAX_R1(D, cos, Sleef_finz_cosd##W##_u10##ISA(x))     \
+  STAX_R1(D, tan, Sleef_finz_tand##W##_u10##ISA(x))     \
+  STAX_R1(D, asin, Sleef_finz_asind##W##_u10##ISA(x))   \
+  STAX_R1(D, acos, Sleef_finz_acosd##W##_u10##ISA(x))   \
+  STAX_R1(D, atan, Sleef_finz_atand##W##_u10##ISA(x))   \
+  STAX_R1(D, sinh, Sleef_finz_sinhd##W##_u10##ISA(x))   \
+  STAX_R1(D, cosh, Sleef_finz_coshd##W##_u10##ISA(x))   \
+  STAX_R1(D, tanh, Sleef_finz_tanhd##W##_u10##ISA(x))   \
+  STAX_R1(D, atanh, Sleef_finz_atanhd##W##_u10##ISA(x)) \
+  STAX_R1(D, erf, Sleef_finz_erfd##W##_u10##ISA(x))     \
+  STAX_R1(D, erfc, Sleef_finz_erfcd##W##_u15##ISA(x))
+
 // Lane l: bit l of `bits` ? a : b.
 template <class R>
 inline R reg_select(uint64_t bits, const R& a, const R& b) {
@@ -122,22 +146,23 @@ inline R reg_select(uint64_t bits, const R& a, const R& b) {
   }
 
 // The op lists: each X(name) names one op of that shape (ops_handler.h / pointwise_ops.cpp).
-#define STAX_UNARY_OPS(X)                                                                         \
-  X(neg)                                                                                          \
-  X(abs)                                                                                          \
-  X(sign)                                                                                         \
-  X(reciprocal)                                                                                   \
-  X(bitwise_not) X(exp) X(exp2) X(expm1) X(log) X(log2) X(log10) X(log1p) X(sqrt) X(rsqrt) X(sin) \
-      X(cos) X(tan) X(asin) X(acos) X(atan) X(sinh) X(cosh) X(tanh) X(asinh) X(acosh) X(atanh)    \
-          X(erf) X(erfc) X(erfinv) X(sigmoid) X(relu) X(floor) X(ceil) X(round) X(trunc)
-#define STAX_BINARY_OPS(X)                                                                    \
-  X(add)                                                                                      \
-  X(sub)                                                                                      \
-  X(mul)                                                                                      \
-  X(div)                                                                                      \
-  X(truncdiv) X(floordiv) X(remainder) X(fmod) X(pow) X(maximum) X(minimum) X(fmax) X(fmin)   \
-      X(atan2) X(hypot) X(copysign) X(bitwise_and) X(bitwise_or) X(bitwise_xor) X(shift_left) \
-          X(shift_right)
+#define STAX_UNARY_OPS(X)                                                                        \
+  X(neg)                                                                                         \
+  X(abs)                                                                                         \
+  X(sign)                                                                                        \
+  X(reciprocal)                                                                                  \
+  X(bitwise_not)                                                                                 \
+  X(exp) X(exp2) X(expm1) X(log) X(log2) X(log10) X(log1p) X(sqrt) X(rsqrt) X(sin) X(cos) X(tan) \
+      X(asin) X(acos) X(atan) X(sinh) X(cosh) X(tanh) X(asinh) X(acosh) X(atanh) X(erf) X(erfc)  \
+          X(erfinv) X(sigmoid) X(relu) X(floor) X(ceil) X(round) X(trunc)
+#define STAX_BINARY_OPS(X)                                                                        \
+  X(add)                                                                                          \
+  X(sub)                                                                                          \
+  X(mul)                                                                                          \
+  X(div)                                                                                          \
+  X(truncdiv)                                                                                     \
+  X(floordiv) X(remainder) X(fmod) X(pow) X(maximum) X(minimum) X(fmax) X(fmin) X(atan2) X(hypot) \
+      X(copysign) X(bitwise_and) X(bitwise_or) X(bitwise_xor) X(shift_left) X(shift_right)
 #define STAX_COMPARE_OPS(X) X(eq) X(ne) X(lt) X(le) X(gt) X(ge)
 #define STAX_CLASSIFY_OPS(X) X(isnan) X(isinf)
 
