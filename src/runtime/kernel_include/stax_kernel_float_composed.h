@@ -53,8 +53,7 @@ inline float float_sinh(float x) {
   const float a = float_fabs(x);
   if (a < C::kSmall) {
     const float s = x * x;
-    float q = C::taylor[4];
-    for (int k = 3; k >= 0; --k) q = __builtin_fmaf(q, s, C::taylor[k]);
+    float q = horner(C::taylor, s);
     return __builtin_fmaf(x * s, q, x);
   }
   const float e = float_exp(a);

@@ -42,8 +42,7 @@ inline R reg_float_sinh(const R& x) {
   using C = HyperbolicCoefficients;
   const R a = reg_abs(x);
   const R s = reg_mul(x, x);
-  R q = R::broadcast(C::taylor[4]);
-  for (int k = 3; k >= 0; --k) q = reg_fma(q, s, R::broadcast(C::taylor[k]));
+  R q = reg_horner(C::taylor, s);
   const R small = reg_fma(reg_mul(x, s), q, x);
   const R e = reg_float_exp(a);
   const R large =

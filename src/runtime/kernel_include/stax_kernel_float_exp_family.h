@@ -39,8 +39,7 @@ inline float float_expm1(float x) {
   const float n = float_rint(y * C::kLog2e);
   float r = __builtin_fmaf(-n, C::kLn2Hi, y);
   r = __builtin_fmaf(-n, C::kLn2Lo, r);
-  float q = C::q[4];
-  for (int k = 3; k >= 0; --k) q = __builtin_fmaf(q, r, C::q[k]);
+  float q = horner(C::q, r);
   const float u = __builtin_fmaf(r * r, q, r);
   const float minus_n = -n;
   const float k = minus_n > M::kMinExponent ? minus_n : M::kMinExponent;  // NaN: the bound
@@ -119,16 +118,14 @@ inline float float_erfc(float x) {
   const float abs_x = float_fabs(x);
   const float a = abs_x > C::kClamp ? C::kClamp : abs_x;  // NaN stays NaN
   const float t = 1.0f / __builtin_fmaf(a, 0.5f, 1.0f);
-  float g = C::g[8];
-  for (int k = 7; k >= 0; --k) g = __builtin_fmaf(g, t, C::g[k]);
+  float g = horner(C::g, t);
   const float hi = a * a;
   const float lo = __builtin_fmaf(a, a, -hi);
   const float n = float_rint(hi * C::kMinusLog2e);
   float minus_r = __builtin_fmaf(n, E::kLn2Hi, hi);
   minus_r = __builtin_fmaf(n, E::kLn2Lo, minus_r);
   minus_r = minus_r + lo;
-  float q = C::q_neg[4];
-  for (int k = 3; k >= 0; --k) q = __builtin_fmaf(q, minus_r, C::q_neg[k]);
+  float q = horner(C::q_neg, minus_r);
   const float e = __builtin_fmaf(minus_r * minus_r, q, 1.0f - minus_r);
   const float y = float_scale_pow2(t * g * e, n);
   return x < 0.0f ? 2.0f - y : y;

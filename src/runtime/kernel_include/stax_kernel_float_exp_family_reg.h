@@ -19,8 +19,7 @@ inline R reg_float_expm1(const R& x) {
   const R minus_n = reg_neg(n);
   R r = reg_fma(minus_n, R::broadcast(C::kLn2Hi), y);
   r = reg_fma(minus_n, R::broadcast(C::kLn2Lo), r);
-  R q = R::broadcast(C::q[4]);
-  for (int k = 3; k >= 0; --k) q = reg_fma(q, r, R::broadcast(C::q[k]));
+  R q = reg_horner(C::q, r);
   const R u = reg_fma(reg_mul(r, r), q, r);
   // max(-n, kMinExponent) with a NaN -n giving the bound, like the scalar form's ?: (maxps
   // returns its second operand when either is NaN).
@@ -54,16 +53,14 @@ inline R reg_float_erfc(const R& x) {
   using E = ExpCoefficients;
   const R a = reg_min_keep_nan(R::broadcast(C::kClamp), reg_abs(x));
   const R t = reg_div(R::broadcast(1.0f), reg_fma(a, R::broadcast(0.5f), R::broadcast(1.0f)));
-  R g = R::broadcast(C::g[8]);
-  for (int k = 7; k >= 0; --k) g = reg_fma(g, t, R::broadcast(C::g[k]));
+  R g = reg_horner(C::g, t);
   const R hi = reg_mul(a, a);
   const R lo = reg_fma(a, a, reg_neg(hi));
   const R n = reg_round(reg_mul(hi, R::broadcast(C::kMinusLog2e)));
   R minus_r = reg_fma(n, R::broadcast(E::kLn2Hi), hi);
   minus_r = reg_fma(n, R::broadcast(E::kLn2Lo), minus_r);
   minus_r = reg_add(minus_r, lo);
-  R q = R::broadcast(C::q_neg[4]);
-  for (int k = 3; k >= 0; --k) q = reg_fma(q, minus_r, R::broadcast(C::q_neg[k]));
+  R q = reg_horner(C::q_neg, minus_r);
   const R e = reg_fma(reg_mul(minus_r, minus_r), q, reg_sub(R::broadcast(1.0f), minus_r));
   const R y = reg_scale_pow2(reg_mul(reg_mul(t, g), e), n);
   return reg_select(reg_lt(x, R::broadcast(0.0f)), reg_sub(R::broadcast(2.0f), y), y);

@@ -33,8 +33,7 @@ inline R reg_float_exp(const R& in) {
   const R minus_n = reg_neg(n);
   R r = reg_fma(minus_n, R::broadcast(C::kLn2Hi), x);
   r = reg_fma(minus_n, R::broadcast(C::kLn2Lo), r);
-  R q = R::broadcast(C::q[4]);
-  for (int k = 3; k >= 0; --k) q = reg_fma(q, r, R::broadcast(C::q[k]));
+  R q = reg_horner(C::q, r);
   const R p = reg_add(reg_fma(reg_mul(r, r), q, r), R::broadcast(1.0f));
   return reg_scale_pow2(p, n);
 }
@@ -48,8 +47,7 @@ inline R reg_float_log(const R& x) {
   reg_log_split(y, &e, &f);
   e = reg_sub(e, reg_select(subnormal, R::broadcast(23.0f), R::broadcast(0.0f)));
   const R s = reg_mul(f, f);
-  R l = R::broadcast(C::l[7]);
-  for (int k = 6; k >= 0; --k) l = reg_fma(l, f, R::broadcast(C::l[k]));
+  R l = reg_horner(C::l, f);
   const R t = reg_fma(reg_mul(s, f), l, reg_fma(R::broadcast(-0.5f), s, f));
   R r;
   if constexpr (B == LogBase::E) {
@@ -79,12 +77,10 @@ inline R reg_float_erfinv(const R& y) {
   const R w = reg_neg(reg_float_log<LogBase::E>(reg_mul(reg_sub(one, a), reg_add(one, a))));
   const uint64_t central = reg_lt(w, R::broadcast(C::kSplit));
   const R u = reg_sub(w, R::broadcast(2.5f));
-  R p = R::broadcast(C::central[9]);
-  for (int k = 8; k >= 0; --k) p = reg_fma(p, u, R::broadcast(C::central[k]));
+  R p = reg_horner(C::central, u);
   if (central != low_bits(R::kLanes)) {
     const R v = reg_sub(reg_sqrt(w), R::broadcast(3.0f));
-    R q = R::broadcast(C::tail[9]);
-    for (int k = 8; k >= 0; --k) q = reg_fma(q, v, R::broadcast(C::tail[k]));
+    R q = reg_horner(C::tail, v);
     p = reg_select(central, p, q);
   }
   return reg_mul(y, p);

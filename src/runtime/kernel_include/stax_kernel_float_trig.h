@@ -70,24 +70,19 @@ inline float trig_reduce(float a, float j) {
 inline float sin_poly(float y) {
   using C = SinCoefficients;
   const float s = y * y;
-  float p = C::s[3];
-  for (int k = 2; k >= 0; --k) p = __builtin_fmaf(p, s, C::s[k]);
+  float p = horner(C::s, s);
   return __builtin_fmaf(y * s, p, y);
 }
 inline float tan_sin_poly(float r) {
   using C = TanCoefficients;
   const float s = r * r;
-  float p = C::s[2];
-  p = __builtin_fmaf(p, s, C::s[1]);
-  p = __builtin_fmaf(p, s, C::s[0]);
+  float p = horner(C::s, s);
   return __builtin_fmaf(r * s, p, r);
 }
 inline float tan_cos_poly(float r) {
   using C = TanCoefficients;
   const float s = r * r;
-  float p = C::c[2];
-  p = __builtin_fmaf(p, s, C::c[1]);
-  p = __builtin_fmaf(p, s, C::c[0]);
+  float p = horner(C::c, s);
   return __builtin_fmaf(s * s, p, __builtin_fmaf(-0.5f, s, 1.0f));
 }
 
@@ -139,8 +134,7 @@ struct AsinCoefficients {
 // asin(w) for w = the reduced argument, z = w^2 (or (1 - a) / 2).
 inline float asin_poly(float w, float z) {
   using C = AsinCoefficients;
-  float p = C::b[4];
-  for (int k = 3; k >= 0; --k) p = __builtin_fmaf(p, z, C::b[k]);
+  float p = horner(C::b, z);
   return __builtin_fmaf(w * z, p, w);
 }
 inline float float_asin(float x) {
@@ -201,30 +195,9 @@ inline float float_atan(float x) {
   }
   const float u = num / den;
   const float s = u * u;
-  float p = C::t[3];
-  for (int k = 2; k >= 0; --k) p = __builtin_fmaf(p, s, C::t[k]);
+  float p = horner(C::t, s);
   return float_copysign(base + __builtin_fmaf(u * s, p, u), x);
 }
 
 }  // namespace detail
-
-inline float op_sin(float x) {
-  return detail::float_sin(x);
-}
-inline float op_cos(float x) {
-  return detail::float_cos(x);
-}
-inline float op_tan(float x) {
-  return detail::float_tan(x);
-}
-inline float op_asin(float x) {
-  return detail::float_asin(x);
-}
-inline float op_acos(float x) {
-  return detail::float_acos(x);
-}
-inline float op_atan(float x) {
-  return detail::float_atan(x);
-}
-
 }  // namespace stax

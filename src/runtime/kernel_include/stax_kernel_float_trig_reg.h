@@ -31,26 +31,21 @@ template <class R>
 inline R reg_sin_poly(const R& y) {
   using C = SinCoefficients;
   const R s = reg_mul(y, y);
-  R p = R::broadcast(C::s[3]);
-  for (int k = 2; k >= 0; --k) p = reg_fma(p, s, R::broadcast(C::s[k]));
+  R p = reg_horner(C::s, s);
   return reg_fma(reg_mul(y, s), p, y);
 }
 template <class R>
 inline R reg_tan_sin_poly(const R& r) {
   using C = TanCoefficients;
   const R s = reg_mul(r, r);
-  R p = R::broadcast(C::s[2]);
-  p = reg_fma(p, s, R::broadcast(C::s[1]));
-  p = reg_fma(p, s, R::broadcast(C::s[0]));
+  R p = reg_horner(C::s, s);
   return reg_fma(reg_mul(r, s), p, r);
 }
 template <class R>
 inline R reg_tan_cos_poly(const R& r) {
   using C = TanCoefficients;
   const R s = reg_mul(r, r);
-  R p = R::broadcast(C::c[2]);
-  p = reg_fma(p, s, R::broadcast(C::c[1]));
-  p = reg_fma(p, s, R::broadcast(C::c[0]));
+  R p = reg_horner(C::c, s);
   return reg_fma(reg_mul(s, s), p, reg_fma(R::broadcast(-0.5f), s, R::broadcast(1.0f)));
 }
 // The scalar form on the lanes of `huge` (r elsewhere); out of line, so that the common path
@@ -108,8 +103,7 @@ inline R reg_float_tan(const R& x) {
 template <class R>
 inline R reg_asin_poly(const R& w, const R& z) {
   using C = AsinCoefficients;
-  R p = R::broadcast(C::b[4]);
-  for (int k = 3; k >= 0; --k) p = reg_fma(p, z, R::broadcast(C::b[k]));
+  R p = reg_horner(C::b, z);
   return reg_fma(reg_mul(w, z), p, w);
 }
 // asin_poly of both ranges of float_asin / float_acos: a > 1/2 takes w = sqrt((1 - a) / 2).
@@ -163,8 +157,7 @@ inline R reg_float_atan(const R& x) {
   base = reg_select(far, R::broadcast(C::kPio2), base);
   const R u = reg_div(num, den);
   const R s = reg_mul(u, u);
-  R p = R::broadcast(C::t[3]);
-  for (int k = 2; k >= 0; --k) p = reg_fma(p, s, R::broadcast(C::t[k]));
+  R p = reg_horner(C::t, s);
   return reg_copysign(reg_add(base, reg_fma(reg_mul(u, s), p, u)), x);
 }
 

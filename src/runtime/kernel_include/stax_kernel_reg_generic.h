@@ -9,6 +9,7 @@
 // Included by stax_kernel.h; not meant to be included directly.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "stax_kernel_convert.h"
@@ -113,6 +114,15 @@ inline uint64_t mask2(const R& a, const R& b, F f) {
   STAX_R1(D, atanh, Sleef_finz_atanhd##W##_u10##ISA(x)) \
   STAX_R1(D, erf, Sleef_finz_erfd##W##_u10##ISA(x))     \
   STAX_R1(D, erfc, Sleef_finz_erfcd##W##_u15##ISA(x))
+
+// horner (stax_kernel_scalar_ops.h) on every lane: the same fused multiply-adds in the same
+// order, through the level's reg_fma.
+template <class R, size_t N>
+inline R reg_horner(const float (&c)[N], const R& x) {
+  R p = R::broadcast(c[N - 1]);
+  for (size_t k = N - 1; k-- > 0;) p = reg_fma(p, x, R::broadcast(c[k]));
+  return p;
+}
 
 // Lane l: bit l of `bits` ? a : b.
 template <class R>

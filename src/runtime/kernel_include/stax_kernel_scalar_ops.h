@@ -15,6 +15,7 @@
 
 #include <sleef.h>
 
+#include <cstddef>
 #include <cstdint>
 
 #include "stax_kernel_traits.h"
@@ -184,41 +185,61 @@ inline T float_erfinv(T y) {
     return STAX_SLEEF1(fn##d, acc)(x);    \
   }
 STAX_SCALAR_SLEEF1(exp2, exp2, u10)
-// sin, cos, tan, asin, acos, atan (stax_kernel_float_trig.h) and log1p below the large-argument
-// threshold, sinh, cosh, atanh (stax_kernel_float_composed.h): double is SLEEF's, float Stax's
-// own (both headers are included at the end of this file).
-#define STAX_SCALAR_SLEEF1_DOUBLE(name, fn, acc) \
-  inline double op_##name(double x) {            \
-    return STAX_SLEEF1(fn##d, acc)(x);           \
-  }                                              \
-  inline float op_##name(float x);
-STAX_SCALAR_SLEEF1_DOUBLE(sin, sin, u10)
-STAX_SCALAR_SLEEF1_DOUBLE(cos, cos, u10)
-STAX_SCALAR_SLEEF1_DOUBLE(tan, tan, u10)
-STAX_SCALAR_SLEEF1_DOUBLE(asin, asin, u10)
-STAX_SCALAR_SLEEF1_DOUBLE(acos, acos, u10)
-STAX_SCALAR_SLEEF1_DOUBLE(atan, atan, u10)
-STAX_SCALAR_SLEEF1_DOUBLE(log1p_core, log1p, u10)
-STAX_SCALAR_SLEEF1_DOUBLE(sinh, sinh, u10)
-STAX_SCALAR_SLEEF1_DOUBLE(cosh, cosh, u10)
-STAX_SCALAR_SLEEF1_DOUBLE(atanh, atanh, u10)
-#undef STAX_SCALAR_SLEEF1_DOUBLE
+// The ops whose float form is Stax's own code: exp, expm1, log, log2, log10, tanh, erf and erfc
+// (and erfinv, below) here and in stax_kernel_float_exp_family.h / stax_kernel_float_erf.h; sin,
+// cos, tan, asin, acos, atan in stax_kernel_float_trig.h; log1p (below the large-argument
+// threshold), sinh, cosh, atanh in stax_kernel_float_composed.h, all included at the end of this
+// file. Eager's float forms are faster than SLEEF's u10 and less exact, and Stax must not be
+// slower than eager; double is SLEEF's.
+namespace detail {
+inline float float_exp(float x);
+enum class LogBase { E, Two, Ten };
+template <LogBase B>
+inline float float_log(float x);
+inline float float_expm1(float x);
+inline float float_tanh(float x);
+inline float float_erf(float x);
+inline float float_erfc(float x);
+inline float float_sin(float x);
+inline float float_cos(float x);
+inline float float_tan(float x);
+inline float float_asin(float x);
+inline float float_acos(float x);
+inline float float_atan(float x);
+inline float float_log1p(float x);
+inline float float_sinh(float x);
+inline float float_cosh(float x);
+inline float float_atanh(float x);
+}  // namespace detail
+#define STAX_SCALAR_OWN_FLOAT(name, sleef, acc, own) \
+  inline double op_##name(double x) {                \
+    return STAX_SLEEF1(sleef##d, acc)(x);            \
+  }                                                  \
+  inline float op_##name(float x) {                  \
+    return detail::own(x);                           \
+  }
+STAX_SCALAR_OWN_FLOAT(exp, exp, u10, float_exp)
+STAX_SCALAR_OWN_FLOAT(expm1, expm1, u10, float_expm1)
+STAX_SCALAR_OWN_FLOAT(log, log, u10, float_log<detail::LogBase::E>)
+STAX_SCALAR_OWN_FLOAT(log2, log2, u10, float_log<detail::LogBase::Two>)
+STAX_SCALAR_OWN_FLOAT(log10, log10, u10, float_log<detail::LogBase::Ten>)
+STAX_SCALAR_OWN_FLOAT(log1p_core, log1p, u10, float_log1p)
+STAX_SCALAR_OWN_FLOAT(sin, sin, u10, float_sin)
+STAX_SCALAR_OWN_FLOAT(cos, cos, u10, float_cos)
+STAX_SCALAR_OWN_FLOAT(tan, tan, u10, float_tan)
+STAX_SCALAR_OWN_FLOAT(asin, asin, u10, float_asin)
+STAX_SCALAR_OWN_FLOAT(acos, acos, u10, float_acos)
+STAX_SCALAR_OWN_FLOAT(atan, atan, u10, float_atan)
+STAX_SCALAR_OWN_FLOAT(sinh, sinh, u10, float_sinh)
+STAX_SCALAR_OWN_FLOAT(cosh, cosh, u10, float_cosh)
+STAX_SCALAR_OWN_FLOAT(tanh, tanh, u10, float_tanh)
+STAX_SCALAR_OWN_FLOAT(atanh, atanh, u10, float_atanh)
+STAX_SCALAR_OWN_FLOAT(erf, erf, u10, float_erf)
+STAX_SCALAR_OWN_FLOAT(erfc, erfc, u15, float_erfc)
+#undef STAX_SCALAR_OWN_FLOAT
 STAX_SCALAR_SLEEF1(sleef_asinh, asinh, u10)
 STAX_SCALAR_SLEEF1(sleef_acosh, acosh, u10)
 #undef STAX_SCALAR_SLEEF1
-// log, log2, log10: float is float_log below (see op_exp).
-inline double op_log(double x) {
-  return STAX_SLEEF1(logd, u10)(x);
-}
-inline double op_log2(double x) {
-  return STAX_SLEEF1(log2d, u10)(x);
-}
-inline double op_log10(double x) {
-  return STAX_SLEEF1(log10d, u10)(x);
-}
-inline float op_log(float x);
-inline float op_log2(float x);
-inline float op_log10(float x);
 
 // SLEEF's log1p, asinh and acosh overflow to inf inside their own computation for large
 // arguments (float: log1p from 2e38, asinh / acosh from about 2e19; double: log1p near
@@ -261,60 +282,6 @@ constexpr T kLog2 = static_cast<T>(0.693147180559945309417232121458176568);
 STAX_SCALAR_LARGE_ARGUMENT_OPS(float)
 STAX_SCALAR_LARGE_ARGUMENT_OPS(double)
 #undef STAX_SCALAR_LARGE_ARGUMENT_OPS
-
-// exp, expm1, log, log2, log10, tanh, erf and erfc (and erfinv, below): float has code of its
-// own (detail::float_exp, float_log, float_erf below; float_expm1, float_tanh, float_erfc in
-// stax_kernel_float_exp_family.h: eager's float forms are faster than SLEEF's u10 and less
-// exact, and Stax must not be slower than eager), double is SLEEF's.
-namespace detail {
-inline float float_exp(float x);
-enum class LogBase { E, Two, Ten };
-template <LogBase B>
-inline float float_log(float x);
-inline float float_erf(float x);
-inline float float_expm1(float x);
-inline float float_tanh(float x);
-inline float float_erfc(float x);
-}  // namespace detail
-inline double op_exp(double x) {
-  return STAX_SLEEF1(expd, u10)(x);
-}
-inline float op_exp(float x) {
-  return detail::float_exp(x);
-}
-inline double op_tanh(double x) {
-  return STAX_SLEEF1(tanhd, u10)(x);
-}
-inline float op_tanh(float x) {
-  return detail::float_tanh(x);
-}
-inline double op_erf(double x) {
-  return STAX_SLEEF1(erfd, u10)(x);
-}
-inline float op_erf(float x) {
-  return detail::float_erf(x);
-}
-inline double op_expm1(double x) {
-  return STAX_SLEEF1(expm1d, u10)(x);
-}
-inline float op_expm1(float x) {
-  return detail::float_expm1(x);
-}
-inline double op_erfc(double x) {
-  return STAX_SLEEF1(erfcd, u15)(x);
-}
-inline float op_erfc(float x) {
-  return detail::float_erfc(x);
-}
-inline float op_log(float x) {
-  return detail::float_log<detail::LogBase::E>(x);
-}
-inline float op_log2(float x) {
-  return detail::float_log<detail::LogBase::Two>(x);
-}
-inline float op_log10(float x) {
-  return detail::float_log<detail::LogBase::Ten>(x);
-}
 
 inline float op_atan2(float a, float b) {
   return STAX_SLEEF1(atan2f, u10)(a, b);
@@ -628,6 +595,17 @@ inline Scalar<T> op_where(bool c, T a, T b) {
 
 namespace detail {
 
+// c[0] + x (c[1] + x (... + x c[N-1])): Horner's scheme from the highest coefficient, one fused
+// multiply-add per step, as every float form of its own evaluates its polynomials (the register
+// forms through reg_horner, stax_kernel_reg_generic.h, in the same order, so lanes and the
+// scalar form agree bit for bit).
+template <size_t N>
+inline float horner(const float (&c)[N], float x) {
+  float p = c[N - 1];
+  for (size_t k = N - 1; k-- > 0;) p = __builtin_fmaf(p, x, c[k]);
+  return p;
+}
+
 // A rational first guess (central: y times a ratio of polynomials in y^2 for |y| <= 0.7;
 // tail: in sqrt(-log((1 - |y|) / 2))), then two Newton steps. In the tail the steps solve
 // erfc(x) = 1 - |y| rather than erf(x) = |y|: 1 - |y| is exact there (|y| >= 0.5) while
@@ -701,8 +679,7 @@ inline float float_exp(float x) {
   const float n = float_rint(x * C::kLog2e);
   float r = __builtin_fmaf(-n, C::kLn2Hi, x);
   r = __builtin_fmaf(-n, C::kLn2Lo, r);
-  float q = C::q[4];
-  for (int k = 3; k >= 0; --k) q = __builtin_fmaf(q, r, C::q[k]);
+  float q = horner(C::q, r);
   const float p = __builtin_fmaf(r * r, q, r) + 1.0f;
   return float_scale_pow2(p, n);
 }
@@ -736,8 +713,7 @@ inline float float_log(float x) {
   const float e = static_cast<float>(ix >> 23) - (subnormal ? 23.0f : 0.0f);
   const float f = __builtin_bit_cast(float, (ix & 0x7fffff) + C::kSqrtHalfBits) - 1.0f;
   const float s = f * f;
-  float l = C::l[7];
-  for (int k = 6; k >= 0; --k) l = __builtin_fmaf(l, f, C::l[k]);
+  float l = horner(C::l, f);
   const float t = __builtin_fmaf(s * f, l, __builtin_fmaf(-0.5f, s, f));  // log(1 + f)
   float r;
   if constexpr (B == LogBase::E) {
@@ -777,12 +753,10 @@ inline float float_erfinv_poly(float y) {
   float p;
   if (w < C::kSplit) {
     const float u = w - 2.5f;
-    p = C::central[9];
-    for (int k = 8; k >= 0; --k) p = __builtin_fmaf(p, u, C::central[k]);
+    p = horner(C::central, u);
   } else {
     const float u = float_sqrt(w) - 3.0f;
-    p = C::tail[9];
-    for (int k = 8; k >= 0; --k) p = __builtin_fmaf(p, u, C::tail[k]);
+    p = horner(C::tail, u);
   }
   return y * p;
 }
@@ -797,18 +771,3 @@ inline float float_erfinv_poly(float y) {
 #include "stax_kernel_float_erf.h"
 #include "stax_kernel_float_exp_family.h"
 #include "stax_kernel_float_trig.h"
-
-namespace stax {
-inline float op_log1p_core(float x) {
-  return detail::float_log1p(x);
-}
-inline float op_sinh(float x) {
-  return detail::float_sinh(x);
-}
-inline float op_cosh(float x) {
-  return detail::float_cosh(x);
-}
-inline float op_atanh(float x) {
-  return detail::float_atanh(x);
-}
-}  // namespace stax
