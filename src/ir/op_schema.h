@@ -38,7 +38,9 @@ struct Param {
 
 // Broad families, used by modules that treat many ops alike (lowering, the cost model).
 // Factory ops (full, arange, ...) compute their result from their arguments alone.
-enum class OpCategory : uint8_t { Pointwise, Reduction, View, Copy, Factory };
+// Contractions (mm, bmm, addmm, baddbmm) sum products over a shared dimension; lowering
+// decides whether one becomes a library call (an external node) or a loop nest.
+enum class OpCategory : uint8_t { Pointwise, Reduction, View, Copy, Factory, Contraction };
 
 struct OpSchema {
   std::string name;

@@ -203,6 +203,9 @@ class Lowerer {
       case ir::OpCategory::Factory:  // issue 7, point 3 (lower_factory.cpp)
         v = lower_factory(node, out);
         break;
+      case ir::OpCategory::Contraction:  // issue 14 (lower_contraction.cpp)
+        v = lower_contraction(node, out);
+        break;
     }
     // Each result of a multi-result op (split, var_mean) is its own node, lowered alone.
     std::vector<LoweredValue> results = {std::move(v)};
@@ -253,6 +256,8 @@ class Lowerer {
   LoweredValue lower_indirect(const ir::Node& node, const ir::Value& out);
   // Issue 7, point 3 (lower_factory.cpp): full, arange, ... as index -> element functions.
   LoweredValue lower_factory(const ir::Node& node, const ir::Value& out);
+  // Issue 14: mm, bmm, addmm, baddbmm as an external library call or a loop nest.
+  LoweredValue lower_contraction(const ir::Node& node, const ir::Value& out);
   // A value that reads `src` through `map` (an index rewrite, no computation).
   static LoweredValue remapped(const LoweredValue& src, const std::vector<int64_t>& sizes,
                                IndexMap map);
