@@ -1,30 +1,27 @@
-// CPU code generation (Section 8): one C++ translation unit per graph, holding the kernels
-// (one function per run of adjacent loops, sharing one OpenMP parallel region) and the
-// wrapper function that checks inputs, allocates buffers, calls the kernels in order, turns
-// a kernel's error code into PyTorch's message and frees each buffer after its last use
-// (Section 8.5). Each loop is the kernel IR of its fused node after the passes of
-// kernel/pipeline.cpp, printed by kernel/printer.h.
+// CPU code generation (Section 8): one C++ translation unit per graph. The host program
+// (program/host_program.h: kernel functions, external calls, allocations, releases, error
+// dispatch) is built by the passes of program/pipeline.cpp, each loop being the kernel IR of
+// its fused node after the passes of kernel/pipeline.cpp, and printed by
+// program/host_printer.h.
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "lowering/loop_ir.h"
+#include "program/host_program.h"
 #include "runtime/cache_info.h"
 #include "runtime/simd.h"
 #include "scheduler/schedule.h"
 
 namespace stax::codegen {
 
-// What stax_graph_run returns besides 0: 1 for bad arguments (count, sizes, strides, dtype,
-// thread count), kStatusOutOfMemory when an output or intermediate could not be allocated,
-// kStatusKernelError when a kernel set its error code for an integer division by zero, and for
-// an indirect index out of range kStatusIndexError where PyTorch raises IndexError
-// (ir::IndexRule::index_error), kStatusIndexOutOfRange where it raises RuntimeError; the
-// message is PyTorch's.
-constexpr int kStatusOutOfMemory = 2;
-constexpr int kStatusKernelError = 3;
-constexpr int kStatusIndexError = 4;
-constexpr int kStatusIndexOutOfRange = 5;
+// The wrapper's status codes (program/host_program.h).
+using program::kStatusExternalError;
+using program::kStatusIndexError;
+using program::kStatusIndexOutOfRange;
+using program::kStatusKernelError;
+using program::kStatusOutOfMemory;
 
 struct CodegenOptions {
   runtime::SimdLevel simd = runtime::SimdLevel::Scalar;
@@ -71,6 +68,10 @@ struct GeneratedModule {
   std::vector<int64_t> output_slot_bytes;
   CodegenOptions options;
   std::vector<std::string> ir_log;  // with record_ir: the kernel IR after each pass
+  // The library calls, by site index: the runtime builds a plan for each when it loads the
+  // program, and the wrapper calls them through its StaxExternalFn.
+  std::vector<program::ExternalSite> externals;
+  std::vector<std::string> program_log;  // the host program's decisions, for explain
 };
 
 GeneratedModule generate_cpp(const scheduler::Schedule& schedule, const CodegenOptions& options);

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "driver/external_calls.h"
 #include "ir/index_rule.h"
 #include "runtime/jit.h"
 #include "stax_kernel_abi.h"
@@ -13,8 +14,8 @@ namespace stax {
 
 namespace {
 
-using EntryFn = int (*)(const StaxTensorArg*, int64_t, void**, StaxAllocFn, void*, int, char*,
-                        int64_t);
+using EntryFn = int (*)(const StaxTensorArg*, int64_t, void**, StaxAllocFn, void*, StaxExternalFn,
+                        void*, int, char*, int64_t);
 
 struct OutputAllocator {
   std::vector<std::shared_ptr<Storage>> storages;
@@ -52,6 +53,7 @@ void check_thread_count(int num_threads) {
 void throw_on_status(int status, const char* err) {
   if (status == codegen::kStatusIndexError) throw ir::IndexError(err);
   if (status == codegen::kStatusIndexOutOfRange) throw std::out_of_range(err);
+  if (status == codegen::kStatusExternalError) throw external::LibraryError(err);
   if (status == codegen::kStatusOutOfMemory || status == codegen::kStatusKernelError) {
     throw std::runtime_error(err);
   }
@@ -84,8 +86,14 @@ std::shared_ptr<const Compilation> analyze_lowered(lowering::LoweredGraph lowere
   return c;
 }
 
+lowering::LoweringOptions lowering_options(const CompileOptions& options) {
+  lowering::LoweringOptions lo;
+  if (options.external_libraries) lo.library_for = &driver::library_for;
+  return lo;
+}
+
 std::shared_ptr<const Compilation> analyze(const ir::Graph& graph, const CompileOptions& options) {
-  return analyze_lowered(lowering::lower(graph), options);
+  return analyze_lowered(lowering::lower(graph, lowering_options(options)), options);
 }
 
 CompiledGraph compile_lowered(lowering::LoweredGraph lowered, const CompileOptions& options) {
@@ -103,6 +111,9 @@ CompiledGraph compile_lowered(lowering::LoweredGraph lowered, const CompileOptio
   out.library_path_ = r.library_path;
   out.entry_ = r.library->symbol(out.compilation_->module.entry_point);
   out.library_ = r.library;
+  // The library primitives are built now, once, not on every call.
+  out.externals_ = std::make_shared<const driver::ExternalPlans>(
+      out.compilation_->module.externals, out.compilation_->module.options.num_threads);
   if (!runtime::cpu_supports(jit.simd)) {
     out.runnable_ = false;
     out.not_runnable_reason_ = "compiled for SIMD level " +
@@ -113,7 +124,7 @@ CompiledGraph compile_lowered(lowering::LoweredGraph lowered, const CompileOptio
 }
 
 CompiledGraph compile(const ir::Graph& graph, const CompileOptions& options) {
-  return compile_lowered(lowering::lower(graph), options);
+  return compile_lowered(lowering::lower(graph, lowering_options(options)), options);
 }
 
 std::vector<Tensor> CompiledGraph::run(const std::vector<Tensor>& inputs,
@@ -141,6 +152,7 @@ std::vector<Tensor> CompiledGraph::run(const std::vector<Tensor>& inputs,
   char err[1024] = {0};
   const int status = reinterpret_cast<EntryFn>(entry_)(
       args.data(), static_cast<int64_t>(args.size()), slots.data(), &allocate_output, &allocator,
+      &driver::ExternalPlans::call, const_cast<driver::ExternalPlans*>(externals_.get()),
       options.num_threads > 0 ? options.num_threads : module.options.num_threads, err, sizeof err);
   throw_on_status(status, err);
   std::vector<Tensor> outputs;
@@ -191,7 +203,8 @@ void CompiledGraph::run_into(const std::vector<const void*>& input_data,
   char err[1024] = {0};
   const int status = reinterpret_cast<EntryFn>(entry_)(
       args.data(), static_cast<int64_t>(args.size()), slots.data(), &caller_slot,
-      const_cast<void**>(output_slots.data()),
+      const_cast<void**>(output_slots.data()), &driver::ExternalPlans::call,
+      const_cast<driver::ExternalPlans*>(externals_.get()),
       options.num_threads > 0 ? options.num_threads : module.options.num_threads, err, sizeof err);
   throw_on_status(status, err);
 }

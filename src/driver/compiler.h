@@ -16,6 +16,10 @@
 
 namespace stax {
 
+namespace driver {
+class ExternalPlans;
+}
+
 // Bad arguments to a compiled graph: wrong count, dtype, size, stride.
 class InputError : public std::invalid_argument {
  public:
@@ -31,6 +35,9 @@ struct CompileOptions {
   bool fuse = true;
   bool localize = true;    // per-outer-iteration local arrays (scheduler::BufferPlan)
   bool record_ir = false;  // keep the kernel IR after every pass (explain --ir)
+  // Run contractions through the machine's library where it computes them (issue 14); false:
+  // every contraction is a Stax loop nest (what differential tests compare the library with).
+  bool external_libraries = true;
 };
 
 // Everything known about a graph before the C++ compiler runs.
@@ -84,6 +91,7 @@ class CompiledGraph {
   friend CompiledGraph compile_lowered(lowering::LoweredGraph, const CompileOptions&);
   std::shared_ptr<const Compilation> compilation_;
   std::shared_ptr<void> library_;  // keeps the shared object loaded
+  std::shared_ptr<const driver::ExternalPlans> externals_;  // the library plans, by call site
   void* entry_ = nullptr;
   std::vector<ir::TensorType> input_types_;
   std::vector<std::string> input_names_;
@@ -94,6 +102,8 @@ class CompiledGraph {
 };
 
 CompiledGraph compile(const ir::Graph& graph, const CompileOptions& options = {});
+// What lowering needs of the options: the target's libraries.
+lowering::LoweringOptions lowering_options(const CompileOptions& options);
 CompiledGraph compile_lowered(lowering::LoweredGraph lowered, const CompileOptions& options = {});
 
 }  // namespace stax

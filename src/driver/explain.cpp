@@ -11,7 +11,8 @@ using nlohmann::json;
 
 namespace {
 
-std::string deps_string(const std::vector<scheduler::MemoryDep>& deps) {
+template <typename Dep>
+std::string deps_string(const std::vector<Dep>& deps) {
   std::string out = "[";
   for (size_t k = 0; k < deps.size(); ++k) out += (k ? ", " : "") + deps[k].to_string();
   return out + "]";
@@ -44,13 +45,23 @@ json explain_json(const Compilation& c) {
   for (const auto& n : s.nodes) {
     std::vector<scheduler::MemoryDep> met, unmet;
     for (const auto& d : n.read_deps) (produced.count(d.buffer) ? unmet : met).push_back(d);
+    std::vector<scheduler::WholeDep> whole_met, whole_unmet;
+    for (const auto& d : n.whole_read_deps) {
+      (produced.count(d.buffer) ? whole_unmet : whole_met).push_back(d);
+    }
+    auto joined = [](const std::string& memory, const std::string& whole) {
+      if (whole == "[]") return memory;
+      if (memory == "[]") return whole;
+      return memory.substr(0, memory.size() - 1) + ", " + whole.substr(1);
+    };
+    const char* kind = n.is_external() ? "external" : n.is_reduction() ? "reduction" : "pointwise";
     nodes.push_back({{"name", n.name},
                      {"buffer", n.write.buffer},
                      {"origin", n.buffer->origin},
-                     {"kind", n.is_reduction() ? "reduction" : "pointwise"},
-                     {"writes", deps_string({n.write_dep})},
-                     {"unmet_dependencies", deps_string(unmet)},
-                     {"met_dependencies", deps_string(met)},
+                     {"kind", kind},
+                     {"writes", deps_string(std::vector<scheduler::MemoryDep>{n.write_dep})},
+                     {"unmet_dependencies", joined(deps_string(unmet), deps_string(whole_unmet))},
+                     {"met_dependencies", joined(deps_string(met), deps_string(whole_met))},
                      {"group", "(" + scheduler::sizes_string(n.sizes()) + ", " +
                                    scheduler::sizes_string(n.reduction_sizes()) + ")"},
                      {"dead", static_cast<bool>(s.dead[static_cast<size_t>(n.id)])}});
@@ -105,6 +116,28 @@ json explain_json(const Compilation& c) {
     kernels.push_back({{"name", k.name}, {"parallel_region", k.parallel_region}, {"loops", loops}});
   }
   doc["kernels"] = kernels;
+  // The library calls (issue 14): what each computes, through which library, and why.
+  json externals = json::array();
+  for (size_t k = 0; k < c.module.externals.size(); ++k) {
+    const program::ExternalSite& e = c.module.externals[k];
+    json operands = json::array();
+    for (const lowering::ExternalOperand* op : e.call->operands()) {
+      operands.push_back({{"buffer", op->buffer},
+                          {"sizes", op->sizes},
+                          {"strides", op->strides},
+                          {"offset", op->offset}});
+    }
+    externals.push_back({{"site", k},
+                         {"op", e.call->op},
+                         {"output", e.output},
+                         {"operands", operands},
+                         {"alpha", e.call->alpha},
+                         {"beta", e.call->beta},
+                         {"library", e.call->library},
+                         {"reason", e.call->reason}});
+  }
+  doc["external_calls"] = externals;
+  doc["host_program"] = c.module.program_log;
   doc["simd"] = std::string(runtime::simd_level_name(c.module.options.simd));
   doc["threads"] = c.module.options.num_threads;
   // The wrapper allocates a kernel function's buffers before calling it and frees them after
@@ -112,6 +145,15 @@ json explain_json(const Compilation& c) {
   std::map<std::string, std::string> function_of;
   for (const auto& k : c.module.kernels) {
     for (const auto& l : k.loops) function_of[l.fused_node] = k.name;
+  }
+  for (size_t k = 0; k < c.module.externals.size(); ++k) {
+    for (const auto& f : s.kernels) {
+      for (int id : f.members()) {
+        if (s.nodes[static_cast<size_t>(id)].write.buffer == c.module.externals[k].output) {
+          function_of[f.name] = "external call " + std::to_string(k);
+        }
+      }
+    }
   }
   json buffers = json::array();
   for (size_t k = 0; k < s.kernels.size(); ++k) {
@@ -159,7 +201,8 @@ std::string explain_text(const Compilation& c) {
   out << "\nnodes:\n";
   for (const auto& n : doc["nodes"]) {
     const std::string name = n["name"];
-    out << "  " << name << ": SchedulerNode(ComputedBuffer)  # " << n["origin"].get<std::string>()
+    const bool external = n["kind"].get<std::string>() == "external";
+    out << "  " << name << (external ? ": ExternalNode(ExternalCall)  # " : ": SchedulerNode(ComputedBuffer)  # ") << n["origin"].get<std::string>()
         << (n["dead"].get<bool>() ? " (dead)" : "") << "\n";
     out << "  " << name << ".writes = " << n["writes"].get<std::string>() << "\n";
     out << "  " << name << ".unmet_dependencies = " << n["unmet_dependencies"].get<std::string>()
@@ -210,6 +253,31 @@ std::string explain_text(const Compilation& c) {
       out << "      ops: " << source_ops_text(l["ops"]) << "\n";
     }
   }
+  if (!doc["external_calls"].empty()) {
+    out << "\nexternal calls:\n";
+    for (const auto& e : doc["external_calls"]) {
+      out << "  external call " << e["site"].get<size_t>() << ": " << e["output"].get<std::string>()
+          << " = " << e["op"].get<std::string>() << "(";
+      std::string args;
+      for (const auto& op : e["operands"]) {
+        std::string layout = op["buffer"].get<std::string>() + " sizes " +
+                             scheduler::sizes_string(op["sizes"].get<std::vector<int64_t>>()) +
+                             " strides " +
+                             scheduler::sizes_string(op["strides"].get<std::vector<int64_t>>());
+        if (op["offset"].get<int64_t>() != 0) {
+          layout += " offset " + std::to_string(op["offset"].get<int64_t>());
+        }
+        args += (args.empty() ? "" : ", ") + layout;
+      }
+      out << args << ")";
+      if (e["alpha"].get<double>() != 1.0) out << " alpha " << e["alpha"].get<double>();
+      if (e["op"] == "addmm" || e["op"] == "baddbmm") out << " beta " << e["beta"].get<double>();
+      out << "\n    through " << e["library"].get<std::string>() << ": "
+          << e["reason"].get<std::string>() << "\n";
+    }
+  }
+  out << "\nhost program:\n";
+  for (const auto& line : doc["host_program"]) out << "  " << line.get<std::string>() << "\n";
   out << "\nbuffers:\n";
   for (const auto& b : doc["buffers"]) {
     const std::string event = b["event"];

@@ -46,8 +46,40 @@ struct InputBuffer {
   std::vector<int64_t> strides;
 };
 
+// An operand of an external call: a strided view of a graph input or a computed buffer,
+// passed to the library as a layout (no copy).
+struct ExternalOperand {
+  std::string buffer;
+  bool is_input = false;
+  DType dtype = DType::Float32;
+  std::vector<int64_t> sizes;
+  std::vector<int64_t> strides;  // in elements; 0 where the view broadcasts
+  int64_t offset = 0;
+};
+
+// A computation whose indices Stax does not analyze: a library call that writes its whole
+// output buffer (Definition 7.1's whole dependences). Issue 14 brings matrix products:
+//   out[b] = alpha * (a[b] @ mat2[b]) + beta * bias[b]
+// over a batch (bmm, baddbmm; one matrix for mm, addmm), bias absent for mm and bmm.
+struct ExternalCall {
+  std::string op;  // the graph op: mm, bmm, addmm, baddbmm
+  ExternalOperand a;
+  ExternalOperand b;
+  std::optional<ExternalOperand> bias;  // broadcast to the output's sizes
+  double alpha = 1.0;
+  double beta = 1.0;
+  // Eager's float32 and float64 addmm (a BLAS call) skip the product when alpha == 0: the
+  // result is beta * bias even where the product would be NaN.
+  bool alpha_zero_skips_product = false;
+  std::string library;  // the implementation the target chose ("oneDNN matmul"), for explain
+  std::string reason;   // why this is a library call rather than a loop nest
+
+  std::vector<const ExternalOperand*> operands() const;  // a, b, then bias if any
+};
+
 // A buffer computed by a loop nest. Its pointwise loops run over `ranges`; a reduction also
-// runs over `reduction_ranges` and combines `value` under `reduction`.
+// runs over `reduction_ranges` and combines `value` under `reduction`. A buffer with
+// `external` set is computed by that call instead: it has no loops and no body.
 struct ComputedBuffer {
   std::string name;
   DType dtype;
@@ -71,8 +103,10 @@ struct ComputedBuffer {
   // pointwise chain inlined into a reduction, every op of the chain and the reduction. A
   // value inlined into two buffers is in both (provenance, source_op.h).
   std::vector<SourceOp> source_ops;
+  std::shared_ptr<const ExternalCall> external;
 
   bool is_reduction() const { return reduction.has_value(); }
+  bool is_external() const { return external != nullptr; }
   int64_t numel() const;
   // Runs the whole body under a handler: the value, the reduction, and the store.
   void run_body(OpsHandler& handler, const std::vector<index::Expr>& index,

@@ -1,13 +1,249 @@
-// Lowering of contractions (mm, bmm, addmm, baddbmm): issue 14. Being written; until it lands
-// no registered op has this category.
+// Lowering of contractions (issue 14): mm, bmm, addmm and baddbmm,
+//   out[b, i, j] = beta * bias[b, i, j] + alpha * sum_k a[b, i, k] * mat2[b, k, j]
+// (one matrix, no batch index, for mm and addmm; no bias for mm and bmm).
+//
+// Where the target has a library that runs the product (LoweringOptions::library_for), it
+// becomes an external buffer: one library call that writes the whole output, its operands
+// passed as strided layouts of the buffers they view. An operand whose layout the library
+// cannot read (composed arithmetic, or a view with neither of its last two strides 1) is
+// stored contiguously first. Otherwise (float64 and integer dtypes, which no library here
+// computes, or a target without libraries) it is a loop nest: a sum reduction of products
+// in the accumulation dtype (float32 for the half types, int64 for integers, whose wrapping
+// sum then converts to the dtype exactly as a wrapping sum in the dtype would), and the
+// alpha/beta epilogue as a pointwise value the scheduler can fuse with its consumers.
 #include <stdexcept>
 
 #include "lowering/lowerer.h"
 
 namespace stax::lowering {
 
-LoweredValue Lowerer::lower_contraction(const ir::Node& node, const ir::Value&) {
-  throw std::invalid_argument("lowering: no lowering for contraction " + node.op + " yet");
+namespace {
+
+struct ContractionShape {
+  bool batched = false;  // bmm, baddbmm
+  bool has_bias = false;
+  size_t a_pos = 0;  // argument positions
+  size_t b_pos = 1;
+};
+
+ContractionShape contraction_shape(const std::string& op) {
+  if (op == "mm") return {false, false, 0, 1};
+  if (op == "bmm") return {true, false, 0, 1};
+  if (op == "addmm") return {false, true, 1, 2};
+  if (op == "baddbmm") return {true, true, 1, 2};
+  throw std::logic_error("lowering: " + op + " is not a contraction");
+}
+
+// The dtype products are summed in: what eager's kernels accumulate in.
+DType accumulation_dtype(DType dtype) {
+  if (dtype == DType::Float64) return DType::Float64;
+  if (is_floating(dtype)) return DType::Float32;
+  return DType::Int64;
+}
+
+// Strides of `operand` seen at `out_sizes` (broadcast dims get stride 0), PyTorch's rules.
+std::vector<int64_t> broadcast_strides(const std::vector<int64_t>& sizes,
+                                       const std::vector<int64_t>& strides,
+                                       const std::vector<int64_t>& out_sizes) {
+  std::vector<int64_t> out(out_sizes.size(), 0);
+  const size_t shift = out_sizes.size() - sizes.size();
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    out[d + shift] = sizes[d] == out_sizes[d + shift] ? strides[d] : 0;
+  }
+  return out;
+}
+
+// Whether a library reads the matrix dims of this layout directly: one of the last two strides
+// is 1 (row- or column-major matrices, any leading stride).
+bool library_readable(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
+  const size_t n = sizes.size();
+  const bool rows_unit = strides[n - 1] == 1 || sizes[n - 1] <= 1;
+  const bool cols_unit = strides[n - 2] == 1 || sizes[n - 2] <= 1;
+  return rows_unit || cols_unit;
+}
+
+}  // namespace
+
+LoweredValue Lowerer::sum_of_products(const ir::Node& node, const std::vector<int64_t>& out_sizes,
+                                      size_t a_pos, size_t b_pos, DType acc) {
+  const LoweredValue& va = value(std::get<ir::ValueRef>(node.args[a_pos]).index);
+  const LoweredValue& vb = value(std::get<ir::ValueRef>(node.args[b_pos]).index);
+  const Loader la = va.loader;
+  const Loader lb = vb.loader;
+  ComputedBuffer sum;
+  sum.name = next_buffer_name();
+  sum.dtype = acc;
+  sum.sizes = out_sizes;
+  sum.strides = ir::contiguous_strides(out_sizes);
+  sum.ranges = out_sizes;
+  sum.reduction_ranges = {va.sizes.back()};
+  sum.reduction = ReductionType::Sum;
+  const std::vector<int64_t> strides = sum.strides;
+  sum.output_index = [strides](const std::vector<Expr>& idx) {
+    return strided_offset(idx, strides);
+  };
+  sum.value = [la, lb, acc](OpsHandler& h, const std::vector<Expr>& idx,
+                            const std::vector<Expr>& ridx) {
+    // idx = (batch..., i, j), ridx = (k): a[..., i, k] * mat2[..., k, j].
+    std::vector<Expr> ia(idx.begin(), idx.end() - 1);
+    ia.push_back(ridx[0]);
+    std::vector<Expr> ib(idx.begin(), idx.end() - 2);
+    ib.push_back(ridx[0]);
+    ib.push_back(idx.back());
+    const OpsValue args[] = {convert(h, la(h, ia), acc), convert(h, lb(h, ib), acc)};
+    return h.compute(PointwiseOp::Mul, args, acc);
+  };
+  sum.origin = "mul+sum";
+  result_.log.push_back(sum.name + " (" + node.op + "): a loop nest of products summed in " +
+                        std::string(dtype_name(acc)));
+  LoweredValue summed = add_buffer(std::move(sum), composed_over_operands(node));
+  summed.origin.clear();
+  return summed;
+}
+
+LoweredValue Lowerer::lower_contraction(const ir::Node& node, const ir::Value& out) {
+  const ContractionShape shape = contraction_shape(node.op);
+  const DType dtype = out.type.dtype;
+  const std::vector<int64_t>& out_sizes = out.type.sizes;
+  auto operand_value = [&](size_t pos) -> const LoweredValue& {
+    return value(std::get<ir::ValueRef>(node.args[pos]).index);
+  };
+  const ir::Scalar beta = shape.has_bias ? ir::scalar_arg(node, 3) : ir::Scalar(int64_t{0});
+  const ir::Scalar alpha = shape.has_bias ? ir::scalar_arg(node, 4) : ir::Scalar(int64_t{1});
+  // beta == 0 ignores the bias, NaN and infinity included, as eager does.
+  const bool reads_bias = shape.has_bias && !beta.is_zero();
+  // Eager's float32 and float64 addmm (a BLAS call) skip the product when alpha == 0, so the
+  // result is beta * bias even where the product is NaN; baddbmm and the half types compute
+  // 0 * (a @ b) (probed on torch 2.13.0).
+  const bool skips_product = node.op == "addmm" && alpha.is_zero() &&
+                             (dtype == DType::Float32 || dtype == DType::Float64);
+
+  // The library path.
+  if (options_.library_for) {
+    auto as_operand = [&](const LoweredValue& v, const std::vector<int64_t>& at_sizes,
+                          bool broadcast) -> std::optional<ExternalOperand> {
+      if (!v.layout) return std::nullopt;
+      ExternalOperand op{v.layout->buffer, v.layout->is_input, v.dtype, at_sizes,
+                         broadcast ? broadcast_strides(v.sizes, v.layout->strides, at_sizes)
+                                   : v.layout->strides,
+                         v.layout->offset};
+      if (!library_readable(op.sizes, op.strides)) return std::nullopt;
+      return op;
+    };
+    const LoweredValue& va = operand_value(shape.a_pos);
+    const LoweredValue& vb = operand_value(shape.b_pos);
+    // Operands stored contiguously first where the library cannot read them as they are.
+    auto contiguous = [](const LoweredValue& v, const std::vector<int64_t>& at_sizes) {
+      return ExternalOperand{"", false, v.dtype, at_sizes, ir::contiguous_strides(at_sizes), 0};
+    };
+    ExternalCall call;
+    call.op = node.op;
+    std::optional<ExternalOperand> a = as_operand(va, va.sizes, false);
+    std::optional<ExternalOperand> b = as_operand(vb, vb.sizes, false);
+    call.a = a ? *a : contiguous(va, va.sizes);
+    call.b = b ? *b : contiguous(vb, vb.sizes);
+    std::optional<ExternalOperand> bias;
+    if (reads_bias) {
+      const LoweredValue& vc = operand_value(0);
+      bias = as_operand(vc, out_sizes, true);
+      call.bias = bias ? *bias : contiguous(vc, out_sizes);
+    }
+    call.alpha = alpha.as_double();
+    call.beta = reads_bias ? beta.as_double() : 0.0;
+    call.alpha_zero_skips_product = skips_product;
+    std::string why;
+    std::optional<std::string> library = options_.library_for(call, &why);
+    if (library) {
+      call.library = *library;
+      call.reason = "the target's " + *library + " runs " + node.op + " on " +
+                    std::string(dtype_name(dtype));
+      auto store_unreadable = [&](const LoweredValue& v, bool readable,
+                                  const std::vector<int64_t>& at_sizes, bool broadcast,
+                                  const char* role, ExternalOperand& into) {
+        if (readable) return;
+        LoweredValue r = realize(v, std::string("operand ") + role + " of " + node.op +
+                                        ": the library reads only strided matrices");
+        into.buffer = r.layout->buffer;
+        into.strides = broadcast ? broadcast_strides(v.sizes, r.layout->strides, at_sizes)
+                                 : r.layout->strides;
+      };
+      store_unreadable(va, a.has_value(), va.sizes, false, "a", call.a);
+      store_unreadable(vb, b.has_value(), vb.sizes, false, "mat2", call.b);
+      if (reads_bias) {
+        store_unreadable(operand_value(0), bias.has_value(), out_sizes, true, "bias", *call.bias);
+      }
+      ComputedBuffer buf;
+      buf.name = next_buffer_name();
+      buf.dtype = dtype;
+      buf.sizes = out_sizes;
+      buf.strides = ir::contiguous_strides(out_sizes);
+      buf.ranges = out_sizes;
+      buf.origin = node.op;
+      result_.log.push_back(buf.name + " (" + node.op + "): an external call, " + call.reason);
+      buf.external = std::make_shared<const ExternalCall>(std::move(call));
+      LoweredValue v = add_buffer(std::move(buf), ComposedNodes(node_index(node), {}));
+      return v;
+    }
+    result_.log.push_back(ir::describe_node(graph_, node) + ": a loop nest, " + why);
+  }
+
+  // The loop nest: a sum of products in the accumulation dtype.
+  const DType acc = accumulation_dtype(dtype);
+  std::optional<LoweredValue> summed;
+  if (!skips_product) summed = sum_of_products(node, out_sizes, shape.a_pos, shape.b_pos, acc);
+
+  // The epilogue: alpha * sum + beta * bias, in the accumulation dtype, then the dtype.
+  if (summed && !reads_bias && alpha.equals(1.0) && acc == dtype) return *summed;
+  Loader ls = summed ? summed->loader : Loader();
+  Loader lc;
+  IndexMap c_map;
+  if (reads_bias) {
+    const LoweredValue& vc = operand_value(0);
+    lc = vc.loader;
+    c_map = broadcast_index(vc.sizes, out_sizes);
+  }
+  const bool scale = !alpha.equals(1.0);
+  LoweredValue v;
+  v.dtype = dtype;
+  v.sizes = out_sizes;
+  if (summed) v.stats = summed->stats;
+  if (scale) v.stats += op_stats(PointwiseOp::Mul);
+  if (reads_bias) {
+    v.stats += operand_value(0).stats;
+    v.stats += op_stats(PointwiseOp::Mul);
+    v.stats += op_stats(PointwiseOp::Add);
+  }
+  v.loader = [ls, lc, c_map, acc, dtype, alpha, beta, scale](OpsHandler& h,
+                                                             const std::vector<Expr>& idx) {
+    std::optional<OpsValue> r;
+    if (ls) {
+      r = ls(h, idx);
+      if (scale) {
+        const OpsValue args[] = {h.constant(alpha, acc), *r};
+        r = h.compute(PointwiseOp::Mul, args, acc);
+      }
+    }
+    if (lc) {
+      OpsValue c = convert(h, lc(h, c_map(idx)), acc);
+      if (!beta.equals(1.0)) {
+        const OpsValue args[] = {h.constant(beta, acc), c};
+        c = h.compute(PointwiseOp::Mul, args, acc);
+      }
+      if (r) {
+        const OpsValue args[] = {c, *r};
+        c = h.compute(PointwiseOp::Add, args, acc);
+      }
+      r = c;
+    }
+    if (!r) r = h.constant(ir::Scalar(int64_t{0}), acc);  // alpha == 0 skipped, beta == 0
+    return convert(h, *r, dtype);
+  };
+  v.origin = {node.op};
+  std::vector<ComposedNodes> epilogue_operands;
+  if (summed) epilogue_operands.push_back(summed->composed);
+  if (reads_bias) epilogue_operands.push_back(operand_value(0).composed);
+  v.composed = ComposedNodes(node_index(node), std::move(epilogue_operands));
+  return v;
 }
 
 }  // namespace stax::lowering

@@ -258,6 +258,9 @@ class Lowerer {
   LoweredValue lower_factory(const ir::Node& node, const ir::Value& out);
   // Issue 14: mm, bmm, addmm, baddbmm as an external library call or a loop nest.
   LoweredValue lower_contraction(const ir::Node& node, const ir::Value& out);
+  // The stored sum over k of a[..., i, k] * mat2[..., k, j] in `acc` (lower_contraction.cpp).
+  LoweredValue sum_of_products(const ir::Node& node, const std::vector<int64_t>& out_sizes,
+                               size_t a_pos, size_t b_pos, DType acc);
   // A value that reads `src` through `map` (an index rewrite, no computation).
   static LoweredValue remapped(const LoweredValue& src, const std::vector<int64_t>& sizes,
                                IndexMap map);

@@ -16,8 +16,15 @@ int64_t ComputedBuffer::numel() const {
   return n;
 }
 
+std::vector<const ExternalOperand*> ExternalCall::operands() const {
+  std::vector<const ExternalOperand*> out = {&a, &b};
+  if (bias) out.push_back(&*bias);
+  return out;
+}
+
 void ComputedBuffer::run_body(OpsHandler& handler, const std::vector<Expr>& index,
                               const std::vector<Expr>& reduction_index) const {
+  if (external) throw std::logic_error("buffer " + name + " is an external call: it has no body");
   OpsValue v = value(handler, index, reduction_index);
   if (reduction) {
     handler.store_reduction(name, output_index(index), handler.reduction(*reduction, v));

@@ -6,6 +6,10 @@
 // outputs are always stored in buffers.
 #pragma once
 
+#include <functional>
+#include <optional>
+#include <string>
+
 #include "ir/graph.h"
 #include "lowering/loop_ir.h"
 #include "lowering/materialization.h"
@@ -14,6 +18,10 @@ namespace stax::lowering {
 
 struct LoweringOptions {
   Device device = Device::Cpu;
+  // The libraries of the target: for a contraction, the name of the library that runs it as
+  // an external call ("oneDNN matmul"), or nullopt with `why` saying why not (then it is a
+  // loop nest). Unset: no library, every contraction is a loop nest.
+  std::function<std::optional<std::string>(const ExternalCall&, std::string* why)> library_for;
 };
 
 LoweredGraph lower(const ir::Graph& graph, const LoweringOptions& options = {});

@@ -50,6 +50,14 @@ bool operator<(const MemoryDep& a, const MemoryDep& b) {
   return false;
 }
 
+int64_t WholeDep::bytes() const { return numel * static_cast<int64_t>(dtype_size(dtype)); }
+
+std::string WholeDep::to_string() const { return "WholeDep('" + buffer + "')"; }
+
+std::string WeakDep::to_string() const {
+  return "WeakDep('" + buffer + "', before op" + std::to_string(before) + ")";
+}
+
 MemoryDep normalize_dep(const std::string& buffer, const Expr& idx,
                         const std::vector<LoopVar>& loops, DType dtype) {
   index::CollapsedIndex c = index::collapse(idx, loops, "c");
@@ -127,11 +135,37 @@ std::vector<std::string> SchedulerNode::buffers() const {
   return out;
 }
 
+namespace {
+
+// An external call's node: whole dependences on its operands, and a write of its whole output
+// over one loop of its element count (what the liveness passes and the fusion log print).
+SchedulerNode make_external_node(SchedulerNode node, const lowering::ComputedBuffer& buffer) {
+  node.kind = NodeKind::External;
+  node.vars = {{"x0", buffer.numel()}};
+  for (const lowering::ExternalOperand* op : buffer.external->operands()) {
+    int64_t numel = 1;
+    for (int64_t s : op->sizes) numel *= s;
+    WholeDep dep{op->buffer, op->dtype, numel};
+    if (std::find(node.whole_read_deps.begin(), node.whole_read_deps.end(), dep) !=
+        node.whole_read_deps.end()) {
+      continue;
+    }
+    node.whole_read_deps.push_back(dep);
+    node.reads.push_back({op->buffer, Expr(0), op->dtype});
+  }
+  node.write = {buffer.name, Expr::var("x0"), buffer.dtype};
+  node.write_dep = MemoryDep{buffer.name, Expr::var("c0"), {{"c0", buffer.numel()}}, buffer.dtype};
+  return node;
+}
+
+}  // namespace
+
 SchedulerNode make_scheduler_node(int id, const lowering::ComputedBuffer& buffer) {
   SchedulerNode node;
   node.id = id;
   node.name = "op" + std::to_string(id);
   node.buffer = &buffer;
+  if (buffer.is_external()) return make_external_node(std::move(node), buffer);
 
   // Record with the buffer's own loop variables to find which loops can be merged.
   const auto pw = make_vars(buffer.ranges, "i");

@@ -16,8 +16,8 @@
 
 namespace stax::scheduler {
 
-// Definition 7.1. Only memory dependences arise from the ops of this version of Stax; whole
-// and weak dependences come with extern calls and in-place mutation.
+// Definition 7.1's three kinds of dependence. A memory dependence records the buffer, the
+// index of the access over the node's loops and their ranges: what fusion compares.
 struct MemoryDep {
   std::string buffer;
   index::Expr index;
@@ -31,6 +31,34 @@ struct MemoryDep {
   friend bool operator<(const MemoryDep& a, const MemoryDep& b);
 };
 
+// A whole dependence records only the buffer: an external call reads (or writes) it through
+// indices Stax does not analyze, so the call depends on every element of it.
+struct WholeDep {
+  std::string buffer;
+  DType dtype = DType::Float32;
+  int64_t numel = 0;
+
+  int64_t bytes() const;
+  std::string to_string() const;  // WholeDep('buf1')
+  friend bool operator==(const WholeDep& a, const WholeDep& b) = default;
+};
+
+// A weak dependence carries no data: it only orders two nodes, so that a node reading a buffer
+// runs before the node that rewrites it in place. In-place mutation (a later issue) adds them;
+// nothing in this version of Stax rewrites a buffer, so no node has one yet.
+struct WeakDep {
+  std::string buffer;  // the buffer rewritten in place
+  int before = -1;     // the node that must run first (it reads the old contents)
+
+  std::string to_string() const;  // WeakDep('buf1', before op3)
+  friend bool operator==(const WeakDep& a, const WeakDep& b) = default;
+};
+
+// The kind of computation behind a scheduler node: a loop nest (pointwise or reduction body,
+// Definition 6.1) or an external call (a library routine, lowering/loop_ir.h). Scan and
+// mutation nodes come later.
+enum class NodeKind : uint8_t { Loop, External };
+
 // One load or store of a node, with its index over the node's own loop variables.
 struct Access {
   std::string buffer;
@@ -41,6 +69,7 @@ struct Access {
 struct SchedulerNode {
   int id = 0;
   std::string name;  // "op<id>"
+  NodeKind kind = NodeKind::Loop;
   const lowering::ComputedBuffer* buffer = nullptr;
   std::vector<index::LoopVar> vars;            // pointwise loops after simplification: x0, x1..
   std::vector<index::LoopVar> reduction_vars;  // reduction loops after simplification: r0, r1..
@@ -48,10 +77,16 @@ struct SchedulerNode {
   Access write;
   std::vector<MemoryDep> read_deps;  // normalized, distinct
   MemoryDep write_dep;
+  // An external node reads its operands whole: `whole_read_deps` holds them, and `reads` names
+  // the same buffers (at index 0: an external node has no loops, and no fusion compares its
+  // accesses), so that every pass ordering nodes by the buffers they read sees them.
+  std::vector<WholeDep> whole_read_deps;
+  std::vector<WeakDep> weak_deps;  // none yet (in-place mutation comes later)
   // The original buffer loop variables in terms of the simplified ones.
   std::map<std::string, index::Expr> original_index;
 
   bool is_reduction() const { return buffer->is_reduction(); }
+  bool is_external() const { return kind == NodeKind::External; }
   std::vector<int64_t> sizes() const;
   std::vector<int64_t> reduction_sizes() const;
   index::RangeMap ranges() const;  // vars and reduction_vars

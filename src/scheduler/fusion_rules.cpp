@@ -366,6 +366,17 @@ FusionDecision FusionRules::can_fuse(const FusedNode& first, const FusedNode& se
 
   rejected.score = score(a, b);
   rejected.vertical = vertical;
+  // An external call runs a library routine over whole buffers (its dependences are
+  // WholeDeps): there is no loop of its own for another node to share.
+  for (const FusedNode* f : {&a, &b}) {
+    for (int id : f->members()) {
+      const SchedulerNode& n = nodes_[static_cast<size_t>(id)];
+      if (!n.is_external()) continue;
+      rejected.reason = n.name + " is an external call (" + n.buffer->external->library +
+                        "): it reads and writes whole buffers (WholeDep), no loop to share";
+      return rejected;
+    }
+  }
   if (a.members().size() + b.members().size() > limits_.max_nodes) {
     rejected.reason = "more than " + std::to_string(limits_.max_nodes) + " nodes";
     return rejected;

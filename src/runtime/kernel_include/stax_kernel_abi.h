@@ -26,6 +26,13 @@ typedef struct StaxTensorArg {
  * failure. The slot index lets a caller hand out buffers it allocated before the run. */
 typedef void* (*StaxAllocFn)(void* ctx, int64_t slot, int64_t nbytes);
 
+/* The runtime's external calls (library routines such as matrix products, issue 14): runs
+ * call site `site` of the loaded program, reading `operands` (element 0 of each operand, in
+ * the order the site's description lists them) and writing `output`, on `num_threads` threads.
+ * Returns 0, or nonzero after formatting the reason into err. */
+typedef int (*StaxExternalFn)(void* ctx, int64_t site, const void* const* operands, void* output,
+                              int num_threads, char* err, int64_t err_capacity);
+
 /* Formats an error message into buf (capacity cap bytes, always NUL-terminated when
  * cap > 0); a NULL buffer or cap <= 0 is ignored. */
 static inline void stax_set_error(char* buf, int64_t cap, const char* fmt, ...)

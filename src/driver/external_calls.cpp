@@ -1,0 +1,86 @@
+// Library choice and plans for external calls (see external_calls.h).
+#include "driver/external_calls.h"
+
+#include <cstdio>
+#include <stdexcept>
+
+#include "ir/graph.h"
+
+namespace stax::driver {
+
+namespace {
+
+// An operand of `rank` 2 or 3 as {batch, rows, cols}: a lone matrix is a batch of one.
+external::MatrixLayout as_matrices(const std::vector<int64_t>& sizes,
+                                   const std::vector<int64_t>& strides) {
+  external::MatrixLayout m;
+  const size_t n = sizes.size();
+  m.sizes = {n == 3 ? sizes[0] : 1, sizes[n - 2], sizes[n - 1]};
+  m.strides = {n == 3 ? strides[0] : 0, strides[n - 2], strides[n - 1]};
+  return m;
+}
+
+}  // namespace
+
+external::MatmulSpec matmul_spec(const lowering::ExternalCall& call,
+                                 const std::vector<int64_t>& output_sizes,
+                                 const std::vector<int64_t>& output_strides, DType dtype) {
+  external::MatmulSpec spec;
+  spec.dtype = dtype;
+  spec.a = as_matrices(call.a.sizes, call.a.strides);
+  spec.b = as_matrices(call.b.sizes, call.b.strides);
+  spec.c = as_matrices(output_sizes, output_strides);
+  if (call.bias) spec.bias = as_matrices(call.bias->sizes, call.bias->strides);
+  spec.alpha = call.alpha;
+  spec.beta = call.beta;
+  spec.alpha_zero_skips_product = call.alpha_zero_skips_product;
+  return spec;
+}
+
+std::optional<std::string> library_for(const lowering::ExternalCall& call, std::string* why) {
+  std::vector<int64_t> out_sizes = call.a.sizes;
+  out_sizes.back() = call.b.sizes.back();
+  std::vector<int64_t> out_strides(out_sizes.size(), 1);
+  for (size_t d = out_sizes.size() - 1; d-- > 0;) {
+    out_strides[d] = out_strides[d + 1] * std::max<int64_t>(out_sizes[d + 1], 1);
+  }
+  const external::MatmulSpec spec = matmul_spec(call, out_sizes, out_strides, call.a.dtype);
+  if (!external::MatmulPlan::supported(spec, why)) return std::nullopt;
+  return std::string("oneDNN matmul");
+}
+
+ExternalPlans::ExternalPlans(const std::vector<program::ExternalSite>& sites, int num_threads) {
+  for (const program::ExternalSite& site : sites) {
+    try {
+      plans_.push_back(external::MatmulPlan::create(
+          matmul_spec(*site.call, site.output_sizes, site.output_strides, site.dtype),
+          num_threads));
+    } catch (const std::exception&) {
+      ir::rethrow_with_context("building the library call of " + site.source);
+    }
+    sources_.push_back(site.source);
+  }
+}
+
+int ExternalPlans::call(void* ctx, int64_t site, const void* const* operands, void* output,
+                        int num_threads, char* err, int64_t err_capacity) {
+  const auto* self = static_cast<const ExternalPlans*>(ctx);
+  const auto k = static_cast<size_t>(site);
+  try {
+    if (self == nullptr || k >= self->plans_.size()) {
+      throw std::logic_error("no plan for external call site " + std::to_string(site));
+    }
+    const bool has_bias = self->plans_[k]->spec().bias.has_value();
+    self->plans_[k]->run(operands[0], operands[1], has_bias ? operands[2] : nullptr, output,
+                         num_threads);
+    return 0;
+  } catch (const std::exception& e) {
+    if (err != nullptr && err_capacity > 0) {
+      const std::string where = k < self->sources_.size() ? self->sources_[k] + ": " : "";
+      std::snprintf(err, static_cast<size_t>(err_capacity), "%s%s", where.c_str(), e.what());
+    }
+    return 1;
+  }
+}
+
+}  // namespace stax::driver

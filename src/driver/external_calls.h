@@ -1,0 +1,43 @@
+// The driver's side of external calls (issue 14): which library runs a contraction on this
+// machine (lowering asks while it lowers), and the plans a loaded program calls through its
+// StaxExternalFn, built once per call site when the program is loaded.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "external/matmul.h"
+#include "lowering/loop_ir.h"
+#include "program/host_program.h"
+
+namespace stax::driver {
+
+// The library that runs `call` as it is described (dtype, operand layouts), or nullopt with
+// `why` saying why not (the contraction is then a loop nest).
+std::optional<std::string> library_for(const lowering::ExternalCall& call, std::string* why);
+
+// The library's view of a call site: every operand as a batch of strided matrices.
+external::MatmulSpec matmul_spec(const lowering::ExternalCall& call,
+                                 const std::vector<int64_t>& output_sizes,
+                                 const std::vector<int64_t>& output_strides, DType dtype);
+
+// The plans of one loaded program, by site index.
+class ExternalPlans {
+ public:
+  // Builds every site's plan; throws external::LibraryError naming the site's graph node.
+  // `num_threads`: the count the program was compiled for (a run with another builds one
+  // more primitive on first use).
+  ExternalPlans(const std::vector<program::ExternalSite>& sites, int num_threads);
+  // The StaxExternalFn the generated wrapper calls, with `this` as its context.
+  static int call(void* ctx, int64_t site, const void* const* operands, void* output,
+                  int num_threads, char* err, int64_t err_capacity);
+  bool empty() const { return plans_.empty(); }
+
+ private:
+  std::vector<std::unique_ptr<external::MatmulPlan>> plans_;
+  std::vector<std::string> sources_;
+};
+
+}  // namespace stax::driver

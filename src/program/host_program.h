@@ -1,0 +1,101 @@
+// The host program IR (issue 14, point 1): what the wrapper of a compiled graph does, as data.
+// The wrapper (Listing 8.1) checks its inputs, allocates buffers, runs kernel functions and
+// external calls in order, turns an error code into PyTorch's message and frees each buffer
+// after its last use. The passes of program/pipeline.cpp build it from the schedule and
+// decide on it (which loops share a kernel function, where buffers live); host_printer.h only
+// prints it. Each decision carries its reason for `stax explain`.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "kernel/kernel_ir.h"
+#include "lowering/loop_ir.h"
+#include "scheduler/schedule.h"
+
+namespace stax::program {
+
+// One fused node of the schedule, in execution order: a loop nest lowered to kernel IR, or an
+// external call.
+struct Step {
+  size_t fused = 0;  // index into Schedule::kernels
+  bool external = false;
+  kernel::Kernel loop;  // a loop step's kernel IR after the kernel passes
+  // An external step's call and the buffer it writes.
+  const lowering::ExternalCall* call = nullptr;
+  std::string output;
+};
+
+// Adjacent loop steps sharing one C++ function and one OpenMP parallel region.
+struct KernelFunction {
+  std::string name;           // kernel0, kernel1, ...
+  std::vector<size_t> steps;  // indices into HostProgram::steps
+  std::vector<std::string> params;
+  bool checks = false;  // takes the error code
+  bool parallel_region = false;
+  std::string reason;  // why its steps share a function, or why it starts a new one
+};
+
+// A library call of the program: what the runtime builds a plan for when the program is
+// loaded (the generated code names it by its index).
+struct ExternalSite {
+  std::string output;  // the buffer it writes
+  std::shared_ptr<const lowering::ExternalCall> call;  // owned with the lowered graph's buffer
+  std::vector<int64_t> output_sizes;
+  std::vector<int64_t> output_strides;
+  DType dtype = DType::Float32;
+  std::string source;  // the graph node it computes, for errors
+};
+
+// Statements of the wrapper after the input checks, in order.
+struct Allocate {
+  std::string buffer;
+  int64_t bytes = 0;
+  bool output = false;
+  int slot = 0;  // output slot, or the intermediate's index in the live table
+};
+struct Free {
+  std::string buffer;
+  int slot = 0;  // in the live table
+};
+struct ReleaseInput {
+  std::string input;
+};
+struct CallKernel {
+  size_t function = 0;
+};
+struct CallExternal {
+  size_t site = 0;
+  std::vector<std::string> operands;  // buffers: a, mat2, bias
+};
+using Statement = std::variant<Allocate, Free, ReleaseInput, CallKernel, CallExternal>;
+
+struct HostProgram {
+  const scheduler::Schedule* schedule = nullptr;
+  std::vector<Step> steps;
+  std::vector<KernelFunction> functions;
+  std::vector<ExternalSite> externals;
+  std::vector<Statement> body;
+  std::vector<kernel::ErrorSite> errors;  // every distinct error code a kernel can set
+  int num_intermediates = 0;              // entries of the live table
+  std::vector<std::string> output_slots;  // the buffer of each output slot
+  std::vector<std::string> log;           // one line per decision (explain)
+};
+
+// What stax_graph_run returns besides 0: 1 for bad arguments (count, sizes, strides, dtype,
+// thread count), kStatusOutOfMemory when an output or intermediate could not be allocated,
+// kStatusKernelError when a kernel set its error code for an integer division by zero, and for
+// an indirect index out of range kStatusIndexError where PyTorch raises IndexError
+// (ir::IndexRule::index_error), kStatusIndexOutOfRange where it raises RuntimeError (the
+// message is PyTorch's); kStatusExternalError when a library call failed (the runtime's
+// message names the op and the shapes).
+constexpr int kStatusOutOfMemory = 2;
+constexpr int kStatusKernelError = 3;
+constexpr int kStatusIndexError = 4;
+constexpr int kStatusIndexOutOfRange = 5;
+constexpr int kStatusExternalError = 6;
+
+}  // namespace stax::program

@@ -1,0 +1,69 @@
+// The host program's passes, in order (issue 14, point 1). Each is logged after it runs when
+// STAX_LOGS names `program`.
+#include "program/pipeline.h"
+
+#include <cstdlib>
+#include <iostream>
+#include <sstream>
+
+namespace stax::program {
+
+namespace {
+
+bool logs_program() {
+  const char* env = std::getenv("STAX_LOGS");
+  if (env == nullptr) return false;
+  const std::string list = std::string(",") + env + ",";
+  return list.find(",program,") != std::string::npos;
+}
+
+}  // namespace
+
+HostProgram build_host_program(const scheduler::Schedule& schedule,
+                               const kernel::PipelineOptions& kernel_options) {
+  HostProgram program;
+  program.schedule = &schedule;
+  const bool log = logs_program();
+  auto after = [&](const char* pass) {
+    if (log) std::cerr << "stax: host program after " << pass << ":\n" << describe_program(program);
+  };
+  lower_steps(program, kernel_options);
+  after("lower_steps");
+  group_kernel_functions(program);
+  after("group_kernel_functions");
+  place_buffers(program);
+  after("place_buffers");
+  return program;
+}
+
+std::string describe_program(const HostProgram& program) {
+  std::ostringstream out;
+  for (const KernelFunction& f : program.functions) {
+    out << "  function " << f.name << " (" << f.steps.size() << " loops"
+        << (f.parallel_region ? ", one parallel region" : "") << "): " << f.reason << "\n";
+  }
+  for (size_t k = 0; k < program.externals.size(); ++k) {
+    const ExternalSite& e = program.externals[k];
+    out << "  external " << k << ": " << e.output << " = " << e.call->op << " through "
+        << e.call->library << "\n";
+  }
+  for (const Statement& st : program.body) {
+    out << "    ";
+    if (const auto* a = std::get_if<Allocate>(&st)) {
+      out << "allocate " << a->buffer << " (" << a->bytes << " bytes, "
+          << (a->output ? "output slot " : "live slot ") << a->slot << ")";
+    } else if (const auto* f = std::get_if<Free>(&st)) {
+      out << "free " << f->buffer;
+    } else if (const auto* r = std::get_if<ReleaseInput>(&st)) {
+      out << "last use of input " << r->input;
+    } else if (const auto* c = std::get_if<CallKernel>(&st)) {
+      out << "call " << program.functions[c->function].name;
+    } else if (const auto* e = std::get_if<CallExternal>(&st)) {
+      out << "call external " << e->site << " (" << program.externals[e->site].call->op << ")";
+    }
+    out << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace stax::program

@@ -1,0 +1,78 @@
+// Pass: the wrapper's statements in order. Each function or external call is preceded by the
+// allocation of the buffers its steps produce and followed by the release of the buffers whose
+// last use it is (the schedule's allocation and release records, Section 7.5). Outputs get the
+// caller's allocator slots in graph output order; intermediates get an entry in one live
+// table, so that a failure releases whatever is live with one loop.
+#include <map>
+#include <set>
+
+#include "ir/checked_arith.h"
+#include "program/pipeline.h"
+
+namespace stax::program {
+
+void place_buffers(HostProgram& program) {
+  const scheduler::Schedule& s = *program.schedule;
+  const lowering::LoweredGraph& g = *s.graph;
+  std::set<std::string> inputs;
+  for (const auto& in : g.inputs) inputs.insert(in.name);
+  std::map<std::string, int> output_slot;
+  for (const auto& out : g.outputs) {
+    if (out.is_input || output_slot.count(out.buffer)) continue;
+    output_slot[out.buffer] = static_cast<int>(program.output_slots.size());
+    program.output_slots.push_back(out.buffer);
+  }
+  std::map<std::string, int> live_slot;
+  for (const auto& allocations : s.allocate_before) {
+    for (const auto& name : allocations) {
+      if (!s.plan_of(name)->is_output) {
+        live_slot.emplace(name, static_cast<int>(live_slot.size()));
+      }
+    }
+  }
+  program.num_intermediates = static_cast<int>(live_slot.size());
+
+  // The units the wrapper calls, in order: a function (its steps) or an external step.
+  std::vector<std::vector<size_t>> unit_steps;
+  std::vector<Statement> calls;
+  size_t next_function = 0;
+  size_t next_site = 0;
+  for (size_t i = 0; i < program.steps.size(); ++i) {
+    const Step& step = program.steps[i];
+    if (step.external) {
+      CallExternal call{next_site++, {}};
+      for (const lowering::ExternalOperand* op : step.call->operands()) {
+        call.operands.push_back(op->buffer);
+      }
+      unit_steps.push_back({i});
+      calls.emplace_back(std::move(call));
+      continue;
+    }
+    const KernelFunction& f = program.functions.at(next_function);
+    if (f.steps.front() != i) continue;  // a later step of the current function
+    unit_steps.push_back(f.steps);
+    calls.emplace_back(CallKernel{next_function++});
+  }
+  for (size_t u = 0; u < calls.size(); ++u) {
+    for (size_t i : unit_steps[u]) {
+      for (const auto& name : s.allocate_before[program.steps[i].fused]) {
+        const scheduler::BufferPlan* plan = s.plan_of(name);
+        program.body.emplace_back(Allocate{name, plan->bytes, plan->is_output,
+                                           plan->is_output ? output_slot.at(name)
+                                                           : live_slot.at(name)});
+      }
+    }
+    program.body.push_back(calls[u]);
+    for (size_t i : unit_steps[u]) {
+      for (const auto& name : s.release_after[program.steps[i].fused]) {
+        if (inputs.count(name)) {
+          program.body.emplace_back(ReleaseInput{name});
+        } else {
+          program.body.emplace_back(Free{name, live_slot.at(name)});
+        }
+      }
+    }
+  }
+}
+
+}  // namespace stax::program
