@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Every suite the project has; the run fails when CTest does not list each of them.
-suites=(test_index test_ir test_runtime test_eager test_lowering test_scheduler test_kernel test_codegen
+suites=(test_index test_ir test_runtime test_external test_eager test_lowering test_scheduler test_kernel test_codegen
   test_driver test_cli test_random_graphs test_fuzz test_fuzz_ci test_sweep test_sweep.shard1)
 # The suites that do not JIT-compile kernels run again under the sanitizers (generated
 # kernels run in their own shared objects, which the sanitizers would not instrument).

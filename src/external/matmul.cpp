@@ -1,0 +1,411 @@
+// MatmulPlan on oneDNN 2.6's matmul primitive (matmul.h).
+//
+// What eager computes (torch 2.13.0 on this CPU, probed with inputs whose products and sums
+// are exact, so that only the epilogue's rounding differs) and which oneDNN form gives it:
+// - float32: c = fma(beta, bias, float(alpha * acc)) -- BLAS's c = alpha*AB + beta*C with C
+//   holding the bias. oneDNN's output scale alpha and sum post-op of scale beta over a c that
+//   already holds the bias compute exactly that: the same bits on every element. The
+//   library's bias argument is added *before* the output scale (alpha * (acc + bias)), so it
+//   is used only when alpha == beta == 1, where both forms are round(acc + bias).
+// - bfloat16: the products accumulate in float32, the epilogue is float32's, and its result
+//   is rounded to bfloat16: c = bf16(fma(beta, bias, float(alpha * acc))) (on 512x512
+//   exact-product inputs every element; alpha*acc + beta*bias rounded once differs on 0.1%,
+//   separate roundings of both terms on 0.2%). oneDNN's bf16 kernels accumulate in float32
+//   and round after the epilogue: the same forms give the same bits where the float32
+//   accumulation does (tests/external: bit for bit on exact inputs, within one bfloat16
+//   rounding plus the float32 accumulation error otherwise).
+// - beta == 0 ignores the bias (NaN included); K == 0 gives beta * bias (host_loops.h);
+//   alpha == 0 skips the product only where MatmulSpec::alpha_zero_skips_product says so.
+// oneDNN's bias argument needs a bias broadcast over the rows (its optimized kernels take a
+// row only; a full or column bias falls to its reference kernel), so any other bias is first
+// copied into c -- as eager's addmm copies it into its output before calling BLAS.
+//
+// Threads: oneDNN fixes a primitive's thread count when it is created (from
+// omp_get_max_threads()), so the plan keeps one primitive per thread count asked for.
+// Scratchpads are the plan's ("user" mode), taken from a pool per call so that concurrent
+// run() calls of one plan never share one and steady-state calls allocate nothing.
+#include "external/matmul.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <new>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "external/host_loops.h"
+#include "external/spec_check.h"
+
+namespace stax::external {
+
+namespace {
+
+using dnnl::memory;
+
+dnnl::engine& cpu_engine() {
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+// oneDNN's CPU stream is a handle for in-order execution; one per calling thread, so
+// concurrent calls never share one.
+dnnl::stream& thread_stream() {
+  thread_local dnnl::stream stream(cpu_engine());
+  return stream;
+}
+
+// Sets the calling thread's OpenMP thread count for a scope and restores the caller's.
+class OmpThreads {
+ public:
+  explicit OmpThreads(int threads) : saved_(omp_get_max_threads()) { omp_set_num_threads(threads); }
+  ~OmpThreads() { omp_set_num_threads(saved_); }
+  OmpThreads(const OmpThreads&) = delete;
+  OmpThreads& operator=(const OmpThreads&) = delete;
+
+ private:
+  int saved_;
+};
+
+// How a plan computes its spec.
+enum class Form {
+  NoOutput,       // c has no elements: nothing to do
+  NoProduct,      // K == 0 (or alpha == 0 where eager skips): c = beta * bias or zeros
+  Plain,          // library: c = alpha * (a @ b), no bias or beta == 0
+  BiasInLibrary,  // library: c = a @ b + bias (a row bias; alpha == beta == 1)
+  BiasThenSum,    // c = bias (host loop), then library: c = alpha * (a @ b) + beta * c
+};
+
+std::string form_note(Form form, const MatmulSpec& spec) {
+  std::string note = spec.alpha != 1.0 ? ", alpha as the output scale" : "";
+  switch (form) {
+    case Form::NoOutput:
+      return "no library call: the output is empty";
+    case Form::NoProduct:
+      return spec.a.sizes[2] == 0
+                 ? "no library call: K == 0, c = beta * bias or zeros"
+                 : "no library call: alpha == 0 skips the product as eager's addmm does";
+    case Form::Plain:
+      return note;
+    case Form::BiasInLibrary:
+      return note + ", the bias row added by the library";
+    case Form::BiasThenSum:
+      return note + ", the bias copied into c, then beta * c added by the library's sum post-op";
+  }
+  return note;
+}
+
+std::optional<memory::data_type> library_dtype(DType dtype) {
+  switch (dtype) {
+    case DType::Float32:
+      return memory::data_type::f32;
+    case DType::BFloat16:
+      return memory::data_type::bf16;
+    case DType::Float16:
+      return memory::data_type::f16;
+    default:
+      return std::nullopt;
+  }
+}
+
+// oneDNN memory descriptor of one operand, in place (its strides, no copy). A batch of 1
+// everywhere gives 2-D descriptors (the kernels the benchmark measured). Dimensions that
+// broadcast over c's become size 1 (oneDNN broadcasts those); `collapse_matrix_dims` allows
+// it for rows and columns too (the bias). A size-1 dimension gets the stride of a dense
+// layout, which oneDNN's checks for plain formats expect.
+memory::desc operand_desc(const MatrixLayout& l, memory::data_type dt, const MatmulSpec& spec,
+                          bool collapse_matrix_dims) {
+  std::array<int64_t, 3> sizes = l.sizes, strides = l.strides;
+  for (int d = 0; d < 3; ++d) {
+    if ((d == 0 || collapse_matrix_dims) && detail::broadcasts(l, d, spec.c.sizes[d])) sizes[d] = 1;
+  }
+  if (sizes[2] == 1) strides[2] = 1;
+  if (sizes[1] == 1) strides[1] = strides[2] == 1 ? sizes[2] : 1;
+  if (sizes[0] == 1)
+    strides[0] = std::max({sizes[1] * strides[1], sizes[2] * strides[2], int64_t{1}});
+  if (spec.c.sizes[0] == 1) {
+    return memory::desc({sizes[1], sizes[2]}, dt, {strides[1], strides[2]});
+  }
+  return memory::desc({sizes[0], sizes[1], sizes[2]}, dt, {strides[0], strides[1], strides[2]});
+}
+
+bool bias_is_row(const MatmulSpec& spec) {
+  return spec.bias && (spec.bias->sizes[1] == 1 || spec.bias->strides[1] == 0);
+}
+
+dnnl::matmul::primitive_desc make_primitive_desc(const MatmulSpec& spec, Form form) {
+  const memory::data_type dt = *library_dtype(spec.dtype);
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  if (spec.alpha != 1.0) attr.set_output_scales(0, {static_cast<float>(spec.alpha)});
+  if (form == Form::BiasThenSum) {
+    dnnl::post_ops post_ops;
+    post_ops.append_sum(static_cast<float>(spec.beta));
+    attr.set_post_ops(post_ops);
+  }
+  const memory::desc a = operand_desc(spec.a, dt, spec, false);
+  const memory::desc b = operand_desc(spec.b, dt, spec, false);
+  const memory::desc c = operand_desc(spec.c, dt, spec, false);
+  if (form == Form::BiasInLibrary) {
+    const memory::desc bias = operand_desc(*spec.bias, dt, spec, true);
+    return dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, b, bias, c), attr, cpu_engine());
+  }
+  return dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, b, c), attr, cpu_engine());
+}
+
+bool is_reference(const dnnl::matmul::primitive_desc& pd) {
+  return std::string(pd.impl_info_str()).rfind("ref", 0) == 0;
+}
+
+// Whether oneDNN multiplies this dtype at all on this CPU: a 2x2 product, asked once.
+std::string dtype_refusal(DType dtype) {
+  static std::mutex mutex;
+  static std::map<DType, std::string> answers;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = answers.find(dtype); it != answers.end()) return it->second;
+  std::string answer;
+  if (!library_dtype(dtype)) {
+    answer = std::string("oneDNN has no ") + std::string(dtype_name(dtype)) +
+             " matmul (a Stax loop nest computes it)";
+  } else {
+    MatmulSpec probe;
+    probe.dtype = dtype;
+    probe.a = probe.b = probe.c = MatrixLayout::contiguous(1, 2, 2);
+    try {
+      make_primitive_desc(probe, Form::Plain);
+    } catch (const dnnl::error& e) {
+      answer = "oneDNN " + std::to_string(dnnl::version()->major) + "." +
+               std::to_string(dnnl::version()->minor) + " has no " +
+               std::string(dtype_name(dtype)) + " matmul on this CPU (" + e.what() + ")";
+    }
+  }
+  answers.emplace(dtype, answer);
+  return answer;
+}
+
+// The form a spec gets, its primitive descriptor (library forms) for the current OpenMP
+// thread count, or why there is no plan.
+struct Analysis {
+  Form form = Form::NoOutput;
+  std::optional<dnnl::matmul::primitive_desc> pd;
+  std::string refusal;  // empty when there is a plan
+};
+
+Analysis analyze(const MatmulSpec& spec) {
+  Analysis result;
+  if (std::string error = detail::spec_error(spec); !error.empty()) {
+    result.refusal = "malformed matmul " + spec.describe() + ": " + error;
+    return result;
+  }
+  if (std::string refusal = dtype_refusal(spec.dtype); !refusal.empty()) {
+    result.refusal = refusal;
+    return result;
+  }
+  const int64_t k = spec.a.sizes[2];
+  if (spec.c.sizes[0] == 0 || spec.c.sizes[1] == 0 || spec.c.sizes[2] == 0) return result;
+  if (k == 0 || (spec.alpha == 0.0 && spec.alpha_zero_skips_product)) {
+    result.form = Form::NoProduct;
+    if (spec.dtype != DType::Float32 && spec.dtype != DType::BFloat16) {
+      result.refusal =
+          "Stax's host loop for a matmul without a product handles float32 and "
+          "bfloat16 only";
+    }
+    return result;
+  }
+  const bool with_bias = spec.bias && spec.beta != 0.0;
+  result.form = Form::Plain;
+  if (with_bias) {
+    result.form = Form::BiasThenSum;
+    if (spec.alpha == 1.0 && spec.beta == 1.0 && bias_is_row(spec)) {
+      try {
+        auto pd = make_primitive_desc(spec, Form::BiasInLibrary);
+        if (!is_reference(pd)) {
+          result.form = Form::BiasInLibrary;
+          result.pd = std::move(pd);
+          return result;
+        }
+      } catch (const dnnl::error&) {
+        // not this bias layout: the copy-then-sum form below
+      }
+    }
+  }
+  try {
+    result.pd = make_primitive_desc(spec, result.form);
+  } catch (const dnnl::error& e) {
+    result.refusal = std::string("oneDNN refuses this layout (") + e.what() + ")";
+    return result;
+  }
+  if (is_reference(*result.pd)) {
+    result.refusal =
+        "oneDNN has only its reference (unoptimized) kernel for this layout: a and "
+        "b need one unit stride among their last two, c contiguous columns";
+    result.pd.reset();
+  }
+  return result;
+}
+
+// A 64-byte aligned scratchpad buffer.
+struct FreeDeleter {
+  void operator()(void* p) const { std::free(p); }
+};
+using Buffer = std::unique_ptr<void, FreeDeleter>;
+
+Buffer allocate(size_t bytes) {
+  void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+  if (p == nullptr) throw std::bad_alloc();
+  return Buffer(p);
+}
+
+// One oneDNN primitive for one thread count, with its pool of scratchpads.
+struct Primitive {
+  dnnl::matmul::primitive_desc pd;
+  dnnl::matmul matmul;
+  size_t scratchpad_bytes = 0;
+  std::mutex pool_mutex;
+  std::vector<Buffer> pool;
+
+  explicit Primitive(dnnl::matmul::primitive_desc desc)
+      : pd(std::move(desc)), matmul(pd), scratchpad_bytes(pd.scratchpad_desc().get_size()) {}
+
+  Buffer take() {
+    {
+      std::lock_guard<std::mutex> lock(pool_mutex);
+      if (!pool.empty()) {
+        Buffer b = std::move(pool.back());
+        pool.pop_back();
+        return b;
+      }
+    }
+    return allocate(scratchpad_bytes);
+  }
+  void give(Buffer b) {
+    std::lock_guard<std::mutex> lock(pool_mutex);
+    pool.push_back(std::move(b));
+  }
+};
+
+std::string library_name() {
+  const dnnl_version_t* v = dnnl::version();
+  return "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
+         std::to_string(v->patch) + " matmul";
+}
+
+}  // namespace
+
+struct MatmulPlan::State {
+  MatmulSpec spec;
+  Form form = Form::NoOutput;
+  std::string implementation;
+  mutable std::mutex mutex;  // guards primitives (created on first use of a thread count)
+  mutable std::map<int, std::unique_ptr<Primitive>> primitives;
+
+  // The primitive for `threads`, created on first use; the caller has set the thread count.
+  Primitive& primitive(int threads) const {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto& slot = primitives[threads];
+    if (!slot) slot = std::make_unique<Primitive>(make_primitive_desc(spec, form));
+    return *slot;
+  }
+};
+
+bool MatmulPlan::supported(const MatmulSpec& spec, std::string* why) {
+  Analysis analysis;
+  try {
+    analysis = analyze(spec);
+  } catch (const std::exception& e) {
+    analysis.refusal = e.what();
+  }
+  if (why != nullptr) *why = analysis.refusal;
+  return analysis.refusal.empty();
+}
+
+std::unique_ptr<MatmulPlan> MatmulPlan::create(const MatmulSpec& spec, int num_threads) {
+  if (num_threads < 0) {
+    throw LibraryError("matmul " + spec.describe() + ": a negative thread count");
+  }
+  const int threads = num_threads == 0 ? omp_get_max_threads() : num_threads;
+  OmpThreads scope(threads);
+  try {
+    Analysis analysis = analyze(spec);
+    if (!analysis.refusal.empty()) {
+      throw LibraryError("matmul " + spec.describe() + ": no library plan: " + analysis.refusal);
+    }
+    auto state = std::make_unique<State>();
+    state->spec = spec;
+    state->form = analysis.form;
+    state->implementation = form_note(analysis.form, spec);
+    if (analysis.pd) {
+      state->implementation =
+          library_name() + " " + std::string(analysis.pd->impl_info_str()) + state->implementation;
+      state->primitives[threads] = std::make_unique<Primitive>(std::move(*analysis.pd));
+    }
+    return std::unique_ptr<MatmulPlan>(new MatmulPlan(std::move(state)));
+  } catch (const dnnl::error& e) {
+    throw LibraryError("matmul " + spec.describe() + ": oneDNN failed: " + e.what());
+  } catch (const std::bad_alloc&) {
+    throw LibraryError("matmul " + spec.describe() + ": out of memory building the plan");
+  }
+}
+
+MatmulPlan::MatmulPlan(std::unique_ptr<State> state) : state_(std::move(state)) {}
+MatmulPlan::~MatmulPlan() = default;
+
+const MatmulSpec& MatmulPlan::spec() const {
+  return state_->spec;
+}
+std::string MatmulPlan::implementation() const {
+  return state_->implementation;
+}
+
+void MatmulPlan::run(const void* a, const void* b, const void* bias, void* c,
+                     int num_threads) const {
+  const State& s = *state_;
+  const MatmulSpec& spec = s.spec;
+  if (s.form == Form::NoOutput) return;
+  const bool needs_bias = spec.bias && spec.beta != 0.0;
+  const bool needs_operands = s.form != Form::NoProduct;
+  if (num_threads < 0 || c == nullptr || (needs_bias && bias == nullptr) ||
+      (needs_operands && (a == nullptr || b == nullptr))) {
+    throw LibraryError("matmul " + spec.describe() +
+                       ": run() with a null buffer or a negative thread count");
+  }
+  const int threads = num_threads == 0 ? omp_get_max_threads() : num_threads;
+  OmpThreads scope(threads);
+  try {
+    if (s.form == Form::NoProduct) {
+      detail::fill_scaled_bias(spec, bias, c, threads);
+      return;
+    }
+    Primitive& p = s.primitive(threads);
+    if (s.form == Form::BiasThenSum) detail::copy_bias(spec, bias, c, threads);
+    // oneDNN takes non-const handles; it writes only DST and the scratchpad.
+    const memory::desc& src_md = p.pd.src_desc();
+    std::unordered_map<int, memory> args{
+        {DNNL_ARG_SRC, memory(src_md, cpu_engine(), const_cast<void*>(a))},
+        {DNNL_ARG_WEIGHTS, memory(p.pd.weights_desc(), cpu_engine(), const_cast<void*>(b))},
+        {DNNL_ARG_DST, memory(p.pd.dst_desc(), cpu_engine(), c)}};
+    if (s.form == Form::BiasInLibrary) {
+      args.emplace(DNNL_ARG_BIAS, memory(p.pd.bias_desc(), cpu_engine(), const_cast<void*>(bias)));
+    }
+    Buffer scratchpad;
+    if (p.scratchpad_bytes > 0) {
+      scratchpad = p.take();
+      args.emplace(DNNL_ARG_SCRATCHPAD,
+                   memory(p.pd.scratchpad_desc(), cpu_engine(), scratchpad.get()));
+    }
+    dnnl::stream& stream = thread_stream();
+    p.matmul.execute(stream, args);
+    stream.wait();
+    if (scratchpad) p.give(std::move(scratchpad));
+  } catch (const dnnl::error& e) {
+    throw LibraryError("matmul " + spec.describe() + ": oneDNN failed: " + e.what());
+  } catch (const std::bad_alloc&) {
+    throw LibraryError("matmul " + spec.describe() + ": out of memory for the scratchpad");
+  }
+}
+
+}  // namespace stax::external

@@ -1,0 +1,93 @@
+// Matrix products as external calls (issue 14, points 2 and 3): a plan for one call site of
+// mm / bmm / addmm / baddbmm, built once when a graph is loaded (the oneDNN matmul primitive
+// and everything it needs) and run many times. The library is oneDNN 2.6 (Debian's
+// libdnnl-dev), chosen by measurement (bench/gemm/RESULTS.md, README "GEMM library"); it runs
+// on the process's one OpenMP runtime, libgomp, shared with Stax's kernels and PyTorch.
+//
+// The plan computes what eager computes, bits included where the accumulation order allows
+// (matmul.cpp says what eager does for each dtype and which oneDNN form reproduces it).
+// Lowering asks supported() first; when it says no (a dtype or layout oneDNN has no fast
+// implementation of), the product is a Stax loop nest and `why` is shown by `stax explain`.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include "ir/dtype.h"
+
+namespace stax::external {
+
+// One operand as a batch of matrices: sizes {batch, rows, cols}, strides in elements (any
+// non-negative strides; a stride of 0 broadcasts, e.g. a bias row over rows or batches).
+struct MatrixLayout {
+  std::array<int64_t, 3> sizes{};
+  std::array<int64_t, 3> strides{};
+
+  // Contiguous row-major {batch, rows, cols}.
+  static MatrixLayout contiguous(int64_t batch, int64_t rows, int64_t cols);
+  // The same matrices with rows and columns swapped (a view, no data moves): a transposed
+  // operand such as a weight W[N, K] read as W^T[K, N].
+  MatrixLayout transposed() const;
+};
+
+// c[b] = alpha * (a[b] @ b[b]) + beta * bias[b]  (bias optional). Eager addmm/baddbmm
+// semantics: beta == 0 ignores the bias values entirely, NaN and inf included.
+struct MatmulSpec {
+  DType dtype = DType::Float32;  // a, b, c and bias all have it
+  MatrixLayout a, b, c;          // c is what Stax allocates: contiguous {batch, M, N} usually
+  std::optional<MatrixLayout> bias;
+  double alpha = 1.0, beta = 1.0;
+  // Eager's float32 addmm (a BLAS call) skips the product when alpha == 0: c = beta * bias
+  // even where a or b hold inf or NaN; baddbmm, and addmm in bfloat16/float16, compute
+  // 0 * (a @ b) and give NaN there (probed on torch 2.13.0). Lowering sets it for float32
+  // addmm.
+  bool alpha_zero_skips_product = false;
+
+  // "bf16 [2x128x768] @ [2x768x3072]^T -> [2x128x3072] + 0.5*bias[1x1x3072]" for errors and
+  // explain: sizes, a layout note per operand (^T column-major, strided, broadcast batch).
+  std::string describe() const;
+};
+
+// Thrown for anything the library refuses or fails at; the message names the op and shapes.
+class LibraryError : public std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+class MatmulPlan {
+ public:
+  // Whether a library plan exists for the spec on this machine: the dtype is one oneDNN
+  // multiplies on this CPU (float32, bfloat16), the shapes agree, and the layout is one
+  // oneDNN runs with an optimized kernel (one of the last two strides of a and b is 1, c's
+  // columns contiguous, ...: decided by asking oneDNN which implementation it picks, and
+  // refusing its reference one). When false, `why` (if not null) says why.
+  static bool supported(const MatmulSpec& spec, std::string* why);
+  // Builds the library primitive once, for `num_threads` threads (0: omp_get_max_threads()).
+  // Throws LibraryError when supported() is false or oneDNN fails.
+  static std::unique_ptr<MatmulPlan> create(const MatmulSpec& spec, int num_threads = 0);
+
+  ~MatmulPlan();
+  MatmulPlan(const MatmulPlan&) = delete;
+  MatmulPlan& operator=(const MatmulPlan&) = delete;
+
+  // Runs on `num_threads` threads of the process's OpenMP runtime, restoring the caller's
+  // omp max-threads setting after. oneDNN fixes a primitive's thread count when it is built,
+  // so a count other than create()'s builds one more primitive on its first use (kept).
+  // Thread-safe for concurrent calls of one plan. Throws LibraryError on failure.
+  void run(const void* a, const void* b, const void* bias, void* c, int num_threads) const;
+
+  // "oneDNN 2.6.3 matmul brg:avx512_core_amx_bf16, bias added by the library" for explain;
+  // "no library call: K == 0, c = beta * bias" for empty products.
+  std::string implementation() const;
+  const MatmulSpec& spec() const;
+
+ private:
+  struct State;  // matmul.cpp
+  explicit MatmulPlan(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace stax::external

@@ -1,0 +1,467 @@
+// MatmulPlan (src/external): oneDNN matrix products against a naive reference accumulating in
+// double, for every dtype a plan exists for, transposed / sliced / batch-strided / broadcast
+// operands, alpha and beta, beta == 0 with a NaN bias, empty dimensions, 1 and 2 threads,
+// sizes that reach the library's parallel path, concurrent runs of one plan, the error
+// paths, and eager's epilogue rounding bit for bit on inputs whose products and sums are
+// exact (torch 2.13.0's formulas, probed: matmul.cpp).
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <random>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "external/host_loops.h"
+#include "external/matmul.h"
+
+namespace stax::external {
+namespace {
+
+using detail::bf16_to_float;
+using detail::float_to_bf16;
+
+// One operand's storage: enough elements for its layout's largest offset.
+struct Buffer {
+  DType dtype;
+  MatrixLayout layout;
+  std::vector<float> f32;
+  std::vector<uint16_t> bf16;
+
+  Buffer(DType dt, MatrixLayout l) : dtype(dt), layout(l) {
+    int64_t extent = 1;
+    bool empty = false;
+    for (int d = 0; d < 3; ++d) {
+      empty |= l.sizes[d] == 0;
+      extent += (l.sizes[d] - 1) * l.strides[d];
+    }
+    const size_t n = empty ? 1 : static_cast<size_t>(extent);
+    if (dt == DType::Float32) f32.assign(n, 0.0f);
+    if (dt == DType::BFloat16) bf16.assign(n, 0);
+  }
+  size_t elements() const { return dtype == DType::Float32 ? f32.size() : bf16.size(); }
+  void* data() { return dtype == DType::Float32 ? static_cast<void*>(f32.data()) : bf16.data(); }
+  float at_offset(int64_t o) const {
+    return dtype == DType::Float32 ? f32[o] : bf16_to_float(bf16[o]);
+  }
+  void set_offset(int64_t o, float v) {
+    if (dtype == DType::Float32) {
+      f32[o] = v;
+    } else {
+      bf16[o] = float_to_bf16(v);
+    }
+  }
+  int64_t offset(int64_t b, int64_t i, int64_t j) const {
+    auto idx = [&](int d, int64_t x) { return layout.sizes[d] == 1 ? 0 : x * layout.strides[d]; };
+    return idx(0, b) + idx(1, i) + idx(2, j);
+  }
+  float at(int64_t b, int64_t i, int64_t j) const { return at_offset(offset(b, i, j)); }
+  // Every stored element (padding included): random normal values, or when `exact`,
+  // multiples of 1/8 in [-1, 1) whose products and sums of a few terms are exact in float32.
+  void fill(std::mt19937& rng, bool exact) {
+    std::normal_distribution<float> normal;
+    std::uniform_int_distribution<int> eighths(-8, 7);
+    for (size_t o = 0; o < elements(); ++o) {
+      set_offset(static_cast<int64_t>(o), exact ? eighths(rng) / 8.0f : normal(rng));
+    }
+  }
+  void fill_all(float v) {
+    for (size_t o = 0; o < elements(); ++o) set_offset(static_cast<int64_t>(o), v);
+  }
+};
+
+struct Case {
+  MatmulSpec spec;
+  Buffer a, b, c;
+  std::optional<Buffer> bias;
+
+  explicit Case(const MatmulSpec& s) : spec(s), a(s.dtype, s.a), b(s.dtype, s.b), c(s.dtype, s.c) {
+    if (s.bias) bias.emplace(s.dtype, *s.bias);
+  }
+  void fill(uint32_t seed, bool exact = false) {
+    std::mt19937 rng(seed);
+    a.fill(rng, exact);
+    b.fill(rng, exact);
+    if (bias) bias->fill(rng, exact);
+    c.fill_all(std::numeric_limits<float>::quiet_NaN());  // every element must be written
+  }
+  void run(const MatmulPlan& plan, int threads) {
+    plan.run(a.data(), b.data(), bias ? bias->data() : nullptr, c.data(), threads);
+  }
+  // Reference in double; `bound` receives the error bound the dtype and K allow: float32
+  // accumulation (K + 2 roundings of the magnitudes summed), plus for bfloat16 one rounding of
+  // the result (unit roundoff 2^-8).
+  double reference(int64_t bi, int64_t i, int64_t j, double* bound) const {
+    const int64_t k_size = spec.a.sizes[2];
+    double sum = 0, magnitude = 0;
+    for (int64_t k = 0; k < k_size; ++k) {
+      const double p = static_cast<double>(a.at(bi, i, k)) * b.at(bi, k, j);
+      sum += p;
+      magnitude += std::fabs(p);
+    }
+    double value = spec.alpha * sum;
+    magnitude *= std::fabs(spec.alpha);
+    if (bias && spec.beta != 0.0) {
+      const double t = spec.beta * bias->at(bi, i, j);
+      value += t;
+      magnitude += std::fabs(t);
+    }
+    const double eps32 = std::ldexp(1.0, -24);
+    *bound = 2.0 * (k_size + 2) * eps32 * magnitude + 1e-30;
+    if (spec.dtype == DType::BFloat16) *bound += std::ldexp(1.0, -8) * std::fabs(value);
+    return value;
+  }
+  // Compares every output element (rows strided by `row_step` for the large cases).
+  void expect_matches_reference(const std::string& what, int64_t row_step = 1) const {
+    int failures = 0;
+    for (int64_t bi = 0; bi < spec.c.sizes[0]; ++bi) {
+      for (int64_t i = 0; i < spec.c.sizes[1]; i += row_step) {
+        for (int64_t j = 0; j < spec.c.sizes[2]; ++j) {
+          double bound;
+          const double want = reference(bi, i, j, &bound);
+          const double got = c.at(bi, i, j);
+          if (!(std::fabs(got - want) <= bound) && ++failures <= 3) {
+            ADD_FAILURE() << what << " " << spec.describe() << " at [" << bi << "," << i << "," << j
+                          << "]: got " << got << ", want " << want << " +- " << bound;
+          }
+        }
+      }
+    }
+    EXPECT_EQ(failures, 0) << what;
+  }
+};
+
+MatrixLayout contiguous(int64_t b, int64_t r, int64_t c) {
+  return MatrixLayout::contiguous(b, r, c);
+}
+// Column-major matrices, batches outermost: what a transposed contiguous tensor looks like.
+MatrixLayout column_major(int64_t b, int64_t r, int64_t c) {
+  return MatrixLayout::contiguous(b, c, r).transposed();
+}
+
+MatmulSpec make_spec(DType dt, MatrixLayout a, MatrixLayout b, int64_t batch, int64_t m,
+                     int64_t n) {
+  MatmulSpec s;
+  s.dtype = dt;
+  s.a = a;
+  s.b = b;
+  s.c = contiguous(batch, m, n);
+  return s;
+}
+
+const DType kDtypes[] = {DType::Float32, DType::BFloat16};
+
+void check(const MatmulSpec& spec, const std::string& what, uint32_t seed = 1,
+           std::vector<int> threads = {1, 2}) {
+  std::string why;
+  ASSERT_TRUE(MatmulPlan::supported(spec, &why)) << what << " " << spec.describe() << ": " << why;
+  auto plan = MatmulPlan::create(spec, threads.front());
+  for (int t : threads) {
+    Case c(spec);
+    c.fill(seed);
+    c.run(*plan, t);
+    c.expect_matches_reference(what + " (" + std::to_string(t) + " threads, " +
+                               plan->implementation() + ")");
+  }
+}
+
+TEST(Matmul, LayoutsOfAAndB) {
+  const int64_t m = 37, k = 29, n = 45;  // odd sizes: every kernel tail
+  for (DType dt : kDtypes) {
+    check(make_spec(dt, contiguous(1, m, k), contiguous(1, k, n), 1, m, n), "row-major");
+    check(make_spec(dt, column_major(1, m, k), contiguous(1, k, n), 1, m, n), "a^T");
+    check(make_spec(dt, contiguous(1, m, k), column_major(1, k, n), 1, m, n), "b^T (a weight)");
+    check(make_spec(dt, column_major(1, m, k), column_major(1, k, n), 1, m, n), "a^T b^T");
+    // Sliced: a narrow view of wider rows (row stride > cols), and of wider columns.
+    check(make_spec(dt, MatrixLayout{{1, m, k}, {0, k + 11, 1}}, contiguous(1, k, n), 1, m, n),
+          "a sliced");
+    check(make_spec(dt, contiguous(1, m, k), MatrixLayout{{1, k, n}, {0, 1, k + 3}}, 1, m, n),
+          "b^T sliced");
+  }
+}
+
+TEST(Matmul, BatchesAndBroadcasts) {
+  const int64_t batch = 3, m = 20, k = 17, n = 24;
+  for (DType dt : kDtypes) {
+    check(make_spec(dt, contiguous(batch, m, k), contiguous(batch, k, n), batch, m, n), "bmm");
+    check(make_spec(dt, contiguous(batch, m, k), column_major(batch, k, n), batch, m, n),
+          "bmm b^T");
+    // b shared by every batch (an expanded weight: batch stride 0), and a of batch size 1.
+    check(
+        make_spec(dt, contiguous(batch, m, k), MatrixLayout{{batch, k, n}, {0, n, 1}}, batch, m, n),
+        "b broadcast over the batch");
+    check(make_spec(dt, contiguous(1, m, k), contiguous(batch, k, n), batch, m, n),
+          "a of batch size 1");
+    // Batch strides that are not the matrix size: heads interleaved in a wider tensor.
+    check(make_spec(dt, MatrixLayout{{batch, m, k}, {k, batch * k, 1}}, contiguous(batch, k, n),
+                    batch, m, n),
+          "a with batch inside rows");
+    // Every bias shape: a row broadcast over rows and batches (a linear layer's), a row per
+    // batch, a full matrix per batch, a column, one scalar; alpha and beta 1 and not.
+    const MatrixLayout biases[] = {MatrixLayout{{batch, m, n}, {0, 0, 1}},
+                                   MatrixLayout{{batch, 1, n}, {n, n, 1}},
+                                   contiguous(batch, m, n),
+                                   MatrixLayout{{batch, m, n}, {0, 1, 0}},
+                                   MatrixLayout{{1, 1, 1}, {1, 1, 1}},
+                                   column_major(batch, m, n)};
+    for (const MatrixLayout& bias : biases) {
+      for (auto [alpha, beta] : {std::pair{1.0, 1.0}, {0.5, 1.0}, {1.0, 0.25}, {-1.5, 2.0}}) {
+        MatmulSpec s =
+            make_spec(dt, contiguous(batch, m, k), column_major(batch, k, n), batch, m, n);
+        s.bias = bias;
+        s.alpha = alpha;
+        s.beta = beta;
+        check(s, "baddbmm");
+      }
+    }
+  }
+}
+
+TEST(Matmul, BiasRowGoesToTheLibraryOtherwiseCopiedThenSummed) {
+  MatmulSpec s = make_spec(DType::Float32, contiguous(1, 8, 8), contiguous(1, 8, 8), 1, 8, 8);
+  s.bias = MatrixLayout{{1, 8, 8}, {0, 0, 1}};
+  EXPECT_NE(MatmulPlan::create(s)->implementation().find("bias row added by the library"),
+            std::string::npos);
+  s.alpha = 0.5;  // oneDNN's bias would be scaled by alpha: not eager's rounding
+  EXPECT_NE(MatmulPlan::create(s)->implementation().find("sum post-op"), std::string::npos);
+}
+
+// Eager's epilogue, bit for bit, where the accumulation is exact (multiples of 1/8, K = 8):
+// c = fma(beta, bias, float(alpha * acc)) with alpha and beta as float32, then for bfloat16
+// rounded to bfloat16 (not alpha*acc + beta*bias rounded once, nor beta*bias rounded
+// separately: those differ on 0.1-0.2% of the elements). Probed on torch 2.13.0 (addmm).
+TEST(Matmul, EagerEpilogueRoundingOnExactInputs) {
+  const int64_t m = 33, k = 8, n = 40;
+  for (DType dt : kDtypes) {
+    for (auto [alpha, beta] : {std::pair{1.0, 1.0}, {0.3, 0.7}, {1.0, 0.7}, {0.3, 1.0}}) {
+      for (bool row_bias : {true, false}) {
+        MatmulSpec s = make_spec(dt, contiguous(1, m, k), column_major(1, k, n), 1, m, n);
+        s.bias = row_bias ? MatrixLayout{{1, m, n}, {0, 0, 1}} : contiguous(1, m, n);
+        s.alpha = alpha;
+        s.beta = beta;
+        auto plan = MatmulPlan::create(s, 1);
+        Case c(s);
+        c.fill(7, /*exact=*/true);
+        std::mt19937 rng(3);  // a bias that is not exact: the epilogue rounds
+        std::normal_distribution<float> normal;
+        for (size_t o = 0; o < c.bias->elements(); ++o) c.bias->set_offset(o, normal(rng));
+        c.run(*plan, 1);
+        const float a32 = static_cast<float>(alpha), b32 = static_cast<float>(beta);
+        int differ = 0;
+        for (int64_t i = 0; i < m; ++i) {
+          for (int64_t j = 0; j < n; ++j) {
+            double acc = 0;
+            for (int64_t kk = 0; kk < k; ++kk) acc += double(c.a.at(0, i, kk)) * c.b.at(0, kk, j);
+            const float bias = c.bias->at(0, i, j);
+            float want = std::fmaf(b32, bias, a32 * static_cast<float>(acc));
+            if (dt == DType::BFloat16) want = bf16_to_float(float_to_bf16(want));
+            const float got = c.c.at(0, i, j);
+            differ += std::memcmp(&got, &want, sizeof(float)) != 0;
+          }
+        }
+        EXPECT_EQ(differ, 0) << s.describe() << " (" << plan->implementation() << ")";
+      }
+    }
+  }
+}
+
+TEST(Matmul, BetaZeroIgnoresNanBias) {
+  for (DType dt : kDtypes) {
+    MatmulSpec s = make_spec(dt, contiguous(2, 9, 5), contiguous(2, 5, 7), 2, 9, 7);
+    s.bias = contiguous(2, 9, 7);
+    s.beta = 0.0;
+    s.alpha = 2.0;
+    auto plan = MatmulPlan::create(s);
+    Case c(s);
+    c.fill(5);
+    c.bias->fill_all(std::numeric_limits<float>::quiet_NaN());
+    c.run(*plan, 2);
+    c.expect_matches_reference("beta 0, NaN bias");
+  }
+}
+
+TEST(Matmul, EmptyDimensions) {
+  for (DType dt : kDtypes) {
+    // No output elements: nothing is touched (and no buffer needed).
+    for (auto [batch, m, n] : {std::tuple{0, 4, 5}, {2, 0, 5}, {2, 4, 0}}) {
+      MatmulSpec s = make_spec(dt, contiguous(batch, m, 3), contiguous(batch, 3, n), batch, m, n);
+      ASSERT_TRUE(MatmulPlan::supported(s, nullptr)) << s.describe();
+      MatmulPlan::create(s)->run(nullptr, nullptr, nullptr, nullptr, 1);
+    }
+    // K == 0: zeros, or beta * bias (beta == 0: zeros even for a NaN bias), every element
+    // written. bfloat16 rounds beta to bfloat16 first, as eager's `bias * beta` does.
+    MatmulSpec s = make_spec(dt, contiguous(2, 4, 0), contiguous(2, 0, 5), 2, 4, 5);
+    Case none(s);
+    none.fill(1);
+    none.run(*MatmulPlan::create(s), 1);
+    none.expect_matches_reference("K 0, no bias");
+    s.bias = MatrixLayout{{2, 4, 5}, {0, 0, 1}};
+    s.beta = 0.7;
+    Case scaled(s);
+    scaled.fill(2);
+    scaled.run(*MatmulPlan::create(s), 2);
+    const float beta = dt == DType::Float32 ? 0.7f : bf16_to_float(float_to_bf16(0.7f));
+    for (int64_t j = 0; j < 5; ++j) {
+      float want = beta * scaled.bias->at(0, 0, j);
+      if (dt == DType::BFloat16) want = bf16_to_float(float_to_bf16(want));
+      EXPECT_EQ(scaled.c.at(1, 3, j), want) << j;
+    }
+    s.beta = 0.0;
+    Case nan_bias(s);
+    nan_bias.fill(3);
+    nan_bias.bias->fill_all(std::numeric_limits<float>::quiet_NaN());
+    nan_bias.run(*MatmulPlan::create(s), 1);
+    EXPECT_EQ(nan_bias.c.at(1, 2, 3), 0.0f);
+  }
+}
+
+// Eager's float32 addmm skips the product when alpha == 0 (inf * 0 gives no NaN); baddbmm
+// does not. The spec says which.
+TEST(Matmul, AlphaZero) {
+  MatmulSpec s = make_spec(DType::Float32, contiguous(1, 3, 4), contiguous(1, 4, 2), 1, 3, 2);
+  s.bias = contiguous(1, 3, 2);
+  s.alpha = 0.0;
+  s.beta = 0.5;
+  for (bool skips : {true, false}) {
+    s.alpha_zero_skips_product = skips;
+    Case c(s);
+    c.fill(4);
+    c.a.fill_all(std::numeric_limits<float>::infinity());
+    c.run(*MatmulPlan::create(s), 1);
+    if (skips) {
+      EXPECT_EQ(c.c.at(0, 2, 1), 0.5f * c.bias->at(0, 2, 1));
+    } else {
+      EXPECT_TRUE(std::isnan(c.c.at(0, 2, 1)));
+    }
+  }
+}
+
+// 256 x 768 x 768: large enough for oneDNN to split the work over both threads.
+TEST(Matmul, ParallelPath) {
+  for (DType dt : kDtypes) {
+    MatmulSpec s = make_spec(dt, contiguous(1, 256, 768), column_major(1, 768, 768), 1, 256, 768);
+    s.bias = MatrixLayout{{1, 256, 768}, {0, 0, 1}};
+    auto plan = MatmulPlan::create(s, 2);
+    for (int threads : {2, 1}) {
+      Case c(s);
+      c.fill(11);
+      c.run(*plan, threads);
+      c.expect_matches_reference("parallel path", /*row_step=*/5);
+    }
+  }
+}
+
+TEST(Matmul, ConcurrentRunsOfOnePlan) {
+  MatmulSpec s =
+      make_spec(DType::Float32, contiguous(4, 64, 96), column_major(4, 96, 80), 4, 64, 80);
+  s.bias = contiguous(4, 64, 80);  // the copy-then-sum form writes c before the library call
+  s.beta = 0.5;
+  auto plan = MatmulPlan::create(s, 1);
+  Case serial(s);
+  serial.fill(9);
+  serial.run(*plan, 1);
+  std::vector<Case> cases(2, serial);
+  std::vector<std::thread> workers;
+  std::vector<int> mismatches(2, 0);
+  for (int w = 0; w < 2; ++w) {
+    workers.emplace_back([&, w] {
+      for (int r = 0; r < 30; ++r) {
+        cases[w].c.fill_all(0.0f);
+        cases[w].run(*plan, 1);
+        mismatches[w] += cases[w].c.f32 != serial.c.f32;
+      }
+    });
+  }
+  for (auto& t : workers) t.join();
+  EXPECT_EQ(mismatches, (std::vector<int>{0, 0}));
+}
+
+TEST(Matmul, RestoresTheCallersThreadCount) {
+  MatmulSpec s = make_spec(DType::Float32, contiguous(1, 16, 16), contiguous(1, 16, 16), 1, 16, 16);
+  auto plan = MatmulPlan::create(s, 2);
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(3);
+  Case c(s);
+  c.fill(1);
+  c.run(*plan, 1);
+  EXPECT_EQ(omp_get_max_threads(), 3);
+  omp_set_num_threads(saved);
+}
+
+// Stax's kernels, oneDNN and PyTorch share libgomp: no second OpenMP runtime in the process.
+TEST(Matmul, OneOpenMpRuntime) {
+  MatmulSpec s = make_spec(DType::Float32, contiguous(1, 64, 64), contiguous(1, 64, 64), 1, 64, 64);
+  Case c(s);
+  c.fill(1);
+  c.run(*MatmulPlan::create(s), 2);
+  std::ifstream maps("/proc/self/maps");
+  std::stringstream text;
+  text << maps.rdbuf();
+  EXPECT_NE(text.str().find("libgomp"), std::string::npos);
+  EXPECT_EQ(text.str().find("libiomp"), std::string::npos);
+  EXPECT_EQ(text.str().find("libomp.so"), std::string::npos);
+}
+
+TEST(Matmul, Refusals) {
+  // Dtypes without a library plan: a reason, and create() throws LibraryError naming the op.
+  for (auto [dt, word] : {std::pair{DType::Float64, "f64"},
+                          {DType::Int64, "i64"},
+                          {DType::Int32, "i32"},
+                          {DType::Float16, "f16"}}) {
+    MatmulSpec s = make_spec(dt, contiguous(1, 4, 4), contiguous(1, 4, 4), 1, 4, 4);
+    std::string why;
+    EXPECT_FALSE(MatmulPlan::supported(s, &why));
+    EXPECT_NE(why.find(word), std::string::npos) << why;
+    try {
+      MatmulPlan::create(s);
+      ADD_FAILURE() << "create() accepted " << s.describe();
+    } catch (const LibraryError& e) {
+      EXPECT_NE(std::string(e.what()).find("matmul " + std::string(word) + " [1x4x4]"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  // A layout oneDNN runs only with its reference kernel: no unit stride in a.
+  MatmulSpec strided =
+      make_spec(DType::Float32, MatrixLayout{{1, 8, 8}, {0, 16, 2}}, contiguous(1, 8, 8), 1, 8, 8);
+  std::string why;
+  EXPECT_FALSE(MatmulPlan::supported(strided, &why));
+  EXPECT_NE(why.find("reference"), std::string::npos) << why;
+  EXPECT_THROW(MatmulPlan::create(strided), LibraryError);
+  // Malformed specs: inner dimensions, batch, bias shape, an overlapping output.
+  MatmulSpec inner = make_spec(DType::Float32, contiguous(1, 4, 5), contiguous(1, 6, 4), 1, 4, 4);
+  EXPECT_FALSE(MatmulPlan::supported(inner, &why));
+  EXPECT_NE(why.find("[1x4x5] @ [1x6x4]"), std::string::npos) << why;
+  EXPECT_THROW(MatmulPlan::create(inner), LibraryError);
+  MatmulSpec batch = make_spec(DType::Float32, contiguous(2, 4, 4), contiguous(3, 4, 4), 3, 4, 4);
+  EXPECT_FALSE(MatmulPlan::supported(batch, &why));
+  MatmulSpec bias = make_spec(DType::Float32, contiguous(1, 4, 4), contiguous(1, 4, 4), 1, 4, 4);
+  bias.bias = contiguous(1, 4, 3);
+  EXPECT_FALSE(MatmulPlan::supported(bias, &why));
+  MatmulSpec overlap = make_spec(DType::Float32, contiguous(1, 4, 4), contiguous(1, 4, 4), 1, 4, 4);
+  overlap.c.strides = {16, 2, 1};
+  EXPECT_FALSE(MatmulPlan::supported(overlap, &why));
+  EXPECT_NE(why.find("overlap"), std::string::npos) << why;
+  // run() with a missing buffer is an error, not a crash.
+  auto plan = MatmulPlan::create(
+      make_spec(DType::Float32, contiguous(1, 4, 4), contiguous(1, 4, 4), 1, 4, 4));
+  std::vector<float> x(16);
+  EXPECT_THROW(plan->run(x.data(), nullptr, nullptr, x.data(), 1), LibraryError);
+}
+
+TEST(Matmul, Describe) {
+  MatmulSpec s =
+      make_spec(DType::BFloat16, contiguous(2, 128, 768), column_major(2, 768, 3072), 2, 128, 3072);
+  s.bias = MatrixLayout{{2, 128, 3072}, {0, 0, 1}};
+  s.beta = 0.5;
+  EXPECT_EQ(s.describe(),
+            "bf16 [2x128x768] @ [2x768x3072]^T -> [2x128x3072] + "
+            "0.5*bias[2x128x3072](strides 0,0,1)");
+}
+
+}  // namespace
+}  // namespace stax::external
