@@ -6,6 +6,7 @@
 #include <set>
 #include <string>
 
+#include "ir/contraction_args.h"
 #include "ir/op_schema.h"
 #include "kernel/cascade_blocking.h"
 
@@ -53,8 +54,8 @@ int64_t reduction_length(const ir::Graph& graph, const ir::Node& node) {
   return n;
 }
 
-// The three ways a reduction accumulates rounding errors (tolerance.h).
-enum class Accumulation { CascadeSum, PlainSum, Product };
+// The ways a reduction or a contraction accumulates rounding errors (tolerance.h).
+enum class Accumulation { CascadeSum, PlainSum, Product, Contraction };
 
 struct AccumulatingReduction {
   Accumulation kind;
@@ -62,6 +63,10 @@ struct AccumulatingReduction {
 };
 
 std::optional<Accumulation> accumulation_of(const std::string& op) {
+  if (const ir::OpSchema* schema = ir::find_op_schema(op);
+      schema != nullptr && schema->category == ir::OpCategory::Contraction) {
+    return Accumulation::Contraction;
+  }
   if (op == "sum" || op == "mean") return Accumulation::CascadeSum;
   if (op == "var" || op == "std" || op == "var_mean" || op == "logsumexp") {
     return Accumulation::PlainSum;
@@ -78,7 +83,10 @@ void collect_reductions(const ir::Graph& graph, ir::ValueRef value, std::set<int
   if (producer < 0 || !visited.insert(producer).second) return;
   const ir::Node& node = graph.nodes()[static_cast<size_t>(producer)];
   if (const auto kind = accumulation_of(node.op)) {
-    out.push_back({*kind, reduction_length(graph, node)});
+    // A contraction's length is its inner size K (the products summed per output element).
+    const int64_t length = *kind == Accumulation::Contraction ? ir::contraction_args(graph, node).k
+                                                              : reduction_length(graph, node);
+    out.push_back({*kind, length});
   }
   for (const ir::Arg& arg : node.args) {
     if (const auto* ref = std::get_if<ir::ValueRef>(&arg)) {
@@ -102,6 +110,8 @@ double allowance(const AccumulatingReduction& r, double unit_roundoff) {
       return 4.0 * unit_roundoff * std::sqrt(length) / 3.0;
     case Accumulation::Product:
       return 4.0 * unit_roundoff * std::sqrt(length) / std::sqrt(3.0);
+    case Accumulation::Contraction:
+      return 4.0 * unit_roundoff * std::sqrt(length + 9.0) / 3.0;
   }
   return 0.0;
 }

@@ -23,6 +23,16 @@
 // rounding's relative error passes unchanged into the product: standard deviation
 // u sqrt(L) / sqrt(3), allowance 4 u sqrt(L) / sqrt(3). u is the unit roundoff of the type the
 // reduction accumulates in (float32 for float16, bfloat16 and float32; float64 for float64).
+// A contraction (mm, bmm, addmm, baddbmm; issue 14) sums K products per output element. The
+// oracle sums in double and rounds once (eager/contraction.cpp); a GEMM accumulates each
+// output element in one chain along K (blocks of K added one after another into the same
+// accumulator), so it is a plain sum of K terms, 4 u sqrt(K) / 3 as above, plus three
+// roundings each at most u of the result (standard deviation u / sqrt(3) each, for elements of
+// one sign): the products' (sum_k of u/sqrt(3) |p_k| in quadrature is at most u S / sqrt(3),
+// none with FMAs), the scaling by alpha and the addition of beta * bias. In quadrature
+// u^2 K / 9 + 3 u^2 / 3 = u^2 (K + 9) / 9, so the allowance is 4 u sqrt(K + 9) / 3 (float32
+// with K = 768: 2.2e-6, rtol 2.6e-6 with the base). u is float32's for float16, bfloat16 and
+// float32 (PyTorch and GEMM libraries accumulate those in float32), float64's for float64.
 // Reductions reached through tensor lists (cat, stack) count like any other argument.
 // Only rtol grows: atol stays the dtype's floor for results near zero. So a dropped element
 // of a sum of 1e6 values in [0, 1) (its largest, a relative change of 2e-6) is a mismatch,

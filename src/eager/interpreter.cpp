@@ -78,6 +78,11 @@ const std::unordered_map<std::string_view, OpFn>& op_table() {
       {"scalar_tensor", detail::eval_factory},
       {"arange", detail::eval_factory},
       {"iota", detail::eval_factory},
+      // issue 14, point 3: contractions
+      {"mm", detail::eval_contraction},
+      {"bmm", detail::eval_contraction},
+      {"addmm", detail::eval_contraction},
+      {"baddbmm", detail::eval_contraction},
   };
   return table;
 }

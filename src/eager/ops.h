@@ -96,5 +96,7 @@ Tensor eval_indirect(const Env& env, const ir::Node& node);  // gather, index_se
                                                              // embedding, index
 // Issue 7, point 3 (factory.cpp): full, zeros, ones, *_like, fill, scalar_tensor, arange, iota.
 Tensor eval_factory(const Env& env, const ir::Node& node);
+// Issue 14, point 3 (contraction.cpp): mm, bmm, addmm, baddbmm.
+Tensor eval_contraction(const Env& env, const ir::Node& node);
 
 }  // namespace stax::eager::detail

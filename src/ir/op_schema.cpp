@@ -21,7 +21,8 @@ struct Registry {
     detail::add_pointwise_schemas(schemas);
     detail::add_reduction_schemas(schemas);
     detail::add_view_schemas(schemas);
-    detail::add_factory_schemas(schemas);  // issue 7, point 3
+    detail::add_factory_schemas(schemas);      // issue 7, point 3
+    detail::add_contraction_schemas(schemas);  // issue 14, point 3
     for (size_t i = 0; i < schemas.size(); ++i) by_name.emplace(schemas[i].name, i);
   }
 };

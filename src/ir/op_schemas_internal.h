@@ -15,6 +15,8 @@ void add_reduction_schemas(std::vector<OpSchema>& out);
 void add_view_schemas(std::vector<OpSchema>& out);  // views and copies
 // Issue 7, point 3: full, zeros, ones, *_like, fill, scalar_tensor, arange, iota.
 void add_factory_schemas(std::vector<OpSchema>& out);
+// Issue 14, point 3: mm, bmm, addmm, baddbmm.
+void add_contraction_schemas(std::vector<OpSchema>& out);
 
 // Schema parameter shorthands.
 Param required(std::string name, ParamKind kind);

@@ -82,6 +82,43 @@ def outs(x: f32[10, 900], d: f64[10, 400]):
   EXPECT_GT(tol[3].rtol, 1.3e-6);
 }
 
+// Issue 14: a contraction's allowance comes from its inner size K, 4 u sqrt(K + 9) / 3 (the
+// K additions of one chain, the products' roundings, alpha and the bias), whatever its
+// other sizes; it propagates to its consumers like a reduction's, and integers stay exact.
+TEST(Tolerance, FollowsTheInnerSizeOfContractions) {
+  const ir::Graph g = ir::parse_graph(R"(
+def outs(a: f32[3, 768], b: f32[768, 5], c: f32[3, 5], x: bf16[4, 2, 91], y: bf16[4, 91, 2], d: f64[2, 7], e: f64[7, 2], i: i32[2, 3], j: i32[3, 2], v: bf16[2]):
+    m = mm(a, b)
+    t = tanh(m)
+    s = addmm(c, a, b, beta=0.5, alpha=2)
+    r = sum(s, dim=[1])
+    z = baddbmm(v, x, y)
+    f = mm(d, e)
+    n = mm(i, j)
+    return m, t, s, r, z, f, n
+)");
+  const std::vector<Tolerance> tol = output_tolerances(g);
+  ASSERT_EQ(tol.size(), 7u);
+  const double u32 = std::ldexp(1.0, -24), u64 = std::ldexp(1.0, -53);
+  const double k768 = 4 * u32 * std::sqrt(768.0 + 9.0) / 3;
+  EXPECT_DOUBLE_EQ(tol[0].rtol, std::sqrt(1.3e-6 * 1.3e-6 + k768 * k768));
+  EXPECT_NEAR(tol[0].rtol, 2.57e-6, 0.01e-6);
+  EXPECT_EQ(tol[0].atol, 1e-5);
+  EXPECT_DOUBLE_EQ(tol[1].rtol, tol[0].rtol);  // through a pointwise consumer
+  EXPECT_DOUBLE_EQ(tol[2].rtol, tol[0].rtol);  // alpha and beta are in the allowance
+  // A sum over the contraction's result: both allowances in quadrature.
+  EXPECT_DOUBLE_EQ(tol[3].rtol, std::sqrt(tol[0].rtol * tol[0].rtol +
+                                          std::pow(value_tolerance(DType::Float32, {5}).rtol, 2) -
+                                          1.3e-6 * 1.3e-6));
+  // bfloat16 accumulates in float32: bf16's base with float32's u.
+  const double k91 = 4 * u32 * std::sqrt(91.0 + 9.0) / 3;
+  EXPECT_DOUBLE_EQ(tol[4].rtol, std::sqrt(1.6e-2 * 1.6e-2 + k91 * k91));
+  const double k7 = 4 * u64 * std::sqrt(7.0 + 9.0) / 3;
+  EXPECT_DOUBLE_EQ(tol[5].rtol, std::sqrt(1e-7 * 1e-7 + k7 * k7));
+  EXPECT_EQ(tol[6].rtol, 0.0);  // integer products compare exactly
+  EXPECT_EQ(tol[6].atol, 0.0);
+}
+
 // A compiled sum of 1e6 values in [0, 1) passes; one that missed the largest element (a
 // relative change of about 2e-6) does not.
 TEST(Tolerance, DroppedElementOfALongSumIsAMismatch) {
