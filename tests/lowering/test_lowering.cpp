@@ -10,7 +10,9 @@ namespace stax::lowering {
 namespace {
 
 LoweredGraph lower_text(const std::string& text, Device device = Device::Cpu) {
-  return lower(ir::parse_graph(text), LoweringOptions{device});
+  LoweringOptions options;
+  options.device = device;
+  return lower(ir::parse_graph(text), options);
 }
 
 const char* kExp2Users = R"(
