@@ -35,7 +35,10 @@ void place_buffers(HostProgram& program) {
   // The units the wrapper calls, in order: a function (its steps) or an external step.
   std::vector<std::vector<size_t>> unit_steps;
   std::vector<Statement> calls;
-  size_t next_function = 0;
+  std::vector<int> function_of(program.steps.size(), -1);
+  for (size_t f = 0; f < program.functions.size(); ++f) {
+    for (size_t i : program.functions[f].steps) function_of[i] = static_cast<int>(f);
+  }
   size_t next_site = 0;
   for (size_t i = 0; i < program.steps.size(); ++i) {
     const Step& step = program.steps[i];
@@ -48,10 +51,10 @@ void place_buffers(HostProgram& program) {
       calls.emplace_back(std::move(call));
       continue;
     }
-    const KernelFunction& f = program.functions.at(next_function);
-    if (f.steps.front() != i) continue;  // a later step of the current function
-    unit_steps.push_back(f.steps);
-    calls.emplace_back(CallKernel{next_function++});
+    const auto f = static_cast<size_t>(function_of[i]);
+    if (program.functions[f].steps.front() != i) continue;  // a later step of function f
+    unit_steps.push_back(program.functions[f].steps);
+    calls.emplace_back(CallKernel{f});
   }
   for (size_t u = 0; u < calls.size(); ++u) {
     for (size_t i : unit_steps[u]) {
