@@ -112,11 +112,24 @@ std::optional<memory::data_type> library_dtype(DType dtype) {
   }
 }
 
+// oneDNN batches when c has several matrices and a or b differs between them. When a and b
+// are both the same matrix for every batch (both broadcast), oneDNN cannot express c's
+// batch (its output's batch comes from its inputs'): the plan calls a 2-D primitive once per
+// batch, moving only c and the bias.
+bool per_batch_calls(const MatmulSpec& spec) {
+  return spec.c.sizes[0] > 1 && detail::broadcasts(spec.a, 0, spec.c.sizes[0]) &&
+         detail::broadcasts(spec.b, 0, spec.c.sizes[0]);
+}
+bool library_batched(const MatmulSpec& spec) {
+  return spec.c.sizes[0] != 1 && !per_batch_calls(spec);
+}
+
 // oneDNN memory descriptor of one operand, in place (its strides, no copy). A batch of 1
 // everywhere gives 2-D descriptors (the kernels the benchmark measured). Dimensions that
 // broadcast over c's become size 1 (oneDNN broadcasts those); `collapse_matrix_dims` allows
 // it for rows and columns too (the bias). A size-1 dimension gets the stride of a dense
-// layout, which oneDNN's checks for plain formats expect.
+// layout, which oneDNN's checks for plain formats expect. Without library batching
+// (library_batched) the descriptors are 2-D, the batch dimension dropped.
 memory::desc operand_desc(const MatrixLayout& l, memory::data_type dt, const MatmulSpec& spec,
                           bool collapse_matrix_dims) {
   std::array<int64_t, 3> sizes = l.sizes, strides = l.strides;
@@ -127,7 +140,7 @@ memory::desc operand_desc(const MatrixLayout& l, memory::data_type dt, const Mat
   if (sizes[1] == 1) strides[1] = strides[2] == 1 ? sizes[2] : 1;
   if (sizes[0] == 1)
     strides[0] = std::max({sizes[1] * strides[1], sizes[2] * strides[2], int64_t{1}});
-  if (spec.c.sizes[0] == 1) {
+  if (!library_batched(spec)) {
     return memory::desc({sizes[1], sizes[2]}, dt, {strides[1], strides[2]});
   }
   return memory::desc({sizes[0], sizes[1], sizes[2]}, dt, {strides[0], strides[1], strides[2]});
@@ -383,9 +396,8 @@ void MatmulPlan::run(const void* a, const void* b, const void* bias, void* c,
     Primitive& p = s.primitive(threads);
     if (s.form == Form::BiasThenSum) detail::copy_bias(spec, bias, c, threads);
     // oneDNN takes non-const handles; it writes only DST and the scratchpad.
-    const memory::desc& src_md = p.pd.src_desc();
     std::unordered_map<int, memory> args{
-        {DNNL_ARG_SRC, memory(src_md, cpu_engine(), const_cast<void*>(a))},
+        {DNNL_ARG_SRC, memory(p.pd.src_desc(), cpu_engine(), const_cast<void*>(a))},
         {DNNL_ARG_WEIGHTS, memory(p.pd.weights_desc(), cpu_engine(), const_cast<void*>(b))},
         {DNNL_ARG_DST, memory(p.pd.dst_desc(), cpu_engine(), c)}};
     if (s.form == Form::BiasInLibrary) {
@@ -398,7 +410,20 @@ void MatmulPlan::run(const void* a, const void* b, const void* bias, void* c,
                    memory(p.pd.scratchpad_desc(), cpu_engine(), scratchpad.get()));
     }
     dnnl::stream& stream = thread_stream();
-    p.matmul.execute(stream, args);
+    const int64_t batches = per_batch_calls(spec) ? spec.c.sizes[0] : 1;
+    const int64_t element = static_cast<int64_t>(dtype_size(spec.dtype));
+    for (int64_t batch = 0; batch < batches; ++batch) {
+      if (batch > 0) {
+        args.at(DNNL_ARG_DST)
+            .set_data_handle(static_cast<char*>(c) + batch * spec.c.strides[0] * element);
+        if (s.form == Form::BiasInLibrary && !detail::broadcasts(*spec.bias, 0, batches)) {
+          args.at(DNNL_ARG_BIAS)
+              .set_data_handle(const_cast<char*>(static_cast<const char*>(bias)) +
+                               batch * spec.bias->strides[0] * element);
+        }
+      }
+      p.matmul.execute(stream, args);
+    }
     stream.wait();
     if (scratchpad) p.give(std::move(scratchpad));
   } catch (const dnnl::error& e) {

@@ -196,6 +196,8 @@ TEST(Matmul, BatchesAndBroadcasts) {
         "b broadcast over the batch");
     check(make_spec(dt, contiguous(1, m, k), contiguous(batch, k, n), batch, m, n),
           "a of batch size 1");
+    check(make_spec(dt, contiguous(1, m, k), MatrixLayout{{batch, k, n}, {0, n, 1}}, batch, m, n),
+          "a and b both broadcast over the batch");
     // Batch strides that are not the matrix size: heads interleaved in a wider tensor.
     check(make_spec(dt, MatrixLayout{{batch, m, k}, {k, batch * k, 1}}, contiguous(batch, k, n),
                     batch, m, n),
@@ -217,6 +219,11 @@ TEST(Matmul, BatchesAndBroadcasts) {
         s.beta = beta;
         check(s, "baddbmm");
       }
+      // a and b the same for every batch, the bias not: one library call per batch.
+      MatmulSpec s =
+          make_spec(dt, MatrixLayout{{batch, m, k}, {0, k, 1}}, column_major(1, k, n), batch, m, n);
+      s.bias = bias;
+      check(s, "baddbmm of broadcast a and b");
     }
   }
 }
