@@ -254,8 +254,9 @@ Analysis analyze(const MatmulSpec& spec) {
   }
   if (is_reference(*result.pd)) {
     result.refusal =
-        "oneDNN has only its reference (unoptimized) kernel for this layout: a and "
-        "b need one unit stride among their last two, c contiguous columns";
+        "oneDNN has only its reference (unoptimized) kernel for this dtype and layout on "
+        "this CPU (its fast kernels need a unit stride among the last two of a and of b, "
+        "and c's columns contiguous)";
     result.pd.reset();
   }
   return result;
