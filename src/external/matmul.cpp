@@ -21,9 +21,16 @@
 // copied into c -- as eager's addmm copies it into its output before calling BLAS.
 //
 // Threads: oneDNN fixes a primitive's thread count when it is created (from
-// omp_get_max_threads()), so the plan keeps one primitive per thread count asked for.
+// omp_get_max_threads(); measured: a primitive built for 1 thread runs on 1 OS thread with
+// omp max-threads 2, one built for 2 runs on 1 with max-threads 1, its work split for 2), so
+// the plan keeps one primitive per thread count asked for.
 // Scratchpads are the plan's ("user" mode), taken from a pool per call so that concurrent
-// run() calls of one plan never share one and steady-state calls allocate nothing.
+// run() calls of one plan never share one and steady-state calls allocate nothing. Measured
+// (2 threads x 200 concurrent run()s of 128x768x768 float32 on 1 thread each, on the shared
+// 2-core machine): 477 ms with the pool, 478 ms with one mutex around run() -- no difference
+// measurable there, and the pool never serializes callers. run() costs about 1 us more than
+// a bare primitive execute (memory objects, pool, OpenMP setting): 2.8 against 1.7 us at
+// 16x64x64, within noise at 128x768x768.
 #include "external/matmul.h"
 
 #include <omp.h>
