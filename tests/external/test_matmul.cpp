@@ -188,6 +188,10 @@ TEST(Matmul, LayoutsOfAAndB) {
           "a sliced");
     check(make_spec(dt, contiguous(1, m, k), MatrixLayout{{1, k, n}, {0, 1, k + 3}}, 1, m, n),
           "b^T sliced");
+    // c a slice of a wider buffer (a product written into its place in a concatenation).
+    MatmulSpec sliced_c = make_spec(dt, contiguous(1, m, k), column_major(1, k, n), 1, m, n);
+    sliced_c.c = MatrixLayout{{1, m, n}, {0, n + 7, 1}};
+    check(sliced_c, "c sliced");
   }
 }
 
@@ -379,18 +383,25 @@ TEST(Matmul, ConcurrentRunsOfOnePlan) {
   s.bias = contiguous(4, 64, 80);  // the copy-then-sum form writes c before the library call
   s.beta = 0.5;
   auto plan = MatmulPlan::create(s, 1);
+  // What each thread count gives when nothing runs concurrently (a separate plan, so that
+  // `plan` has no 2-thread primitive yet).
   Case serial(s);
   serial.fill(9);
+  Case serial_two_threads = serial;
   serial.run(*plan, 1);
+  serial_two_threads.run(*MatmulPlan::create(s, 2), 2);
   std::vector<Case> cases(2, serial);
   std::vector<std::thread> workers;
   std::vector<int> mismatches(2, 0);
+  // The second worker alternates 1 and 2 threads: the plan builds its 2-thread primitive
+  // while the first worker runs the 1-thread one.
   for (int w = 0; w < 2; ++w) {
     workers.emplace_back([&, w] {
       for (int r = 0; r < 30; ++r) {
+        const int threads = w == 1 ? 1 + r % 2 : 1;
         cases[w].c.fill_all(0.0f);
-        cases[w].run(*plan, 1);
-        mismatches[w] += cases[w].c.f32 != serial.c.f32;
+        cases[w].run(*plan, threads);
+        mismatches[w] += cases[w].c.f32 != (threads == 1 ? serial : serial_two_threads).c.f32;
       }
     });
   }
