@@ -14,16 +14,17 @@
 //   and round after the epilogue: the same forms give the same bits where the float32
 //   accumulation does (tests/external: bit for bit on exact inputs, within one bfloat16
 //   rounding plus the float32 accumulation error otherwise).
-// How close on random inputs (bench/gemm/plan_vs_eager.py, 2 threads): bfloat16 addmm,
-// bmm and baddbmm 99.99-100% bit-equal; float32 bmm and baddbmm 100% (eager's batched
-// products are oneDNN's too), float32 addmm 7-9% (eager's is another library's sgemm,
-// summing in another order) with the same accuracy: max error 1.8-3.8 against eager's
-// 1.1-3.1, in units of 2^-24 * sum |a||b| against a float64 reference.
 // - beta == 0 ignores the bias (NaN included); K == 0 gives beta * bias (host_loops.h);
 //   alpha == 0 skips the product only where MatmulSpec::alpha_zero_skips_product says so.
 // oneDNN's bias argument needs a bias broadcast over the rows (its optimized kernels take a
 // row only; a full or column bias falls to its reference kernel), so any other bias is first
 // copied into c -- as eager's addmm copies it into its output before calling BLAS.
+//
+// How close on random inputs (bench/gemm/plan_vs_eager.py, 2 threads): bfloat16 addmm,
+// bmm and baddbmm 99.99-100% bit-equal; float32 bmm and baddbmm 100% (eager's batched
+// products are oneDNN's too), float32 addmm 7-9% (eager's is another library's sgemm,
+// summing in another order) with the same accuracy: max error 1.8-3.8 against eager's
+// 1.1-3.1, in units of 2^-24 * sum |a||b| against a float64 reference.
 //
 // Threads: oneDNN fixes a primitive's thread count when it is created (from
 // omp_get_max_threads(); measured: a primitive built for 1 thread runs on 1 OS thread with
