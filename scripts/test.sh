@@ -12,7 +12,7 @@ suites=(test_index test_ir test_runtime test_external test_eager test_lowering t
   test_driver test_cli test_random_graphs test_fuzz test_fuzz_ci test_sweep test_sweep.shard1)
 # The suites that do not JIT-compile kernels run again under the sanitizers (generated
 # kernels run in their own shared objects, which the sanitizers would not instrument).
-sanitized_suites=(test_index test_ir test_eager test_lowering test_scheduler test_kernel)
+sanitized_suites=(test_index test_ir test_external test_eager test_lowering test_scheduler test_kernel)
 
 # Runs CTest in $1 on the suites named after it (and on PATTERN, a regular expression of
 # further test names), failing when one of the suites is not registered.

@@ -54,6 +54,7 @@ struct MatmulSpec {
 
 // Thrown for anything the library refuses or fails at; the message names the op and shapes.
 class LibraryError : public std::runtime_error {
+ public:
   using std::runtime_error::runtime_error;
 };
 
@@ -73,10 +74,12 @@ class MatmulPlan {
   MatmulPlan(const MatmulPlan&) = delete;
   MatmulPlan& operator=(const MatmulPlan&) = delete;
 
-  // Runs on `num_threads` threads of the process's OpenMP runtime, restoring the caller's
-  // omp max-threads setting after. oneDNN fixes a primitive's thread count when it is built,
-  // so a count other than create()'s builds one more primitive on its first use (kept).
-  // Thread-safe for concurrent calls of one plan. Throws LibraryError on failure.
+  // Runs on `num_threads` threads of the process's OpenMP runtime (0: the caller's
+  // omp_get_max_threads()), restoring the caller's omp max-threads setting after. c must not
+  // overlap a, b or the bias (it may be written before the library reads them). oneDNN fixes a
+  // primitive's thread count when it is built, so a count other than create()'s builds one more
+  // primitive on its first use (kept). Thread-safe for concurrent calls of one plan. Throws
+  // LibraryError on failure.
   void run(const void* a, const void* b, const void* bias, void* c, int num_threads) const;
 
   // "oneDNN 2.6.3 matmul brg:avx512_core_amx_bf16, bias added by the library" for explain;

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -92,37 +93,43 @@ struct Case {
   void run(const MatmulPlan& plan, int threads) {
     plan.run(a.data(), b.data(), bias ? bias->data() : nullptr, c.data(), threads);
   }
-  // Reference in double; `bound` receives the error bound the dtype and K allow: float32
-  // accumulation (K + 2 roundings of the magnitudes summed), plus for bfloat16 one rounding of
-  // the result (unit roundoff 2^-8).
-  double reference(int64_t bi, int64_t i, int64_t j, double* bound) const {
-    const int64_t k_size = spec.a.sizes[2];
-    double sum = 0, magnitude = 0;
-    for (int64_t k = 0; k < k_size; ++k) {
-      const double p = static_cast<double>(a.at(bi, i, k)) * b.at(bi, k, j);
-      sum += p;
-      magnitude += std::fabs(p);
-    }
-    double value = spec.alpha * sum;
-    magnitude *= std::fabs(spec.alpha);
-    if (bias && spec.beta != 0.0) {
-      const double t = spec.beta * bias->at(bi, i, j);
-      value += t;
-      magnitude += std::fabs(t);
-    }
-    const double eps32 = std::ldexp(1.0, -24);
-    *bound = 2.0 * (k_size + 2) * eps32 * magnitude + 1e-30;
-    if (spec.dtype == DType::BFloat16) *bound += std::ldexp(1.0, -8) * std::fabs(value);
-    return value;
-  }
-  // Compares every output element (rows strided by `row_step` for the large cases).
+  // Compares every output element (rows strided by `row_step` for the large cases) with a
+  // reference in double, within the bound the dtype and K allow: float32 accumulation (K + 2
+  // roundings of the magnitudes summed), plus for bfloat16 one rounding of the result (unit
+  // roundoff 2^-8). Each batch's b is read once into a double matrix (k-major), so the
+  // reference stays fast under the sanitizers.
   void expect_matches_reference(const std::string& what, int64_t row_step = 1) const {
+    const auto& [batches, m, n] = spec.c.sizes;
+    const int64_t k_size = spec.a.sizes[2];
+    const double eps32 = std::ldexp(1.0, -24);
     int failures = 0;
-    for (int64_t bi = 0; bi < spec.c.sizes[0]; ++bi) {
-      for (int64_t i = 0; i < spec.c.sizes[1]; i += row_step) {
-        for (int64_t j = 0; j < spec.c.sizes[2]; ++j) {
-          double bound;
-          const double want = reference(bi, i, j, &bound);
+    std::vector<double> b_matrix(static_cast<size_t>(k_size * n)), a_row(k_size);
+    std::vector<double> sum(n), magnitude(n);
+    for (int64_t bi = 0; bi < batches; ++bi) {
+      for (int64_t k = 0; k < k_size; ++k) {
+        for (int64_t j = 0; j < n; ++j) b_matrix[k * n + j] = b.at(bi, k, j);
+      }
+      for (int64_t i = 0; i < m; i += row_step) {
+        for (int64_t k = 0; k < k_size; ++k) a_row[k] = a.at(bi, i, k);
+        std::fill(sum.begin(), sum.end(), 0.0);
+        std::fill(magnitude.begin(), magnitude.end(), 0.0);
+        for (int64_t k = 0; k < k_size; ++k) {
+          for (int64_t j = 0; j < n; ++j) {
+            const double p = a_row[k] * b_matrix[k * n + j];
+            sum[j] += p;
+            magnitude[j] += std::fabs(p);
+          }
+        }
+        for (int64_t j = 0; j < n; ++j) {
+          double want = spec.alpha * sum[j];
+          double scale = std::fabs(spec.alpha) * magnitude[j];
+          if (bias && spec.beta != 0.0) {
+            const double t = spec.beta * bias->at(bi, i, j);
+            want += t;
+            scale += std::fabs(t);
+          }
+          double bound = 2.0 * (k_size + 2) * eps32 * scale + 1e-30;
+          if (spec.dtype == DType::BFloat16) bound += std::ldexp(1.0, -8) * std::fabs(want);
           const double got = c.at(bi, i, j);
           if (!(std::fabs(got - want) <= bound) && ++failures <= 3) {
             ADD_FAILURE() << what << " " << spec.describe() << " at [" << bi << "," << i << "," << j
@@ -181,6 +188,10 @@ TEST(Matmul, LayoutsOfAAndB) {
           "a sliced");
     check(make_spec(dt, contiguous(1, m, k), MatrixLayout{{1, k, n}, {0, 1, k + 3}}, 1, m, n),
           "b^T sliced");
+    // c a slice of a wider buffer (a product written into its place in a concatenation).
+    MatmulSpec sliced_c = make_spec(dt, contiguous(1, m, k), column_major(1, k, n), 1, m, n);
+    sliced_c.c = MatrixLayout{{1, m, n}, {0, n + 7, 1}};
+    check(sliced_c, "c sliced");
   }
 }
 
@@ -196,6 +207,8 @@ TEST(Matmul, BatchesAndBroadcasts) {
         "b broadcast over the batch");
     check(make_spec(dt, contiguous(1, m, k), contiguous(batch, k, n), batch, m, n),
           "a of batch size 1");
+    check(make_spec(dt, contiguous(1, m, k), MatrixLayout{{batch, k, n}, {0, n, 1}}, batch, m, n),
+          "a and b both broadcast over the batch");
     // Batch strides that are not the matrix size: heads interleaved in a wider tensor.
     check(make_spec(dt, MatrixLayout{{batch, m, k}, {k, batch * k, 1}}, contiguous(batch, k, n),
                     batch, m, n),
@@ -217,6 +230,11 @@ TEST(Matmul, BatchesAndBroadcasts) {
         s.beta = beta;
         check(s, "baddbmm");
       }
+      // a and b the same for every batch, the bias not: one library call per batch.
+      MatmulSpec s =
+          make_spec(dt, MatrixLayout{{batch, m, k}, {0, k, 1}}, column_major(1, k, n), batch, m, n);
+      s.bias = bias;
+      check(s, "baddbmm of broadcast a and b");
     }
   }
 }
@@ -299,16 +317,20 @@ TEST(Matmul, EmptyDimensions) {
     none.fill(1);
     none.run(*MatmulPlan::create(s), 1);
     none.expect_matches_reference("K 0, no bias");
-    s.bias = MatrixLayout{{2, 4, 5}, {0, 0, 1}};
+    s.bias = contiguous(2, 4, 5);
     s.beta = 0.7;
     Case scaled(s);
     scaled.fill(2);
     scaled.run(*MatmulPlan::create(s), 2);
     const float beta = dt == DType::Float32 ? 0.7f : bf16_to_float(float_to_bf16(0.7f));
-    for (int64_t j = 0; j < 5; ++j) {
-      float want = beta * scaled.bias->at(0, 0, j);
-      if (dt == DType::BFloat16) want = bf16_to_float(float_to_bf16(want));
-      EXPECT_EQ(scaled.c.at(1, 3, j), want) << j;
+    for (int64_t bi = 0; bi < 2; ++bi) {
+      for (int64_t i = 0; i < 4; ++i) {
+        for (int64_t j = 0; j < 5; ++j) {
+          float want = beta * scaled.bias->at(bi, i, j);
+          if (dt == DType::BFloat16) want = bf16_to_float(float_to_bf16(want));
+          EXPECT_EQ(scaled.c.at(bi, i, j), want) << bi << "," << i << "," << j;
+        }
+      }
     }
     s.beta = 0.0;
     Case nan_bias(s);
@@ -350,7 +372,7 @@ TEST(Matmul, ParallelPath) {
       Case c(s);
       c.fill(11);
       c.run(*plan, threads);
-      c.expect_matches_reference("parallel path", /*row_step=*/5);
+      c.expect_matches_reference("parallel path", /*row_step=*/7);
     }
   }
 }
@@ -361,18 +383,25 @@ TEST(Matmul, ConcurrentRunsOfOnePlan) {
   s.bias = contiguous(4, 64, 80);  // the copy-then-sum form writes c before the library call
   s.beta = 0.5;
   auto plan = MatmulPlan::create(s, 1);
+  // What each thread count gives when nothing runs concurrently (a separate plan, so that
+  // `plan` has no 2-thread primitive yet).
   Case serial(s);
   serial.fill(9);
+  Case serial_two_threads = serial;
   serial.run(*plan, 1);
+  serial_two_threads.run(*MatmulPlan::create(s, 2), 2);
   std::vector<Case> cases(2, serial);
   std::vector<std::thread> workers;
   std::vector<int> mismatches(2, 0);
+  // The second worker alternates 1 and 2 threads: the plan builds its 2-thread primitive
+  // while the first worker runs the 1-thread one.
   for (int w = 0; w < 2; ++w) {
     workers.emplace_back([&, w] {
       for (int r = 0; r < 30; ++r) {
+        const int threads = w == 1 ? 1 + r % 2 : 1;
         cases[w].c.fill_all(0.0f);
-        cases[w].run(*plan, 1);
-        mismatches[w] += cases[w].c.f32 != serial.c.f32;
+        cases[w].run(*plan, threads);
+        mismatches[w] += cases[w].c.f32 != (threads == 1 ? serial : serial_two_threads).c.f32;
       }
     });
   }
@@ -408,6 +437,7 @@ TEST(Matmul, OneOpenMpRuntime) {
 
 TEST(Matmul, Refusals) {
   // Dtypes without a library plan: a reason, and create() throws LibraryError naming the op.
+  // float16: oneDNN 2.6 (Debian's) has no CPU matmul for it; a newer oneDNN would change this.
   for (auto [dt, word] : {std::pair{DType::Float64, "f64"},
                           {DType::Int64, "i64"},
                           {DType::Int32, "i32"},
