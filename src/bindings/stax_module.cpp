@@ -128,8 +128,8 @@ std::vector<OutputInfo> output_infos(const CompiledGraph& compiled) {
 // laid out with the graph's declared sizes and strides (read in place, not copied) and
 // returns each output as (dtype, sizes, its elements in row-major order as bytes).
 using EagerOutput = std::tuple<std::string, std::vector<int64_t>, nb::bytes>;
-std::vector<EagerOutput> run_eager(const std::string& text, const std::string& filename,
-                                   nb::handle inputs) {
+std::vector<EagerOutput> run_eager(const std::string& text, nb::handle inputs,
+                                   const std::string& filename) {
   const ir::Graph graph = ir::parse_graph(text, filename);
   std::vector<const void*> addresses;
   read_addresses(inputs, "inputs", addresses);
