@@ -78,6 +78,15 @@ def scalars(dtype):
     return [("-3", -3, "2", 2), ("2.7", 2.7, "-2.7", -2.7)]
 
 
+def test_schemas_are_atens():
+    """The bridge translates ATen nodes by parameter name (python/stax/aten_ops.py): Stax's
+    schemas of the four are ATen's, names, order and keyword-only markers."""
+    stax_ops = dict(_C.op_schemas())
+    for op in ["mm", "bmm", "addmm", "baddbmm"]:
+        aten = getattr(torch.ops.aten, op).default._schema.arguments
+        assert [(p, kw) for p, kw in stax_ops[op]] == [(a.name, a.kwarg_only) for a in aten], op
+
+
 @pytest.mark.parametrize("dtype", FLOATS + INTS, ids=lambda d: STAX_DTYPES[d])
 def test_every_op_and_layout_matches_torch(dtype):
     g = torch.Generator().manual_seed(14)
