@@ -7,8 +7,8 @@ results must lie within the comparison tolerance Stax derives for them
 (stax._C.output_tolerances: the dtype's base and the inner size K); integer results, which
 wrap, must be equal. What eager refuses, Stax refuses too, naming the op.
 
-No torch.compile here: lowering of the contractions is not written yet, so this checks the
-IR's typing and the oracle alone.
+No torch.compile here: this checks the IR's typing and the oracle alone, which compiled
+results are then compared with (driver/tolerance.h).
 """
 
 import pytest
