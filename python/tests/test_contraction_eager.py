@@ -7,8 +7,8 @@ results must lie within the comparison tolerance Stax derives for them
 (stax._C.output_tolerances: the dtype's base and the inner size K); integer results, which
 wrap, must be equal. What eager refuses, Stax refuses too, naming the op.
 
-No torch.compile here: lowering of the contractions is not written yet, so this checks the
-IR's typing and the oracle alone.
+No torch.compile here: this checks the IR's typing and the oracle alone, which compiled
+results are then compared with (driver/tolerance.h).
 """
 
 import pytest
@@ -76,6 +76,15 @@ def scalars(dtype):
     if dtype == torch.uint8:
         return [("3", 3, "2.7", 2.7)]
     return [("-3", -3, "2", 2), ("2.7", 2.7, "-2.7", -2.7)]
+
+
+def test_schemas_are_atens():
+    """The bridge translates ATen nodes by parameter name (python/stax/aten_ops.py): Stax's
+    schemas of the four are ATen's, names, order and keyword-only markers."""
+    stax_ops = dict(_C.op_schemas())
+    for op in ["mm", "bmm", "addmm", "baddbmm"]:
+        aten = getattr(torch.ops.aten, op).default._schema.arguments
+        assert [(p, kw) for p, kw in stax_ops[op]] == [(a.name, a.kwarg_only) for a in aten], op
 
 
 @pytest.mark.parametrize("dtype", FLOATS + INTS, ids=lambda d: STAX_DTYPES[d])
