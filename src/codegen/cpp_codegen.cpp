@@ -69,8 +69,7 @@ GeneratedModule generate_cpp(const scheduler::Schedule& s, const CodegenOptions&
   GeneratedModule module;
   module.options = options;
   kernel::PipelineOptions pipeline;
-  pipeline.target = {options.simd, options.num_threads, options.caches,
-                     options.outputs_in_mapped_memory};
+  pipeline.target = options;  // the target::Target part
   pipeline.verify = options.verify_ir;
   const bool log_ir = logs_enabled("ir");
   if (options.record_ir || log_ir) {

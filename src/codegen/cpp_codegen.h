@@ -13,6 +13,7 @@
 #include "runtime/cache_info.h"
 #include "runtime/simd.h"
 #include "scheduler/schedule.h"
+#include "target/target.h"
 
 namespace stax::codegen {
 
@@ -23,11 +24,8 @@ using program::kStatusIndexOutOfRange;
 using program::kStatusKernelError;
 using program::kStatusOutOfMemory;
 
-struct CodegenOptions {
-  runtime::SimdLevel simd = runtime::SimdLevel::Scalar;
-  int num_threads = 1;         // P of Algorithm 8.1; the team size is the run-time count (any >= 1)
-  runtime::CacheSizes caches;  // of the machine the code is generated for
-  bool outputs_in_mapped_memory = false;  // kernel::TargetOptions
+// The target (ISA, threads, caches, libraries: target/target.h) plus what to record.
+struct CodegenOptions : target::Target {
   // Keep the kernel IR after every pass in GeneratedModule::ir_log (explain --ir). The IR is
   // also printed to stderr when STAX_LOGS names `ir` (a comma-separated list).
   bool record_ir = false;

@@ -68,27 +68,37 @@ int resolve_threads(int requested) {
 
 }  // namespace
 
+target::Target make_target(const CompileOptions& options) {
+  target::Target t;
+  t.simd = options.simd.value_or(runtime::detect_simd_level());
+  t.num_threads = resolve_threads(options.num_threads);
+  t.caches = options.caches.value_or(runtime::detect_cache_sizes());
+  t.outputs_in_mapped_memory = options.outputs_in_mapped_memory;
+  if (options.external_libraries) t.libraries.push_back(driver::kMatmulLibrary);
+  return t;
+}
+
 std::shared_ptr<const Compilation> analyze_lowered(lowering::LoweredGraph lowered,
                                                    const CompileOptions& options) {
   auto c = std::make_shared<Compilation>();
   c->lowered = std::move(lowered);
+  codegen::CodegenOptions co;
+  static_cast<target::Target&>(co) = make_target(options);
+  co.record_ir = options.record_ir;
   scheduler::ScheduleOptions so;
   so.fuse = options.fuse;
   so.localize = options.localize;
+  so.max_local_bytes = co.max_local_bytes();
   c->schedule = scheduler::schedule(c->lowered, so);
-  codegen::CodegenOptions co;
-  co.simd = options.simd.value_or(runtime::detect_simd_level());
-  co.num_threads = resolve_threads(options.num_threads);
-  co.caches = options.caches.value_or(runtime::detect_cache_sizes());
-  co.outputs_in_mapped_memory = options.outputs_in_mapped_memory;
-  co.record_ir = options.record_ir;
   c->module = codegen::generate_cpp(c->schedule, co);
   return c;
 }
 
 lowering::LoweringOptions lowering_options(const CompileOptions& options) {
   lowering::LoweringOptions lo;
-  if (options.external_libraries) lo.library_for = &driver::library_for;
+  if (make_target(options).has_library(driver::kMatmulLibrary)) {
+    lo.library_for = &driver::library_for;
+  }
   return lo;
 }
 

@@ -142,6 +142,7 @@ json explain_json(const Compilation& c) {
   doc["host_program"] = c.module.program_log;
   doc["simd"] = std::string(runtime::simd_level_name(c.module.options.simd));
   doc["threads"] = c.module.options.num_threads;
+  doc["target"] = c.module.options.describe();
   // The wrapper allocates a kernel function's buffers before calling it and frees them after
   // it returns: name the kernel function that runs each loop.
   std::map<std::string, std::string> function_of;
@@ -197,6 +198,7 @@ std::string explain_text(const Compilation& c) {
   const json doc = explain_json(c);
   std::ostringstream out;
   out << "graph " << doc["graph"].get<std::string>() << "\n";
+  out << "target: " << doc["target"].get<std::string>() << "\n";
   out << "\nlowering:\n";
   if (doc["lowering"].empty()) out << "  (no value materialized beyond reductions and outputs)\n";
   for (const auto& l : doc["lowering"]) out << "  " << l.get<std::string>() << "\n";

@@ -46,7 +46,7 @@ std::optional<std::string> library_for(const lowering::ExternalCall& call, std::
   }
   const external::MatmulSpec spec = matmul_spec(call, out_sizes, out_strides, call.a.dtype);
   if (!external::MatmulPlan::supported(spec, why)) return std::nullopt;
-  return std::string("oneDNN matmul");
+  return std::string(kMatmulLibrary);
 }
 
 ExternalPlans::ExternalPlans(const std::vector<program::ExternalSite>& sites, int num_threads) {

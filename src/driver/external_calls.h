@@ -14,6 +14,9 @@
 
 namespace stax::driver {
 
+// The name the target lists the matrix-product library under.
+inline constexpr const char* kMatmulLibrary = "oneDNN matmul";
+
 // The library that runs `call` as it is described (dtype, operand layouts), or nullopt with
 // `why` saying why not (the contraction is then a loop nest).
 std::optional<std::string> library_for(const lowering::ExternalCall& call, std::string* why);

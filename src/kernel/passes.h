@@ -5,29 +5,23 @@
 #include "kernel/kernel_ir.h"
 #include "runtime/cache_info.h"
 #include "runtime/simd.h"
+#include "target/target.h"
 
 namespace stax::kernel {
 
-struct TargetOptions {
-  runtime::SimdLevel simd = runtime::SimdLevel::Scalar;
-  int num_threads = 1;         // P of Algorithm 8.1
-  runtime::CacheSizes caches;  // tile sizes (Section 8.2), streaming stores
-  // Whether the buffers kernels write are memory already mapped (reused by an arena or given
-  // by the caller) rather than fresh allocations. Fresh pages are zeroed by the kernel at
-  // their first touch, which leaves their lines in cache: an ordinary store then costs no
-  // extra traffic and a streaming store adds a write. Measured here (64M-float add,
-  // 2 threads): streaming stores 40 ms vs 49 ms into mapped pages, 116-122 ms vs 92-105 ms into
-  // fresh ones. Today's wrapper allocates every output afresh, hence the default.
-  bool outputs_in_mapped_memory = false;
-};
+// The machine the kernels are generated for: the target description (target/target.h).
+using TargetOptions = target::Target;
 
-// The vector registers of a SIMD level (x86-64: 16 YMM with AVX2, 32 ZMM with AVX-512; none
-// at the scalar level) and their width in bytes (0 at the scalar level).
+// The vector registers of a SIMD level (Target::vector_register_count and _bytes).
 inline int vector_register_count(runtime::SimdLevel simd) {
-  return simd == runtime::SimdLevel::Avx512 ? 32 : simd == runtime::SimdLevel::Avx2 ? 16 : 0;
+  target::Target t;
+  t.simd = simd;
+  return t.vector_register_count();
 }
 inline int64_t vector_register_bytes(runtime::SimdLevel simd) {
-  return simd == runtime::SimdLevel::Avx512 ? 64 : simd == runtime::SimdLevel::Avx2 ? 32 : 0;
+  target::Target t;
+  t.simd = simd;
+  return t.vector_register_bytes();
 }
 
 // Decides each nest's form — vectorized along its innermost loop, 2-D tiled (Section 8.2) for

@@ -35,10 +35,6 @@ bool Schedule::is_allocated(const std::string& buffer) const {
 
 namespace {
 
-// Largest local slice kept on a thread's stack: what the stack of an OpenMP worker (often
-// only the default 2-8 MiB, shared by the whole call chain) can hold comfortably.
-constexpr int64_t kMaxLocalBytes = 64 * 1024;
-
 // The slice of `buffer` one outer iteration of `f` touches, when every access splits into
 // the same function of the outer variables plus an offset of the inner ones; 0 otherwise.
 int64_t local_slice(const Schedule& s, const FusedNode& f, const std::string& buffer) {
@@ -233,9 +229,10 @@ Schedule schedule(const lowering::LoweredGraph& graph, const ScheduleOptions& op
     const auto* computed = graph.find_buffer(p.buffer);
     const int64_t bytes = slice * static_cast<int64_t>(dtype_size(computed->dtype));
     if (slice <= 0) continue;
-    if (bytes > kMaxLocalBytes) {
+    if (bytes > options.max_local_bytes) {
       p.local_reason = "its slice of " + std::to_string(bytes) + " bytes per outer iteration " +
-                       "exceeds the " + std::to_string(kMaxLocalBytes) + "-byte stack budget";
+                       "exceeds the " + std::to_string(options.max_local_bytes) +
+                       "-byte stack budget";
       continue;
     }
     p.localized = true;

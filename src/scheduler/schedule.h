@@ -56,6 +56,8 @@ struct ScheduleOptions {
   bool fuse = true;
   // Give buffers that live within one outer iteration a local array (see BufferPlan).
   bool localize = true;
+  // The largest such array, in bytes (target::Target::max_local_bytes).
+  int64_t max_local_bytes = 64 * 1024;
 };
 
 // `graph` must outlive the schedule.
