@@ -32,7 +32,7 @@ def machine_description() -> dict:
     mem_kb = next((int(line.split()[1]) for line in open("/proc/meminfo")
                    if line.startswith("MemTotal")), 0)
     config = torch.__config__.show()
-    torch_onednn = re.search(r"oneDNN v[\w.]+", config)
+    torch_onednn = re.search(r"(?:oneDNN|MKL-DNN) v[\w.]+", config)
     dnnl = _run(["dpkg-query", "-W", "-f", "${Version}", "libdnnl-dev"]).strip()
     try:
         import transformers

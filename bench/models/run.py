@@ -85,6 +85,7 @@ def main():
     ensure_matplotlib()
 
     out_json = os.path.splitext(args.out)[0] + ".json"
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     if args.from_json:
         with open(args.from_json) as f:
             saved = json.load(f)
