@@ -79,6 +79,9 @@ def main():
     parser.add_argument("--timeout", type=int, default=1200, help="seconds per case")
     parser.add_argument("--gemm-json", default="",
                         help="results of gemm_efficiency.py to include in RESULTS.md")
+    parser.add_argument("--notes", default="",
+                        help="a markdown file of observations on this run, put after the "
+                             "machine description")
     parser.add_argument("--from-json", default="",
                         help="only rewrite RESULTS.md and the chart from an earlier run's JSON")
     args = parser.parse_args()
@@ -116,8 +119,10 @@ def main():
             gemm = json.load(f)
     chart = os.path.join(os.path.dirname(os.path.abspath(args.out)), "models_chart.png")
     report.chart(results, chart)
+    notes = open(args.notes).read() if args.notes else ""
     with open(args.out, "w") as f:
-        f.write(report.markdown(results, machine, settings, os.path.basename(chart), gemm))
+        f.write(report.markdown(results, machine, settings, os.path.basename(chart), gemm,
+                                notes))
     print(f"wrote {args.out}, {chart}, {out_json}")
 
 
