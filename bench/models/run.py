@@ -15,7 +15,8 @@ script pip-installs it into the running interpreter's environment when it is mis
 
 Usage (the one documented command, see README.md):
     flock /tmp/bench.lock chrt -f 1 .venv/bin/python bench/models/run.py --out bench/RESULTS.md
-    ... --quick   one small case (BERT, float32, batch 2), few repetitions: under 3 minutes
+    .venv/bin/python bench/models/run.py --quick   one small case (BERT, float32, batch 2),
+        5 timed calls, under 3 minutes; writes into a temporary directory unless --out is given
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -69,7 +71,10 @@ def run_case(model, mode, dtype, reps, warmup, timeout):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", default=os.path.join(ROOT, "bench", "RESULTS.md"))
+    parser.add_argument("--out", default="",
+                        help="RESULTS.md to write (the chart and the JSON go beside it); "
+                             "default bench/RESULTS.md, with --quick a temporary directory's, "
+                             "so a quick check never overwrites the committed results")
     parser.add_argument("--quick", action="store_true", help="one small case, few repetitions")
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--modes", default=",".join(FULL_MODES))
@@ -85,6 +90,9 @@ def main():
     parser.add_argument("--from-json", default="",
                         help="only rewrite RESULTS.md and the chart from an earlier run's JSON")
     args = parser.parse_args()
+    if not args.out:
+        args.out = (os.path.join(tempfile.gettempdir(), "stax-models-quick", "RESULTS.md")
+                    if args.quick else os.path.join(ROOT, "bench", "RESULTS.md"))
     ensure_matplotlib()
 
     out_json = os.path.splitext(args.out)[0] + ".json"
