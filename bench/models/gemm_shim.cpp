@@ -11,8 +11,8 @@
 
 extern "C" int stax_plan_time(int bf16, const int64_t* a, const int64_t* b, const int64_t* c,
                               const int64_t* bias, double alpha, double beta, const void* a_data,
-                              const void* b_data, const void* bias_data, void* c_data,
-                              int threads, int warmup, int reps, double* ns) {
+                              const void* b_data, const void* bias_data, void* c_data, int threads,
+                              int warmup, int reps, double* ns) {
   using stax::external::MatrixLayout;
   auto layout = [](const int64_t* x) {
     return MatrixLayout{{x[0], x[1], x[2]}, {x[3], x[4], x[5]}};
