@@ -1,9 +1,10 @@
 // stax._C, the extension module under the Python package: compiles Stax graph text
 // (ir::parse_graph, stax::compile) and runs the result on caller-owned memory
 // (CompiledGraph::run_into), explains compilations, and reports the op registry's schemas,
-// the SIMD levels, the JIT cache directory and compiler invocations. The torch.compile bridge
-// (python/stax) is its only intended caller; it hands tensors over as data pointers laid out as
-// compiled.
+// the SIMD levels, the JIT cache directory and compiler invocations; for tests it also runs the
+// eager interpreter and gives the comparison tolerances. The torch.compile bridge
+// (python/stax) is its only intended caller besides the tests; it hands tensors over as data
+// pointers laid out as compiled.
 //
 // C++ errors become Python exceptions with their message unchanged: bad graphs and bad
 // arguments (ir::ParseError, ir::GraphError, std::invalid_argument, which includes
@@ -26,12 +27,15 @@
 #include "driver/compiler.h"
 #include "driver/explain.h"
 #include "driver/profile.h"
+#include "driver/tolerance.h"
+#include "eager/interpreter.h"
 #include "ir/dtype.h"
 #include "ir/graph.h"
 #include "ir/index_rule.h"
 #include "ir/op_schema.h"
 #include "runtime/jit.h"
 #include "runtime/simd.h"
+#include "runtime/tensor.h"
 
 #ifndef STAX_VERSION
 #error "the build must define STAX_VERSION (the project version)"
@@ -118,6 +122,61 @@ std::vector<OutputInfo> output_infos(const CompiledGraph& compiled) {
                        out.strides, out.offset);
   }
   return infos;
+}
+
+// The eager interpreter (issue 14: the oracle of the contractions, tested against torch in
+// python/tests/test_contraction_eager.py): runs graph text on inputs given as data pointers
+// laid out with the graph's declared sizes and strides (read in place, not copied) and
+// returns each output as (dtype, sizes, its elements in row-major order as bytes).
+using EagerOutput = std::tuple<std::string, std::vector<int64_t>, nb::bytes>;
+std::vector<EagerOutput> run_eager(const std::string& text, nb::handle inputs,
+                                   const std::string& filename) {
+  const ir::Graph graph = ir::parse_graph(text, filename);
+  std::vector<const void*> addresses;
+  read_addresses(inputs, "inputs", addresses);
+  if (addresses.size() != graph.inputs().size()) {
+    throw std::invalid_argument("eager_run: graph '" + graph.name() + "' has " +
+                                std::to_string(graph.inputs().size()) + " inputs, got " +
+                                std::to_string(addresses.size()) + " data pointers");
+  }
+  std::vector<Tensor> tensors;
+  for (size_t i = 0; i < addresses.size(); ++i) {
+    const ir::TensorType& t = graph.value(graph.inputs()[i]).type;
+    int64_t extent = 1;  // elements up to the last one the layout reaches
+    for (size_t d = 0; d < t.sizes.size(); ++d) {
+      extent = t.sizes[d] == 0 ? 0 : extent + (t.sizes[d] - 1) * t.strides[d];
+      if (extent == 0) break;
+    }
+    // No deleter: the caller owns the memory, which outlives the call.
+    auto storage =
+        std::make_shared<Storage>(const_cast<void*>(addresses[i]),
+                                  static_cast<size_t>(extent) * dtype_size(t.dtype), nullptr);
+    tensors.emplace_back(std::move(storage), t.dtype, t.sizes, t.strides, 0);
+  }
+  std::vector<Tensor> outputs;
+  {
+    nb::gil_scoped_release release;
+    outputs = eager::run(graph, tensors);
+  }
+  std::vector<EagerOutput> out;
+  for (const Tensor& t : outputs) {
+    const Tensor dense = t.contiguous_copy();
+    const size_t bytes = static_cast<size_t>(dense.numel()) * dtype_size(dense.dtype());
+    out.emplace_back(std::string(dtype_name(t.dtype())), t.sizes(),
+                     nb::bytes(static_cast<const char*>(dense.data()), bytes));
+  }
+  return out;
+}
+
+// (rtol, atol) of each graph output: how closely a compiled result must match eager's
+// (driver/tolerance.h).
+std::vector<std::tuple<double, double>> tolerances_of(const std::string& text,
+                                                      const std::string& filename) {
+  std::vector<std::tuple<double, double>> out;
+  for (const Tolerance& t : output_tolerances(ir::parse_graph(text, filename))) {
+    out.emplace_back(t.rtol, t.atol);
+  }
+  return out;
 }
 
 std::vector<std::string> supported_simd_levels() {
@@ -238,6 +297,12 @@ NB_MODULE(_C, m) {
   m.def("op_schemas", &op_schemas,
         "(op name, [(parameter name, keyword_only)]) for every op Stax implements, parameters "
         "in schema order");
+  m.def("eager_run", &run_eager, "text"_a, "inputs"_a, "filename"_a = "<graph>",
+        "Runs graph text in the eager interpreter (the oracle): `inputs` are data pointers "
+        "laid out with the graph's declared sizes and strides; returns (dtype, sizes, bytes) "
+        "per output, the bytes row-major.");
+  m.def("output_tolerances", &tolerances_of, "text"_a, "filename"_a = "<graph>",
+        "(rtol, atol) per graph output: how closely compiled results must match eager's");
   m.def("compiler_invocations", &runtime::compiler_invocations,
         "C++ compiler processes this process started for kernels");
   m.def(

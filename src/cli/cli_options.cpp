@@ -13,7 +13,7 @@ const char* const kUsage =
     "usage: stax explain FILE [--json] [--ir] [--threads N] [--simd avx512|avx2|scalar]\n"
     "       stax emit FILE [--threads N] [--simd avx512|avx2|scalar]\n"
     "       stax run FILE [--inputs IN.json] [--outputs OUT.json] [--json] [--threads N]\n"
-    "                [--simd avx512|avx2|scalar]\n"
+    "                [--simd avx512|avx2|scalar] [--eager]\n"
     "       stax fuzz [--seconds N | --cases N] [--seed S] [--mode valid|mutate|both]\n"
     "                 [--out DIR] [--no-reduce]   (stax fuzz --help)\n";
 
@@ -36,6 +36,7 @@ const std::vector<OptionSpec>& option_specs() {
       {"--simd", true, {"explain", "emit", "run"}},
       {"--inputs", true, {"run"}},
       {"--outputs", true, {"run"}},
+      {"--eager", false, {"run"}},
   };
   return specs;
 }
@@ -103,6 +104,8 @@ CliArgs parse_cli_args(int argc, char** argv) {
     }
     if (arg == "--json") {
       a.json_output = true;
+    } else if (arg == "--eager") {
+      a.eager_only = true;
     } else if (arg == "--ir") {
       a.options.record_ir = true;
     } else if (arg == "--threads") {

@@ -22,6 +22,9 @@ struct CliArgs {
   bool json_output = false;
   std::optional<std::string> inputs_path;
   std::optional<std::string> outputs_path;
+  // run --eager: only the eager interpreter (no compilation, no comparison), e.g. for ops
+  // that lowering does not handle yet; --outputs writes its results.
+  bool eager_only = false;
   CompileOptions options;
 };
 

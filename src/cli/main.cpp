@@ -2,6 +2,7 @@
 //   stax explain FILE [--json] [--ir] [--threads N] [--simd LEVEL]
 //   stax emit FILE [--threads N] [--simd LEVEL]
 //   stax run FILE [--inputs IN.json] [--outputs OUT.json] [--json] [--threads N] [--simd LEVEL]
+//            [--eager]   (the eager interpreter alone: no compilation, no comparison)
 //   stax fuzz [--seconds N | --cases N] [--seed S] ...  (the fuzzer: fuzz/fuzz_command.h)
 // Exit status: 0 success, 1 compiled and eager results differ beyond tolerance, 2 bad usage
 // or input, or a failure to read or write a file (with a message on stderr).
@@ -186,6 +187,43 @@ int run_command(const CliArgs& args, const stax::ir::Graph& graph) {
   return all_ok ? 0 : 1;
 }
 
+// `stax run --eager`: the eager interpreter alone, within the same limits as a checked run;
+// prints each output's type (and the median time), writes the outputs file if asked.
+int eager_run_command(const CliArgs& args, const stax::ir::Graph& graph) {
+  if (args.outputs_path) stax::cli::check_outputs_fit_json(graph, *args.outputs_path);
+  const json given = args.inputs_path ? read_inputs_file(graph, *args.inputs_path) : json();
+  stax::cli::check_run_fits_in_memory(graph, stax::scheduler::Schedule{},
+                                      stax::cli::available_memory_bytes());
+  stax::cli::check_eager_work(graph, stax::cli::kMaxEagerElementSteps);
+  const auto inputs = make_inputs(graph, args, given);
+  const auto outputs = stax::eager::run(graph, inputs);
+  if (args.outputs_path) write_outputs_file(*args.outputs_path, graph, outputs);
+  const double eager_s = median_seconds([&] { stax::eager::run(graph, inputs); });
+  json outs = json::array();
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    outs.push_back({{"name", graph.value(graph.outputs()[k]).name},
+                    {"dtype", std::string(dtype_name(outputs[k].dtype()))},
+                    {"sizes", outputs[k].sizes()}});
+  }
+  json report;
+  report["graph"] = graph.name();
+  report["eager_only"] = true;
+  report["outputs"] = outs;
+  report["eager_median_seconds"] = eager_s;
+  if (args.json_output) {
+    std::cout << report.dump(2) << "\n";
+  } else {
+    std::cout << "graph " << graph.name() << " (eager interpreter only)\n";
+    for (size_t k = 0; k < outputs.size(); ++k) {
+      std::cout << "  output " << outs[k]["name"].get<std::string>() << ": "
+                << dtype_name(outputs[k].dtype()) << stax::shape_to_string(outputs[k].sizes())
+                << "\n";
+    }
+    std::cout << "  median time: eager " << eager_s * 1e6 << " us\n";
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -214,6 +252,7 @@ int main(int argc, char** argv) {
       std::cout << stax::analyze(graph, args.options)->module.source;
       return 0;
     }
+    if (args.eager_only) return eager_run_command(args, graph);
     return run_command(args, graph);
   } catch (const std::exception& e) {
     std::cerr << "stax: " << e.what() << "\n";

@@ -4,12 +4,14 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <limits>
 #include <stdexcept>
 #include <string>
 
 #include "eager/tensor_io.h"
+#include "ir/contraction_args.h"
 #include "ir/op_schema.h"
 #include "runtime/tensor.h"
 
@@ -131,7 +133,11 @@ void check_eager_work(const ir::Graph& graph, int64_t max_steps) {
     const bool reduction = schema != nullptr && schema->category == ir::OpCategory::Reduction;
     const ir::TensorType& iterated =
         reduction ? ir::tensor_arg(graph, node, 0).type : graph.value(node.output).type;
-    const int64_t steps = element_count(iterated.sizes);
+    int64_t steps = element_count(iterated.sizes);
+    // A contraction takes K multiply-adds per output element (at least one step for each).
+    if (schema != nullptr && schema->category == ir::OpCategory::Contraction) {
+      steps = mul_saturating(steps, std::max<int64_t>(1, ir::contraction_args(graph, node).k));
+    }
     total = add_saturating(total, steps);
     if (steps > most) {
       most = steps;

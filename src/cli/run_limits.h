@@ -22,7 +22,8 @@ void check_run_fits_in_memory(const ir::Graph& graph, const scheduler::Schedule&
                               int64_t budget_bytes);
 
 // The most element steps (one output element of a pointwise op or copy, one input element of a
-// reduction) the eager interpreter is asked to take in one run: it reads every element
+// reduction, one multiply-add of a contraction) the eager interpreter is asked to take in one
+// run: it reads every element
 // through a generic multi-index accessor (tens of millions per second), so this is about a
 // minute; the comparison runs it again for the median time.
 constexpr int64_t kMaxEagerElementSteps = int64_t{1} << 30;

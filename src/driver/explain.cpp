@@ -93,8 +93,10 @@ json explain_json(const Compilation& c) {
       const auto& n = s.nodes[static_cast<size_t>(id)];
       members.push_back(n.name);
     }
+    const bool external = f.members().size() == 1 &&
+                          s.nodes[static_cast<size_t>(f.members()[0])].is_external();
     finals.push_back({{"name", f.name},
-                      {"kind", f.kind_name()},
+                      {"kind", external ? std::string("ExternalNode") : f.kind_name()},
                       {"group", f.group_string()},
                       {"outer_loop_fusion_depth", f.outer.size()},
                       {"members", members}});

@@ -40,6 +40,9 @@
 //   log(sum(exp(x - shift))) + shift, each step rounded to the result dtype as the ATen ops it
 //   is made of are, the sum in double. So an inf maximum gives inf, all -inf gives -inf, an
 //   empty reduction -inf; integral/bool inputs compute in f32.
+//
+// Matrix products (mm, bmm, addmm, baddbmm; contraction.cpp states the rules): floats summed
+// in double and rounded once, bias included; integers modulo 2^width; beta == 0 drops the bias.
 #pragma once
 
 #include <cstdint>

@@ -409,6 +409,53 @@ void add_factories(Builder& b) {
   });
 }
 
+// Issue 14, point 3: the matrix products. The operands share their sizes, so the second
+// factor is the first's shape transposed ([m, k] x [k, m]); addmm's and baddbmm's bias is a
+// column of the third operand, expanded over the result's columns. Positive values keep the
+// long sums of one sign, where the comparison tolerance's model holds (driver/tolerance.h).
+// Lowering refuses them until it lands, so their cases x dtypes are known failures of the
+// sweep (tests/sweep/KNOWN_FAILURES.md), which the CI fuzz run leaves out.
+void add_contractions(Builder& b) {
+  const DTypeSet numbers = kNoBool;  // torch has no bool matrix product
+  // `name` transposed in its last two dims, as a new value.
+  const auto transposed = [](const CallSite& s, const std::string& name) {
+    return s.temp("transpose(" + name + ", -2, -1)");
+  };
+  b.add("mm", "mm", {D::Positive, D::Positive}, numbers, R::Float64, false,
+        [transposed](const CallSite& s) -> std::optional<std::string> {
+          if (rank(s) != 2) return std::nullopt;
+          return "mm(" + s.operands[0] + ", " + transposed(s, s.operands[1]) + ")";
+        });
+  // bmm and baddbmm of rank-2 operands add a batch dim of 1.
+  const auto batched = [transposed](const CallSite& s) {
+    std::vector<std::string> factors = {s.operands[0], transposed(s, s.operands[1])};
+    if (rank(s) == 2) {
+      for (std::string& f : factors) f = s.temp("unsqueeze(" + f + ", 0)");
+    }
+    return factors[0] + ", " + factors[1];
+  };
+  b.add("bmm", "bmm", {D::Positive, D::Positive}, numbers, R::Float64, false,
+        [batched](const CallSite& s) -> std::optional<std::string> {
+          if (rank(s) != 2 && rank(s) != 3) return std::nullopt;
+          return "bmm(" + batched(s) + ")";
+        });
+  b.add("addmm", "addmm", {D::Positive, D::Positive, D::Positive}, numbers, R::Float64, false,
+        [transposed](const CallSite& s) -> std::optional<std::string> {
+          if (rank(s) != 2) return std::nullopt;
+          const std::string bias = s.temp("narrow(" + s.operands[2] + ", 1, 0, 1)");
+          return "addmm(" + bias + ", " + s.operands[0] + ", " + transposed(s, s.operands[1]) +
+                 ", beta=2, alpha=3)";
+        });
+  b.add("baddbmm", "baddbmm", {D::Positive, D::Positive, D::Positive}, numbers, R::Float64, false,
+        [batched](const CallSite& s) -> std::optional<std::string> {
+          if (rank(s) != 2 && rank(s) != 3) return std::nullopt;
+          // A column of the third operand: [m, 1] or [batch, m, 1], expanded over the columns.
+          const std::string bias =
+              s.temp("narrow(" + s.operands[2] + ", " + std::to_string(rank(s) - 1) + ", 0, 1)");
+          return "baddbmm(" + bias + ", " + batched(s) + ", beta=2, alpha=3)";
+        });
+}
+
 std::vector<CatalogEntry> build() {
   Builder b;
   add_arithmetic(b);
@@ -419,6 +466,7 @@ std::vector<CatalogEntry> build() {
   add_reductions(b);
   add_views(b);
   add_factories(b);
+  add_contractions(b);  // issue 14, point 3
   return std::move(b.entries);
 }
 

@@ -406,6 +406,22 @@ Val iota(Graph& graph, int64_t length, int64_t start, int64_t step, DType dtype)
                  {{"start", start}, {"step", step}, {"dtype", dtype_arg(dtype)}});
 }
 
+// Matrix products (issue 14, point 3).
+Val mm(Val self, Val mat2) {
+  return node("mm", {&self, &mat2}, {self.ref, mat2.ref});
+}
+Val bmm(Val self, Val mat2) {
+  return node("bmm", {&self, &mat2}, {self.ref, mat2.ref});
+}
+Val addmm(Val self, Val mat1, Val mat2, Number beta, Number alpha) {
+  return node("addmm", {&self, &mat1, &mat2}, {self.ref, mat1.ref, mat2.ref},
+              {{"beta", beta.scalar}, {"alpha", alpha.scalar}});
+}
+Val baddbmm(Val self, Val batch1, Val batch2, Number beta, Number alpha) {
+  return node("baddbmm", {&self, &batch1, &batch2}, {self.ref, batch1.ref, batch2.ref},
+              {{"beta", beta.scalar}, {"alpha", alpha.scalar}});
+}
+
 }  // namespace ops
 
 Val operator+(Val a, Val b) {

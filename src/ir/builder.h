@@ -157,6 +157,13 @@ Val arange(Graph& graph, Number start, Number end, Number step = 1,
            std::optional<DType> dtype = std::nullopt);
 Val iota(Graph& graph, int64_t length, int64_t start, int64_t step, DType dtype);
 
+// Matrix products (issue 14, point 3), ATen's argument names; beta and alpha keep their
+// literal's kind (a float for an integer dtype is truncated, as PyTorch does).
+Val mm(Val self, Val mat2);
+Val bmm(Val self, Val mat2);
+Val addmm(Val self, Val mat1, Val mat2, Number beta = 1, Number alpha = 1);
+Val baddbmm(Val self, Val batch1, Val batch2, Number beta = 1, Number alpha = 1);
+
 }  // namespace ops
 
 Val operator+(Val a, Val b);

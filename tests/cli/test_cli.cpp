@@ -169,6 +169,45 @@ TEST(Cli, RunWithGivenInputsNanAndInf) {
   EXPECT_EQ(out["s"], nlohmann::json::parse(R"(["nan", "inf"])"));
 }
 
+// Issue 14: `stax run --eager` runs the eager interpreter alone, so a graph of matrix products
+// (which lowering does not handle yet) runs from a file; a contraction counts K steps per
+// output element against the eager-work limit.
+TEST(Cli, RunEagerOnlyComputesMatrixProducts) {
+  const auto program = temp_file("mm.stax", R"(def mmg(c: f32[2], a: f32[2, 3], b: f32[3, 2]):
+    p = mm(a, b)
+    q = addmm(c, a, b, beta=0.5, alpha=2)
+    return p, q
+)");
+  const auto inputs = temp_file("mm_in.json", R"({"a": [[1, 2, 3], [4, 5, 6]],
+    "b": [[1, 0], [0, 1], [1, 1]], "c": [10, 20]})");
+  const auto outputs = program.parent_path() / "mm_out.json";
+  const Result r = run("run " + program.string() + " --eager --inputs " + inputs.string() +
+                       " --outputs " + outputs.string() + " --json");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const auto report = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(report["eager_only"].get<bool>());
+  EXPECT_EQ(report["outputs"][1]["sizes"], nlohmann::json::parse("[2, 2]"));
+  std::ifstream in(outputs);
+  const auto out = nlohmann::json::parse(in);
+  EXPECT_EQ(out["p"], nlohmann::json::parse("[[4.0, 5.0], [10.0, 11.0]]"));
+  EXPECT_EQ(out["q"], nlohmann::json::parse("[[13.0, 20.0], [25.0, 32.0]]"));
+  // Random inputs and the plain report.
+  const Result plain = run("run " + program.string() + " --eager");
+  ASSERT_EQ(plain.status, 0) << plain.out;
+  EXPECT_NE(plain.out.find("eager interpreter only"), std::string::npos) << plain.out;
+  EXPECT_NE(plain.out.find("output q: f32[2, 2]"), std::string::npos) << plain.out;
+  // 2048^3 multiply-adds are refused before anything runs, naming the product.
+  const auto huge = temp_file("mm_huge.stax", R"(def big(a: f32[2048, 2048], b: f32[2048, 2048]):
+    p = mm(a, b)
+    return p
+)");
+  const Result refused = run("run " + huge.string() + " --eager");
+  EXPECT_EQ(refused.status, 2) << refused.out;
+  EXPECT_NE(refused.out.find("'p' (mm to f32[2048, 2048])"), std::string::npos) << refused.out;
+  // --eager belongs to run only.
+  EXPECT_EQ(run("explain " + program.string() + " --eager").status, 2);
+}
+
 TEST(Cli, BadInputsExitWithMessage) {
   const auto program = temp_file("h.stax", "def h(x: f32[2]):\n    y = neg(x)\n    return y\n");
   const auto missing = temp_file("missing.json", R"({"z": [1, 2]})");

@@ -137,6 +137,30 @@ TEST(BuilderTest, EveryOpFunction) {
   EXPECT_EQ(g.nodes()[39].args[1], ir::Arg(std::vector<int64_t>{}));
 }
 
+// Issue 14, point 3: the matrix products make the nodes the text format makes.
+TEST(BuilderTest, MatrixProducts) {
+  Graph g("products");
+  Val a = input(g, "a", DType::Float32, {2, 3});
+  Val b = input(g, "b", DType::Float32, {3, 4});
+  Val c = input(g, "c", DType::Float32, {4});
+  Val x = input(g, "x", DType::Int16, {5, 2, 3});
+  Val y = input(g, "y", DType::Int16, {5, 3, 4});
+  output(g, {mm(a, b), addmm(c, a, b), addmm(c, a, b, 0.5, -2), bmm(x, y),
+             baddbmm(bmm(x, y), x, y, 2, 3)});
+  const ir::Graph text = ir::parse_graph(
+      R"(def products(a: f32[2, 3], b: f32[3, 4], c: f32[4], x: i16[5, 2, 3], y: i16[5, 3, 4]):
+    v0 = mm(a, b)
+    v1 = addmm(c, a, b)
+    v2 = addmm(c, a, b, beta=0.5, alpha=-2)
+    v3 = bmm(x, y)
+    v4 = bmm(x, y)
+    v5 = baddbmm(v4, x, y, beta=2, alpha=3)
+    return v0, v1, v2, v3, v5
+)");
+  EXPECT_TRUE(g == text) << ir::print_graph(g);
+  EXPECT_THROW(mm(a, a), ir::GraphError);  // 2x3 and 2x3 cannot be multiplied
+}
+
 TEST(BuilderTest, Errors) {
   Graph g("a");
   Graph h("b");

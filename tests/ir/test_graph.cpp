@@ -212,7 +212,9 @@ TEST(OpRegistryTest, AllOpsRegisteredWithCategories) {
       "elu", "hardtanh", "clamp", "clamp_min", "clamp_max", "lerp",
       // issue 7, point 3: factory ops
       "full", "zeros", "ones", "full_like", "zeros_like", "ones_like", "fill", "scalar_tensor",
-      "arange", "iota"};
+      "arange", "iota",
+      // issue 14, point 3: contractions
+      "mm", "bmm", "addmm", "baddbmm"};
   std::vector<std::string> names = registered_op_names();
   for (const std::string& name : expected) {
     EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name;

@@ -245,6 +245,12 @@ def every_op(x: f32[2, 3], y: f32[3], i: i64[2, 3], b: bool[2, 3],
     fa7 = scalar_tensor(3)
     fa8 = arange(0, 5, 2)
     fa9 = iota(4, start=1, step=2, dtype='i16')
+    # issue 14, point 3: contractions
+    mm0 = mm(x, n5)
+    mt = transpose(m9, 1, 2)
+    mm1 = bmm(m9, mt)
+    mm2 = addmm(y, x, n5, beta=0.5, alpha=-2)
+    mm3 = baddbmm(y, m9, mt, alpha=3)
     return a0, k1, x, a0
 )";
 
@@ -289,6 +295,11 @@ TEST(RoundTripTest, EveryOpAndLiteral) {
   EXPECT_EQ(type_of(g, "fa7"), type(DType::Float32, {}));
   EXPECT_EQ(type_of(g, "fa8"), type(DType::Int64, {3}));
   EXPECT_EQ(type_of(g, "fa9"), type(DType::Int16, {4}));
+  // issue 14, point 3: contractions
+  EXPECT_EQ(type_of(g, "mm0"), type(DType::Float32, {2, 3}));
+  EXPECT_EQ(type_of(g, "mm1"), type(DType::Float32, {2, 3, 3}));
+  EXPECT_EQ(type_of(g, "mm2"), type(DType::Float32, {2, 3}));
+  EXPECT_EQ(type_of(g, "mm3"), type(DType::Float32, {2, 3, 3}));
   EXPECT_EQ(output_names(g), (std::vector<std::string>{"a0", "k1", "x", "a0"}));
 
   // Literal kinds.

@@ -15,9 +15,17 @@ struct Scheduled {
   scheduler::Schedule schedule;
 };
 
-inline std::unique_ptr<Scheduled> schedule_text(const std::string& text) {
+// `with_library`: contractions become external calls of a stand-in library that accepts every
+// call (machine-independent); otherwise they are loop nests.
+inline std::unique_ptr<Scheduled> schedule_text(const std::string& text, bool with_library = false) {
   auto s = std::make_unique<Scheduled>();
-  s->lowered = lowering::lower(ir::parse_graph(text));
+  lowering::LoweringOptions options;
+  if (with_library) {
+    options.library_for = [](const lowering::ExternalCall&, std::string*) {
+      return std::optional<std::string>("a test library");
+    };
+  }
+  s->lowered = lowering::lower(ir::parse_graph(text), options);
   s->schedule = scheduler::schedule(s->lowered);
   return s;
 }

@@ -1,0 +1,165 @@
+// Compiled matrix products (issue 14) against the eager oracle: mm, bmm, addmm and baddbmm in
+// every dtype, through the machine's library where it computes them and as Stax loop nests
+// (CompileOptions::external_libraries = false, and the dtypes no library has), with operands
+// transposed, sliced and broadcast over the batch, biases of every broadcast shape, alpha and
+// beta, empty dimensions, sizes that reach the library's parallel path, 1 and 2 threads. Many
+// cases share one graph, so each dtype costs one compile per configuration.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "driver/compiler.h"
+#include "driver/tolerance.h"
+#include "eager/interpreter.h"
+#include "eager/tensor_io.h"
+#include "ir/graph.h"
+
+namespace stax {
+namespace {
+
+// The cases over inputs of dtype `t`. `float_only`: alpha/beta that are not integers.
+std::string contraction_program(const std::string& t, bool floating) {
+  const std::string alpha = floating ? "0.5" : "2";
+  const std::string beta = floating ? "-1.5" : "3";
+  return "def f(a: " + t + "[33, 40], w: " + t + "[24, 40], b: " + t + "[40, 24], bias: " + t +
+         "[24], c: " + t + "[33, 24], col: " + t + "[33, 1], x: " + t + "[3, 17, 40], y: " + t +
+         "[3, 40, 9], z: " + t + "[3, 9, 40], bb: " + t + "[9], big: " + t + "[256, 384], wb: " +
+         t + "[384, 384], e: " + t + "[33, 0], e2: " + t + "[0, 24], e3: " + t + "[0, 40]):\n" +
+         // mm: plain, a transposed weight (a layout, not a copy), a sliced operand.
+         "    m1 = mm(a, b)\n"
+         "    wt = permute(w, [1, 0])\n"
+         "    m2 = mm(a, wt)\n"
+         "    asl = slice(a, 1, 0, 40, 2)\n"
+         "    bsl = slice(b, 0, 0, 40, 2)\n"
+         "    m3 = mm(asl, bsl)\n"
+         // addmm: a row bias (a linear layer), a full bias, a column bias, alpha and beta.
+         "    l1 = addmm(bias, a, wt)\n"
+         "    l2 = addmm(c, a, b, beta=" + beta + ", alpha=" + alpha + ")\n"
+         "    l3 = addmm(col, a, wt, beta=" + beta + ")\n"
+         // A composed operand (stored before the call) and an epilogue after it.
+         "    na = neg(a)\n"
+         "    l4 = addmm(bias, na, b, alpha=" + alpha + ")\n"
+         "    r4 = relu(l4)\n"
+         // bmm and baddbmm: plain, a transposed batch operand, a broadcast bias.
+         "    k1 = bmm(x, y)\n"
+         "    zt = permute(z, [0, 2, 1])\n"
+         "    k2 = bmm(x, zt)\n"
+         "    k3 = baddbmm(bb, x, y, beta=" + beta + ", alpha=" + alpha + ")\n"
+         // Large enough for the library's parallel path.
+         "    g1 = mm(big, wb)\n"
+         // K == 0 (a bias or zeros) and M == 0 (an empty output).
+         "    z1 = addmm(bias, e, e2, beta=" + beta + ")\n"
+         "    z2 = mm(e3, b)\n" +
+         "    return m1, m2, m3, l1, l2, l3, r4, k1, k2, k3, g1, z1, z2\n";
+}
+
+std::vector<Tensor> contraction_inputs(DType dtype) {
+  const std::vector<std::vector<int64_t>> sizes = {
+      {33, 40}, {24, 40}, {40, 24}, {24}, {33, 24}, {33, 1}, {3, 17, 40}, {3, 40, 9},
+      {3, 9, 40}, {9}, {256, 384}, {384, 384}, {33, 0}, {0, 24}, {0, 40}};
+  std::vector<Tensor> inputs;
+  uint64_t seed = 7;
+  for (const auto& s : sizes) inputs.push_back(eager::random_tensor(dtype, s, seed++));
+  return inputs;
+}
+
+void expect_outputs_match(const ir::Graph& g, const std::vector<Tensor>& actual,
+                          const std::vector<Tensor>& expected, const std::string& where) {
+  const std::vector<Tolerance> tolerances = output_tolerances(g);
+  ASSERT_EQ(actual.size(), expected.size()) << where;
+  for (size_t k = 0; k < actual.size(); ++k) {
+    const std::string name = g.value(g.outputs()[k]).name;
+    EXPECT_EQ(actual[k].dtype(), expected[k].dtype()) << where << ", " << name;
+    ASSERT_EQ(actual[k].sizes(), expected[k].sizes()) << where << ", " << name;
+    const eager::Difference d =
+        eager::compare(actual[k], expected[k], tolerances[k].rtol, tolerances[k].atol);
+    EXPECT_TRUE(d.within_tolerance)
+        << where << ", output " << name << ": max abs " << d.max_abs << ", max rel " << d.max_rel
+        << " (rtol " << tolerances[k].rtol << ", atol " << tolerances[k].atol << ")";
+  }
+}
+
+int count_external_calls(const CompiledGraph& c) {
+  return static_cast<int>(c.compilation().module.externals.size());
+}
+
+class CompiledContractions : public ::testing::TestWithParam<DType> {};
+
+TEST_P(CompiledContractions, MatchEagerThroughTheLibraryAndAsLoopNests) {
+  const DType dtype = GetParam();
+  const std::string t(dtype_name(dtype));
+  const ir::Graph g = ir::parse_graph(contraction_program(t, is_floating(dtype)));
+  const std::vector<Tensor> inputs = contraction_inputs(dtype);
+  const std::vector<Tensor> expected = eager::run(g, inputs);
+  const runtime::SimdLevel simd = runtime::detect_simd_level();
+  for (bool library : {true, false}) {
+    CompileOptions o;
+    o.simd = simd;
+    o.num_threads = 2;
+    o.external_libraries = library;
+    const CompiledGraph compiled = compile(g, o);
+    // float32 and bfloat16 products are library calls where the library is asked; the
+    // others never are (no library here computes them).
+    const bool library_dtype = dtype == DType::Float32 || dtype == DType::BFloat16;
+    if (library && library_dtype) {
+      EXPECT_EQ(count_external_calls(compiled), 13) << t;
+    } else {
+      EXPECT_EQ(count_external_calls(compiled), 0) << t;
+    }
+    for (int threads : {1, 2}) {
+      RunOptions r;
+      r.num_threads = threads;
+      expect_outputs_match(g, compiled.run(inputs, r), expected,
+                           t + (library ? " library" : " loop nests") + ", " +
+                               std::to_string(threads) + " threads");
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, CompiledContractions,
+                         ::testing::Values(DType::Float32, DType::BFloat16, DType::Float16,
+                                           DType::Float64, DType::Int32, DType::Int64,
+                                           DType::UInt8),
+                         [](const auto& info) { return std::string(dtype_name(info.param)); });
+
+// Operands passed to the library as layouts: a transposed weight and a sliced matrix are read
+// in place (no copy buffer), a composed operand is stored once; explain names the calls.
+TEST(ExternalCalls, OperandsAreLayoutsAndOnlyComposedOperandsAreStored) {
+  const ir::Graph g = ir::parse_graph(
+      "def f(a: f32[32, 64], w: f32[48, 64], b: f32[48]):\n"
+      "    wt = permute(w, [1, 0])\n    y = addmm(b, a, wt)\n"
+      "    n = neg(a)\n    s = slice(n, 0, 0, 32, 2)\n    z = mm(s, wt)\n    return y, z\n");
+  const auto c = analyze(g);
+  ASSERT_EQ(c->module.externals.size(), 2u);
+  const lowering::ExternalCall& first = *c->module.externals[0].call;
+  EXPECT_EQ(first.b.buffer, "w");
+  EXPECT_EQ(first.b.strides, (std::vector<int64_t>{1, 64}));
+  ASSERT_TRUE(first.bias.has_value());
+  EXPECT_EQ(first.bias->strides, (std::vector<int64_t>{0, 1}));
+  // The slice of a composed neg is stored contiguously, then read by the library.
+  const lowering::ExternalCall& second = *c->module.externals[1].call;
+  EXPECT_NE(second.a.buffer, "a");
+  EXPECT_EQ(second.a.strides, (std::vector<int64_t>{64, 1}));
+}
+
+// A failing library call is an exception naming the op, never a crash: here a plan for one
+// thread count run with another builds a new primitive, which succeeds; an input of the wrong
+// size is refused before any call.
+TEST(ExternalCalls, WrongInputsAreRefusedBeforeTheCall) {
+  const ir::Graph g = ir::parse_graph(
+      "def f(a: f32[8, 16], b: f32[16, 4]):\n    c = mm(a, b)\n    return c\n");
+  CompileOptions o;
+  o.num_threads = 1;
+  const CompiledGraph compiled = compile(g, o);
+  const std::vector<Tensor> good = {eager::random_tensor(DType::Float32, {8, 16}, 1),
+                                    eager::random_tensor(DType::Float32, {16, 4}, 2)};
+  RunOptions r;
+  r.num_threads = 2;
+  expect_outputs_match(g, compiled.run(good, r), eager::run(g, good), "2 threads");
+  const std::vector<Tensor> bad = {eager::random_tensor(DType::Float32, {8, 15}, 1), good[1]};
+  EXPECT_THROW(compiled.run(bad), InputError);
+}
+
+}  // namespace
+}  // namespace stax

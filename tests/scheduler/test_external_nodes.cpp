@@ -1,0 +1,148 @@
+// External scheduler nodes (issue 14): a library call reads its operands whole (WholeDep,
+// Definition 7.1), writes its whole output, never shares a loop with another node (the fusion
+// log says why), and orders, keeps alive and releases buffers like any node. Plus the host
+// program built over it: kernel functions split around the call, with their reasons.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "kernel/pipeline.h"
+#include "program/pipeline.h"
+#include "schedule_util.h"
+
+namespace stax::scheduler {
+namespace {
+
+using stax::testing::schedule_text;
+
+constexpr const char* kLinearGelu = R"(
+def f(x: f32[64, 96], w: f32[48, 96], b: f32[48]):
+    n = neg(x)
+    wt = permute(w, [1, 0])
+    y = addmm(b, n, wt)
+    g = gelu(y)
+    return g
+)";
+
+const SchedulerNode& external_node(const Schedule& s) {
+  for (const SchedulerNode& n : s.nodes) {
+    if (n.is_external()) return n;
+  }
+  throw std::logic_error("no external node");
+}
+
+TEST(ExternalNodes, ReadTheirOperandsWholeAndWriteTheirWholeOutput) {
+  auto s = schedule_text(kLinearGelu, true);
+  const SchedulerNode& mm = external_node(s->schedule);
+  ASSERT_EQ(mm.whole_read_deps.size(), 3u);
+  EXPECT_EQ(mm.whole_read_deps[0].to_string(), "WholeDep('buf0')");  // the stored neg
+  EXPECT_EQ(mm.whole_read_deps[1].buffer, "w");
+  EXPECT_EQ(mm.whole_read_deps[1].numel, 96 * 48);
+  EXPECT_EQ(mm.whole_read_deps[2].buffer, "b");
+  EXPECT_EQ(mm.whole_read_deps[2].bytes(), 64 * 48 * 4);  // the bias seen at the output's size
+  EXPECT_TRUE(mm.read_deps.empty());  // no index to compare: nothing to fuse on
+  EXPECT_EQ(mm.write_dep.to_string(), "MemoryDep('buf1', c0, {c0: 3072})");
+  EXPECT_TRUE(mm.weak_deps.empty());
+  EXPECT_EQ(WeakDep({"buf1", 3}).to_string(), "WeakDep('buf1', before op3)");
+}
+
+TEST(ExternalNodes, NeverFuseAndTheLogSaysWhy) {
+  auto s = schedule_text(kLinearGelu, true);
+  const Schedule& sched = s->schedule;
+  EXPECT_EQ(sched.kernels.size(), 3u);  // neg, the call, gelu: nothing fused across the call
+  bool refused = false;
+  for (const auto& round : sched.fusion_log.rounds) {
+    for (const auto& c : round.candidates) {
+      if (c.reason.find("is an external call (a test library)") != std::string::npos &&
+          c.reason.find("WholeDep") != std::string::npos) {
+        refused = true;
+        EXPECT_FALSE(c.fused);
+      }
+    }
+  }
+  EXPECT_TRUE(refused);
+  // Dependences order the call after the producer of its operand and before its consumer.
+  const auto position = [&](const std::string& buffer) {
+    for (size_t k = 0; k < sched.kernels.size(); ++k) {
+      for (int id : sched.kernels[k].members()) {
+        if (sched.nodes[static_cast<size_t>(id)].write.buffer == buffer) return k;
+      }
+    }
+    return sched.kernels.size();
+  };
+  EXPECT_LT(position("buf0"), position("buf1"));
+  EXPECT_LT(position("buf1"), position("buf2"));
+  // The stored operand lives until the call's end, the call's output until gelu's.
+  EXPECT_EQ(sched.plan_of("buf0")->last_use, static_cast<int>(position("buf1")));
+  EXPECT_EQ(sched.plan_of("buf1")->last_use, static_cast<int>(position("buf2")));
+  EXPECT_FALSE(sched.plan_of("buf1")->elided);
+}
+
+TEST(ExternalNodes, AnUnusedCallIsDead) {
+  auto s = schedule_text(R"(
+def f(a: f32[8, 8], b: f32[8, 8]):
+    c = mm(a, b)
+    d = add(a, b)
+    return d
+)",
+                         true);
+  EXPECT_TRUE(s->schedule.dead.at(0));
+  EXPECT_EQ(s->schedule.kernels.size(), 1u);
+}
+
+TEST(HostProgram, KernelFunctionsSplitAroundAnExternalCallWithReasons) {
+  auto s = schedule_text(kLinearGelu, true);
+  kernel::PipelineOptions options;
+  const program::HostProgram p = program::build_host_program(s->schedule, options);
+  ASSERT_EQ(p.steps.size(), 3u);
+  EXPECT_TRUE(p.steps[1].external);
+  ASSERT_EQ(p.functions.size(), 2u);  // neg before the call, gelu after: never one function
+  EXPECT_NE(p.functions[1].reason.find("the first loop after an external call"), std::string::npos);
+  ASSERT_EQ(p.externals.size(), 1u);
+  EXPECT_EQ(p.externals[0].call->library, "a test library");
+  // allocate buf0, call kernel0, allocate buf1, call external 0, free buf0, release w and b,
+  // allocate the output, call kernel1, free buf1.
+  std::vector<std::string> kinds;
+  for (const program::Statement& st : p.body) {
+    kinds.push_back(std::visit(
+        [](const auto& x) -> std::string {
+          using T = std::decay_t<decltype(x)>;
+          if constexpr (std::is_same_v<T, program::Allocate>) {
+            return "alloc " + x.buffer;
+          } else if constexpr (std::is_same_v<T, program::Free>) {
+            return "free " + x.buffer;
+          } else if constexpr (std::is_same_v<T, program::ReleaseInput>) {
+            return "release " + x.input;
+          } else if constexpr (std::is_same_v<T, program::CallKernel>) {
+            return "kernel" + std::to_string(x.function);
+          } else {
+            return "external" + std::to_string(x.site);
+          }
+        },
+        st));
+  }
+  EXPECT_EQ(kinds, (std::vector<std::string>{"alloc buf0", "kernel0", "release x", "alloc buf1",
+                                             "external0", "free buf0", "release b", "release w",
+                                             "alloc buf2", "kernel1", "free buf1"}));
+}
+
+TEST(HostProgram, AdjacentLoopsShareAFunctionUntilAnIntermediateDies) {
+  auto s = schedule_text(R"(
+def f(x: f32[64, 64]):
+    m = amax(x, dim=[1], keepdim=True)
+    e = exp(x)
+    s = sum(e, dim=[1], keepdim=True)
+    y = div(e, s)
+    z = sub(y, m)
+    return z
+)");
+  kernel::PipelineOptions options;
+  const program::HostProgram p = program::build_host_program(s->schedule, options);
+  for (const program::KernelFunction& f : p.functions) EXPECT_FALSE(f.reason.empty());
+  std::string log;
+  for (const auto& line : p.log) log += line + "\n";
+  EXPECT_NE(log.find("kernel0: "), std::string::npos) << log;
+}
+
+}  // namespace
+}  // namespace stax::scheduler
