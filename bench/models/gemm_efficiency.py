@@ -107,7 +107,8 @@ def main():
     parser.add_argument("--out", default=os.path.join(ROOT, "bench", "models_gemm.json"))
     parser.add_argument("--reps", type=int, default=30)
     parser.add_argument("--rounds", type=int, default=3,
-                        help="standalone, eager and Stax alternate this many times; medians of all")
+                        help="standalone, eager and Stax alternate this many times; "
+                             "medians of all")
     args = parser.parse_args()
     torch.set_num_threads(2)
     torch._dynamo.config.cache_size_limit = 64
