@@ -26,6 +26,7 @@
 
 #include "driver/compiler.h"
 #include "driver/explain.h"
+#include "driver/profile.h"
 #include "driver/tolerance.h"
 #include "eager/interpreter.h"
 #include "ir/dtype.h"
@@ -304,6 +305,25 @@ NB_MODULE(_C, m) {
         "(rtol, atol) per graph output: how closely compiled results must match eager's");
   m.def("compiler_invocations", &runtime::compiler_invocations,
         "C++ compiler processes this process started for kernels");
+  m.def(
+      "profile_counters",
+      [] {
+        const driver::ProfileCounters c = driver::profile_counters();
+        nb::dict d;
+        d["enabled"] = driver::profiling_enabled();
+        d["entry_ns"] = c.entry_ns;
+        d["entry_calls"] = c.entry_calls;
+        d["external_ns"] = c.external_ns;
+        d["external_calls"] = c.external_calls;
+        return d;
+      },
+      "time and calls inside compiled entries and inside external library calls (which the "
+      "entries make) since the last reset; they move only when profiling is on (STAX_PROFILE=1 "
+      "at the first query, or set_profiling)");
+  m.def("reset_profile_counters", &driver::reset_profile_counters,
+        "sets every profiling counter to zero");
+  m.def("set_profiling", &driver::set_profiling_enabled, "on"_a,
+        "turns the profiling counters on or off, whatever STAX_PROFILE said");
   m.def(
       "cache_dir",
       [](const std::string& cache_dir) {

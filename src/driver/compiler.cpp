@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "driver/external_calls.h"
+#include "driver/profile.h"
 #include "ir/index_rule.h"
 #include "runtime/jit.h"
 #include "stax_kernel_abi.h"
@@ -160,10 +161,15 @@ std::vector<Tensor> CompiledGraph::run(const std::vector<Tensor>& inputs,
   std::vector<void*> slots(module.output_slot_bytes.size(), nullptr);
   OutputAllocator allocator;
   char err[1024] = {0};
-  const int status = reinterpret_cast<EntryFn>(entry_)(
-      args.data(), static_cast<int64_t>(args.size()), slots.data(), &allocate_output, &allocator,
-      &driver::ExternalPlans::call, const_cast<driver::ExternalPlans*>(externals_.get()),
-      options.num_threads > 0 ? options.num_threads : module.options.num_threads, err, sizeof err);
+  int status = 0;
+  {
+    const driver::ProfileScope profile(driver::ProfileSite::Entry);
+    status = reinterpret_cast<EntryFn>(entry_)(
+        args.data(), static_cast<int64_t>(args.size()), slots.data(), &allocate_output, &allocator,
+        &driver::ExternalPlans::call, const_cast<driver::ExternalPlans*>(externals_.get()),
+        options.num_threads > 0 ? options.num_threads : module.options.num_threads, err,
+        sizeof err);
+  }
   throw_on_status(status, err);
   std::vector<Tensor> outputs;
   for (const auto& b : module.outputs) {
@@ -211,11 +217,16 @@ void CompiledGraph::run_into(const std::vector<const void*>& input_data,
   }
   std::vector<void*> slots(output_slots.size(), nullptr);
   char err[1024] = {0};
-  const int status = reinterpret_cast<EntryFn>(entry_)(
-      args.data(), static_cast<int64_t>(args.size()), slots.data(), &caller_slot,
-      const_cast<void**>(output_slots.data()), &driver::ExternalPlans::call,
-      const_cast<driver::ExternalPlans*>(externals_.get()),
-      options.num_threads > 0 ? options.num_threads : module.options.num_threads, err, sizeof err);
+  int status = 0;
+  {
+    const driver::ProfileScope profile(driver::ProfileSite::Entry);
+    status = reinterpret_cast<EntryFn>(entry_)(
+        args.data(), static_cast<int64_t>(args.size()), slots.data(), &caller_slot,
+        const_cast<void**>(output_slots.data()), &driver::ExternalPlans::call,
+        const_cast<driver::ExternalPlans*>(externals_.get()),
+        options.num_threads > 0 ? options.num_threads : module.options.num_threads, err,
+        sizeof err);
+  }
   throw_on_status(status, err);
 }
 

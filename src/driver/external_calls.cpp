@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "driver/profile.h"
 #include "ir/graph.h"
 
 namespace stax::driver {
@@ -66,6 +67,7 @@ int ExternalPlans::call(void* ctx, int64_t site, const void* const* operands, vo
                         int num_threads, char* err, int64_t err_capacity) {
   const auto* self = static_cast<const ExternalPlans*>(ctx);
   const auto k = static_cast<size_t>(site);
+  const ProfileScope profile(ProfileSite::External);
   try {
     if (self == nullptr || k >= self->plans_.size()) {
       throw std::logic_error("no plan for external call site " + std::to_string(site));

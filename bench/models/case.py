@@ -1,0 +1,171 @@
+"""One benchmark case of bench/models in its own process: one model, one mode (inference at a
+batch, or a training step), one dtype; eager, torch.compile's default backend (inductor) and
+torch.compile(backend="stax") timed side by side, interleaved round-robin per repetition.
+Prints one JSON object on its last stdout line. run.py starts one process per case, so a crash
+or a hang of one backend loses one case only, and every case starts from a fresh dynamo.
+
+Usage: .venv/bin/python bench/models/case.py MODEL MODE DTYPE --reps N --warmup N
+  MODE: infer-b1, infer-bN (N the batch) or train-bN."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+# Profiling counters on for this process (read once by the extension at the first query).
+os.environ.setdefault("STAX_PROFILE", "1")
+
+import torch  # noqa: E402
+
+import models  # noqa: E402
+
+BACKENDS = ("eager", "inductor", "stax")
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+
+
+def parse_mode(mode: str) -> tuple[bool, int]:
+    kind, _, batch = mode.partition("-b")
+    if kind not in ("infer", "train") or not batch.isdigit():
+        raise SystemExit(f"mode must be infer-bN or train-bN, got {mode!r}")
+    return kind == "train", int(batch)
+
+
+def make_step(model, inputs, training: bool):
+    """A callable running one call of the case: a forward under no_grad, or a forward and
+    loss.sum().backward() with the gradients dropped first."""
+    if not training:
+        def infer():
+            with torch.no_grad():
+                return models.main_output(model(**inputs))
+        return infer
+
+    def train():
+        for p in model.parameters():
+            p.grad = None
+        out = models.main_output(model(**inputs))
+        out.sum().backward()
+        return out
+    return train
+
+
+def percentile(sorted_values, q):
+    k = (len(sorted_values) - 1) * q
+    lo, hi = int(k), min(int(k) + 1, len(sorted_values) - 1)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (k - lo)
+
+
+def summary(times):
+    s = sorted(times)
+    return {"median_ms": 1e3 * statistics.median(s), "p10_ms": 1e3 * percentile(s, 0.1),
+            "p90_ms": 1e3 * percentile(s, 0.9), "mean_ms": 1e3 * statistics.fmean(s),
+            "n": len(s)}
+
+
+def compare(reference, value, dtype):
+    """max |value - reference| / max |reference|: a coarse check that a backend computed the
+    same function (the tolerance is the dtype's: different GEMM libraries sum differently)."""
+    ref, val = reference.detach().float(), value.detach().float()
+    if ref.shape != val.shape:
+        return float("inf")
+    scale = ref.abs().max().item() or 1.0
+    return (ref - val).abs().max().item() / scale
+
+
+def run_case(model_name, mode, dtype_name, reps, warmup):
+    from stax import _C, backend as stax_backend
+    from stax.explain_report import ExplainResult
+
+    torch.set_num_threads(2)
+    torch._dynamo.config.cache_size_limit = 64
+    training, batch = parse_mode(mode)
+    dtype = DTYPES[dtype_name]
+    model, kind, vocab = models.build(model_name, dtype)
+    model.train(training)
+    inputs = models.make_inputs(kind, vocab, batch, dtype)
+
+    result = {"model": model_name, "mode": mode, "dtype": dtype_name, "threads": 2,
+              "backends": {}, "errors": {}}
+    steps, outputs = {}, {}
+    for name in BACKENDS:
+        fn = model if name == "eager" else torch.compile(
+            model, backend=name, dynamic=False)
+        steps[name] = make_step(fn, inputs, training)
+
+    records: list = []
+    for name in BACKENDS:
+        if name == "stax":
+            with stax_backend._recorder_lock:
+                stax_backend._recorders.append(records)
+        try:
+            start = time.perf_counter()
+            outputs[name] = steps[name]()
+            result["backends"][name] = {"first_call_s": time.perf_counter() - start}
+        except Exception as e:  # recorded, the other backends go on
+            result["errors"][name] = f"{type(e).__name__}: {str(e).strip()[:2000]}"
+            result["errors"][name + "_traceback"] = traceback.format_exc()[-4000:]
+            steps.pop(name)
+        finally:
+            if name == "stax":
+                with stax_backend._recorder_lock:
+                    stax_backend._recorders.remove(records)
+
+    if "eager" in outputs:
+        for name in ("inductor", "stax"):
+            if name in outputs:
+                result["backends"][name]["max_rel_diff_vs_eager"] = compare(
+                    outputs["eager"], outputs[name], dtype)
+    if records:
+        report = ExplainResult(records)
+        result["stax_graphs"] = [{"kind": r.kind, "name": r.name, "regions": len(r.regions)}
+                                 for r in records]
+        result["stax_ops"] = sum(report.stax_ops.values())
+        result["fallback_ops"] = dict(report.fallback_ops.most_common())
+        result["fallback_reasons"] = {op: dict(c) for op, c in report.fallback_reasons.items()}
+
+    for _ in range(warmup):
+        for name, step in steps.items():
+            step()
+    times = {name: [] for name in steps}
+    _C.reset_profile_counters()
+    for _ in range(reps):
+        for name, step in steps.items():  # round-robin: drift hits every backend alike
+            start = time.perf_counter()
+            step()
+            times[name].append(time.perf_counter() - start)
+    counters = _C.profile_counters()
+    for name, t in times.items():
+        result["backends"][name].update(summary(t))
+    if "stax" in times and counters["enabled"]:
+        per_call = lambda ns: ns / 1e6 / reps
+        total = result["backends"]["stax"]["mean_ms"]
+        entry, gemm = per_call(counters["entry_ns"]), per_call(counters["external_ns"])
+        result["stax_split_ms"] = {
+            "total_mean": total, "gemm_library": gemm, "stax_kernels": entry - gemm,
+            "rest": total - entry,
+            "entry_calls_per_call": counters["entry_calls"] / reps,
+            "library_calls_per_call": counters["external_calls"] / reps}
+    return result
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("model", choices=sorted(models.BUILDERS))
+    parser.add_argument("mode")
+    parser.add_argument("dtype", choices=sorted(DTYPES))
+    parser.add_argument("--reps", type=int, default=10)
+    parser.add_argument("--warmup", type=int, default=2)
+    args = parser.parse_args()
+    result = run_case(args.model, args.mode, args.dtype, args.reps, args.warmup)
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
