@@ -48,6 +48,9 @@ struct ExternalSite {
   std::vector<int64_t> output_strides;
   DType dtype = DType::Float32;
   std::string source;  // the graph node it computes, for errors
+  // What the call applies to each result before storing it to `output` (the buffer of the
+  // pointwise loop it absorbed, scheduler/epilogue_fusion.h).
+  std::vector<scheduler::EpilogueOp> epilogue;
 };
 
 // Statements of the wrapper after the input checks, in order.

@@ -19,20 +19,28 @@ void lower_steps(HostProgram& program, const kernel::PipelineOptions& kernel_opt
     const std::vector<int> members = fused.members();
     const scheduler::SchedulerNode& first = s.nodes[static_cast<size_t>(members.at(0))];
     if (first.is_external()) {
-      if (members.size() != 1) throw std::logic_error("an external call was fused: " + fused.name);
+      // The call, and the pointwise loop it runs as its epilogue if it absorbed one.
+      const scheduler::SchedulerNode& last = s.nodes[static_cast<size_t>(members.back())];
+      if (members.size() > 2 || (members.size() == 2 && fused.epilogue.empty())) {
+        throw std::logic_error("an external call was fused: " + fused.name);
+      }
       step.external = true;
       step.call = first.buffer->external.get();
-      step.output = first.buffer->name;
+      step.output = last.buffer->name;
       ExternalSite site;
-      site.output = first.buffer->name;
+      site.output = last.buffer->name;
       site.call = first.buffer->external;
-      site.output_sizes = first.buffer->sizes;
-      site.output_strides = first.buffer->strides;
-      site.dtype = first.buffer->dtype;
+      site.output_sizes = last.buffer->sizes;
+      site.output_strides = last.buffer->strides;
+      site.dtype = last.buffer->dtype;
       site.source = first.buffer->source;
+      site.epilogue = fused.epilogue;
       program.externals.push_back(std::move(site));
+      std::string epilogue;
+      for (const auto& op : fused.epilogue) epilogue += (epilogue.empty() ? "" : ", ") + op.to_string();
       program.log.push_back(fused.name + ": external call " + step.call->op + " through " +
-                            step.call->library + " (" + step.call->reason + ")");
+                            step.call->library + " (" + step.call->reason + ")" +
+                            (epilogue.empty() ? "" : ", epilogue " + epilogue));
     } else {
       try {
         step.loop = kernel::lower_fused_node(s, fused, kernel_options, next_error_code);

@@ -22,11 +22,24 @@ struct LoopNest {
   std::vector<int> nodes;                // scheduler node ids, in execution order
 };
 
+// One op of an external call's epilogue (epilogue_fusion.h), applied to x, the value so far.
+struct EpilogueOp {
+  enum class Kind : uint8_t { Tanh, Abs, Sqrt, Square, Linear };
+  Kind kind = Kind::Linear;
+  double alpha = 1.0;  // Linear: x * alpha + beta, the product and the sum each rounded
+  double beta = 0.0;
+  std::string to_string() const;  // "tanh", "x * 0.5 + 1"
+  friend bool operator==(const EpilogueOp&, const EpilogueOp&) = default;
+};
+
 struct FusedNode {
   std::string name;  // op0, or op0_op1 after fusion
   std::vector<int64_t> outer;
   std::vector<LoopNest> nests;
   bool outer_loop_fused = false;
+  // An external call with an epilogue: nests[0].nodes is {the call, the pointwise node it
+  // absorbed}, and the call applies this chain to each result, writing the node's buffer.
+  std::vector<EpilogueOp> epilogue;
 
   std::vector<int> members() const;
   bool contains(int node_id) const;

@@ -154,6 +154,12 @@ Schedule schedule(const lowering::LoweredGraph& graph, const ScheduleOptions& op
   // Steps 3-4: greedy fusion; its cycle test (Proposition 7.1) keeps a topological order of
   // the groups instead of ancestor sets (cycle_check.h).
   if (options.fuse) greedy_fusion(s.nodes, groups, s.fusion_log, options.limits);
+  // Step 4b: external calls absorb the pointwise loops they can run as epilogues.
+  if (options.fuse) {
+    std::set<std::string> graph_outputs;
+    for (const auto& out : graph.outputs) graph_outputs.insert(out.buffer);
+    fuse_epilogues(s.nodes, groups, graph_outputs, options.epilogue_check, s.epilogue_log);
+  }
   s.kernels = topological_order(std::move(groups), s.nodes);
 
   // Step 6: producers, last uses, and buffers that never leave a loop nest.

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "lowering/loop_ir.h"
+#include "scheduler/epilogue_fusion.h"
 #include "scheduler/greedy_fusion.h"
 
 namespace stax::scheduler {
@@ -36,6 +37,7 @@ struct Schedule {
   std::vector<bool> dead;
   std::vector<std::string> dead_node_log;
   FusionLog fusion_log;
+  EpilogueLog epilogue_log;  // each external call's epilogue decision (epilogue_fusion.h)
   std::vector<FusedNode> kernels;                      // fused nodes in execution order
   std::vector<BufferPlan> buffers;                     // one per live computed buffer
   std::unordered_map<std::string, size_t> plan_index;  // buffer name -> index into buffers
@@ -56,6 +58,9 @@ struct ScheduleOptions {
   bool fuse = true;
   // Give buffers that live within one outer iteration a local array (see BufferPlan).
   bool localize = true;
+  // What the target's library applies to a call's results (epilogue_fusion.h); unset: no
+  // epilogue fusion.
+  EpilogueCheck epilogue_check;
   // The largest such array, in bytes (target::Target::max_local_bytes).
   int64_t max_local_bytes = 64 * 1024;
 };
