@@ -468,9 +468,15 @@ void MatmulPlan::run(const void* a, const void* b, const void* bias, void* c, in
     auto binary_slot = [&](size_t i) {
       return DNNL_ARG_ATTR_MULTIPLE_POST_OP(p.binary_arguments[i].library_index) | DNNL_ARG_SRC_1;
     };
-    for (size_t i = 0; i < post_operands.size(); ++i) {
+    // The operand of each binary post-op: one of post_operands, or a constant of the plan.
+    auto operand_data = [&](const detail::BinaryArgument& argument, int64_t batch) -> void* {
+      if (argument.operand < 0) return const_cast<float*>(&argument.constant);
+      return const_cast<char*>(static_cast<const char*>(post_operands[argument.operand])) +
+             batch * argument.batch_stride_bytes;
+    };
+    for (size_t i = 0; i < p.binary_arguments.size(); ++i) {
       args.emplace(binary_slot(i), memory(p.binary_arguments[i].desc, cpu_engine(),
-                                          const_cast<void*>(post_operands[i])));
+                                          operand_data(p.binary_arguments[i], 0)));
     }
     Buffer scratchpad;
     if (p.scratchpad_bytes > 0) {
@@ -490,10 +496,8 @@ void MatmulPlan::run(const void* a, const void* b, const void* bias, void* c, in
               .set_data_handle(const_cast<char*>(static_cast<const char*>(bias)) +
                                batch * spec.bias->strides[0] * element);
         }
-        for (size_t i = 0; i < post_operands.size(); ++i) {
-          args.at(binary_slot(i))
-              .set_data_handle(const_cast<char*>(static_cast<const char*>(post_operands[i])) +
-                               batch * p.binary_arguments[i].batch_stride_bytes);
+        for (size_t i = 0; i < p.binary_arguments.size(); ++i) {
+          args.at(binary_slot(i)).set_data_handle(operand_data(p.binary_arguments[i], batch));
         }
       }
       p.matmul.execute(stream, args);

@@ -21,13 +21,17 @@ std::string post_ops_error(const MatmulSpec& spec);
 std::string post_ops_refusal(const MatmulSpec& spec);
 
 // Appends the spec's post-ops to `ops` (after a sum post-op it may hold). `batched`: the
-// primitive's tensors are 3-D (library_batched in matmul.cpp), else 2-D. Returns, per binary
-// post-op of the spec in order, the index of the oneDNN post-op that reads its operand
-// (DNNL_ARG_ATTR_MULTIPLE_POST_OP(index) | DNNL_ARG_SRC_1) and that operand's memory desc.
+// primitive's tensors are 3-D (library_batched in matmul.cpp), else 2-D. Returns the second
+// operand of every oneDNN binary post-op it appended: the index of that post-op (its argument
+// is DNNL_ARG_ATTR_MULTIPLE_POST_OP(index) | DNNL_ARG_SRC_1), the memory desc, and either
+// which of run()'s post_operands it is or a float32 constant the plan holds (a scalar of
+// Linear or a negation).
 struct BinaryArgument {
-  int library_index;
+  int library_index = 0;
   dnnl::memory::desc desc;
-  int64_t batch_stride_bytes;  // to move the operand per batch when the plan calls per batch
+  int operand = -1;             // index into run()'s post_operands, or -1: `constant`
+  float constant = 0;           // the plan points oneDNN at this (the argument must not move)
+  int64_t batch_stride_bytes = 0;  // moves the operand per batch when the plan calls per batch
 };
 std::vector<BinaryArgument> append_post_ops(const MatmulSpec& spec, bool batched,
                                             dnnl::post_ops& ops);
