@@ -290,7 +290,8 @@ Analysis analyze(const MatmulSpec& spec) {
     if (!is_reference(make_primitive_desc(without, result.form))) {
       result.refusal =
           "oneDNN has only its reference (unoptimized) kernel for these post-ops with this "
-          "layout (a binary operand broadcast it does not support)";
+          "layout (a binary operand broadcast, or a binary operand with a strided output, that "
+          "its fast kernels lack)";
       result.pd.reset();
       return result;
     }

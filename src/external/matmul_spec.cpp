@@ -62,7 +62,8 @@ std::string MatmulSpec::describe() const {
     }
     if (op.operand) {
       text += std::string(op.operand_first ? " from " : " ") + "t" + describe_layout(*op.operand);
-      if (op.operand_dtype != DType::Float32) text += " " + std::string(dtype_name(op.operand_dtype));
+      if (op.operand_dtype != DType::Float32)
+        text += " " + std::string(dtype_name(op.operand_dtype));
     }
   }
   return text;

@@ -29,8 +29,8 @@ std::string post_ops_refusal(const MatmulSpec& spec);
 struct BinaryArgument {
   int library_index = 0;
   dnnl::memory::desc desc;
-  int operand = -1;             // index into run()'s post_operands, or -1: `constant`
-  float constant = 0;           // the plan points oneDNN at this (the argument must not move)
+  int operand = -1;                // index into run()'s post_operands, or -1: `constant`
+  float constant = 0;              // the plan points oneDNN at this (the argument must not move)
   int64_t batch_stride_bytes = 0;  // moves the operand per batch when the plan calls per batch
 };
 std::vector<BinaryArgument> append_post_ops(const MatmulSpec& spec, bool batched,
