@@ -16,6 +16,8 @@
 //   rounding plus the float32 accumulation error otherwise).
 // - beta == 0 ignores the bias (NaN included); K == 0 gives beta * bias (host_loops.h);
 //   alpha == 0 skips the product only where MatmulSpec::alpha_zero_skips_product says so.
+// - post-ops (float32 only) follow, as oneDNN post-ops after the output scale, bias and sum
+//   (post_ops.cpp: which kinds, and how each keeps eager's bits).
 // oneDNN's bias argument needs a bias broadcast over the rows (its optimized kernels take a
 // row only; a full or column bias falls to its reference kernel), so any other bias is first
 // copied into c -- as eager's addmm copies it into its output before calling BLAS.

@@ -107,7 +107,9 @@ class MatmulPlan {
   // multiplies on this CPU (float32, bfloat16), the shapes agree, and the layout is one
   // oneDNN runs with an optimized kernel (one of the last two strides of a and b is 1, c's
   // columns contiguous, ...: decided by asking oneDNN which implementation it picks, and
-  // refusing its reference one). When false, `why` (if not null) says why.
+  // refusing its reference one), and the post-ops are ones oneDNN computes as eager does
+  // with a fast kernel (float32 products; kinds, operand layouts and chains: post_ops.cpp).
+  // When false, `why` (if not null) says why.
   static bool supported(const MatmulSpec& spec, std::string* why);
   // Builds the library primitive once, for `num_threads` threads (0: omp_get_max_threads()).
   // Throws LibraryError when supported() is false or oneDNN fails.
