@@ -11,6 +11,14 @@ the float64 result is a normal float32), on
 Eager is applied to the plan's own product (the plan without post-ops), so that only the
 post-op is compared (float32 addmm in eager is another library's sgemm, with other bits).
 
+Then, for the transcendental kinds on a larger sweep, the pointwise comparison of accuracy:
+special values (non-finite or zero results) that differ from eager's, each one's largest
+error where the exact result is a normal float32, how much worse than eager the plan is at
+the same input, and both errors where eager's is within 4 ulp.
+
+Refused kinds print "refused" (supported()'s reason on stderr); their figures in
+bench/gemm/POST_OPS.md were measured with this script at commit 3d846d6, before the refusals.
+
 Usage (after building build/): .venv/bin/python bench/gemm/post_ops_vs_eager.py [--build build]
 """
 
@@ -183,6 +191,35 @@ def main():
         y = run(shim, a, w.t(), biasx, [p])
         print(f"add {name} operand: " + ("refused" if y is None else
                                          "%d differ, max ulp %.3g" % compare(y, p.eager(plain))[:2]))
+    pointwise_accuracy(shim)
+
+
+def pointwise_accuracy(shim):
+    torch.manual_seed(0)
+    bits = torch.randint(-2**31, 2**31 - 1, (1 << 20,), dtype=torch.int64).to(torch.int32)
+    sweep = torch.cat([torch.tensor(SPECIALS), bits.view(torch.float32),
+                       torch.linspace(-30, 30, 600001), torch.linspace(-110, 110, 220001)])
+    sa, sb = sweep.reshape(-1, 1).contiguous(), torch.ones(1, 1)
+    x = run(shim, sa, sb, None, []).flatten()
+    for kind in TRANSCENDENTAL:
+        p = PostOp(kind)
+        y = run(shim, sa, sb, None, [p])
+        if y is None:
+            print(f"{kind:10} refused")
+            continue
+        y, e, ref = y.flatten(), p.eager(x), EAGER[kind](x.double())
+        special = ~(y.isfinite() & e.isfinite()) | (y == 0) | (e == 0)
+        same = (y.view(torch.int32) == e.view(torch.int32)) | (y.isnan() & e.isnan())
+        normal = (ref.isfinite() & (ref.abs() >= 2.0**-126) & (ref.abs() < 3.4e38)
+                  & y.isfinite() & e.isfinite())
+        ey, ee = ulps(y[normal], ref[normal]), ulps(e[normal], ref[normal])
+        worse = ey - ee
+        i = worse.argmax()
+        acc = normal & (ulps(e, ref) <= 4)
+        print(f"{kind:10} special values differing {(special & ~same).sum().item()}; "
+              f"max ulp eager {ee.max():.3g}, plan {ey.max():.3g}; plan worse than eager by at "
+              f"most {worse.max():.3g} ulp (x={x[normal][i].item():.7g}); where eager <= 4 ulp: "
+              f"eager {ulps(e[acc], ref[acc]).max():.3g}, plan {ulps(y[acc], ref[acc]).max():.3g}")
 
 
 if __name__ == "__main__":

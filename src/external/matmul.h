@@ -52,7 +52,8 @@ struct PostOp {
     Abs,
     Square,  // x * x
     Sqrt,
-    Linear,  // eager's x * alpha + beta: the product rounded, then the sum (mul and add)
+    Linear,  // eager's x * alpha + beta: the product rounded, then the sum (mul and add);
+             // alpha == 1 is no mul, beta == 0 no add
     Clip,    // clamp(x, alpha, beta)
     // With a tensor `operand` (t): x + t, x - t, x * t, x / t, maximum(x, t), minimum(x, t);
     // with operand_first, t - x and t / x.

@@ -177,9 +177,9 @@ std::array<int64_t, 3> operand_sizes(const MatrixLayout& operand, const MatrixLa
 }
 
 // Whether the operand's stored elements are row-major and dense over its non-broadcast
-// dimensions (the batch too when `with_batch`). oneDNN 2.6's matmul kernels locate a binary
-// operand's element from the output element's position assuming a dense operand, so only
-// those layouts are given to it.
+// dimensions (the batch too when `with_batch`). The plan describes an operand to oneDNN as
+// dense (format tags ab / abc); a strided one could be described by its strides, but whether
+// oneDNN 2.6's fast kernels honour those is not tested, so it is refused instead.
 bool dense(const MatrixLayout& operand, const MatrixLayout& c, bool with_batch) {
   const auto sizes = operand_sizes(operand, c);
   const int64_t dense_strides[3] = {sizes[1] * sizes[2], sizes[2], 1};
