@@ -75,6 +75,8 @@ using dnnl::algorithm;
 using dnnl::memory;
 using Kind = PostOp::Kind;
 
+constexpr size_t kMaxLibraryPostOps = 32;
+
 // "" when oneDNN's post-op computes the kind as eager does, else why not. Measured with
 // bench/gemm/post_ops_vs_eager.py on this machine (oneDNN 2.6.3's AVX-512 matmul kernels,
 // torch 2.13.0) on 2^20 random float32 bit patterns plus specials and a dense sweep of
@@ -258,6 +260,24 @@ std::string post_ops_refusal(const MatmulSpec& spec) {
              ": the operand is not dense row-major over its non-broadcast dimensions (oneDNN "
              "indexes binary post-op operands as dense)";
     }
+  }
+  // oneDNN 2.6 takes at most 32 post-ops (measured: the 33rd cannot be appended), the sum
+  // post-op of a bias copied into c included (counted whenever there is a bias with beta != 0,
+  // though a row bias with alpha == beta == 1 goes to the library's bias argument instead).
+  size_t library_count = spec.bias && spec.beta != 0.0 ? 1 : 0;
+  for (const PostOp& op : spec.post_ops) {
+    if (op.kind == Kind::Linear) {
+      library_count +=
+          (static_cast<float>(op.alpha) != 1.0f) + (static_cast<float>(op.beta) != 0.0f);
+    } else {
+      library_count += op.kind == Kind::Sub && op.operand_first ? 2 : 1;
+    }
+  }
+  if (library_count > kMaxLibraryPostOps) {
+    return std::to_string(library_count) +
+           " oneDNN post-ops (a Linear with a factor and a "
+           "term and t - x are two each, a bias summed into c one): oneDNN 2.6 takes at most " +
+           std::to_string(kMaxLibraryPostOps);
   }
   // oneDNN 2.6's JIT kernels use the parameters of the first eltwise post-op of an algorithm
   // for every later one (see the top of this file).

@@ -421,6 +421,21 @@ TEST(PostOps, Refusals) {
   s.post_ops = {binary(Kind::Add, full)};
   s.post_ops[0].operand_dtype = DType::BFloat16;
   expect_refused(s, "bf16 operand");
+  // oneDNN 2.6 takes 32 post-ops (the bias's sum post-op included when it is summed).
+  s = base;
+  s.bias.reset();
+  s.post_ops.assign(32, eltwise(Kind::Abs));
+  EXPECT_TRUE(MatmulPlan::supported(s, nullptr));
+  s.post_ops.push_back(eltwise(Kind::Abs));
+  expect_refused(s, "at most 32");
+  s.post_ops.assign(16, eltwise(Kind::Linear, 2, 1));  // a mul and an add each
+  EXPECT_TRUE(MatmulPlan::supported(s, nullptr));
+  s.post_ops.push_back(eltwise(Kind::Linear, 2, 1));
+  expect_refused(s, "at most 32");
+  s.post_ops.assign(12, binary(Kind::Add, full));
+  EXPECT_TRUE(MatmulPlan::supported(s, nullptr));
+  s = base;
+  s.post_ops = {binary(Kind::Add, full)};
   // Malformed: an operand missing, one where none is taken, one that does not broadcast.
   s.post_ops = {eltwise(Kind::Add)};
   expect_refused(s, "needs a tensor operand");
