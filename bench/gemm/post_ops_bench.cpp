@@ -51,7 +51,9 @@ int main() {
   dnnl::stream stream(engine);
   std::printf("%-16s %-10s %10s %10s %8s\n", "M x K x N", "epilogue", "fused ms", "split ms",
               "saved");
-  for (auto [m, k, n] : {std::array<int64_t, 3>{128, 768, 3072},
+  for (auto [m, k, n] : {std::array<int64_t, 3>{8, 768, 3072},
+                         {32, 768, 3072},
+                         {128, 768, 3072},
                          {512, 768, 3072},
                          {512, 3072, 768},
                          {256, 1024, 4096}}) {
