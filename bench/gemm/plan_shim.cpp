@@ -3,6 +3,7 @@
 // each: sizes {batch, rows, cols} then strides. Returns 0, or 1 after printing the error.
 #include <cstdio>
 #include <exception>
+#include <string>
 
 #include "external/matmul.h"
 
@@ -24,6 +25,54 @@ extern "C" int stax_plan_run(int bf16, const int64_t* a, const int64_t* b, const
   try {
     stax::external::MatmulPlan::create(spec, threads)
         ->run(a_data, b_data, bias_data, c_data, threads);
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 1;
+  }
+}
+
+// The same with post-ops (bench/gemm/post_ops_vs_eager.py): `n_post` post-ops given by kind
+// (PostOp::Kind's value), alpha, beta, operand_first, and for the binary ones (in order) a
+// layout of 6 int64 and a float32 pointer. Returns 0, 1 after printing an error, or 2 after
+// printing supported()'s refusal.
+extern "C" int stax_plan_run_post(const int64_t* a, const int64_t* b, const int64_t* c,
+                                  const int64_t* bias, double alpha, double beta,
+                                  const void* a_data, const void* b_data, const void* bias_data,
+                                  void* c_data, int threads, int n_post, const int* kinds,
+                                  const double* alphas, const double* betas,
+                                  const int* operand_first, const int64_t* operand_layouts,
+                                  const void* const* operand_data) {
+  using stax::external::MatrixLayout;
+  using stax::external::PostOp;
+  auto layout = [](const int64_t* x) {
+    return MatrixLayout{{x[0], x[1], x[2]}, {x[3], x[4], x[5]}};
+  };
+  stax::external::MatmulSpec spec;
+  spec.a = layout(a);
+  spec.b = layout(b);
+  spec.c = layout(c);
+  if (bias != nullptr) spec.bias = layout(bias);
+  spec.alpha = alpha;
+  spec.beta = beta;
+  int binaries = 0;
+  for (int i = 0; i < n_post; ++i) {
+    PostOp op;
+    op.kind = static_cast<PostOp::Kind>(kinds[i]);
+    op.alpha = alphas[i];
+    op.beta = betas[i];
+    op.operand_first = operand_first[i] != 0;
+    if (op.is_binary()) op.operand = layout(operand_layouts + 6 * binaries++);
+    spec.post_ops.push_back(op);
+  }
+  std::string why;
+  if (!stax::external::MatmulPlan::supported(spec, &why)) {
+    std::fprintf(stderr, "refused: %s\n", why.c_str());
+    return 2;
+  }
+  try {
+    stax::external::MatmulPlan::create(spec, threads)
+        ->run(a_data, b_data, bias_data, c_data, threads, {operand_data, size_t(binaries)});
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s\n", e.what());

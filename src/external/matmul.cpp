@@ -16,6 +16,8 @@
 //   rounding plus the float32 accumulation error otherwise).
 // - beta == 0 ignores the bias (NaN included); K == 0 gives beta * bias (host_loops.h);
 //   alpha == 0 skips the product only where MatmulSpec::alpha_zero_skips_product says so.
+// - post-ops (float32 only) follow, as oneDNN post-ops after the output scale, bias and sum
+//   (post_ops.cpp: which kinds, and how each keeps eager's bits).
 // oneDNN's bias argument needs a bias broadcast over the rows (its optimized kernels take a
 // row only; a full or column bias falls to its reference kernel), so any other bias is first
 // copied into c -- as eager's addmm copies it into its output before calling BLAS.
@@ -52,6 +54,7 @@
 #include <vector>
 
 #include "external/host_loops.h"
+#include "external/post_ops.h"
 #include "external/spec_check.h"
 
 namespace stax::external {
@@ -163,16 +166,20 @@ bool bias_is_row(const MatmulSpec& spec) {
   return spec.bias && (spec.bias->sizes[1] == 1 || spec.bias->strides[1] == 0);
 }
 
-dnnl::matmul::primitive_desc make_primitive_desc(const MatmulSpec& spec, Form form) {
+// The primitive descriptor of a library form; `binary_arguments` (if not null) gets the
+// operands of the spec's binary post-ops (post_ops.h).
+dnnl::matmul::primitive_desc make_primitive_desc(
+    const MatmulSpec& spec, Form form,
+    std::vector<detail::BinaryArgument>* binary_arguments = nullptr) {
   const memory::data_type dt = *library_dtype(spec.dtype);
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   if (spec.alpha != 1.0) attr.set_output_scales(0, {static_cast<float>(spec.alpha)});
-  if (form == Form::BiasThenSum) {
-    dnnl::post_ops post_ops;
-    post_ops.append_sum(static_cast<float>(spec.beta));
-    attr.set_post_ops(post_ops);
-  }
+  dnnl::post_ops post_ops;
+  if (form == Form::BiasThenSum) post_ops.append_sum(static_cast<float>(spec.beta));
+  auto arguments = detail::append_post_ops(spec, library_batched(spec), post_ops);
+  if (binary_arguments != nullptr) *binary_arguments = std::move(arguments);
+  if (post_ops.len() > 0) attr.set_post_ops(post_ops);
   const memory::desc a = operand_desc(spec.a, dt, spec, false);
   const memory::desc b = operand_desc(spec.b, dt, spec, false);
   const memory::desc c = operand_desc(spec.c, dt, spec, false);
@@ -223,8 +230,14 @@ struct Analysis {
 
 Analysis analyze(const MatmulSpec& spec) {
   Analysis result;
-  if (std::string error = detail::spec_error(spec); !error.empty()) {
+  std::string error = detail::spec_error(spec);
+  if (error.empty()) error = detail::post_ops_error(spec);
+  if (!error.empty()) {
     result.refusal = "malformed matmul " + spec.describe() + ": " + error;
+    return result;
+  }
+  if (std::string refusal = detail::post_ops_refusal(spec); !refusal.empty()) {
+    result.refusal = refusal;
     return result;
   }
   if (std::string refusal = dtype_refusal(spec.dtype); !refusal.empty()) {
@@ -235,6 +248,12 @@ Analysis analyze(const MatmulSpec& spec) {
   if (spec.c.sizes[0] == 0 || spec.c.sizes[1] == 0 || spec.c.sizes[2] == 0) return result;
   if (k == 0 || (spec.alpha == 0.0 && spec.alpha_zero_skips_product)) {
     result.form = Form::NoProduct;
+    if (!spec.post_ops.empty()) {
+      result.refusal =
+          "post-ops on a matmul without a product (K == 0 or alpha == 0): there is no "
+          "library call to apply them in";
+      return result;
+    }
     if (spec.dtype != DType::Float32 && spec.dtype != DType::BFloat16) {
       result.refusal =
           "Stax's host loop for a matmul without a product handles float32 and "
@@ -262,8 +281,22 @@ Analysis analyze(const MatmulSpec& spec) {
   try {
     result.pd = make_primitive_desc(spec, result.form);
   } catch (const dnnl::error& e) {
-    result.refusal = std::string("oneDNN refuses this layout (") + e.what() + ")";
+    result.refusal = std::string("oneDNN refuses this layout") +
+                     (spec.post_ops.empty() ? "" : " or these post-ops") + " (" + e.what() + ")";
     return result;
+  }
+  if (is_reference(*result.pd) && !spec.post_ops.empty()) {
+    // Whether the post-ops are what sends it to the reference kernel.
+    MatmulSpec without = spec;
+    without.post_ops.clear();
+    if (!is_reference(make_primitive_desc(without, result.form))) {
+      result.refusal =
+          "oneDNN has only its reference (unoptimized) kernel for these post-ops with this "
+          "layout (a binary operand broadcast, or a binary operand with a strided output, that "
+          "its fast kernels lack)";
+      result.pd.reset();
+      return result;
+    }
   }
   if (is_reference(*result.pd)) {
     result.refusal =
@@ -290,13 +323,17 @@ Buffer allocate(size_t bytes) {
 // One oneDNN primitive for one thread count, with its pool of scratchpads.
 struct Primitive {
   dnnl::matmul::primitive_desc pd;
+  std::vector<detail::BinaryArgument> binary_arguments;
   dnnl::matmul matmul;
   size_t scratchpad_bytes = 0;
   std::mutex pool_mutex;
   std::vector<Buffer> pool;
 
-  explicit Primitive(dnnl::matmul::primitive_desc desc)
-      : pd(std::move(desc)), matmul(pd), scratchpad_bytes(pd.scratchpad_desc().get_size()) {}
+  Primitive(dnnl::matmul::primitive_desc desc, std::vector<detail::BinaryArgument> binaries)
+      : pd(std::move(desc)),
+        binary_arguments(std::move(binaries)),
+        matmul(pd),
+        scratchpad_bytes(pd.scratchpad_desc().get_size()) {}
 
   Buffer take() {
     {
@@ -334,7 +371,11 @@ struct MatmulPlan::State {
   Primitive& primitive(int threads) const {
     std::lock_guard<std::mutex> lock(mutex);
     auto& slot = primitives[threads];
-    if (!slot) slot = std::make_unique<Primitive>(make_primitive_desc(spec, form));
+    if (!slot) {
+      std::vector<detail::BinaryArgument> binaries;
+      auto pd = make_primitive_desc(spec, form, &binaries);
+      slot = std::make_unique<Primitive>(std::move(pd), std::move(binaries));
+    }
     return *slot;
   }
 };
@@ -368,7 +409,10 @@ std::unique_ptr<MatmulPlan> MatmulPlan::create(const MatmulSpec& spec, int num_t
     if (analysis.pd) {
       state->implementation =
           library_name() + " " + std::string(analysis.pd->impl_info_str()) + state->implementation;
-      state->primitives[threads] = std::make_unique<Primitive>(std::move(*analysis.pd));
+      std::vector<detail::BinaryArgument> binaries;
+      make_primitive_desc(spec, analysis.form, &binaries);
+      state->primitives[threads] =
+          std::make_unique<Primitive>(std::move(*analysis.pd), std::move(binaries));
     }
     return std::unique_ptr<MatmulPlan>(new MatmulPlan(std::move(state)));
   } catch (const dnnl::error& e) {
@@ -388,8 +432,8 @@ std::string MatmulPlan::implementation() const {
   return state_->implementation;
 }
 
-void MatmulPlan::run(const void* a, const void* b, const void* bias, void* c,
-                     int num_threads) const {
+void MatmulPlan::run(const void* a, const void* b, const void* bias, void* c, int num_threads,
+                     std::span<const void* const> post_operands) const {
   const State& s = *state_;
   const MatmulSpec& spec = s.spec;
   if (s.form == Form::NoOutput) return;
@@ -399,6 +443,13 @@ void MatmulPlan::run(const void* a, const void* b, const void* bias, void* c,
       (needs_operands && (a == nullptr || b == nullptr))) {
     throw LibraryError("matmul " + spec.describe() +
                        ": run() with a null buffer or a negative thread count");
+  }
+  if (post_operands.size() != detail::binary_post_op_count(spec) ||
+      std::find(post_operands.begin(), post_operands.end(), nullptr) != post_operands.end()) {
+    throw LibraryError("matmul " + spec.describe() + ": run() with " +
+                       std::to_string(post_operands.size()) + " post-op operands for " +
+                       std::to_string(detail::binary_post_op_count(spec)) +
+                       " binary post-ops, or a null one");
   }
   const int threads = num_threads == 0 ? omp_get_max_threads() : num_threads;
   OmpThreads scope(threads);
@@ -417,6 +468,19 @@ void MatmulPlan::run(const void* a, const void* b, const void* bias, void* c,
     if (s.form == Form::BiasInLibrary) {
       args.emplace(DNNL_ARG_BIAS, memory(p.pd.bias_desc(), cpu_engine(), const_cast<void*>(bias)));
     }
+    auto binary_slot = [&](size_t i) {
+      return DNNL_ARG_ATTR_MULTIPLE_POST_OP(p.binary_arguments[i].library_index) | DNNL_ARG_SRC_1;
+    };
+    // The operand of each binary post-op: one of post_operands, or a constant of the plan.
+    auto operand_data = [&](const detail::BinaryArgument& argument, int64_t batch) -> void* {
+      if (argument.operand < 0) return const_cast<float*>(&argument.constant);
+      return const_cast<char*>(static_cast<const char*>(post_operands[argument.operand])) +
+             batch * argument.batch_stride_bytes;
+    };
+    for (size_t i = 0; i < p.binary_arguments.size(); ++i) {
+      args.emplace(binary_slot(i), memory(p.binary_arguments[i].desc, cpu_engine(),
+                                          operand_data(p.binary_arguments[i], 0)));
+    }
     Buffer scratchpad;
     if (p.scratchpad_bytes > 0) {
       scratchpad = p.take();
@@ -434,6 +498,9 @@ void MatmulPlan::run(const void* a, const void* b, const void* bias, void* c,
           args.at(DNNL_ARG_BIAS)
               .set_data_handle(const_cast<char*>(static_cast<const char*>(bias)) +
                                batch * spec.bias->strides[0] * element);
+        }
+        for (size_t i = 0; i < p.binary_arguments.size(); ++i) {
+          args.at(binary_slot(i)).set_data_handle(operand_data(p.binary_arguments[i], batch));
         }
       }
       p.matmul.execute(stream, args);

@@ -14,8 +14,10 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "ir/dtype.h"
 
@@ -34,6 +36,45 @@ struct MatrixLayout {
   MatrixLayout transposed() const;
 };
 
+// One pointwise op applied to every element of a float32 product after eager's alpha/beta/
+// bias epilogue, as eager applies it to addmm's result: each post-op rounds to float32 as the
+// eager op does (post_ops.cpp says which oneDNN post-op computes each kind, how exactly, and
+// which kinds are refused and why).
+struct PostOp {
+  enum class Kind : uint8_t {
+    Relu,
+    GeluErf,   // gelu(x) (approximate="none")
+    GeluTanh,  // gelu(x, approximate="tanh")
+    Tanh,
+    Sigmoid,
+    Silu,
+    Exp,
+    Abs,
+    Square,  // x * x
+    Sqrt,
+    Linear,  // eager's x * alpha + beta: the product rounded, then the sum (mul and add);
+             // alpha == 1 is no mul, beta == 0 no add
+    Clip,    // clamp(x, alpha, beta)
+    // With a tensor `operand` (t): x + t, x - t, x * t, x / t, maximum(x, t), minimum(x, t);
+    // with operand_first, t - x and t / x.
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Maximum,
+    Minimum,
+  };
+  Kind kind = Kind::Relu;
+  double alpha = 0, beta = 0;           // Linear: alpha * x + beta; Clip: lo, hi
+  std::optional<MatrixLayout> operand;  // the binary kinds: t as {batch, rows, cols} strides,
+                                        // broadcast to c's sizes (size 1 or stride 0)
+  DType operand_dtype = DType::Float32;
+  bool operand_first = false;  // Sub, Div: t - x, t / x instead of x - t, x / t
+
+  bool is_binary() const { return kind >= Kind::Add; }
+  static const char* kind_name(Kind kind);  // "gelu_erf", "add", ...
+};
+
 // c[b] = alpha * (a[b] @ b[b]) + beta * bias[b]  (bias optional). Eager addmm/baddbmm
 // semantics: beta == 0 ignores the bias values entirely, NaN and inf included.
 struct MatmulSpec {
@@ -46,9 +87,12 @@ struct MatmulSpec {
   // 0 * (a @ b) and give NaN there (probed on torch 2.13.0). Lowering sets it for float32
   // addmm.
   bool alpha_zero_skips_product = false;
+  // Applied in order to c's elements after the epilogue above (float32 only).
+  std::vector<PostOp> post_ops;
 
   // "bf16 [2x128x768] @ [2x768x3072]^T -> [2x128x3072] + 0.5*bias[1x1x3072]" for errors and
-  // explain: sizes, a layout note per operand (^T column-major, strided, broadcast batch).
+  // explain: sizes, a layout note per operand (^T column-major, strided, broadcast batch),
+  // then the post-ops: " then gelu_erf, add t[2x128x3072]".
   std::string describe() const;
 };
 
@@ -64,7 +108,9 @@ class MatmulPlan {
   // multiplies on this CPU (float32, bfloat16), the shapes agree, and the layout is one
   // oneDNN runs with an optimized kernel (one of the last two strides of a and b is 1, c's
   // columns contiguous, ...: decided by asking oneDNN which implementation it picks, and
-  // refusing its reference one). When false, `why` (if not null) says why.
+  // refusing its reference one), and the post-ops are ones oneDNN computes as eager does
+  // with a fast kernel (float32 products; kinds, operand layouts and chains: post_ops.cpp).
+  // When false, `why` (if not null) says why.
   static bool supported(const MatmulSpec& spec, std::string* why);
   // Builds the library primitive once, for `num_threads` threads (0: omp_get_max_threads()).
   // Throws LibraryError when supported() is false or oneDNN fails.
@@ -79,8 +125,11 @@ class MatmulPlan {
   // overlap a, b or the bias (it may be written before the library reads them). oneDNN fixes a
   // primitive's thread count when it is built, so a count other than create()'s builds one more
   // primitive on its first use (kept). Thread-safe for concurrent calls of one plan. Throws
-  // LibraryError on failure.
-  void run(const void* a, const void* b, const void* bias, void* c, int num_threads) const;
+  // LibraryError on failure. `post_operands` holds the tensor of each binary post-op, in the
+  // order of spec().post_ops, one pointer per binary post-op (none for the others); c must
+  // not overlap them either.
+  void run(const void* a, const void* b, const void* bias, void* c, int num_threads,
+           std::span<const void* const> post_operands = {}) const;
 
   // "oneDNN 2.6.3 matmul brg:avx512_core_amx_bf16, bias added by the library" for explain;
   // "no library call: K == 0, c = beta * bias" for empty products.

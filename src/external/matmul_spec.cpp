@@ -53,6 +53,19 @@ std::string MatmulSpec::describe() const {
     if (beta != 1.0) text += format_scalar(beta) + "*";
     text += "bias" + describe_layout(*bias);
   }
+  for (size_t i = 0; i < post_ops.size(); ++i) {
+    const PostOp& op = post_ops[i];
+    text += i == 0 ? " then " : ", ";
+    text += PostOp::kind_name(op.kind);
+    if (op.kind == PostOp::Kind::Linear || op.kind == PostOp::Kind::Clip) {
+      text += "(" + format_scalar(op.alpha) + ", " + format_scalar(op.beta) + ")";
+    }
+    if (op.operand) {
+      text += std::string(op.operand_first ? " from " : " ") + "t" + describe_layout(*op.operand);
+      if (op.operand_dtype != DType::Float32)
+        text += " " + std::string(dtype_name(op.operand_dtype));
+    }
+  }
   return text;
 }
 
