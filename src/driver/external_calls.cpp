@@ -23,9 +23,35 @@ external::MatrixLayout as_matrices(const std::vector<int64_t>& sizes,
 
 }  // namespace
 
+external::PostOp post_op(const scheduler::EpilogueOp& op) {
+  using Kind = scheduler::EpilogueOp::Kind;
+  external::PostOp p;
+  switch (op.kind) {
+    case Kind::Tanh:
+      p.kind = external::PostOp::Kind::Tanh;
+      break;
+    case Kind::Abs:
+      p.kind = external::PostOp::Kind::Abs;
+      break;
+    case Kind::Sqrt:
+      p.kind = external::PostOp::Kind::Sqrt;
+      break;
+    case Kind::Square:
+      p.kind = external::PostOp::Kind::Square;
+      break;
+    case Kind::Linear:
+      p.kind = external::PostOp::Kind::Linear;
+      p.alpha = op.alpha;
+      p.beta = op.beta;
+      break;
+  }
+  return p;
+}
+
 external::MatmulSpec matmul_spec(const lowering::ExternalCall& call,
                                  const std::vector<int64_t>& output_sizes,
-                                 const std::vector<int64_t>& output_strides, DType dtype) {
+                                 const std::vector<int64_t>& output_strides, DType dtype,
+                                 const std::vector<scheduler::EpilogueOp>& epilogue) {
   external::MatmulSpec spec;
   spec.dtype = dtype;
   spec.a = as_matrices(call.a.sizes, call.a.strides);
@@ -35,17 +61,33 @@ external::MatmulSpec matmul_spec(const lowering::ExternalCall& call,
   spec.alpha = call.alpha;
   spec.beta = call.beta;
   spec.alpha_zero_skips_product = call.alpha_zero_skips_product;
+  for (const scheduler::EpilogueOp& op : epilogue) spec.post_ops.push_back(post_op(op));
   return spec;
 }
 
-std::optional<std::string> library_for(const lowering::ExternalCall& call, std::string* why) {
+namespace {
+
+// The spec of `call` writing a contiguous output, as lowering and the scheduler see it.
+external::MatmulSpec contiguous_output_spec(const lowering::ExternalCall& call,
+                                           const std::vector<scheduler::EpilogueOp>& epilogue) {
   std::vector<int64_t> out_sizes = call.a.sizes;
   out_sizes.back() = call.b.sizes.back();
   std::vector<int64_t> out_strides(out_sizes.size(), 1);
   for (size_t d = out_sizes.size() - 1; d-- > 0;) {
     out_strides[d] = out_strides[d + 1] * std::max<int64_t>(out_sizes[d + 1], 1);
   }
-  const external::MatmulSpec spec = matmul_spec(call, out_sizes, out_strides, call.a.dtype);
+  return matmul_spec(call, out_sizes, out_strides, call.a.dtype, epilogue);
+}
+
+}  // namespace
+
+bool library_runs_epilogue(const lowering::ExternalCall& call,
+                           const std::vector<scheduler::EpilogueOp>& epilogue, std::string* why) {
+  return external::MatmulPlan::supported(contiguous_output_spec(call, epilogue), why);
+}
+
+std::optional<std::string> library_for(const lowering::ExternalCall& call, std::string* why) {
+  const external::MatmulSpec spec = contiguous_output_spec(call, {});
   if (!external::MatmulPlan::supported(spec, why)) return std::nullopt;
   return std::string(kMatmulLibrary);
 }
@@ -54,7 +96,8 @@ ExternalPlans::ExternalPlans(const std::vector<program::ExternalSite>& sites, in
   for (const program::ExternalSite& site : sites) {
     try {
       plans_.push_back(external::MatmulPlan::create(
-          matmul_spec(*site.call, site.output_sizes, site.output_strides, site.dtype),
+          matmul_spec(*site.call, site.output_sizes, site.output_strides, site.dtype,
+                      site.epilogue),
           num_threads));
     } catch (const std::exception&) {
       ir::rethrow_with_context("building the library call of " + site.source);

@@ -11,6 +11,7 @@
 #include "external/matmul.h"
 #include "lowering/loop_ir.h"
 #include "program/host_program.h"
+#include "scheduler/fused_node.h"
 
 namespace stax::driver {
 
@@ -24,7 +25,13 @@ std::optional<std::string> library_for(const lowering::ExternalCall& call, std::
 // The library's view of a call site: every operand as a batch of strided matrices.
 external::MatmulSpec matmul_spec(const lowering::ExternalCall& call,
                                  const std::vector<int64_t>& output_sizes,
-                                 const std::vector<int64_t>& output_strides, DType dtype);
+                                 const std::vector<int64_t>& output_strides, DType dtype,
+                                 const std::vector<scheduler::EpilogueOp>& epilogue);
+
+// Whether the library applies `epilogue` to `call`'s results as eager computes it (the
+// scheduler's EpilogueCheck); `why` says why not.
+bool library_runs_epilogue(const lowering::ExternalCall& call,
+                           const std::vector<scheduler::EpilogueOp>& epilogue, std::string* why);
 
 // The plans of one loaded program, by site index.
 class ExternalPlans {
