@@ -92,6 +92,9 @@ std::string parts_combined(const Accumulator& a, const std::string& base) {
   return parts_combined(a, base, 0, a.independent);
 }
 
+// The printer reads every field of every statement kind explicitly, not through
+// kernel_ir_visitor.h: printing is the one walk where each field has its own spelling, so a
+// generic enumeration of uses would only move the per-kind code, not remove it.
 class Printer {
  public:
   explicit Printer(const Kernel& k) : k_(k) {

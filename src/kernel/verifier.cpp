@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernel/index_width.h"
+#include "kernel/kernel_ir_visitor.h"
 
 namespace stax::kernel {
 
@@ -175,6 +176,12 @@ class Verifier {
   }
 
   void stmt(const Stmt& s) {
+    // Every value the statement reads is defined in scope, whichever field holds it
+    // (kernel_ir_visitor.h lists them). The checks per kind below are explicit on purpose:
+    // they are what each particular use requires of its type, not a walk over the fields.
+    for_each_value_use(s, [&](int id, ValueRole role) {
+      use(id, std::string(value_role_name(role)) + " of a " + std::string(stmt_kind_name(s.kind)));
+    });
     switch (s.kind) {
       case StmtKind::Let:
         let(s.let);
