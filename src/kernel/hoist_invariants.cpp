@@ -133,8 +133,9 @@ int hoist_in(Block& block, std::set<std::string>& local_arrays, int collapse_dep
     const Loop& l = *s.loop;
     // The loops an OpenMP collapse(n) shares must stay perfectly nested: the first n - 1 loops
     // inside the collapsed one take nothing out.
-    const int inner_collapse =
-        l.parallel_collapse > 1 ? l.parallel_collapse - 1 : std::max(0, collapse_depth_left - 1);
+    const int inner_collapse = l.kind == ForKind::Parallel && l.collapse > 1
+                                   ? l.collapse - 1
+                                   : std::max(0, collapse_depth_left - 1);
     total += hoist_in(s.body, local_arrays, inner_collapse, report);
     if (collapse_depth_left > 0) continue;
     const std::string var = l.var;

@@ -108,7 +108,7 @@ class StreamingPlanner {
         s.body.push_back(fence());
         continue;
       }
-      if (s.kind == StmtKind::Loop && s.loop->parallel_collapse > 0) {
+      if (s.kind == StmtKind::Loop && s.loop->kind == ForKind::Parallel) {
         const bool had_barrier = !s.loop->nowait;
         s.loop->nowait = true;
         auto at = b.begin() + static_cast<std::ptrdiff_t>(i) + 1;

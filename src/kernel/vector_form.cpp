@@ -181,11 +181,10 @@ class Vectorizer : public IRMutator {
 
   void mutate_let(const Stmt& s, Block& out) override {
     const Let& l = s.let;
-    Let n = l;
-    map_value_uses(n, [&](int& id, ValueRole) { id = map_.at(id); });
+    // Operands and masks renamed, indices substituted, the accumulator renamed.
+    Let n = rebuild(s).let;
     switch (l.kind) {
       case LetKind::Load: {
-        n.access.index = subst(l.access.index);
         const bool vec =
             vector_index(n.access.index) || (n.access.mask >= 0 && vector(n.access.mask));
         if (vec) {
@@ -208,7 +207,6 @@ class Vectorizer : public IRMutator {
         n.type.lanes = type(n.args[0]).lanes;
         break;
       case LetKind::IndexValue: {
-        n.index = subst(l.index);
         if (vector_index(n.index)) {
           int64_t stride = 0;
           if (!affine_access_form(n.index, c_.var, k_.ranges, &stride)) {
@@ -221,7 +219,6 @@ class Vectorizer : public IRMutator {
         break;
       }
       case LetKind::AccumulatorResult: {
-        n.accumulator = acc(l.accumulator);
         const Accumulator& a = k_.accumulator(n.accumulator);
         n.type.lanes = a.per_lane_result ? a.lanes : 1;
         break;
@@ -248,10 +245,10 @@ class Vectorizer : public IRMutator {
     return it == c_.accumulators.end() ? id : it->second;
   }
 
+  // The hooks below start from the base's rebuild (values renamed, indices substituted,
+  // accumulators renamed) and add what the vector form changes.
   void mutate_store(const Stmt& s, Block& out) override {
-    Stmt n = s;
-    n.value = map_.at(s.value);
-    n.access.index = subst(s.access.index);
+    Stmt n = rebuild(s);
     if (vector_index(n.access.index)) {
       n.value = broadcast(out, n.value);
       vector_access(out, n.access, "store");
@@ -263,14 +260,11 @@ class Vectorizer : public IRMutator {
   }
 
   void mutate_reduce(const Stmt& s, Block& out) override {
-    Stmt n = s;
-    n.accumulator = acc(s.accumulator);
+    Stmt n = rebuild(s);
     const Accumulator& a = k_.accumulator(n.accumulator);
-    n.value = map_.at(s.value);
-    if (a.lanes > 1) n.value = broadcast(out, n.value);
-    if (s.index_value >= 0) {
-      n.index_value = map_.at(s.index_value);
-      if (a.lanes > 1) n.index_value = broadcast(out, n.index_value);
+    if (a.lanes > 1) {
+      n.value = broadcast(out, n.value);
+      if (n.index_value >= 0) n.index_value = broadcast(out, n.index_value);
     }
     if (a.type == ReductionType::WelfordMean) {
       n.count = c_.count;
@@ -281,25 +275,17 @@ class Vectorizer : public IRMutator {
   }
 
   void mutate_check(const Stmt& s, Block& out) override {
-    Stmt n = s;
-    n.value = blend_tail(out, map_.at(s.value), s.check == CheckKind::DivisionByZero ? 1.0 : 0.0);
+    Stmt n = rebuild(s);
+    n.value = blend_tail(out, n.value, s.check == CheckKind::DivisionByZero ? 1.0 : 0.0);
     out.push_back(std::move(n));
   }
 
   void mutate_define_index(const Stmt& s, Block& out) override {
-    if (s.index) {
-      Stmt n = s;
-      n.index = subst(*s.index);
-      out.push_back(std::move(n));
+    Stmt n = rebuild(s);
+    if (!n.index && vector(n.value)) {
+      indirect_[s.name] = n.value;  // loads through it gather
       return;
     }
-    const int v = map_.at(s.value);
-    if (vector(v)) {
-      indirect_[s.name] = v;  // loads through it gather
-      return;
-    }
-    Stmt n = s;
-    n.value = v;
     out.push_back(std::move(n));
   }
 
