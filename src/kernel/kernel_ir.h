@@ -8,6 +8,9 @@
 // of pipeline.cpp rewrite it (kernel form, parallel depth, split and column reductions,
 // cascade blocking); the verifier checks it after every pass; the printer turns the final IR
 // into C++ against the kernel-header API of /work/kernel_api.md without taking any decision.
+// Which fields of a statement hold values, accumulators, indices and buffers is written down
+// once, in kernel_ir_visitor.h (uses per statement, IRVisitor, IRMutator); passes ask it
+// instead of listing the fields themselves.
 #pragma once
 
 #include <cstdint>
@@ -294,7 +297,8 @@ Stmt make_loop(Loop loop, Block body);
 Stmt make_block(Block body);
 Stmt make_comment(std::string text);
 
-// Visits every statement (pre-order), nested blocks included.
+// Visits every statement (pre-order), nested blocks included. What a statement uses is
+// enumerated by kernel_ir_visitor.h.
 template <class F>
 void for_each_stmt(Block& block, F&& f) {
   for (Stmt& s : block) {
