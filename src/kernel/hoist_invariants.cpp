@@ -24,6 +24,7 @@
 #include <set>
 #include <string>
 
+#include "kernel/kernel_ir_visitor.h"
 #include "kernel/passes.h"
 
 namespace stax::kernel {
@@ -41,30 +42,12 @@ LoopContents contents_of(const Stmt& loop_stmt) {
   LoopContents c;
   c.variables.insert(loop_stmt.loop->var);
   for_each_stmt(loop_stmt.body, [&](const Stmt& s) {
-    switch (s.kind) {
-      case StmtKind::Let:
-        c.values.insert(s.let.id);
-        break;
-      case StmtKind::Loop:
-        c.variables.insert(s.loop->var);
-        break;
-      case StmtKind::DefineIndex:
-        c.variables.insert(s.name);
-        break;
-      case StmtKind::Store:
-        c.written_buffers.insert(s.access.buffer);
-        break;
-      case StmtKind::TransposeBlock:
-        c.written_buffers.insert(s.transpose.destination.buffer);
-        break;
-      case StmtKind::Call:
-        for (const CallArg& a : s.call_args) {
-          if (a.kind == CallArg::Kind::Buffer) c.written_buffers.insert(a.buffer);
-        }
-        break;
-      default:
-        break;
-    }
+    if (s.kind == StmtKind::Let) c.values.insert(s.let.id);
+    if (s.kind == StmtKind::Loop) c.variables.insert(s.loop->var);
+    if (s.kind == StmtKind::DefineIndex) c.variables.insert(s.name);
+    for_each_buffer_use(s, [&](const std::string& buffer, BufferRole role) {
+      if (role != BufferRole::Read) c.written_buffers.insert(buffer);
+    });
   });
   return c;
 }
@@ -86,9 +69,10 @@ bool runs_at_least_once(const Loop& l) {
 bool may_move(const Let& let, const Stmt& loop_stmt, const LoopContents& inside,
               const std::set<std::string>& local_arrays) {
   if (let.type.is_vector()) return false;
-  for (int a : let.args) {
-    if (inside.values.count(a) != 0) return false;
-  }
+  bool reads_inside = false;
+  for_each_value_use(
+      let, [&](int a, ValueRole) { reads_inside = reads_inside || inside.values.count(a) != 0; });
+  if (reads_inside) return false;
   switch (let.kind) {
     case LetKind::Constant:
     case LetKind::Broadcast:
@@ -149,8 +133,9 @@ int hoist_in(Block& block, std::set<std::string>& local_arrays, int collapse_dep
     const Loop& l = *s.loop;
     // The loops an OpenMP collapse(n) shares must stay perfectly nested: the first n - 1 loops
     // inside the collapsed one take nothing out.
-    const int inner_collapse =
-        l.parallel_collapse > 1 ? l.parallel_collapse - 1 : std::max(0, collapse_depth_left - 1);
+    const int inner_collapse = l.kind == ForKind::Parallel && l.collapse > 1
+                                   ? l.collapse - 1
+                                   : std::max(0, collapse_depth_left - 1);
     total += hoist_in(s.body, local_arrays, inner_collapse, report);
     if (collapse_depth_left > 0) continue;
     const std::string var = l.var;

@@ -11,6 +11,7 @@
 #include <map>
 #include <optional>
 
+#include "kernel/kernel_ir_visitor.h"
 #include "kernel/passes.h"
 
 namespace stax::kernel {
@@ -114,29 +115,18 @@ BodyInfo inspect(const Kernel& k, const Block& body, runtime::SimdLevel simd) {
 void advance_copy(Kernel& k, Block& body, const std::string& var, int64_t offset, int part,
                   std::map<int, int>& ids) {
   const std::map<std::string, Expr> shift{{var, Expr::var(var) + Expr(offset)}};
-  auto id = [&](int v) {
-    auto it = ids.find(v);
-    return it == ids.end() ? v : it->second;
-  };
-  auto access = [&](Access& a) {
-    a.index = index::substitute(a.index, shift);
-    if (a.mask >= 0) a.mask = id(a.mask);
-    if (a.offsets >= 0) a.offsets = id(a.offsets);
-  };
   for_each_stmt(body, [&](Stmt& s) {
+    // Uses first: a Let reads the values defined before it, never itself.
+    map_value_uses(s, [&](int& v, ValueRole) {
+      auto it = ids.find(v);
+      if (it != ids.end()) v = it->second;
+    });
+    map_indices(s, [&](Expr& e, IndexRole) { e = index::substitute(e, shift); });
     if (s.kind == StmtKind::Let) {
-      Let& l = s.let;
-      for (int& a : l.args) a = id(a);
-      access(l.access);
-      l.index = index::substitute(l.index, shift);
       const int fresh = k.new_value_id();
-      ids[l.id] = fresh;
-      l.id = fresh;
-      return;
+      ids[s.let.id] = fresh;
+      s.let.id = fresh;
     }
-    if (s.kind == StmtKind::Store) access(s.access);
-    if (s.value >= 0) s.value = id(s.value);
-    if (s.index_value >= 0) s.index_value = id(s.index_value);
     if (s.kind == StmtKind::Reduce && has_parts(k.accumulator(s.accumulator).type)) {
       s.part = part;
     }

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "index/node.h"
+#include "kernel/kernel_ir_visitor.h"
 
 namespace stax::kernel {
 
@@ -136,33 +137,29 @@ std::optional<int64_t> index_value_magnitude(const Let& let, const index::RangeM
 void for_each_index_expr(const Kernel& kernel,
                          const std::function<void(const index::Expr&, const std::string&)>& f) {
   for_each_stmt(kernel.body, [&](const Stmt& s) {
-    switch (s.kind) {
-      case StmtKind::Loop:
-        f(s.loop->begin, "the start of loop " + s.loop->var);
-        f(s.loop->end, "the end of loop " + s.loop->var);
-        break;
-      case StmtKind::Let:
-        if (s.let.kind == LetKind::Load && s.let.access.form != AccessForm::Gather) {
-          f(s.let.access.index, "load of " + s.let.access.buffer);
-        }
-        if (s.let.kind == LetKind::IndexValue) {
-          f(s.let.index, "index value tmp" + std::to_string(s.let.id));
-        }
-        break;
-      case StmtKind::Store:
-        if (s.access.form != AccessForm::Gather) f(s.access.index, "store to " + s.access.buffer);
-        break;
-      case StmtKind::DefineIndex:
-        if (s.index) f(*s.index, "index " + s.name);
-        break;
-      case StmtKind::TransposeBlock:
+    for_each_index(s, [&](const index::Expr& e, IndexRole role) {
+      switch (role) {
+        case IndexRole::LoopBegin:
+          return f(e, "the start of loop " + s.loop->var);
+        case IndexRole::LoopEnd:
+          return f(e, "the end of loop " + s.loop->var);
+        case IndexRole::Load:
+          return f(e, "load of " + s.let.access.buffer);
+        case IndexRole::Store:
+          return f(e, "store to " + s.access.buffer);
+        case IndexRole::GatherBase:
+          return;  // not printed: the offsets carry the addresses
+        case IndexRole::IndexValue:
+          return f(e, "index value tmp" + std::to_string(s.let.id));
+        case IndexRole::DefineIndex:
+          return f(e, "index " + s.name);
         // The printed base offsets; transpose_tile steps through the block in int64.
-        f(s.transpose.source.index, "transpose of " + s.transpose.source.buffer);
-        f(s.transpose.destination.index, "transpose into " + s.transpose.destination.buffer);
-        break;
-      default:
-        break;
-    }
+        case IndexRole::TransposeSource:
+          return f(e, "transpose of " + s.transpose.source.buffer);
+        case IndexRole::TransposeDestination:
+          return f(e, "transpose into " + s.transpose.destination.buffer);
+      }
+    });
   });
 }
 

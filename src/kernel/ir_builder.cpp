@@ -4,6 +4,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "kernel/kernel_ir_visitor.h"
 #include "scheduler/fusion_rules.h"
 
 namespace stax::kernel {
@@ -337,7 +338,7 @@ class NestBuilder final : public lowering::OpsHandler {
       }
       case LetKind::Load:
         k += l.access.buffer + "@" + index::to_string(l.access.index) + "/" +
-             std::string(dtype_name(l.access.storage)) + "/m" + std::to_string(l.access.mask);
+             std::string(dtype_name(l.access.storage));
         break;
       case LetKind::IndexValue:
         k += index::to_string(l.index);
@@ -349,7 +350,10 @@ class NestBuilder final : public lowering::OpsHandler {
         k += std::to_string(static_cast<int>(l.op)) + std::string(l.via ? dtype_name(*l.via) : "");
         break;
     }
-    for (int a : l.args) k += "," + std::to_string(a);
+    // Every value it reads, each with its role (an operand is not a mask).
+    for_each_value_use(l, [&](int a, ValueRole role) {
+      k += "," + std::to_string(static_cast<int>(role)) + ":" + std::to_string(a);
+    });
     return k;
   }
 
@@ -371,10 +375,7 @@ class NestBuilder final : public lowering::OpsHandler {
   int in_phase(int id, int phase) {
     if (phase_of(id) >= phase) return id;
     Let copy = lets_.at(id);
-    for (int& a : copy.args) a = in_phase(a, phase);
-    if (copy.kind == LetKind::Load && copy.access.mask >= 0) {
-      copy.access.mask = in_phase(copy.access.mask, phase);
-    }
+    map_value_uses(copy, [&](int& a, ValueRole) { a = in_phase(a, phase); });
     return define(std::move(copy), phase);
   }
 

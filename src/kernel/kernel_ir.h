@@ -8,6 +8,9 @@
 // of pipeline.cpp rewrite it (kernel form, parallel depth, split and column reductions,
 // cascade blocking); the verifier checks it after every pass; the printer turns the final IR
 // into C++ against the kernel-header API of /work/kernel_api.md without taking any decision.
+// Which fields of a statement hold values, accumulators, indices and buffers is written down
+// once, in kernel_ir_visitor.h (uses per statement, IRVisitor, IRMutator); passes ask it
+// instead of listing the fields themselves.
 #pragma once
 
 #include <cstdint>
@@ -160,15 +163,39 @@ enum class LoopRole : uint8_t { Outer, Pointwise, Reduction, Other };
 struct Stmt;
 using Block = std::vector<Stmt>;
 
+// Who runs a loop's iterations (design review §8 item 3, after Halide's ForType). Whether an
+// iteration is one element or a vector is Loop::vector_width, not a kind: the vectorized loop
+// is itself work-shared when it is the only loop of a nest (KernelDecisions::
+// parallel_vector_loop), so the two are independent properties of one loop.
+enum class ForKind : uint8_t {
+  Serial,    // the thread that reaches the loop runs every iteration, in order
+  Parallel,  // the iterations of this loop and of the collapse - 1 loops perfectly nested in
+             // it are shared among the threads of the kernel's parallel region
+};
+
+// How a parallel loop deals its iterations to the threads.
+enum class SchedulePolicy : uint8_t {
+  // Contiguous chunks of equal size, chunk t to thread t: which thread runs which iterations
+  // depends only on the team size and the trip count. A split reduction combines its
+  // partials in thread order and hands the masked tail to the thread of the last iteration
+  // (split_reduction.cpp), so its result is deterministic only under this policy (the
+  // verifier checks it).
+  Static,
+};
+
 struct Loop {
   std::string var;
   index::Expr begin = index::Expr(0);
   index::Expr end = index::Expr(0);
   std::optional<int64_t> limit;  // also stop at limit: var < min(end, limit)
   int64_t step = 1;
-  int vector_width = 1;       // > 1: the body is vectorized with this many lanes per step
-  int unroll = 1;             // > 1: #pragma GCC unroll
-  int parallel_collapse = 0;  // > 0: #pragma omp for collapse(n) schedule(static)
+  int vector_width = 1;  // > 1: the body is vectorized with this many lanes per step
+  int unroll = 1;        // > 1: #pragma GCC unroll
+  ForKind kind = ForKind::Serial;
+  // Parallel: how many perfectly nested loops share their iterations, this one included
+  // (OpenMP collapse), how they are dealt, and whether the threads skip the barrier after it.
+  int collapse = 1;
+  SchedulePolicy schedule = SchedulePolicy::Static;
   bool nowait = false;
   LoopRole role = LoopRole::Other;
   int nest = -1;  // the nest of the fused node it belongs to (-1: shared outer loops)
@@ -270,7 +297,8 @@ Stmt make_loop(Loop loop, Block body);
 Stmt make_block(Block body);
 Stmt make_comment(std::string text);
 
-// Visits every statement (pre-order), nested blocks included.
+// Visits every statement (pre-order), nested blocks included. What a statement uses is
+// enumerated by kernel_ir_visitor.h.
 template <class F>
 void for_each_stmt(Block& block, F&& f) {
   for (Stmt& s : block) {

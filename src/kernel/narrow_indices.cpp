@@ -12,6 +12,7 @@
 #include <set>
 
 #include "kernel/index_width.h"
+#include "kernel/kernel_ir_visitor.h"
 #include "kernel/passes.h"
 
 namespace stax::kernel {
@@ -21,27 +22,16 @@ namespace {
 // Values something other than a conversion or a gather's offsets reads (they need int64).
 std::set<int> values_needing_int64(const Kernel& k) {
   std::set<int> out;
-  auto needs = [&](int id) {
-    if (id >= 0) out.insert(id);
-  };
   for_each_stmt(k.body, [&](const Stmt& s) {
-    if (s.kind == StmtKind::Let) {
-      const Let& l = s.let;
-      if (l.kind != LetKind::Convert) {
-        for (int a : l.args) needs(a);
-      }
-      needs(l.access.mask);
+    const bool converts = s.kind == StmtKind::Let && s.let.kind == LetKind::Convert;
+    const bool gathers = s.kind == StmtKind::Let && s.let.kind == LetKind::Load;
+    for_each_value_use(s, [&](int id, ValueRole role) {
+      if (id < 0) return;
+      if (converts && role == ValueRole::Operand) return;
       // The API takes int32 offsets for gathers (docs/kernel_header_api.md), not scatters.
-      if (l.kind != LetKind::Load) needs(l.access.offsets);
-      return;
-    }
-    needs(s.value);
-    needs(s.index_value);
-    needs(s.access.mask);
-    needs(s.access.offsets);
-    for (const CallArg& a : s.call_args) {
-      if (a.kind == CallArg::Kind::Value) needs(a.value);
-    }
+      if (gathers && role == ValueRole::Offsets) return;
+      out.insert(id);
+    });
   });
   return out;
 }

@@ -15,6 +15,15 @@ Stmt single(Block body) {
   return s;
 }
 
+// Work-shares `loop` and the collapse - 1 loops nested in it. Static: no loop here needs
+// another policy, and a static schedule keeps the thread of each iteration independent of
+// timing.
+void share(Loop& loop, int collapse) {
+  loop.kind = ForKind::Parallel;
+  loop.collapse = collapse;
+  loop.schedule = SchedulePolicy::Static;
+}
+
 }  // namespace
 
 void parallelize(Kernel& k) {
@@ -31,18 +40,18 @@ void parallelize(Kernel& k) {
   }
   auto outer = outer_loops(k);
   if (!outer.empty()) {
-    outer[0]->loop->parallel_collapse = d.parallel_depth;
+    share(*outer[0]->loop, d.parallel_depth);
     return;
   }
   NestView v = nests(k).at(0);
   if (!d.parallel_vector_loop) {
-    v.pointwise.at(0)->loop->parallel_collapse = d.parallel_depth;
+    share(*v.pointwise.at(0)->loop, d.parallel_depth);
     return;
   }
   // The vectorized loop is the only loop: threads share its full vectors, one thread runs
   // the masked tail.
   for (Stmt& s : v.block->body) {
-    if (s.kind == StmtKind::Loop) s.loop->parallel_collapse = 1;
+    if (s.kind == StmtKind::Loop) share(*s.loop, 1);
     if (s.kind == StmtKind::Block && s.vector_tail) {
       Block tail;
       tail.push_back(std::move(s));

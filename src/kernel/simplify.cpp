@@ -5,6 +5,7 @@
 #include <set>
 #include <vector>
 
+#include "kernel/kernel_ir_visitor.h"
 #include "kernel/passes.h"
 
 namespace stax::kernel {
@@ -21,21 +22,14 @@ bool runs_no_iteration(const Loop& l) {
 std::set<int> live_values(const Block& b) {
   std::map<int, const Let*> defs;
   std::vector<int> work;
-  auto root = [&](int id) {
-    if (id >= 0) work.push_back(id);
-  };
   for_each_stmt(b, [&](const Stmt& s) {
     if (s.kind == StmtKind::Let) {
       defs[s.let.id] = &s.let;
       return;
     }
-    root(s.access.mask);
-    root(s.access.offsets);
-    root(s.value);
-    root(s.index_value);
-    for (const CallArg& a : s.call_args) {
-      if (a.kind == CallArg::Kind::Value) root(a.value);
-    }
+    for_each_value_use(s, [&](int id, ValueRole) {
+      if (id >= 0) work.push_back(id);
+    });
   });
   std::set<int> live;
   while (!work.empty()) {
@@ -44,10 +38,7 @@ std::set<int> live_values(const Block& b) {
     if (!live.insert(id).second) continue;
     auto it = defs.find(id);
     if (it == defs.end()) continue;
-    const Let& l = *it->second;
-    for (int a : l.args) work.push_back(a);
-    if (l.access.mask >= 0) work.push_back(l.access.mask);
-    if (l.access.offsets >= 0) work.push_back(l.access.offsets);
+    for_each_value_use(*it->second, [&](int a, ValueRole) { work.push_back(a); });
   }
   return live;
 }
@@ -68,12 +59,7 @@ void clean(Block& b, const index::RangeMap& ranges) {
   kept.reserve(b.size());
   for (Stmt& s : b) {
     if (s.kind == StmtKind::Loop && runs_no_iteration(*s.loop)) continue;
-    if (s.kind == StmtKind::Let) {
-      Let& l = s.let;
-      if (l.kind == LetKind::Load) l.access.index = index::simplify(l.access.index, ranges);
-      if (l.kind == LetKind::IndexValue) l.index = index::simplify(l.index, ranges);
-    }
-    if (s.kind == StmtKind::Store) s.access.index = index::simplify(s.access.index, ranges);
+    map_indices(s, [&](index::Expr& e, IndexRole) { e = index::simplify(e, ranges); });
     clean(s.body, ranges);
     kept.push_back(std::move(s));
   }

@@ -62,7 +62,10 @@ void split_reductions(Kernel& k) {
       k.accumulator(s.accumulator).split = true;
     }
     if (loop) {
-      s.loop->parallel_collapse = 1;
+      // Static: the partials are combined in thread order (SchedulePolicy::Static).
+      s.loop->kind = ForKind::Parallel;
+      s.loop->collapse = 1;
+      s.loop->schedule = SchedulePolicy::Static;
       s.loop->nowait = true;
     }
     if (tail) {

@@ -15,6 +15,7 @@
 #include <set>
 
 #include "ir/checked_arith.h"
+#include "kernel/kernel_ir_visitor.h"
 #include "kernel/passes.h"
 
 namespace stax::kernel {
@@ -107,7 +108,7 @@ class StreamingPlanner {
         s.body.push_back(fence());
         continue;
       }
-      if (s.kind == StmtKind::Loop && s.loop->parallel_collapse > 0) {
+      if (s.kind == StmtKind::Loop && s.loop->kind == ForKind::Parallel) {
         const bool had_barrier = !s.loop->nowait;
         s.loop->nowait = true;
         auto at = b.begin() + static_cast<std::ptrdiff_t>(i) + 1;
@@ -139,8 +140,12 @@ class StreamingPlanner {
 
   void collect(Block& b) {
     for (Stmt& s : b) {
+      // Loads read their buffer, and so may an external call; a block transpose reads its
+      // source.
+      for_each_buffer_use(s, [&](const std::string& buffer, BufferRole role) {
+        if (role != BufferRole::Write) read_.insert(buffer);
+      });
       if (s.kind == StmtKind::Let && s.let.kind == LetKind::Load) {
-        read_.insert(s.let.access.buffer);
         if (!is_local_array(s.let.access.buffer)) {
           loaded_bytes_ =
               saturating_add(loaded_bytes_, access_bytes(s.let.access, s.let.type.lanes));
@@ -149,11 +154,6 @@ class StreamingPlanner {
       if (s.kind == StmtKind::LocalArray) {
         read_.insert(s.name);  // a local array: not memory
         local_arrays_.insert(s.name);
-      }
-      if (s.kind == StmtKind::Call) {
-        for (const CallArg& a : s.call_args) {
-          if (a.kind == CallArg::Kind::Buffer) read_.insert(a.buffer);  // may read it
-        }
       }
       if (s.kind == StmtKind::Store)
         sites_.push_back({&s, loops_, access_bytes(s.access, lanes_of(s))});

@@ -3,6 +3,8 @@
 
 #include <stdexcept>
 
+#include "kernel/kernel_ir_visitor.h"
+
 namespace stax::kernel {
 
 using index::Expr;
@@ -47,15 +49,15 @@ std::optional<Decomposed> decompose(const Expr& e, const std::set<std::string>& 
   return d;
 }
 
-class Vectorizer {
+// The vector form as a mutator: the hooks of the statements whose form changes (definitions,
+// stores, reductions, checks, index definitions); every other statement is rebuilt by the
+// base with its values renamed to their vector-form ids (mutate_value), its accumulators
+// renamed (mutate_accumulator) and its indices substituted (mutate_index).
+class Vectorizer : public IRMutator {
  public:
   Vectorizer(Kernel& k, const VectorContext& c) : k_(k), c_(c) {}
 
-  Block run(const Block& scalar) {
-    Block out;
-    block(scalar, out);
-    return out;
-  }
+  Block run(const Block& scalar) { return mutate(scalar); }
 
  private:
   ValueType type(int id) const { return types_.at(id); }
@@ -177,13 +179,12 @@ class Vectorizer {
     }
   }
 
-  void let(const Let& l, Block& out) {
-    Let n = l;
-    for (int& a : n.args) a = map_.at(a);
+  void mutate_let(const Stmt& s, Block& out) override {
+    const Let& l = s.let;
+    // Operands and masks renamed, indices substituted, the accumulator renamed.
+    Let n = rebuild(s).let;
     switch (l.kind) {
       case LetKind::Load: {
-        n.access.index = subst(l.access.index);
-        if (l.access.mask >= 0) n.access.mask = map_.at(l.access.mask);
         const bool vec =
             vector_index(n.access.index) || (n.access.mask >= 0 && vector(n.access.mask));
         if (vec) {
@@ -206,7 +207,6 @@ class Vectorizer {
         n.type.lanes = type(n.args[0]).lanes;
         break;
       case LetKind::IndexValue: {
-        n.index = subst(l.index);
         if (vector_index(n.index)) {
           int64_t stride = 0;
           if (!affine_access_form(n.index, c_.var, k_.ranges, &stride)) {
@@ -219,7 +219,6 @@ class Vectorizer {
         break;
       }
       case LetKind::AccumulatorResult: {
-        n.accumulator = acc(l.accumulator);
         const Accumulator& a = k_.accumulator(n.accumulator);
         n.type.lanes = a.per_lane_result ? a.lanes : 1;
         break;
@@ -230,100 +229,64 @@ class Vectorizer {
     map_[l.id] = emit(out, std::move(n));
   }
 
+  int mutate_value(int id, ValueRole) override { return map_.at(id); }
+  int mutate_accumulator(int id) override { return acc(id); }
+  Expr mutate_index(const Expr& e, IndexRole) override { return subst(e); }
+  // Broadcasts made in a nested body are not visible after it.
+  Block mutate_body(const Stmt&, const Block& body) override {
+    const auto saved = broadcasts_;
+    Block out = mutate(body);
+    broadcasts_ = saved;
+    return out;
+  }
+
   int acc(int id) const {
     auto it = c_.accumulators.find(id);
     return it == c_.accumulators.end() ? id : it->second;
   }
 
-  void stmt(const Stmt& s, Block& out) {
-    switch (s.kind) {
-      case StmtKind::Let:
-        let(s.let, out);
-        return;
-      case StmtKind::Store: {
-        Stmt n = s;
-        n.value = map_.at(s.value);
-        n.access.index = subst(s.access.index);
-        if (vector_index(n.access.index)) {
-          n.value = broadcast(out, n.value);
-          vector_access(out, n.access, "store");
-        } else if (vector(n.value)) {
-          throw std::logic_error("a vector value stored at the scalar position " +
-                                 index::to_string(n.access.index) + " of " + s.access.buffer);
-        }
-        out.push_back(std::move(n));
-        return;
-      }
-      case StmtKind::Reduce: {
-        Stmt n = s;
-        n.accumulator = acc(s.accumulator);
-        const Accumulator& a = k_.accumulator(n.accumulator);
-        n.value = map_.at(s.value);
-        if (a.lanes > 1) n.value = broadcast(out, n.value);
-        if (s.index_value >= 0) {
-          n.index_value = map_.at(s.index_value);
-          if (a.lanes > 1) n.index_value = broadcast(out, n.index_value);
-        }
-        if (a.type == ReductionType::WelfordMean) {
-          n.count = c_.count;
-        } else {
-          n.value = blend_tail(out, n.value, reduction_identity(a.type, a.dtype));
-        }
-        out.push_back(std::move(n));
-        return;
-      }
-      case StmtKind::Check: {
-        Stmt n = s;
-        n.value =
-            blend_tail(out, map_.at(s.value), s.check == CheckKind::DivisionByZero ? 1.0 : 0.0);
-        out.push_back(std::move(n));
-        return;
-      }
-      case StmtKind::DefineIndex: {
-        if (s.index) {
-          Stmt n = s;
-          n.index = subst(*s.index);
-          out.push_back(std::move(n));
-          return;
-        }
-        const int v = map_.at(s.value);
-        if (vector(v)) {
-          indirect_[s.name] = v;  // loads through it gather
-          return;
-        }
-        Stmt n = s;
-        n.value = v;
-        out.push_back(std::move(n));
-        return;
-      }
-      case StmtKind::AccumulatorInit:
-      case StmtKind::FoldBlock:
-      case StmtKind::StorePartial: {
-        Stmt n = s;
-        n.accumulator = acc(s.accumulator);
-        out.push_back(std::move(n));
-        return;
-      }
-      case StmtKind::Loop:
-      case StmtKind::Block:
-      case StmtKind::Single: {
-        Stmt n = s;
-        if (s.loop) n.loop = std::make_shared<Loop>(*s.loop);
-        n.body.clear();
-        const auto saved = broadcasts_;
-        block(s.body, n.body);
-        broadcasts_ = saved;
-        out.push_back(std::move(n));
-        return;
-      }
-      default:
-        out.push_back(s);
-        return;
+  // The hooks below start from the base's rebuild (values renamed, indices substituted,
+  // accumulators renamed) and add what the vector form changes.
+  void mutate_store(const Stmt& s, Block& out) override {
+    Stmt n = rebuild(s);
+    if (vector_index(n.access.index)) {
+      n.value = broadcast(out, n.value);
+      vector_access(out, n.access, "store");
+    } else if (vector(n.value)) {
+      throw std::logic_error("a vector value stored at the scalar position " +
+                             index::to_string(n.access.index) + " of " + s.access.buffer);
     }
+    out.push_back(std::move(n));
   }
 
-  void block(const Block& b, Block& out) {
-    for (const Stmt& s : b) stmt(s, out);
+  void mutate_reduce(const Stmt& s, Block& out) override {
+    Stmt n = rebuild(s);
+    const Accumulator& a = k_.accumulator(n.accumulator);
+    if (a.lanes > 1) {
+      n.value = broadcast(out, n.value);
+      if (n.index_value >= 0) n.index_value = broadcast(out, n.index_value);
+    }
+    if (a.type == ReductionType::WelfordMean) {
+      n.count = c_.count;
+    } else {
+      n.value = blend_tail(out, n.value, reduction_identity(a.type, a.dtype));
+    }
+    out.push_back(std::move(n));
+  }
+
+  void mutate_check(const Stmt& s, Block& out) override {
+    Stmt n = rebuild(s);
+    n.value = blend_tail(out, n.value, s.check == CheckKind::DivisionByZero ? 1.0 : 0.0);
+    out.push_back(std::move(n));
+  }
+
+  void mutate_define_index(const Stmt& s, Block& out) override {
+    Stmt n = rebuild(s);
+    if (!n.index && vector(n.value)) {
+      indirect_[s.name] = n.value;  // loads through it gather
+      return;
+    }
+    out.push_back(std::move(n));
   }
 
   Kernel& k_;
@@ -373,10 +336,11 @@ std::optional<std::string> vector_obstacle(const Kernel& k, const Block& scalar,
     if (obstacle) return;
     if (s.kind == StmtKind::Let) {
       const Let& l = s.let;
+      // A value varies when anything it reads does (operands, a load's mask).
       bool v = false;
-      for (int a : l.args) v = v || varying.count(a) > 0;
+      for_each_value_use(l, [&](int a, ValueRole) { v = v || varying.count(a) > 0; });
       if (l.kind == LetKind::Load) {
-        v = v || varies(l.access.index) || (l.access.mask >= 0 && varying.count(l.access.mask));
+        v = v || varies(l.access.index);
         if (v) check_access(l.access, "the load");
       }
       if (l.kind == LetKind::IndexValue && varies(l.index)) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernel/index_width.h"
+#include "kernel/kernel_ir_visitor.h"
 
 namespace stax::kernel {
 
@@ -175,6 +176,12 @@ class Verifier {
   }
 
   void stmt(const Stmt& s) {
+    // Every value the statement reads is defined in scope, whichever field holds it
+    // (kernel_ir_visitor.h lists them). The checks per kind below are explicit on purpose:
+    // they are what each particular use requires of its type, not a walk over the fields.
+    for_each_value_use(s, [&](int id, ValueRole role) {
+      use(id, std::string(value_role_name(role)) + " of a " + std::string(stmt_kind_name(s.kind)));
+    });
     switch (s.kind) {
       case StmtKind::Let:
         let(s.let);
@@ -193,12 +200,24 @@ class Verifier {
         const Loop& l = *s.loop;
         if (l.step < 1) fail("loop " + l.var + " has step " + std::to_string(l.step));
         if (!k_.ranges.count(l.var)) fail("loop variable " + l.var + " has no range");
-        nested(s.body);
+        if (l.kind == ForKind::Parallel) {
+          parallel_loop(s);
+          ++work_shared_;
+          nested(s.body);
+          --work_shared_;
+        } else {
+          nested(s.body);
+        }
         break;
       }
       case StmtKind::Block:
-      case StmtKind::Single:
         nested(s.body);
+        break;
+      case StmtKind::Single:
+        if (work_shared_ > 0) fail("a single block inside a parallel loop");
+        ++work_shared_;
+        nested(s.body);
+        --work_shared_;
         break;
       case StmtKind::AccumulatorInit:
         if (s.accumulator < 0 || s.accumulator >= static_cast<int>(k_.accumulators.size())) {
@@ -314,6 +333,34 @@ class Verifier {
     });
   }
 
+  // A parallel loop is not inside another parallel loop or a single block (OpenMP does not
+  // nest work sharing in one region), shares loops that are perfectly nested in it, and is
+  // scheduled statically when it holds a split reduction's iterations (their partials are
+  // combined in thread order).
+  void parallel_loop(const Stmt& s) const {
+    const Loop& l = *s.loop;
+    if (work_shared_ > 0) fail("parallel loop " + l.var + " inside work that is already shared");
+    if (l.collapse < 1) fail("parallel loop " + l.var + " collapses " + std::to_string(l.collapse));
+    const Stmt* at = &s;
+    for (int level = 1; level < l.collapse; ++level) {
+      const Stmt* inner = nullptr;
+      for (const Stmt& c : at->body) {
+        if (c.kind == StmtKind::Comment) continue;
+        if (c.kind != StmtKind::Loop || inner != nullptr) {
+          fail("parallel loop " + l.var + " collapses " + std::to_string(l.collapse) +
+               " loops that are not perfectly nested");
+        }
+        inner = &c;
+      }
+      if (inner == nullptr) fail("parallel loop " + l.var + " has fewer loops than it collapses");
+      at = inner;
+    }
+    if (k_.decisions.split_reduction && l.role == LoopRole::Reduction &&
+        l.schedule != SchedulePolicy::Static) {
+      fail("the split reduction loop " + l.var + " is not scheduled statically");
+    }
+  }
+
   const Stmt* local_array(const std::string& name) const {
     for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it) {
       if (auto f = it->arrays.find(name); f != it->arrays.end()) return f->second;
@@ -368,6 +415,7 @@ class Verifier {
   const Kernel& k_;
   std::string after_;
   std::vector<Scope> scopes_;
+  int work_shared_ = 0;  // parallel loops and single blocks around the current statement
 };
 
 }  // namespace

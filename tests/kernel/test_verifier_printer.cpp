@@ -172,5 +172,83 @@ TEST(KernelPrinter, PrintsCallsLocalArraysAndLiterals) {
   EXPECT_EQ(kernel::cpp_value_type({DType::Int8, 32}), "stax::Vec<int8_t, 32>");
 }
 
+// ForKind and SchedulePolicy (kernel_ir.h): the work sharing is a property of the Loop, set
+// by the passes, printed from it, and checked by the verifier.
+kernel::Loop counted(const std::string& var, int64_t end) {
+  kernel::Loop l;
+  l.var = var;
+  l.end = index::Expr(end);
+  return l;
+}
+
+kernel::Loop parallel(const std::string& var, int64_t end, int collapse) {
+  kernel::Loop l = counted(var, end);
+  l.kind = kernel::ForKind::Parallel;
+  l.collapse = collapse;
+  return l;
+}
+
+TEST(KernelLoopKind, PassesMarkTheWorkSharedLoopsParallelAndStatic) {
+  auto split = schedule_text("def f(x: f32[100003]):\n    s = sum(x)\n    return s\n");
+  const auto k = lower_all(*split, avx512(4)).at(0);
+  ASSERT_TRUE(k.decisions.split_reduction);
+  int shared = 0;
+  kernel::for_each_stmt(k.body, [&](const Stmt& s) {
+    if (s.kind != StmtKind::Loop || s.loop->kind != kernel::ForKind::Parallel) return;
+    ++shared;
+    EXPECT_EQ(s.loop->role, kernel::LoopRole::Reduction);
+    EXPECT_EQ(s.loop->schedule, kernel::SchedulePolicy::Static);
+    EXPECT_EQ(s.loop->collapse, 1);
+  });
+  EXPECT_EQ(shared, 1);
+  auto rows = schedule_text("def f(x: f32[64, 64, 64]):\n    y = exp(x)\n    return y\n");
+  const auto p = lower_all(*rows, avx512(4)).at(0);
+  int parallel_loops = 0;
+  kernel::for_each_stmt(p.body, [&](const Stmt& s) {
+    if (s.kind == StmtKind::Loop && s.loop->kind == kernel::ForKind::Parallel) {
+      ++parallel_loops;
+      EXPECT_EQ(s.loop->collapse, p.decisions.parallel_depth);
+    }
+  });
+  EXPECT_EQ(parallel_loops, 1);
+  EXPECT_TRUE(contains(
+      kernel::print_kernel(p),
+      "omp for collapse(" + std::to_string(p.decisions.parallel_depth) + ") schedule(static)"));
+  // One thread: nothing is shared.
+  for (const auto& serial : lower_all(*rows, avx512(1))) {
+    kernel::for_each_stmt(serial.body, [&](const Stmt& s) {
+      if (s.kind == StmtKind::Loop) {
+        EXPECT_EQ(s.loop->kind, kernel::ForKind::Serial);
+      }
+    });
+  }
+}
+
+TEST(KernelLoopKind, VerifierRejectsNestedOrImperfectWorkSharing) {
+  // A parallel loop inside a parallel loop.
+  kernel::Block inner = {kernel::make_loop(parallel("x1", 8, 1), {})};
+  Kernel nested = kernel_of({kernel::make_loop(parallel("x0", 8, 1), inner)});
+  nested.ranges["x1"] = 8;
+  expect_rejected(nested, "inside work that is already shared");
+  // collapse(2) over a loop whose body holds more than the next loop.
+  kernel::Block imperfect = {kernel::make_let(constant(0, DType::Float32)),
+                             kernel::make_loop(counted("x1", 8), {})};
+  Kernel two = kernel_of({kernel::make_loop(parallel("x0", 8, 2), imperfect)});
+  two.ranges["x1"] = 8;
+  expect_rejected(two, "not perfectly nested");
+  // collapse(2) over a perfect nest (comments allowed) is fine, and prints its policy.
+  kernel::Block perfect = {kernel::make_comment("row"), kernel::make_loop(counted("x1", 8), {})};
+  Kernel ok = kernel_of({kernel::make_loop(parallel("x0", 8, 2), perfect)});
+  ok.ranges["x1"] = 8;
+  EXPECT_NO_THROW(kernel::verify(ok, "test pass"));
+  EXPECT_TRUE(contains(kernel::print_kernel(ok), "#pragma omp for collapse(2) schedule(static)"))
+      << kernel::print_kernel(ok);
+  // A parallel loop in a single block.
+  Stmt single;
+  single.kind = StmtKind::Single;
+  single.body.push_back(kernel::make_loop(parallel("x0", 8, 1), {}));
+  expect_rejected(kernel_of({single}), "already shared");
+}
+
 }  // namespace
 }  // namespace stax::kernel_test
