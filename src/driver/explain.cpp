@@ -86,6 +86,7 @@ json explain_json(const Compilation& c) {
                       {"fused", r.fused}});
   }
   doc["fusion_rounds"] = rounds;
+  doc["epilogues"] = s.epilogue_log.lines;
   json finals = json::array();
   for (const auto& f : s.kernels) {
     json members = json::array();
@@ -136,6 +137,14 @@ json explain_json(const Compilation& c) {
                          {"alpha", e.call->alpha},
                          {"beta", e.call->beta},
                          {"library", e.call->library},
+                         {"epilogue",
+                          [&] {
+                            std::string chain;
+                            for (const auto& op : e.epilogue) {
+                              chain += (chain.empty() ? "" : ", ") + op.to_string();
+                            }
+                            return chain;
+                          }()},
                          {"reason", e.call->reason}});
   }
   doc["external_calls"] = externals;
@@ -234,6 +243,7 @@ std::string explain_text(const Compilation& c) {
     }
     for (const auto& f : r["fused"]) out << "    " << f.get<std::string>() << "\n";
   }
+  for (const auto& e : doc["epilogues"]) out << "  epilogue: " << e.get<std::string>() << "\n";
   out << "\nfinal nodes:\n";
   for (const auto& f : doc["final_nodes"]) {
     out << "  " << f["name"].get<std::string>() << ": " << f["kind"].get<std::string>()
@@ -276,6 +286,9 @@ std::string explain_text(const Compilation& c) {
       out << args << ")";
       if (e["alpha"].get<double>() != 1.0) out << " alpha " << e["alpha"].get<double>();
       if (e["op"] == "addmm" || e["op"] == "baddbmm") out << " beta " << e["beta"].get<double>();
+      if (!e["epilogue"].get<std::string>().empty()) {
+        out << " then " << e["epilogue"].get<std::string>();
+      }
       out << "\n    through " << e["library"].get<std::string>() << ": "
           << e["reason"].get<std::string>() << "\n";
     }

@@ -36,16 +36,19 @@ namespace {
 // value of the chain (and constants), so that the body is x -> op1 -> op2 -> ... -> store.
 class ChainMatcher final : public lowering::OpsHandler {
  public:
-  ChainMatcher(std::string input, index::Expr at) : input_(std::move(input)), at_(std::move(at)) {}
+  ChainMatcher(std::string input, index::Expr at, index::RangeMap ranges)
+      : input_(std::move(input)), at_(std::move(at)), ranges_(std::move(ranges)) {}
 
   std::vector<EpilogueOp> chain;
   std::string failure;  // empty while the body is a chain
   bool stored_chain = false;
 
   OpsValue load(const std::string& buffer, const index::Expr& index, DType dtype) override {
-    if (buffer != input_) return fail("it reads " + buffer + " too");
-    if (index != at_) return fail("it reads " + buffer + " at another index than it writes");
-    if (dtype != DType::Float32) return fail("it reads a " + std::string(dtype_name(dtype)));
+    if (buffer != input_) return fail("it reads " + buffer + " too", dtype);
+    if (index::simplify(index, ranges_) != at_) {
+      return fail("it reads " + buffer + " at another index than it writes", dtype);
+    }
+    if (dtype != DType::Float32) return fail("it reads a " + std::string(dtype_name(dtype)), dtype);
     if (chain_value_ >= 0) return fail("it reads " + buffer + " twice");
     return chain_value(dtype);
   }
@@ -55,8 +58,10 @@ class ChainMatcher final : public lowering::OpsHandler {
     return v;
   }
   OpsValue compute(PointwiseOp op, std::span<const OpsValue> args, DType result) override {
-    if (!failure.empty()) return fresh(result);
-    if (result != DType::Float32) return fail("it computes in " + std::string(dtype_name(result)));
+    if (!failure.empty()) return fresh(result);  // (a chain no longer)
+    if (result != DType::Float32) {
+      return fail("it computes in " + std::string(dtype_name(result)), result);
+    }
     auto is_chain = [&](const OpsValue& v) { return v.id == chain_value_; };
     auto constant_of = [&](const OpsValue& v) -> std::optional<double> {
       auto it = constants_.find(v.id);
@@ -79,11 +84,12 @@ class ChainMatcher final : public lowering::OpsHandler {
       }
     }
     return fail("its " + std::string(lowering::op_info(op).name) +
-                " is not an op the library applies to a result");
+                    " is not an op the library applies to a result",
+                result);
   }
   OpsValue to_dtype(OpsValue value, DType dtype) override {
     if (value.dtype == dtype) return value;
-    return fail("it converts to " + std::string(dtype_name(dtype)));
+    return fail("it converts to " + std::string(dtype_name(dtype)), dtype);
   }
   OpsValue index_value(const index::Expr&, DType dtype) override {
     fail("it computes with its index");
@@ -100,7 +106,7 @@ class ChainMatcher final : public lowering::OpsHandler {
     return value;
   }
   void store(const std::string&, const index::Expr& index, OpsValue value) override {
-    if (index != at_) fail("it writes at another index");
+    if (index::simplify(index, ranges_) != at_) fail("it writes at another index");
     if (value.id != chain_value_) fail("what it stores is not computed from the call's result");
     stored_chain = true;
   }
@@ -119,13 +125,15 @@ class ChainMatcher final : public lowering::OpsHandler {
     chain.push_back(op);
     return chain_value(DType::Float32);
   }
-  OpsValue fail(const std::string& why) {
+  // Records the first reason; the body runs on with a value of the dtype it expects.
+  OpsValue fail(const std::string& why, DType dtype = DType::Float32) {
     if (failure.empty()) failure = why;
-    return fresh(DType::Float32);
+    return fresh(dtype);
   }
 
   std::string input_;
-  index::Expr at_;
+  index::Expr at_;  // the node's write index, simplified over its ranges
+  index::RangeMap ranges_;
   int next_id_ = 0;
   int chain_value_ = -1;
   std::map<int, double> constants_;
@@ -145,9 +153,15 @@ const SchedulerNode* lone_pointwise_node(const std::vector<SchedulerNode>& nodes
 EpilogueMatch match_epilogue(const SchedulerNode& node, const std::string& input) {
   std::vector<index::Expr> pointwise;
   for (const auto& v : node.vars) pointwise.push_back(index::Expr::var(v.name));
-  ChainMatcher matcher(input, node.write.index);
-  node.run_body(matcher, pointwise, {});
+  ChainMatcher matcher(input, node.write.index, node.ranges());
   EpilogueMatch m;
+  try {
+    node.run_body(matcher, pointwise, {});
+  } catch (const std::exception& e) {
+    // A body that cannot run on the matcher's stand-in values is no chain; never an error.
+    m.reason = std::string("its body is not a chain (") + e.what() + ")";
+    return m;
+  }
   if (matcher.failure.empty() && !matcher.stored_chain) matcher.failure = "it stores nothing";
   m.matches = matcher.failure.empty();
   m.reason = matcher.failure;

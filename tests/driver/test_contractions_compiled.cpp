@@ -163,3 +163,43 @@ TEST(ExternalCalls, WrongInputsAreRefusedBeforeTheCall) {
 
 }  // namespace
 }  // namespace stax
+
+namespace stax {
+namespace {
+
+// Epilogue fusion through the library (issue 14, point 3): in float32 the chains oneDNN applies
+// as eager computes them run inside the call; gelu (which it does not) and bfloat16 (where
+// eager rounds the product first) stay loops. Every result matches eager.
+TEST(ExternalCalls, EpiloguesRunInsideTheCallWhereTheLibraryMatchesEager) {
+  for (DType dtype : {DType::Float32, DType::BFloat16}) {
+    const std::string t(dtype_name(dtype));
+    const ir::Graph g = ir::parse_graph(
+        "def f(a: " + t + "[64, 96], w: " + t + "[80, 96], b: " + t + "[80], x: " + t +
+        "[4, 64, 96], y: " + t + "[4, 96, 32]):\n"
+        "    wt = permute(w, [1, 0])\n"
+        "    l1 = addmm(b, a, wt)\n    e1 = tanh(l1)\n"
+        "    l2 = addmm(b, a, wt)\n    m2 = mul(l2, 0.5)\n    e2 = add(m2, 1.0)\n"
+        "    l3 = mm(a, wt)\n    a3 = abs(l3)\n    e3 = sqrt(a3)\n"
+        "    k4 = bmm(x, y)\n    e4 = sub(k4, 0.25)\n"
+        "    l5 = addmm(b, a, wt)\n    e5 = gelu(l5)\n"
+        "    return e1, e2, e3, e4, e5\n");
+    std::vector<Tensor> inputs;
+    uint64_t seed = 3;
+    for (const auto& sizes : std::vector<std::vector<int64_t>>{
+             {64, 96}, {80, 96}, {80}, {4, 64, 96}, {4, 96, 32}}) {
+      inputs.push_back(eager::random_tensor(dtype, sizes, seed++));
+    }
+    CompileOptions o;
+    o.num_threads = 2;
+    const CompiledGraph compiled = compile(g, o);
+    int with_epilogue = 0;
+    for (const auto& site : compiled.compilation().module.externals) {
+      with_epilogue += site.epilogue.empty() ? 0 : 1;
+    }
+    EXPECT_EQ(with_epilogue, dtype == DType::Float32 ? 4 : 0) << t;
+    expect_outputs_match(g, compiled.run(inputs), eager::run(g, inputs), t + " epilogues");
+  }
+}
+
+}  // namespace
+}  // namespace stax

@@ -146,3 +146,105 @@ def f(x: f32[64, 64]):
 
 }  // namespace
 }  // namespace stax::scheduler
+
+namespace stax::scheduler {
+namespace {
+
+TEST(EpilogueMatch, RecognizesTheChainsALibraryApplies) {
+  auto s = stax::testing::schedule_text(R"(
+def f(a: f32[8, 16], b: f32[16, 4], c: f32[8, 4]):
+    y = mm(a, b)
+    t = tanh(y)
+    u = mul(t, 0.5)
+    v = sub(u, 2.0)
+    w = pow(v, 2)
+    z = abs(w)
+    r = sqrt(z)
+    return r
+)");
+  const SchedulerNode& chain = s->schedule.nodes.back();
+  const EpilogueMatch m = match_epilogue(chain, "buf0");
+  ASSERT_TRUE(m.matches) << m.reason;
+  std::string text;
+  for (const auto& op : m.chain) text += op.to_string() + "; ";
+  EXPECT_EQ(text, "tanh; x * 0.5; x + -2; x * x; abs; sqrt; ") << chain.buffer->origin;
+}
+
+TEST(EpilogueMatch, RefusesWhatIsNotAChainOverTheResult) {
+  const char* cases[][2] = {
+      {"    t = mul(y, c)\n", "it reads c too"},
+      {"    s = tanh(y)\n    t = mul(y, s)\n", "it reads buf0 twice"},
+      {"    t = gelu(y)\n", "is not an op the library applies"},
+      {"    s = div(y, 3.0)\n    t = tanh(s)\n", "its div is not an op"},
+      {"    t = _to_copy(y, dtype=\"f64\")\n", "it converts to f64"},
+  };
+  for (const auto& [body, why] : cases) {
+    auto s = stax::testing::schedule_text(
+        std::string("def f(a: f32[8, 16], b: f32[16, 4], c: f32[8, 4]):\n    y = mm(a, b)\n") +
+        body + "    return t\n");
+    const SchedulerNode& consumer = s->schedule.nodes.back();
+    const EpilogueMatch m = match_epilogue(consumer, "buf0");
+    EXPECT_FALSE(m.matches) << body;
+    EXPECT_NE(m.reason.find(why), std::string::npos) << body << ": " << m.reason;
+  }
+}
+
+std::unique_ptr<stax::testing::Scheduled> schedule_with_epilogues(const std::string& text,
+                                                                 bool library_accepts) {
+  auto s = std::make_unique<stax::testing::Scheduled>();
+  lowering::LoweringOptions lo;
+  lo.library_for = [](const lowering::ExternalCall&, std::string*) {
+    return std::optional<std::string>("a test library");
+  };
+  s->lowered = lowering::lower(ir::parse_graph(text), lo);
+  ScheduleOptions so;
+  so.epilogue_check = [library_accepts](const lowering::ExternalCall&,
+                                        const std::vector<EpilogueOp>&, std::string* why) {
+    if (!library_accepts && why != nullptr) *why = "the test library refuses";
+    return library_accepts;
+  };
+  s->schedule = schedule(s->lowered, so);
+  return s;
+}
+
+TEST(EpilogueFusion, TheCallAbsorbsItsChainAndItsOutputIsNeverStored) {
+  const std::string text =
+      "def f(a: f32[8, 16], b: f32[16, 4]):\n    y = mm(a, b)\n    t = tanh(y)\n    return t\n";
+  auto s = schedule_with_epilogues(text, true);
+  const Schedule& sched = s->schedule;
+  ASSERT_EQ(sched.kernels.size(), 1u);
+  EXPECT_EQ(sched.kernels[0].epilogue.size(), 1u);
+  EXPECT_EQ(sched.kernels[0].members().size(), 2u);
+  EXPECT_TRUE(sched.plan_of("buf0")->elided);  // the call writes the tanh's buffer directly
+  ASSERT_EQ(sched.epilogue_log.lines.size(), 1u);
+  EXPECT_NE(sched.epilogue_log.lines[0].find("saves a pass over buf0"), std::string::npos);
+  kernel::PipelineOptions options;
+  const program::HostProgram p = program::build_host_program(sched, options);
+  ASSERT_EQ(p.externals.size(), 1u);
+  EXPECT_EQ(p.externals[0].output, "buf1");
+  EXPECT_TRUE(p.functions.empty());
+
+  // Refused by the library: two steps, with the library's reason in the log.
+  auto refused = schedule_with_epilogues(text, false);
+  EXPECT_EQ(refused->schedule.kernels.size(), 2u);
+  EXPECT_NE(refused->schedule.epilogue_log.lines.at(0).find("the test library refuses"),
+            std::string::npos);
+}
+
+TEST(EpilogueFusion, NotWhenTheResultIsAnOutputOrHasSeveralReaders) {
+  auto output = schedule_with_epilogues(
+      "def f(a: f32[8, 16], b: f32[16, 4]):\n    y = mm(a, b)\n    t = tanh(y)\n"
+      "    return y, t\n",
+      true);
+  EXPECT_EQ(output->schedule.kernels.size(), 2u);
+  EXPECT_NE(output->schedule.epilogue_log.lines.at(0).find("is a graph output"),
+            std::string::npos);
+  auto readers = schedule_with_epilogues(
+      "def f(a: f32[8, 16], b: f32[16, 4]):\n    y = mm(a, b)\n    t = tanh(y)\n"
+      "    s = sum(y, dim=[1])\n    return t, s\n",
+      true);
+  EXPECT_NE(readers->schedule.epilogue_log.lines.at(0).find("has 2 readers"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace stax::scheduler
