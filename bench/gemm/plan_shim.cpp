@@ -1,19 +1,22 @@
-// C entry point to stax::external::MatmulPlan for bench/gemm/plan_vs_eager.py (a measurement
-// tool, not part of Stax): builds a plan for one spec and runs it once. Layouts are 6 int64
-// each: sizes {batch, rows, cols} then strides. Returns 0, or 1 after printing the error.
+// C entry points to stax::external::MatmulPlan for the GEMM measurement scripts (tools, not
+// part of Stax): plan_vs_eager.py runs a plan once, bench/models/gemm_efficiency.py times it.
+// Layouts are 6 int64 each: sizes {batch, rows, cols} then strides. Returns 0, or 1 after printing
+// the error.
+#include <chrono>
 #include <cstdio>
 #include <exception>
 #include <string>
 
 #include "external/matmul.h"
 
-extern "C" int stax_plan_run(int bf16, const int64_t* a, const int64_t* b, const int64_t* c,
-                             const int64_t* bias, double alpha, double beta, const void* a_data,
-                             const void* b_data, const void* bias_data, void* c_data, int threads) {
-  using stax::external::MatrixLayout;
-  auto layout = [](const int64_t* x) {
-    return MatrixLayout{{x[0], x[1], x[2]}, {x[3], x[4], x[5]}};
-  };
+namespace {
+
+stax::external::MatrixLayout layout(const int64_t* x) {
+  return stax::external::MatrixLayout{{x[0], x[1], x[2]}, {x[3], x[4], x[5]}};
+}
+
+stax::external::MatmulSpec spec_of(int bf16, const int64_t* a, const int64_t* b, const int64_t* c,
+                                   const int64_t* bias, double alpha, double beta) {
   stax::external::MatmulSpec spec;
   spec.dtype = bf16 ? stax::DType::BFloat16 : stax::DType::Float32;
   spec.a = layout(a);
@@ -22,9 +25,41 @@ extern "C" int stax_plan_run(int bf16, const int64_t* a, const int64_t* b, const
   if (bias != nullptr) spec.bias = layout(bias);
   spec.alpha = alpha;
   spec.beta = beta;
+  return spec;
+}
+
+}  // namespace
+
+extern "C" int stax_plan_run(int bf16, const int64_t* a, const int64_t* b, const int64_t* c,
+                             const int64_t* bias, double alpha, double beta, const void* a_data,
+                             const void* b_data, const void* bias_data, void* c_data, int threads) {
   try {
-    stax::external::MatmulPlan::create(spec, threads)
+    stax::external::MatmulPlan::create(spec_of(bf16, a, b, c, bias, alpha, beta), threads)
         ->run(a_data, b_data, bias_data, c_data, threads);
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 1;
+  }
+}
+
+// For bench/models/gemm_efficiency.py: builds the plan once, as a compiled graph does when it
+// is loaded, then times `reps` runs after `warmup` untimed ones, each run's nanoseconds into
+// `ns`.
+extern "C" int stax_plan_time(int bf16, const int64_t* a, const int64_t* b, const int64_t* c,
+                              const int64_t* bias, double alpha, double beta, const void* a_data,
+                              const void* b_data, const void* bias_data, void* c_data, int threads,
+                              int warmup, int reps, double* ns) {
+  try {
+    const auto plan =
+        stax::external::MatmulPlan::create(spec_of(bf16, a, b, c, bias, alpha, beta), threads);
+    for (int i = 0; i < warmup; ++i) plan->run(a_data, b_data, bias_data, c_data, threads);
+    for (int i = 0; i < reps; ++i) {
+      const auto start = std::chrono::steady_clock::now();
+      plan->run(a_data, b_data, bias_data, c_data, threads);
+      ns[i] = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start)
+                  .count();
+    }
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s\n", e.what());
@@ -43,18 +78,8 @@ extern "C" int stax_plan_run_post(const int64_t* a, const int64_t* b, const int6
                                   const double* alphas, const double* betas,
                                   const int* operand_first, const int64_t* operand_layouts,
                                   const void* const* operand_data) {
-  using stax::external::MatrixLayout;
   using stax::external::PostOp;
-  auto layout = [](const int64_t* x) {
-    return MatrixLayout{{x[0], x[1], x[2]}, {x[3], x[4], x[5]}};
-  };
-  stax::external::MatmulSpec spec;
-  spec.a = layout(a);
-  spec.b = layout(b);
-  spec.c = layout(c);
-  if (bias != nullptr) spec.bias = layout(bias);
-  spec.alpha = alpha;
-  spec.beta = beta;
+  stax::external::MatmulSpec spec = spec_of(0, a, b, c, bias, alpha, beta);
   int binaries = 0;
   for (int i = 0; i < n_post; ++i) {
     PostOp op;

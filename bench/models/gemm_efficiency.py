@@ -1,7 +1,7 @@
 """GEMM efficiency for bench/models: for BERT-base's linear layers (addmm with the weight
 passed transposed, as nn.Linear gives it), Stax's library call inside a compiled graph
 (torch.compile(F.linear, backend="stax"), its time taken from the profiling counters) against
-the same oneDNN plan run standalone from C++ (bench/models/gemm_shim.cpp: the plan built once,
+the same oneDNN plan run standalone from C++ (bench/gemm/plan_shim.cpp: the plan built once,
 then timed runs). Efficiency = standalone time / Stax's library time (the issue's target:
 >= 90%). Also Stax's whole call (Python, dynamo's guard, the entry) for the overhead.
 
@@ -39,7 +39,7 @@ def build_shim(build_dir):
     out = os.path.join(tempfile.gettempdir(), f"stax_gemm_shim_{os.getpid()}.so")
     lib = lambda module: os.path.join(build_dir, "src", module, f"libstax_{module}.a")
     subprocess.run(["g++", "-std=c++20", "-O2", "-fPIC", "-shared", "-fopenmp",
-                    "-I", os.path.join(ROOT, "src"), os.path.join(HERE, "gemm_shim.cpp"),
+                    "-I", os.path.join(ROOT, "src"), os.path.join(ROOT, "bench", "gemm", "plan_shim.cpp"),
                     lib("external"), lib("ir"), "-ldnnl", "-o", out], check=True)
     shim = ctypes.CDLL(out)
     shim.stax_plan_time.restype = ctypes.c_int
@@ -141,7 +141,7 @@ def main():
     description = (
         "Per call of `F.linear(x, w, bias)` (x: M x K, w: N x K, so addmm with the weight "
         "transposed as a layout), 2 threads: `standalone` is the same oneDNN MatmulPlan built "
-        "once from C++ and timed run by run (bench/models/gemm_shim.cpp); `Stax's library "
+        "once from C++ and timed run by run (bench/gemm/plan_shim.cpp); `Stax's library "
         "call` the time inside ExternalPlans::call of the compiled graph (profiling "
         "counters); efficiency = standalone / Stax; `whole call` Stax's call from Python "
         "(guards, the entry, the output's allocation); `eager` torch's F.linear (its own "

@@ -90,7 +90,7 @@ class CompiledGraph {
  private:
   friend CompiledGraph compile_lowered(lowering::LoweredGraph, const CompileOptions&);
   std::shared_ptr<const Compilation> compilation_;
-  std::shared_ptr<void> library_;  // keeps the shared object loaded
+  std::shared_ptr<void> library_;                           // keeps the shared object loaded
   std::shared_ptr<const driver::ExternalPlans> externals_;  // the library plans, by call site
   void* entry_ = nullptr;
   std::vector<ir::TensorType> input_types_;

@@ -94,8 +94,8 @@ json explain_json(const Compilation& c) {
       const auto& n = s.nodes[static_cast<size_t>(id)];
       members.push_back(n.name);
     }
-    const bool external = f.members().size() == 1 &&
-                          s.nodes[static_cast<size_t>(f.members()[0])].is_external();
+    const bool external =
+        f.members().size() == 1 && s.nodes[static_cast<size_t>(f.members()[0])].is_external();
     finals.push_back({{"name", f.name},
                       {"kind", external ? std::string("ExternalNode") : f.kind_name()},
                       {"group", f.group_string()},
@@ -215,8 +215,9 @@ std::string explain_text(const Compilation& c) {
   for (const auto& n : doc["nodes"]) {
     const std::string name = n["name"];
     const bool external = n["kind"].get<std::string>() == "external";
-    out << "  " << name << (external ? ": ExternalNode(ExternalCall)  # " : ": SchedulerNode(ComputedBuffer)  # ") << n["origin"].get<std::string>()
-        << (n["dead"].get<bool>() ? " (dead)" : "") << "\n";
+    out << "  " << name
+        << (external ? ": ExternalNode(ExternalCall)  # " : ": SchedulerNode(ComputedBuffer)  # ")
+        << n["origin"].get<std::string>() << (n["dead"].get<bool>() ? " (dead)" : "") << "\n";
     out << "  " << name << ".writes = " << n["writes"].get<std::string>() << "\n";
     out << "  " << name << ".unmet_dependencies = " << n["unmet_dependencies"].get<std::string>()
         << "\n";

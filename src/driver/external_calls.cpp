@@ -69,7 +69,7 @@ namespace {
 
 // The spec of `call` writing a contiguous output, as lowering and the scheduler see it.
 external::MatmulSpec contiguous_output_spec(const lowering::ExternalCall& call,
-                                           const std::vector<scheduler::EpilogueOp>& epilogue) {
+                                            const std::vector<scheduler::EpilogueOp>& epilogue) {
   std::vector<int64_t> out_sizes = call.a.sizes;
   out_sizes.back() = call.b.sizes.back();
   std::vector<int64_t> out_strides(out_sizes.size(), 1);
@@ -95,10 +95,10 @@ std::optional<std::string> library_for(const lowering::ExternalCall& call, std::
 ExternalPlans::ExternalPlans(const std::vector<program::ExternalSite>& sites, int num_threads) {
   for (const program::ExternalSite& site : sites) {
     try {
-      plans_.push_back(external::MatmulPlan::create(
-          matmul_spec(*site.call, site.output_sizes, site.output_strides, site.dtype,
-                      site.epilogue),
-          num_threads));
+      plans_.push_back(
+          external::MatmulPlan::create(matmul_spec(*site.call, site.output_sizes,
+                                                   site.output_strides, site.dtype, site.epilogue),
+                                       num_threads));
     } catch (const std::exception&) {
       ir::rethrow_with_context("building the library call of " + site.source);
     }

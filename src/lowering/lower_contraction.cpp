@@ -115,18 +115,21 @@ LoweredValue Lowerer::lower_contraction(const ir::Node& node, const ir::Value& o
   // Eager's float32 and float64 addmm (a BLAS call) skip the product when alpha == 0, so the
   // result is beta * bias even where the product is NaN; baddbmm and the half types compute
   // 0 * (a @ b) (probed on torch 2.13.0).
-  const bool skips_product = node.op == "addmm" && alpha.is_zero() &&
-                             (dtype == DType::Float32 || dtype == DType::Float64);
+  const bool skips_product =
+      node.op == "addmm" && alpha.is_zero() && (dtype == DType::Float32 || dtype == DType::Float64);
 
   // The library path.
   if (options_.library_for) {
     auto as_operand = [&](const LoweredValue& v, const std::vector<int64_t>& at_sizes,
                           bool broadcast) -> std::optional<ExternalOperand> {
       if (!v.layout) return std::nullopt;
-      ExternalOperand op{v.layout->buffer, v.layout->is_input, v.dtype, at_sizes,
-                         broadcast ? broadcast_strides(v.sizes, v.layout->strides, at_sizes)
-                                   : v.layout->strides,
-                         v.layout->offset};
+      ExternalOperand op{
+          v.layout->buffer,
+          v.layout->is_input,
+          v.dtype,
+          at_sizes,
+          broadcast ? broadcast_strides(v.sizes, v.layout->strides, at_sizes) : v.layout->strides,
+          v.layout->offset};
       if (!library_readable(op.sizes, op.strides)) return std::nullopt;
       return op;
     };
@@ -155,8 +158,8 @@ LoweredValue Lowerer::lower_contraction(const ir::Node& node, const ir::Value& o
     std::optional<std::string> library = options_.library_for(call, &why);
     if (library) {
       call.library = *library;
-      call.reason = "the target's " + *library + " runs " + node.op + " on " +
-                    std::string(dtype_name(dtype));
+      call.reason =
+          "the target's " + *library + " runs " + node.op + " on " + std::string(dtype_name(dtype));
       auto store_unreadable = [&](const LoweredValue& v, bool readable,
                                   const std::vector<int64_t>& at_sizes, bool broadcast,
                                   const char* role, ExternalOperand& into) {
@@ -164,8 +167,8 @@ LoweredValue Lowerer::lower_contraction(const ir::Node& node, const ir::Value& o
         LoweredValue r = realize(v, std::string("operand ") + role + " of " + node.op +
                                         ": the library reads only strided matrices");
         into.buffer = r.layout->buffer;
-        into.strides = broadcast ? broadcast_strides(v.sizes, r.layout->strides, at_sizes)
-                                 : r.layout->strides;
+        into.strides =
+            broadcast ? broadcast_strides(v.sizes, r.layout->strides, at_sizes) : r.layout->strides;
       };
       store_unreadable(va, a.has_value(), va.sizes, false, "a", call.a);
       store_unreadable(vb, b.has_value(), vb.sizes, false, "mat2", call.b);

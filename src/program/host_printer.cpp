@@ -11,7 +11,9 @@ namespace stax::program {
 
 namespace {
 
-std::string cpp_type(DType dtype) { return std::string(dtype_cpp_type(dtype)); }
+std::string cpp_type(DType dtype) {
+  return std::string(dtype_cpp_type(dtype));
+}
 
 // A C string literal of `text` for a printf format.
 std::string format_literal(const std::string& text) {
@@ -100,8 +102,8 @@ class Printer {
       for (size_t d = 0; d < in.sizes.size(); ++d) {
         out_ << "if (" << arg << ".sizes[" << d << "] != " << in.sizes[d]
              << ") { stax_set_error(err, err_capacity, \"" << who << ": dimension " << d
-             << ": expected size " << in.sizes[d] << ", got %lld\", (long long)" << arg
-             << ".sizes[" << d << "]); return 1; }\n";
+             << ": expected size " << in.sizes[d] << ", got %lld\", (long long)" << arg << ".sizes["
+             << d << "]); return 1; }\n";
       }
       for (size_t d = 0; d < in.sizes.size(); ++d) {
         // The kernels index this input with these strides; a dimension of size 1 is never
@@ -113,8 +115,8 @@ class Printer {
              << ".strides[" << d << "]); return 1; }\n";
       }
       if (checked_numel(in.sizes).value() > 0) {
-        out_ << "if (" << arg << ".data == nullptr) { stax_set_error(err, err_capacity, \""
-             << who << ": data pointer is null\"); return 1; }\n";
+        out_ << "if (" << arg << ".data == nullptr) { stax_set_error(err, err_capacity, \"" << who
+             << ": data pointer is null\"); return 1; }\n";
       }
       out_ << "const " << cpp_type(in.dtype) << "* in_" << in.name << " = static_cast<const "
            << cpp_type(in.dtype) << "*>(" << arg << ".data);\n";
@@ -155,9 +157,7 @@ class Printer {
         const size_t at = format.find("{}");
         if (at != std::string::npos) format.replace(at, 2, "%lld");
         out_ << format << ", (long long)stax_error_value); ";
-        out_ << "return "
-             << (e.index_error ? kStatusIndexError : kStatusIndexOutOfRange)
-             << "; ";
+        out_ << "return " << (e.index_error ? kStatusIndexError : kStatusIndexOutOfRange) << "; ";
         out_ << "}\n";
       }
     }

@@ -42,7 +42,7 @@ struct KernelFunction {
 // A library call of the program: what the runtime builds a plan for when the program is
 // loaded (the generated code names it by its index).
 struct ExternalSite {
-  std::string output;  // the buffer it writes
+  std::string output;                                  // the buffer it writes
   std::shared_ptr<const lowering::ExternalCall> call;  // owned with the lowered graph's buffer
   std::vector<int64_t> output_sizes;
   std::vector<int64_t> output_strides;

@@ -37,7 +37,8 @@ void lower_steps(HostProgram& program, const kernel::PipelineOptions& kernel_opt
       site.epilogue = fused.epilogue;
       program.externals.push_back(std::move(site));
       std::string epilogue;
-      for (const auto& op : fused.epilogue) epilogue += (epilogue.empty() ? "" : ", ") + op.to_string();
+      for (const auto& op : fused.epilogue)
+        epilogue += (epilogue.empty() ? "" : ", ") + op.to_string();
       program.log.push_back(fused.name + ": external call " + step.call->op + " through " +
                             step.call->library + " (" + step.call->reason + ")" +
                             (epilogue.empty() ? "" : ", epilogue " + epilogue));

@@ -60,9 +60,9 @@ void place_buffers(HostProgram& program) {
     for (size_t i : unit_steps[u]) {
       for (const auto& name : s.allocate_before[program.steps[i].fused]) {
         const scheduler::BufferPlan* plan = s.plan_of(name);
-        program.body.emplace_back(Allocate{name, plan->bytes, plan->is_output,
-                                           plan->is_output ? output_slot.at(name)
-                                                           : live_slot.at(name)});
+        program.body.emplace_back(
+            Allocate{name, plan->bytes, plan->is_output,
+                     plan->is_output ? output_slot.at(name) : live_slot.at(name)});
       }
     }
     program.body.push_back(calls[u]);

@@ -50,9 +50,13 @@ bool operator<(const MemoryDep& a, const MemoryDep& b) {
   return false;
 }
 
-int64_t WholeDep::bytes() const { return numel * static_cast<int64_t>(dtype_size(dtype)); }
+int64_t WholeDep::bytes() const {
+  return numel * static_cast<int64_t>(dtype_size(dtype));
+}
 
-std::string WholeDep::to_string() const { return "WholeDep('" + buffer + "')"; }
+std::string WholeDep::to_string() const {
+  return "WholeDep('" + buffer + "')";
+}
 
 std::string WeakDep::to_string() const {
   return "WeakDep('" + buffer + "', before op" + std::to_string(before) + ")";

@@ -213,8 +213,7 @@ void fuse_epilogues(const std::vector<SchedulerNode>& nodes, std::vector<FusedNo
     }
     const EpilogueMatch m = match_epilogue(*consumer, out);
     if (!m.matches) {
-      refuse("its reader " + consumer->name + " is not a chain the library applies: " +
-             m.reason);
+      refuse("its reader " + consumer->name + " is not a chain the library applies: " + m.reason);
       continue;
     }
     std::string why;

@@ -37,9 +37,9 @@ struct Schedule {
   std::vector<bool> dead;
   std::vector<std::string> dead_node_log;
   FusionLog fusion_log;
-  EpilogueLog epilogue_log;  // each external call's epilogue decision (epilogue_fusion.h)
-  std::vector<FusedNode> kernels;                      // fused nodes in execution order
-  std::vector<BufferPlan> buffers;                     // one per live computed buffer
+  EpilogueLog epilogue_log;         // each external call's epilogue decision (epilogue_fusion.h)
+  std::vector<FusedNode> kernels;   // fused nodes in execution order
+  std::vector<BufferPlan> buffers;  // one per live computed buffer
   std::unordered_map<std::string, size_t> plan_index;  // buffer name -> index into buffers
   // Per fused node: buffers allocated before it runs and released after it (Section 7.5's
   // allocation and release records; inputs are only released, never freed).

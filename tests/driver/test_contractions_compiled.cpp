@@ -24,8 +24,9 @@ std::string contraction_program(const std::string& t, bool floating) {
   const std::string beta = floating ? "-1.5" : "3";
   return "def f(a: " + t + "[33, 40], w: " + t + "[24, 40], b: " + t + "[40, 24], bias: " + t +
          "[24], c: " + t + "[33, 24], col: " + t + "[33, 1], x: " + t + "[3, 17, 40], y: " + t +
-         "[3, 40, 9], z: " + t + "[3, 9, 40], bb: " + t + "[9], big: " + t + "[256, 384], wb: " +
-         t + "[384, 384], e: " + t + "[33, 0], e2: " + t + "[0, 24], e3: " + t + "[0, 40]):\n" +
+         "[3, 40, 9], z: " + t + "[3, 9, 40], bb: " + t + "[9], big: " + t +
+         "[256, 384], wb: " + t + "[384, 384], e: " + t + "[33, 0], e2: " + t +
+         "[0, 24], e3: " + t + "[0, 40]):\n" +
          // mm: plain, a transposed weight (a layout, not a copy), a sliced operand.
          "    m1 = mm(a, b)\n"
          "    wt = permute(w, [1, 0])\n"
@@ -35,29 +36,39 @@ std::string contraction_program(const std::string& t, bool floating) {
          "    m3 = mm(asl, bsl)\n"
          // addmm: a row bias (a linear layer), a full bias, a column bias, alpha and beta.
          "    l1 = addmm(bias, a, wt)\n"
-         "    l2 = addmm(c, a, b, beta=" + beta + ", alpha=" + alpha + ")\n"
-         "    l3 = addmm(col, a, wt, beta=" + beta + ")\n"
+         "    l2 = addmm(c, a, b, beta=" +
+         beta + ", alpha=" + alpha +
+         ")\n"
+         "    l3 = addmm(col, a, wt, beta=" +
+         beta +
+         ")\n"
          // A composed operand (stored before the call) and an epilogue after it.
          "    na = neg(a)\n"
-         "    l4 = addmm(bias, na, b, alpha=" + alpha + ")\n"
+         "    l4 = addmm(bias, na, b, alpha=" +
+         alpha +
+         ")\n"
          "    r4 = relu(l4)\n"
          // bmm and baddbmm: plain, a transposed batch operand, a broadcast bias.
          "    k1 = bmm(x, y)\n"
          "    zt = permute(z, [0, 2, 1])\n"
          "    k2 = bmm(x, zt)\n"
-         "    k3 = baddbmm(bb, x, y, beta=" + beta + ", alpha=" + alpha + ")\n"
+         "    k3 = baddbmm(bb, x, y, beta=" +
+         beta + ", alpha=" + alpha +
+         ")\n"
          // Large enough for the library's parallel path.
          "    g1 = mm(big, wb)\n"
          // K == 0 (a bias or zeros) and M == 0 (an empty output).
-         "    z1 = addmm(bias, e, e2, beta=" + beta + ")\n"
+         "    z1 = addmm(bias, e, e2, beta=" +
+         beta +
+         ")\n"
          "    z2 = mm(e3, b)\n" +
          "    return m1, m2, m3, l1, l2, l3, r4, k1, k2, k3, g1, z1, z2\n";
 }
 
 std::vector<Tensor> contraction_inputs(DType dtype) {
   const std::vector<std::vector<int64_t>> sizes = {
-      {33, 40}, {24, 40}, {40, 24}, {24}, {33, 24}, {33, 1}, {3, 17, 40}, {3, 40, 9},
-      {3, 9, 40}, {9}, {256, 384}, {384, 384}, {33, 0}, {0, 24}, {0, 40}};
+      {33, 40},   {24, 40}, {40, 24},   {24},       {33, 24}, {33, 1}, {3, 17, 40}, {3, 40, 9},
+      {3, 9, 40}, {9},      {256, 384}, {384, 384}, {33, 0},  {0, 24}, {0, 40}};
   std::vector<Tensor> inputs;
   uint64_t seed = 7;
   for (const auto& s : sizes) inputs.push_back(eager::random_tensor(dtype, s, seed++));
@@ -110,9 +121,9 @@ TEST_P(CompiledContractions, MatchEagerThroughTheLibraryAndAsLoopNests) {
     for (int threads : {1, 2}) {
       RunOptions r;
       r.num_threads = threads;
-      expect_outputs_match(g, compiled.run(inputs, r), expected,
-                           t + (library ? " library" : " loop nests") + ", " +
-                               std::to_string(threads) + " threads");
+      expect_outputs_match(
+          g, compiled.run(inputs, r), expected,
+          t + (library ? " library" : " loop nests") + ", " + std::to_string(threads) + " threads");
     }
   }
 }
@@ -147,8 +158,8 @@ TEST(ExternalCalls, OperandsAreLayoutsAndOnlyComposedOperandsAreStored) {
 // thread count run with another builds a new primitive, which succeeds; an input of the wrong
 // size is refused before any call.
 TEST(ExternalCalls, WrongInputsAreRefusedBeforeTheCall) {
-  const ir::Graph g = ir::parse_graph(
-      "def f(a: f32[8, 16], b: f32[16, 4]):\n    c = mm(a, b)\n    return c\n");
+  const ir::Graph g =
+      ir::parse_graph("def f(a: f32[8, 16], b: f32[16, 4]):\n    c = mm(a, b)\n    return c\n");
   CompileOptions o;
   o.num_threads = 1;
   const CompiledGraph compiled = compile(g, o);
@@ -173,20 +184,21 @@ namespace {
 TEST(ExternalCalls, EpiloguesRunInsideTheCallWhereTheLibraryMatchesEager) {
   for (DType dtype : {DType::Float32, DType::BFloat16}) {
     const std::string t(dtype_name(dtype));
-    const ir::Graph g = ir::parse_graph(
-        "def f(a: " + t + "[64, 96], w: " + t + "[80, 96], b: " + t + "[80], x: " + t +
-        "[4, 64, 96], y: " + t + "[4, 96, 32]):\n"
-        "    wt = permute(w, [1, 0])\n"
-        "    l1 = addmm(b, a, wt)\n    e1 = tanh(l1)\n"
-        "    l2 = addmm(b, a, wt)\n    m2 = mul(l2, 0.5)\n    e2 = add(m2, 1.0)\n"
-        "    l3 = mm(a, wt)\n    a3 = abs(l3)\n    e3 = sqrt(a3)\n"
-        "    k4 = bmm(x, y)\n    e4 = sub(k4, 0.25)\n"
-        "    l5 = addmm(b, a, wt)\n    e5 = gelu(l5)\n"
-        "    return e1, e2, e3, e4, e5\n");
+    const ir::Graph g =
+        ir::parse_graph("def f(a: " + t + "[64, 96], w: " + t + "[80, 96], b: " + t +
+                        "[80], x: " + t + "[4, 64, 96], y: " + t +
+                        "[4, 96, 32]):\n"
+                        "    wt = permute(w, [1, 0])\n"
+                        "    l1 = addmm(b, a, wt)\n    e1 = tanh(l1)\n"
+                        "    l2 = addmm(b, a, wt)\n    m2 = mul(l2, 0.5)\n    e2 = add(m2, 1.0)\n"
+                        "    l3 = mm(a, wt)\n    a3 = abs(l3)\n    e3 = sqrt(a3)\n"
+                        "    k4 = bmm(x, y)\n    e4 = sub(k4, 0.25)\n"
+                        "    l5 = addmm(b, a, wt)\n    e5 = gelu(l5)\n"
+                        "    return e1, e2, e3, e4, e5\n");
     std::vector<Tensor> inputs;
     uint64_t seed = 3;
-    for (const auto& sizes : std::vector<std::vector<int64_t>>{
-             {64, 96}, {80, 96}, {80}, {4, 64, 96}, {4, 96, 32}}) {
+    for (const auto& sizes :
+         std::vector<std::vector<int64_t>>{{64, 96}, {80, 96}, {80}, {4, 64, 96}, {4, 96, 32}}) {
       inputs.push_back(eager::random_tensor(dtype, sizes, seed++));
     }
     CompileOptions o;

@@ -26,7 +26,8 @@ struct Scheduled {
 
 // `with_library`: lower contractions as external calls of a stand-in library that accepts
 // every call (machine-independent, for snapshots); otherwise they are loop nests.
-inline std::unique_ptr<Scheduled> schedule_text(const std::string& text, bool with_library = false) {
+inline std::unique_ptr<Scheduled> schedule_text(const std::string& text,
+                                                bool with_library = false) {
   auto s = std::make_unique<Scheduled>();
   lowering::LoweringOptions options;
   if (with_library) {

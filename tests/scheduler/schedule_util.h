@@ -17,7 +17,8 @@ struct Scheduled {
 
 // `with_library`: contractions become external calls of a stand-in library that accepts every
 // call (machine-independent); otherwise they are loop nests.
-inline std::unique_ptr<Scheduled> schedule_text(const std::string& text, bool with_library = false) {
+inline std::unique_ptr<Scheduled> schedule_text(const std::string& text,
+                                                bool with_library = false) {
   auto s = std::make_unique<Scheduled>();
   lowering::LoweringOptions options;
   if (with_library) {

@@ -40,7 +40,7 @@ TEST(ExternalNodes, ReadTheirOperandsWholeAndWriteTheirWholeOutput) {
   EXPECT_EQ(mm.whole_read_deps[1].numel, 96 * 48);
   EXPECT_EQ(mm.whole_read_deps[2].buffer, "b");
   EXPECT_EQ(mm.whole_read_deps[2].bytes(), 64 * 48 * 4);  // the bias seen at the output's size
-  EXPECT_TRUE(mm.read_deps.empty());  // no index to compare: nothing to fuse on
+  EXPECT_TRUE(mm.read_deps.empty());                      // no index to compare: nothing to fuse on
   EXPECT_EQ(mm.write_dep.to_string(), "MemoryDep('buf1', c0, {c0: 3072})");
   EXPECT_TRUE(mm.weak_deps.empty());
   EXPECT_EQ(WeakDep({"buf1", 3}).to_string(), "WeakDep('buf1', before op3)");
@@ -190,7 +190,7 @@ TEST(EpilogueMatch, RefusesWhatIsNotAChainOverTheResult) {
 }
 
 std::unique_ptr<stax::testing::Scheduled> schedule_with_epilogues(const std::string& text,
-                                                                 bool library_accepts) {
+                                                                  bool library_accepts) {
   auto s = std::make_unique<stax::testing::Scheduled>();
   lowering::LoweringOptions lo;
   lo.library_for = [](const lowering::ExternalCall&, std::string*) {
@@ -237,8 +237,7 @@ TEST(EpilogueFusion, NotWhenTheResultIsAnOutputOrHasSeveralReaders) {
       "    return y, t\n",
       true);
   EXPECT_EQ(output->schedule.kernels.size(), 2u);
-  EXPECT_NE(output->schedule.epilogue_log.lines.at(0).find("is a graph output"),
-            std::string::npos);
+  EXPECT_NE(output->schedule.epilogue_log.lines.at(0).find("is a graph output"), std::string::npos);
   auto readers = schedule_with_epilogues(
       "def f(a: f32[8, 16], b: f32[16, 4]):\n    y = mm(a, b)\n    t = tanh(y)\n"
       "    s = sum(y, dim=[1])\n    return t, s\n",
