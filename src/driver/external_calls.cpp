@@ -99,6 +99,9 @@ ExternalPlans::ExternalPlans(const std::vector<program::ExternalSite>& sites, in
           external::MatmulPlan::create(matmul_spec(*site.call, site.output_sizes,
                                                    site.output_strides, site.dtype, site.epilogue),
                                        num_threads));
+    } catch (const external::LibraryError& e) {
+      // Kept a LibraryError (rethrow_with_context would make it a plain runtime_error).
+      throw external::LibraryError("building the library call of " + site.source + ": " + e.what());
     } catch (const std::exception&) {
       ir::rethrow_with_context("building the library call of " + site.source);
     }

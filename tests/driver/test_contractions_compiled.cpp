@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "driver/compiler.h"
+#include "driver/external_calls.h"
 #include "driver/tolerance.h"
 #include "eager/interpreter.h"
 #include "eager/tensor_io.h"
@@ -214,6 +215,43 @@ TEST(ExternalCalls, EpiloguesRunInsideTheCallWhereTheLibraryMatchesEager) {
     EXPECT_EQ(with_epilogue, dtype == DType::Float32 ? 4 : 0) << t;
     expect_outputs_match(g, compiled.run(inputs), eager::run(g, inputs), t + " epilogues");
   }
+}
+
+}  // namespace
+}  // namespace stax
+
+namespace stax {
+namespace {
+
+// A plan the library cannot build is an exception naming the graph node and the shapes, raised
+// when the program is loaded, never a crash; so is a call through a site that has no plan.
+TEST(ExternalCalls, ALibraryFailureNamesTheOpAndItsShapes) {
+  auto call = std::make_shared<lowering::ExternalCall>();
+  call->op = "mm";
+  call->a = {"a", true, DType::Float16, {4, 8}, {8, 1}, 0};
+  call->b = {"b", true, DType::Float16, {8, 2}, {2, 1}, 0};
+  program::ExternalSite site;
+  site.output = "buf0";
+  site.call = call;
+  site.output_sizes = {4, 2};
+  site.output_strides = {2, 1};
+  site.dtype = DType::Float16;
+  site.source = "mm 'c' at f.stax:2";
+  try {
+    driver::ExternalPlans plans({site}, 1);
+    ADD_FAILURE() << "a float16 plan was built";
+  } catch (const external::LibraryError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("mm 'c' at f.stax:2"), std::string::npos) << what;
+    EXPECT_NE(what.find("4x8"), std::string::npos) << what;
+  }
+  const driver::ExternalPlans none({}, 1);
+  char err[256] = {0};
+  const void* operands[2] = {nullptr, nullptr};
+  EXPECT_EQ(driver::ExternalPlans::call(const_cast<driver::ExternalPlans*>(&none), 0, operands,
+                                        nullptr, 1, err, sizeof err),
+            1);
+  EXPECT_NE(std::string(err).find("no plan for external call site 0"), std::string::npos) << err;
 }
 
 }  // namespace
