@@ -1,6 +1,7 @@
 // Index maps and strided layouts of the view ops.
 #include "lowering/views.h"
 
+#include <optional>
 #include <stdexcept>
 
 namespace stax::lowering {
@@ -47,22 +48,88 @@ IndexMap broadcast_index(const std::vector<int64_t>& in_sizes,
   };
 }
 
+namespace {
+
+// The dims [in_begin, in_end) of the input and [out_begin, out_end) of the output of a reshape
+// that hold the same elements: their size products are equal, and no shorter prefix splits.
+struct ReshapeGroup {
+  size_t in_begin, in_end, out_begin, out_end;
+};
+
+// The reshape cut into its smallest independent groups (e.g. (4, 768, 196) -> (4, 768, 14, 14)
+// is {4}->{4}, {768}->{768}, {196}->{14, 14}); nullopt when a size is 0 (no element to map).
+std::optional<std::vector<ReshapeGroup>> reshape_groups(const std::vector<int64_t>& in_sizes,
+                                                        const std::vector<int64_t>& out_sizes) {
+  for (int64_t s : in_sizes) {
+    if (s == 0) return std::nullopt;
+  }
+  for (int64_t s : out_sizes) {
+    if (s == 0) return std::nullopt;
+  }
+  std::vector<ReshapeGroup> groups;
+  size_t i = 0;
+  size_t j = 0;
+  while (i < in_sizes.size() || j < out_sizes.size()) {
+    ReshapeGroup g{i, i, j, j};
+    int64_t in_product = 1;
+    int64_t out_product = 1;
+    do {
+      const bool take_in =
+          i < in_sizes.size() && (in_product <= out_product || j == out_sizes.size());
+      if (take_in) {
+        in_product *= in_sizes[i++];
+      } else if (j < out_sizes.size()) {
+        out_product *= out_sizes[j++];
+      } else {
+        return std::nullopt;  // element counts differ: lowering checked them, keep the flat form
+      }
+    } while (in_product != out_product);
+    g.in_end = i;
+    g.out_end = j;
+    groups.push_back(g);
+  }
+  return groups;
+}
+
+// Row-major reshape of the output index `out[out_begin, out_end)` to input sizes
+// `in_sizes[in_begin, in_end)`, through the group's flat index.
+void reshape_group(const std::vector<int64_t>& in_sizes, const std::vector<int64_t>& out_sizes,
+                   const ReshapeGroup& g, const std::vector<Expr>& out, std::vector<Expr>& in) {
+  Expr flat(0);
+  int64_t stride = 1;
+  for (size_t k = g.out_end; k-- > g.out_begin;) {
+    flat = flat + out[k] * Expr(stride);
+    stride *= out_sizes[k];
+  }
+  stride = 1;
+  for (size_t d = g.in_end; d-- > g.in_begin;) {
+    in[d] = d == g.in_begin ? index::floordiv(flat, stride)
+                            : index::mod(index::floordiv(flat, stride), in_sizes[d]);
+    stride *= in_sizes[d];
+  }
+}
+
+}  // namespace
+
 IndexMap reshape_index(const std::vector<int64_t>& in_sizes,
                        const std::vector<int64_t>& out_sizes) {
-  return [in_sizes, out_sizes](const std::vector<Expr>& out) {
-    Expr flat(0);
-    int64_t stride = 1;
-    for (size_t k = out_sizes.size(); k-- > 0;) {
-      flat = flat + out[k] * Expr(stride);
-      stride *= out_sizes[k];
-    }
+  // Each group of dims is reshaped on its own, not through the whole tensor's flat index. Over
+  // in-range indices both are equal, and the simplifier reduces the flat form to this when the
+  // loop ranges prove every index in range. But an index shifted by an operand region of cat or
+  // padding (x - 1 for x in [0, n), valid only under the region's mask) is not provably in range,
+  // and through the flat form it leaks floor divisions and modulos into every dim: ViT's
+  // cat([cls, patches.transpose(1, 2)]) made the channel index of the convolution load
+  // (c + (x - 1 + 195) // 196 + 767) % 768, with no constant stride along c, so each layernorm
+  // over the residual stream ran scalar. Grouped, the channel index stays c.
+  const std::optional<std::vector<ReshapeGroup>> groups = reshape_groups(in_sizes, out_sizes);
+  const ReshapeGroup whole{0, in_sizes.size(), 0, out_sizes.size()};
+  return [in_sizes, out_sizes, groups, whole](const std::vector<Expr>& out) {
     std::vector<Expr> in(in_sizes.size());
-    stride = 1;
-    for (size_t d = in_sizes.size(); d-- > 0;) {
-      in[d] = d == 0 ? index::floordiv(flat, stride)
-                     : index::mod(index::floordiv(flat, stride), in_sizes[d]);
-      stride *= in_sizes[d];
+    if (!groups) {
+      reshape_group(in_sizes, out_sizes, whole, out, in);
+      return in;
     }
+    for (const ReshapeGroup& g : *groups) reshape_group(in_sizes, out_sizes, g, out, in);
     return in;
   };
 }

@@ -70,6 +70,34 @@ TEST(KernelPasses, TransposedOperandGivesTheTiledForm) {
   EXPECT_TRUE(contains(text, "#pragma omp for collapse(1) schedule(static)")) << text;
 }
 
+// ViT's embedding: the patch convolution's channels moved last by a view and a transpose, a
+// class token put in front by cat, then a layernorm over the channels. The cat's operand region
+// reads the convolution at token t - 1, which the loop range does not prove non-negative; the
+// view's index map must still keep the channel index a plain c (stride 256 along it), so the
+// row statistics vectorize along the channels (strided loads) instead of running scalar.
+TEST(KernelPasses, CatOfReshapedOperandKeepsItsChannelStride) {
+  auto s = schedule_text(
+      "def f(conv: bf16[2, 64, 16, 16], cls: bf16[1, 1, 64], pos: bf16[1, 257, 64]):\n"
+      "    v = view(conv, [2, 64, 256])\n"
+      "    t = transpose(v, 1, 2)\n"
+      "    e = expand(cls, [2, -1, -1], implicit=False)\n"
+      "    c = cat([e, t], 1)\n"
+      "    a = add(c, pos, alpha=1)\n"
+      "    f = _to_copy(a, dtype=\"f32\")\n"
+      "    var, mean = var_mean(f, [2], correction=0, keepdim=True)\n"
+      "    d = sub(f, mean, alpha=1)\n"
+      "    r = rsqrt(var)\n"
+      "    y = mul(d, r)\n"
+      "    return y\n");
+  for (const kernel::Kernel& k : lower_all(*s, avx512())) {
+    for (size_t n = 0; n < k.decisions.nests.size(); ++n) {
+      const std::string form = kernel::nest_form_names(k).at(n);
+      EXPECT_TRUE(contains(form, "vectorized(W=16)"))
+          << form << ": " << k.decisions.nests[n].reason;
+    }
+  }
+}
+
 TEST(KernelPasses, ColumnReductionKeepsOneOutputPerLaneInBlocksOfEightVectors) {
   auto s = schedule_text(bench("column_sum.stax"));
   const auto ks = lower_all(*s, avx512(4));

@@ -71,6 +71,35 @@ TEST(LowerMovement, SelectingViewsOverContiguousAndTransposedInputs) {
   }
 }
 
+TEST(LowerMovement, ReshapesMapEachGroupOfDimsOnItsOwn) {
+  // Reshapes are index maps per group of dims with equal element counts (size-1 dims, merges,
+  // splits, and a regrouping of [2, 3] as [3, 2]); and the operand region of a cat reads a
+  // reshaped value at a shifted index (ViT's class token in front of its patches).
+  const Tensor x = iota(DType::Float32, {2, 3, 4});
+  expect_lowering_matches_eager(R"(
+def f(x: f32[2, 3, 4]):
+    m = mul(x, 2.0)
+    a = view(m, [2, 1, 12, 1])
+    b = view(a, [6, 4])
+    c = view(m, [3, 2, 4])
+    d = view(c, [3, 2, 2, 2])
+    e = view(d, [24])
+    return b, c, d, e
+)",
+                                {x});
+  expect_lowering_matches_eager(R"(
+def f(x: f32[2, 3, 4], cls: f32[1, 1, 3]):
+    m = mul(x, 2.0)
+    v = view(m, [2, 3, 2, 2])
+    w = view(v, [2, 3, 4])
+    t = transpose(w, 1, 2)
+    e = expand(cls, [2, -1, -1], implicit=False)
+    c = cat([e, t], 1)
+    return c
+)",
+                                {x, iota(DType::Float32, {1, 1, 3}, {}, {-1, -2, -3})});
+}
+
 TEST(LowerMovement, ViewsOfComputedValuesComposeIndices) {
   // The slice of a computed (unstored) value reads it through the rewritten index.
   expect_lowering_matches_eager(R"(
