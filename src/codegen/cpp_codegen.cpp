@@ -7,7 +7,6 @@
 #include <sstream>
 #include <stdexcept>
 
-#include <cstdlib>
 #include <iostream>
 
 #include "ir/checked_arith.h"
@@ -44,14 +43,6 @@ void check_layouts(const lowering::LoweredGraph& g) {
   }
 }
 
-// Whether STAX_LOGS (a comma-separated list) names `topic`.
-bool logs_enabled(const std::string& topic) {
-  const char* env = std::getenv("STAX_LOGS");
-  if (env == nullptr) return false;
-  std::string list = std::string(",") + env + ",";
-  return list.find("," + topic + ",") != std::string::npos;
-}
-
 LoopSummary summarize(const kernel::Kernel& k) {
   LoopSummary s;
   s.fused_node = k.name;
@@ -71,7 +62,7 @@ GeneratedModule generate_cpp(const scheduler::Schedule& s, const CodegenOptions&
   kernel::PipelineOptions pipeline;
   pipeline.target = options;  // the target::Target part
   pipeline.verify = options.verify_ir;
-  const bool log_ir = logs_enabled("ir");
+  const bool log_ir = program::logs_enabled("ir");
   if (options.record_ir || log_ir) {
     pipeline.after_pass = [&](const std::string& pass, const kernel::Kernel& k) {
       std::string text = kernel::describe_after_pass(pass, k);

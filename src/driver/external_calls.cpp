@@ -72,11 +72,8 @@ external::MatmulSpec contiguous_output_spec(const lowering::ExternalCall& call,
                                             const std::vector<scheduler::EpilogueOp>& epilogue) {
   std::vector<int64_t> out_sizes = call.a.sizes;
   out_sizes.back() = call.b.sizes.back();
-  std::vector<int64_t> out_strides(out_sizes.size(), 1);
-  for (size_t d = out_sizes.size() - 1; d-- > 0;) {
-    out_strides[d] = out_strides[d + 1] * std::max<int64_t>(out_sizes[d + 1], 1);
-  }
-  return matmul_spec(call, out_sizes, out_strides, call.a.dtype, epilogue);
+  // The strides lowering gives the call's output buffer.
+  return matmul_spec(call, out_sizes, ir::contiguous_strides(out_sizes), call.a.dtype, epilogue);
 }
 
 }  // namespace

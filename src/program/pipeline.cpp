@@ -8,22 +8,18 @@
 
 namespace stax::program {
 
-namespace {
-
-bool logs_program() {
+bool logs_enabled(const std::string& topic) {
   const char* env = std::getenv("STAX_LOGS");
   if (env == nullptr) return false;
   const std::string list = std::string(",") + env + ",";
-  return list.find(",program,") != std::string::npos;
+  return list.find("," + topic + ",") != std::string::npos;
 }
-
-}  // namespace
 
 HostProgram build_host_program(const scheduler::Schedule& schedule,
                                const kernel::PipelineOptions& kernel_options) {
   HostProgram program;
   program.schedule = &schedule;
-  const bool log = logs_program();
+  const bool log = logs_enabled("program");
   auto after = [&](const char* pass) {
     if (log) std::cerr << "stax: host program after " << pass << ":\n" << describe_program(program);
   };

@@ -20,6 +20,9 @@ void group_kernel_functions(HostProgram& program);
 // each buffer's last use (the schedule's records, Section 7.5), with their slots.
 void place_buffers(HostProgram& program);
 
+// Whether STAX_LOGS (a comma-separated list) names `topic` ("program", "ir").
+bool logs_enabled(const std::string& topic);
+
 // A readable dump of the program after a pass (STAX_LOGS=program).
 std::string describe_program(const HostProgram& program);
 
