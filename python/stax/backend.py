@@ -60,8 +60,48 @@ def _std_mean(x, dim=None, *, correction=None, keepdim=False):
 
 _CORE_STD_MEAN = core_aten_decompositions()[aten.std_mean.correction]
 
+
+def _native_layer_norm(input, normalized_shape, weight, bias, eps):
+    """layer_norm with its statistics computed as eager's CPU kernel computes them: in the
+    computation dtype (float32 for float32 and the 16-bit dtypes, whose values it widens),
+    the mean and then the mean of the squared deviations, as two sums over the row. Core
+    ATen's decomposition takes var_mean, whose eager kernel (and so Stax's var_mean)
+    accumulates float32 in double with a division per element (Welford's update): the same
+    statistics to float32's precision at several times the cost. Empty rows and mismatched
+    shapes are left to core ATen's decomposition (its checks and its NaN statistics)."""
+    axis = input.dim() - len(normalized_shape)
+    if (len(normalized_shape) == 0 or axis < 0
+            or tuple(input.shape[axis:]) != tuple(normalized_shape)
+            or input.shape[axis:].numel() == 0 or input.is_complex()
+            or not input.dtype.is_floating_point):
+        return _CORE_LAYER_NORM(input, normalized_shape, weight, bias, eps)
+    dims = list(range(axis, input.dim()))
+    x = input
+    if input.dtype in (torch.float16, torch.bfloat16):
+        x = aten._to_copy.default(input, dtype=torch.float32)
+    mean = aten.mean.dim(x, dims, True)
+    centered = aten.sub.Tensor(x, mean)
+    var = aten.mean.dim(aten.mul.Tensor(centered, centered), dims, True)
+    rstd = aten.rsqrt.default(aten.add.Tensor(var, eps))
+    out = aten.mul.Tensor(centered, rstd)
+    if weight is not None:
+        out = aten.mul.Tensor(out, weight)
+    if bias is not None:
+        out = aten.add.Tensor(out, bias)
+    if out.dtype != input.dtype:
+        out = aten._to_copy.default(out, dtype=input.dtype)
+        mean = aten._to_copy.default(mean, dtype=input.dtype)
+        rstd = aten._to_copy.default(rstd, dtype=input.dtype)
+    return out, mean, rstd
+
+
+_CORE_LAYER_NORM = get_decompositions([aten.native_layer_norm])[aten.native_layer_norm.default]
+
 # Decompositions of Stax's own, replacing core ATen's.
-_OWN_DECOMPOSITIONS = {aten.std_mean.correction: _std_mean}
+_OWN_DECOMPOSITIONS = {
+    aten.std_mean.correction: _std_mean,
+    aten.native_layer_norm.default: _native_layer_norm,
+}
 
 
 # Core ATen decomposes these, but PyTorch's own kernel is what eager runs and it is a

@@ -101,6 +101,60 @@ LoweredValue Lowerer::sum_of_products(const ir::Node& node, const std::vector<in
   return summed;
 }
 
+namespace {
+
+// The scalars of a contraction node and what they imply.
+struct ContractionScalars {
+  ir::Scalar alpha;
+  ir::Scalar beta;
+  bool reads_bias = false;
+  bool skips_product = false;
+};
+
+ContractionScalars contraction_scalars(const ir::Node& node, const ContractionShape& shape,
+                                       DType dtype) {
+  ContractionScalars s;
+  s.beta = shape.has_bias ? ir::scalar_arg(node, 3) : ir::Scalar(int64_t{0});
+  s.alpha = shape.has_bias ? ir::scalar_arg(node, 4) : ir::Scalar(int64_t{1});
+  // beta == 0 ignores the bias, NaN and infinity included, as eager does.
+  s.reads_bias = shape.has_bias && !s.beta.is_zero();
+  // Eager's float32 and float64 addmm (a BLAS call) skip the product when alpha == 0, so the
+  // result is beta * bias even where the product is NaN; baddbmm and the half types compute
+  // 0 * (a @ b) (probed on torch 2.13.0).
+  s.skips_product = node.op == "addmm" && s.alpha.is_zero() &&
+                    (dtype == DType::Float32 || dtype == DType::Float64);
+  return s;
+}
+
+ExternalOperand contiguous_operand(DType dtype, const std::vector<int64_t>& sizes) {
+  return ExternalOperand{"", false, dtype, sizes, ir::contiguous_strides(sizes), 0};
+}
+
+}  // namespace
+
+std::vector<ir::ValueRef> Lowerer::library_matrix_operands(const ir::Node& node) const {
+  if (!options_.library_for) return {};
+  const ContractionShape shape = contraction_shape(node.op);
+  const ir::Value& out = graph_.value(node.output);
+  const ContractionScalars scalars = contraction_scalars(node, shape, out.type.dtype);
+  auto ref = [&](size_t pos) { return std::get<ir::ValueRef>(node.args[pos]); };
+  auto type = [&](size_t pos) -> const ir::TensorType& { return graph_.value(ref(pos)).type; };
+  // Layouts aside, the call the node lowers to (the library's choice does not depend on them).
+  ExternalCall call;
+  call.op = node.op;
+  call.a = contiguous_operand(type(shape.a_pos).dtype, type(shape.a_pos).sizes);
+  call.b = contiguous_operand(type(shape.b_pos).dtype, type(shape.b_pos).sizes);
+  if (scalars.reads_bias) call.bias = contiguous_operand(type(0).dtype, out.type.sizes);
+  call.alpha = scalars.alpha.as_double();
+  call.beta = scalars.reads_bias ? scalars.beta.as_double() : 0.0;
+  call.alpha_zero_skips_product = scalars.skips_product;
+  std::string why;
+  if (!options_.library_for(call, &why)) return {};
+  std::vector<ir::ValueRef> operands = {ref(shape.a_pos), ref(shape.b_pos)};
+  if (scalars.reads_bias) operands.push_back(ref(0));
+  return operands;
+}
+
 LoweredValue Lowerer::lower_contraction(const ir::Node& node, const ir::Value& out) {
   const ContractionShape shape = contraction_shape(node.op);
   const DType dtype = out.type.dtype;
@@ -108,15 +162,11 @@ LoweredValue Lowerer::lower_contraction(const ir::Node& node, const ir::Value& o
   auto operand_value = [&](size_t pos) -> const LoweredValue& {
     return value(std::get<ir::ValueRef>(node.args[pos]).index);
   };
-  const ir::Scalar beta = shape.has_bias ? ir::scalar_arg(node, 3) : ir::Scalar(int64_t{0});
-  const ir::Scalar alpha = shape.has_bias ? ir::scalar_arg(node, 4) : ir::Scalar(int64_t{1});
-  // beta == 0 ignores the bias, NaN and infinity included, as eager does.
-  const bool reads_bias = shape.has_bias && !beta.is_zero();
-  // Eager's float32 and float64 addmm (a BLAS call) skip the product when alpha == 0, so the
-  // result is beta * bias even where the product is NaN; baddbmm and the half types compute
-  // 0 * (a @ b) (probed on torch 2.13.0).
-  const bool skips_product =
-      node.op == "addmm" && alpha.is_zero() && (dtype == DType::Float32 || dtype == DType::Float64);
+  const ContractionScalars scalars = contraction_scalars(node, shape, dtype);
+  const ir::Scalar& alpha = scalars.alpha;
+  const ir::Scalar& beta = scalars.beta;
+  const bool reads_bias = scalars.reads_bias;
+  const bool skips_product = scalars.skips_product;
 
   // The library path.
   if (options_.library_for) {
@@ -136,20 +186,17 @@ LoweredValue Lowerer::lower_contraction(const ir::Node& node, const ir::Value& o
     const LoweredValue& va = operand_value(shape.a_pos);
     const LoweredValue& vb = operand_value(shape.b_pos);
     // Operands stored contiguously first where the library cannot read them as they are.
-    auto contiguous = [](const LoweredValue& v, const std::vector<int64_t>& at_sizes) {
-      return ExternalOperand{"", false, v.dtype, at_sizes, ir::contiguous_strides(at_sizes), 0};
-    };
     ExternalCall call;
     call.op = node.op;
     std::optional<ExternalOperand> a = as_operand(va, va.sizes, false);
     std::optional<ExternalOperand> b = as_operand(vb, vb.sizes, false);
-    call.a = a ? *a : contiguous(va, va.sizes);
-    call.b = b ? *b : contiguous(vb, vb.sizes);
+    call.a = a ? *a : contiguous_operand(va.dtype, va.sizes);
+    call.b = b ? *b : contiguous_operand(vb.dtype, vb.sizes);
     std::optional<ExternalOperand> bias;
     if (reads_bias) {
       const LoweredValue& vc = operand_value(0);
       bias = as_operand(vc, out_sizes, true);
-      call.bias = bias ? *bias : contiguous(vc, out_sizes);
+      call.bias = bias ? *bias : contiguous_operand(vc.dtype, out_sizes);
     }
     call.alpha = alpha.as_double();
     call.beta = reads_bias ? beta.as_double() : 0.0;
@@ -247,6 +294,39 @@ LoweredValue Lowerer::lower_contraction(const ir::Node& node, const ir::Value& o
   if (reads_bias) epilogue_operands.push_back(operand_value(0).composed);
   v.composed = ComposedNodes(node_index(node), std::move(epilogue_operands));
   return v;
+}
+
+}  // namespace stax::lowering
+
+namespace stax::lowering {
+
+void Lowerer::find_values_stored_for_libraries() {
+  auto is_view_or_copy = [](const ir::Node& n) {
+    const ir::OpSchema* schema = ir::find_op_schema(n.op);
+    return schema != nullptr && (schema->category == ir::OpCategory::View || n.op == "clone" ||
+                                 n.op == "contiguous");
+  };
+  for (const ir::Node& node : graph_.nodes()) {
+    const ir::OpSchema* schema = ir::find_op_schema(node.op);
+    if (schema == nullptr || schema->category != ir::OpCategory::Contraction) continue;
+    for (ir::ValueRef operand : library_matrix_operands(node)) {
+      // Back through views and copies to the value they read; shared along the way?
+      int idx = operand.index;
+      bool shared = reads_.count(idx) && reads_.at(idx) > 1;
+      while (true) {
+        const int producer = graph_.value(ir::ValueRef{idx}).producer;
+        if (producer < 0) break;  // a graph input: read in place
+        const ir::Node& p = graph_.nodes()[static_cast<size_t>(producer)];
+        if (!is_view_or_copy(p)) break;
+        idx = std::get<ir::ValueRef>(p.args[0]).index;
+        shared = shared || (reads_.count(idx) && reads_.at(idx) > 1);
+      }
+      if (!shared || graph_.value(ir::ValueRef{idx}).producer < 0) continue;
+      stored_for_library_.emplace(
+          idx, "read whole by " + ir::describe_node(graph_, node) +
+                   " (a library call) and by other users: stored once, all of them load it");
+    }
+  }
 }
 
 }  // namespace stax::lowering

@@ -48,6 +48,7 @@ class Lowerer {
 
   LoweredGraph run() {
     result_.name = graph_.name();
+    find_values_stored_for_libraries();
     for (ir::ValueRef in : graph_.inputs()) lower_input(in);
     for (const ir::Node& node : graph_.nodes()) {
       current_node_ = ir::describe_node(graph_, node);
@@ -219,6 +220,8 @@ class Lowerer {
       LoweredValue& result = results[r];
       if (outputs_.count(idx) && !result.layout) {
         result = realize(result, "graph output");
+      } else if (!result.layout && stored_for_library_.count(idx)) {
+        result = realize(result, stored_for_library_.at(idx));
       } else if (!result.pure_view || !result.layout) {
         // A view that no strided layout expresses composes index arithmetic; it is priced too.
         const auto reads = reads_.count(idx) ? reads_.at(idx) : 0;
@@ -228,6 +231,17 @@ class Lowerer {
       values_[static_cast<size_t>(idx)] = std::move(result);
     }
   }
+
+  // A library call reads its matrix operands whole from memory, so a computed value it reads
+  // (through views and copies) is stored anyway. Where that value has other readers too, it
+  // is stored once, as the value itself, and every reader loads it: otherwise the call would
+  // get a private copy and each other reader would recompute the value (a layernorm's output
+  // feeding a linear layer and the residual add after it). A value with no other reader is
+  // left to the call, which stores exactly what it reads. Fills stored_for_library_.
+  void find_values_stored_for_libraries();
+  // The matrix operands (a, mat2, and the bias if read) of a contraction node that the
+  // target's library runs; empty when it becomes a loop nest (lower_contraction.cpp).
+  std::vector<ir::ValueRef> library_matrix_operands(const ir::Node& node) const;
 
   // The cost of running every tensor operand's loader once.
   BodyStats operand_stats(const ir::Node& node) const {
@@ -285,6 +299,8 @@ class Lowerer {
   LoweredGraph result_;
   std::vector<std::optional<LoweredValue>> values_;
   std::unordered_map<int, int> reads_;
+  // Values stored because a library call reads them, with the reason (the call).
+  std::unordered_map<int, std::string> stored_for_library_;
   std::string current_node_;  // the node being lowered, for errors and buffer provenance
   // The results after the first of the node being lowered, for ops with several (var_mean).
   std::set<int> outputs_;

@@ -144,6 +144,46 @@ def f(x: f32[64, 64]):
   EXPECT_NE(log.find("kernel0: "), std::string::npos) << log;
 }
 
+// Bodies of the stored buffers that compute `op` (each recomputation is one more).
+int buffers_computing(const lowering::LoweredGraph& g, const std::string& op) {
+  int n = 0;
+  for (const auto& b : g.buffers) {
+    for (const auto& source : b.source_ops) n += source.op == op ? 1 : 0;
+  }
+  return n;
+}
+
+TEST(ExternalOperands, AValueTheCallAndOthersReadIsStoredOnceAndLoadedByAll) {
+  // n feeds the product through a view and the mul beside it: one store of n, which the call
+  // reads as a layout and the mul loads (no private copy for the call, no recomputed neg).
+  const std::string text =
+      "def f(x: f32[2, 32, 96], w: f32[96, 48]):\n    n = neg(x)\n"
+      "    v = view(n, [64, 96])\n    y = mm(v, w)\n    m = mul(n, n)\n    return y, m\n";
+  auto shared = schedule_text(text, true);
+  EXPECT_EQ(buffers_computing(shared->lowered, "neg"), 1);
+  bool logged = false;
+  for (const auto& line : shared->lowered.log) {
+    logged = logged || line.find("read whole by") != std::string::npos;
+  }
+  EXPECT_TRUE(logged);
+  const SchedulerNode& mm = external_node(shared->schedule);
+  EXPECT_EQ(mm.whole_read_deps[0].to_string(), "WholeDep('buf0')");  // n itself, viewed
+
+  // Without a library the loop nest composes n into its products and the mul recomputes it.
+  auto loops = schedule_text(text, false);
+  EXPECT_EQ(buffers_computing(loops->lowered, "neg"), 2);
+
+  // Read by the call alone: the call stores what it reads, as before.
+  auto alone = schedule_text(
+      "def f(x: f32[2, 32, 96], w: f32[96, 48]):\n    n = neg(x)\n"
+      "    v = view(n, [64, 96])\n    y = mm(v, w)\n    return y\n",
+      true);
+  EXPECT_EQ(buffers_computing(alone->lowered, "neg"), 1);
+  for (const auto& line : alone->lowered.log) {
+    EXPECT_EQ(line.find("read whole by"), std::string::npos) << line;
+  }
+}
+
 }  // namespace
 }  // namespace stax::scheduler
 
