@@ -303,8 +303,8 @@ namespace stax::lowering {
 void Lowerer::find_values_stored_for_libraries() {
   auto is_view_or_copy = [](const ir::Node& n) {
     const ir::OpSchema* schema = ir::find_op_schema(n.op);
-    return schema != nullptr && (schema->category == ir::OpCategory::View || n.op == "clone" ||
-                                 n.op == "contiguous");
+    return schema != nullptr &&
+           (schema->category == ir::OpCategory::View || n.op == "clone" || n.op == "contiguous");
   };
   for (const ir::Node& node : graph_.nodes()) {
     const ir::OpSchema* schema = ir::find_op_schema(node.op);

@@ -220,9 +220,18 @@ LoweredValue Lowerer::lower_copy(const ir::Node& node) {
 namespace stax::lowering {
 
 // A clone is composed into its users like any copy; only where its layout is observable —
-// as a graph output — is it stored, in the layout eager gives it (memory_format).
+// as a graph output — is it stored, in the layout eager gives it (memory_format). A clone of
+// stored data that eager lays out as that data is stored reads the same storage (the graph
+// is functional: nothing writes either of them later), so views of it stay layouts a
+// library call reads in place.
 LoweredValue Lowerer::lower_clone(const ir::Node& node) {
   const LoweredValue& src = value(std::get<ir::ValueRef>(node.args[0]).index);
+  if (!outputs_.count(node.output.index) && src.layout && src.pure_view &&
+      eager_layout(node.output.index).strides == src.layout->strides) {
+    LoweredValue alias = src;
+    alias.composed = composed_over_operands(node);
+    return alias;
+  }
   LoweredValue v = src;
   v.layout.reset();
   v.pure_view = false;

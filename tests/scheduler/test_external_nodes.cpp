@@ -285,5 +285,24 @@ TEST(EpilogueFusion, NotWhenTheResultIsAnOutputOrHasSeveralReaders) {
   EXPECT_NE(readers->schedule.epilogue_log.lines.at(0).find("has 2 readers"), std::string::npos);
 }
 
+TEST(ExternalOperands, AClonePassesItsStorageWhereEagerLaysItOutAsStored) {
+  // clone of contiguous data: the call reads x itself, nothing is copied.
+  auto same = schedule_text(
+      "def f(x: f32[2, 32, 96], w: f32[96, 48]):\n    c = clone(x)\n"
+      "    v = view(c, [64, 96])\n    y = mm(v, w)\n    return y\n",
+      true);
+  EXPECT_EQ(same->lowered.buffers.size(), 1u);
+  EXPECT_EQ(external_node(same->schedule).whole_read_deps[0].buffer, "x");
+  // clone of a permute: eager's clone is contiguous, the data is not, and the view merges two
+  // dims that no stride expresses in the data: the call reads a contiguous copy.
+  auto transposed = schedule_text(
+      "def f(x: f32[32, 2, 96], w: f32[96, 48]):\n    t = permute(x, [1, 0, 2])\n"
+      "    c = clone(t, memory_format=\"contiguous_format\")\n    v = view(c, [64, 96])\n"
+      "    y = mm(v, w)\n    return y\n",
+      true);
+  EXPECT_EQ(transposed->lowered.buffers.size(), 2u);
+  EXPECT_EQ(external_node(transposed->schedule).whole_read_deps[0].buffer, "buf0");
+}
+
 }  // namespace
 }  // namespace stax::scheduler
