@@ -26,7 +26,8 @@ from torch._decomp import core_aten_decompositions, get_decompositions
 from . import aten_ops, debug, half_decompositions
 from .aten_ops import Unsupported
 from .options import Options
-from .partition import PartitionReport, op_name, partition, translate_region
+from .partition import PartitionReport, node_problem, op_name, partition, translate_region
+from .reinplace import reinplace_scatters
 from .region import Region
 
 aten = torch.ops.aten
@@ -172,7 +173,9 @@ def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs, options: Option
     report = PartitionReport()
     debug.write_fx_graph(options, name, gm)
 
-    # 1. Partition into Stax regions and PyTorch nodes.
+    # 1. Partition into Stax regions and PyTorch nodes, the scatters PyTorch runs made
+    # in-place where nothing else reads their destination (reinplace.py).
+    reinplace_scatters(gm, lambda node: node_problem(node, stax_ops) is not None)
     fused, region_names, reasons = partition(gm, stax_ops)
 
     # 2. Translate each region to a Stax graph.

@@ -23,6 +23,8 @@ VOCAB = 100
 # The backward's scatters: what may still fall back (the next issue brings them into Stax).
 SCATTERS = {"index_put", "slice_scatter", "select_scatter", "scatter_add", "index_add",
             "embedding_dense_backward"}
+# ... run in place where nothing else reads their destination (python/stax/reinplace.py).
+SCATTERS |= {"index_put_", "scatter_add_", "index_add_"}
 
 
 def gpt2():
