@@ -69,6 +69,7 @@ struct Kernel {
   void (*bf16_from_bits)(const uint16_t*, float*, int64_t);
   void (*error)(char*, int64_t, int);
   int (*alloc)(int64_t);
+  int (*scratch_reuse)(int64_t, int64_t);
   void (*tensor_arg)(const StaxTensorArg*, int64_t*);
 };
 
@@ -121,6 +122,7 @@ const Kernel& kernel_for(SimdLevel level) {
   k.bf16_from_bits = lib.function<decltype(k.bf16_from_bits)>("stax_test_bf16_from_bits");
   k.error = lib.function<decltype(k.error)>("stax_test_error");
   k.alloc = lib.function<decltype(k.alloc)>("stax_test_alloc");
+  k.scratch_reuse = lib.function<decltype(k.scratch_reuse)>("stax_test_scratch_reuse");
   k.tensor_arg = lib.function<decltype(k.tensor_arg)>("stax_test_tensor_arg");
   return kernels.emplace(level, std::move(k)).first->second;
 }
@@ -689,6 +691,12 @@ TEST_P(KernelHeaderTest, AbiHelpers) {
   kernel().error(nullptr, 10, 7);
 
   for (int64_t bytes : {0, 1, 63, 64, 65, 1000, 1 << 20}) EXPECT_EQ(kernel().alloc(bytes), 1);
+  // A large freed block is kept for the next request of its (rounded) size, so a program's
+  // next call finds its intermediates' pages mapped (stax_kernel_scratch.h); another size
+  // gets other memory.
+  EXPECT_EQ(kernel().scratch_reuse(1 << 20, 1 << 20), 1);
+  EXPECT_EQ(kernel().scratch_reuse((1 << 20) + 1, (1 << 20) + 63), 1);
+  EXPECT_EQ(kernel().scratch_reuse(1 << 20, 1 << 21), 0);
 
   const int64_t data[] = {42, 1, 2, 3, 4, 5};
   const int64_t sizes[] = {2, 3};

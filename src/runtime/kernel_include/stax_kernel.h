@@ -1,7 +1,8 @@
 // The one header included by Stax-generated kernels: the kernel-header API of
 // docs/kernel_header_api.md (element types, stax::Vec<T, N>, conversions, every op as
 // stax::op_<name>, reductions, data movement, error checks), plus the C ABI of
-// stax_kernel_abi.h and the names of the pre-kernel-IR generator (stax_kernel_legacy.h).
+// stax_kernel_abi.h, scratch memory kept across calls (stax_kernel_scratch.h) and the names
+// of the pre-kernel-IR generator (stax_kernel_legacy.h).
 // The SIMD level is chosen by a macro (set by the JIT through simd_compiler_flags):
 // STAX_SIMD_AVX512, STAX_SIMD_AVX2, or neither for scalar kernels.
 // Keep it lean: kernels are compiled at run time and every include costs compile time (no
@@ -13,6 +14,7 @@
 #include <cstring>
 
 #include "stax_kernel_abi.h"
+#include "stax_kernel_scratch.h"
 
 #if defined(_OPENMP)
 #include <omp.h>

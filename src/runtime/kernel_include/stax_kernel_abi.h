@@ -1,6 +1,6 @@
 /* C ABI between the Stax runtime and generated kernels: tensor arguments, the allocator
- * callback, error reporting into a caller buffer and aligned scratch allocation. Plain C so
- * host code can include it without the SIMD parts of stax_kernel.h. */
+ * callback and error reporting into a caller buffer. Plain C so host code can include it
+ * without the SIMD parts of stax_kernel.h (scratch memory: stax_kernel_scratch.h). */
 #ifndef STAX_KERNEL_ABI_H_
 #define STAX_KERNEL_ABI_H_
 
@@ -43,19 +43,6 @@ static inline void stax_set_error(char* buf, int64_t cap, const char* fmt, ...) 
   va_start(args, fmt);
   vsnprintf(buf, (size_t)cap, fmt, args);
   va_end(args);
-}
-
-/* 64-byte aligned scratch memory for kernel intermediates (size rounded up to a multiple
- * of 64, at least 64 bytes); NULL on failure or negative size. Release with stax_free. */
-static inline void* stax_alloc(int64_t nbytes) {
-  if (nbytes < 0) return NULL;
-  size_t rounded = ((size_t)nbytes + 63u) & ~(size_t)63u;
-  if (rounded == 0) rounded = 64;
-  return aligned_alloc(64, rounded);
-}
-
-static inline void stax_free(void* p) {
-  free(p);
 }
 
 /* Marks a kernel entry point: C linkage, visible from the shared object. */

@@ -366,6 +366,21 @@ STAX_KERNEL_EXPORT int stax_test_alloc(int64_t nbytes) {
   return aligned;
 }
 
+// What a block freed by stax_free gives the next stax_alloc: 1 when a request of
+// `same_bytes` returns the block of `nbytes` just freed, 0 when it returns other memory; the
+// block of `nbytes` freed again before returning. -1 on an allocation failure.
+STAX_KERNEL_EXPORT int stax_test_scratch_reuse(int64_t nbytes, int64_t same_bytes) {
+  void* p = stax_alloc(nbytes);
+  if (p == nullptr) return -1;
+  stax_free(p);
+  void* q = stax_alloc(same_bytes);
+  if (q == nullptr) return -1;
+  std::memset(q, 0x5A, static_cast<size_t>(same_bytes));
+  const int reused = q == p;
+  stax_free(q);
+  return reused;
+}
+
 STAX_KERNEL_EXPORT void stax_test_tensor_arg(const StaxTensorArg* arg, int64_t* out) {
   out[0] = arg->ndim;
   out[1] = arg->ndim > 0 ? arg->sizes[arg->ndim - 1] : -1;

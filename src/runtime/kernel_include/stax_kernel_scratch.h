@@ -1,0 +1,115 @@
+// Scratch memory of a generated program's intermediates (stax_alloc / stax_free), kept
+// across calls. A program allocates the same intermediates on every call; handing each large
+// one back to the C library on free made every call fault in fresh pages for all of them
+// (glibc maps large blocks and unmaps them on free): a third of a bfloat16 training step of
+// BERT went to the kernel's page-fault and unmap paths. Freed blocks of at least
+// kStaxScratchCachedBytes are kept here instead, keyed by size, and the next call of the
+// program takes them back: its pages are already mapped. This is the first step towards
+// Section 7.5's arena (one block per program, offsets planned at compile time), which will
+// replace it.
+//
+// One cache per loaded program (the state is static to the program's translation unit), so
+// it holds at most the bytes that the program's own calls freed, bounded by
+// kStaxScratchCacheLimit, and is given back when the program is unloaded. Small blocks go
+// straight to the C library, whose free lists already reuse them without faults.
+#ifndef STAX_KERNEL_SCRATCH_H_
+#define STAX_KERNEL_SCRATCH_H_
+
+#include <cstdint>
+#include <cstdlib>
+
+namespace stax::scratch {
+namespace {  // each program its own cache: nothing shared across loaded programs
+
+constexpr size_t kAlignment = 64;
+constexpr size_t kHeaderBytes = 64;  // the block's size, kept before its first byte
+constexpr size_t kCachedBytes = size_t{1} << 16;
+constexpr size_t kCacheLimit = size_t{1} << 31;
+constexpr int kCacheSlots = 256;
+
+struct Cache {
+  volatile bool locked;  // a spin lock: allocation happens between kernels, not inside them
+  int count;
+  size_t cached_bytes;
+  void* blocks[kCacheSlots];  // the block addresses (header included)
+  size_t sizes[kCacheSlots];  // their usable sizes
+};
+
+inline Cache& cache() {
+  static Cache c = {};
+  return c;
+}
+
+struct Lock {
+  Lock() {
+    while (__atomic_test_and_set(&cache().locked, __ATOMIC_ACQUIRE)) {
+    }
+  }
+  ~Lock() { __atomic_clear(&cache().locked, __ATOMIC_RELEASE); }
+};
+
+// Gives every kept block back when the program is unloaded.
+__attribute__((destructor)) inline void release_all() {
+  Cache& c = cache();
+  for (int i = 0; i < c.count; ++i) std::free(c.blocks[i]);
+  c.count = 0;
+  c.cached_bytes = 0;
+}
+
+inline void* take_cached(size_t bytes) {
+  if (bytes < kCachedBytes) return nullptr;
+  Lock lock;
+  Cache& c = cache();
+  for (int i = c.count - 1; i >= 0; --i) {
+    if (c.sizes[i] != bytes) continue;
+    void* block = c.blocks[i];
+    c.cached_bytes -= bytes;
+    --c.count;
+    c.blocks[i] = c.blocks[c.count];
+    c.sizes[i] = c.sizes[c.count];
+    return block;
+  }
+  return nullptr;
+}
+
+// Whether the cache kept `block`; if not, the caller frees it.
+inline bool keep(void* block, size_t bytes) {
+  if (bytes < kCachedBytes) return false;
+  Lock lock;
+  Cache& c = cache();
+  if (c.count == kCacheSlots || c.cached_bytes + bytes > kCacheLimit) return false;
+  c.blocks[c.count] = block;
+  c.sizes[c.count] = bytes;
+  ++c.count;
+  c.cached_bytes += bytes;
+  return true;
+}
+
+}  // namespace
+}  // namespace stax::scratch
+
+// 64-byte aligned scratch memory for kernel intermediates (size rounded up to a multiple of
+// 64, at least 64 bytes); NULL on failure or negative size. Release with stax_free.
+static inline void* stax_alloc(int64_t nbytes) {
+  using namespace stax::scratch;
+  if (nbytes < 0) return nullptr;
+  size_t rounded = (static_cast<size_t>(nbytes) + kAlignment - 1) & ~(kAlignment - 1);
+  if (rounded == 0) rounded = kAlignment;
+  void* block = take_cached(rounded);
+  if (block == nullptr) {
+    block = std::aligned_alloc(kAlignment, rounded + kHeaderBytes);
+    if (block == nullptr) return nullptr;
+  }
+  *static_cast<size_t*>(block) = rounded;
+  return static_cast<char*>(block) + kHeaderBytes;
+}
+
+// Releases memory from stax_alloc (NULL is ignored).
+static inline void stax_free(void* p) {
+  using namespace stax::scratch;
+  if (p == nullptr) return;
+  void* block = static_cast<char*>(p) - kHeaderBytes;
+  if (!keep(block, *static_cast<size_t*>(block))) std::free(block);
+}
+
+#endif  // STAX_KERNEL_SCRATCH_H_
