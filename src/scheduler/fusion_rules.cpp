@@ -315,6 +315,27 @@ FusionDecision FusionRules::try_same_nest(const FusedNode& a, const FusedNode& b
   return d;
 }
 
+namespace {
+
+// A column reduction: some load walks the node's innermost output loop contiguously and its
+// innermost reduction loop with a stride (a sum over the rows of a row-major matrix). Code
+// generation vectorizes it along the output loop, one output per lane (kernel_form.cpp).
+const Access* column_reduction_load(const SchedulerNode& n) {
+  if (!n.is_reduction() || n.vars.empty() || n.reduction_vars.empty()) return nullptr;
+  const index::RangeMap ranges = n.ranges();
+  for (const Access& read : n.reads) {
+    const auto along_output = index::stride(read.index, n.vars.back().name, ranges);
+    const auto along_reduction = index::stride(read.index, n.reduction_vars.back().name, ranges);
+    if (along_output == 1 &&
+        (!along_reduction || (*along_reduction != 0 && *along_reduction != 1))) {
+      return &read;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
 FusionDecision FusionRules::try_outer_loop(const FusedNode& a, const FusedNode& b) const {
   FusionDecision d;
   d.vertical = has_edge(a, b);
@@ -338,6 +359,23 @@ FusionDecision FusionRules::try_outer_loop(const FusedNode& a, const FusedNode& 
       inner.insert(inner.end(), nest.sizes.begin(), nest.sizes.end());
       moved.sizes.assign(inner.begin() + static_cast<std::ptrdiff_t>(depth), inner.end());
       f.nests.push_back(moved);
+    }
+  }
+  // Sharing every output loop of a column reduction leaves its reduction loop innermost
+  // alone: each output becomes a strided walk down its column, which no vector form reads
+  // contiguously, where on its own it reads whole rows, one output per lane.
+  for (const LoopNest& nest : f.nests) {
+    if (!nest.sizes.empty()) continue;
+    for (int id : nest.nodes) {
+      const SchedulerNode& n = nodes_[static_cast<size_t>(id)];
+      if (const Access* load = column_reduction_load(n)) {
+        d.reason = "outer-loop fusion depth " + std::to_string(depth) +
+                   " would make every loop of " + n.name +
+                   "'s output outer: a column reduction (its load of " + load->buffer +
+                   " walks the rows with a stride) would walk each column alone instead of "
+                   "reading rows, one output per vector lane";
+        return d;
+      }
     }
   }
   d.fused = f;

@@ -56,6 +56,22 @@ def f(x: f32[16, 40]):
   EXPECT_EQ(s->schedule.kernels[0].outer, (std::vector<int64_t>{16}));
 }
 
+TEST(FusionRules, AColumnReductionKeepsItsOutputLoopInside) {
+  // The mean over rows: the sum walks each column down the rows (stride 96); sharing its
+  // only output loop with the division would leave it a strided walk per column, so the two
+  // stay apart and the sum reads whole rows, one column per vector lane.
+  auto s = schedule_text(R"(
+def f(x: f32[64, 96]):
+    m = mean(x, dim=[0])
+    return m
+)");
+  const auto* cand = find_candidate(s->schedule, "op0", "op1");
+  ASSERT_NE(cand, nullptr);
+  EXPECT_FALSE(cand->fused);
+  EXPECT_NE(cand->reason.find("a column reduction"), std::string::npos) << cand->reason;
+  for (const auto& k : s->schedule.kernels) EXPECT_FALSE(k.outer_loop_fused);
+}
+
 TEST(FusionRules, PointwiseSplitsIntoReductionCompatibleReduction) {
   // e (materialized; its loops stay (8, 24) because it reads y transposed) has the
   // reduction's shape split into (rows, columns): it runs inside the reduction loop.
