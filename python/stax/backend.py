@@ -23,7 +23,7 @@ import torch
 from torch._dynamo.backends.common import aot_autograd
 from torch._decomp import core_aten_decompositions, get_decompositions
 
-from . import aten_ops, debug, half_decompositions
+from . import aten_ops, debug, half_decompositions, random_ops
 from .aten_ops import Unsupported
 from .options import Options
 from .partition import PartitionReport, node_problem, op_name, partition, translate_region
@@ -98,10 +98,12 @@ def _native_layer_norm(input, normalized_shape, weight, bias, eps):
 
 _CORE_LAYER_NORM = get_decompositions([aten.native_layer_norm])[aten.native_layer_norm.default]
 
-# Decompositions of Stax's own, replacing core ATen's.
+# Decompositions of Stax's own, replacing core ATen's; rand and rand_like computed in Stax's
+# kernels (random_ops.py).
 _OWN_DECOMPOSITIONS = {
     aten.std_mean.correction: _std_mean,
     aten.native_layer_norm.default: _native_layer_norm,
+    **random_ops.DECOMPOSITIONS,
 }
 
 
