@@ -124,6 +124,18 @@ MaterializationDecision decide_materialization(Device device, const BodyStats& s
       return {true,
               std::to_string(reads) + " reads and " + std::to_string(size) + " ops per element"};
     }
+    // Memory traffic, when the readers run in different loops: recomputed, every read loads
+    // the body's `loads` operands again (reads * loads); stored, they are loaded once, the
+    // value written once and loaded once per read (loads + 1 + reads). Storing moves fewer
+    // elements exactly when (reads - 1) * (loads - 1) > 2. This is what keeps a residual
+    // stream (x + attention + mlp + ..., read by the next add and by a normalization) from
+    // being recomputed from every earlier layer's outputs in each later layer.
+    if ((reads - 1) * (stats.loads - 1) > 2) {
+      return {true, std::to_string(reads) + " reads of a body loading " +
+                        std::to_string(stats.loads) +
+                        " operands: storing it once moves fewer elements than reloading them in "
+                        "every reader"};
+    }
     return {false, std::to_string(reads) + " reads, cheap to recompute: inlined"};
   }
   if (stats.loads > kMaxInlinedLoadsOnGpu) {

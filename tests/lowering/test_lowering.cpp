@@ -194,5 +194,38 @@ TEST(Materialization, CostModelRules) {
   EXPECT_TRUE(decide_materialization(Device::Cpu, big, 2).materialize);
 }
 
+TEST(Materialization, CheapValuesAreStoredWhenThatMovesFewerElements) {
+  // Against the traffic count itself: recomputed in each of `reads` readers, the body's
+  // `loads` operands are loaded reads * loads times; stored, loads + 1 (the write) + reads.
+  for (int reads = 2; reads <= 6; ++reads) {
+    for (int64_t loads = 1; loads <= 10; ++loads) {
+      const BodyStats body{loads, loads - 1, 0, 0};  // a chain of adds over the operands
+      const bool fewer = loads + 1 + reads < reads * loads;
+      EXPECT_EQ(decide_materialization(Device::Cpu, body, reads).materialize, fewer)
+          << reads << " reads, " << loads << " loads";
+    }
+  }
+}
+
+TEST(Materialization, AResidualStreamIsStoredNotRecomputedInEveryLayer) {
+  // r2 = x + a + b + c, read by the next add and twice by a normalization: recomputing it
+  // in each reader would reload its four operands three times.
+  const auto g =
+      lower(ir::parse_graph(R"(def f(x: f32[8, 64], a: f32[8, 64], b: f32[8, 64], c: f32[8, 64]):
+    r0 = add(x, a)
+    r1 = add(r0, b)
+    r2 = add(r1, c)
+    m = mean(r2, dim=[1], keepdim=True)
+    d = sub(r2, m)
+    y = add(r2, d)
+    return y
+)"));
+  bool stored = false;
+  for (const auto& line : g.log) {
+    stored = stored || line.find("reads of a body loading 4 operands") != std::string::npos;
+  }
+  EXPECT_TRUE(stored);
+}
+
 }  // namespace
 }  // namespace stax::lowering
