@@ -2,8 +2,8 @@
 
 Per call it checks the layout of each input against the one compiled for (a different
 layout compiles another variant; nothing is ever read with the wrong strides), allocates
-the output slots with PyTorch (so outputs are ordinary PyTorch tensors, handed over without
-a copy), and runs the generated code on the tensors' memory in place, with the thread count
+the output slots as ordinary PyTorch tensors, handed over without a copy (large ones from
+Stax's output pool, whose pages stay mapped across calls; the rest from PyTorch), and runs the generated code on the tensors' memory in place, with the thread count
 PyTorch has at that moment (`torch.get_num_threads()`). Each output comes in the layout
 PyTorch gives its value (layouts.py): Stax writes it so when that layout is dense in some
 order; a view with gaps or overlaps is replayed on its storage root (view_outputs.py).
@@ -70,9 +70,15 @@ class _Variant:
         # Zero-argument allocators, one per slot: the slot as its output tensor, or raw bytes
         # (at least 64, so that even an empty slot has an address) under several outputs.
         self.allocators = []
+        self.pooled = [False] * len(slot_bytes)
         for k, nbytes in enumerate(slot_bytes):
             plan = self.slot_tensor_plan[k]
-            if plan is not None:
+            if plan is not None and nbytes >= POOLED_OUTPUT_BYTES and plan.dtype != torch.bool:
+                self.pooled[k] = True
+                self.allocators.append(functools.partial(
+                    _pooled, list(plan.sizes), list(plan.strides), _STAX_NAMES[plan.dtype],
+                    nbytes))
+            elif plan is not None:
                 self.allocators.append(functools.partial(
                     _empty_strided, plan.sizes, plan.strides, plan.dtype))
             else:
@@ -115,6 +121,18 @@ def _dispatching_empty_strided(sizes, strides, dtype):
 # backend's generated wrappers use; half the cost of torch.empty_strided on a small tensor).
 _empty_strided = getattr(getattr(torch._C, "_dynamo", None), "guards", None)
 _empty_strided = getattr(_empty_strided, "_empty_strided_cpu", _dispatching_empty_strided)
+
+
+# Outputs of at least this many bytes come from Stax's output pool (src/bindings/output_pool.h)
+# instead of PyTorch's allocator, which gives a large tensor fresh pages on every call: at a
+# fault per 4 KiB page, 1 MiB costs some 100 us of faults against a few us for the pool's
+# DLPack hand-over; below it the C library's free lists already reuse memory.
+POOLED_OUTPUT_BYTES = 1 << 20
+_STAX_NAMES = {v: k for k, v in TORCH_DTYPES.items()}
+
+
+def _pooled(sizes, strides, dtype_name, nbytes):
+    return torch.from_dlpack(_C.pooled_output(sizes, strides, dtype_name, nbytes))
 
 
 class Region:
@@ -209,6 +227,10 @@ class Region:
             lines.append(f"    if a{i}.stride() != S{i} or a{i}.shape != Z{i}:")
             lines.append(f"        return general({params})")
         for k, plan in enumerate(v.plans):
+            if v.pooled[k]:
+                env[f"A{k}"] = v.allocators[k]
+                lines.append(f"    o{k} = A{k}()")
+                continue
             env[f"D{k}"], env[f"OZ{k}"], env[f"OS{k}"] = plan.dtype, plan.sizes, plan.strides
             lines.append(f"    o{k} = empty_strided(OZ{k}, OS{k}, D{k})")
         outs = ", ".join(f"o{k}" for k in range(len(v.plans)))

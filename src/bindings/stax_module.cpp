@@ -12,6 +12,7 @@
 // IndexError; everything else, the C++ compiler's failures (runtime::CompileError, whose
 // message holds the compiler output) included, RuntimeError.
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
@@ -24,6 +25,7 @@
 #include <tuple>
 #include <vector>
 
+#include "bindings/output_pool.h"
 #include "driver/compiler.h"
 #include "driver/explain.h"
 #include "driver/profile.h"
@@ -333,4 +335,14 @@ NB_MODULE(_C, m) {
       },
       "cache_dir"_a = "",
       "the kernel cache directory: cache_dir, else $STAX_CACHE_DIR, else ~/.cache/stax");
+  m.def(
+      "pooled_output",
+      [](const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides,
+         const std::string& dtype,
+         int64_t nbytes) { return nb::steal(pooled_output(sizes, strides, dtype, nbytes)); },
+      "sizes"_a, "strides"_a, "dtype"_a, "nbytes"_a,
+      "a DLPack capsule (torch.from_dlpack) over a block of nbytes from the output pool, "
+      "given back to the pool when the tensor is freed (output_pool.h)");
+  m.def("output_pool_cached", &output_pool_cached,
+        "(blocks, bytes) of freed outputs the pool keeps for the next calls");
 }

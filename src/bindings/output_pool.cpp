@@ -1,0 +1,167 @@
+// The pool of large region outputs (output_pool.h) and their DLPack capsules.
+#include "bindings/output_pool.h"
+
+#include <dlpack/dlpack.h>
+
+#include <cstdlib>
+#include <iterator>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <stdexcept>
+
+#include "ir/dtype.h"
+
+namespace stax::bindings {
+namespace {
+
+constexpr size_t kAlignment = 64;
+
+class OutputPool {
+ public:
+  void* take(size_t bytes) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      // The most recently freed block of the size: its lines may still be in cache.
+      auto it = free_.upper_bound(bytes);
+      if (it != free_.begin() && std::prev(it)->first == bytes) {
+        --it;
+        void* block = it->second;
+        free_.erase(it);
+        cached_ -= bytes;
+        return block;
+      }
+    }
+    void* block = std::aligned_alloc(kAlignment, bytes);
+    if (block == nullptr) throw std::bad_alloc();
+    return block;
+  }
+
+  void give(void* block, size_t bytes) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (cached_ + bytes <= kMaxCachedBytes) {
+        free_.emplace(bytes, block);
+        cached_ += bytes;
+        return;
+      }
+    }
+    std::free(block);
+  }
+
+  std::pair<int64_t, int64_t> cached() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return {static_cast<int64_t>(free_.size()), static_cast<int64_t>(cached_)};
+  }
+
+ private:
+  std::mutex mutex_;
+  std::multimap<size_t, void*> free_;
+  size_t cached_ = 0;
+};
+
+// Never destroyed: PyTorch may free a pooled tensor after this module's static destructors
+// ran (at interpreter exit).
+OutputPool& pool() {
+  static OutputPool* p = new OutputPool();
+  return *p;
+}
+
+// What a capsule owns: the managed tensor and the arrays its DLTensor points into.
+struct Owned {
+  DLManagedTensor managed{};
+  std::vector<int64_t> sizes;
+  std::vector<int64_t> strides;
+  size_t bytes = 0;
+};
+
+void delete_managed(DLManagedTensor* managed) {
+  auto* owned = static_cast<Owned*>(managed->manager_ctx);
+  pool().give(managed->dl_tensor.data, owned->bytes);
+  delete owned;
+}
+
+// A capsule PyTorch never consumed (from_dlpack renames the ones it takes to
+// "used_dltensor") still owns its tensor.
+void delete_unused_capsule(PyObject* capsule) {
+  if (!PyCapsule_IsValid(capsule, "dltensor")) return;
+  auto* managed = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule, "dltensor"));
+  if (managed != nullptr && managed->deleter != nullptr) managed->deleter(managed);
+}
+
+DLDataType dl_dtype(const std::string& name) {
+  const auto dtype = parse_dtype(name);
+  if (!dtype) throw std::invalid_argument("pooled_output: unknown dtype " + name);
+  const auto bits = static_cast<uint8_t>(8 * dtype_size(*dtype));
+  switch (*dtype) {
+    case DType::Float16:
+    case DType::Float32:
+    case DType::Float64:
+      return {kDLFloat, bits, 1};
+    case DType::BFloat16:
+      return {kDLBfloat, bits, 1};
+    case DType::Int8:
+    case DType::Int16:
+    case DType::Int32:
+    case DType::Int64:
+      return {kDLInt, bits, 1};
+    case DType::UInt8:
+      return {kDLUInt, bits, 1};
+    case DType::Bool:
+      break;
+  }
+  throw std::invalid_argument("pooled_output: DLPack 0.6 has no " + name + " type");
+}
+
+}  // namespace
+
+PyObject* pooled_output(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides,
+                        const std::string& dtype, int64_t nbytes) {
+  if (sizes.size() != strides.size()) {
+    throw std::invalid_argument("pooled_output: sizes and strides differ in rank");
+  }
+  const DLDataType type = dl_dtype(dtype);
+  int64_t extent = 1;  // elements from the first to one past the last (0 when empty)
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (sizes[d] < 0 || strides[d] < 0) {
+      throw std::invalid_argument("pooled_output: negative size or stride");
+    }
+    if (sizes[d] == 0) extent = 0;
+  }
+  if (extent != 0) {
+    for (size_t d = 0; d < sizes.size(); ++d) extent += (sizes[d] - 1) * strides[d];
+  }
+  if (nbytes < extent * (type.bits / 8) || nbytes <= 0) {
+    throw std::invalid_argument("pooled_output: " + std::to_string(nbytes) +
+                                " bytes do not hold the tensor");
+  }
+  auto owned = std::make_unique<Owned>();
+  owned->sizes = sizes;
+  owned->strides = strides;
+  owned->bytes = (static_cast<size_t>(nbytes) + kAlignment - 1) & ~(kAlignment - 1);
+  void* data = pool().take(owned->bytes);
+  DLTensor& t = owned->managed.dl_tensor;
+  t.data = data;
+  t.device = {kDLCPU, 0};
+  t.ndim = static_cast<int32_t>(sizes.size());
+  t.dtype = type;
+  t.shape = owned->sizes.data();
+  t.strides = owned->strides.data();
+  t.byte_offset = 0;
+  owned->managed.manager_ctx = owned.get();
+  owned->managed.deleter = delete_managed;
+  PyObject* capsule = PyCapsule_New(&owned->managed, "dltensor", delete_unused_capsule);
+  if (capsule == nullptr) {
+    pool().give(data, owned->bytes);
+    throw std::runtime_error("pooled_output: cannot create a capsule");
+  }
+  owned.release();
+  return capsule;
+}
+
+std::pair<int64_t, int64_t> output_pool_cached() {
+  return pool().cached();
+}
+
+}  // namespace stax::bindings

@@ -1,0 +1,34 @@
+// Memory for the large outputs of compiled regions, kept across calls and handed to PyTorch
+// through DLPack. PyTorch's CPU allocator gives every large tensor fresh pages (glibc maps
+// blocks above 32 MiB anew each time, and trims smaller ones), so a region writing a
+// vocabulary-sized gradient or a language-model head's logits spent as long faulting in
+// pages as computing them, on every call. A pooled output is an ordinary PyTorch tensor
+// whose DLPack deleter gives its block back here instead of to the C library; the next call
+// asking for that many bytes takes it back with its pages mapped.
+//
+// Blocks are matched by exact size (a region asks for the same sizes on every call) and the
+// pool keeps at most kMaxCachedBytes of freed blocks; what does not fit is freed. Deleters
+// take no Python lock: PyTorch may free a tensor on any thread.
+#pragma once
+
+#include <Python.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace stax::bindings {
+
+constexpr size_t kMaxCachedBytes = size_t{4} << 30;
+
+// A DLPack capsule ("dltensor") over a pooled block of `nbytes` (at least the extent of
+// `sizes`/`strides` in `dtype`, a Stax dtype name) laid out with those sizes and strides.
+// Throws std::invalid_argument for a dtype DLPack 0.6 cannot name or a size below the extent.
+PyObject* pooled_output(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides,
+                        const std::string& dtype, int64_t nbytes);
+
+// (blocks, bytes) kept by the pool now, for tests and explain.
+std::pair<int64_t, int64_t> output_pool_cached();
+
+}  // namespace stax::bindings
