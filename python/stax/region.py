@@ -3,8 +3,9 @@
 Per call it checks the layout of each input against the one compiled for (a different
 layout compiles another variant; nothing is ever read with the wrong strides), allocates
 the output slots as ordinary PyTorch tensors, handed over without a copy (large ones from
-Stax's output pool, whose pages stay mapped across calls; the rest from PyTorch), and runs the generated code on the tensors' memory in place, with the thread count
-PyTorch has at that moment (`torch.get_num_threads()`). Each output comes in the layout
+Stax's output pool, whose pages stay mapped across calls; the rest from PyTorch), and runs
+the generated code on the tensors' memory in place, with the thread count PyTorch has at
+that moment (`torch.get_num_threads()`). Each output comes in the layout
 PyTorch gives its value (layouts.py): Stax writes it so when that layout is dense in some
 order; a view with gaps or overlaps is replayed on its storage root (view_outputs.py).
 """
@@ -17,7 +18,7 @@ import threading
 import torch
 
 from . import _C
-from .aten_ops import TORCH_DTYPES, TextGraph
+from .aten_ops import STAX_DTYPES, TORCH_DTYPES, TextGraph
 from .layouts import dense_order, layout_key, same_layout
 
 
@@ -76,7 +77,7 @@ class _Variant:
             if plan is not None and nbytes >= POOLED_OUTPUT_BYTES and plan.dtype != torch.bool:
                 self.pooled[k] = True
                 self.allocators.append(functools.partial(
-                    _pooled, list(plan.sizes), list(plan.strides), _STAX_NAMES[plan.dtype],
+                    _pooled, list(plan.sizes), list(plan.strides), STAX_DTYPES[plan.dtype],
                     nbytes))
             elif plan is not None:
                 self.allocators.append(functools.partial(
@@ -128,7 +129,6 @@ _empty_strided = getattr(_empty_strided, "_empty_strided_cpu", _dispatching_empt
 # fault per 4 KiB page, 1 MiB costs some 100 us of faults against a few us for the pool's
 # DLPack hand-over; below it the C library's free lists already reuse memory.
 POOLED_OUTPUT_BYTES = 1 << 20
-_STAX_NAMES = {v: k for k, v in TORCH_DTYPES.items()}
 
 
 def _pooled(sizes, strides, dtype_name, nbytes):

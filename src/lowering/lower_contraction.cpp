@@ -12,6 +12,7 @@
 // sum then converts to the dtype exactly as a wrapping sum in the dtype would), and the
 // alpha/beta epilogue as a pointwise value the scheduler can fuse with its consumers.
 #include <stdexcept>
+#include <utility>
 
 #include "lowering/lowerer.h"
 
@@ -130,6 +131,21 @@ ExternalOperand contiguous_operand(DType dtype, const std::vector<int64_t>& size
   return ExternalOperand{"", false, dtype, sizes, ir::contiguous_strides(sizes), 0};
 }
 
+// The call a contraction node makes, over the given operands (the bias only if it is read).
+ExternalCall contraction_call(const std::string& op, const ContractionScalars& scalars,
+                              ExternalOperand a, ExternalOperand b,
+                              std::optional<ExternalOperand> bias) {
+  ExternalCall call;
+  call.op = op;
+  call.a = std::move(a);
+  call.b = std::move(b);
+  if (scalars.reads_bias) call.bias = std::move(bias);
+  call.alpha = scalars.alpha.as_double();
+  call.beta = scalars.reads_bias ? scalars.beta.as_double() : 0.0;
+  call.alpha_zero_skips_product = scalars.skips_product;
+  return call;
+}
+
 }  // namespace
 
 std::vector<ir::ValueRef> Lowerer::library_matrix_operands(const ir::Node& node) const {
@@ -140,14 +156,11 @@ std::vector<ir::ValueRef> Lowerer::library_matrix_operands(const ir::Node& node)
   auto ref = [&](size_t pos) { return std::get<ir::ValueRef>(node.args[pos]); };
   auto type = [&](size_t pos) -> const ir::TensorType& { return graph_.value(ref(pos)).type; };
   // Layouts aside, the call the node lowers to (the library's choice does not depend on them).
-  ExternalCall call;
-  call.op = node.op;
-  call.a = contiguous_operand(type(shape.a_pos).dtype, type(shape.a_pos).sizes);
-  call.b = contiguous_operand(type(shape.b_pos).dtype, type(shape.b_pos).sizes);
-  if (scalars.reads_bias) call.bias = contiguous_operand(type(0).dtype, out.type.sizes);
-  call.alpha = scalars.alpha.as_double();
-  call.beta = scalars.reads_bias ? scalars.beta.as_double() : 0.0;
-  call.alpha_zero_skips_product = scalars.skips_product;
+  std::optional<ExternalOperand> bias;
+  if (scalars.reads_bias) bias = contiguous_operand(type(0).dtype, out.type.sizes);
+  const ExternalCall call = contraction_call(
+      node.op, scalars, contiguous_operand(type(shape.a_pos).dtype, type(shape.a_pos).sizes),
+      contiguous_operand(type(shape.b_pos).dtype, type(shape.b_pos).sizes), bias);
   std::string why;
   if (!options_.library_for(call, &why)) return {};
   std::vector<ir::ValueRef> operands = {ref(shape.a_pos), ref(shape.b_pos)};
@@ -163,7 +176,7 @@ LoweredValue Lowerer::lower_contraction(const ir::Node& node, const ir::Value& o
     return value(std::get<ir::ValueRef>(node.args[pos]).index);
   };
   const ContractionScalars scalars = contraction_scalars(node, shape, dtype);
-  const ir::Scalar& alpha = scalars.alpha;
+  const ir::Scalar& alpha = scalars.alpha;  // the loop nest's epilogue below
   const ir::Scalar& beta = scalars.beta;
   const bool reads_bias = scalars.reads_bias;
   const bool skips_product = scalars.skips_product;
@@ -186,21 +199,17 @@ LoweredValue Lowerer::lower_contraction(const ir::Node& node, const ir::Value& o
     const LoweredValue& va = operand_value(shape.a_pos);
     const LoweredValue& vb = operand_value(shape.b_pos);
     // Operands stored contiguously first where the library cannot read them as they are.
-    ExternalCall call;
-    call.op = node.op;
     std::optional<ExternalOperand> a = as_operand(va, va.sizes, false);
     std::optional<ExternalOperand> b = as_operand(vb, vb.sizes, false);
-    call.a = a ? *a : contiguous_operand(va.dtype, va.sizes);
-    call.b = b ? *b : contiguous_operand(vb.dtype, vb.sizes);
-    std::optional<ExternalOperand> bias;
+    std::optional<ExternalOperand> bias;  // as read in place, if it can be
+    std::optional<ExternalOperand> bias_operand;
     if (reads_bias) {
-      const LoweredValue& vc = operand_value(0);
-      bias = as_operand(vc, out_sizes, true);
-      call.bias = bias ? *bias : contiguous_operand(vc.dtype, out_sizes);
+      bias = as_operand(operand_value(0), out_sizes, true);
+      bias_operand = bias ? *bias : contiguous_operand(operand_value(0).dtype, out_sizes);
     }
-    call.alpha = alpha.as_double();
-    call.beta = reads_bias ? beta.as_double() : 0.0;
-    call.alpha_zero_skips_product = skips_product;
+    ExternalCall call =
+        contraction_call(node.op, scalars, a ? *a : contiguous_operand(va.dtype, va.sizes),
+                         b ? *b : contiguous_operand(vb.dtype, vb.sizes), bias_operand);
     std::string why;
     std::optional<std::string> library = options_.library_for(call, &why);
     if (library) {
@@ -295,10 +304,6 @@ LoweredValue Lowerer::lower_contraction(const ir::Node& node, const ir::Value& o
   v.composed = ComposedNodes(node_index(node), std::move(epilogue_operands));
   return v;
 }
-
-}  // namespace stax::lowering
-
-namespace stax::lowering {
 
 void Lowerer::find_values_stored_for_libraries() {
   auto is_view_or_copy = [](const ir::Node& n) {
