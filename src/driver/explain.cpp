@@ -87,6 +87,7 @@ json explain_json(const Compilation& c) {
   }
   doc["fusion_rounds"] = rounds;
   doc["epilogues"] = s.epilogue_log.lines;
+  doc["loop_splits"] = s.loop_split_log.lines;
   json finals = json::array();
   for (const auto& f : s.kernels) {
     json members = json::array();
@@ -245,6 +246,7 @@ std::string explain_text(const Compilation& c) {
     for (const auto& f : r["fused"]) out << "    " << f.get<std::string>() << "\n";
   }
   for (const auto& e : doc["epilogues"]) out << "  epilogue: " << e.get<std::string>() << "\n";
+  for (const auto& e : doc["loop_splits"]) out << "  loop: " << e.get<std::string>() << "\n";
   out << "\nfinal nodes:\n";
   for (const auto& f : doc["final_nodes"]) {
     out << "  " << f["name"].get<std::string>() << ": " << f["kind"].get<std::string>()

@@ -140,4 +140,12 @@ struct MergedLoops {
 MergedLoops merge_loops(const std::vector<LoopVar>& loop_vars, const std::vector<Expr>& indices,
                         const std::string& prefix);
 
+// Where to split a loop `var` (its extent in `ranges`) that the indices reach through floor
+// division or modulo: the period d such that, with var = d*hi + lo (hi < extent/d, lo < d),
+// no floordiv or mod of any index depends on lo any more, so lo walks each index with a
+// constant stride (contiguous_split.cpp). nullopt when no index divides var, when d does not
+// divide the extent, or when some division would still depend on lo.
+std::optional<int64_t> contiguous_split(const std::vector<Expr>& indices, const std::string& var,
+                                        const RangeMap& ranges);
+
 }  // namespace stax::index

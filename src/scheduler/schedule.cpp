@@ -160,6 +160,8 @@ Schedule schedule(const lowering::LoweredGraph& graph, const ScheduleOptions& op
     for (const auto& out : graph.outputs) graph_outputs.insert(out.buffer);
     fuse_epilogues(s.nodes, groups, graph_outputs, options.epilogue_check, s.epilogue_log);
   }
+  // Step 4c: innermost loops that accesses divide are split so they walk memory contiguously.
+  split_inner_loops(s.nodes, groups, options.vector_lanes, s.loop_split_log);
   s.kernels = topological_order(std::move(groups), s.nodes);
 
   // Step 6: producers, last uses, and buffers that never leave a loop nest.

@@ -12,6 +12,7 @@
 #include "lowering/loop_ir.h"
 #include "scheduler/epilogue_fusion.h"
 #include "scheduler/greedy_fusion.h"
+#include "scheduler/split_inner_loops.h"
 
 namespace stax::scheduler {
 
@@ -38,6 +39,7 @@ struct Schedule {
   std::vector<std::string> dead_node_log;
   FusionLog fusion_log;
   EpilogueLog epilogue_log;         // each external call's epilogue decision (epilogue_fusion.h)
+  LoopSplitLog loop_split_log;      // innermost loops split for contiguity (split_inner_loops.h)
   std::vector<FusedNode> kernels;   // fused nodes in execution order
   std::vector<BufferPlan> buffers;  // one per live computed buffer
   std::unordered_map<std::string, size_t> plan_index;  // buffer name -> index into buffers
@@ -63,6 +65,9 @@ struct ScheduleOptions {
   EpilogueCheck epilogue_check;
   // The largest such array, in bytes (target::Target::max_local_bytes).
   int64_t max_local_bytes = 64 * 1024;
+  // Float32 lanes of the target's vectors (target::Target::vector_lanes): an innermost loop is
+  // split for contiguity only into whole vectors (split_inner_loops.h).
+  int64_t vector_lanes = 1;
 };
 
 // `graph` must outlive the schedule.

@@ -196,6 +196,11 @@ struct Vec {
   template <class S>
   static Vec load_masked(const S* p, const Vec<bool, N>& mask) {
     static_assert(detail::kLoadable<S, T>, "load_masked: pointer type does not match the vector");
+    // A mask of one value across the vector (a concatenation split at a multiple of the vector
+    // width, a pad's interior) takes the plain load or no load at all: only a vector straddling
+    // the boundary pays for the lane-by-lane path.
+    if (mask.bits == Vec<bool, N>::kAll) return load(p);
+    if (mask.bits == 0) return Vec(T(0));
     alignas(64) T x[N];
     for (int l = 0; l < N; ++l) x[l] = mask[l] ? static_cast<T>(p[l]) : T(0);
     return from_array(x);
@@ -203,6 +208,7 @@ struct Vec {
   template <class S, class I>
   static Vec gather_masked(const S* p, const Vec<I, N>& offsets, const Vec<bool, N>& mask) {
     static_assert(detail::kLoadable<S, T>, "gather_masked: pointer type does not match the vector");
+    if (mask.bits == 0) return Vec(T(0));  // as load_masked: nothing to read
     alignas(64) I o[N];
     offsets.store(o);
     alignas(64) T x[N];
