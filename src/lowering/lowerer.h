@@ -39,9 +39,23 @@ class Lowerer {
  public:
   Lowerer(const ir::Graph& graph, const LoweringOptions& options)
       : graph_(graph), options_(options), values_(graph.values().size()) {
-    // Every operand runs its value's loader once per element, so add(v, v) reads v twice.
+    // Every operand runs its value's loader once per element, so add(v, v) reads v twice. A
+    // reader whose result is k times larger than the operand (a broadcast: T5's position bias
+    // added to every batch's scores) runs it k times per element: evaluations_ counts that.
+    // (Only pointwise ops and expand broadcast: a larger result of cat, pad or a gather still
+    // reads each element of an operand at most once.)
     for (const ir::Node& node : graph.nodes()) {
-      for (ir::ValueRef ref : ir::tensor_operands(node)) ++reads_[ref.index];
+      const ir::OpSchema* schema = ir::find_op_schema(node.op);
+      const bool broadcasts = node.op == "expand" ||
+                              (schema != nullptr && schema->category == ir::OpCategory::Pointwise);
+      const int64_t out_numel = graph.value(node.output).type.numel();
+      for (ir::ValueRef ref : ir::tensor_operands(node)) {
+        ++reads_[ref.index];
+        const int64_t in_numel = graph.value(ref).type.numel();
+        const int64_t k =
+            broadcasts && in_numel > 0 && out_numel > in_numel ? out_numel / in_numel : 1;
+        evaluations_[ref.index] = std::min<int64_t>(evaluations_[ref.index] + k, 1 << 20);
+      }
     }
     for (ir::ValueRef out : graph.outputs()) outputs_.insert(out.index);
   }
@@ -224,8 +238,13 @@ class Lowerer {
         result = realize(result, stored_for_library_.at(idx));
       } else if (!result.pure_view || !result.layout) {
         // A view that no strided layout expresses composes index arithmetic; it is priced too.
-        const auto reads = reads_.count(idx) ? reads_.at(idx) : 0;
-        auto decision = decide_materialization(options_.device, result.stats, reads);
+        const int reads = reads_.count(idx) ? reads_.at(idx) : 0;
+        const int64_t evaluations = evaluations_.count(idx) ? evaluations_.at(idx) : 0;
+        auto decision = decide_materialization(options_.device, result.stats, evaluations);
+        if (evaluations != reads) {
+          decision.reason += " (" + std::to_string(reads) + " reads, broadcast to " +
+                             std::to_string(evaluations) + " evaluations per element)";
+        }
         if (decision.materialize) result = realize(result, decision.reason);
       }
       values_[static_cast<size_t>(idx)] = std::move(result);
@@ -299,6 +318,7 @@ class Lowerer {
   LoweredGraph result_;
   std::vector<std::optional<LoweredValue>> values_;
   std::unordered_map<int, int> reads_;
+  std::unordered_map<int, int64_t> evaluations_;
   // Values stored because a library call reads them, with the reason (the call).
   std::unordered_map<int, std::string> stored_for_library_;
   std::string current_node_;  // the node being lowered, for errors and buffer provenance

@@ -103,7 +103,8 @@ int64_t measure_index_divisions(const Loader& loader, size_t rank) {
   return handler.max_divisions;
 }
 
-MaterializationDecision decide_materialization(Device device, const BodyStats& stats, int reads) {
+MaterializationDecision decide_materialization(Device device, const BodyStats& stats,
+                                               int64_t reads) {
   const int64_t size = stats.total_ops() + stats.loads;
   if (stats.index_divisions > kMaxIndexDivisions) {
     return {true, "its index needs more than " + std::to_string(kMaxIndexDivisions) +

@@ -44,7 +44,9 @@ struct MaterializationDecision {
   bool materialize = false;
   std::string reason;
 };
-// `reads`: how many times users run the value's loader (an op reading it twice counts twice).
-MaterializationDecision decide_materialization(Device device, const BodyStats& stats, int reads);
+// `reads`: how many times users run the value's loader per element of the value (an op
+// reading it twice counts twice; a read that broadcasts it k-fold counts k).
+MaterializationDecision decide_materialization(Device device, const BodyStats& stats,
+                                               int64_t reads);
 
 }  // namespace stax::lowering

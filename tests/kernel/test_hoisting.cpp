@@ -58,9 +58,11 @@ TEST(HoistInvariants, RowLogSumIsComputedOnceBeforeTheRowLoop) {
 
 TEST(HoistInvariants, IntegerDivisionStaysInItsLoop) {
   // a // b is the same for every element of a row, but an integer division by zero traps and
-  // its check runs inside the loop, so the division stays there.
+  // its check runs inside the loop, so the division stays there. (a and b are expanded inputs,
+  // stride 0 along the row: a broadcast in the graph would have the quotient stored once per
+  // row instead, leaving nothing to hoist.)
   auto s = schedule_text(
-      "def f(x: i64[4, 64], a: i64[4, 1], b: i64[4, 1]):\n"
+      "def f(x: i64[4, 64], a: i64[4, 64] strides=[1, 0], b: i64[4, 64] strides=[1, 0]):\n"
       "    q = floor_divide(a, b)\n"
       "    y = add(x, q)\n"
       "    return y\n");

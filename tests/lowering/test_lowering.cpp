@@ -227,5 +227,50 @@ TEST(Materialization, AResidualStreamIsStoredNotRecomputedInEveryLayer) {
   EXPECT_TRUE(stored);
 }
 
+// T5's position bias: computed once per head and position pair ([1, 12, 8, 8] here, from a
+// gathered table), added to the scores of every batch in two layers. Each add reads it once
+// but evaluates it 4 times per element (the batch broadcast), so it is stored; without the
+// broadcast (batch 1) the same two reads leave it cheap enough to recompute.
+std::vector<std::string> bias_log(int batch) {
+  const std::string b = std::to_string(batch);
+  return lower(ir::parse_graph("def f(s0: f32[" + b + ", 12, 8, 8], s1: f32[" + b +
+                               ", 12, 8, 8], t: f32[32, 12], i: i64[8, 8]):\n"
+                               "    e = embedding(t, i)\n"
+                               "    p = permute(e, [2, 0, 1])\n"
+                               "    u = unsqueeze(p, 0)\n"
+                               "    bias = mul(u, 0.5)\n"
+                               "    a0 = add(s0, bias)\n"
+                               "    a1 = add(s1, bias)\n"
+                               "    return a0, a1\n"))
+      .log;
+}
+
+TEST(Materialization, AValueBroadcastByItsReadersCountsEveryEvaluation) {
+  auto stored = [](const std::vector<std::string>& log) {
+    for (const auto& line : log) {
+      if (line.find("(2 reads, broadcast to 8 evaluations per element)") != std::string::npos) {
+        return true;
+      }
+    }
+    return false;
+  };
+  EXPECT_TRUE(stored(bias_log(4)));
+  // Batch 1: both adds recompute the bias (only the two outputs are stored).
+  EXPECT_EQ(bias_log(1).size(), 2u);
+  // The rule itself: 8 evaluations of a body loading 2 operands move more than storing it.
+  EXPECT_TRUE(decide_materialization(Device::Cpu, BodyStats{2, 1, 0, 0}, 8).materialize);
+  EXPECT_FALSE(decide_materialization(Device::Cpu, BodyStats{2, 1, 0, 0}, 2).materialize);
+}
+
+TEST(Materialization, ConcatenationIsNotABroadcast) {
+  // cat's result is twice each half, but it reads every element of each once.
+  const auto g = lower(ir::parse_graph(R"(def f(x: f32[8, 64], y: f32[8, 64]):
+    h = add(x, y)
+    c = cat([h, h], dim=0)
+    return c
+)"));
+  for (const auto& line : g.log) EXPECT_EQ(line.find("broadcast"), std::string::npos) << line;
+}
+
 }  // namespace
 }  // namespace stax::lowering
