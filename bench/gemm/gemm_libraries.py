@@ -76,6 +76,11 @@ def main():
     p.add_argument("--markdown", action="store_true")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
+    missing = [path for path in LIBS.values() if not os.path.exists(path)]
+    if missing:
+        raise SystemExit("gemm_libraries.py compares against " + ", ".join(missing) +
+                         ", which this machine lacks: apt-get install libopenblas-openmp-dev "
+                         "libblis-openmp-dev")
     lib = build()
     shapes = [(1, m, n, k) for k, n in KN for m in MS] + BATCHED
     if args.quick:
