@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string>
 
 namespace stax::runtime {
 
@@ -16,8 +18,11 @@ struct CacheSizes {
   friend bool operator==(const CacheSizes&, const CacheSizes&) = default;
 };
 
-// The running machine's caches (sysconf; the defaults above for what it does not report).
-// Cached after the first call.
+// The running machine's caches: sysfs's description of cpu0's caches, then sysconf, then the
+// defaults above for what neither reports. Cached after the first call.
 const CacheSizes& detect_cache_sizes();
+
+// A size as sysfs writes it ("32K", "32768K", "1M", "64"): bytes; nullopt for anything else.
+std::optional<int64_t> parse_cache_size(const std::string& text);
 
 }  // namespace stax::runtime
