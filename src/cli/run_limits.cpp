@@ -12,6 +12,7 @@
 
 #include "eager/tensor_io.h"
 #include "ir/contraction_args.h"
+#include "ir/convolution_args.h"
 #include "ir/op_schema.h"
 #include "runtime/tensor.h"
 
@@ -137,6 +138,11 @@ void check_eager_work(const ir::Graph& graph, int64_t max_steps) {
     // A contraction takes K multiply-adds per output element (at least one step for each).
     if (schema != nullptr && schema->category == ir::OpCategory::Contraction) {
       steps = mul_saturating(steps, std::max<int64_t>(1, ir::contraction_args(graph, node).k));
+    }
+    // A convolution, C_in/groups * prod(kernel) per output element.
+    if (schema != nullptr && schema->category == ir::OpCategory::Convolution) {
+      steps = mul_saturating(
+          steps, std::max<int64_t>(1, ir::convolution_args(graph, node).products_per_output()));
     }
     total = add_saturating(total, steps);
     if (steps > most) {

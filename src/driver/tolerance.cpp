@@ -7,6 +7,7 @@
 #include <string>
 
 #include "ir/contraction_args.h"
+#include "ir/convolution_args.h"
 #include "ir/op_schema.h"
 #include "kernel/cascade_blocking.h"
 
@@ -63,8 +64,10 @@ struct AccumulatingReduction {
 };
 
 std::optional<Accumulation> accumulation_of(const std::string& op) {
+  // A convolution sums products per output element like a contraction (tolerance.h).
   if (const ir::OpSchema* schema = ir::find_op_schema(op);
-      schema != nullptr && schema->category == ir::OpCategory::Contraction) {
+      schema != nullptr && (schema->category == ir::OpCategory::Contraction ||
+                            schema->category == ir::OpCategory::Convolution)) {
     return Accumulation::Contraction;
   }
   if (op == "sum" || op == "mean") return Accumulation::CascadeSum;
@@ -83,9 +86,12 @@ void collect_reductions(const ir::Graph& graph, ir::ValueRef value, std::set<int
   if (producer < 0 || !visited.insert(producer).second) return;
   const ir::Node& node = graph.nodes()[static_cast<size_t>(producer)];
   if (const auto kind = accumulation_of(node.op)) {
-    // A contraction's length is its inner size K (the products summed per output element).
-    const int64_t length = *kind == Accumulation::Contraction ? ir::contraction_args(graph, node).k
-                                                              : reduction_length(graph, node);
+    // A contraction's length is its inner size K (the products summed per output element), a
+    // convolution's C_in/groups * prod(kernel).
+    const int64_t length = *kind != Accumulation::Contraction ? reduction_length(graph, node)
+                           : node.op == "convolution"
+                               ? ir::convolution_args(graph, node).products_per_output()
+                               : ir::contraction_args(graph, node).k;
     out.push_back({*kind, length});
   }
   for (const ir::Arg& arg : node.args) {

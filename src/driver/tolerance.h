@@ -33,6 +33,9 @@
 // u^2 K / 9 + 3 u^2 / 3 = u^2 (K + 9) / 9, so the allowance is 4 u sqrt(K + 9) / 3 (float32
 // with K = 768: 2.2e-6, rtol 2.6e-6 with the base). u is float32's for float16, bfloat16 and
 // float32 (PyTorch and GEMM libraries accumulate those in float32), float64's for float64.
+// A convolution (issue 15) sums C_in/groups * prod(kernel) products per output element (a
+// transposed one at most that many), the oracle in double rounded once (eager/convolution.cpp):
+// it is allowed as a contraction with that K.
 // Reductions reached through tensor lists (cat, stack) count like any other argument.
 // Only rtol grows: atol stays the dtype's floor for results near zero. So a dropped element
 // of a sum of 1e6 values in [0, 1) (its largest, a relative change of 2e-6) is a mismatch,

@@ -83,6 +83,8 @@ const std::unordered_map<std::string_view, OpFn>& op_table() {
       {"bmm", detail::eval_contraction},
       {"addmm", detail::eval_contraction},
       {"baddbmm", detail::eval_contraction},
+      // issue 15: convolution
+      {"convolution", detail::eval_convolution},
   };
   return table;
 }

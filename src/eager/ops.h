@@ -98,5 +98,7 @@ Tensor eval_indirect(const Env& env, const ir::Node& node);  // gather, index_se
 Tensor eval_factory(const Env& env, const ir::Node& node);
 // Issue 14, point 3 (contraction.cpp): mm, bmm, addmm, baddbmm.
 Tensor eval_contraction(const Env& env, const ir::Node& node);
+// Issue 15 (convolution.cpp): convolution, forward and transposed.
+Tensor eval_convolution(const Env& env, const ir::Node& node);
 
 }  // namespace stax::eager::detail

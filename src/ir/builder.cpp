@@ -422,6 +422,22 @@ Val baddbmm(Val self, Val batch1, Val batch2, Number beta, Number alpha) {
               {{"beta", beta.scalar}, {"alpha", alpha.scalar}});
 }
 
+Val convolution(Val input, Val weight, std::optional<Val> bias, std::vector<int64_t> stride,
+                std::vector<int64_t> padding, std::vector<int64_t> dilation, bool transposed,
+                std::vector<int64_t> output_padding, int64_t groups) {
+  std::vector<Arg> args = {input.ref,
+                           weight.ref,
+                           bias ? Arg(bias->ref) : Arg(ir::None{}),
+                           std::move(stride),
+                           std::move(padding),
+                           std::move(dilation),
+                           transposed,
+                           std::move(output_padding),
+                           groups};
+  if (bias) return node("convolution", {&input, &weight, &*bias}, std::move(args));
+  return node("convolution", {&input, &weight}, std::move(args));
+}
+
 }  // namespace ops
 
 Val operator+(Val a, Val b) {

@@ -164,6 +164,13 @@ Val bmm(Val self, Val mat2);
 Val addmm(Val self, Val mat1, Val mat2, Number beta = 1, Number alpha = 1);
 Val baddbmm(Val self, Val batch1, Val batch2, Number beta = 1, Number alpha = 1);
 
+// Issue 15: ATen's convolution (1 to 3 spatial dims; transposed is the gradient of the forward
+// convolution with respect to its input). The lists take one entry per spatial dim or one
+// for all.
+Val convolution(Val input, Val weight, std::optional<Val> bias, std::vector<int64_t> stride,
+                std::vector<int64_t> padding, std::vector<int64_t> dilation, bool transposed,
+                std::vector<int64_t> output_padding, int64_t groups);
+
 }  // namespace ops
 
 Val operator+(Val a, Val b);

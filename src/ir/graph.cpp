@@ -85,6 +85,8 @@ std::string param_kind_text(ParamKind kind) {
       return "a list of tensors and None";
     case ParamKind::OptionalTensorOrScalar:
       return "a tensor, a scalar or None";
+    case ParamKind::OptionalTensor:
+      return "a tensor or None";
   }
   return "?";
 }
@@ -243,6 +245,13 @@ Arg convert_arg(const Graph& graph, const std::string& op, const Param& param, A
         return arg;
       }
       if (auto s = as_scalar(arg)) return *s;
+      throw fail();
+    case ParamKind::OptionalTensor:
+      if (std::holds_alternative<None>(arg)) return arg;
+      if (auto* ref = std::get_if<ValueRef>(&arg)) {
+        check_ref(*ref);
+        return arg;
+      }
       throw fail();
   }
   throw fail();

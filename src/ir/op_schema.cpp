@@ -23,6 +23,7 @@ struct Registry {
     detail::add_view_schemas(schemas);
     detail::add_factory_schemas(schemas);      // issue 7, point 3
     detail::add_contraction_schemas(schemas);  // issue 14, point 3
+    detail::add_convolution_schemas(schemas);  // issue 15
     for (size_t i = 0; i < schemas.size(); ++i) by_name.emplace(schemas[i].name, i);
   }
 };
@@ -112,6 +113,14 @@ std::optional<int64_t> optional_int_arg(const Node& node, size_t position) {
   const auto* i = std::get_if<int64_t>(&arg);
   if (!i) wrong_kind(node, position, "an int or None");
   return *i;
+}
+
+std::optional<ValueRef> optional_tensor_arg(const Node& node, size_t position) {
+  const Arg& arg = arg_at(node, position);
+  if (std::holds_alternative<None>(arg)) return std::nullopt;
+  const auto* ref = std::get_if<ValueRef>(&arg);
+  if (!ref) wrong_kind(node, position, "a tensor or None");
+  return *ref;
 }
 
 const std::vector<std::optional<ValueRef>>& tensor_list_arg(const Node& node, size_t position) {

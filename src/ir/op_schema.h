@@ -27,6 +27,7 @@ enum class ParamKind : uint8_t {
   TensorList,              // Tensor[] (no None entries)
   OptionalTensorList,      // Tensor?[] (None entries allowed)
   OptionalTensorOrScalar,  // Tensor? or Scalar? (clamp's min/max): None, a tensor or a scalar
+  OptionalTensor,          // Tensor? (None allowed; convolution's bias)
 };
 
 struct Param {
@@ -40,7 +41,17 @@ struct Param {
 // Factory ops (full, arange, ...) compute their result from their arguments alone.
 // Contractions (mm, bmm, addmm, baddbmm) sum products over a shared dimension; lowering
 // decides whether one becomes a library call (an external node) or a loop nest.
-enum class OpCategory : uint8_t { Pointwise, Reduction, View, Copy, Factory, Contraction };
+// Convolutions (convolution, transposed or not) sum C_in/groups * prod(kernel) products per
+// output element (ir/convolution_args.h); they accumulate like a contraction.
+enum class OpCategory : uint8_t {
+  Pointwise,
+  Reduction,
+  View,
+  Copy,
+  Factory,
+  Contraction,
+  Convolution,
+};
 
 struct OpSchema {
   std::string name;
@@ -68,6 +79,8 @@ std::optional<std::vector<int64_t>> int_list_arg(const Node& node, size_t positi
 std::optional<std::string> string_arg(const Node& node, size_t position);
 // For OptionalInt parameters None yields nullopt.
 std::optional<int64_t> optional_int_arg(const Node& node, size_t position);
+// For OptionalTensor parameters None yields nullopt.
+std::optional<ValueRef> optional_tensor_arg(const Node& node, size_t position);
 // The entries of a TensorList / OptionalTensorList argument (None entries as nullopt).
 const std::vector<std::optional<ValueRef>>& tensor_list_arg(const Node& node, size_t position);
 // Every tensor a node reads, in argument order, tensor-list entries included (a value passed

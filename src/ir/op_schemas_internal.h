@@ -17,6 +17,8 @@ void add_view_schemas(std::vector<OpSchema>& out);  // views and copies
 void add_factory_schemas(std::vector<OpSchema>& out);
 // Issue 14, point 3: mm, bmm, addmm, baddbmm.
 void add_contraction_schemas(std::vector<OpSchema>& out);
+// Issue 15: convolution (ATen's, 1 to 3 spatial dims, transposed or not).
+void add_convolution_schemas(std::vector<OpSchema>& out);
 
 // Schema parameter shorthands.
 Param required(std::string name, ParamKind kind);

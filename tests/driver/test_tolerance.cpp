@@ -119,6 +119,31 @@ def outs(a: f32[3, 768], b: f32[768, 5], c: f32[3, 5], x: bf16[4, 2, 91], y: bf1
   EXPECT_EQ(tol[6].atol, 0.0);
 }
 
+// A convolution (issue 15) is allowed as a contraction of C_in/groups * prod(kernel) products,
+// forward or transposed, grouped or not.
+TEST(Tolerance, FollowsTheReductionLengthOfConvolutions) {
+  const ir::Graph g = ir::parse_graph(R"(
+def outs(x: f32[2, 64, 8, 8], w: f32[16, 64, 3, 3], b: f32[16], v: f32[64, 4, 3, 3], d: f32[2, 64, 8, 8, 8], k: f32[64, 1, 3, 3, 3], i: i64[1, 4, 5], j: i64[2, 4, 3]):
+    c = convolution(x, w, b, [1, 1], [1, 1], [1, 1], False, [0, 0], 1)
+    t = convolution(x, v, None, [2, 2], [1, 1], [1, 1], True, [1, 1], 2)
+    e = convolution(d, k, None, [1], [1], [1], False, [0], 64)
+    n = convolution(i, j, None, [1], [0], [1], False, [0], 1)
+    return c, t, e, n
+)");
+  const std::vector<Tolerance> tol = output_tolerances(g);
+  ASSERT_EQ(tol.size(), 4u);
+  const double u32 = std::ldexp(1.0, -24);
+  const auto rtol = [&](double products) {
+    const double k = 4 * u32 * std::sqrt(products + 9.0) / 3;
+    return std::sqrt(1.3e-6 * 1.3e-6 + k * k);
+  };
+  EXPECT_DOUBLE_EQ(tol[0].rtol, rtol(64 * 9));
+  EXPECT_EQ(tol[0].atol, 1e-5);
+  EXPECT_DOUBLE_EQ(tol[1].rtol, rtol(32 * 9));  // transposed: C_in/groups = 32
+  EXPECT_DOUBLE_EQ(tol[2].rtol, rtol(27));      // depthwise: one channel per group
+  EXPECT_EQ(tol[3].rtol, 0.0);                  // integer convolutions compare exactly
+}
+
 // A compiled sum of 1e6 values in [0, 1) passes; one that missed the largest element (a
 // relative change of about 2e-6) does not.
 TEST(Tolerance, DroppedElementOfALongSumIsAMismatch) {

@@ -214,7 +214,9 @@ TEST(OpRegistryTest, AllOpsRegisteredWithCategories) {
       "full", "zeros", "ones", "full_like", "zeros_like", "ones_like", "fill", "scalar_tensor",
       "arange", "iota",
       // issue 14, point 3: contractions
-      "mm", "bmm", "addmm", "baddbmm"};
+      "mm", "bmm", "addmm", "baddbmm",
+      // issue 15: convolution
+      "convolution"};
   std::vector<std::string> names = registered_op_names();
   for (const std::string& name : expected) {
     EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name;

@@ -251,6 +251,11 @@ def every_op(x: f32[2, 3], y: f32[3], i: i64[2, 3], b: bool[2, 3],
     mm1 = bmm(m9, mt)
     mm2 = addmm(y, x, n5, beta=0.5, alpha=-2)
     mm3 = baddbmm(y, m9, mt, alpha=3)
+    # issue 15: convolution
+    cx = reshape(x, [1, 2, 3])
+    cb = reshape(z, [1])
+    cv0 = convolution(cx, cx, None, [1], [0], [1], False, [0], 1)
+    cv1 = convolution(cx, cx, cb, [2], [1], [1], False, [0], 1)
     return a0, k1, x, a0
 )";
 
@@ -300,6 +305,9 @@ TEST(RoundTripTest, EveryOpAndLiteral) {
   EXPECT_EQ(type_of(g, "mm1"), type(DType::Float32, {2, 3, 3}));
   EXPECT_EQ(type_of(g, "mm2"), type(DType::Float32, {2, 3}));
   EXPECT_EQ(type_of(g, "mm3"), type(DType::Float32, {2, 3, 3}));
+  // issue 15: convolution
+  EXPECT_EQ(type_of(g, "cv0"), type(DType::Float32, {1, 1, 1}));
+  EXPECT_EQ(type_of(g, "cv1"), type(DType::Float32, {1, 1, 2}));
   EXPECT_EQ(output_names(g), (std::vector<std::string>{"a0", "k1", "x", "a0"}));
 
   // Literal kinds.
