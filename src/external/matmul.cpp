@@ -41,10 +41,7 @@
 // 16x64x64, within noise at 128x768x768.
 #include "external/matmul.h"
 
-#include <omp.h>
-
 #include <algorithm>
-#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <new>
@@ -53,6 +50,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "external/dnnl_common.h"
 #include "external/host_loops.h"
 #include "external/post_ops.h"
 #include "external/spec_check.h"
@@ -63,29 +61,11 @@ namespace {
 
 using dnnl::memory;
 
-dnnl::engine& cpu_engine() {
-  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
-
-// oneDNN's CPU stream is a handle for in-order execution; one per calling thread, so
-// concurrent calls never share one.
-dnnl::stream& thread_stream() {
-  thread_local dnnl::stream stream(cpu_engine());
-  return stream;
-}
-
-// Sets the calling thread's OpenMP thread count for a scope and restores the caller's.
-class OmpThreads {
- public:
-  explicit OmpThreads(int threads) : saved_(omp_get_max_threads()) { omp_set_num_threads(threads); }
-  ~OmpThreads() { omp_set_num_threads(saved_); }
-  OmpThreads(const OmpThreads&) = delete;
-  OmpThreads& operator=(const OmpThreads&) = delete;
-
- private:
-  int saved_;
-};
+using detail::Buffer;
+using detail::cpu_engine;
+using detail::library_dtype;
+using detail::OmpThreads;
+using detail::thread_stream;
 
 // How a plan computes its spec.
 enum class Form {
@@ -113,19 +93,6 @@ std::string form_note(Form form, const MatmulSpec& spec) {
       return note + ", the bias copied into c, then beta * c added by the library's sum post-op";
   }
   return note;
-}
-
-std::optional<memory::data_type> library_dtype(DType dtype) {
-  switch (dtype) {
-    case DType::Float32:
-      return memory::data_type::f32;
-    case DType::BFloat16:
-      return memory::data_type::bf16;
-    case DType::Float16:
-      return memory::data_type::f16;
-    default:
-      return std::nullopt;
-  }
 }
 
 // oneDNN batches when c has several matrices and a or b differs between them. When a and b
@@ -191,7 +158,7 @@ dnnl::matmul::primitive_desc make_primitive_desc(
 }
 
 bool is_reference(const dnnl::matmul::primitive_desc& pd) {
-  return std::string(pd.impl_info_str()).rfind("ref", 0) == 0;
+  return detail::is_reference(pd.impl_info_str());
 }
 
 // Whether oneDNN multiplies this dtype at all on this CPU: a 2x2 product, asked once.
@@ -308,54 +275,24 @@ Analysis analyze(const MatmulSpec& spec) {
   return result;
 }
 
-// A 64-byte aligned scratchpad buffer.
-struct FreeDeleter {
-  void operator()(void* p) const { std::free(p); }
-};
-using Buffer = std::unique_ptr<void, FreeDeleter>;
-
-Buffer allocate(size_t bytes) {
-  void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
-  if (p == nullptr) throw std::bad_alloc();
-  return Buffer(p);
-}
-
 // One oneDNN primitive for one thread count, with its pool of scratchpads.
 struct Primitive {
   dnnl::matmul::primitive_desc pd;
   std::vector<detail::BinaryArgument> binary_arguments;
   dnnl::matmul matmul;
   size_t scratchpad_bytes = 0;
-  std::mutex pool_mutex;
-  std::vector<Buffer> pool;
+  detail::BufferPool pool;
 
   Primitive(dnnl::matmul::primitive_desc desc, std::vector<detail::BinaryArgument> binaries)
       : pd(std::move(desc)),
         binary_arguments(std::move(binaries)),
         matmul(pd),
-        scratchpad_bytes(pd.scratchpad_desc().get_size()) {}
-
-  Buffer take() {
-    {
-      std::lock_guard<std::mutex> lock(pool_mutex);
-      if (!pool.empty()) {
-        Buffer b = std::move(pool.back());
-        pool.pop_back();
-        return b;
-      }
-    }
-    return allocate(scratchpad_bytes);
-  }
-  void give(Buffer b) {
-    std::lock_guard<std::mutex> lock(pool_mutex);
-    pool.push_back(std::move(b));
-  }
+        scratchpad_bytes(pd.scratchpad_desc().get_size()),
+        pool(scratchpad_bytes) {}
 };
 
 std::string library_name() {
-  const dnnl_version_t* v = dnnl::version();
-  return "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
-         std::to_string(v->patch) + " matmul";
+  return detail::library_version() + " matmul";
 }
 
 }  // namespace
@@ -395,7 +332,7 @@ std::unique_ptr<MatmulPlan> MatmulPlan::create(const MatmulSpec& spec, int num_t
   if (num_threads < 0) {
     throw LibraryError("matmul " + spec.describe() + ": a negative thread count");
   }
-  const int threads = num_threads == 0 ? omp_get_max_threads() : num_threads;
+  const int threads = detail::resolve_threads(num_threads);
   OmpThreads scope(threads);
   try {
     Analysis analysis = analyze(spec);
@@ -451,7 +388,7 @@ void MatmulPlan::run(const void* a, const void* b, const void* bias, void* c, in
                        std::to_string(detail::binary_post_op_count(spec)) +
                        " binary post-ops, or a null one");
   }
-  const int threads = num_threads == 0 ? omp_get_max_threads() : num_threads;
+  const int threads = detail::resolve_threads(num_threads);
   OmpThreads scope(threads);
   try {
     if (s.form == Form::NoProduct) {
@@ -483,7 +420,7 @@ void MatmulPlan::run(const void* a, const void* b, const void* bias, void* c, in
     }
     Buffer scratchpad;
     if (p.scratchpad_bytes > 0) {
-      scratchpad = p.take();
+      scratchpad = p.pool.take();
       args.emplace(DNNL_ARG_SCRATCHPAD,
                    memory(p.pd.scratchpad_desc(), cpu_engine(), scratchpad.get()));
     }
@@ -506,7 +443,7 @@ void MatmulPlan::run(const void* a, const void* b, const void* bias, void* c, in
       p.matmul.execute(stream, args);
     }
     stream.wait();
-    if (scratchpad) p.give(std::move(scratchpad));
+    if (scratchpad) p.pool.give(std::move(scratchpad));
   } catch (const dnnl::error& e) {
     throw LibraryError("matmul " + spec.describe() + ": oneDNN failed: " + e.what());
   } catch (const std::bad_alloc&) {

@@ -1,0 +1,74 @@
+// What the oneDNN plans (matmul.cpp, convolution.cpp) share: the one CPU engine, a stream per
+// calling thread, the scope that sets the OpenMP thread count of a call, Stax's dtypes as
+// oneDNN's, the test that refuses oneDNN's reference kernels, and a pool of the aligned buffers
+// a run borrows (scratchpads, reordered operands). Internal to src/external.
+#pragma once
+
+#include <cstddef>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/dtype.h"
+
+namespace stax::external::detail {
+
+dnnl::engine& cpu_engine();
+
+// oneDNN's CPU stream is a handle for in-order execution; one per calling thread, so
+// concurrent calls never share one.
+dnnl::stream& thread_stream();
+
+// Sets the calling thread's OpenMP thread count for a scope and restores the caller's.
+class OmpThreads {
+ public:
+  explicit OmpThreads(int threads);
+  ~OmpThreads();
+  OmpThreads(const OmpThreads&) = delete;
+  OmpThreads& operator=(const OmpThreads&) = delete;
+
+ private:
+  int saved_;
+};
+
+// A run()'s or create()'s thread count: 0 is the caller's omp_get_max_threads().
+int resolve_threads(int num_threads);
+
+// The oneDNN data type of a Stax dtype, where oneDNN has one (whether a primitive exists for
+// it on this CPU is the library's answer, asked per primitive kind).
+std::optional<dnnl::memory::data_type> library_dtype(DType dtype);
+
+// Whether oneDNN picked its reference (unoptimized, element by element) implementation: its
+// impl_info_str() begins with "ref".
+bool is_reference(const char* impl_info);
+
+// "oneDNN 2.6.3", the library the process loaded.
+std::string library_version();
+
+struct FreeDeleter {
+  void operator()(void* p) const { std::free(p); }
+};
+// A 64-byte aligned buffer.
+using Buffer = std::unique_ptr<void, FreeDeleter>;
+Buffer allocate(size_t bytes);
+
+// Buffers of one size that runs borrow and give back, so that concurrent runs never share
+// one and steady-state runs allocate nothing.
+class BufferPool {
+ public:
+  explicit BufferPool(size_t bytes) : bytes_(bytes) {}
+  size_t bytes() const { return bytes_; }
+  Buffer take();
+  void give(Buffer buffer);
+
+ private:
+  size_t bytes_;
+  std::mutex mutex_;
+  std::vector<Buffer> free_;
+};
+
+}  // namespace stax::external::detail

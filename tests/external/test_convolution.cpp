@@ -1,0 +1,556 @@
+// ConvolutionPlan (src/external): oneDNN convolutions against a naive direct convolution
+// accumulating in double, float32 and bfloat16, 1-D to 3-D, stride / padding / dilation /
+// groups (depthwise included), bias or none, NCHW and channels-last activations, strided
+// weights, odd sizes (every kernel tail), each memory format the plan can ask for, empty
+// batches and channels, 1 and 2 threads, concurrent runs of one plan, refusals, describe()
+// and implementation().
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "external/convolution.h"
+#include "external/host_loops.h"
+
+namespace stax::external {
+namespace {
+
+using detail::bf16_to_float;
+using detail::float_to_bf16;
+using Formats = ConvolutionPlan::Formats;
+
+// One operand's storage: enough elements for its layout's largest offset.
+struct Tensor {
+  DType dtype;
+  TensorLayout layout;
+  std::vector<float> f32;
+  std::vector<uint16_t> bf16;
+
+  Tensor(DType dt, TensorLayout l) : dtype(dt), layout(std::move(l)) {
+    int64_t extent = 1;
+    for (size_t d = 0; d < layout.sizes.size(); ++d) {
+      if (layout.sizes[d] == 0) extent = 0;
+      if (extent > 0) extent += (layout.sizes[d] - 1) * layout.strides[d];
+    }
+    const size_t n = static_cast<size_t>(std::max<int64_t>(extent, 1));
+    if (dt == DType::Float32) f32.assign(n, 0.0f);
+    if (dt == DType::BFloat16) bf16.assign(n, 0);
+  }
+  size_t elements() const { return dtype == DType::Float32 ? f32.size() : bf16.size(); }
+  void* data() { return dtype == DType::Float32 ? static_cast<void*>(f32.data()) : bf16.data(); }
+  float at_offset(int64_t o) const {
+    return dtype == DType::Float32 ? f32[o] : bf16_to_float(bf16[o]);
+  }
+  void set_offset(int64_t o, float v) {
+    if (dtype == DType::Float32) {
+      f32[o] = v;
+    } else {
+      bf16[o] = float_to_bf16(v);
+    }
+  }
+  // Every stored element (gaps between strided elements included): normal random values, or
+  // when `exact`, multiples of 1/8 in [-1, 1), whose products and sums of a few hundred terms
+  // are exact in float32.
+  void fill(std::mt19937& rng, bool exact = false) {
+    std::normal_distribution<float> normal;
+    std::uniform_int_distribution<int> eighths(-8, 7);
+    for (size_t o = 0; o < elements(); ++o) {
+      set_offset(static_cast<int64_t>(o), exact ? eighths(rng) / 8.0f : normal(rng));
+    }
+  }
+  void fill_all(float v) {
+    for (size_t o = 0; o < elements(); ++o) set_offset(static_cast<int64_t>(o), v);
+  }
+  bool operator==(const Tensor& other) const { return f32 == other.f32 && bf16 == other.bf16; }
+};
+
+struct Case {
+  ConvolutionSpec spec;
+  Tensor input, weight, output;
+  std::optional<Tensor> bias;
+
+  explicit Case(const ConvolutionSpec& s)
+      : spec(s), input(s.dtype, s.input), weight(s.dtype, s.weight), output(s.dtype, s.output) {
+    if (s.bias) bias.emplace(s.dtype, *s.bias);
+  }
+  void fill(uint32_t seed, bool exact = false) {
+    std::mt19937 rng(seed);
+    input.fill(rng, exact);
+    weight.fill(rng, exact);
+    if (bias) bias->fill(rng, exact);
+    output.fill_all(std::numeric_limits<float>::quiet_NaN());  // every element must be written
+  }
+  void run(const ConvolutionPlan& plan, int threads) {
+    plan.run(input.data(), weight.data(), bias ? bias->data() : nullptr, output.data(), threads);
+  }
+
+  // Compares every output element with a direct convolution in double, within the bound the
+  // dtype and the reduction length K = C_in/groups * kernel volume allow: float32 accumulation
+  // (K + 2 roundings of the magnitudes summed), plus for bfloat16 one rounding of the result
+  // (unit roundoff 2^-8). Spatial dimensions are padded to three (size 1) so that one loop
+  // nest serves 1-D to 3-D.
+  void expect_matches_reference(const std::string& what) const {
+    const int d = spec.spatial_dims();
+    auto spatial3 = [&](const std::vector<int64_t>& v, int64_t fill) {
+      std::array<int64_t, 3> r{fill, fill, fill};
+      for (int i = 0; i < d; ++i) r[3 - d + i] = v[i];
+      return r;
+    };
+    const auto in = spatial3({spec.input.sizes.begin() + 2, spec.input.sizes.end()}, 1);
+    const auto out = spatial3({spec.output.sizes.begin() + 2, spec.output.sizes.end()}, 1);
+    const auto ker = spatial3({spec.weight.sizes.begin() + 2, spec.weight.sizes.end()}, 1);
+    const auto stride = spatial3(spec.stride, 1), pad = spatial3(spec.padding, 0);
+    const auto dil = spatial3(spec.dilation, 1);
+    const int64_t batch = spec.output.sizes[0], c_out = spec.output.sizes[1];
+    const int64_t c_per_group = spec.weight.sizes[1], o_per_group = c_out / spec.groups;
+    const int64_t k_length = c_per_group * ker[0] * ker[1] * ker[2];
+    const double eps32 = std::ldexp(1.0, -24);
+    // Strides over (n or o, c, z, y, x); a missing spatial dimension has size 1, stride 0.
+    auto strides5 = [&](const TensorLayout& l) {
+      std::array<int64_t, 5> r{l.strides[0], l.strides[1], 0, 0, 0};
+      for (int i = 0; i < d; ++i) r[5 - d + i] = l.strides[2 + i];
+      return r;
+    };
+    const auto si = strides5(spec.input), sw = strides5(spec.weight), so = strides5(spec.output);
+    int failures = 0;
+    for (int64_t n = 0; n < batch; ++n) {
+      for (int64_t o = 0; o < c_out; ++o) {
+        const int64_t c0 = o / o_per_group * c_per_group;
+        for (int64_t oz = 0; oz < out[0]; ++oz) {
+          for (int64_t oy = 0; oy < out[1]; ++oy) {
+            for (int64_t ox = 0; ox < out[2]; ++ox) {
+              double sum = 0, magnitude = 0;
+              for (int64_t c = 0; c < c_per_group; ++c) {
+                for (int64_t kz = 0; kz < ker[0]; ++kz) {
+                  const int64_t iz = oz * stride[0] - pad[0] + kz * dil[0];
+                  if (iz < 0 || iz >= in[0]) continue;
+                  for (int64_t ky = 0; ky < ker[1]; ++ky) {
+                    const int64_t iy = oy * stride[1] - pad[1] + ky * dil[1];
+                    if (iy < 0 || iy >= in[1]) continue;
+                    for (int64_t kx = 0; kx < ker[2]; ++kx) {
+                      const int64_t ix = ox * stride[2] - pad[2] + kx * dil[2];
+                      if (ix < 0 || ix >= in[2]) continue;
+                      const double p = static_cast<double>(
+                                           input.at_offset(n * si[0] + (c0 + c) * si[1] +
+                                                           iz * si[2] + iy * si[3] + ix * si[4])) *
+                                       weight.at_offset(o * sw[0] + c * sw[1] + kz * sw[2] +
+                                                        ky * sw[3] + kx * sw[4]);
+                      sum += p;
+                      magnitude += std::fabs(p);
+                    }
+                  }
+                }
+              }
+              if (bias) {
+                const double b = bias->at_offset(o * bias->layout.strides[0]);
+                sum += b;
+                magnitude += std::fabs(b);
+              }
+              double bound = 2.0 * (k_length + 2) * eps32 * magnitude + 1e-30;
+              if (spec.dtype == DType::BFloat16) bound += std::ldexp(1.0, -8) * std::fabs(sum);
+              const double got =
+                  output.at_offset(n * so[0] + o * so[1] + oz * so[2] + oy * so[3] + ox * so[4]);
+              if (!(std::fabs(got - sum) <= bound) && ++failures <= 3) {
+                ADD_FAILURE() << what << " " << spec.describe() << " at n " << n << " o " << o
+                              << " (" << oz << "," << oy << "," << ox << "): got " << got
+                              << ", want " << sum << " +- " << bound;
+              }
+            }
+          }
+        }
+      }
+    }
+    EXPECT_EQ(failures, 0) << what;
+  }
+};
+
+// A convolution with the output sizes it gives; activations contiguous (NCHW) unless
+// `channels_last`, the output in the input's layout as eager gives it.
+ConvolutionSpec make_spec(DType dt, std::vector<int64_t> input, std::vector<int64_t> weight,
+                          std::vector<int64_t> stride, std::vector<int64_t> padding,
+                          std::vector<int64_t> dilation, int64_t groups, bool with_bias,
+                          bool channels_last = false) {
+  ConvolutionSpec s;
+  s.dtype = dt;
+  s.stride = std::move(stride);
+  s.padding = std::move(padding);
+  s.dilation = std::move(dilation);
+  s.groups = groups;
+  std::vector<int64_t> output{input[0], input[1] == 0 ? 0 : weight[0]};
+  for (size_t i = 0; i < s.stride.size(); ++i) {
+    const int64_t span = s.dilation[i] * (weight[2 + i] - 1) + 1;
+    output.push_back((input[2 + i] + 2 * s.padding[i] - span) / s.stride[i] + 1);
+  }
+  s.input = channels_last ? TensorLayout::channels_last(input) : TensorLayout::contiguous(input);
+  s.output = channels_last ? TensorLayout::channels_last(output) : TensorLayout::contiguous(output);
+  s.weight = TensorLayout::contiguous(weight);
+  if (with_bias) s.bias = TensorLayout::contiguous({weight[0]});
+  return s;
+}
+
+const DType kDtypes[] = {DType::Float32, DType::BFloat16};
+
+void check(const ConvolutionSpec& spec, const std::string& what,
+           Formats formats = Formats::Automatic, uint32_t seed = 1,
+           std::vector<int> threads = {1, 2}) {
+  std::string why;
+  if (formats == Formats::Automatic) {
+    ASSERT_TRUE(ConvolutionPlan::supported(spec, &why))
+        << what << " " << spec.describe() << ": " << why;
+  }
+  auto plan = ConvolutionPlan::create(spec, threads.front(), formats);
+  for (int t : threads) {
+    Case c(spec);
+    c.fill(seed);
+    c.run(*plan, t);
+    c.expect_matches_reference(what + " (" + std::to_string(t) + " threads, " +
+                               plan->implementation() + ")");
+  }
+}
+
+TEST(Convolution, Conv2dLayoutsAndBias) {
+  // Odd sizes: channel, row and column tails of every kernel.
+  for (DType dt : kDtypes) {
+    for (bool channels_last : {false, true}) {
+      for (bool with_bias : {false, true}) {
+        check(make_spec(dt, {2, 5, 9, 11}, {7, 5, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, with_bias,
+                        channels_last),
+              "3x3");
+        check(make_spec(dt, {3, 19, 7, 6}, {21, 19, 1, 1}, {1, 1}, {0, 0}, {1, 1}, 1, with_bias,
+                        channels_last),
+              "1x1");
+      }
+    }
+  }
+}
+
+TEST(Convolution, StridePaddingDilation) {
+  for (DType dt : kDtypes) {
+    for (bool channels_last : {false, true}) {
+      // Strides that do not divide the padded input: the last input rows are never read.
+      check(make_spec(dt, {2, 6, 10, 13}, {8, 6, 3, 3}, {2, 2}, {1, 1}, {1, 1}, 1, true,
+                      channels_last),
+            "stride 2");
+      check(make_spec(dt, {1, 4, 12, 11}, {5, 4, 3, 3}, {1, 1}, {2, 2}, {2, 2}, 1, true,
+                      channels_last),
+            "dilation 2");
+      check(make_spec(dt, {2, 3, 11, 14}, {4, 3, 3, 2}, {2, 1}, {0, 1}, {1, 3}, 1, false,
+                      channels_last),
+            "per-dimension");
+      // A stem: few input channels, a large kernel with stride (ResNet's 7x7, ViT's patches).
+      check(make_spec(dt, {1, 3, 30, 30}, {16, 3, 7, 7}, {2, 2}, {3, 3}, {1, 1}, 1, true,
+                      channels_last),
+            "7x7 stem");
+      check(make_spec(dt, {2, 3, 32, 32}, {24, 3, 8, 8}, {8, 8}, {0, 0}, {1, 1}, 1, true,
+                      channels_last),
+            "patch embedding");
+    }
+  }
+}
+
+TEST(Convolution, Groups) {
+  for (DType dt : kDtypes) {
+    for (bool channels_last : {false, true}) {
+      check(
+          make_spec(dt, {2, 8, 9, 9}, {6, 4, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 2, true, channels_last),
+          "groups 2");
+      check(make_spec(dt, {2, 32, 10, 12}, {64, 8, 3, 3}, {2, 2}, {1, 1}, {1, 1}, 4, false,
+                      channels_last),
+            "groups 4, 8 channels each");
+      check(make_spec(dt, {2, 19, 11, 9}, {19, 1, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 19, true,
+                      channels_last),
+            "depthwise");
+      check(make_spec(dt, {1, 32, 14, 14}, {32, 1, 5, 5}, {2, 2}, {2, 2}, {2, 2}, 32, true,
+                      channels_last),
+            "depthwise strided dilated");
+      check(make_spec(dt, {2, 4, 7, 8}, {12, 1, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 4, true,
+                      channels_last),
+            "depthwise multiplier 3");
+    }
+  }
+}
+
+TEST(Convolution, OneAndThreeSpatialDimensions) {
+  for (DType dt : kDtypes) {
+    for (bool channels_last : {false, true}) {
+      check(make_spec(dt, {2, 6, 23}, {10, 6, 5}, {2}, {2}, {1}, 1, true, channels_last), "conv1d");
+      check(make_spec(dt, {3, 16, 31}, {16, 1, 4}, {1}, {3}, {2}, 16, false, channels_last),
+            "conv1d depthwise dilated");
+      check(make_spec(dt, {2, 3, 5, 6, 7}, {8, 3, 3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 1,
+                      true, channels_last),
+            "conv3d");
+      check(make_spec(dt, {1, 8, 6, 7, 9}, {10, 4, 3, 1, 3}, {2, 1, 2}, {1, 0, 2}, {1, 1, 2}, 2,
+                      false, channels_last),
+            "conv3d groups strided dilated");
+    }
+  }
+}
+
+// Geometry at the edges of what oneDNN's kernels take (some fall back to another format):
+// padding wider than the kernel, a stride longer than it, a kernel wider than the input,
+// dilations that skip most of the input, a single channel.
+TEST(Convolution, UnusualGeometry) {
+  for (DType dt : kDtypes) {
+    for (bool channels_last : {false, true}) {
+      check(make_spec(dt, {2, 16, 9, 9}, {16, 16, 3, 3}, {1, 1}, {5, 5}, {1, 1}, 1, true,
+                      channels_last),
+            "padding 5 around 3x3");
+      check(make_spec(dt, {2, 16, 9, 9}, {16, 16, 1, 1}, {1, 1}, {2, 2}, {1, 1}, 1, true,
+                      channels_last),
+            "padded 1x1");
+      check(make_spec(dt, {2, 16, 9, 9}, {16, 16, 2, 2}, {4, 4}, {0, 0}, {1, 1}, 1, true,
+                      channels_last),
+            "stride 4 over 2x2");
+      check(make_spec(dt, {2, 16, 4, 4}, {16, 16, 5, 5}, {1, 1}, {3, 3}, {1, 1}, 1, true,
+                      channels_last),
+            "5x5 over 4x4");
+      check(make_spec(dt, {2, 16, 30, 30}, {16, 16, 3, 3}, {3, 3}, {0, 0}, {5, 5}, 1, true,
+                      channels_last),
+            "dilation 5 stride 3");
+      check(
+          make_spec(dt, {1, 1, 9, 9}, {1, 1, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, true, channels_last),
+          "one channel");
+    }
+  }
+}
+
+// Operands as views: the weight a permutation of how it is stored ([kh][kw][C_in][C_out], as
+// a transposed export would give), an input sliced from a wider one, an output written into
+// a wider buffer (a slice of a concatenation).
+TEST(Convolution, StridedOperands) {
+  for (DType dt : kDtypes) {
+    ConvolutionSpec s = make_spec(dt, {2, 6, 9, 10}, {7, 6, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, true);
+    s.weight.strides = {1, 7, 3 * 6 * 7, 6 * 7};
+    check(s, "permuted weight");
+    s.input.strides = {6 * 9 * 13, 9 * 13, 13, 1};  // columns 0..9 of 13
+    check(s, "sliced input");
+    s.output.strides = {11 * 9 * 10, 9 * 10, 10, 1};  // channels 0..6 of 11
+    s.bias = TensorLayout{{7}, {2}};                  // every other element
+    check(s, "sliced output, strided bias");
+  }
+}
+
+// Each memory format the plan can ask oneDNN for computes the same convolution; the blocked
+// one pads 20 and 7 channels to 32 and 16 (its reorders must zero the padding), and reads
+// the 3 channels of a stem plain.
+TEST(Convolution, EachFormat) {
+  for (DType dt : kDtypes) {
+    for (bool channels_last : {false, true}) {
+      const ConvolutionSpec specs[] = {
+          make_spec(dt, {2, 20, 9, 11}, {7, 20, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, true,
+                    channels_last),
+          make_spec(dt, {2, 3, 17, 15}, {24, 3, 5, 5}, {2, 2}, {2, 2}, {1, 1}, 1, true,
+                    channels_last),
+      };
+      for (const ConvolutionSpec& s : specs) {
+        for (Formats f : {Formats::Any, Formats::ChannelsLast, Formats::Blocked, Formats::Caller}) {
+          check(s, "formats " + std::to_string(static_cast<int>(f)), f, 3);
+        }
+      }
+    }
+  }
+}
+
+// Eager's bfloat16 convolution accumulates in float32, adds the bias and rounds to bfloat16
+// once: on inputs whose float32 sums are exact, every element is the exact sum rounded once
+// (rounding the product sum and then the sum with the bias would differ on some).
+TEST(Convolution, BFloat16RoundsOnceOnExactInputs) {
+  for (bool channels_last : {false, true}) {
+    const ConvolutionSpec s = make_spec(DType::BFloat16, {2, 24, 10, 10}, {32, 24, 3, 3}, {1, 1},
+                                        {1, 1}, {1, 1}, 1, true, channels_last);
+    Case c(s);
+    c.fill(7, /*exact=*/true);
+    c.run(*ConvolutionPlan::create(s, 2), 2);
+    // The exact sums, from a float32 reference of the same exact inputs (its sums are exact).
+    ConvolutionSpec s32 = s;
+    s32.dtype = DType::Float32;
+    Case exact(s32);
+    for (size_t o = 0; o < c.input.elements(); ++o) exact.input.f32[o] = c.input.at_offset(o);
+    for (size_t o = 0; o < c.weight.elements(); ++o) exact.weight.f32[o] = c.weight.at_offset(o);
+    for (size_t o = 0; o < c.bias->elements(); ++o) exact.bias->f32[o] = c.bias->at_offset(o);
+    exact.run(*ConvolutionPlan::create(s32, 2), 2);
+    int differ = 0, rounded = 0;
+    for (size_t o = 0; o < c.output.elements(); ++o) {
+      differ += c.output.bf16[o] != float_to_bf16(exact.output.f32[o]);
+      rounded += bf16_to_float(float_to_bf16(exact.output.f32[o])) != exact.output.f32[o];
+    }
+    EXPECT_EQ(differ, 0) << s.describe();
+    EXPECT_GT(rounded, 100) << "the sums should need rounding to bfloat16";
+  }
+}
+
+// Large enough for oneDNN to split the work over both threads.
+TEST(Convolution, ParallelPath) {
+  for (DType dt : kDtypes) {
+    check(make_spec(dt, {2, 64, 28, 28}, {64, 64, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, true), "64ch",
+          Formats::Automatic, 5, {2, 1});
+    check(make_spec(dt, {1, 48, 20, 20}, {96, 48, 3, 3}, {2, 2}, {1, 1}, {1, 1}, 1, true, true),
+          "64ch channels-last", Formats::Automatic, 5, {2, 1});
+  }
+}
+
+TEST(Convolution, EmptyBatchAndChannels) {
+  for (DType dt : kDtypes) {
+    const ConvolutionSpec cases[] = {
+        make_spec(dt, {0, 4, 5, 5}, {6, 4, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, true),
+        // Eager gives an input without channels an output without channels.
+        make_spec(dt, {2, 0, 5, 5}, {6, 0, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, true),
+    };
+    for (const ConvolutionSpec& s : cases) {
+      std::string why;
+      ASSERT_TRUE(ConvolutionPlan::supported(s, &why)) << s.describe() << ": " << why;
+      auto plan = ConvolutionPlan::create(s);
+      EXPECT_EQ(plan->implementation(), "no library call: the output is empty");
+      plan->run(nullptr, nullptr, nullptr, nullptr, 1);  // nothing is read or written
+    }
+  }
+}
+
+TEST(Convolution, ConcurrentRunsOfOnePlan) {
+  const ConvolutionSpec s =
+      make_spec(DType::Float32, {2, 24, 17, 17}, {32, 24, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, true);
+  auto plan = ConvolutionPlan::create(s, 1);
+  // What each thread count gives when nothing runs concurrently (a separate plan, so that
+  // `plan` has no 2-thread primitive yet).
+  Case serial(s);
+  serial.fill(9);
+  Case serial_two_threads = serial;
+  serial.run(*plan, 1);
+  serial_two_threads.run(*ConvolutionPlan::create(s, 2), 2);
+  std::vector<Case> cases(2, serial);
+  std::vector<std::thread> workers;
+  std::vector<int> mismatches(2, 0);
+  // The second worker alternates 1 and 2 threads: the plan builds its 2-thread primitives
+  // while the first worker runs the 1-thread ones.
+  for (int w = 0; w < 2; ++w) {
+    workers.emplace_back([&, w] {
+      for (int r = 0; r < 30; ++r) {
+        const int threads = w == 1 ? 1 + r % 2 : 1;
+        cases[w].output.fill_all(0.0f);
+        cases[w].run(*plan, threads);
+        mismatches[w] += !(cases[w].output == (threads == 1 ? serial : serial_two_threads).output);
+      }
+    });
+  }
+  for (auto& t : workers) t.join();
+  EXPECT_EQ(mismatches, (std::vector<int>{0, 0}));
+}
+
+TEST(Convolution, Refusals) {
+  ConvolutionSpec s =
+      make_spec(DType::Float32, {1, 4, 6, 6}, {8, 4, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, true);
+  std::string why;
+  s.dtype = DType::Float64;
+  EXPECT_FALSE(ConvolutionPlan::supported(s, &why));
+  EXPECT_NE(why.find("f64 convolution"), std::string::npos) << why;
+  EXPECT_THROW(ConvolutionPlan::create(s), LibraryError);
+  try {
+    ConvolutionPlan::create(s);
+  } catch (const LibraryError& e) {
+    EXPECT_NE(std::string(e.what()).find("f64 conv2d [1x4x6x6]"), std::string::npos) << e.what();
+  }
+  s.dtype = DType::Int32;
+  EXPECT_FALSE(ConvolutionPlan::supported(s, &why));
+  // Malformed specs: a reason naming what is wrong.
+  const std::pair<std::string, std::function<void(ConvolutionSpec&)>> malformed[] = {
+      {"output spatial", [](ConvolutionSpec& c) { c.output.sizes[3] = 5; }},
+      {"multiples of groups", [](ConvolutionSpec& c) { c.groups = 3; }},
+      {"input channels", [](ConvolutionSpec& c) { c.weight.sizes[1] = 3; }},
+      {"per spatial dimension", [](ConvolutionSpec& c) { c.stride = {1}; }},
+      {"larger than the padded input", [](ConvolutionSpec& c) { c.weight.sizes[2] = 9; }},
+      {"bias", [](ConvolutionSpec& c) { c.bias->sizes[0] = 7; }},
+      {"overlap", [](ConvolutionSpec& c) { c.output.strides[1] = 1; }},
+      {"empty", [](ConvolutionSpec& c) { c.input.sizes[2] = 0; }},
+  };
+  for (const auto& [word, change] : malformed) {
+    ConvolutionSpec bad =
+        make_spec(DType::Float32, {1, 4, 6, 6}, {8, 4, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, true);
+    change(bad);
+    EXPECT_FALSE(ConvolutionPlan::supported(bad, &why)) << word;
+    EXPECT_NE(why.find("malformed"), std::string::npos) << why;
+    EXPECT_NE(why.find(word), std::string::npos) << why;
+  }
+  auto plan = ConvolutionPlan::create(
+      make_spec(DType::Float32, {1, 4, 6, 6}, {8, 4, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, true));
+  EXPECT_THROW(plan->run(nullptr, nullptr, nullptr, nullptr, 1), LibraryError);
+  EXPECT_THROW(plan->run(nullptr, nullptr, nullptr, nullptr, -1), LibraryError);
+}
+
+TEST(Convolution, Describe) {
+  ConvolutionSpec s =
+      make_spec(DType::Float32, {8, 64, 56, 56}, {64, 64, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, true);
+  EXPECT_EQ(s.describe(),
+            "f32 conv2d [8x64x56x56] * w[64x64x3x3] stride 1 pad 1 -> [8x64x56x56] + bias");
+  s = make_spec(DType::BFloat16, {1, 32, 14, 15}, {32, 1, 3, 5}, {2, 1}, {1, 2}, {1, 2}, 32, false,
+                true);
+  EXPECT_EQ(s.describe(),
+            "bf16 conv2d [1x32x14x15](channels-last) * w[32x1x3x5] stride 2x1 pad 1x2 dilation "
+            "1x2 groups 32 (depthwise) -> [1x32x7x11](channels-last)");
+  s.weight.strides = {1, 1, 5 * 32, 32};
+  EXPECT_NE(s.describe().find("w[32x1x3x5](strides 1,1,160,32)"), std::string::npos)
+      << s.describe();
+  s = make_spec(DType::Float32, {2, 3, 4, 5, 6}, {4, 3, 1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {1, 1, 1},
+                1, false, true);
+  EXPECT_EQ(s.describe(),
+            "f32 conv3d [2x3x4x5x6](channels-last) * w[4x3x1x1x1] stride 1 pad 0 -> "
+            "[2x4x4x5x6](channels-last)");
+}
+
+TEST(Convolution, Implementation) {
+  const std::string version = "oneDNN " + std::string("2.");
+  const ConvolutionSpec nchw =
+      make_spec(DType::Float32, {2, 16, 12, 12}, {32, 16, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, true);
+  const std::string text = ConvolutionPlan::create(nchw)->implementation();
+  EXPECT_EQ(text.rfind(version, 0), 0u) << text;
+  EXPECT_NE(text.find(" convolution "), std::string::npos) << text;
+  EXPECT_NE(text.find("weights reordered per call"), std::string::npos) << text;
+  // The caller's strides as the primitive's formats: nothing reordered but the weights.
+  const std::string caller = ConvolutionPlan::create(nchw, 0, Formats::Caller)->implementation();
+  EXPECT_NE(caller.find("(nchw), input in place"), std::string::npos) << caller;
+  EXPECT_NE(caller.find("output in place"), std::string::npos) << caller;
+  const ConvolutionSpec nhwc = make_spec(DType::Float32, {2, 16, 12, 12}, {32, 16, 3, 3}, {1, 1},
+                                         {1, 1}, {1, 1}, 1, true, true);
+  const std::string cl = ConvolutionPlan::create(nhwc, 0, Formats::ChannelsLast)->implementation();
+  EXPECT_NE(cl.find("(nhwc), input in place"), std::string::npos) << cl;
+  const std::string cl_from_nchw =
+      ConvolutionPlan::create(nchw, 0, Formats::ChannelsLast)->implementation();
+  EXPECT_NE(cl_from_nchw.find("input reordered from nchw"), std::string::npos) << cl_from_nchw;
+  EXPECT_NE(cl_from_nchw.find("output reordered to nchw"), std::string::npos) << cl_from_nchw;
+  const std::string blocked = ConvolutionPlan::create(nhwc, 0, Formats::Blocked)->implementation();
+  EXPECT_NE(blocked.find("(nChw16c), input reordered from nhwc"), std::string::npos) << blocked;
+  // The measured choice (convolution.cpp): blocked for NCHW callers, channels-last callers'
+  // own layout unless the output has at most 64 positions.
+  const std::string automatic = ConvolutionPlan::create(nchw)->implementation();
+  EXPECT_NE(automatic.find("(nChw16c), input reordered from nchw"), std::string::npos) << automatic;
+  const std::string automatic_cl = ConvolutionPlan::create(nhwc)->implementation();
+  EXPECT_NE(automatic_cl.find("(nhwc), input in place"), std::string::npos) << automatic_cl;
+  const ConvolutionSpec small = make_spec(DType::Float32, {1, 64, 8, 8}, {64, 64, 3, 3}, {1, 1},
+                                          {1, 1}, {1, 1}, 1, false, true);
+  const std::string automatic_small = ConvolutionPlan::create(small)->implementation();
+  EXPECT_NE(automatic_small.find("(nChw16c), input reordered from nhwc"), std::string::npos)
+      << automatic_small;
+}
+
+TEST(Convolution, RestoresTheCallersThreadCount) {
+  const ConvolutionSpec s =
+      make_spec(DType::Float32, {1, 8, 8, 8}, {8, 8, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, false);
+  auto plan = ConvolutionPlan::create(s, 2);
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(3);
+  Case c(s);
+  c.fill(1);
+  c.run(*plan, 1);
+  EXPECT_EQ(omp_get_max_threads(), 3);
+  omp_set_num_threads(saved);
+}
+
+}  // namespace
+}  // namespace stax::external
