@@ -101,9 +101,10 @@ class ConvolutionPlan {
   void run(const void* input, const void* weight, const void* bias, void* output,
            int num_threads) const;
 
-  // "oneDNN 2.6.3 convolution brgconv:avx512_core (nhwc), input reordered from nchw, weights
-  // reordered per call, output reordered to nchw" for explain; "no library call: ..." for
-  // empty inputs and outputs.
+  // "oneDNN 2.6.3 convolution jit:avx512_core (nChw16c), input reordered from nchw, weights
+  // reordered per call, output reordered to nchw" or "... brgconv:avx512_core (nhwc), input in
+  // place, weights reordered per call, output in place" for explain; "no library call: the
+  // output is empty" for empty outputs.
   std::string implementation() const;
   const ConvolutionSpec& spec() const;
 
