@@ -356,6 +356,8 @@ def translate_node(node: torch.fx.Node, names: Callable[[Any], str], graph: Text
         raise Unsupported(f"{target} is not an ATen operator")
     if target in REWRITES:
         return REWRITES[target](node, names, graph)
+    if target is aten.convolution.default and node.args[6]:
+        raise Unsupported("a transposed convolution (Stax lowers the forward kind only)")
     if target.namespace == "prims" and target._overloadpacket.__name__ == "squeeze":
         return _prims_squeeze(node, names, graph)
     if is_foreach(target):

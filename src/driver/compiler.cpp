@@ -75,7 +75,10 @@ target::Target make_target(const CompileOptions& options) {
   t.num_threads = resolve_threads(options.num_threads);
   t.caches = options.caches.value_or(runtime::detect_cache_sizes());
   t.outputs_in_mapped_memory = options.outputs_in_mapped_memory;
-  if (options.external_libraries) t.libraries.push_back(driver::kMatmulLibrary);
+  if (options.external_libraries) {
+    t.libraries.push_back(driver::kMatmulLibrary);
+    t.libraries.push_back(driver::kConvolutionLibrary);
+  }
   return t;
 }
 

@@ -147,6 +147,13 @@ json explain_json(const Compilation& c) {
                             return chain;
                           }()},
                          {"reason", e.call->reason}});
+    if (e.call->convolution) {
+      const lowering::ConvolutionWindow& w = *e.call->convolution;
+      externals.back()["window"] = {{"stride", w.stride},
+                                    {"padding", w.padding},
+                                    {"dilation", w.dilation},
+                                    {"groups", w.groups}};
+    }
   }
   doc["external_calls"] = externals;
   doc["host_program"] = c.module.program_log;
@@ -289,6 +296,13 @@ std::string explain_text(const Compilation& c) {
       out << args << ")";
       if (e["alpha"].get<double>() != 1.0) out << " alpha " << e["alpha"].get<double>();
       if (e["op"] == "addmm" || e["op"] == "baddbmm") out << " beta " << e["beta"].get<double>();
+      if (e.contains("window")) {
+        const auto& w = e["window"];
+        out << " stride " << scheduler::sizes_string(w["stride"].get<std::vector<int64_t>>())
+            << " padding " << scheduler::sizes_string(w["padding"].get<std::vector<int64_t>>())
+            << " dilation " << scheduler::sizes_string(w["dilation"].get<std::vector<int64_t>>())
+            << " groups " << w["groups"].get<int64_t>();
+      }
       if (!e["epilogue"].get<std::string>().empty()) {
         out << " then " << e["epilogue"].get<std::string>();
       }

@@ -78,12 +78,57 @@ external::MatmulSpec contiguous_output_spec(const lowering::ExternalCall& call,
 
 }  // namespace
 
+external::ConvolutionSpec convolution_spec(const lowering::ExternalCall& call,
+                                           const std::vector<int64_t>& output_sizes,
+                                           const std::vector<int64_t>& output_strides,
+                                           DType dtype) {
+  external::ConvolutionSpec spec;
+  spec.dtype = dtype;
+  spec.input = external::TensorLayout{call.a.sizes, call.a.strides};
+  spec.weight = external::TensorLayout{call.b.sizes, call.b.strides};
+  if (call.bias) spec.bias = external::TensorLayout{call.bias->sizes, call.bias->strides};
+  spec.output = external::TensorLayout{output_sizes, output_strides};
+  spec.stride = call.convolution->stride;
+  spec.padding = call.convolution->padding;
+  spec.dilation = call.convolution->dilation;
+  spec.groups = call.convolution->groups;
+  return spec;
+}
+
+namespace {
+
+// A convolution's output sizes: [N, C_out, out spatial...] (PyTorch's formula).
+std::vector<int64_t> convolution_output_sizes(const lowering::ExternalCall& call) {
+  const lowering::ConvolutionWindow& w = *call.convolution;
+  std::vector<int64_t> sizes = {call.a.sizes[0], call.b.sizes[0]};
+  for (size_t d = 0; d < w.stride.size(); ++d) {
+    const int64_t span = w.dilation[d] * (call.b.sizes[2 + d] - 1) + 1;
+    sizes.push_back((call.a.sizes[2 + d] + 2 * w.padding[d] - span) / w.stride[d] + 1);
+  }
+  return sizes;
+}
+
+}  // namespace
+
 bool library_runs_epilogue(const lowering::ExternalCall& call,
                            const std::vector<scheduler::EpilogueOp>& epilogue, std::string* why) {
+  if (call.convolution) {
+    if (why != nullptr) *why = "the convolution call takes no post-ops yet";
+    return false;
+  }
   return external::MatmulPlan::supported(contiguous_output_spec(call, epilogue), why);
 }
 
 std::optional<std::string> library_for(const lowering::ExternalCall& call, std::string* why) {
+  if (call.convolution) {
+    const std::vector<int64_t> out_sizes = convolution_output_sizes(call);
+    if (!external::ConvolutionPlan::supported(
+            convolution_spec(call, out_sizes, ir::contiguous_strides(out_sizes), call.a.dtype),
+            why)) {
+      return std::nullopt;
+    }
+    return std::string(kConvolutionLibrary);
+  }
   const external::MatmulSpec spec = contiguous_output_spec(call, {});
   if (!external::MatmulPlan::supported(spec, why)) return std::nullopt;
   return std::string(kMatmulLibrary);
@@ -92,10 +137,18 @@ std::optional<std::string> library_for(const lowering::ExternalCall& call, std::
 ExternalPlans::ExternalPlans(const std::vector<program::ExternalSite>& sites, int num_threads) {
   for (const program::ExternalSite& site : sites) {
     try {
-      plans_.push_back(
-          external::MatmulPlan::create(matmul_spec(*site.call, site.output_sizes,
-                                                   site.output_strides, site.dtype, site.epilogue),
-                                       num_threads));
+      Plan plan;
+      if (site.call->convolution) {
+        plan.convolution = external::ConvolutionPlan::create(
+            convolution_spec(*site.call, site.output_sizes, site.output_strides, site.dtype),
+            num_threads);
+      } else {
+        plan.matmul = external::MatmulPlan::create(
+            matmul_spec(*site.call, site.output_sizes, site.output_strides, site.dtype,
+                        site.epilogue),
+            num_threads);
+      }
+      plans_.push_back(std::move(plan));
     } catch (const external::LibraryError& e) {
       // Kept a LibraryError (rethrow_with_context would make it a plain runtime_error).
       throw external::LibraryError("building the library call of " + site.source + ": " + e.what());
@@ -115,9 +168,16 @@ int ExternalPlans::call(void* ctx, int64_t site, const void* const* operands, vo
     if (self == nullptr || k >= self->plans_.size()) {
       throw std::logic_error("no plan for external call site " + std::to_string(site));
     }
-    const bool has_bias = self->plans_[k]->spec().bias.has_value();
-    self->plans_[k]->run(operands[0], operands[1], has_bias ? operands[2] : nullptr, output,
-                         num_threads);
+    const Plan& plan = self->plans_[k];
+    if (plan.convolution) {
+      const bool has_bias = plan.convolution->spec().bias.has_value();
+      plan.convolution->run(operands[0], operands[1], has_bias ? operands[2] : nullptr, output,
+                            num_threads);
+    } else {
+      const bool has_bias = plan.matmul->spec().bias.has_value();
+      plan.matmul->run(operands[0], operands[1], has_bias ? operands[2] : nullptr, output,
+                       num_threads);
+    }
     return 0;
   } catch (const std::exception& e) {
     if (err != nullptr && err_capacity > 0) {

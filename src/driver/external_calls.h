@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "external/convolution.h"
 #include "external/matmul.h"
 #include "lowering/loop_ir.h"
 #include "program/host_program.h"
@@ -15,11 +16,12 @@
 
 namespace stax::driver {
 
-// The name the target lists the matrix-product library under.
+// The names the target lists its libraries under: matrix products and convolutions.
 inline constexpr const char* kMatmulLibrary = "oneDNN matmul";
+inline constexpr const char* kConvolutionLibrary = "oneDNN convolution";
 
 // The library that runs `call` as it is described (dtype, operand layouts), or nullopt with
-// `why` saying why not (the contraction is then a loop nest).
+// `why` saying why not (the contraction or convolution is then a loop nest).
 std::optional<std::string> library_for(const lowering::ExternalCall& call, std::string* why);
 
 // The library's view of a call site: every operand as a batch of strided matrices.
@@ -27,6 +29,11 @@ external::MatmulSpec matmul_spec(const lowering::ExternalCall& call,
                                  const std::vector<int64_t>& output_sizes,
                                  const std::vector<int64_t>& output_strides, DType dtype,
                                  const std::vector<scheduler::EpilogueOp>& epilogue);
+
+// The library's view of a convolution call site.
+external::ConvolutionSpec convolution_spec(const lowering::ExternalCall& call,
+                                           const std::vector<int64_t>& output_sizes,
+                                           const std::vector<int64_t>& output_strides, DType dtype);
 
 // Whether the library applies `epilogue` to `call`'s results as eager computes it (the
 // scheduler's EpilogueCheck); `why` says why not.
@@ -46,7 +53,12 @@ class ExternalPlans {
   bool empty() const { return plans_.empty(); }
 
  private:
-  std::vector<std::unique_ptr<external::MatmulPlan>> plans_;
+  // One plan per site: a matrix product or a convolution (the other is null).
+  struct Plan {
+    std::unique_ptr<external::MatmulPlan> matmul;
+    std::unique_ptr<external::ConvolutionPlan> convolution;
+  };
+  std::vector<Plan> plans_;
   std::vector<std::string> sources_;
 };
 

@@ -456,6 +456,35 @@ void add_contractions(Builder& b) {
         });
 }
 
+// Issue 15, point 2: convolution. The first operand is the input [N, C, spatial...] (rank 3
+// to 5); the weight is the second operand's leading window [N, C, min(3, size)...], so C_out
+// is N; a padding of 1 keeps every window inside the padded input, and every other spatial
+// dim is strided by 2. Positive values keep the sums of one sign (driver/tolerance.h).
+void add_convolutions(Builder& b) {
+  b.add("convolution", "convolution", {D::Positive, D::Positive}, kNoBool, R::Float64, false,
+        [](const CallSite& s) -> std::optional<std::string> {
+          const int r = rank(s);
+          if (r < 3 || r > 5) return std::nullopt;
+          for (int64_t size : s.sizes) {
+            if (size == 0) return std::nullopt;  // eager refuses C_out == 0 and empty windows
+          }
+          std::string weight = s.operands[1];
+          std::string stride, padding, dilation, output_padding;
+          for (int d = 2; d < r; ++d) {
+            const int64_t k = std::min<int64_t>(3, s.sizes[static_cast<size_t>(d)]);
+            weight = s.temp("narrow(" + weight + ", " + std::to_string(d) + ", 0, " +
+                            std::to_string(k) + ")");
+            const std::string sep = d == 2 ? "" : ", ";
+            stride += sep + (d % 2 == 0 ? "1" : "2");
+            padding += sep + "1";
+            dilation += sep + "1";
+            output_padding += sep + "0";
+          }
+          return "convolution(" + s.operands[0] + ", " + weight + ", None, [" + stride + "], [" +
+                 padding + "], [" + dilation + "], False, [" + output_padding + "], 1)";
+        });
+}
+
 std::vector<CatalogEntry> build() {
   Builder b;
   add_arithmetic(b);
@@ -467,6 +496,7 @@ std::vector<CatalogEntry> build() {
   add_views(b);
   add_factories(b);
   add_contractions(b);  // issue 14, point 3
+  add_convolutions(b);  // issue 15, point 2
   return std::move(b.entries);
 }
 

@@ -57,15 +57,27 @@ struct ExternalOperand {
   int64_t offset = 0;
 };
 
+// The window of a convolution call, with PyTorch's meanings (one entry per spatial dim;
+// dilation 1 is a dense window).
+struct ConvolutionWindow {
+  std::vector<int64_t> stride;
+  std::vector<int64_t> padding;
+  std::vector<int64_t> dilation;
+  int64_t groups = 1;
+};
+
 // A computation whose indices Stax does not analyze: a library call that writes its whole
 // output buffer (Definition 7.1's whole dependences). Issue 14 brings matrix products:
 //   out[b] = alpha * (a[b] @ mat2[b]) + beta * bias[b]
 // over a batch (bmm, baddbmm; one matrix for mm, addmm), bias absent for mm and bmm.
+// Issue 15 brings convolutions (`convolution` set): a is the input [N, C_in, spatial...], b
+// the weight [C_out, C_in / groups, kernel...] and bias [C_out] (not broadcast).
 struct ExternalCall {
-  std::string op;  // the graph op: mm, bmm, addmm, baddbmm
+  std::string op;  // the graph op: mm, bmm, addmm, baddbmm, convolution
   ExternalOperand a;
   ExternalOperand b;
-  std::optional<ExternalOperand> bias;  // broadcast to the output's sizes
+  std::optional<ExternalOperand> bias;  // products: broadcast to the output's sizes
+  std::optional<ConvolutionWindow> convolution;
   double alpha = 1.0;
   double beta = 1.0;
   // Eager's float32 and float64 addmm (a BLAS call) skip the product when alpha == 0: the

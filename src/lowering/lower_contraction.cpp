@@ -148,6 +148,14 @@ ExternalCall contraction_call(const std::string& op, const ContractionScalars& s
 
 }  // namespace
 
+std::vector<ir::ValueRef> Lowerer::library_operands(const ir::Node& node) const {
+  const ir::OpSchema* schema = ir::find_op_schema(node.op);
+  if (schema == nullptr) return {};
+  if (schema->category == ir::OpCategory::Contraction) return library_matrix_operands(node);
+  if (schema->category == ir::OpCategory::Convolution) return library_convolution_operands(node);
+  return {};
+}
+
 std::vector<ir::ValueRef> Lowerer::library_matrix_operands(const ir::Node& node) const {
   if (!options_.library_for) return {};
   const ContractionShape shape = contraction_shape(node.op);
@@ -312,9 +320,7 @@ void Lowerer::find_values_stored_for_libraries() {
            (schema->category == ir::OpCategory::View || n.op == "clone" || n.op == "contiguous");
   };
   for (const ir::Node& node : graph_.nodes()) {
-    const ir::OpSchema* schema = ir::find_op_schema(node.op);
-    if (schema == nullptr || schema->category != ir::OpCategory::Contraction) continue;
-    for (ir::ValueRef operand : library_matrix_operands(node)) {
+    for (ir::ValueRef operand : library_operands(node)) {
       // Back through views and copies to the value they read; shared along the way?
       int idx = operand.index;
       bool shared = reads_.count(idx) && reads_.at(idx) > 1;

@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "ir/convolution_args.h"
 #include "ir/op_schema.h"
 #include "ir/view_strides.h"
 #include "lowering/lowered_value.h"
@@ -52,8 +53,15 @@ class Lowerer {
       for (ir::ValueRef ref : ir::tensor_operands(node)) {
         ++reads_[ref.index];
         const int64_t in_numel = graph.value(ref).type.numel();
-        const int64_t k =
-            broadcasts && in_numel > 0 && out_numel > in_numel ? out_numel / in_numel : 1;
+        int64_t k = broadcasts && in_numel > 0 && out_numel > in_numel ? out_numel / in_numel : 1;
+        // A convolution's loop nest reads each input element once per window it lies in.
+        if (schema != nullptr && schema->category == ir::OpCategory::Convolution && in_numel > 0) {
+          const double products =
+              static_cast<double>(out_numel) *
+              static_cast<double>(ir::convolution_args(graph, node).products_per_output());
+          k = static_cast<int64_t>(std::clamp(products / static_cast<double>(in_numel), 1.0,
+                                              static_cast<double>(1 << 20)));
+        }
         evaluations_[ref.index] = std::min<int64_t>(evaluations_[ref.index] + k, 1 << 20);
       }
     }
@@ -221,6 +229,9 @@ class Lowerer {
       case ir::OpCategory::Contraction:  // issue 14 (lower_contraction.cpp)
         v = lower_contraction(node, out);
         break;
+      case ir::OpCategory::Convolution:  // issue 15 (lower_convolution.cpp)
+        v = lower_convolution(node, out);
+        break;
     }
     // Each result of a multi-result op (split, var_mean) is its own node, lowered alone.
     std::vector<LoweredValue> results = {std::move(v)};
@@ -258,9 +269,12 @@ class Lowerer {
   // feeding a linear layer and the residual add after it). A value with no other reader is
   // left to the call, which stores exactly what it reads. Fills stored_for_library_.
   void find_values_stored_for_libraries();
-  // The matrix operands (a, mat2, and the bias if read) of a contraction node that the
-  // target's library runs; empty when it becomes a loop nest (lower_contraction.cpp).
+  // The operands of a contraction or convolution node that the target's library runs,
+  // which it reads whole (a, mat2, and the bias if read; input, weight, bias); empty when the
+  // node becomes a loop nest (lower_contraction.cpp, lower_convolution.cpp).
+  std::vector<ir::ValueRef> library_operands(const ir::Node& node) const;
   std::vector<ir::ValueRef> library_matrix_operands(const ir::Node& node) const;
+  std::vector<ir::ValueRef> library_convolution_operands(const ir::Node& node) const;
 
   // The cost of running every tensor operand's loader once.
   BodyStats operand_stats(const ir::Node& node) const {
@@ -291,6 +305,8 @@ class Lowerer {
   LoweredValue lower_factory(const ir::Node& node, const ir::Value& out);
   // Issue 14: mm, bmm, addmm, baddbmm as an external library call or a loop nest.
   LoweredValue lower_contraction(const ir::Node& node, const ir::Value& out);
+  // Issue 15: convolution as an external library call or a loop nest.
+  LoweredValue lower_convolution(const ir::Node& node, const ir::Value& out);
   // The stored sum over k of a[..., i, k] * mat2[..., k, j] in `acc` (lower_contraction.cpp).
   LoweredValue sum_of_products(const ir::Node& node, const std::vector<int64_t>& out_sizes,
                                size_t a_pos, size_t b_pos, DType acc);

@@ -1,0 +1,156 @@
+// Compiled convolutions (issue 15, point 2) against the eager oracle: one graph of convolution
+// cases (stride, padding, dilation, groups with depthwise, bias or none, 1-D, 2-D and 3-D, a
+// channels-last input read in place, a computed input stored first, an empty batch, a size
+// that reaches the parallel paths), through oneDNN's convolution where it computes the dtype
+// and as Stax loop nests (CompileOptions::external_libraries = false, and the dtypes no
+// library has: float16, float64, int64, whose sums wrap as eager's), at every SIMD level this CPU
+// runs, 1 and 2 threads.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "driver/compiler.h"
+#include "driver/explain.h"
+#include "driver/tolerance.h"
+#include "eager/interpreter.h"
+#include "eager/tensor_io.h"
+#include "ir/graph.h"
+#include "runtime/simd.h"
+
+namespace stax {
+namespace {
+
+std::string convolution_program(const std::string& t) {
+  return "def f(x: " + t + "[2, 6, 13, 11], w: " + t + "[8, 6, 3, 3], b: " + t + "[8], wd: " + t +
+         "[6, 1, 3, 3], wg: " + t + "[9, 2, 3, 2], cl: " + t +
+         "[2, 6, 13, 11] strides=[858, 1, 66, 6], x1: " + t + "[3, 4, 29], w1: " + t +
+         "[5, 4, 4], x3: " + t + "[1, 2, 5, 6, 4], w3: " + t + "[3, 2, 2, 3, 2], e: " + t +
+         "[0, 6, 13, 11], big: " + t + "[2, 32, 40, 40], wbig: " + t + "[32, 32, 3, 3]):\n" +
+         // plain with bias; strided without; dilated and padded
+         "    c1 = convolution(x, w, b, [1, 1], [1, 1], [1, 1], False, [0, 0], 1)\n"
+         "    c2 = convolution(x, w, None, [2, 3], [0, 1], [1, 1], False, [0, 0], 1)\n"
+         "    c3 = convolution(x, w, b, [1, 1], [2, 2], [2, 2], False, [0, 0], 1)\n"
+         // depthwise, grouped with an asymmetric kernel
+         "    c4 = convolution(x, wd, None, [2, 2], [1, 1], [1, 1], False, [0, 0], 6)\n"
+         "    c5 = convolution(x, wg, None, [1, 1], [1, 0], [1, 1], False, [0, 0], 3)\n"
+         // a channels-last input, and a computed input (stored before the call)
+         "    c6 = convolution(cl, w, b, [1, 1], [1, 1], [1, 1], False, [0, 0], 1)\n"
+         "    r = relu(x)\n"
+         "    c7 = convolution(r, w, b, [1, 1], [0, 0], [1, 1], False, [0, 0], 1)\n"
+         // 1-D and 3-D
+         "    c8 = convolution(x1, w1, None, [2], [1], [1], False, [0], 1)\n"
+         "    c9 = convolution(x3, w3, None, [1, 1, 1], [1, 0, 1], [1, 1, 1], False, [0, 0, 0], "
+         "1)\n"
+         // an empty batch; a size for the parallel paths, with a fused reader after it
+         "    c10 = convolution(e, w, b, [1, 1], [1, 1], [1, 1], False, [0, 0], 1)\n"
+         "    c11 = convolution(big, wbig, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1)\n"
+         "    c12 = relu(c11)\n"
+         "    return c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c12\n";
+}
+
+std::vector<Tensor> convolution_inputs(const ir::Graph& g) {
+  std::vector<Tensor> inputs;
+  uint64_t seed = 21;
+  for (ir::ValueRef in : g.inputs()) {
+    const ir::TensorType& type = g.value(in).type;
+    inputs.push_back(eager::random_tensor_strided(type.dtype, type.sizes, type.strides, seed++));
+  }
+  return inputs;
+}
+
+void expect_outputs_match(const ir::Graph& g, const std::vector<Tensor>& actual,
+                          const std::vector<Tensor>& expected, const std::string& where) {
+  const std::vector<Tolerance> tolerances = output_tolerances(g);
+  ASSERT_EQ(actual.size(), expected.size()) << where;
+  for (size_t k = 0; k < actual.size(); ++k) {
+    const std::string name = g.value(g.outputs()[k]).name;
+    ASSERT_EQ(actual[k].sizes(), expected[k].sizes()) << where << ", " << name;
+    const eager::Difference d =
+        eager::compare(actual[k], expected[k], tolerances[k].rtol, tolerances[k].atol);
+    EXPECT_TRUE(d.within_tolerance)
+        << where << ", output " << name << ": max abs " << d.max_abs << ", max rel " << d.max_rel
+        << " (rtol " << tolerances[k].rtol << ", atol " << tolerances[k].atol << ")";
+  }
+}
+
+class CompiledConvolutions : public ::testing::TestWithParam<DType> {};
+
+TEST_P(CompiledConvolutions, MatchEagerThroughTheLibraryAndAsLoopNests) {
+  const DType dtype = GetParam();
+  const std::string t(dtype_name(dtype));
+  const ir::Graph g = ir::parse_graph(convolution_program(t));
+  const std::vector<Tensor> inputs = convolution_inputs(g);
+  const std::vector<Tensor> expected = eager::run(g, inputs);
+  const bool library_dtype = dtype == DType::Float32 || dtype == DType::BFloat16;
+  for (runtime::SimdLevel simd : runtime::runnable_simd_levels()) {
+    for (bool library : {true, false}) {
+      // The library path does not depend on the SIMD level of Stax's own kernels.
+      if (library && simd != runtime::detect_simd_level()) continue;
+      CompileOptions o;
+      o.simd = simd;
+      o.num_threads = 2;
+      o.external_libraries = library;
+      const CompiledGraph compiled = compile(g, o);
+      const size_t calls = compiled.compilation().module.externals.size();
+      // Every convolution but the empty batch's is a library call where the library is
+      // asked for a dtype it computes; the others are loop nests.
+      if (library && library_dtype) {
+        EXPECT_GE(calls, 10u) << t;
+      } else {
+        EXPECT_EQ(calls, 0u) << t;
+      }
+      for (int threads : {1, 2}) {
+        RunOptions r;
+        r.num_threads = threads;
+        expect_outputs_match(g, compiled.run(inputs, r), expected,
+                             t + (library ? " library" : " loop nests") + ", simd " +
+                                 std::string(runtime::simd_level_name(simd)) + ", " +
+                                 std::to_string(threads) + " threads");
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, CompiledConvolutions,
+                         ::testing::Values(DType::Float32, DType::BFloat16, DType::Float16,
+                                           DType::Float64, DType::Int64),
+                         [](const auto& info) { return std::string(dtype_name(info.param)); });
+
+// Operands are passed as layouts: the channels-last input is read in place, not copied; explain
+// shows the call with its window.
+TEST(ConvolutionCalls, OperandsAreLayoutsAndExplainShowsTheWindow) {
+  const ir::Graph g = ir::parse_graph(
+      "def f(x: f32[2, 8, 10, 10] strides=[800, 1, 80, 8], w: f32[8, 1, 3, 3]):\n"
+      "    y = convolution(x, w, None, [2, 2], [1, 1], [1, 1], False, [0, 0], 8)\n"
+      "    return y\n");
+  const auto c = analyze(g);
+  ASSERT_EQ(c->module.externals.size(), 1u);
+  const lowering::ExternalCall& call = *c->module.externals[0].call;
+  EXPECT_EQ(call.a.buffer, "x");
+  EXPECT_EQ(call.a.strides, (std::vector<int64_t>{800, 1, 80, 8}));
+  ASSERT_TRUE(call.convolution.has_value());
+  EXPECT_EQ(call.convolution->groups, 8);
+  const std::string text = explain_text(*c);
+  EXPECT_NE(text.find("convolution"), std::string::npos) << text;
+  EXPECT_NE(text.find("groups 8"), std::string::npos) << text;
+}
+
+// A transposed convolution is refused by lowering with a message naming it (the bridge leaves
+// it to PyTorch); the eager oracle computes it.
+TEST(ConvolutionCalls, ATransposedConvolutionIsRefusedByName) {
+  const ir::Graph g = ir::parse_graph(
+      "def f(x: f32[1, 4, 5, 5], w: f32[4, 2, 3, 3]):\n"
+      "    y = convolution(x, w, None, [2, 2], [1, 1], [1, 1], True, [1, 1], 1)\n"
+      "    return y\n");
+  EXPECT_EQ(eager::run(g, convolution_inputs(g))[0].sizes(), (std::vector<int64_t>{1, 2, 10, 10}));
+  try {
+    (void)analyze(g);
+    FAIL() << "a transposed convolution was lowered";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("transposed convolution"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace stax
