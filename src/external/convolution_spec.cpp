@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "external/convolution.h"
+#include "external/spec_check.h"
 
 namespace stax::external {
 
@@ -72,23 +73,6 @@ std::string describe_per_dim(const std::vector<int64_t>& values) {
     return std::to_string(values.front());
   }
   return join(values, "x");
-}
-
-// Whether two different index tuples of `l` can name the same element: the dimensions
-// (size > 1) sorted by stride must each step over everything the smaller ones span.
-bool overlaps(const TensorLayout& l) {
-  std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, size)
-  for (size_t d = 0; d < l.sizes.size(); ++d) {
-    if (l.sizes[d] == 0) return false;  // no elements
-    if (l.sizes[d] > 1) dims.emplace_back(l.strides[d], l.sizes[d]);
-  }
-  std::sort(dims.begin(), dims.end());
-  int64_t span = 0;  // largest offset reachable with the smaller dimensions
-  for (const auto& [stride, size] : dims) {
-    if (stride <= span) return true;
-    span += stride * (size - 1);
-  }
-  return false;
 }
 
 }  // namespace
@@ -212,7 +196,8 @@ std::string ConvolutionSpec::error() const {
              std::to_string((padded - span) / stride[i] + 1);
     }
   }
-  if (overlaps(output)) return "the output's elements overlap (a stride too small for its size)";
+  if (detail::elements_overlap(output.sizes, output.strides))
+    return "the output's elements overlap (a stride too small for its size)";
   return "";
 }
 

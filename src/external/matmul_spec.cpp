@@ -75,16 +75,14 @@ bool broadcasts(const MatrixLayout& layout, int dim, int64_t c_size) {
   return c_size > 1 && (layout.sizes[dim] == 1 || layout.strides[dim] == 0);
 }
 
-namespace {
-
-// Whether two different index tuples of `l` can name the same element: the dimensions
-// (size > 1) sorted by stride must each step over everything the smaller ones span.
-bool overlaps(const MatrixLayout& l) {
+bool elements_overlap(std::span<const int64_t> sizes, std::span<const int64_t> strides) {
   std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, size)
-  for (int d = 0; d < 3; ++d) {
-    if (l.sizes[d] == 0) return false;  // no elements
-    if (l.sizes[d] > 1) dims.emplace_back(l.strides[d], l.sizes[d]);
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (sizes[d] == 0) return false;  // no elements
+    if (sizes[d] > 1) dims.emplace_back(strides[d], sizes[d]);
   }
+  // The dimensions (size > 1) sorted by stride must each step over everything the smaller ones
+  // span.
   std::sort(dims.begin(), dims.end());
   int64_t span = 0;  // largest offset reachable with the smaller dimensions
   for (const auto& [stride, size] : dims) {
@@ -93,8 +91,6 @@ bool overlaps(const MatrixLayout& l) {
   }
   return false;
 }
-
-}  // namespace
 
 std::string spec_error(const MatmulSpec& spec) {
   const std::pair<const char*, const MatrixLayout*> operands[] = {
@@ -123,7 +119,8 @@ std::string spec_error(const MatmulSpec& spec) {
       }
     }
   }
-  if (overlaps(spec.c)) return "the output's elements overlap (a stride too small for its size)";
+  if (elements_overlap(spec.c.sizes, spec.c.strides))
+    return "the output's elements overlap (a stride too small for its size)";
   return "";
 }
 

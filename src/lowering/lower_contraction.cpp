@@ -239,17 +239,7 @@ LoweredValue Lowerer::lower_contraction(const ir::Node& node, const ir::Value& o
       if (reads_bias) {
         store_unreadable(operand_value(0), bias.has_value(), out_sizes, true, "bias", *call.bias);
       }
-      ComputedBuffer buf;
-      buf.name = next_buffer_name();
-      buf.dtype = dtype;
-      buf.sizes = out_sizes;
-      buf.strides = ir::contiguous_strides(out_sizes);
-      buf.ranges = out_sizes;
-      buf.origin = node.op;
-      result_.log.push_back(buf.name + " (" + node.op + "): an external call, " + call.reason);
-      buf.external = std::make_shared<const ExternalCall>(std::move(call));
-      LoweredValue v = add_buffer(std::move(buf), ComposedNodes(node_index(node), {}));
-      return v;
+      return add_external_buffer(node, std::move(call), dtype, out_sizes);
     }
     result_.log.push_back(ir::describe_node(graph_, node) + ": a loop nest, " + why);
   }
@@ -311,6 +301,20 @@ LoweredValue Lowerer::lower_contraction(const ir::Node& node, const ir::Value& o
   if (reads_bias) epilogue_operands.push_back(operand_value(0).composed);
   v.composed = ComposedNodes(node_index(node), std::move(epilogue_operands));
   return v;
+}
+
+LoweredValue Lowerer::add_external_buffer(const ir::Node& node, ExternalCall call, DType dtype,
+                                          const std::vector<int64_t>& sizes) {
+  ComputedBuffer buf;
+  buf.name = next_buffer_name();
+  buf.dtype = dtype;
+  buf.sizes = sizes;
+  buf.strides = ir::contiguous_strides(sizes);
+  buf.ranges = sizes;
+  buf.origin = node.op;
+  result_.log.push_back(buf.name + " (" + node.op + "): an external call, " + call.reason);
+  buf.external = std::make_shared<const ExternalCall>(std::move(call));
+  return add_buffer(std::move(buf), ComposedNodes(node_index(node), {}));
 }
 
 void Lowerer::find_values_stored_for_libraries() {

@@ -134,16 +134,7 @@ LoweredValue Lowerer::lower_convolution(const ir::Node& node, const ir::Value& o
       store(vin, in.has_value(), "input", call.a);
       store(vw, w.has_value(), "weight", call.b);
       if (vbias) store(*vbias, b.has_value(), "bias", *call.bias);
-      ComputedBuffer buf;
-      buf.name = next_buffer_name();
-      buf.dtype = dtype;
-      buf.sizes = out_sizes;
-      buf.strides = ir::contiguous_strides(out_sizes);
-      buf.ranges = out_sizes;
-      buf.origin = node.op;
-      result_.log.push_back(buf.name + " (" + node.op + "): an external call, " + call.reason);
-      buf.external = std::make_shared<const ExternalCall>(std::move(call));
-      return add_buffer(std::move(buf), ComposedNodes(node_index(node), {}));
+      return add_external_buffer(node, std::move(call), dtype, out_sizes);
     }
     result_.log.push_back(ir::describe_node(graph_, node) + ": a loop nest, " + why);
   }

@@ -305,6 +305,9 @@ class Lowerer {
   LoweredValue lower_factory(const ir::Node& node, const ir::Value& out);
   // Issue 14: mm, bmm, addmm, baddbmm as an external library call or a loop nest.
   LoweredValue lower_contraction(const ir::Node& node, const ir::Value& out);
+  // The contiguous buffer of `sizes` that one library call (`call`) writes whole, for `node`.
+  LoweredValue add_external_buffer(const ir::Node& node, ExternalCall call, DType dtype,
+                                   const std::vector<int64_t>& sizes);
   // Issue 15: convolution as an external library call or a loop nest.
   LoweredValue lower_convolution(const ir::Node& node, const ir::Value& out);
   // The stored sum over k of a[..., i, k] * mat2[..., k, j] in `acc` (lower_contraction.cpp).

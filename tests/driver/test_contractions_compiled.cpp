@@ -14,6 +14,7 @@
 #include "driver/tolerance.h"
 #include "eager/interpreter.h"
 #include "eager/tensor_io.h"
+#include "expect_outputs_match.h"
 #include "ir/graph.h"
 
 namespace stax {
@@ -77,22 +78,6 @@ std::vector<Tensor> contraction_inputs(DType dtype) {
   uint64_t seed = 7;
   for (const auto& s : sizes) inputs.push_back(eager::random_tensor(dtype, s, seed++));
   return inputs;
-}
-
-void expect_outputs_match(const ir::Graph& g, const std::vector<Tensor>& actual,
-                          const std::vector<Tensor>& expected, const std::string& where) {
-  const std::vector<Tolerance> tolerances = output_tolerances(g);
-  ASSERT_EQ(actual.size(), expected.size()) << where;
-  for (size_t k = 0; k < actual.size(); ++k) {
-    const std::string name = g.value(g.outputs()[k]).name;
-    EXPECT_EQ(actual[k].dtype(), expected[k].dtype()) << where << ", " << name;
-    ASSERT_EQ(actual[k].sizes(), expected[k].sizes()) << where << ", " << name;
-    const eager::Difference d =
-        eager::compare(actual[k], expected[k], tolerances[k].rtol, tolerances[k].atol);
-    EXPECT_TRUE(d.within_tolerance)
-        << where << ", output " << name << ": max abs " << d.max_abs << ", max rel " << d.max_rel
-        << " (rtol " << tolerances[k].rtol << ", atol " << tolerances[k].atol << ")";
-  }
 }
 
 int count_external_calls(const CompiledGraph& c) {

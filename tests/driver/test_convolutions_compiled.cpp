@@ -15,6 +15,7 @@
 #include "driver/tolerance.h"
 #include "eager/interpreter.h"
 #include "eager/tensor_io.h"
+#include "expect_outputs_match.h"
 #include "ir/graph.h"
 #include "runtime/simd.h"
 
@@ -57,21 +58,6 @@ std::vector<Tensor> convolution_inputs(const ir::Graph& g) {
     inputs.push_back(eager::random_tensor_strided(type.dtype, type.sizes, type.strides, seed++));
   }
   return inputs;
-}
-
-void expect_outputs_match(const ir::Graph& g, const std::vector<Tensor>& actual,
-                          const std::vector<Tensor>& expected, const std::string& where) {
-  const std::vector<Tolerance> tolerances = output_tolerances(g);
-  ASSERT_EQ(actual.size(), expected.size()) << where;
-  for (size_t k = 0; k < actual.size(); ++k) {
-    const std::string name = g.value(g.outputs()[k]).name;
-    ASSERT_EQ(actual[k].sizes(), expected[k].sizes()) << where << ", " << name;
-    const eager::Difference d =
-        eager::compare(actual[k], expected[k], tolerances[k].rtol, tolerances[k].atol);
-    EXPECT_TRUE(d.within_tolerance)
-        << where << ", output " << name << ": max abs " << d.max_abs << ", max rel " << d.max_rel
-        << " (rtol " << tolerances[k].rtol << ", atol " << tolerances[k].atol << ")";
-  }
 }
 
 class CompiledConvolutions : public ::testing::TestWithParam<DType> {};
