@@ -14,6 +14,7 @@
 #include "ir/contraction_args.h"
 #include "ir/convolution_args.h"
 #include "ir/op_schema.h"
+#include "ir/pooling_args.h"
 #include "runtime/tensor.h"
 
 namespace stax::cli {
@@ -143,6 +144,10 @@ void check_eager_work(const ir::Graph& graph, int64_t max_steps) {
     if (schema != nullptr && schema->category == ir::OpCategory::Convolution) {
       steps = mul_saturating(
           steps, std::max<int64_t>(1, ir::convolution_args(graph, node).products_per_output()));
+    }
+    // A pooling, the elements of its window per output element.
+    if (schema != nullptr && schema->category == ir::OpCategory::Pooling) {
+      steps = mul_saturating(steps, ir::pooling_args(graph, node).window_elements());
     }
     total = add_saturating(total, steps);
     if (steps > most) {

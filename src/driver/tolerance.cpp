@@ -9,6 +9,7 @@
 #include "ir/contraction_args.h"
 #include "ir/convolution_args.h"
 #include "ir/op_schema.h"
+#include "ir/pooling_args.h"
 #include "kernel/cascade_blocking.h"
 
 namespace stax {
@@ -75,6 +76,9 @@ std::optional<Accumulation> accumulation_of(const std::string& op) {
     return Accumulation::PlainSum;
   }
   if (op == "prod") return Accumulation::Product;
+  // The average pools add each window's elements in one plain chain (a sum of at most the
+  // window's elements: ir::PoolingArgs::window_elements) before dividing; max pooling is exact.
+  if (op == "avg_pool2d" || op == "_adaptive_avg_pool2d") return Accumulation::PlainSum;
   return std::nullopt;
 }
 
@@ -88,10 +92,16 @@ void collect_reductions(const ir::Graph& graph, ir::ValueRef value, std::set<int
   if (const auto kind = accumulation_of(node.op)) {
     // A contraction's length is its inner size K (the products summed per output element), a
     // convolution's C_in/groups * prod(kernel).
-    const int64_t length = *kind != Accumulation::Contraction ? reduction_length(graph, node)
-                           : node.op == "convolution"
-                               ? ir::convolution_args(graph, node).products_per_output()
-                               : ir::contraction_args(graph, node).k;
+    // A pooling's, the elements of its window.
+    int64_t length = 0;
+    if (ir::is_pooling_op(node.op)) {
+      length = ir::pooling_args(graph, node).window_elements();
+    } else if (*kind != Accumulation::Contraction) {
+      length = reduction_length(graph, node);
+    } else {
+      length = node.op == "convolution" ? ir::convolution_args(graph, node).products_per_output()
+                                        : ir::contraction_args(graph, node).k;
+    }
     out.push_back({*kind, length});
   }
   for (const ir::Arg& arg : node.args) {

@@ -85,6 +85,9 @@ const std::unordered_map<std::string_view, OpFn>& op_table() {
       {"baddbmm", detail::eval_contraction},
       // issue 15: convolution
       {"convolution", detail::eval_convolution},
+      // pooling
+      {"avg_pool2d", detail::eval_pooling},
+      {"_adaptive_avg_pool2d", detail::eval_pooling},
   };
   return table;
 }
@@ -95,6 +98,7 @@ using MultiOpFn = std::function<std::vector<Tensor>(const Env&, const ir::Node&)
 const std::unordered_map<std::string_view, MultiOpFn>& multi_output_op_table() {
   static const std::unordered_map<std::string_view, MultiOpFn> table = {
       {"var_mean", detail::eval_var_mean},
+      {"max_pool2d_with_indices", detail::eval_max_pool2d_with_indices},
   };
   return table;
 }

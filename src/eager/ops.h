@@ -100,5 +100,9 @@ Tensor eval_factory(const Env& env, const ir::Node& node);
 Tensor eval_contraction(const Env& env, const ir::Node& node);
 // Issue 15 (convolution.cpp): convolution, forward and transposed.
 Tensor eval_convolution(const Env& env, const ir::Node& node);
+// Pooling (pooling.cpp): avg_pool2d and _adaptive_avg_pool2d; max_pool2d_with_indices gives
+// {values, indices}.
+Tensor eval_pooling(const Env& env, const ir::Node& node);
+std::vector<Tensor> eval_max_pool2d_with_indices(const Env& env, const ir::Node& node);
 
 }  // namespace stax::eager::detail

@@ -43,6 +43,8 @@ struct Param {
 // decides whether one becomes a library call (an external node) or a loop nest.
 // Convolutions (convolution, transposed or not) sum C_in/groups * prod(kernel) products per
 // output element (ir/convolution_args.h); they accumulate like a contraction.
+// Pooling ops (max_pool2d_with_indices, avg_pool2d, _adaptive_avg_pool2d) reduce a window of
+// each input plane per output element (ir/pooling_args.h).
 enum class OpCategory : uint8_t {
   Pointwise,
   Reduction,
@@ -51,6 +53,7 @@ enum class OpCategory : uint8_t {
   Factory,
   Contraction,
   Convolution,
+  Pooling,
 };
 
 struct OpSchema {

@@ -19,6 +19,8 @@ void add_factory_schemas(std::vector<OpSchema>& out);
 void add_contraction_schemas(std::vector<OpSchema>& out);
 // Issue 15: convolution (ATen's, 1 to 3 spatial dims, transposed or not).
 void add_convolution_schemas(std::vector<OpSchema>& out);
+// max_pool2d_with_indices, avg_pool2d, _adaptive_avg_pool2d (2-D, forward).
+void add_pooling_schemas(std::vector<OpSchema>& out);
 
 // Schema parameter shorthands.
 Param required(std::string name, ParamKind kind);

@@ -16,6 +16,7 @@
 
 #include "ir/convolution_args.h"
 #include "ir/op_schema.h"
+#include "ir/pooling_args.h"
 #include "ir/view_strides.h"
 #include "lowering/lowered_value.h"
 #include "lowering/lowering.h"
@@ -61,6 +62,13 @@ class Lowerer {
               static_cast<double>(ir::convolution_args(graph, node).products_per_output());
           k = static_cast<int64_t>(std::clamp(products / static_cast<double>(in_numel), 1.0,
                                               static_cast<double>(1 << 20)));
+        }
+        // So does a pooling's (each of its reductions).
+        if (schema != nullptr && schema->category == ir::OpCategory::Pooling && in_numel > 0) {
+          const double reads = static_cast<double>(out_numel) *
+                               static_cast<double>(ir::pooling_args(graph, node).window_elements());
+          k = static_cast<int64_t>(
+              std::clamp(reads / static_cast<double>(in_numel), 1.0, static_cast<double>(1 << 20)));
         }
         evaluations_[ref.index] = std::min<int64_t>(evaluations_[ref.index] + k, 1 << 20);
       }
@@ -232,6 +240,9 @@ class Lowerer {
       case ir::OpCategory::Convolution:  // issue 15 (lower_convolution.cpp)
         v = lower_convolution(node, out);
         break;
+      case ir::OpCategory::Pooling:  // lower_pooling.cpp
+        v = lower_pooling(node, out);
+        break;
     }
     // Each result of a multi-result op (split, var_mean) is its own node, lowered alone.
     std::vector<LoweredValue> results = {std::move(v)};
@@ -310,6 +321,8 @@ class Lowerer {
                                    const std::vector<int64_t>& sizes);
   // Issue 15: convolution as an external library call or a loop nest.
   LoweredValue lower_convolution(const ir::Node& node, const ir::Value& out);
+  // max_pool2d_with_indices, avg_pool2d, _adaptive_avg_pool2d as window reductions.
+  LoweredValue lower_pooling(const ir::Node& node, const ir::Value& out);
   // The stored sum over k of a[..., i, k] * mat2[..., k, j] in `acc` (lower_contraction.cpp).
   LoweredValue sum_of_products(const ir::Node& node, const std::vector<int64_t>& out_sizes,
                                size_t a_pos, size_t b_pos, DType acc);

@@ -216,7 +216,9 @@ TEST(OpRegistryTest, AllOpsRegisteredWithCategories) {
       // issue 14, point 3: contractions
       "mm", "bmm", "addmm", "baddbmm",
       // issue 15: convolution
-      "convolution"};
+      "convolution",
+      // pooling
+      "max_pool2d_with_indices", "avg_pool2d", "_adaptive_avg_pool2d"};
   std::vector<std::string> names = registered_op_names();
   for (const std::string& name : expected) {
     EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name;
@@ -229,6 +231,7 @@ TEST(OpRegistryTest, AllOpsRegisteredWithCategories) {
   EXPECT_EQ(find_op_schema("expand")->category, OpCategory::View);
   EXPECT_EQ(find_op_schema("clone")->category, OpCategory::Copy);
   EXPECT_EQ(find_op_schema("contiguous")->category, OpCategory::Copy);
+  EXPECT_EQ(find_op_schema("avg_pool2d")->category, OpCategory::Pooling);
   EXPECT_EQ(find_op_schema("softmax"), nullptr);
 }
 

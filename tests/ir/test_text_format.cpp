@@ -256,6 +256,11 @@ def every_op(x: f32[2, 3], y: f32[3], i: i64[2, 3], b: bool[2, 3],
     cb = reshape(z, [1])
     cv0 = convolution(cx, cx, None, [1], [0], [1], False, [0], 1)
     cv1 = convolution(cx, cx, cb, [2], [1], [1], False, [0], 1)
+    # pooling
+    px = reshape(x, [1, 2, 3])
+    pv, pi = max_pool2d_with_indices(px, [2, 2], [1, 1], 0, 1, True)
+    pa = avg_pool2d(px, 2, padding=1, divisor_override=3)
+    pd = _adaptive_avg_pool2d(px, [3, 2])
     return a0, k1, x, a0
 )";
 

@@ -1,0 +1,384 @@
+// Lowering of the 2-D pooling ops (ir/pooling_args.h) to Stax loop nests: each output element
+// is a reduction over its window, idx = (leading dims..., oh, ow), ridx = (rh, rw), reading
+// the input at (leading dims..., h, w) with loads masked where the window leaves the input:
+//   max_pool2d_with_indices, values    Max of the window, positions outside the input -inf
+//                                      (integers: the dtype's lowest), so never chosen over
+//                                      an element, as in eager's running maximum;
+//   max_pool2d_with_indices, indices   ArgMax of the same window (the first maximum: eager's
+//                                      tie rule), turned into h * W + w by a pointwise
+//                                      epilogue. Eager's NaN rule differs from ArgMax's (the
+//                                      last NaN of the window wins in eager, the first in
+//                                      ArgMax), so floating inputs add a Max reduction of
+//                                      rh * KW + rw over the NaN positions, which replaces
+//                                      ArgMax's answer where it finds one. Where every element
+//                                      of a window equals the fill (all -inf), ArgMax gives
+//                                      the window's first position, possibly padding; eager
+//                                      gives the first position inside the input, so the
+//                                      epilogue moves h and w up to it (eager/pooling.cpp);
+//   avg_pool2d                         Sum of the window (fill 0) in eager's opmath dtype
+//                                      (float32 for the half types, int64 wrapping), divided
+//                                      by eager's divisor, a function of (oh, ow) where
+//                                      padding or ceil_mode clip windows, and rounded once;
+//   _adaptive_avg_pool2d               Sum over the largest window, positions past a
+//                                      window's end masked out, divided by the window's
+//                                      height and then by its width (as eager divides), both
+//                                      index expressions of (oh, ow).
+// The epilogues are pointwise values the scheduler fuses into the readers.
+#include <cmath>
+#include <stdexcept>
+#include <utility>
+
+#include "ir/pooling_args.h"
+#include "lowering/lowerer.h"
+#include "lowering/region_masks.h"
+
+namespace stax::lowering {
+
+namespace {
+
+OpsValue int64_constant(OpsHandler& h, int64_t v) {
+  return h.constant(ir::Scalar(v), DType::Int64);
+}
+
+// One spatial dim of a kernel window: output position o, window offset r, input position
+// o * stride - padding + r * dilation.
+struct KernelDim {
+  int64_t in, out, kernel, stride, padding, dilation;
+
+  Expr start(const Expr& o) const { return o * stride - padding; }
+  Expr position(const Expr& o, const Expr& r) const { return start(o) + r * dilation; }
+  // Whether some window starts in the left padding, or ends past the input (ceil_mode's last
+  // window, or the right padding): where loads need a mask.
+  bool starts_before() const { return padding > 0; }
+  bool ends_after() const {
+    return out > 0 && (out - 1) * stride - padding + (kernel - 1) * dilation >= in;
+  }
+};
+
+std::array<KernelDim, 2> kernel_dims(const ir::PoolingArgs& a) {
+  std::array<KernelDim, 2> dims{};
+  for (size_t d = 0; d < 2; ++d) {
+    dims[d] = {a.in[d], a.out[d], a.kernel[d], a.stride[d], a.padding[d], a.dilation[d]};
+  }
+  return dims;
+}
+
+// The input index of output index `idx` (leading dims, oh, ow) at spatial positions (h, w).
+std::vector<Expr> input_index(const std::vector<Expr>& idx, Expr h, Expr w) {
+  std::vector<Expr> at(idx.begin(), idx.end() - 2);
+  at.push_back(std::move(h));
+  at.push_back(std::move(w));
+  return at;
+}
+
+// Where a kernel window's position lies inside the input; nullopt where it always does.
+std::optional<OpsValue> inside_mask(OpsHandler& h, const std::array<KernelDim, 2>& dims,
+                                    const std::array<Expr, 2>& positions) {
+  std::optional<OpsValue> inside;
+  for (size_t d = 0; d < 2; ++d) {
+    if (dims[d].starts_before()) inside = both(h, inside, index_at_least(h, positions[d], 0));
+    if (dims[d].ends_after()) inside = both(h, inside, index_below(h, positions[d], dims[d].in));
+  }
+  return inside;
+}
+
+// `load` converted to `dtype` where `inside` holds (loaded under it), `fill` elsewhere.
+OpsValue masked_load(OpsHandler& h, const std::optional<OpsValue>& inside, const Loader& load,
+                     const std::vector<Expr>& at, DType dtype, const ir::Scalar& fill) {
+  if (!inside) return convert(h, load(h, at), dtype);
+  h.push_mask(*inside);
+  const OpsValue x = convert(h, load(h, at), dtype);
+  h.pop_mask();
+  return select_where(h, *inside, x, h.constant(fill, dtype));
+}
+
+// The first position of a dilated window along one dim that is not in the left padding:
+// start, moved up by whole dilations while below 0 (as int64 ops).
+OpsValue first_inside(OpsHandler& h, const KernelDim& dim, const Expr& o) {
+  const OpsValue start = h.index_value(dim.start(o), DType::Int64);
+  const OpsValue zero = int64_constant(h, 0);
+  if (dim.dilation == 1) return apply(h, PointwiseOp::Maximum, {start, zero});
+  const OpsValue before =
+      apply(h, PointwiseOp::Maximum, {apply(h, PointwiseOp::Sub, {zero, start}), zero});
+  const OpsValue steps =
+      apply(h, PointwiseOp::TruncDiv,
+            {apply(h, PointwiseOp::Add, {before, int64_constant(h, dim.dilation - 1)}),
+             int64_constant(h, dim.dilation)});
+  return apply(h, PointwiseOp::Add,
+               {start, apply(h, PointwiseOp::Mul, {steps, int64_constant(h, dim.dilation)})});
+}
+
+// avg_pool2d's count along one dim (eager/pooling.cpp): with count_include_pad the window
+// clipped to the padded input, min(kernel, in + padding - start); without, clipped to the
+// input, min(start + kernel, in) - max(start, 0). nullopt where it is the kernel for every o.
+std::optional<OpsValue> avg_count(OpsHandler& h, const KernelDim& dim, bool count_include_pad,
+                                  const Expr& o) {
+  const bool clipped_after = dim.out > 0 && (dim.out - 1) * dim.stride - dim.padding + dim.kernel >
+                                                (count_include_pad ? dim.in + dim.padding : dim.in);
+  const bool clipped_before = !count_include_pad && dim.padding > 0;
+  if (!clipped_after && !clipped_before) return std::nullopt;
+  const OpsValue start = h.index_value(dim.start(o), DType::Int64);
+  if (count_include_pad) {
+    return apply(h, PointwiseOp::Minimum,
+                 {int64_constant(h, dim.kernel),
+                  apply(h, PointwiseOp::Sub, {int64_constant(h, dim.in + dim.padding), start})});
+  }
+  const OpsValue end = apply(h, PointwiseOp::Minimum,
+                             {apply(h, PointwiseOp::Add, {start, int64_constant(h, dim.kernel)}),
+                              int64_constant(h, dim.in)});
+  return apply(h, PointwiseOp::Sub,
+               {end, apply(h, PointwiseOp::Maximum, {start, int64_constant(h, 0)})});
+}
+
+// _adaptive_avg_pool2d's window along one dim: [floor(o * in / out), ceil((o + 1) * in / out)).
+struct AdaptiveDim {
+  int64_t in, out;
+  Expr start(const Expr& o) const { return index::floordiv(o * in, out); }
+  Expr end(const Expr& o) const { return index::floordiv((o + 1) * in + (out - 1), out); }
+  // Whether every window has the same length (in / out), the loop's extent.
+  bool uniform() const { return in % out == 0; }
+};
+
+}  // namespace
+
+LoweredValue Lowerer::lower_pooling(const ir::Node& node, const ir::Value& out) {
+  const ir::PoolingArgs a = ir::pooling_args(graph_, node);
+  const LoweredValue& src = value(a.input.index);
+  const Loader load = src.loader;
+  const DType result = out.type.dtype;
+  const std::vector<int64_t>& out_sizes = out.type.sizes;
+  const int self = node_index(node);
+  const bool indices = a.kind == ir::PoolingKind::Max && node.result_index == 1;
+
+  // An empty result: nothing to read (and no window to divide by).
+  if (out.type.numel() == 0) {
+    LoweredValue v;
+    v.dtype = result;
+    v.sizes = out_sizes;
+    v.loader = [result](OpsHandler& h, const std::vector<Expr>&) {
+      return h.constant(ir::Scalar(int64_t{0}), result);
+    };
+    v.origin = {node.op};
+    v.composed = ComposedNodes(self, {});
+    return v;
+  }
+
+  // Stores one reduction of `element` over the windows (ridx = (rh, rw) over window()).
+  const std::array<int64_t, 2> window = a.window();
+  using Element =
+      std::function<OpsValue(OpsHandler&, const std::vector<Expr>&, const std::vector<Expr>&)>;
+  auto reduce = [&](ReductionType type, DType value_dtype, Element element,
+                    const std::string& what) {
+    ComputedBuffer buf;
+    buf.name = next_buffer_name();
+    buf.dtype = reduction_result_dtype(type, value_dtype);
+    buf.sizes = out_sizes;
+    buf.strides = ir::contiguous_strides(out_sizes);
+    buf.ranges = out_sizes;
+    buf.reduction_ranges = {window[0], window[1]};
+    buf.reduction = type;
+    const std::vector<int64_t> strides = buf.strides;
+    buf.output_index = [strides](const std::vector<Expr>& idx) {
+      return strided_offset(idx, strides);
+    };
+    buf.value = std::move(element);
+    std::vector<std::string> origin = src.origin;
+    origin.push_back(what);
+    buf.origin = join(origin, "+");
+    result_.log.push_back(buf.name + " (" + node.op + "): a loop nest, " + what + " over " +
+                          std::to_string(window[0]) + "x" + std::to_string(window[1]) +
+                          " windows in " + std::string(dtype_name(buf.dtype)));
+    LoweredValue stored = add_buffer(std::move(buf), ComposedNodes(self, {src.composed}));
+    stored.origin.clear();
+    return stored;
+  };
+  // A pointwise value of the stored reductions `parts` (at the output index), part of this
+  // node.
+  auto epilogue = [&](DType dtype, std::vector<Loader> parts, BodyStats stats,
+                      std::function<OpsValue(OpsHandler&, const std::vector<Expr>&,
+                                             const std::vector<OpsValue>&)>
+                          finish) {
+    LoweredValue v;
+    v.dtype = dtype;
+    v.sizes = out_sizes;
+    v.origin = {node.op};
+    v.composed = ComposedNodes(self, {});
+    v.stats = stats;
+    v.loader = [parts, finish](OpsHandler& h, const std::vector<Expr>& idx) {
+      std::vector<OpsValue> values;
+      for (const Loader& part : parts) values.push_back(part(h, idx));
+      return finish(h, idx, values);
+    };
+    return v;
+  };
+
+  if (a.kind == ir::PoolingKind::AdaptiveAverage) {
+    const DType acc = opmath_dtype(result);
+    const std::array<AdaptiveDim, 2> dims = {AdaptiveDim{a.in[0], a.out[0]},
+                                             AdaptiveDim{a.in[1], a.out[1]}};
+    LoweredValue sum = reduce(
+        ReductionType::Sum, acc,
+        [load, dims, acc](OpsHandler& h, const std::vector<Expr>& idx,
+                          const std::vector<Expr>& ridx) {
+          const size_t n = idx.size();
+          const std::array<Expr, 2> o = {idx[n - 2], idx[n - 1]};
+          std::optional<OpsValue> inside;
+          for (size_t d = 0; d < 2; ++d) {
+            // ridx < end - start: the window's own length.
+            if (dims[d].uniform()) continue;
+            inside = both(h, inside,
+                          index_at_least(h, dims[d].end(o[d]) - dims[d].start(o[d]) - ridx[d], 1));
+          }
+          const std::vector<Expr> at =
+              input_index(idx, dims[0].start(o[0]) + ridx[0], dims[1].start(o[1]) + ridx[1]);
+          return masked_load(h, inside, load, at, acc, ir::Scalar(int64_t{0}));
+        },
+        "sum");
+    BodyStats stats = sum.stats;
+    stats += op_stats(PointwiseOp::Div);
+    stats += op_stats(PointwiseOp::Div);
+    return epilogue(result, {sum.loader}, stats,
+                    [dims, acc, result](OpsHandler& h, const std::vector<Expr>& idx,
+                                        const std::vector<OpsValue>& parts) {
+                      const size_t n = idx.size();
+                      OpsValue r = parts[0];
+                      for (size_t d = 0; d < 2; ++d) {
+                        const Expr o = idx[n - 2 + d];
+                        const OpsValue length = convert(
+                            h, h.index_value(dims[d].end(o) - dims[d].start(o), DType::Int64), acc);
+                        r = apply(h, PointwiseOp::Div, {r, length});
+                      }
+                      return convert(h, r, result);
+                    });
+  }
+
+  const std::array<KernelDim, 2> dims = kernel_dims(a);
+  // The positions of window offset ridx for output index idx, and where they are inside.
+  auto positions = [dims](const std::vector<Expr>& idx, const std::vector<Expr>& ridx) {
+    const size_t n = idx.size();
+    return std::array<Expr, 2>{dims[0].position(idx[n - 2], ridx[0]),
+                               dims[1].position(idx[n - 1], ridx[1])};
+  };
+
+  if (a.kind == ir::PoolingKind::Average) {
+    const DType acc = is_floating(result) ? opmath_dtype(result) : DType::Int64;
+    LoweredValue sum = reduce(
+        ReductionType::Sum, acc,
+        [load, dims, positions, acc](OpsHandler& h, const std::vector<Expr>& idx,
+                                     const std::vector<Expr>& ridx) {
+          const std::array<Expr, 2> at = positions(idx, ridx);
+          return masked_load(h, inside_mask(h, dims, at), load, input_index(idx, at[0], at[1]), acc,
+                             ir::Scalar(int64_t{0}));
+        },
+        "sum");
+    const std::optional<int64_t> divisor_override = a.divisor_override;
+    const bool count_include_pad = a.count_include_pad;
+    const PointwiseOp divide = is_floating(acc) ? PointwiseOp::Div : PointwiseOp::TruncDiv;
+    BodyStats stats = sum.stats;
+    stats += op_stats(divide);
+    return epilogue(
+        result, {sum.loader}, stats,
+        [dims, divisor_override, count_include_pad, acc, result, divide](
+            OpsHandler& h, const std::vector<Expr>& idx, const std::vector<OpsValue>& parts) {
+          const size_t n = idx.size();
+          OpsValue divisor;
+          if (divisor_override) {
+            divisor = int64_constant(h, *divisor_override);
+          } else {
+            std::optional<OpsValue> counts[2];
+            int64_t constant = 1;
+            for (size_t d = 0; d < 2; ++d) {
+              counts[d] = avg_count(h, dims[d], count_include_pad, idx[n - 2 + d]);
+              if (!counts[d]) constant *= dims[d].kernel;
+            }
+            divisor = int64_constant(h, constant);
+            for (const std::optional<OpsValue>& c : counts) {
+              if (c) divisor = apply(h, PointwiseOp::Mul, {divisor, *c});
+            }
+          }
+          const OpsValue r = apply(h, divide, {parts[0], convert(h, divisor, acc)});
+          return convert(h, r, result);
+        });
+  }
+
+  // max_pool2d_with_indices: the maxima, computed in the opmath dtype (exactly).
+  const DType compute = opmath_dtype(a.dtype);
+  const ir::Scalar fill =
+      is_floating(compute) ? ir::Scalar(-INFINITY) : ir::Scalar(integer_range(compute).lowest);
+  auto window_value = [load, dims, positions, compute, fill](OpsHandler& h,
+                                                             const std::vector<Expr>& idx,
+                                                             const std::vector<Expr>& ridx) {
+    const std::array<Expr, 2> at = positions(idx, ridx);
+    return masked_load(h, inside_mask(h, dims, at), load, input_index(idx, at[0], at[1]), compute,
+                       fill);
+  };
+  if (!indices) {
+    LoweredValue maxima = reduce(ReductionType::Max, compute, window_value, "max");
+    if (compute == result) return maxima;
+    BodyStats stats = maxima.stats;
+    return epilogue(
+        result, {maxima.loader}, stats,
+        [result](OpsHandler& h, const std::vector<Expr>&, const std::vector<OpsValue>& parts) {
+          return convert(h, parts[0], result);  // exact: a value of the dtype
+        });
+  }
+
+  const int64_t kw = window[1];
+  std::vector<Loader> parts = {
+      reduce(ReductionType::ArgMax, compute, window_value, "argmax").loader};
+  const bool nans = is_floating(compute);
+  if (nans) {
+    // The last NaN position of the window (rh * KW + rw), -1 where there is none.
+    parts.push_back(reduce(
+                        ReductionType::Max, DType::Int64,
+                        [window_value, kw](OpsHandler& h, const std::vector<Expr>& idx,
+                                           const std::vector<Expr>& ridx) {
+                          const OpsValue x = window_value(h, idx, ridx);
+                          return apply(h, PointwiseOp::Where,
+                                       {apply(h, PointwiseOp::IsNan, {x}),
+                                        h.index_value(ridx[0] * kw + ridx[1], DType::Int64),
+                                        int64_constant(h, -1)});
+                        },
+                        "last NaN")
+                        .loader);
+  }
+  BodyStats stats;
+  for (PointwiseOp op :
+       {PointwiseOp::TruncDiv, PointwiseOp::Sub, PointwiseOp::Mul, PointwiseOp::Add,
+        PointwiseOp::Mul, PointwiseOp::Add, PointwiseOp::Mul, PointwiseOp::Add}) {
+    stats += op_stats(op);
+  }
+  const int64_t plane_width = a.in[1];
+  return epilogue(
+      DType::Int64, std::move(parts), stats,
+      [dims, kw, nans, plane_width](OpsHandler& h, const std::vector<Expr>& idx,
+                                    const std::vector<OpsValue>& found) {
+        OpsValue r = found[0];
+        if (nans) {
+          r = apply(h, PointwiseOp::Where,
+                    {apply(h, PointwiseOp::Ge, {found[1], int64_constant(h, 0)}), found[1], r});
+        }
+        const OpsValue rh = apply(h, PointwiseOp::TruncDiv, {r, int64_constant(h, kw)});
+        const OpsValue rw = apply(h, PointwiseOp::Sub,
+                                  {r, apply(h, PointwiseOp::Mul, {rh, int64_constant(h, kw)})});
+        const size_t n = idx.size();
+        OpsValue at[2];
+        const OpsValue offsets[2] = {rh, rw};
+        for (size_t d = 0; d < 2; ++d) {
+          const Expr o = idx[n - 2 + d];
+          at[d] = apply(
+              h, PointwiseOp::Add,
+              {h.index_value(dims[d].start(o), DType::Int64),
+               apply(h, PointwiseOp::Mul, {offsets[d], int64_constant(h, dims[d].dilation)})});
+          // Only a window of nothing but the fill can give a position in the left padding: it
+          // is its first offset, and eager's answer the first position inside the input.
+          if (dims[d].starts_before()) {
+            at[d] = apply(h, PointwiseOp::Maximum, {at[d], first_inside(h, dims[d], o)});
+          }
+        }
+        return apply(h, PointwiseOp::Add,
+                     {apply(h, PointwiseOp::Mul, {at[0], int64_constant(h, plane_width)}), at[1]});
+      });
+}
+
+}  // namespace stax::lowering
