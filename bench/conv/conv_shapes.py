@@ -11,9 +11,15 @@ ms per convolution, its p10-p90 spread, and the ratio to torch's median. The pla
 the input's memory format (as eager's has); weights have it too (as model.to(channels_last)
 gives). Each plan's result is checked against torch's once.
 
+With --backward: the two backward passes' plans (ConvolutionPass::BackwardData and
+BackwardWeights, automatic formats) on three ResNet-18 shapes at batch 2, against
+torch.ops.aten.convolution_backward with mask [True, True, False] (both gradients in one call)
+and with each gradient's mask alone, interleaved; plus each plan's agreement with eager and
+with a float64 reference on the same inputs.
+
 Usage (after build/ is built; on the shared machine under the benchmark lock, real-time):
     flock /tmp/bench.lock chrt -f 1 .venv/bin/python bench/conv/conv_shapes.py \
-        [--threads 2] [--rounds 5] [--quick] [--build build]
+        [--threads 2] [--rounds 5] [--quick] [--backward] [--build build]
 """
 
 import argparse
@@ -70,14 +76,18 @@ def ptr(t):
 
 
 class Plan:
-    def __init__(self, shim, formats, x, w, b, out, stride, padding, threads):
+    # `run_args`: run()'s buffers for a backward pass (ConvolutionPlan::run), the forward
+    # convolution's x, w, b, out describing the geometry.
+    def __init__(self, shim, formats, x, w, b, out, stride, padding, threads, pass_=0,
+                 run_args=None):
         self.shim, self.threads = shim, threads
-        self.args = (x, w, b, out)
+        self.args = run_args or (x, w, b, out)
         text = ctypes.create_string_buffer(400)
         params = (ctypes.c_int64 * 7)(stride, stride, padding, padding, 1, 1, 1)
         self.handle = shim.stax_conv_create(
             int(x.dtype == torch.bfloat16), FORMATS[formats], layout(x), layout(w),
-            layout(b) if b is not None else None, layout(out), params, threads, text, len(text))
+            layout(b) if b is not None else None, layout(out), params, threads, text, len(text),
+            pass_)
         self.implementation = text.value.decode()
 
     def times(self, reps, warmup=1):
@@ -142,11 +152,119 @@ def measure(shim, shape, batch, dtype, channels_last, args):
     return samples, {k: p.implementation for k, p in plans.items()}
 
 
+BACKWARD_SHAPES = ["64-64 3x3 @56", "128-256 3x3 s2 @28", "512-512 3x3 @7"]
+
+
+def agreement(got, want, exact):
+    """How a gradient compares with eager's and with the float64 one on the same inputs: the
+    largest difference from eager's relative to the largest element, the elements that differ
+    from eager's, the largest differences of both from float64, and (bfloat16) the elements
+    more than one bfloat16 unit away from the float64 value rounded."""
+    scale = exact.abs().max().item()
+    far, units = "—", "—"
+    if got.dtype == torch.bfloat16:
+        unit = torch.finfo(got.dtype).eps * exact.abs().clamp_min(torch.finfo(got.dtype).tiny)
+        far = int(((got.double() - exact.to(got.dtype).double()).abs() > unit).sum().item())
+        # bfloat16 bit patterns of one sign are ordered as the values: units apart.
+        same_sign = (got > 0) == (want > 0)
+        apart = (got.view(torch.int16).int() - want.view(torch.int16).int()).abs()
+        units = int(apart[same_sign].max().item()) if same_sign.any() else 0
+    return ((got.double() - want.double()).abs().max().item() / scale,
+            int((got != want).sum().item()), got.numel(), units,
+            (got.double() - exact).abs().max().item() / scale,
+            (want.double() - exact).abs().max().item() / scale, far)
+
+
+def backward(shim, args):
+    """Both backward passes against torch.ops.aten.convolution_backward, batch 2."""
+    print("| dtype | input | shape | torch data+weights ms | torch data ms | stax data ms ×torch "
+          "| torch weights ms | stax weights ms ×torch | stax both ×torch both |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    notes = []
+    for dtype in (torch.float32, torch.bfloat16):
+        for channels_last in (False, True):
+            for shape in SHAPES:
+                if shape[0] not in BACKWARD_SHAPES:
+                    continue
+                name, c_in, c_out, size, kernel, stride, padding, _, _ = shape
+                fmt = torch.channels_last if channels_last else torch.contiguous_format
+                x = torch.randn(2, c_in, size, size).to(dtype).contiguous(memory_format=fmt)
+                w = (torch.randn(c_out, c_in, kernel, kernel) / (c_in * kernel * kernel) ** 0.5)
+                w = w.to(dtype).contiguous(memory_format=fmt)
+                out = torch.nn.functional.conv2d(x, w, None, stride, padding)
+                go = torch.randn(out.shape).to(dtype).contiguous(memory_format=fmt)
+
+                def eager(mask, go=go, x=x, w=w, stride=stride, padding=padding):
+                    return torch.ops.aten.convolution_backward(
+                        go, x, w, None, [stride] * 2, [padding] * 2, [1, 1], False, [0, 0], 1,
+                        mask)
+
+                want_gi, want_gw, _ = eager([True, True, False])
+                exact_gi, exact_gw, _ = torch.ops.aten.convolution_backward(
+                    go.double(), x.double(), w.double(), None, [stride] * 2, [padding] * 2,
+                    [1, 1], False, [0, 0], 1, [True, True, False])
+                gi, gw = torch.empty_like(x), torch.empty_like(w)
+                data = Plan(shim, "auto", x, w, None, out, stride, padding, args.threads, 1,
+                            (go, w, None, gi))
+                weights = Plan(shim, "auto", x, w, None, out, stride, padding, args.threads, 2,
+                               (go, x, None, gw))
+                assert data.handle and weights.handle, (data.implementation,
+                                                        weights.implementation)
+                data.times(1)
+                weights.times(1)
+                layout_name = "channels_last" if channels_last else "NCHW"
+                for what, got, want, exact, plan in (("grad_input", gi, want_gi, exact_gi, data),
+                                                    ("grad_weight", gw, want_gw, exact_gw,
+                                                     weights)):
+                    vs_eager, differ, total, units, stax_err, eager_err, far = agreement(
+                        got, want, exact)
+                    notes.append(f"- {str(dtype)[6:]} {layout_name} {name} {what}: "
+                                 f"{plan.implementation}; vs eager: max {vs_eager:.1e} of the "
+                                 f"largest element, {differ} of {total} elements differ (bfloat16 units apart at "
+                                 f"most: {units}); vs "
+                                 f"float64: stax {stax_err:.1e}, eager {eager_err:.1e}, "
+                                 f"elements of stax's more than one unit from it rounded: {far}")
+                    assert vs_eager < (1e-4 if dtype == torch.float32 else 2e-2), (name, what)
+                torch_calls = {"both": [True, True, False], "data": [True, False, False],
+                               "weights": [False, True, False]}
+                once = statistics.median(time_calls(lambda: eager(torch_calls["both"]), 3))
+                reps = max(3, min(40, int(40 / max(once, 1e-3))))
+                samples = {k: [] for k in ["both", "data", "weights", "stax data",
+                                           "stax weights"]}
+                for _ in range(args.rounds):
+                    for k, mask in torch_calls.items():
+                        samples[k] += time_calls(lambda mask=mask: eager(mask), reps)
+                    samples["stax data"] += data.times(reps)
+                    samples["stax weights"] += weights.times(reps)
+                m = {k: statistics.median(v) for k, v in samples.items()}
+                print(f"| {str(dtype)[6:]} | {layout_name} | {name} | {m['both']:.3f} | "
+                      f"{m['data']:.3f} | {m['stax data']:.3f} ×{m['stax data'] / m['data']:.2f} "
+                      f"| {m['weights']:.3f} | {m['stax weights']:.3f} "
+                      f"×{m['stax weights'] / m['weights']:.2f} | "
+                      f"{m['stax data'] + m['stax weights']:.3f} "
+                      f"×{(m['stax data'] + m['stax weights']) / m['both']:.2f} |", flush=True)
+    print("\nImplementations and agreement:")
+    print("\n".join(notes))
+
+
+def time_calls(f, reps, warmup=1):
+    for _ in range(warmup):
+        f()
+    t = []
+    for _ in range(reps):
+        start = time.perf_counter()
+        f()
+        t.append((time.perf_counter() - start) * 1e3)
+    return t
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--quick", action="store_true", help="5 shapes instead of 12")
+    p.add_argument("--backward", action="store_true",
+                   help="the backward passes on 3 shapes instead of the forward formats")
     p.add_argument("--build", default=os.path.join(ROOT, "build"))
     args = p.parse_args()
     torch.set_num_threads(args.threads)
@@ -155,6 +273,9 @@ def main():
         runtimes = sorted({line.split()[-1] for line in f if "gomp" in line or "libiomp" in line})
     print(f"torch {torch.__version__}, {args.threads} threads, {args.rounds} rounds; OpenMP "
           f"runtimes in the process: {runtimes}", flush=True)
+    if args.backward:
+        backward(shim, args)
+        return
     shapes = [s for s in SHAPES if not args.quick or s[0] in QUICK]
     implementations = {}
     totals = {}  # (dtype, layout, batch, candidate) -> ResNet-18 ms, its convolutions summed

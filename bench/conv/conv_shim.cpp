@@ -1,5 +1,6 @@
 // C entry points to stax::external::ConvolutionPlan for bench/conv/conv_shapes.py (a tool, not
-// part of Stax): builds a plan once for a 2-D convolution with given formats, times runs.
+// part of Stax): builds a plan once for a 2-D convolution (or one of its gradients) with given
+// formats, times runs.
 // Layouts are 8 int64 each: sizes then strides of a 4-D tensor. Returns null / 1 after
 // printing the error.
 #include <chrono>
@@ -23,12 +24,13 @@ TensorLayout layout(const int64_t* x, int rank) {
 
 }  // namespace
 
-// `formats`: ConvolutionPlan::Formats as a number. `params`: stride, padding, dilation (2
-// each), groups. Writes the plan's implementation() into `implementation` (a C string).
+// `formats`: ConvolutionPlan::Formats as a number; `pass`: ConvolutionPass as a number (the
+// layouts are the forward convolution's). `params`: stride, padding, dilation (2 each),
+// groups. Writes the plan's implementation() into `implementation` (a C string).
 extern "C" void* stax_conv_create(int bf16, int formats, const int64_t* input,
                                   const int64_t* weight, const int64_t* bias, const int64_t* output,
                                   const int64_t* params, int threads, char* implementation,
-                                  int implementation_size) {
+                                  int implementation_size, int pass) {
   try {
     stax::external::ConvolutionSpec spec;
     spec.dtype = bf16 ? stax::DType::BFloat16 : stax::DType::Float32;
@@ -40,6 +42,7 @@ extern "C" void* stax_conv_create(int bf16, int formats, const int64_t* input,
     spec.padding = {params[2], params[3]};
     spec.dilation = {params[4], params[5]};
     spec.groups = params[6];
+    spec.pass = static_cast<stax::external::ConvolutionPass>(pass);
     auto plan =
         ConvolutionPlan::create(spec, threads, static_cast<ConvolutionPlan::Formats>(formats));
     std::snprintf(implementation, implementation_size, "%s", plan->implementation().c_str());
@@ -50,7 +53,8 @@ extern "C" void* stax_conv_create(int bf16, int formats, const int64_t* input,
   }
 }
 
-// Times `reps` runs after `warmup` untimed ones, each run's nanoseconds into `ns`.
+// Times `reps` runs after `warmup` untimed ones, each run's nanoseconds into `ns`; the
+// buffers in ConvolutionPlan::run's order for the plan's pass.
 extern "C" int stax_conv_time(void* plan, const void* input, const void* weight, const void* bias,
                               void* output, int threads, int warmup, int reps, double* ns) {
   try {

@@ -31,6 +31,11 @@
 // Each run borrows one workspace from that set's pool: the reordered operands and the
 // scratchpad (user mode), shared by the primitives of the run, which execute in order on the
 // caller's stream.
+//
+// The backward passes (convolution_backward.cpp) are the same plan around another primitive:
+// each pass names its operands (Operand: which run() buffer, which primitive argument), and
+// everything here -- formats, reorders, workspaces, threads, empty operands -- serves all
+// three.
 #include "external/convolution.h"
 
 #include <algorithm>
@@ -40,24 +45,36 @@
 #include <oneapi/dnnl/dnnl.hpp>
 #include <optional>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
+#include "external/convolution_internal.h"
 #include "external/dnnl_common.h"
 
 namespace stax::external {
 
-namespace {
+namespace detail {
 
-using detail::Buffer;
-using detail::cpu_engine;
-using detail::OmpThreads;
-using detail::thread_stream;
 using dnnl::memory;
 using Formats = ConvolutionPlan::Formats;
 using Tag = memory::format_tag;
 
-// A layout as oneDNN dimensions and strides. Strides of size-1 dimensions are not used to
-// address anything, but oneDNN checks strides for overlap: they get the outermost stride.
+namespace {
+
+Tag channels_last_tag(int spatial) {
+  return spatial == 1 ? Tag::nwc : spatial == 2 ? Tag::nhwc : Tag::ndhwc;
+}
+Tag plain_tag(int spatial) {
+  return spatial == 1 ? Tag::ncw : spatial == 2 ? Tag::nchw : Tag::ncdhw;
+}
+Tag blocked_tag(int spatial) {
+  return spatial == 1 ? Tag::nCw16c : spatial == 2 ? Tag::nChw16c : Tag::nCdhw16c;
+}
+
+}  // namespace
+
+// Strides of size-1 dimensions are not used to address anything, but oneDNN checks strides
+// for overlap: they get the outermost stride.
 memory::desc strided_desc(const std::vector<int64_t>& sizes, std::vector<int64_t> strides,
                           memory::data_type dt) {
   int64_t outer = 1;
@@ -71,8 +88,7 @@ memory::desc strided_desc(const std::vector<int64_t>& sizes, std::vector<int64_t
                       memory::dims(strides.begin(), strides.end()));
 }
 
-// The weight as oneDNN takes it: [C_out, C_in/g, kernel...], or with groups
-// [g, C_out/g, C_in/g, kernel...] (the group dimension splits C_out).
+// The group dimension splits C_out.
 std::vector<int64_t> library_weight_sizes(const ConvolutionSpec& spec) {
   std::vector<int64_t> sizes = spec.weight.sizes;
   if (spec.groups == 1) return sizes;
@@ -88,17 +104,6 @@ memory::desc user_weight_desc(const ConvolutionSpec& spec, memory::data_type dt)
   return strided_desc(library_weight_sizes(spec), strides, dt);
 }
 
-Tag channels_last_tag(int spatial) {
-  return spatial == 1 ? Tag::nwc : spatial == 2 ? Tag::nhwc : Tag::ndhwc;
-}
-Tag plain_tag(int spatial) {
-  return spatial == 1 ? Tag::ncw : spatial == 2 ? Tag::nchw : Tag::ncdhw;
-}
-Tag blocked_tag(int spatial) {
-  return spatial == 1 ? Tag::nCw16c : spatial == 2 ? Tag::nChw16c : Tag::nCdhw16c;
-}
-
-// The desc the primitive is asked for, for an activation whose caller layout is `user`.
 // oneDNN's blocked kernels read a src of fewer than 16 channels (a stem's) plain, not blocked.
 memory::desc activation_request(Formats formats, const memory::desc& user, int spatial,
                                 bool is_src) {
@@ -117,6 +122,74 @@ memory::desc activation_request(Formats formats, const memory::desc& user, int s
       return user;
   }
   return user;
+}
+
+LibraryWindow library_window(const ConvolutionSpec& spec) {
+  LibraryWindow w;
+  w.strides.assign(spec.stride.begin(), spec.stride.end());
+  for (int i = 0; i < spec.spatial_dims(); ++i) {
+    // oneDNN counts dilation as the gaps between kernel elements (0 is dense).
+    w.dilation.push_back(spec.dilation[i] - 1);
+    w.padding_l.push_back(spec.padding[i]);
+    // The right padding that makes oneDNN's output size exactly the spec's (less than the
+    // left one where the stride does not divide the padded input: eager never reads those
+    // last elements).
+    const int64_t span = spec.dilation[i] * (spec.weight.sizes[2 + i] - 1) + 1;
+    w.padding_r.push_back((spec.output.sizes[2 + i] - 1) * spec.stride[i] + span -
+                          spec.input.sizes[2 + i] - spec.padding[i]);
+  }
+  return w;
+}
+
+dnnl::convolution_forward::primitive_desc forward_primitive_desc(const ConvolutionSpec& spec,
+                                                                 Formats formats,
+                                                                 dnnl::prop_kind prop,
+                                                                 bool with_bias) {
+  const memory::data_type dt = *library_dtype(spec.dtype);
+  const int spatial = spec.spatial_dims();
+  const memory::desc src = activation_request(
+      formats, strided_desc(spec.input.sizes, spec.input.strides, dt), spatial, true);
+  const memory::desc dst = activation_request(
+      formats, strided_desc(spec.output.sizes, spec.output.strides, dt), spatial, false);
+  const memory::desc weights(library_weight_sizes(spec), dt, Tag::any);
+  const LibraryWindow w = library_window(spec);
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  using Conv = dnnl::convolution_forward;
+  const auto algorithm = dnnl::algorithm::convolution_direct;
+  if (with_bias) {
+    const memory::desc bias({spec.bias->sizes[0]}, dt, Tag::a);
+    return Conv::primitive_desc(Conv::desc(prop, algorithm, src, weights, bias, dst, w.strides,
+                                           w.dilation, w.padding_l, w.padding_r),
+                                attr, cpu_engine());
+  }
+  return Conv::primitive_desc(Conv::desc(prop, algorithm, src, weights, dst, w.strides, w.dilation,
+                                         w.padding_l, w.padding_r),
+                              attr, cpu_engine());
+}
+
+}  // namespace detail
+
+namespace {
+
+using detail::Buffer;
+using detail::cpu_engine;
+using detail::OmpThreads;
+using detail::strided_desc;
+using detail::thread_stream;
+using dnnl::memory;
+using Formats = ConvolutionPlan::Formats;
+
+const char* pass_name(ConvolutionPass pass) {
+  switch (pass) {
+    case ConvolutionPass::Forward:
+      return "forward";
+    case ConvolutionPass::BackwardData:
+      return "backward-data";
+    case ConvolutionPass::BackwardWeights:
+      return "backward-weights";
+  }
+  return "";
 }
 
 // Whether the caller's layout `user` addresses its elements as `chosen` does: then the
@@ -160,48 +233,19 @@ std::string format_name(const memory::desc& md) {
   return "blocked";
 }
 
-// The primitive descriptor for a spec (current OpenMP thread count) with the given formats.
-dnnl::convolution_forward::primitive_desc make_primitive_desc(const ConvolutionSpec& spec,
-                                                              Formats formats) {
-  const memory::data_type dt = *detail::library_dtype(spec.dtype);
-  const int spatial = spec.spatial_dims();
-  const memory::desc src = activation_request(
-      formats, strided_desc(spec.input.sizes, spec.input.strides, dt), spatial, true);
-  const memory::desc dst = activation_request(
-      formats, strided_desc(spec.output.sizes, spec.output.strides, dt), spatial, false);
-  const memory::desc weights(library_weight_sizes(spec), dt, Tag::any);
-  memory::dims strides(spec.stride.begin(), spec.stride.end()), padding_l, padding_r, dilation;
-  for (int i = 0; i < spatial; ++i) {
-    // oneDNN counts dilation as the gaps between kernel elements (0 is dense).
-    dilation.push_back(spec.dilation[i] - 1);
-    padding_l.push_back(spec.padding[i]);
-    // The right padding that makes oneDNN's output size exactly the spec's (less than the
-    // left one where the stride does not divide the padded input: eager never reads those
-    // last elements).
-    const int64_t span = spec.dilation[i] * (spec.weight.sizes[2 + i] - 1) + 1;
-    padding_r.push_back((spec.output.sizes[2 + i] - 1) * spec.stride[i] + span -
-                        spec.input.sizes[2 + i] - spec.padding[i]);
-  }
-  dnnl::primitive_attr attr;
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  using Conv = dnnl::convolution_forward;
-  const auto prop = dnnl::prop_kind::forward_inference;
-  const auto algorithm = dnnl::algorithm::convolution_direct;
-  if (spec.bias) {
-    const memory::desc bias({spec.bias->sizes[0]}, dt, Tag::a);
-    return Conv::primitive_desc(Conv::desc(prop, algorithm, src, weights, bias, dst, strides,
-                                           dilation, padding_l, padding_r),
-                                attr, cpu_engine());
-  }
-  return Conv::primitive_desc(
-      Conv::desc(prop, algorithm, src, weights, dst, strides, dilation, padding_l, padding_r), attr,
-      cpu_engine());
+// The primitive descriptor of a spec's pass (current OpenMP thread count) with the given
+// formats.
+dnnl::primitive_desc make_primitive_desc(const ConvolutionSpec& spec, Formats formats) {
+  if (spec.pass != ConvolutionPass::Forward) return detail::backward_primitive_desc(spec, formats);
+  return detail::forward_primitive_desc(spec, formats, dnnl::prop_kind::forward_inference,
+                                        spec.bias.has_value());
 }
 
 // The smallest well-formed convolution of a dtype, to ask oneDNN whether it has any.
-ConvolutionSpec probe_spec(DType dtype) {
+ConvolutionSpec probe_spec(DType dtype, ConvolutionPass pass) {
   ConvolutionSpec probe;
   probe.dtype = dtype;
+  probe.pass = pass;
   probe.input = TensorLayout::contiguous({1, 1, 2, 2});
   probe.weight = TensorLayout::contiguous({1, 1, 1, 1});
   probe.output = TensorLayout::contiguous({1, 1, 2, 2});
@@ -210,32 +254,37 @@ ConvolutionSpec probe_spec(DType dtype) {
   return probe;
 }
 
-// Whether oneDNN convolves this dtype at all on this CPU: asked once per dtype.
-std::string dtype_refusal(DType dtype) {
+// Whether oneDNN convolves this dtype at all in this pass on this CPU: asked once per pair.
+std::string dtype_refusal(DType dtype, ConvolutionPass pass) {
   static std::mutex mutex;
-  static std::map<DType, std::string> answers;
+  static std::map<std::pair<DType, ConvolutionPass>, std::string> answers;
   std::lock_guard<std::mutex> lock(mutex);
-  if (auto it = answers.find(dtype); it != answers.end()) return it->second;
+  if (auto it = answers.find({dtype, pass}); it != answers.end()) return it->second;
   std::string answer;
+  const std::string what =
+      std::string(dtype_name(dtype)) + " convolution" +
+      (pass == ConvolutionPass::Forward ? "" : " " + std::string(pass_name(pass)));
   if (!detail::library_dtype(dtype)) {
-    answer = std::string("oneDNN has no ") + std::string(dtype_name(dtype)) +
-             " convolution (a Stax loop nest computes it)";
+    answer = "oneDNN has no " + what + " (a Stax loop nest computes it)";
   } else {
     try {
-      make_primitive_desc(probe_spec(dtype), Formats::Any);
+      make_primitive_desc(probe_spec(dtype, pass), Formats::Any);
     } catch (const dnnl::error& e) {
-      answer = detail::library_version() + " has no " + std::string(dtype_name(dtype)) +
-               " convolution on this CPU (" + e.what() + ")";
+      answer = detail::library_version() + " has no " + what + " on this CPU (" + e.what() + ")";
     }
   }
-  answers.emplace(dtype, answer);
+  answers.emplace(std::make_pair(dtype, pass), answer);
   return answer;
 }
 
-// Eager's output is empty whenever its input is (ConvolutionSpec::error): no call then.
-bool empty_output(const ConvolutionSpec& spec) {
-  const std::vector<int64_t>& sizes = spec.output.sizes;
-  return std::find(sizes.begin(), sizes.end(), 0) != sizes.end();
+bool empty(const TensorLayout& layout) {
+  return std::find(layout.sizes.begin(), layout.sizes.end(), 0) != layout.sizes.end();
+}
+
+// Every pass reads two of input, weight and output and writes the third: no library call when
+// any is empty (a forward output is then empty too; a backward result need not be).
+bool empty_operand(const ConvolutionSpec& spec) {
+  return empty(spec.input) || empty(spec.weight) || empty(spec.output);
 }
 
 // What Automatic asks for, in order: the measured choice first (top of this file), then the
@@ -252,10 +301,10 @@ std::vector<Formats> candidates(const ConvolutionSpec& spec, Formats formats) {
 }
 
 // The formats a spec's plan asks for and its primitive descriptor (for the current OpenMP
-// thread count), or why there is no plan. No descriptor when the output is empty.
+// thread count), or why there is no plan. No descriptor when an operand is empty.
 struct Analysis {
   Formats formats = Formats::Any;
-  std::optional<dnnl::convolution_forward::primitive_desc> pd;
+  std::optional<dnnl::primitive_desc> pd;
   std::string refusal;  // empty when there is a plan
 };
 
@@ -265,11 +314,15 @@ Analysis analyze(const ConvolutionSpec& spec, Formats formats) {
     result.refusal = "malformed convolution " + spec.describe() + ": " + error;
     return result;
   }
-  if (std::string refusal = dtype_refusal(spec.dtype); !refusal.empty()) {
+  if (std::string refusal = dtype_refusal(spec.dtype, spec.pass); !refusal.empty()) {
     result.refusal = refusal;
     return result;
   }
-  if (empty_output(spec)) return result;
+  if (empty_operand(spec)) return result;
+  const std::string what =
+      spec.pass == ConvolutionPass::Forward
+          ? "this convolution"
+          : std::string("this convolution's ") + pass_name(spec.pass) + " pass";
   std::string errors;
   for (Formats candidate : candidates(spec, formats)) {
     try {
@@ -279,12 +332,9 @@ Analysis analyze(const ConvolutionSpec& spec, Formats formats) {
         result.pd = std::move(pd);
         return result;
       }
-      errors =
-          "oneDNN has only its reference (unoptimized) kernel for this convolution on this "
-          "CPU";
+      errors = "oneDNN has only its reference (unoptimized) kernel for " + what + " on this CPU";
     } catch (const dnnl::error& e) {
-      if (errors.empty())
-        errors = std::string("oneDNN refuses this convolution (") + e.what() + ")";
+      if (errors.empty()) errors = "oneDNN refuses " + what + " (" + e.what() + ")";
     }
   }
   result.refusal = errors;
@@ -306,43 +356,96 @@ struct Reorder {
   }
 };
 
-// The convolution and reorder primitives for one thread count, and the workspaces of runs.
+// One operand of a pass: which of run()'s buffers holds it, which argument of the primitive it
+// is, the caller's layout, the primitive's format, and the reorder between them (in, or out
+// for the result) when they differ.
+struct Operand {
+  enum Slot { A, B, Bias, Result };
+  enum class Kind { Activation, Weights, Bias };
+  Slot slot;
+  int arg;
+  const char* name;
+  Kind kind;
+  memory::desc user, chosen;
+  std::optional<Reorder> reorder;
+};
+
+// The operands of a spec's pass, in run()'s order (ConvolutionPlan::run).
+std::vector<Operand> pass_operands(const ConvolutionSpec& spec, const dnnl::primitive_desc& pd) {
+  const memory::data_type dt = *detail::library_dtype(spec.dtype);
+  const memory::desc input = strided_desc(spec.input.sizes, spec.input.strides, dt);
+  const memory::desc output = strided_desc(spec.output.sizes, spec.output.strides, dt);
+  const memory::desc weight = detail::user_weight_desc(spec, dt);
+  using K = Operand::Kind;
+  std::vector<Operand> ops;
+  auto add = [&](Operand::Slot slot, int arg, const char* name, K kind, const memory::desc& user,
+                 const memory::desc& chosen) {
+    ops.push_back(Operand{slot, arg, name, kind, user, chosen, std::nullopt});
+  };
+  switch (spec.pass) {
+    case ConvolutionPass::Forward:
+      add(Operand::A, DNNL_ARG_SRC, "input", K::Activation, input, pd.src_desc());
+      add(Operand::B, DNNL_ARG_WEIGHTS, "weights", K::Weights, weight, pd.weights_desc());
+      if (spec.bias) {
+        // The bias is the forward primitive's second weights operand.
+        add(Operand::Bias, DNNL_ARG_BIAS, "bias", K::Bias,
+            strided_desc(spec.bias->sizes, spec.bias->strides, dt), pd.weights_desc(1));
+      }
+      add(Operand::Result, DNNL_ARG_DST, "output", K::Activation, output, pd.dst_desc());
+      break;
+    case ConvolutionPass::BackwardData:
+      add(Operand::A, DNNL_ARG_DIFF_DST, "grad_output", K::Activation, output, pd.diff_dst_desc());
+      add(Operand::B, DNNL_ARG_WEIGHTS, "weights", K::Weights, weight, pd.weights_desc());
+      add(Operand::Result, DNNL_ARG_DIFF_SRC, "grad_input", K::Activation, input,
+          pd.diff_src_desc());
+      break;
+    case ConvolutionPass::BackwardWeights:
+      add(Operand::A, DNNL_ARG_DIFF_DST, "grad_output", K::Activation, output, pd.diff_dst_desc());
+      add(Operand::B, DNNL_ARG_SRC, "input", K::Activation, input, pd.src_desc());
+      add(Operand::Result, DNNL_ARG_DIFF_WEIGHTS, "grad_weight", K::Weights, weight,
+          pd.diff_weights_desc());
+      break;
+  }
+  return ops;
+}
+
+// The primitive and reorders of a pass for one thread count, and the workspaces of runs.
 struct Primitive {
-  dnnl::convolution_forward::primitive_desc pd;
-  dnnl::convolution_forward convolution;
-  memory::desc user_src, user_weights, user_bias, user_dst;
-  std::optional<Reorder> src, weights, bias, dst;
+  dnnl::primitive_desc pd;
+  dnnl::primitive primitive;
+  std::vector<Operand> operands;
   size_t scratchpad_offset = 0;  // one scratchpad, the largest any of the primitives needs
   std::optional<detail::BufferPool> pool;  // workspaces: temporaries, then the scratchpad
 
   static size_t round_up(size_t bytes) { return (bytes + 63) / 64 * 64; }
 
-  Primitive(const ConvolutionSpec& spec, dnnl::convolution_forward::primitive_desc desc)
-      : pd(std::move(desc)), convolution(pd) {
-    const memory::data_type dt = *detail::library_dtype(spec.dtype);
-    user_src = strided_desc(spec.input.sizes, spec.input.strides, dt);
-    user_weights = user_weight_desc(spec, dt);
-    user_dst = strided_desc(spec.output.sizes, spec.output.strides, dt);
-    if (spec.bias) user_bias = strided_desc(spec.bias->sizes, spec.bias->strides, dt);
+  Primitive(const ConvolutionSpec& spec, dnnl::primitive_desc desc)
+      : pd(std::move(desc)), primitive(pd), operands(pass_operands(spec, pd)) {
     size_t offset = 0;
     size_t scratchpad = pd.scratchpad_desc().get_size();
-    auto add = [&](std::optional<Reorder>& slot, const memory::desc& from, const memory::desc& to,
-                   const memory::desc& temporary) {
-      slot.emplace(from, to);
-      slot->temporary_offset = offset;
-      offset += round_up(temporary.get_size());
-      scratchpad = std::max(scratchpad, slot->pd.scratchpad_desc().get_size());
-    };
-    if (!same_layout(user_src, pd.src_desc())) add(src, user_src, pd.src_desc(), pd.src_desc());
-    if (!same_layout(user_weights, pd.weights_desc())) {
-      add(weights, user_weights, pd.weights_desc(), pd.weights_desc());
+    for (Operand& op : operands) {
+      if (same_layout(op.user, op.chosen)) continue;
+      if (op.slot == Operand::Result) {
+        op.reorder.emplace(op.chosen, op.user);
+      } else {
+        op.reorder.emplace(op.user, op.chosen);
+      }
+      op.reorder->temporary_offset = offset;
+      offset += round_up(op.chosen.get_size());
+      scratchpad = std::max(scratchpad, op.reorder->pd.scratchpad_desc().get_size());
     }
-    if (spec.bias && !same_layout(user_bias, pd.bias_desc())) {
-      add(bias, user_bias, pd.bias_desc(), pd.bias_desc());
-    }
-    if (!same_layout(user_dst, pd.dst_desc())) add(dst, pd.dst_desc(), user_dst, pd.dst_desc());
     scratchpad_offset = offset;
     pool.emplace(offset + round_up(scratchpad));
+  }
+
+  // The format of the input's position (input or grad_input) or the output's.
+  memory::desc chosen(bool input_position) const {
+    for (const Operand& op : operands) {
+      const bool src = op.arg == DNNL_ARG_SRC || op.arg == DNNL_ARG_DIFF_SRC;
+      const bool dst = op.arg == DNNL_ARG_DST || op.arg == DNNL_ARG_DIFF_DST;
+      if (input_position ? src : dst) return op.chosen;
+    }
+    return {};
   }
 };
 
@@ -351,7 +454,8 @@ struct Primitive {
 struct ConvolutionPlan::State {
   ConvolutionSpec spec;
   Formats formats = Formats::Any;
-  bool library = false;  // false: the output is empty, nothing to compute
+  bool library = false;      // false: an operand is empty, no library call
+  bool zero_result = false;  // without a library call: the result is not empty, write zeros
   std::string implementation;
   mutable std::mutex mutex;  // guards primitives (created on first use of a thread count)
   mutable std::map<int, std::unique_ptr<Primitive>> primitives;
@@ -367,18 +471,50 @@ struct ConvolutionPlan::State {
 
 namespace {
 
-std::string describe_implementation(const Primitive& p) {
-  std::string text = detail::library_version() + " convolution " + p.pd.impl_info_str() + " (" +
-                     format_name(p.pd.src_desc());
-  if (format_name(p.pd.dst_desc()) != format_name(p.pd.src_desc())) {
-    text += " -> " + format_name(p.pd.dst_desc());
-  }
+std::string describe_implementation(const ConvolutionSpec& spec, const Primitive& p) {
+  std::string text = detail::library_version() + " convolution ";
+  if (spec.pass != ConvolutionPass::Forward) text += std::string(pass_name(spec.pass)) + " ";
+  const std::string src = format_name(p.chosen(true)), dst = format_name(p.chosen(false));
+  text += std::string(p.pd.impl_info_str()) + " (" + src;
+  if (dst != src) text += " -> " + dst;
   text += ")";
-  text += p.src ? ", input reordered from " + format_name(p.user_src) : ", input in place";
-  text += p.weights ? ", weights reordered per call" : ", weights in place";
-  if (p.bias) text += ", bias copied";
-  text += p.dst ? ", output reordered to " + format_name(p.user_dst) : ", output in place";
+  for (const Operand& op : p.operands) {
+    const std::string name = op.name;
+    switch (op.kind) {
+      case Operand::Kind::Activation:
+        if (!op.reorder) {
+          text += ", " + name + " in place";
+        } else {
+          text += ", " + name +
+                  (op.slot == Operand::Result ? " reordered to " : " reordered from ") +
+                  format_name(op.user);
+        }
+        break;
+      case Operand::Kind::Weights:
+        text += ", " + name + (op.reorder ? " reordered per call" : " in place");
+        break;
+      case Operand::Kind::Bias:
+        if (op.reorder) text += ", bias copied";
+        break;
+    }
+  }
   return text;
+}
+
+// implementation() of a plan without a library call.
+std::string describe_no_call(const ConvolutionSpec& spec) {
+  const char* result = spec.pass == ConvolutionPass::Forward        ? "the output"
+                       : spec.pass == ConvolutionPass::BackwardData ? "grad_input"
+                                                                    : "grad_weight";
+  if (empty(spec.result())) return std::string("no library call: ") + result + " is empty";
+  // A backward pass whose read operands are empty: the gradient's sum has no terms.
+  const bool data = spec.pass == ConvolutionPass::BackwardData;
+  const bool first = empty(spec.output), second = empty(data ? spec.weight : spec.input);
+  const char* second_name = data ? "weight" : "input";
+  std::string empties = first && second ? std::string("grad_output and ") + second_name + " are"
+                        : first         ? std::string("grad_output is")
+                                        : std::string(second_name) + " is";
+  return std::string("no library call: ") + result + " is zeros (" + empties + " empty)";
 }
 
 }  // namespace
@@ -411,11 +547,12 @@ std::unique_ptr<ConvolutionPlan> ConvolutionPlan::create(const ConvolutionSpec& 
     state->spec = spec;
     state->formats = analysis.formats;
     if (!analysis.pd) {
-      state->implementation = "no library call: the output is empty";
+      state->implementation = describe_no_call(spec);
+      state->zero_result = !empty(spec.result());
     } else {
       state->library = true;
       auto primitive = std::make_unique<Primitive>(spec, std::move(*analysis.pd));
-      state->implementation = describe_implementation(*primitive);
+      state->implementation = describe_implementation(spec, *primitive);
       state->primitives[threads] = std::move(primitive);
     }
     return std::unique_ptr<ConvolutionPlan>(new ConvolutionPlan(std::move(state)));
@@ -436,58 +573,60 @@ std::string ConvolutionPlan::implementation() const {
   return state_->implementation;
 }
 
-void ConvolutionPlan::run(const void* input, const void* weight, const void* bias, void* output,
+void ConvolutionPlan::run(const void* a, const void* b, const void* bias, void* result,
                           int num_threads) const {
   const State& s = *state_;
   const ConvolutionSpec& spec = s.spec;
   if (num_threads < 0) {
     throw LibraryError("convolution " + spec.describe() + ": run() with a negative thread count");
   }
-  if (!s.library) return;
-  if (input == nullptr || weight == nullptr || output == nullptr ||
-      (spec.bias && bias == nullptr)) {
-    throw LibraryError("convolution " + spec.describe() + ": run() with a null buffer");
+  if (!s.library) {
+    if (!s.zero_result) return;
+    if (result == nullptr) {
+      throw LibraryError("convolution " + spec.describe() + ": run() with a null result");
+    }
+    detail::write_zeros(spec.result(), spec.dtype, result);
+    return;
   }
+  const void* const buffers[] = {a, b, bias, result};  // by Operand::Slot
   const int threads = detail::resolve_threads(num_threads);
   OmpThreads scope(threads);
   try {
     Primitive& p = s.primitive(threads);
+    for (const Operand& op : p.operands) {
+      if (buffers[op.slot] == nullptr) {
+        throw LibraryError("convolution " + spec.describe() + ": run() with a null " + op.name);
+      }
+    }
     Buffer workspace = p.pool->take();
     char* base = static_cast<char*>(workspace.get());
     dnnl::stream& stream = thread_stream();
     const memory scratchpad(p.pd.scratchpad_desc(), cpu_engine(), base + p.scratchpad_offset);
-    // The operand the convolution reads or writes: the caller's buffer, or a temporary in the
-    // primitive's format. oneDNN takes non-const handles; it writes only DST, TO and the
+    // Each operand as the primitive takes it: the caller's buffer, or a temporary in the
+    // primitive's format, reordered into before the call (read operands) or out of after it
+    // (the result). oneDNN takes non-const handles; it writes only DST / DIFF_*, TO and the
     // scratchpad.
-    auto operand = [&](const std::optional<Reorder>& reorder, const memory::desc& chosen,
-                       const void* data) {
-      if (!reorder) return memory(chosen, cpu_engine(), const_cast<void*>(data));
-      return memory(chosen, cpu_engine(), base + reorder->temporary_offset);
-    };
-    auto reorder_in = [&](const std::optional<Reorder>& reorder, const memory::desc& user,
-                          const void* data, const memory& temporary) {
-      if (!reorder) return;
-      reorder->primitive.execute(
-          stream, {{DNNL_ARG_FROM, memory(user, cpu_engine(), const_cast<void*>(data))},
-                   {DNNL_ARG_TO, temporary},
-                   {DNNL_ARG_SCRATCHPAD, scratchpad}});
-    };
-    std::unordered_map<int, memory> args{
-        {DNNL_ARG_SRC, operand(p.src, p.pd.src_desc(), input)},
-        {DNNL_ARG_WEIGHTS, operand(p.weights, p.pd.weights_desc(), weight)},
-        {DNNL_ARG_DST, operand(p.dst, p.pd.dst_desc(), output)},
-        {DNNL_ARG_SCRATCHPAD, scratchpad}};
-    reorder_in(p.src, p.user_src, input, args.at(DNNL_ARG_SRC));
-    reorder_in(p.weights, p.user_weights, weight, args.at(DNNL_ARG_WEIGHTS));
-    if (spec.bias) {
-      args.emplace(DNNL_ARG_BIAS, operand(p.bias, p.pd.bias_desc(), bias));
-      reorder_in(p.bias, p.user_bias, bias, args.at(DNNL_ARG_BIAS));
+    std::unordered_map<int, memory> args{{DNNL_ARG_SCRATCHPAD, scratchpad}};
+    for (const Operand& op : p.operands) {
+      void* data = const_cast<void*>(buffers[op.slot]);
+      if (!op.reorder) {
+        args.emplace(op.arg, memory(op.chosen, cpu_engine(), data));
+        continue;
+      }
+      const memory temporary(op.chosen, cpu_engine(), base + op.reorder->temporary_offset);
+      args.emplace(op.arg, temporary);
+      if (op.slot != Operand::Result) {
+        op.reorder->primitive.execute(stream, {{DNNL_ARG_FROM, memory(op.user, cpu_engine(), data)},
+                                               {DNNL_ARG_TO, temporary},
+                                               {DNNL_ARG_SCRATCHPAD, scratchpad}});
+      }
     }
-    p.convolution.execute(stream, args);
-    if (p.dst) {
-      p.dst->primitive.execute(stream, {{DNNL_ARG_FROM, args.at(DNNL_ARG_DST)},
-                                        {DNNL_ARG_TO, memory(p.user_dst, cpu_engine(), output)},
-                                        {DNNL_ARG_SCRATCHPAD, scratchpad}});
+    p.primitive.execute(stream, args);
+    const Operand& out = p.operands.back();
+    if (out.reorder) {
+      out.reorder->primitive.execute(stream, {{DNNL_ARG_FROM, args.at(out.arg)},
+                                              {DNNL_ARG_TO, memory(out.user, cpu_engine(), result)},
+                                              {DNNL_ARG_SCRATCHPAD, scratchpad}});
     }
     stream.wait();
     p.pool->give(std::move(workspace));

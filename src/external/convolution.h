@@ -1,12 +1,15 @@
-// Convolutions as external calls: a plan for one call site of aten.convolution (forward, not
-// transposed), built once when a graph is loaded (oneDNN 2.6's convolution primitive and the
-// reorders around it) and run many times, as MatmulPlan is for matrix products (matmul.h:
-// the library, its OpenMP runtime, LibraryError). The plan computes what eager's
-// torch.ops.aten.convolution(input, weight, bias, stride, padding, dilation, False, [0...],
-// groups) computes: float32, or bfloat16 accumulated in float32 with the bias and rounded to
-// bfloat16 once. Lowering asks supported() first; when it says no (float64, or a convolution
-// oneDNN would run only with its reference kernel), the convolution is a Stax loop nest and
-// `why` is shown by `stax explain`.
+// Convolutions as external calls: a plan for one call site of aten.convolution (not
+// transposed) or of one gradient of it, built once when a graph is loaded (oneDNN 2.6's
+// convolution primitives and the reorders around them) and run many times, as MatmulPlan is
+// for matrix products (matmul.h: the library, its OpenMP runtime, LibraryError). The forward
+// plan computes what eager's torch.ops.aten.convolution(input, weight, bias, stride, padding,
+// dilation, False, [0...], groups) computes; the backward ones what eager's
+// torch.ops.aten.convolution_backward(grad_output, input, weight, None, stride, padding,
+// dilation, False, [0...], groups, mask) computes as grad_input (mask [1, 0, 0]) or
+// grad_weight (mask [0, 1, 0]); grad_bias, a sum, is Stax's own. All in float32, or bfloat16
+// accumulated in float32 (with the bias) and rounded to bfloat16 once. Lowering asks
+// supported() first; when it says no (float64, or a convolution oneDNN would run only with its
+// reference kernel), the convolution is a Stax loop nest and `why` is shown by `stax explain`.
 //
 // Memory formats: the primitive is created for the src/dst formats that measured fastest
 // (convolution.cpp, bench/conv/RESULTS.md: blocked nChw16c for NCHW callers, nhwc for
@@ -14,7 +17,8 @@
 // reorders the caller's input and weights into them and the result back into the caller's
 // output strides, skipping a reorder where the caller's layout already is the chosen one
 // (channels-last activations with nhwc). Weights are reordered on every run, as eager does
-// without prepacking: in training they change between calls.
+// without prepacking: in training they change between calls. The backward passes choose
+// formats by the same rule (convolution_backward.cpp).
 #pragma once
 
 #include <cstdint>
@@ -27,6 +31,9 @@
 #include "ir/dtype.h"
 
 namespace stax::external {
+
+// What a plan computes: the convolution, or one of its gradients.
+enum class ConvolutionPass : uint8_t { Forward, BackwardData, BackwardWeights };
 
 // A tensor's sizes and strides (in elements, non-negative).
 struct TensorLayout {
@@ -43,24 +50,40 @@ struct TensorLayout {
   bool is_channels_last() const;
 };
 
+// The layouts and the window always describe the forward convolution; `pass` says which of
+// them the plan reads and which it writes (ConvolutionPlan::run):
+// - Forward: reads input, weight, bias; writes output.
+// - BackwardData: reads grad_output (with the output's layout) and weight; writes grad_input
+//   (with the input's layout): grad_input[n, ci, x] is the sum over co of ci's group and the
+//   kernel positions k with x = y * stride - padding + k * dilation of
+//   grad_output[n, co, y] * weight[co, ci mod C_in/groups, k].
+// - BackwardWeights: reads grad_output and input; writes grad_weight (with the weight's
+//   layout): grad_weight[co, ci, k] is the sum over n and output positions y of
+//   grad_output[n, co, y] * input[n, group(co) * C_in/groups + ci, y * stride - padding +
+//   k * dilation] (positions in the padding contribute nothing).
 struct ConvolutionSpec {
-  DType dtype = DType::Float32;      // input, weight, bias and output all have it
+  DType dtype = DType::Float32;      // every operand has it
   TensorLayout input;                // [N, C_in, spatial...], 1 to 3 spatial dimensions
   TensorLayout weight;               // [C_out, C_in / groups, kernel...]
-  std::optional<TensorLayout> bias;  // [C_out]
-  TensorLayout output;               // [N, C_out, output spatial...], written by the plan
+  std::optional<TensorLayout> bias;  // [C_out]; forward only
+  TensorLayout output;               // [N, C_out, output spatial...]
   // One per spatial dimension; dilation as PyTorch counts it (1 is a dense kernel).
   std::vector<int64_t> stride, padding, dilation;
   int64_t groups = 1;
+  ConvolutionPass pass = ConvolutionPass::Forward;
 
   int spatial_dims() const { return static_cast<int>(input.sizes.size()) - 2; }
+  // The layout the pass writes: output, input (grad_input) or weight (grad_weight).
+  const TensorLayout& result() const;
   // "" when the spec is well formed (no library asked): ranks, sizes that agree as eager's
-  // convolution requires (output sizes included), non-negative strides, an output whose
-  // elements do not overlap; else what is wrong.
+  // convolution requires (output sizes included), non-negative strides, a result whose
+  // elements do not overlap, no bias for a backward pass; else what is wrong.
   std::string error() const;
   // "f32 conv2d [8x64x56x56] * w[64x64x3x3] stride 1 pad 1 -> [8x64x56x56] + bias" for errors
-  // and explain; a layout note after each operand that is not contiguous ("(channels-last)",
-  // "(strides ...)"), dilation and groups where they are not 1.
+  // and explain, "f32 conv2d backward-data [8x64x56x56] * ..." for the backward passes (the
+  // forward convolution whose gradient is computed); a layout note after each operand that is
+  // not contiguous ("(channels-last)", "(strides ...)"), dilation and groups where they are
+  // not 1.
   std::string describe() const;
 };
 
@@ -78,10 +101,12 @@ class ConvolutionPlan {
   };
 
   // Whether a library plan exists for the spec on this machine: a well-formed spec, a dtype
-  // oneDNN convolves on this CPU (float32, bfloat16), and a convolution it runs with an
-  // optimized kernel (it is asked; its reference kernel is refused). Empty outputs (N == 0,
-  // or an input without channels, whose output eager gives no channels) are supported: no
-  // library call, nothing to write. When false, `why` (if not null) says why.
+  // oneDNN convolves on this CPU (float32, bfloat16) in this pass, and a convolution it runs
+  // with an optimized kernel (it is asked; its reference kernel is refused). Empty operands
+  // (N == 0, or no channels; eager gives an input without channels an output without them)
+  // are supported: no library call; the result, where it is not empty itself (a backward
+  // pass's gradient of an empty batch, say), is written as zeros. When false, `why` (if not
+  // null) says why.
   static bool supported(const ConvolutionSpec& spec, std::string* why);
   // Builds the primitive and reorders once, for `num_threads` threads (0:
   // omp_get_max_threads()). Throws LibraryError when there is no plan or oneDNN fails.
@@ -95,16 +120,23 @@ class ConvolutionPlan {
   // Runs on `num_threads` threads of the process's OpenMP runtime (0: the caller's
   // omp_get_max_threads()), restoring the caller's setting after; a thread count other than
   // create()'s builds its primitive on first use (oneDNN fixes a primitive's thread count
-  // when it is built). `bias` is read only when the spec has one. The output must not overlap
-  // the other operands. Thread-safe for concurrent calls of one plan (each run borrows its own
-  // temporaries). Throws LibraryError on failure.
-  void run(const void* input, const void* weight, const void* bias, void* output,
-           int num_threads) const;
+  // when it is built). The operands by pass (ConvolutionSpec):
+  //   Forward:         run(input,       weight, bias,    output,      threads)
+  //   BackwardData:    run(grad_output, weight, nullptr, grad_input,  threads)
+  //   BackwardWeights: run(grad_output, input,  nullptr, grad_weight, threads)
+  // `bias` is read only when the spec has one. The result must not overlap the other operands.
+  // Thread-safe for concurrent calls of one plan (each run borrows its own temporaries).
+  // Throws LibraryError on failure.
+  void run(const void* a, const void* b, const void* bias, void* result, int num_threads) const;
 
   // "oneDNN 2.6.3 convolution jit:avx512_core (nChw16c), input reordered from nchw, weights
   // reordered per call, output reordered to nchw" or "... brgconv:avx512_core (nhwc), input in
-  // place, weights reordered per call, output in place" for explain; "no library call: the
-  // output is empty" for empty outputs.
+  // place, weights reordered per call, output in place" for explain; "oneDNN 2.6.3 convolution
+  // backward-data ..." and "... backward-weights ..." name the pass, the formats in
+  // parentheses being the input's and the output's (or their gradients'). Without a library
+  // call: "no library call: the output is empty" (or "grad_input is empty", ...), or for a
+  // backward pass whose sums have no terms "no library call: grad_weight is zeros
+  // (grad_output and input are empty)" and the like.
   std::string implementation() const;
   const ConvolutionSpec& spec() const;
 

@@ -95,10 +95,26 @@ bool TensorLayout::is_channels_last() const {
   return same_addressing(*this, dense_strides(sizes, channels_last_order(sizes.size())));
 }
 
+const TensorLayout& ConvolutionSpec::result() const {
+  switch (pass) {
+    case ConvolutionPass::Forward:
+      return output;
+    case ConvolutionPass::BackwardData:
+      return input;
+    case ConvolutionPass::BackwardWeights:
+      return weight;
+  }
+  return output;
+}
+
 std::string ConvolutionSpec::describe() const {
+  const char* pass_name = pass == ConvolutionPass::BackwardData      ? " backward-data"
+                          : pass == ConvolutionPass::BackwardWeights ? " backward-weights"
+                                                                     : "";
   std::string text = std::string(dtype_name(dtype)) + " conv" + std::to_string(spatial_dims()) +
-                     "d " + describe_layout(input) + " * w" + describe_layout(weight) + " stride " +
-                     describe_per_dim(stride) + " pad " + describe_per_dim(padding);
+                     "d" + pass_name + " " + describe_layout(input) + " * w" +
+                     describe_layout(weight) + " stride " + describe_per_dim(stride) + " pad " +
+                     describe_per_dim(padding);
   if (std::any_of(dilation.begin(), dilation.end(), [](int64_t d) { return d != 1; })) {
     text += " dilation " + describe_per_dim(dilation);
   }
@@ -167,6 +183,9 @@ std::string ConvolutionSpec::error() const {
            " input channels, not C_in / groups = " + std::to_string(c_in / groups);
   }
   if (bias && bias->sizes[0] != c_out) return "the bias does not have C_out elements";
+  if (bias && pass != ConvolutionPass::Forward) {
+    return "a backward pass has no bias (grad_bias, a sum of grad_output, is Stax's own)";
+  }
   // Eager's convolution of an input without channels has no output channels either (torch
   // 2.13.0, meta kernel included); its input may lack a batch or channels, never positions.
   const int64_t out_channels = c_in == 0 ? 0 : c_out;
@@ -196,8 +215,12 @@ std::string ConvolutionSpec::error() const {
              std::to_string((padded - span) / stride[i] + 1);
     }
   }
-  if (detail::elements_overlap(output.sizes, output.strides))
-    return "the output's elements overlap (a stride too small for its size)";
+  if (detail::elements_overlap(result().sizes, result().strides)) {
+    const char* name = pass == ConvolutionPass::BackwardData      ? "grad_input"
+                       : pass == ConvolutionPass::BackwardWeights ? "grad_weight"
+                                                                  : "output";
+    return std::string("the ") + name + "'s elements overlap (a stride too small for its size)";
+  }
   return "";
 }
 

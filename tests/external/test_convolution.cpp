@@ -1,9 +1,9 @@
-// ConvolutionPlan (src/external): oneDNN convolutions against a naive direct convolution
-// accumulating in double, float32 and bfloat16, 1-D to 3-D, stride / padding / dilation /
-// groups (depthwise included), bias or none, NCHW and channels-last activations, strided
-// weights, odd sizes (every kernel tail), each memory format the plan can ask for, empty
-// batches and channels, 1 and 2 threads, concurrent runs of one plan, refusals, describe()
-// and implementation().
+// ConvolutionPlan (src/external): oneDNN convolutions and both of their gradients
+// (backward-data, backward-weights) against naive direct sums accumulating in double, float32
+// and bfloat16, 1-D to 3-D, stride / padding / dilation / groups (depthwise included), bias or
+// none, NCHW and channels-last activations, strided weights, odd sizes (every kernel tail),
+// each memory format the plan can ask for, empty batches and channels (a gradient of zeros),
+// 1 and 2 threads, concurrent runs of one plan, refusals, describe() and implementation().
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -72,6 +72,10 @@ struct Tensor {
   bool operator==(const Tensor& other) const { return f32 == other.f32 && bf16 == other.bf16; }
 };
 
+// The three tensors of a convolution's geometry; which are read and which is written depends
+// on the pass: forward reads input and weight and writes output, backward-data reads output
+// (grad_output) and weight and writes input (grad_input), backward-weights reads output and
+// input and writes weight (grad_weight).
 struct Case {
   ConvolutionSpec spec;
   Tensor input, weight, output;
@@ -81,22 +85,44 @@ struct Case {
       : spec(s), input(s.dtype, s.input), weight(s.dtype, s.weight), output(s.dtype, s.output) {
     if (s.bias) bias.emplace(s.dtype, *s.bias);
   }
+  Tensor& result() {
+    return spec.pass == ConvolutionPass::Forward        ? output
+           : spec.pass == ConvolutionPass::BackwardData ? input
+                                                        : weight;
+  }
+  const Tensor& result() const { return const_cast<Case*>(this)->result(); }
+  // Random read operands; the result NaN, so that every element must be written.
   void fill(uint32_t seed, bool exact = false) {
     std::mt19937 rng(seed);
-    input.fill(rng, exact);
-    weight.fill(rng, exact);
+    for (Tensor* t : {&input, &weight, &output}) {
+      if (t != &result()) t->fill(rng, exact);
+    }
     if (bias) bias->fill(rng, exact);
-    output.fill_all(std::numeric_limits<float>::quiet_NaN());  // every element must be written
+    result().fill_all(std::numeric_limits<float>::quiet_NaN());
   }
+  // run()'s operands by pass (ConvolutionPlan::run).
   void run(const ConvolutionPlan& plan, int threads) {
-    plan.run(input.data(), weight.data(), bias ? bias->data() : nullptr, output.data(), threads);
+    switch (spec.pass) {
+      case ConvolutionPass::Forward:
+        plan.run(input.data(), weight.data(), bias ? bias->data() : nullptr, output.data(),
+                 threads);
+        break;
+      case ConvolutionPass::BackwardData:
+        plan.run(output.data(), weight.data(), nullptr, input.data(), threads);
+        break;
+      case ConvolutionPass::BackwardWeights:
+        plan.run(output.data(), input.data(), nullptr, weight.data(), threads);
+        break;
+    }
   }
 
-  // Compares every output element with a direct convolution in double, within the bound the
-  // dtype and the reduction length K = C_in/groups * kernel volume allow: float32 accumulation
-  // (K + 2 roundings of the magnitudes summed), plus for bfloat16 one rounding of the result
-  // (unit roundoff 2^-8). Spatial dimensions are padded to three (size 1) so that one loop
-  // nest serves 1-D to 3-D.
+  // Compares every result element with the pass's sums in double, within the bound the dtype
+  // and the element's number of terms K allow: float32 accumulation (K + 2 roundings of the
+  // magnitudes summed), plus for bfloat16 one rounding of the result (unit roundoff 2^-8).
+  // One loop nest over the forward convolution's terms (n, o, c, output position, kernel
+  // position) serves all passes: each term input * weight contributes to output (forward),
+  // grad_output * weight to grad_input, grad_output * input to grad_weight. Spatial
+  // dimensions are padded to three (size 1) so that it serves 1-D to 3-D.
   void expect_matches_reference(const std::string& what) const {
     const int d = spec.spatial_dims();
     auto spatial3 = [&](const std::vector<int64_t>& v, int64_t fill) {
@@ -111,7 +137,6 @@ struct Case {
     const auto dil = spatial3(spec.dilation, 1);
     const int64_t batch = spec.output.sizes[0], c_out = spec.output.sizes[1];
     const int64_t c_per_group = spec.weight.sizes[1], o_per_group = c_out / spec.groups;
-    const int64_t k_length = c_per_group * ker[0] * ker[1] * ker[2];
     const double eps32 = std::ldexp(1.0, -24);
     // Strides over (n or o, c, z, y, x); a missing spatial dimension has size 1, stride 0.
     auto strides5 = [&](const TensorLayout& l) {
@@ -120,14 +145,25 @@ struct Case {
       return r;
     };
     const auto si = strides5(spec.input), sw = strides5(spec.weight), so = strides5(spec.output);
-    int failures = 0;
+    const Tensor& r = result();
+    const auto sr = strides5(r.layout);
+    // The result's elements by offset: the sum, the sum of magnitudes, the number of terms.
+    const size_t n_offsets = r.elements();
+    std::vector<double> sum(n_offsets, 0.0), magnitude(n_offsets, 0.0);
+    std::vector<int64_t> terms(n_offsets, 0);
+    auto add = [&](int64_t offset, double term) {
+      sum[offset] += term;
+      magnitude[offset] += std::fabs(term);
+      ++terms[offset];
+    };
     for (int64_t n = 0; n < batch; ++n) {
       for (int64_t o = 0; o < c_out; ++o) {
         const int64_t c0 = o / o_per_group * c_per_group;
         for (int64_t oz = 0; oz < out[0]; ++oz) {
           for (int64_t oy = 0; oy < out[1]; ++oy) {
             for (int64_t ox = 0; ox < out[2]; ++ox) {
-              double sum = 0, magnitude = 0;
+              const int64_t out_offset =
+                  n * so[0] + o * so[1] + oz * so[2] + oy * so[3] + ox * so[4];
               for (int64_t c = 0; c < c_per_group; ++c) {
                 for (int64_t kz = 0; kz < ker[0]; ++kz) {
                   const int64_t iz = oz * stride[0] - pad[0] + kz * dil[0];
@@ -138,30 +174,53 @@ struct Case {
                     for (int64_t kx = 0; kx < ker[2]; ++kx) {
                       const int64_t ix = ox * stride[2] - pad[2] + kx * dil[2];
                       if (ix < 0 || ix >= in[2]) continue;
-                      const double p = static_cast<double>(
-                                           input.at_offset(n * si[0] + (c0 + c) * si[1] +
-                                                           iz * si[2] + iy * si[3] + ix * si[4])) *
-                                       weight.at_offset(o * sw[0] + c * sw[1] + kz * sw[2] +
-                                                        ky * sw[3] + kx * sw[4]);
-                      sum += p;
-                      magnitude += std::fabs(p);
+                      const int64_t in_offset =
+                          n * si[0] + (c0 + c) * si[1] + iz * si[2] + iy * si[3] + ix * si[4];
+                      const int64_t w_offset =
+                          o * sw[0] + c * sw[1] + kz * sw[2] + ky * sw[3] + kx * sw[4];
+                      switch (spec.pass) {
+                        case ConvolutionPass::Forward:
+                          add(out_offset, static_cast<double>(input.at_offset(in_offset)) *
+                                              weight.at_offset(w_offset));
+                          break;
+                        case ConvolutionPass::BackwardData:
+                          add(in_offset, static_cast<double>(output.at_offset(out_offset)) *
+                                             weight.at_offset(w_offset));
+                          break;
+                        case ConvolutionPass::BackwardWeights:
+                          add(w_offset, static_cast<double>(output.at_offset(out_offset)) *
+                                            input.at_offset(in_offset));
+                          break;
+                      }
                     }
                   }
                 }
               }
-              if (bias) {
-                const double b = bias->at_offset(o * bias->layout.strides[0]);
-                sum += b;
-                magnitude += std::fabs(b);
-              }
-              double bound = 2.0 * (k_length + 2) * eps32 * magnitude + 1e-30;
-              if (spec.dtype == DType::BFloat16) bound += std::ldexp(1.0, -8) * std::fabs(sum);
-              const double got =
-                  output.at_offset(n * so[0] + o * so[1] + oz * so[2] + oy * so[3] + ox * so[4]);
-              if (!(std::fabs(got - sum) <= bound) && ++failures <= 3) {
-                ADD_FAILURE() << what << " " << spec.describe() << " at n " << n << " o " << o
-                              << " (" << oz << "," << oy << "," << ox << "): got " << got
-                              << ", want " << sum << " +- " << bound;
+              if (bias) add(out_offset, bias->at_offset(o * bias->layout.strides[0]));
+            }
+          }
+        }
+      }
+    }
+    // Every element of the result by its logical index (n or o, c, z, y, x).
+    const auto rs = r.layout.sizes;
+    const auto extent = spatial3({rs.begin() + 2, rs.end()}, 1);
+    int failures = 0;
+    for (int64_t i0 = 0; i0 < rs[0]; ++i0) {
+      for (int64_t i1 = 0; i1 < rs[1]; ++i1) {
+        for (int64_t z = 0; z < extent[0]; ++z) {
+          for (int64_t y = 0; y < extent[1]; ++y) {
+            for (int64_t x = 0; x < extent[2]; ++x) {
+              const int64_t offset = i0 * sr[0] + i1 * sr[1] + z * sr[2] + y * sr[3] + x * sr[4];
+              double bound =
+                  2.0 * static_cast<double>(terms[offset] + 2) * eps32 * magnitude[offset] + 1e-30;
+              if (spec.dtype == DType::BFloat16)
+                bound += std::ldexp(1.0, -8) * std::fabs(sum[offset]);
+              const double got = r.at_offset(offset);
+              if (!(std::fabs(got - sum[offset]) <= bound) && ++failures <= 3) {
+                ADD_FAILURE() << what << " " << spec.describe() << " at [" << i0 << "," << i1 << ","
+                              << z << "," << y << "," << x << "]: got " << got << ", want "
+                              << sum[offset] << " +- " << bound;
               }
             }
           }
@@ -198,6 +257,16 @@ ConvolutionSpec make_spec(DType dt, std::vector<int64_t> input, std::vector<int6
 
 const DType kDtypes[] = {DType::Float32, DType::BFloat16};
 
+const ConvolutionPass kPasses[] = {ConvolutionPass::Forward, ConvolutionPass::BackwardData,
+                                   ConvolutionPass::BackwardWeights};
+
+// The spec for one pass: a backward pass has no bias (Stax sums grad_bias itself).
+ConvolutionSpec for_pass(ConvolutionSpec spec, ConvolutionPass pass) {
+  spec.pass = pass;
+  if (pass != ConvolutionPass::Forward) spec.bias.reset();
+  return spec;
+}
+
 void check(const ConvolutionSpec& spec, const std::string& what,
            Formats formats = Formats::Automatic, uint32_t seed = 1,
            std::vector<int> threads = {1, 2}) {
@@ -216,17 +285,24 @@ void check(const ConvolutionSpec& spec, const std::string& what,
   }
 }
 
+// The convolution and both of its gradients.
+void check_passes(const ConvolutionSpec& spec, const std::string& what,
+                  Formats formats = Formats::Automatic, uint32_t seed = 1,
+                  std::vector<int> threads = {1, 2}) {
+  for (ConvolutionPass pass : kPasses) check(for_pass(spec, pass), what, formats, seed, threads);
+}
+
 TEST(Convolution, Conv2dLayoutsAndBias) {
   // Odd sizes: channel, row and column tails of every kernel.
   for (DType dt : kDtypes) {
     for (bool channels_last : {false, true}) {
       for (bool with_bias : {false, true}) {
-        check(make_spec(dt, {2, 5, 9, 11}, {7, 5, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, with_bias,
-                        channels_last),
-              "3x3");
-        check(make_spec(dt, {3, 19, 7, 6}, {21, 19, 1, 1}, {1, 1}, {0, 0}, {1, 1}, 1, with_bias,
-                        channels_last),
-              "1x1");
+        check_passes(make_spec(dt, {2, 5, 9, 11}, {7, 5, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1,
+                               with_bias, channels_last),
+                     "3x3");
+        check_passes(make_spec(dt, {3, 19, 7, 6}, {21, 19, 1, 1}, {1, 1}, {0, 0}, {1, 1}, 1,
+                               with_bias, channels_last),
+                     "1x1");
       }
     }
   }
@@ -236,22 +312,22 @@ TEST(Convolution, StridePaddingDilation) {
   for (DType dt : kDtypes) {
     for (bool channels_last : {false, true}) {
       // Strides that do not divide the padded input: the last input rows are never read.
-      check(make_spec(dt, {2, 6, 10, 13}, {8, 6, 3, 3}, {2, 2}, {1, 1}, {1, 1}, 1, true,
-                      channels_last),
-            "stride 2");
-      check(make_spec(dt, {1, 4, 12, 11}, {5, 4, 3, 3}, {1, 1}, {2, 2}, {2, 2}, 1, true,
-                      channels_last),
-            "dilation 2");
-      check(make_spec(dt, {2, 3, 11, 14}, {4, 3, 3, 2}, {2, 1}, {0, 1}, {1, 3}, 1, false,
-                      channels_last),
-            "per-dimension");
+      check_passes(make_spec(dt, {2, 6, 10, 13}, {8, 6, 3, 3}, {2, 2}, {1, 1}, {1, 1}, 1, true,
+                             channels_last),
+                   "stride 2");
+      check_passes(make_spec(dt, {1, 4, 12, 11}, {5, 4, 3, 3}, {1, 1}, {2, 2}, {2, 2}, 1, true,
+                             channels_last),
+                   "dilation 2");
+      check_passes(make_spec(dt, {2, 3, 11, 14}, {4, 3, 3, 2}, {2, 1}, {0, 1}, {1, 3}, 1, false,
+                             channels_last),
+                   "per-dimension");
       // A stem: few input channels, a large kernel with stride (ResNet's 7x7, ViT's patches).
-      check(make_spec(dt, {1, 3, 30, 30}, {16, 3, 7, 7}, {2, 2}, {3, 3}, {1, 1}, 1, true,
-                      channels_last),
-            "7x7 stem");
-      check(make_spec(dt, {2, 3, 32, 32}, {24, 3, 8, 8}, {8, 8}, {0, 0}, {1, 1}, 1, true,
-                      channels_last),
-            "patch embedding");
+      check_passes(make_spec(dt, {1, 3, 30, 30}, {16, 3, 7, 7}, {2, 2}, {3, 3}, {1, 1}, 1, true,
+                             channels_last),
+                   "7x7 stem");
+      check_passes(make_spec(dt, {2, 3, 32, 32}, {24, 3, 8, 8}, {8, 8}, {0, 0}, {1, 1}, 1, true,
+                             channels_last),
+                   "patch embedding");
     }
   }
 }
@@ -259,21 +335,21 @@ TEST(Convolution, StridePaddingDilation) {
 TEST(Convolution, Groups) {
   for (DType dt : kDtypes) {
     for (bool channels_last : {false, true}) {
-      check(
+      check_passes(
           make_spec(dt, {2, 8, 9, 9}, {6, 4, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 2, true, channels_last),
           "groups 2");
-      check(make_spec(dt, {2, 32, 10, 12}, {64, 8, 3, 3}, {2, 2}, {1, 1}, {1, 1}, 4, false,
-                      channels_last),
-            "groups 4, 8 channels each");
-      check(make_spec(dt, {2, 19, 11, 9}, {19, 1, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 19, true,
-                      channels_last),
-            "depthwise");
-      check(make_spec(dt, {1, 32, 14, 14}, {32, 1, 5, 5}, {2, 2}, {2, 2}, {2, 2}, 32, true,
-                      channels_last),
-            "depthwise strided dilated");
-      check(make_spec(dt, {2, 4, 7, 8}, {12, 1, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 4, true,
-                      channels_last),
-            "depthwise multiplier 3");
+      check_passes(make_spec(dt, {2, 32, 10, 12}, {64, 8, 3, 3}, {2, 2}, {1, 1}, {1, 1}, 4, false,
+                             channels_last),
+                   "groups 4, 8 channels each");
+      check_passes(make_spec(dt, {2, 19, 11, 9}, {19, 1, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 19, true,
+                             channels_last),
+                   "depthwise");
+      check_passes(make_spec(dt, {1, 32, 14, 14}, {32, 1, 5, 5}, {2, 2}, {2, 2}, {2, 2}, 32, true,
+                             channels_last),
+                   "depthwise strided dilated");
+      check_passes(make_spec(dt, {2, 4, 7, 8}, {12, 1, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 4, true,
+                             channels_last),
+                   "depthwise multiplier 3");
     }
   }
 }
@@ -281,15 +357,16 @@ TEST(Convolution, Groups) {
 TEST(Convolution, OneAndThreeSpatialDimensions) {
   for (DType dt : kDtypes) {
     for (bool channels_last : {false, true}) {
-      check(make_spec(dt, {2, 6, 23}, {10, 6, 5}, {2}, {2}, {1}, 1, true, channels_last), "conv1d");
-      check(make_spec(dt, {3, 16, 31}, {16, 1, 4}, {1}, {3}, {2}, 16, false, channels_last),
-            "conv1d depthwise dilated");
-      check(make_spec(dt, {2, 3, 5, 6, 7}, {8, 3, 3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 1,
-                      true, channels_last),
-            "conv3d");
-      check(make_spec(dt, {1, 8, 6, 7, 9}, {10, 4, 3, 1, 3}, {2, 1, 2}, {1, 0, 2}, {1, 1, 2}, 2,
-                      false, channels_last),
-            "conv3d groups strided dilated");
+      check_passes(make_spec(dt, {2, 6, 23}, {10, 6, 5}, {2}, {2}, {1}, 1, true, channels_last),
+                   "conv1d");
+      check_passes(make_spec(dt, {3, 16, 31}, {16, 1, 4}, {1}, {3}, {2}, 16, false, channels_last),
+                   "conv1d depthwise dilated");
+      check_passes(make_spec(dt, {2, 3, 5, 6, 7}, {8, 3, 3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1},
+                             1, true, channels_last),
+                   "conv3d");
+      check_passes(make_spec(dt, {1, 8, 6, 7, 9}, {10, 4, 3, 1, 3}, {2, 1, 2}, {1, 0, 2}, {1, 1, 2},
+                             2, false, channels_last),
+                   "conv3d groups strided dilated");
     }
   }
 }
@@ -300,22 +377,22 @@ TEST(Convolution, OneAndThreeSpatialDimensions) {
 TEST(Convolution, UnusualGeometry) {
   for (DType dt : kDtypes) {
     for (bool channels_last : {false, true}) {
-      check(make_spec(dt, {2, 16, 9, 9}, {16, 16, 3, 3}, {1, 1}, {5, 5}, {1, 1}, 1, true,
-                      channels_last),
-            "padding 5 around 3x3");
-      check(make_spec(dt, {2, 16, 9, 9}, {16, 16, 1, 1}, {1, 1}, {2, 2}, {1, 1}, 1, true,
-                      channels_last),
-            "padded 1x1");
-      check(make_spec(dt, {2, 16, 9, 9}, {16, 16, 2, 2}, {4, 4}, {0, 0}, {1, 1}, 1, true,
-                      channels_last),
-            "stride 4 over 2x2");
-      check(make_spec(dt, {2, 16, 4, 4}, {16, 16, 5, 5}, {1, 1}, {3, 3}, {1, 1}, 1, true,
-                      channels_last),
-            "5x5 over 4x4");
-      check(make_spec(dt, {2, 16, 30, 30}, {16, 16, 3, 3}, {3, 3}, {0, 0}, {5, 5}, 1, true,
-                      channels_last),
-            "dilation 5 stride 3");
-      check(
+      check_passes(make_spec(dt, {2, 16, 9, 9}, {16, 16, 3, 3}, {1, 1}, {5, 5}, {1, 1}, 1, true,
+                             channels_last),
+                   "padding 5 around 3x3");
+      check_passes(make_spec(dt, {2, 16, 9, 9}, {16, 16, 1, 1}, {1, 1}, {2, 2}, {1, 1}, 1, true,
+                             channels_last),
+                   "padded 1x1");
+      check_passes(make_spec(dt, {2, 16, 9, 9}, {16, 16, 2, 2}, {4, 4}, {0, 0}, {1, 1}, 1, true,
+                             channels_last),
+                   "stride 4 over 2x2");
+      check_passes(make_spec(dt, {2, 16, 4, 4}, {16, 16, 5, 5}, {1, 1}, {3, 3}, {1, 1}, 1, true,
+                             channels_last),
+                   "5x5 over 4x4");
+      check_passes(make_spec(dt, {2, 16, 30, 30}, {16, 16, 3, 3}, {3, 3}, {0, 0}, {5, 5}, 1, true,
+                             channels_last),
+                   "dilation 5 stride 3");
+      check_passes(
           make_spec(dt, {1, 1, 9, 9}, {1, 1, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, true, channels_last),
           "one channel");
     }
@@ -329,12 +406,12 @@ TEST(Convolution, StridedOperands) {
   for (DType dt : kDtypes) {
     ConvolutionSpec s = make_spec(dt, {2, 6, 9, 10}, {7, 6, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, true);
     s.weight.strides = {1, 7, 3 * 6 * 7, 6 * 7};
-    check(s, "permuted weight");
+    check_passes(s, "permuted weight");
     s.input.strides = {6 * 9 * 13, 9 * 13, 13, 1};  // columns 0..9 of 13
-    check(s, "sliced input");
+    check_passes(s, "sliced input");
     s.output.strides = {11 * 9 * 10, 9 * 10, 10, 1};  // channels 0..6 of 11
     s.bias = TensorLayout{{7}, {2}};                  // every other element
-    check(s, "sliced output, strided bias");
+    check_passes(s, "sliced output, strided bias");
   }
 }
 
@@ -352,48 +429,77 @@ TEST(Convolution, EachFormat) {
       };
       for (const ConvolutionSpec& s : specs) {
         for (Formats f : {Formats::Any, Formats::ChannelsLast, Formats::Blocked, Formats::Caller}) {
-          check(s, "formats " + std::to_string(static_cast<int>(f)), f, 3);
+          for (ConvolutionPass pass : kPasses) {
+            const ConvolutionSpec p = for_pass(s, pass);
+            // oneDNN 2.6 has only its reference kernel for a bfloat16 backward-weights pass
+            // reading an input of few channels plain, as Blocked asks (Automatic falls back to
+            // nhwc there).
+            if (pass == ConvolutionPass::BackwardWeights && f == Formats::Blocked &&
+                dt == DType::BFloat16 && s.input.sizes[1] < 16) {
+              EXPECT_THROW(ConvolutionPlan::create(p, 1, f), LibraryError);
+              continue;
+            }
+            check(p, "formats " + std::to_string(static_cast<int>(f)), f, 3);
+          }
         }
       }
     }
   }
 }
 
-// Eager's bfloat16 convolution accumulates in float32, adds the bias and rounds to bfloat16
-// once: on inputs whose float32 sums are exact, every element is the exact sum rounded once
-// (rounding the product sum and then the sum with the bias would differ on some).
+// Eager's bfloat16 convolution and its gradients accumulate in float32 (the forward one with
+// the bias) and round to bfloat16 once: on inputs whose float32 sums are exact, every element
+// is the exact sum rounded once (rounding the product sum and then the sum with the bias, or
+// partial sums of a gradient, would differ on some). Both geometries' kernels: oneDNN's
+// direct ones, and for the backward passes of padding wider than the kernel its GEMM ones.
 TEST(Convolution, BFloat16RoundsOnceOnExactInputs) {
   for (bool channels_last : {false, true}) {
-    const ConvolutionSpec s = make_spec(DType::BFloat16, {2, 24, 10, 10}, {32, 24, 3, 3}, {1, 1},
-                                        {1, 1}, {1, 1}, 1, true, channels_last);
-    Case c(s);
-    c.fill(7, /*exact=*/true);
-    c.run(*ConvolutionPlan::create(s, 2), 2);
-    // The exact sums, from a float32 reference of the same exact inputs (its sums are exact).
-    ConvolutionSpec s32 = s;
-    s32.dtype = DType::Float32;
-    Case exact(s32);
-    for (size_t o = 0; o < c.input.elements(); ++o) exact.input.f32[o] = c.input.at_offset(o);
-    for (size_t o = 0; o < c.weight.elements(); ++o) exact.weight.f32[o] = c.weight.at_offset(o);
-    for (size_t o = 0; o < c.bias->elements(); ++o) exact.bias->f32[o] = c.bias->at_offset(o);
-    exact.run(*ConvolutionPlan::create(s32, 2), 2);
-    int differ = 0, rounded = 0;
-    for (size_t o = 0; o < c.output.elements(); ++o) {
-      differ += c.output.bf16[o] != float_to_bf16(exact.output.f32[o]);
-      rounded += bf16_to_float(float_to_bf16(exact.output.f32[o])) != exact.output.f32[o];
+    const ConvolutionSpec geometries[] = {
+        make_spec(DType::BFloat16, {2, 24, 10, 10}, {32, 24, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, true,
+                  channels_last),
+        make_spec(DType::BFloat16, {2, 16, 9, 9}, {16, 16, 3, 3}, {1, 1}, {5, 5}, {1, 1}, 1, true,
+                  channels_last),
+    };
+    for (const ConvolutionSpec& geometry : geometries) {
+      for (ConvolutionPass pass : kPasses) {
+        const ConvolutionSpec s = for_pass(geometry, pass);
+        auto plan = ConvolutionPlan::create(s, 2);
+        Case c(s);
+        c.fill(7, /*exact=*/true);
+        c.run(*plan, 2);
+        // The exact sums, from a float32 plan of the same exact operands (its sums are exact).
+        ConvolutionSpec s32 = s;
+        s32.dtype = DType::Float32;
+        Case exact(s32);
+        auto copy = [](const Tensor& from, Tensor& to) {
+          for (size_t o = 0; o < from.elements(); ++o) to.f32[o] = from.at_offset(o);
+        };
+        copy(c.input, exact.input);
+        copy(c.weight, exact.weight);
+        copy(c.output, exact.output);
+        if (c.bias) copy(*c.bias, *exact.bias);
+        exact.run(*ConvolutionPlan::create(s32, 2), 2);
+        int differ = 0, rounded = 0;
+        for (size_t o = 0; o < c.result().elements(); ++o) {
+          const float sum = exact.result().f32[o];
+          differ += c.result().bf16[o] != float_to_bf16(sum);
+          rounded += bf16_to_float(float_to_bf16(sum)) != sum;
+        }
+        EXPECT_EQ(differ, 0) << s.describe() << ": " << plan->implementation();
+        EXPECT_GT(rounded, 100) << "the sums should need rounding to bfloat16";
+      }
     }
-    EXPECT_EQ(differ, 0) << s.describe();
-    EXPECT_GT(rounded, 100) << "the sums should need rounding to bfloat16";
   }
 }
 
 // Large enough for oneDNN to split the work over both threads.
 TEST(Convolution, ParallelPath) {
   for (DType dt : kDtypes) {
-    check(make_spec(dt, {2, 64, 28, 28}, {64, 64, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, true), "64ch",
-          Formats::Automatic, 5, {2, 1});
-    check(make_spec(dt, {1, 48, 20, 20}, {96, 48, 3, 3}, {2, 2}, {1, 1}, {1, 1}, 1, true, true),
-          "64ch channels-last", Formats::Automatic, 5, {2, 1});
+    check_passes(make_spec(dt, {2, 64, 28, 28}, {64, 64, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, true),
+                 "64ch", Formats::Automatic, 5, {2, 1});
+    check_passes(
+        make_spec(dt, {1, 48, 20, 20}, {96, 48, 3, 3}, {2, 2}, {1, 1}, {1, 1}, 1, true, true),
+        "64ch channels-last", Formats::Automatic, 5, {2, 1});
   }
 }
 
@@ -414,34 +520,91 @@ TEST(Convolution, EmptyBatchAndChannels) {
   }
 }
 
-TEST(Convolution, ConcurrentRunsOfOnePlan) {
-  const ConvolutionSpec s =
-      make_spec(DType::Float32, {2, 24, 17, 17}, {32, 24, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, true);
-  auto plan = ConvolutionPlan::create(s, 1);
-  // What each thread count gives when nothing runs concurrently (a separate plan, so that
-  // `plan` has no 2-thread primitive yet).
-  Case serial(s);
-  serial.fill(9);
-  Case serial_two_threads = serial;
-  serial.run(*plan, 1);
-  serial_two_threads.run(*ConvolutionPlan::create(s, 2), 2);
-  std::vector<Case> cases(2, serial);
-  std::vector<std::thread> workers;
-  std::vector<int> mismatches(2, 0);
-  // The second worker alternates 1 and 2 threads: the plan builds its 2-thread primitives
-  // while the first worker runs the 1-thread ones.
-  for (int w = 0; w < 2; ++w) {
-    workers.emplace_back([&, w] {
-      for (int r = 0; r < 30; ++r) {
-        const int threads = w == 1 ? 1 + r % 2 : 1;
-        cases[w].output.fill_all(0.0f);
-        cases[w].run(*plan, threads);
-        mismatches[w] += !(cases[w].output == (threads == 1 ? serial : serial_two_threads).output);
+// A backward pass whose sums have no terms writes zeros without a library call: grad_weight
+// of an empty batch, grad_input of a convolution without output channels (written through
+// strided and channels-last layouts too); an empty gradient is not written at all.
+TEST(Convolution, EmptyOperandsOfBackwardPasses) {
+  using P = ConvolutionPass;
+  for (DType dt : kDtypes) {
+    for (bool channels_last : {false, true}) {
+      struct Empty {
+        ConvolutionSpec spec;
+        const char* implementation;
+      };
+      ConvolutionSpec permuted_weight = make_spec(dt, {0, 6, 5, 5}, {8, 3, 3, 3}, {1, 1}, {1, 1},
+                                                  {1, 1}, 2, false, channels_last);
+      permuted_weight.weight.strides = {1, 8, 3 * 3 * 8, 3 * 8};
+      const Empty cases[] = {
+          {for_pass(make_spec(dt, {0, 4, 5, 5}, {6, 4, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, false,
+                              channels_last),
+                    P::BackwardWeights),
+           "no library call: grad_weight is zeros (grad_output and input are empty)"},
+          {for_pass(permuted_weight, P::BackwardWeights),
+           "no library call: grad_weight is zeros (grad_output and input are empty)"},
+          {for_pass(make_spec(dt, {2, 5, 7, 6}, {0, 5, 3, 3}, {2, 2}, {1, 1}, {1, 1}, 1, false,
+                              channels_last),
+                    P::BackwardData),
+           "no library call: grad_input is zeros (grad_output and weight are empty)"},
+          {for_pass(make_spec(dt, {0, 4, 5, 5}, {6, 4, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, false,
+                              channels_last),
+                    P::BackwardData),
+           "no library call: grad_input is empty"},
+          {for_pass(make_spec(dt, {2, 5, 7, 6}, {0, 5, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, false,
+                              channels_last),
+                    P::BackwardWeights),
+           "no library call: grad_weight is empty"},
+          {for_pass(make_spec(dt, {2, 0, 5}, {6, 0, 3}, {1}, {1}, {1}, 1, false, channels_last),
+                    P::BackwardWeights),
+           "no library call: grad_weight is empty"},
+      };
+      for (const Empty& e : cases) {
+        std::string why;
+        ASSERT_TRUE(ConvolutionPlan::supported(e.spec, &why)) << e.spec.describe() << ": " << why;
+        auto plan = ConvolutionPlan::create(e.spec);
+        EXPECT_EQ(plan->implementation(), e.implementation) << e.spec.describe();
+        for (int threads : {1, 2}) {
+          Case c(e.spec);
+          c.fill(1);
+          plan->run(nullptr, nullptr, nullptr, c.result().data(), threads);  // nothing is read
+          c.expect_matches_reference("empty operands");
+        }
       }
-    });
+    }
   }
-  for (auto& t : workers) t.join();
-  EXPECT_EQ(mismatches, (std::vector<int>{0, 0}));
+}
+
+TEST(Convolution, ConcurrentRunsOfOnePlan) {
+  for (ConvolutionPass pass : kPasses) {
+    const ConvolutionSpec s = for_pass(
+        make_spec(DType::Float32, {2, 24, 17, 17}, {32, 24, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, true),
+        pass);
+    auto plan = ConvolutionPlan::create(s, 1);
+    // What each thread count gives when nothing runs concurrently (a separate plan, so that
+    // `plan` has no 2-thread primitive yet).
+    Case serial(s);
+    serial.fill(9);
+    Case serial_two_threads = serial;
+    serial.run(*plan, 1);
+    serial_two_threads.run(*ConvolutionPlan::create(s, 2), 2);
+    std::vector<Case> cases(2, serial);
+    std::vector<std::thread> workers;
+    std::vector<int> mismatches(2, 0);
+    // The second worker alternates 1 and 2 threads: the plan builds its 2-thread primitives
+    // while the first worker runs the 1-thread ones.
+    for (int w = 0; w < 2; ++w) {
+      workers.emplace_back([&, w] {
+        for (int r = 0; r < 30; ++r) {
+          const int threads = w == 1 ? 1 + r % 2 : 1;
+          cases[w].result().fill_all(0.0f);
+          cases[w].run(*plan, threads);
+          mismatches[w] +=
+              !(cases[w].result() == (threads == 1 ? serial : serial_two_threads).result());
+        }
+      });
+    }
+    for (auto& t : workers) t.join();
+    EXPECT_EQ(mismatches, (std::vector<int>{0, 0})) << s.describe();
+  }
 }
 
 TEST(Convolution, Refusals) {
@@ -484,6 +647,49 @@ TEST(Convolution, Refusals) {
   EXPECT_THROW(plan->run(nullptr, nullptr, nullptr, nullptr, -1), LibraryError);
 }
 
+TEST(Convolution, BackwardRefusals) {
+  const ConvolutionSpec with_bias =
+      make_spec(DType::Float32, {1, 4, 6, 6}, {8, 4, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, true);
+  std::string why;
+  for (ConvolutionPass pass : {ConvolutionPass::BackwardData, ConvolutionPass::BackwardWeights}) {
+    // A bias is the forward pass's: Stax sums grad_bias itself.
+    ConvolutionSpec s = with_bias;
+    s.pass = pass;
+    EXPECT_FALSE(ConvolutionPlan::supported(s, &why));
+    EXPECT_NE(why.find("malformed"), std::string::npos) << why;
+    EXPECT_NE(why.find("backward pass has no bias"), std::string::npos) << why;
+    EXPECT_THROW(ConvolutionPlan::create(s), LibraryError);
+    s = for_pass(with_bias, pass);
+    ASSERT_TRUE(ConvolutionPlan::supported(s, &why)) << why;
+    // The result's elements must not overlap: grad_input or grad_weight here, not the output.
+    ConvolutionSpec overlapping = s;
+    TensorLayout& result =
+        pass == ConvolutionPass::BackwardData ? overlapping.input : overlapping.weight;
+    result.strides[1] = 1;
+    EXPECT_FALSE(ConvolutionPlan::supported(overlapping, &why));
+    EXPECT_NE(why.find(pass == ConvolutionPass::BackwardData ? "grad_input's elements overlap"
+                                                             : "grad_weight's elements overlap"),
+              std::string::npos)
+        << why;
+    ConvolutionSpec output_overlaps = s;  // read, not written: nothing to check
+    output_overlaps.output.strides[1] = 1;
+    EXPECT_EQ(output_overlaps.error(), "");
+    // Dtypes oneDNN has no backward pass for.
+    ConvolutionSpec f64 = s;
+    f64.dtype = DType::Float64;
+    EXPECT_FALSE(ConvolutionPlan::supported(f64, &why));
+    EXPECT_NE(why.find(pass == ConvolutionPass::BackwardData ? "f64 convolution backward-data"
+                                                             : "f64 convolution backward-weights"),
+              std::string::npos)
+        << why;
+    // Null operands.
+    auto plan = ConvolutionPlan::create(s);
+    Case c(s);
+    EXPECT_THROW(plan->run(c.output.data(), nullptr, nullptr, c.result().data(), 1), LibraryError);
+    EXPECT_THROW(plan->run(c.output.data(), c.weight.data(), nullptr, nullptr, 1), LibraryError);
+  }
+}
+
 TEST(Convolution, Describe) {
   ConvolutionSpec s =
       make_spec(DType::Float32, {8, 64, 56, 56}, {64, 64, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, true);
@@ -502,6 +708,16 @@ TEST(Convolution, Describe) {
   EXPECT_EQ(s.describe(),
             "f32 conv3d [2x3x4x5x6](channels-last) * w[4x3x1x1x1] stride 1 pad 0 -> "
             "[2x4x4x5x6](channels-last)");
+  // The backward passes: the forward convolution whose gradient is computed, and which.
+  s = make_spec(DType::Float32, {8, 64, 56, 56}, {64, 64, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, false);
+  s.pass = ConvolutionPass::BackwardData;
+  EXPECT_EQ(s.describe(),
+            "f32 conv2d backward-data [8x64x56x56] * w[64x64x3x3] stride 1 pad 1 -> [8x64x56x56]");
+  s.pass = ConvolutionPass::BackwardWeights;
+  s.dtype = DType::BFloat16;
+  EXPECT_EQ(
+      s.describe(),
+      "bf16 conv2d backward-weights [8x64x56x56] * w[64x64x3x3] stride 1 pad 1 -> [8x64x56x56]");
 }
 
 TEST(Convolution, Implementation) {
@@ -537,6 +753,42 @@ TEST(Convolution, Implementation) {
   const std::string automatic_small = ConvolutionPlan::create(small)->implementation();
   EXPECT_NE(automatic_small.find("(nChw16c), input reordered from nhwc"), std::string::npos)
       << automatic_small;
+}
+
+// The backward passes name themselves and their operands; formats by the forward rule.
+TEST(Convolution, BackwardImplementation) {
+  const std::string version = "oneDNN " + std::string("2.");
+  using P = ConvolutionPass;
+  for (bool channels_last : {false, true}) {
+    const ConvolutionSpec geometry = make_spec(DType::Float32, {2, 16, 12, 12}, {32, 16, 3, 3},
+                                               {1, 1}, {1, 1}, {1, 1}, 1, false, channels_last);
+    const std::string data =
+        ConvolutionPlan::create(for_pass(geometry, P::BackwardData))->implementation();
+    const std::string weights =
+        ConvolutionPlan::create(for_pass(geometry, P::BackwardWeights))->implementation();
+    EXPECT_EQ(data.rfind(version, 0), 0u) << data;
+    EXPECT_NE(data.find(" convolution backward-data "), std::string::npos) << data;
+    EXPECT_NE(weights.find(" convolution backward-weights "), std::string::npos) << weights;
+    EXPECT_NE(data.find("weights reordered per call"), std::string::npos) << data;
+    EXPECT_NE(weights.find("grad_weight reordered per call"), std::string::npos) << weights;
+    if (channels_last) {
+      EXPECT_NE(data.find("(nhwc), grad_output in place, weights reordered per call, grad_input "
+                          "in place"),
+                std::string::npos)
+          << data;
+      EXPECT_NE(weights.find("(nhwc), grad_output in place, input in place"), std::string::npos)
+          << weights;
+    } else {
+      EXPECT_NE(data.find("(nChw16c), grad_output reordered from nchw, weights reordered per "
+                          "call, grad_input reordered to nchw"),
+                std::string::npos)
+          << data;
+      EXPECT_NE(weights.find("(nChw16c), grad_output reordered from nchw, input reordered from "
+                             "nchw"),
+                std::string::npos)
+          << weights;
+    }
+  }
 }
 
 TEST(Convolution, RestoresTheCallersThreadCount) {
