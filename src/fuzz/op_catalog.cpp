@@ -485,6 +485,62 @@ void add_convolutions(Builder& b) {
         });
 }
 
+// Pooling over the last two dims of an operand of rank 3 ([C, H, W]) or 4 ([N, C, H, W]).
+// Max and average pooling: a window of min(3, size) per dim, stride 2, padding 1 where the
+// kernel allows it (up to half the kernel), ceil_mode; max pooling dilates a dim of 5 or more
+// by 2. Max pooling of coarse values meets ties and NaNs (eager takes the first maximum and
+// the last NaN); eager refuses a dim of size 0 other than the batch. Adaptive pooling halves
+// H and widens W by one (windows of several lengths, overlapping).
+void add_pooling(Builder& b) {
+  // The spatial sizes (H, W), or nullopt when the call does not apply.
+  auto spatial = [](const CallSite& s, bool empty_batch_ok) -> std::optional<std::vector<int64_t>> {
+    const int r = rank(s);
+    if (r != 3 && r != 4) return std::nullopt;
+    for (int d = 0; d < r; ++d) {
+      if (s.sizes[static_cast<size_t>(d)] == 0 && !(empty_batch_ok && r == 4 && d == 0)) {
+        return std::nullopt;
+      }
+    }
+    return std::vector<int64_t>{s.sizes[static_cast<size_t>(r - 2)],
+                                s.sizes[static_cast<size_t>(r - 1)]};
+  };
+  auto window = [](const std::vector<int64_t>& in, bool dilate) {
+    std::vector<int64_t> kernel, padding, dilation;
+    for (int64_t size : in) {
+      kernel.push_back(std::min<int64_t>(3, size));
+      padding.push_back(kernel.back() >= 2 ? 1 : 0);
+      dilation.push_back(dilate && size >= 5 ? 2 : 1);
+    }
+    return std::vector<std::vector<int64_t>>{kernel, padding, dilation};
+  };
+  b.add("max_pool2d_with_indices", "max_pool2d_with_indices", {D::Coarse}, kNoBool, R::Float64,
+        true, [spatial, window](const CallSite& s) -> std::optional<std::string> {
+          const auto in = spatial(s, true);
+          if (!in) return std::nullopt;
+          const auto w = window(*in, true);
+          return "max_pool2d_with_indices(" + s.operands[0] + ", " + list(w[0]) + ", [2, 2], " +
+                 list(w[1]) + ", " + list(w[2]) + ", True)";
+        });
+  b.entries.back().result_count = [](const CallSite&) { return 2; };  // values, indices
+  b.add("avg_pool2d", "avg_pool2d", {D::Positive}, kFloats | dtype_bit(DType::Int64), R::Float64,
+        false, [spatial, window](const CallSite& s) -> std::optional<std::string> {
+          const auto in = spatial(s, true);
+          if (!in) return std::nullopt;
+          const auto w = window(*in, false);
+          return "avg_pool2d(" + s.operands[0] + ", " + list(w[0]) + ", [2, 1], " + list(w[1]) +
+                 ", True, False)";
+        });
+  b.add("_adaptive_avg_pool2d", "_adaptive_avg_pool2d", {D::Positive}, kFloats, R::Float64, false,
+        [](const CallSite& s) -> std::optional<std::string> {
+          const int r = rank(s);
+          if (r != 3 && r != 4) return std::nullopt;
+          const int64_t h = s.sizes[static_cast<size_t>(r - 2)];
+          const int64_t w = s.sizes[static_cast<size_t>(r - 1)];
+          if (h == 0 || w == 0) return std::nullopt;  // eager refuses empty planes
+          return "_adaptive_avg_pool2d(" + s.operands[0] + ", " + list({(h + 1) / 2, w + 1}) + ")";
+        });
+}
+
 std::vector<CatalogEntry> build() {
   Builder b;
   add_arithmetic(b);
@@ -497,6 +553,7 @@ std::vector<CatalogEntry> build() {
   add_factories(b);
   add_contractions(b);  // issue 14, point 3
   add_convolutions(b);  // issue 15, point 2
+  add_pooling(b);
   return std::move(b.entries);
 }
 

@@ -1,0 +1,176 @@
+// Compiled pooling (max_pool2d_with_indices, avg_pool2d, _adaptive_avg_pool2d as Stax loop
+// nests) against the eager oracle: one graph of pooling cases per dtype (ResNet's stem pool,
+// NaNs and infinities, windows of nothing but -inf with padding and dilation, ceil_mode,
+// count_include_pad, divisor_override, uneven and global adaptive windows, a channels-last
+// input read in place, a computed input, a 3-D input, odd sizes for vector tails, empty
+// results, and a size that reaches the parallel paths with a fused reader after it), at every
+// SIMD level this CPU runs, 1 and 2 threads. Max pooling's values and indices must equal
+// eager's exactly (NaN rule, tie rule, the first position inside the input); the averages are
+// within the tolerance of their window sums (driver/tolerance.h).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "driver/compiler.h"
+#include "eager/interpreter.h"
+#include "eager/ops.h"
+#include "eager/tensor_io.h"
+#include "eager_test_util.h"
+#include "expect_outputs_match.h"
+#include "ir/graph.h"
+#include "pooling_torch_cases.h"
+#include "runtime/simd.h"
+
+namespace stax {
+namespace {
+
+// The program for dtype `t`: max pooling for every dtype, avg_pool2d for floating dtypes and
+// i64, _adaptive_avg_pool2d for floating dtypes (what eager implements).
+std::string pooling_program(DType dtype) {
+  const std::string t(dtype_name(dtype));
+  const bool avg = is_floating(dtype) || dtype == DType::Int64;
+  const bool adaptive = is_floating(dtype);
+  std::string p = "def f(x: " + t + "[2, 6, 13, 11], xn: " + t + "[2, 4, 9, 10], xi: " + t +
+                  "[1, 3, 8, 9], cl: " + t + "[2, 6, 13, 11] strides=[858, 1, 66, 6], x3: " + t +
+                  "[5, 17, 15], big: " + t + "[2, 32, 57, 57], e: " + t + "[0, 6, 13, 11]):\n";
+  // ResNet's stem pool (ties: dyadic values); NaNs and infinities; windows of only -inf,
+  // padded and dilated, under ceil_mode; a channels-last input; a computed input; 3-D.
+  p += "    v1, i1 = max_pool2d_with_indices(x, [3, 3], [2, 2], [1, 1])\n"
+       "    v2, i2 = max_pool2d_with_indices(xn, [3, 2], [1, 2], [1, 1])\n"
+       "    v3, i3 = max_pool2d_with_indices(xi, [3, 2], [2, 1], [1, 1], [2, 3], True)\n"
+       "    v4, i4 = max_pool2d_with_indices(cl, [2, 3], [2, 2], [1, 1], [1, 1], True)\n"
+       "    r = abs(x)\n"
+       "    v5, i5 = max_pool2d_with_indices(r, 3, 2, 1)\n"
+       "    v6, i6 = max_pool2d_with_indices(x3, [2, 3], [1, 2])\n"
+       "    vb, ib = max_pool2d_with_indices(big, 3, 2, 1)\n"
+       "    ve, ie = max_pool2d_with_indices(e, 2)\n";
+  std::string outputs = "v1, i1, v2, i2, v3, i3, v4, i4, v5, i5, v6, i6, vb, ib, ve, ie";
+  if (avg) {
+    p += "    a1 = avg_pool2d(x, [3, 3], [2, 2], [1, 1])\n"
+         "    a2 = avg_pool2d(cl, [3, 2], [2, 3], [1, 1], True, False)\n"
+         "    a3 = avg_pool2d(x3, [4, 4], [3, 3], [2, 2], True, True)\n"
+         "    a4 = avg_pool2d(xn, [2, 3], [1, 2], [1, 1], True, True, -5)\n"
+         "    a5 = avg_pool2d(big, 3, 2, 1, False, False)\n"
+         "    a6 = neg(a5)\n"
+         "    ae = avg_pool2d(e, 2)\n";
+    outputs += ", a1, a2, a3, a4, a6, ae";
+  }
+  if (adaptive) {
+    p += "    d1 = _adaptive_avg_pool2d(x, [4, 5])\n"
+         "    d2 = _adaptive_avg_pool2d(cl, [1, 1])\n"
+         "    d3 = _adaptive_avg_pool2d(x3, [7, 9])\n"
+         "    d4 = _adaptive_avg_pool2d(x, [19, 3])\n"
+         "    d5 = _adaptive_avg_pool2d(big, [7, 7])\n"
+         "    de = _adaptive_avg_pool2d(x, [0, 3])\n";
+    outputs += ", d1, d2, d3, d4, d5, de";
+  }
+  return p + "    return " + outputs + "\n";
+}
+
+// Inputs drawn as the eager golden cases draw theirs (pooling_torch_cases.h): ties for x and
+// cl, NaNs and infinities for xn, mostly -inf for xi, rounding sums for big (integers: small
+// values for all).
+std::vector<Tensor> pooling_inputs(const ir::Graph& g) {
+  std::vector<Tensor> inputs;
+  uint64_t seed = 5;
+  for (ir::ValueRef in : g.inputs()) {
+    const ir::Value& v = g.value(in);
+    const ir::TensorType& type = v.type;
+    std::string kind = v.name == "xn" ? "coarse" : v.name == "xi" ? "neginf" : "dyadic";
+    if (v.name == "big") kind = "positive";
+    if (!is_floating(type.dtype)) kind = "int";
+    Tensor t = Tensor::empty_strided(type.dtype, type.sizes, type.strides);
+    for (int64_t p = 0; p < t.numel(); ++p) {
+      const eager::testing::OperandValue x =
+          eager::testing::pooling_value(kind, seed, static_cast<uint64_t>(p));
+      const std::vector<int64_t> index = unravel_index(p, type.sizes);
+      if (x.is_int) {
+        eager::detail::store_int(t, index, x.i);
+      } else {
+        t.set(index, x.f);
+      }
+    }
+    inputs.push_back(t);
+    ++seed;
+  }
+  return inputs;
+}
+
+class CompiledPooling : public ::testing::TestWithParam<DType> {};
+
+TEST_P(CompiledPooling, MatchesEagerAtEverySimdLevelAndThreadCount) {
+  const DType dtype = GetParam();
+  const std::string t(dtype_name(dtype));
+  const ir::Graph g = ir::parse_graph(pooling_program(dtype));
+  const std::vector<Tensor> inputs = pooling_inputs(g);
+  const std::vector<Tensor> expected = eager::run(g, inputs);
+  for (runtime::SimdLevel simd : runtime::runnable_simd_levels()) {
+    CompileOptions o;
+    o.simd = simd;
+    o.num_threads = 2;
+    const CompiledGraph compiled = compile(g, o);
+    // Loop nests only: no library computes pooling.
+    EXPECT_EQ(compiled.compilation().module.externals.size(), 0u);
+    for (int threads : {1, 2}) {
+      RunOptions r;
+      r.num_threads = threads;
+      const std::string where = t + ", simd " + std::string(runtime::simd_level_name(simd)) + ", " +
+                                std::to_string(threads) + " threads";
+      const std::vector<Tensor> actual = compiled.run(inputs, r);
+      expect_outputs_match(g, actual, expected, where);
+      // Max pooling is exact: the same maxima and the same indices.
+      for (size_t k = 0; k < actual.size(); ++k) {
+        const std::string name = g.value(g.outputs()[k]).name;
+        if (name[0] != 'v' && name[0] != 'i') continue;
+        EXPECT_TRUE(eager::compare(actual[k], expected[k], 0, 0).within_tolerance)
+            << where << ", output " << name;
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, CompiledPooling,
+                         ::testing::Values(DType::Float32, DType::BFloat16, DType::Float16,
+                                           DType::Float64, DType::Int64, DType::Int8, DType::UInt8),
+                         [](const auto& info) { return std::string(dtype_name(info.param)); });
+
+// The windows of ATen's rules that only show at the edges, each against eager: ceil_mode
+// windows past the right padding (avg_pool2d's two divisors), a dilated window holding no
+// input position (max pooling's -inf and the position past the padding), and int64 sums that
+// wrap divided by a negative divisor.
+TEST(CompiledPoolingEdges, ClippedWindowsAndWrappingSums) {
+  const ir::Graph g = ir::parse_graph(
+      "def f(x: f32[1, 1, 8], y: f32[1, 2, 2], z: i64[1, 6, 6]):\n"
+      "    a = avg_pool2d(x, [1, 4], [1, 3], [0, 2], True, True)\n"
+      "    b = avg_pool2d(x, [1, 4], [1, 3], [0, 2], True, False)\n"
+      "    v, i = max_pool2d_with_indices(y, 2, 1, 1, 3)\n"
+      "    c = avg_pool2d(z, [2, 3], [2, 2], [1, 1], False, True, -3)\n"
+      "    return a, b, v, i, c\n");
+  std::vector<Tensor> inputs = {
+      eager::testing::make(DType::Float32, {1, 1, 8}, {1, 2, 3, 4, 5, 6, 7, 9}),
+      eager::testing::make(DType::Float32, {1, 2, 2}, {0, 1, 2, 3}),
+      Tensor::empty(DType::Int64, {1, 6, 6})};
+  for (int64_t p = 0; p < 36; ++p) {
+    eager::detail::store_int(inputs[2], unravel_index(p, {1, 6, 6}),
+                             eager::testing::pooling_value("wide", 3, static_cast<uint64_t>(p)).i);
+  }
+  const std::vector<Tensor> expected = eager::run(g, inputs);
+  EXPECT_EQ(eager::testing::values(expected[0]), (std::vector<double>{0.75, 3.5, 6.75, 3}));
+  EXPECT_EQ(eager::testing::values(expected[1]), (std::vector<double>{1.5, 3.5, 6.75, 9}));
+  EXPECT_EQ(eager::testing::int64_values(expected[3]), (std::vector<int64_t>{6}));
+  for (runtime::SimdLevel simd : runtime::runnable_simd_levels()) {
+    CompileOptions o;
+    o.simd = simd;
+    const std::vector<Tensor> actual = compile(g, o).run(inputs);
+    for (size_t k = 0; k < actual.size(); ++k) {
+      EXPECT_TRUE(eager::compare(actual[k], expected[k], 0, 0).within_tolerance)
+          << runtime::simd_level_name(simd) << ", output " << k;
+    }
+    // The int64 averages bit for bit (compare reads them as doubles).
+    EXPECT_EQ(eager::testing::int64_values(actual[4]), eager::testing::int64_values(expected[4]));
+  }
+}
+
+}  // namespace
+}  // namespace stax
