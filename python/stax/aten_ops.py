@@ -358,6 +358,8 @@ def translate_node(node: torch.fx.Node, names: Callable[[Any], str], graph: Text
         return REWRITES[target](node, names, graph)
     if target is aten.convolution.default and node.args[6]:
         raise Unsupported("a transposed convolution (Stax lowers the forward kind only)")
+    if target is aten.convolution_backward.default and node.args[7]:
+        raise Unsupported("the backward of a transposed convolution")
     if target.namespace == "prims" and target._overloadpacket.__name__ == "squeeze":
         return _prims_squeeze(node, names, graph)
     if is_foreach(target):

@@ -1,4 +1,4 @@
-"""Issue 15, point 2: convolutions run in Stax. torch.compile(backend="stax") of F.conv1d/2d/3d
+"""Issue 15, point 2: convolutions and their gradients run in Stax. torch.compile(backend="stax") of F.conv1d/2d/3d
 and of convolution blocks (a ResNet basic block, ViT's patch embedding) against eager, over
 stride, padding, dilation, groups (depthwise included), bias or none, float32 and bfloat16
 (oneDNN's convolution, an external call) and float64 (a Stax loop nest: no library computes
@@ -179,3 +179,71 @@ def test_transposed_convolution_is_left_to_pytorch():
                for r in rs]
     assert any("transposed" in r for r in reasons), report.fallback_reasons
     compiled_matches_eager(fn, (x, weight), torch.float32, 4 * 9)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64])
+@pytest.mark.parametrize("case", CASES[:5], ids=lambda c: "x".join(map(str, c[:6])))
+def test_conv2d_gradients_match_eager(case, dtype):
+    """convolution_backward in Stax: grad_input and grad_weight through oneDNN's backward
+    passes (float32, bfloat16) or loop nests (float64), grad_bias a Stax sum. Values in [0, 1)
+    for the gradients' long sums over the batch and positions (summation_tolerance's model is
+    a sum of terms of one sign)."""
+    n, c_in, h, w, c_out, kernel, stride, padding, dilation, groups, bias = case
+    g = torch.Generator().manual_seed(20)
+    x = torch.rand(n, c_in, h, w, generator=g, dtype=torch.float64).to(dtype)
+    weight = torch.rand(c_out, c_in // groups, kernel, kernel, generator=g,
+                        dtype=torch.float64).to(dtype)
+    b = torch.rand(c_out, generator=g, dtype=torch.float64).to(dtype) if bias else None
+    upstream = None
+
+    def step(x, weight, b):
+        out = F.conv2d(x, weight, b, stride, padding, dilation, groups)
+        return (out * upstream).sum()
+
+    out_shape = F.conv2d(x, weight, b, stride, padding, dilation, groups).shape
+    upstream = torch.rand(out_shape, generator=g, dtype=torch.float64).to(dtype)
+    leaves = [t.clone().requires_grad_(True) if t is not None else None for t in (x, weight, b)]
+    compiled_leaves = [t.clone().requires_grad_(True) if t is not None else None
+                       for t in (x, weight, b)]
+    step(*leaves).backward()
+    torch.compile(step, backend="stax", fullgraph=True)(*compiled_leaves).backward()
+    positions = out_shape[0] * out_shape[2] * out_shape[3]
+    lengths = [c_out // groups * kernel * kernel, positions, positions]
+    for name, want, got, length in zip(("input", "weight", "bias"), leaves, compiled_leaves,
+                                       lengths):
+        if want is None:
+            continue
+        if dtype == torch.bfloat16:
+            tol = {"rtol": 2 ** -7, "atol": 2 ** -7}
+        else:
+            tol = summation_tolerance(dtype, length, 1.0)
+            tol["rtol"] = max(tol["rtol"], 4 * torch.finfo(dtype).eps * math.sqrt(length))
+        assert_same(got.grad, want.grad, f"grad of {name}", **tol)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_resnet_block_training_step_runs_convolutions_in_stax(dtype):
+    torch.manual_seed(0)
+    block = BasicBlock(8, 16, 2).train().to(dtype)
+    x = torch.rand(2, 8, 12, 12, dtype=torch.float64).to(dtype)
+
+    def loss(x):
+        return block(x).float().square().mean()
+
+    report = stax.explain(loss, x, backward=True)
+    assert "convolution_backward" in " ".join(str(op) for op in report.stax_ops), report
+    fallback = " ".join(str(op) for op in report.fallback_ops)
+    assert "convolution" not in fallback, report.fallback_ops
+    block.zero_grad()
+    expected = loss(x)
+    expected.backward()
+    want = {k: p.grad.clone() for k, p in block.named_parameters()}
+    block.zero_grad()
+    actual = torch.compile(loss, backend="stax")(x)
+    actual.backward()
+    # The loss is a mean of squares of two chained convolutions' results (each a sum of
+    # 16 * 9 products), the gradients sums over the batch and positions.
+    tol = ({"rtol": 2 ** -6, "atol": 2 ** -6} if dtype == torch.bfloat16
+           else summation_tolerance(torch.float32, 16 * 9 * 72, 1.0))
+    assert_same(actual, expected, **tol)
+    assert_same({k: p.grad for k, p in block.named_parameters()}, want, "grad", **tol)

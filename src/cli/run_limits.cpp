@@ -143,7 +143,7 @@ void check_eager_work(const ir::Graph& graph, int64_t max_steps) {
     // A convolution, C_in/groups * prod(kernel) per output element.
     if (schema != nullptr && schema->category == ir::OpCategory::Convolution) {
       steps = mul_saturating(
-          steps, std::max<int64_t>(1, ir::convolution_args(graph, node).products_per_output()));
+          steps, std::max<int64_t>(1, ir::convolution_products_per_element(graph, node)));
     }
     // A pooling, the elements of its window per output element.
     if (schema != nullptr && schema->category == ir::OpCategory::Pooling) {

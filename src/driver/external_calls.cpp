@@ -82,33 +82,40 @@ external::ConvolutionSpec convolution_spec(const lowering::ExternalCall& call,
                                            const std::vector<int64_t>& output_sizes,
                                            const std::vector<int64_t>& output_strides,
                                            DType dtype) {
+  using Direction = lowering::ConvolutionWindow::Direction;
   external::ConvolutionSpec spec;
   spec.dtype = dtype;
-  spec.input = external::TensorLayout{call.a.sizes, call.a.strides};
-  spec.weight = external::TensorLayout{call.b.sizes, call.b.strides};
-  if (call.bias) spec.bias = external::TensorLayout{call.bias->sizes, call.bias->strides};
-  spec.output = external::TensorLayout{output_sizes, output_strides};
+  // The spec describes the forward convolution's tensors whatever the call computes: a
+  // gradient is the layout of the tensor it is the gradient of, grad_output the output's.
+  const external::TensorLayout a{call.a.sizes, call.a.strides};
+  const external::TensorLayout b{call.b.sizes, call.b.strides};
+  const external::TensorLayout result{output_sizes, output_strides};
+  switch (call.convolution->direction) {
+    case Direction::Forward:
+      spec.input = a;
+      spec.weight = b;
+      spec.output = result;
+      if (call.bias) spec.bias = external::TensorLayout{call.bias->sizes, call.bias->strides};
+      break;
+    case Direction::BackwardInput:
+      spec.pass = external::ConvolutionPass::BackwardData;
+      spec.output = a;
+      spec.weight = b;
+      spec.input = result;
+      break;
+    case Direction::BackwardWeight:
+      spec.pass = external::ConvolutionPass::BackwardWeights;
+      spec.output = a;
+      spec.input = b;
+      spec.weight = result;
+      break;
+  }
   spec.stride = call.convolution->stride;
   spec.padding = call.convolution->padding;
   spec.dilation = call.convolution->dilation;
   spec.groups = call.convolution->groups;
   return spec;
 }
-
-namespace {
-
-// A convolution's output sizes: [N, C_out, out spatial...] (PyTorch's formula).
-std::vector<int64_t> convolution_output_sizes(const lowering::ExternalCall& call) {
-  const lowering::ConvolutionWindow& w = *call.convolution;
-  std::vector<int64_t> sizes = {call.a.sizes[0], call.b.sizes[0]};
-  for (size_t d = 0; d < w.stride.size(); ++d) {
-    const int64_t span = w.dilation[d] * (call.b.sizes[2 + d] - 1) + 1;
-    sizes.push_back((call.a.sizes[2 + d] + 2 * w.padding[d] - span) / w.stride[d] + 1);
-  }
-  return sizes;
-}
-
-}  // namespace
 
 bool library_runs_epilogue(const lowering::ExternalCall& call,
                            const std::vector<scheduler::EpilogueOp>& epilogue, std::string* why) {
@@ -121,7 +128,7 @@ bool library_runs_epilogue(const lowering::ExternalCall& call,
 
 std::optional<std::string> library_for(const lowering::ExternalCall& call, std::string* why) {
   if (call.convolution) {
-    const std::vector<int64_t> out_sizes = convolution_output_sizes(call);
+    const std::vector<int64_t>& out_sizes = call.convolution->result_sizes;
     if (!external::ConvolutionPlan::supported(
             convolution_spec(call, out_sizes, ir::contiguous_strides(out_sizes), call.a.dtype),
             why)) {

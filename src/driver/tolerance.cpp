@@ -99,8 +99,9 @@ void collect_reductions(const ir::Graph& graph, ir::ValueRef value, std::set<int
     } else if (*kind != Accumulation::Contraction) {
       length = reduction_length(graph, node);
     } else {
-      length = node.op == "convolution" ? ir::convolution_args(graph, node).products_per_output()
-                                        : ir::contraction_args(graph, node).k;
+      length = ir::find_op_schema(node.op)->category == ir::OpCategory::Convolution
+                   ? ir::convolution_products_per_element(graph, node)
+                   : ir::contraction_args(graph, node).k;
     }
     out.push_back({*kind, length});
   }

@@ -225,4 +225,61 @@ Tensor eval_convolution(const Env& env, const ir::Node& node) {
   return out;
 }
 
+// convolution_backward: the three gradients by one scatter over every product of the forward
+// convolution, in double (the oracle; eager's float32 kernels sum in another order), each
+// result rounded once. The node is one of the three results (result_index); a result the
+// output mask leaves out is the empty [0] tensor its type says.
+Tensor eval_convolution_backward(const Env& env, const ir::Node& node) {
+  const ir::ConvolutionBackwardArgs b = ir::convolution_backward_args(env.graph, node);
+  const ir::ConvolutionArgs& a = b.forward;
+  const ir::TensorType& type = env.result_type(node);
+  Tensor out = Tensor::empty(type.dtype, type.sizes);
+  if (!b.output_mask[static_cast<size_t>(node.result_index)]) return out;
+  const size_t grad_position = 0, input_position_arg = 1, weight_position = 2;
+  const Geometry g = geometry_of(a, a.result_sizes());
+  const std::vector<double> grad = gather_floats(env.tensor(node, grad_position));
+  const std::vector<double> in = gather_floats(env.tensor(node, input_position_arg));
+  const std::vector<double> w = gather_floats(env.tensor(node, weight_position));
+  std::vector<double> sums(static_cast<size_t>(out.numel()), 0.0);
+  const int64_t in_volume = g.in_volume(), out_volume = g.out_volume();
+  const int64_t kernel_volume = g.kernel_volume();
+  const int64_t out_channels = g.out_per_group * g.groups;
+  for (int64_t n = 0; n < g.batch; ++n) {
+    for (int64_t oc = 0; oc < out_channels; ++oc) {
+      const int64_t group = oc / g.out_per_group;
+      for (int64_t o = 0; o < out_volume; ++o) {
+        const int64_t o0 = o / (g.out[1] * g.out[2]), o1 = o / g.out[2] % g.out[1];
+        const int64_t o2 = o % g.out[2];
+        const double dy = grad[static_cast<size_t>((n * out_channels + oc) * out_volume + o)];
+        if (node.result_index == 2) {
+          sums[static_cast<size_t>(oc)] += dy;
+          continue;
+        }
+        for (int64_t c = 0; c < g.in_per_group; ++c) {
+          const int64_t ic = group * g.in_per_group + c;
+          for (int64_t k = 0; k < kernel_volume; ++k) {
+            const int64_t k0 = k / (g.kernel[1] * g.kernel[2]);
+            const int64_t k1 = k / g.kernel[2] % g.kernel[1], k2 = k % g.kernel[2];
+            const int64_t x0 = input_position(g, 0, o0, k0), x1 = input_position(g, 1, o1, k1);
+            const int64_t x2 = input_position(g, 2, o2, k2);
+            if (x0 < 0 || x1 < 0 || x2 < 0) continue;
+            const int64_t x =
+                (n * g.in_channels + ic) * in_volume + (x0 * g.in[1] + x1) * g.in[2] + x2;
+            const int64_t wk = (oc * g.in_per_group + c) * kernel_volume + k;
+            if (node.result_index == 0) {
+              sums[static_cast<size_t>(x)] += dy * w[static_cast<size_t>(wk)];
+            } else {
+              sums[static_cast<size_t>(wk)] += dy * in[static_cast<size_t>(x)];
+            }
+          }
+        }
+      }
+    }
+  }
+  write_all(out, [&](const std::vector<int64_t>& index, int64_t p) {
+    out.set(index, round_to(a.dtype, sums[static_cast<size_t>(p)]));
+  });
+  return out;
+}
+
 }  // namespace stax::eager::detail

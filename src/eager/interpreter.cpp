@@ -85,6 +85,7 @@ const std::unordered_map<std::string_view, OpFn>& op_table() {
       {"baddbmm", detail::eval_contraction},
       // issue 15: convolution
       {"convolution", detail::eval_convolution},
+      {"convolution_backward", detail::eval_convolution_backward},
       // pooling
       {"avg_pool2d", detail::eval_pooling},
       {"_adaptive_avg_pool2d", detail::eval_pooling},

@@ -100,6 +100,8 @@ Tensor eval_factory(const Env& env, const ir::Node& node);
 Tensor eval_contraction(const Env& env, const ir::Node& node);
 // Issue 15 (convolution.cpp): convolution, forward and transposed.
 Tensor eval_convolution(const Env& env, const ir::Node& node);
+// convolution_backward's results (grad_input, grad_weight, grad_bias), one node each.
+Tensor eval_convolution_backward(const Env& env, const ir::Node& node);
 // Pooling (pooling.cpp): avg_pool2d and _adaptive_avg_pool2d; max_pool2d_with_indices gives
 // {values, indices}.
 Tensor eval_pooling(const Env& env, const ir::Node& node);

@@ -483,6 +483,36 @@ void add_convolutions(Builder& b) {
           return "convolution(" + s.operands[0] + ", " + weight + ", None, [" + stride + "], [" +
                  padding + "], [" + dilation + "], False, [" + output_padding + "], 1)";
         });
+  // Its gradients: the input is the first operand [N, C, spatial...], the weight the second's
+  // window [C_out, C, k...] with C_out = min(N, C) and k = 3 (1 for dims under 3) padded to
+  // keep the spatial sizes, so grad_output is the third operand's first C_out channels.
+  b.add("convolution_backward", "convolution_backward", {D::Positive, D::Positive, D::Positive},
+        kFloats, R::Float64, false, [](const CallSite& s) -> std::optional<std::string> {
+          const int r = rank(s);
+          if (r < 3 || r > 5) return std::nullopt;
+          for (int64_t size : s.sizes) {
+            if (size == 0) return std::nullopt;
+          }
+          const int64_t out_channels = std::min(s.sizes[0], s.sizes[1]);
+          std::string weight =
+              s.temp("narrow(" + s.operands[1] + ", 0, 0, " + std::to_string(out_channels) + ")");
+          const std::string grad =
+              s.temp("narrow(" + s.operands[2] + ", 1, 0, " + std::to_string(out_channels) + ")");
+          std::string ones, padding, zeros;
+          for (int d = 2; d < r; ++d) {
+            const int64_t k = s.sizes[static_cast<size_t>(d)] < 3 ? 1 : 3;
+            weight = s.temp("narrow(" + weight + ", " + std::to_string(d) + ", 0, " +
+                            std::to_string(k) + ")");
+            const std::string sep = d == 2 ? "" : ", ";
+            ones += sep + "1";
+            padding += sep + std::to_string(k / 2);
+            zeros += sep + "0";
+          }
+          return "convolution_backward(" + grad + ", " + s.operands[0] + ", " + weight +
+                 ", None, [" + ones + "], [" + padding + "], [" + ones + "], False, [" + zeros +
+                 "], 1, [True, True, True])";
+        });
+  b.entries.back().result_count = [](const CallSite&) { return 3; };
 }
 
 // Pooling over the last two dims of an operand of rank 3 ([C, H, W]) or 4 ([N, C, H, W]).

@@ -39,8 +39,16 @@ namespace {
 // Argument positions, ATen's order:
 //   convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding,
 //               groups)
-constexpr size_t kInput = 0, kWeight = 1, kBias = 2, kStride = 3, kPadding = 4, kDilation = 5,
-                 kTransposed = 6, kOutputPadding = 7, kGroups = 8;
+//   convolution_backward(grad_output, input, weight, bias_sizes, stride, padding, dilation,
+//                        transposed, output_padding, groups, output_mask)
+struct Positions {
+  size_t input, weight;
+  std::optional<size_t> bias;  // a tensor (the forward op's); the backward op has bias_sizes
+  size_t stride, padding, dilation, transposed, output_padding, groups;
+};
+constexpr size_t kGradOutput = 0, kBiasSizes = 3, kOutputMask = 10;
+const Positions kForward{0, 1, 2, 3, 4, 5, 6, 7, 8};
+const Positions kBackward{1, 2, std::nullopt, 4, 5, 6, 7, 8, 9};
 
 // "(2 x 3)", as PyTorch spells per-channel sizes in its messages.
 std::string by(const std::vector<int64_t>& sizes) {
@@ -112,21 +120,23 @@ int64_t ConvolutionArgs::products_per_output() const {
   return n;
 }
 
-ConvolutionArgs convolution_args(const Graph& graph, const Node& node) {
+namespace {
+
+// The forward convolution a node names, read from the positions of its arguments and checked.
+ConvolutionArgs read_convolution(const Graph& graph, const Node& node, const Positions& at) {
   const std::string& op = node.op;
-  if (op != "convolution") throw GraphError(op + ": not a convolution");
   ConvolutionArgs a;
-  const TensorType& input = tensor_arg(graph, node, kInput).type;  // checks the kind
-  const TensorType& weight = tensor_arg(graph, node, kWeight).type;
-  a.input = std::get<ValueRef>(node.args[kInput]);
-  a.weight = std::get<ValueRef>(node.args[kWeight]);
-  a.bias = optional_tensor_arg(node, kBias);
+  const TensorType& input = tensor_arg(graph, node, at.input).type;  // checks the kind
+  const TensorType& weight = tensor_arg(graph, node, at.weight).type;
+  a.input = std::get<ValueRef>(node.args[at.input]);
+  a.weight = std::get<ValueRef>(node.args[at.weight]);
+  if (at.bias) a.bias = optional_tensor_arg(node, *at.bias);
   const TensorType* bias = a.bias ? &graph.value(*a.bias).type : nullptr;
   a.dtype = input.dtype;
   a.input_sizes = input.sizes;
   a.weight_sizes = weight.sizes;
-  a.transposed = bool_arg(node, kTransposed);
-  a.groups = int_arg(node, kGroups);
+  a.transposed = bool_arg(node, at.transposed);
+  a.groups = int_arg(node, at.groups);
 
   // One dtype for every operand: PyTorch neither promotes nor casts.
   if (weight.dtype != input.dtype || (bias != nullptr && bias->dtype != input.dtype)) {
@@ -147,10 +157,10 @@ ConvolutionArgs convolution_args(const Graph& graph, const Node& node) {
                      " spatial dims; PyTorch implements 1-, 2- and 3-D convolutions only");
   }
   const size_t spatial = rank - 2;
-  a.stride = expand_param(node, kStride, "stride", spatial);
-  a.padding = expand_param(node, kPadding, "padding", spatial);
-  a.dilation = expand_param(node, kDilation, "dilation", spatial);
-  a.output_padding = expand_param(node, kOutputPadding, "output_padding", spatial);
+  a.stride = expand_param(node, at.stride, "stride", spatial);
+  a.padding = expand_param(node, at.padding, "padding", spatial);
+  a.dilation = expand_param(node, at.dilation, "dilation", spatial);
+  a.output_padding = expand_param(node, at.output_padding, "output_padding", spatial);
   check_each(node, a.padding, "padding", /*zero_ok=*/true);
   check_each(node, a.output_padding, "output_padding", /*zero_ok=*/true);
   check_each(node, a.stride, "stride", /*zero_ok=*/false);
@@ -284,6 +294,74 @@ ConvolutionArgs convolution_args(const Graph& graph, const Node& node) {
                      "(PyTorch adds the bias as i64 and cannot cast the result back to bool)");
   }
   return a;
+}
+
+}  // namespace
+
+ConvolutionArgs convolution_args(const Graph& graph, const Node& node) {
+  if (node.op != "convolution") throw GraphError(node.op + ": not a convolution");
+  return read_convolution(graph, node, kForward);
+}
+
+std::vector<int64_t> ConvolutionBackwardArgs::result_sizes(int result) const {
+  if (!output_mask[static_cast<size_t>(result)]) return {0};
+  if (result == 0) return forward.input_sizes;
+  if (result == 1) return forward.weight_sizes;
+  return {forward.out_channels()};
+}
+
+ConvolutionBackwardArgs convolution_backward_args(const Graph& graph, const Node& node) {
+  const std::string& op = node.op;
+  if (op != "convolution_backward") throw GraphError(op + ": not a convolution_backward");
+  ConvolutionBackwardArgs b;
+  b.forward = read_convolution(graph, node, kBackward);
+  const TensorType& grad = tensor_arg(graph, node, kGradOutput).type;
+  b.grad_output = std::get<ValueRef>(node.args[kGradOutput]);
+  b.bias_sizes = int_list_arg(node, kBiasSizes);
+  const std::vector<int64_t> mask = std::get<std::vector<int64_t>>(node.args[kOutputMask]);
+  if (mask.size() != 3) {
+    throw GraphError(op + ": expected output_mask to hold 3 bools, got " +
+                     std::to_string(mask.size()));
+  }
+  for (size_t k = 0; k < 3; ++k) b.output_mask[k] = mask[k] != 0;
+  const ConvolutionArgs& f = b.forward;
+  if (f.transposed) {
+    throw GraphError(op + ": the backward of a transposed convolution is not supported by Stax " +
+                     "yet (input " + format_sizes(f.input_sizes) + ", weight " +
+                     format_sizes(f.weight_sizes) + ")");
+  }
+  if (grad.dtype != f.dtype) {
+    throw GraphError(op + ": expected grad_output to have the input's dtype " +
+                     std::string(dtype_name(f.dtype)) + ", but got grad_output " +
+                     format_type(grad));
+  }
+  if (!is_floating(f.dtype)) {
+    throw GraphError(op + ": not implemented for " + std::string(dtype_name(f.dtype)) +
+                     " (PyTorch's convolution gradients take floating dtypes only)");
+  }
+  if (grad.sizes != f.result_sizes()) {
+    throw GraphError(op + ": expected grad_output of size " + format_sizes(f.result_sizes()) +
+                     " (the convolution's output: input " + format_sizes(f.input_sizes) +
+                     ", weight " + format_sizes(f.weight_sizes) + "), but got " +
+                     format_sizes(grad.sizes));
+  }
+  return b;
+}
+
+int64_t convolution_products_per_element(const Graph& graph, const Node& node) {
+  if (node.op == "convolution") return convolution_args(graph, node).products_per_output();
+  const ConvolutionBackwardArgs b = convolution_backward_args(graph, node);
+  const ConvolutionArgs& f = b.forward;
+  Wide n = 1;
+  if (node.result_index == 0) {
+    n = f.out_channels() / f.groups;
+    for (size_t d = 0; d < f.spatial_dims(); ++d) n *= f.weight_sizes[d + 2];
+  } else {
+    const std::vector<int64_t> out = f.result_sizes();
+    n = out[0];
+    for (size_t d = 2; d < out.size(); ++d) n *= out[d];
+  }
+  return narrow(node, n, "the reduction length");
 }
 
 }  // namespace stax::ir

@@ -13,6 +13,7 @@
 // them), each a GraphError naming the op and the shapes.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -50,5 +51,27 @@ struct ConvolutionArgs {
 
 // Reads and checks a convolution node's arguments (GraphError on what eager refuses).
 ConvolutionArgs convolution_args(const Graph& graph, const Node& node);
+
+// convolution_backward(grad_output, input, weight, bias_sizes, stride, padding, dilation,
+// transposed, output_padding, groups, output_mask): the gradients of the forward convolution
+// (`forward`, whose bias is unset) with respect to its input, weight and bias, three results
+// of which output_mask says which are computed. A result the mask leaves out (eager returns
+// None) is an empty tensor of size [0]. Floating dtypes only, and not transposed (Stax
+// refuses that with its name); grad_output must have the forward result's sizes and dtype.
+struct ConvolutionBackwardArgs {
+  ConvolutionArgs forward;
+  ValueRef grad_output;
+  std::optional<std::vector<int64_t>> bias_sizes;  // read by eager's meta function only
+  std::array<bool, 3> output_mask{};
+  // grad_input: the input's sizes; grad_weight: the weight's; grad_bias: [C_out].
+  std::vector<int64_t> result_sizes(int result) const;
+};
+ConvolutionBackwardArgs convolution_backward_args(const Graph& graph, const Node& node);
+
+// The products summed into each element of a convolution or convolution_backward node's
+// result (its reduction length, for tolerances and work limits): a convolution's
+// products_per_output(); grad_input's C_out/groups * prod(kernel) (at most: stride and padding
+// leave some out); grad_weight's and grad_bias's N * prod(output spatial dims).
+int64_t convolution_products_per_element(const Graph& graph, const Node& node);
 
 }  // namespace stax::ir

@@ -87,6 +87,8 @@ std::string param_kind_text(ParamKind kind) {
       return "a tensor, a scalar or None";
     case ParamKind::OptionalTensor:
       return "a tensor or None";
+    case ParamKind::BoolList:
+      return "a list of bools";
   }
   return "?";
 }
@@ -206,6 +208,14 @@ Arg convert_arg(const Graph& graph, const std::string& op, const Param& param, A
     case ParamKind::OptionalIntList:
       if (std::holds_alternative<None>(arg)) return arg;
       if (auto l = as_int_list(arg)) return *l;
+      throw fail();
+    case ParamKind::BoolList:
+      // The parser reads [True, False] as [1, 0]; nothing else is a bool.
+      if (auto* l = std::get_if<std::vector<int64_t>>(&arg)) {
+        if (std::all_of(l->begin(), l->end(), [](int64_t v) { return v == 0 || v == 1; })) {
+          return arg;
+        }
+      }
       throw fail();
     case ParamKind::OptionalString:
       if (std::holds_alternative<None>(arg) || std::holds_alternative<std::string>(arg)) return arg;

@@ -28,6 +28,7 @@ enum class ParamKind : uint8_t {
   OptionalTensorList,      // Tensor?[] (None entries allowed)
   OptionalTensorOrScalar,  // Tensor? or Scalar? (clamp's min/max): None, a tensor or a scalar
   OptionalTensor,          // Tensor? (None allowed; convolution's bias)
+  BoolList,                // bool[N] ([True, False]; held as an int list of 0 and 1)
 };
 
 struct Param {

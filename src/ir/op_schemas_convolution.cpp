@@ -3,6 +3,10 @@
 // maps the node by name:
 //   convolution(input, weight, bias=None, stride, padding, dilation, transposed,
 //               output_padding, groups)
+//   convolution_backward(grad_output, input, weight, bias_sizes=None, stride, padding,
+//                        dilation, transposed, output_padding, groups, output_mask)
+//     -> (grad_input, grad_weight, grad_bias); bias_sizes defaults to None for the same reason
+//     as convolution's bias
 // ATen's `Tensor? bias` has no default; here it defaults to None so that a call that leaves a
 // None argument out (as the bridge and the printer do) binds. The other parameters are
 // required, as in ATen; a single int for a list parameter is wrapped (and then expanded to
@@ -25,6 +29,14 @@ TensorType infer_convolution(const Graph& g, const Node& n) {
   return out;
 }
 
+TensorType infer_convolution_backward(const Graph& g, const Node& n) {
+  const ConvolutionBackwardArgs args = convolution_backward_args(g, n);
+  TensorType out;
+  out.dtype = args.forward.dtype;
+  out.sizes = args.result_sizes(n.result_index);
+  return out;
+}
+
 }  // namespace
 
 void add_convolution_schemas(std::vector<OpSchema>& out) {
@@ -36,6 +48,18 @@ void add_convolution_schemas(std::vector<OpSchema>& out) {
                           required("output_padding", K::IntList), required("groups", K::Int)},
                          OpCategory::Convolution,
                          infer_convolution});
+  // (grad_input, grad_weight, grad_bias): one node per result.
+  out.push_back(
+      OpSchema{"convolution_backward",
+               {required("grad_output", K::Tensor), required("input", K::Tensor),
+                required("weight", K::Tensor), optional("bias_sizes", K::OptionalIntList, None{}),
+                required("stride", K::IntList), required("padding", K::IntList),
+                required("dilation", K::IntList), required("transposed", K::Bool),
+                required("output_padding", K::IntList), required("groups", K::Int),
+                required("output_mask", K::BoolList)},
+               OpCategory::Convolution,
+               infer_convolution_backward,
+               [](const Graph&, const Node&) -> int64_t { return 3; }});
 }
 
 }  // namespace stax::ir::detail

@@ -103,10 +103,28 @@ class Parser {
     return values;
   }
 
-  // An argument list: integers ([0, -1]) or tensors with optional None entries ([a, None, b]).
+  std::vector<int64_t> parse_bool_list() {
+    expect(TokKind::LBracket, "'['");
+    std::vector<int64_t> values;
+    while (peek().kind != TokKind::RBracket) {
+      const Token& t = next();
+      if (t.kind != TokKind::Ident || (t.text != "True" && t.text != "False")) {
+        fail(t, "True or False");
+      }
+      values.push_back(t.text == "True" ? 1 : 0);
+      if (peek().kind != TokKind::Comma) break;
+      next();
+    }
+    expect(TokKind::RBracket, "',' or ']'");
+    return values;
+  }
+
+  // An argument list: integers ([0, -1]), bools ([True, False], read as 1 and 0) or tensors
+  // with optional None entries ([a, None, b]).
   Arg parse_list(const Graph& graph) {
     const Token& after = toks_[pos_ + 1];
     if (after.kind != TokKind::Ident) return parse_int_list();
+    if (after.text == "True" || after.text == "False") return parse_bool_list();
     next();  // '['
     TensorList list;
     while (peek().kind != TokKind::RBracket) {

@@ -85,6 +85,20 @@ std::string format_arg(const Graph& graph, const Arg& arg) {
   return std::visit(Visitor{graph}, arg);
 }
 
+namespace {
+
+// [True, False] for a BoolList argument (held as [1, 0]).
+std::string format_bool_list(const Arg& arg) {
+  const auto& values = std::get<std::vector<int64_t>>(arg);
+  std::string text = "[";
+  for (size_t k = 0; k < values.size(); ++k) {
+    text += std::string(k ? ", " : "") + (values[k] != 0 ? "True" : "False");
+  }
+  return text + "]";
+}
+
+}  // namespace
+
 std::string print_graph(const Graph& graph) {
   std::ostringstream out;
   out << "def " << graph.name() << "(";
@@ -110,6 +124,9 @@ std::string print_graph(const Graph& graph) {
     for (size_t p = 0; p < schema->params.size() && p < node.args.size(); ++p) {
       const Param& param = schema->params[p];
       const Arg& arg = node.args[p];
+      auto format_arg = [&](const Graph& g, const Arg& a) {
+        return param.kind == ParamKind::BoolList ? format_bool_list(a) : ir::format_arg(g, a);
+      };
       const bool required = !param.default_value.has_value();
       if (positional && required && !param.keyword_only) {
         out << (first ? "" : ", ") << format_arg(graph, arg);

@@ -58,12 +58,19 @@ struct ExternalOperand {
 };
 
 // The window of a convolution call, with PyTorch's meanings (one entry per spatial dim;
-// dilation 1 is a dense window).
+// dilation 1 is a dense window), and which of the forward convolution's values the call
+// computes: its output (a = input, b = weight, bias), or, for convolution_backward, the
+// gradient of its input (a = grad_output, b = weight) or of its weight (a = grad_output,
+// b = input).
 struct ConvolutionWindow {
+  enum class Direction : uint8_t { Forward, BackwardInput, BackwardWeight };
   std::vector<int64_t> stride;
   std::vector<int64_t> padding;
   std::vector<int64_t> dilation;
   int64_t groups = 1;
+  Direction direction = Direction::Forward;
+  // The sizes of the buffer the call writes (a gradient's sizes are not implied by a and b).
+  std::vector<int64_t> result_sizes;
 };
 
 // A computation whose indices Stax does not analyze: a library call that writes its whole

@@ -19,47 +19,54 @@
 #include <utility>
 
 #include "ir/convolution_args.h"
+#include "lowering/convolution_lowering.h"
 #include "lowering/lowerer.h"
 #include "lowering/region_masks.h"
 
 namespace stax::lowering {
 
-namespace {
-
-// What eager's kernels accumulate in: float32 for the half types; integers wrap, and a
-// wrapping int64 sum converts to the dtype exactly as a wrapping sum in the dtype would.
-DType accumulation_dtype(DType dtype) {
+DType convolution_accumulation_dtype(DType dtype) {
   if (dtype == DType::Float64) return DType::Float64;
   if (is_floating(dtype)) return DType::Float32;
   return DType::Int64;
 }
 
+namespace {
+
 ExternalOperand contiguous_operand(DType dtype, const std::vector<int64_t>& sizes) {
   return ExternalOperand{"", false, dtype, sizes, ir::contiguous_strides(sizes), 0};
 }
 
-ConvolutionWindow window_of(const ir::ConvolutionArgs& c) {
-  return ConvolutionWindow{c.stride, c.padding, c.dilation, c.groups};
+}  // namespace
+
+OpsValue masked_load(OpsHandler& h, const Loader& load, const std::vector<Expr>& at,
+                     const std::optional<OpsValue>& inside, DType acc) {
+  if (!inside) return convert(h, load(h, at), acc);
+  h.push_mask(*inside);
+  OpsValue x = convert(h, load(h, at), acc);
+  h.pop_mask();
+  return select_where(h, *inside, x, h.constant(ir::Scalar(int64_t{0}), acc));
 }
 
-ExternalCall convolution_call(const ir::ConvolutionArgs& c, ExternalOperand input,
-                              ExternalOperand weight, std::optional<ExternalOperand> bias) {
+ConvolutionWindow convolution_window(const ir::ConvolutionArgs& c,
+                                     ConvolutionWindow::Direction direction,
+                                     std::vector<int64_t> result_sizes) {
+  return ConvolutionWindow{c.stride, c.padding, c.dilation,
+                           c.groups, direction, std::move(result_sizes)};
+}
+
+namespace {
+
+// The call with every operand contiguous, over operands of these sizes (the bias last, if any).
+ExternalCall contiguous_call(const std::string& op, const ConvolutionWindow& window, DType dtype,
+                             const std::vector<std::vector<int64_t>>& operand_sizes) {
   ExternalCall call;
-  call.op = "convolution";
-  call.a = std::move(input);
-  call.b = std::move(weight);
-  call.bias = std::move(bias);
-  call.convolution = window_of(c);
+  call.op = op;
+  call.a = contiguous_operand(dtype, operand_sizes[0]);
+  call.b = contiguous_operand(dtype, operand_sizes[1]);
+  if (operand_sizes.size() > 2) call.bias = contiguous_operand(dtype, operand_sizes[2]);
+  call.convolution = window;
   return call;
-}
-
-// The call with every operand contiguous: what the library is asked about before layouts are
-// known (its choice of implementation does not depend on them).
-ExternalCall contiguous_call(const ir::ConvolutionArgs& c, const ir::Graph& graph) {
-  std::optional<ExternalOperand> bias;
-  if (c.bias) bias = contiguous_operand(c.dtype, graph.value(*c.bias).type.sizes);
-  return convolution_call(c, contiguous_operand(c.dtype, c.input_sizes),
-                          contiguous_operand(c.dtype, c.weight_sizes), std::move(bias));
 }
 
 void refuse_transposed(const ir::Graph& graph, const ir::Node& node, const ir::ConvolutionArgs& c) {
@@ -73,16 +80,83 @@ void refuse_transposed(const ir::Graph& graph, const ir::Node& node, const ir::C
 
 std::vector<ir::ValueRef> Lowerer::library_convolution_operands(const ir::Node& node) const {
   if (!options_.library_for) return {};
+  if (node.op == "convolution_backward") return library_convolution_backward_operands(node);
   const ir::ConvolutionArgs c = ir::convolution_args(graph_, node);
   if (c.transposed) return {};
-  std::string why;
-  if (!options_.library_for(contiguous_call(c, graph_), &why)) return {};
   std::vector<ir::ValueRef> operands = {c.input, c.weight};
-  if (c.bias) operands.push_back(*c.bias);
+  std::vector<std::vector<int64_t>> sizes = {c.input_sizes, c.weight_sizes};
+  if (c.bias) {
+    operands.push_back(*c.bias);
+    sizes.push_back(graph_.value(*c.bias).type.sizes);
+  }
+  const ConvolutionWindow window =
+      convolution_window(c, ConvolutionWindow::Direction::Forward, c.result_sizes());
+  std::string why;
+  if (!options_.library_for(contiguous_call(node.op, window, c.dtype, sizes), &why)) return {};
   return operands;
 }
 
+std::optional<LoweredValue> Lowerer::library_convolution(
+    const ir::Node& node, const ConvolutionWindow& window, DType dtype,
+    const std::vector<std::pair<const LoweredValue*, const char*>>& operands) {
+  if (!options_.library_for) return std::nullopt;
+  const std::string op =
+      node.op + (window.direction == ConvolutionWindow::Direction::BackwardInput ? " (grad_input)"
+                 : window.direction == ConvolutionWindow::Direction::BackwardWeight
+                     ? " (grad_weight)"
+                     : "");
+  // Operands read in place where they are stored, else stored first.
+  std::vector<std::optional<ExternalOperand>> in_place;
+  std::vector<std::vector<int64_t>> sizes;
+  for (const auto& [v, role] : operands) {
+    sizes.push_back(v->sizes);
+    if (!v->layout) {
+      in_place.emplace_back();
+      continue;
+    }
+    in_place.push_back(ExternalOperand{v->layout->buffer, v->layout->is_input, v->dtype, v->sizes,
+                                       v->layout->strides, v->layout->offset});
+  }
+  ExternalCall call = contiguous_call(node.op, window, dtype, sizes);
+  auto operand_slot = [&call](size_t k) -> ExternalOperand& {
+    return k == 0 ? call.a : k == 1 ? call.b : *call.bias;
+  };
+  bool any_in_place = false;
+  for (size_t k = 0; k < operands.size(); ++k) {
+    if (in_place[k]) operand_slot(k) = *in_place[k];
+    any_in_place = any_in_place || in_place[k].has_value();
+  }
+  std::string why;
+  std::optional<std::string> library = options_.library_for(call, &why);
+  if (!library && any_in_place) {
+    // A layout the library refuses (a broadcast weight, say): the same call on stored copies
+    // may still be one.
+    for (auto& p : in_place) p.reset();
+    call = contiguous_call(node.op, window, dtype, sizes);
+    library = options_.library_for(call, &why);
+  }
+  if (!library) {
+    result_.log.push_back(ir::describe_node(graph_, node) + ": a loop nest, " + why);
+    return std::nullopt;
+  }
+  call.library = *library;
+  call.reason =
+      "the target's " + *library + " runs " + op + " on " + std::string(dtype_name(dtype));
+  for (size_t k = 0; k < operands.size(); ++k) {
+    if (in_place[k]) continue;
+    LoweredValue r = realize(*operands[k].first, std::string(operands[k].second) + " of " + op +
+                                                     ": the library reads stored tensors only");
+    ExternalOperand& into = operand_slot(k);
+    into.buffer = r.layout->buffer;
+    into.is_input = false;
+    into.strides = r.layout->strides;
+    into.offset = 0;
+  }
+  return add_external_buffer(node, std::move(call), dtype, window.result_sizes);
+}
+
 LoweredValue Lowerer::lower_convolution(const ir::Node& node, const ir::Value& out) {
+  if (node.op == "convolution_backward") return lower_convolution_backward(node, out);
   const ir::ConvolutionArgs c = ir::convolution_args(graph_, node);
   refuse_transposed(graph_, node, c);
   const DType dtype = c.dtype;
@@ -91,56 +165,17 @@ LoweredValue Lowerer::lower_convolution(const ir::Node& node, const ir::Value& o
   const LoweredValue& vw = value(c.weight.index);
   const LoweredValue* vbias = c.bias ? &value(c.bias->index) : nullptr;
 
-  // The library path: operands read in place where they are stored, else stored first.
-  if (options_.library_for) {
-    auto in_place = [](const LoweredValue& v) -> std::optional<ExternalOperand> {
-      if (!v.layout) return std::nullopt;
-      return ExternalOperand{v.layout->buffer, v.layout->is_input, v.dtype,
-                             v.sizes,          v.layout->strides,  v.layout->offset};
-    };
-    std::optional<ExternalOperand> in = in_place(vin);
-    std::optional<ExternalOperand> w = in_place(vw);
-    std::optional<ExternalOperand> b = vbias ? in_place(*vbias) : std::nullopt;
-    ExternalCall call = convolution_call(
-        c, in ? *in : contiguous_operand(dtype, vin.sizes),
-        w ? *w : contiguous_operand(dtype, vw.sizes),
-        vbias ? std::optional(b ? *b : contiguous_operand(dtype, vbias->sizes)) : std::nullopt);
-    std::string why;
-    std::optional<std::string> library = options_.library_for(call, &why);
-    if (!library && (in || w || b)) {
-      // A layout the library refuses (a broadcast weight, say): the same call on stored
-      // copies may still be one.
-      in.reset();
-      w.reset();
-      b.reset();
-      call = contiguous_call(c, graph_);
-      library = options_.library_for(call, &why);
-    }
-    if (library) {
-      call.library = *library;
-      call.reason =
-          "the target's " + *library + " runs convolution on " + std::string(dtype_name(dtype));
-      auto store = [&](const LoweredValue& v, bool in_place_ok, const char* role,
-                       ExternalOperand& into) {
-        if (in_place_ok) return;
-        LoweredValue r = realize(v, std::string(role) +
-                                        " of convolution: the library reads "
-                                        "stored tensors only");
-        into.buffer = r.layout->buffer;
-        into.is_input = false;
-        into.strides = r.layout->strides;
-        into.offset = 0;
-      };
-      store(vin, in.has_value(), "input", call.a);
-      store(vw, w.has_value(), "weight", call.b);
-      if (vbias) store(*vbias, b.has_value(), "bias", *call.bias);
-      return add_external_buffer(node, std::move(call), dtype, out_sizes);
-    }
-    result_.log.push_back(ir::describe_node(graph_, node) + ": a loop nest, " + why);
+  std::vector<std::pair<const LoweredValue*, const char*>> operands = {{&vin, "input"},
+                                                                       {&vw, "weight"}};
+  if (vbias) operands.emplace_back(vbias, "bias");
+  if (auto call = library_convolution(
+          node, convolution_window(c, ConvolutionWindow::Direction::Forward, out_sizes), dtype,
+          operands)) {
+    return *call;
   }
 
   // The loop nest: idx = (n, co, o...), ridx = (ci, k...).
-  const DType acc = accumulation_dtype(dtype);
+  const DType acc = convolution_accumulation_dtype(dtype);
   const size_t spatial = c.spatial_dims();
   const int64_t in_channels_per_group = c.weight_sizes[1];
   const int64_t out_channels_per_group = c.out_channels() / c.groups;
@@ -160,7 +195,8 @@ LoweredValue Lowerer::lower_convolution(const ir::Node& node, const ir::Value& o
   sum.output_index = [strides](const std::vector<Expr>& idx) {
     return strided_offset(idx, strides);
   };
-  const ConvolutionWindow window = window_of(c);
+  const ConvolutionWindow window =
+      convolution_window(c, ConvolutionWindow::Direction::Forward, out_sizes);
   sum.value = [load_in, load_w, acc, window, in_spatial, in_channels_per_group,
                out_channels_per_group](OpsHandler& h, const std::vector<Expr>& idx,
                                        const std::vector<Expr>& ridx) {
@@ -183,16 +219,8 @@ LoweredValue Lowerer::lower_convolution(const ir::Node& node, const ir::Value& o
         inside = both(h, inside, index_below(h, pos, in_spatial[d]));
       }
     }
-    OpsValue x;
-    if (inside) {
-      h.push_mask(*inside);
-      x = convert(h, load_in(h, at_in), acc);
-      h.pop_mask();
-      x = select_where(h, *inside, x, h.constant(ir::Scalar(int64_t{0}), acc));
-    } else {
-      x = convert(h, load_in(h, at_in), acc);
-    }
-    const OpsValue args[] = {x, convert(h, load_w(h, at_w), acc)};
+    const OpsValue args[] = {masked_load(h, load_in, at_in, inside, acc),
+                             convert(h, load_w(h, at_w), acc)};
     return h.compute(PointwiseOp::Mul, args, acc);
   };
   sum.origin = "mul+sum";

@@ -59,7 +59,7 @@ class Lowerer {
         if (schema != nullptr && schema->category == ir::OpCategory::Convolution && in_numel > 0) {
           const double products =
               static_cast<double>(out_numel) *
-              static_cast<double>(ir::convolution_args(graph, node).products_per_output());
+              static_cast<double>(ir::convolution_products_per_element(graph, node));
           k = static_cast<int64_t>(std::clamp(products / static_cast<double>(in_numel), 1.0,
                                               static_cast<double>(1 << 20)));
         }
@@ -319,8 +319,17 @@ class Lowerer {
   // The contiguous buffer of `sizes` that one library call (`call`) writes whole, for `node`.
   LoweredValue add_external_buffer(const ir::Node& node, ExternalCall call, DType dtype,
                                    const std::vector<int64_t>& sizes);
-  // Issue 15: convolution as an external library call or a loop nest.
+  // Issue 15: convolution and convolution_backward as external library calls or loop nests
+  // (lower_convolution.cpp, lower_convolution_backward.cpp).
   LoweredValue lower_convolution(const ir::Node& node, const ir::Value& out);
+  LoweredValue lower_convolution_backward(const ir::Node& node, const ir::Value& out);
+  std::vector<ir::ValueRef> library_convolution_backward_operands(const ir::Node& node) const;
+  // The call of `window` over `operands` (value and role, the bias last) where the target's
+  // library runs it, computed operands stored first; nullopt (logged) when it becomes a loop
+  // nest.
+  std::optional<LoweredValue> library_convolution(
+      const ir::Node& node, const ConvolutionWindow& window, DType dtype,
+      const std::vector<std::pair<const LoweredValue*, const char*>>& operands);
   // max_pool2d_with_indices, avg_pool2d, _adaptive_avg_pool2d as window reductions.
   LoweredValue lower_pooling(const ir::Node& node, const ir::Value& out);
   // The stored sum over k of a[..., i, k] * mat2[..., k, j] in `acc` (lower_contraction.cpp).

@@ -50,12 +50,16 @@ std::string convolution_program(const std::string& t) {
          "    return c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c12\n";
 }
 
-std::vector<Tensor> convolution_inputs(const ir::Graph& g) {
+// Values in [low, 1). The tolerance model (driver/tolerance.h) bounds a sum's error by the sum
+// of its terms' magnitudes, which is the result's own size only for terms of one sign: long
+// sums (a gradient's over the batch and the positions) take values in [0, 1).
+std::vector<Tensor> convolution_inputs(const ir::Graph& g, double low = -1.0) {
   std::vector<Tensor> inputs;
   uint64_t seed = 21;
   for (ir::ValueRef in : g.inputs()) {
     const ir::TensorType& type = g.value(in).type;
-    inputs.push_back(eager::random_tensor_strided(type.dtype, type.sizes, type.strides, seed++));
+    inputs.push_back(
+        eager::random_tensor_strided(type.dtype, type.sizes, type.strides, seed++, low, 1.0));
   }
   return inputs;
 }
@@ -102,6 +106,87 @@ INSTANTIATE_TEST_SUITE_P(Dtypes, CompiledConvolutions,
                          ::testing::Values(DType::Float32, DType::BFloat16, DType::Float16,
                                            DType::Float64, DType::Int64),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
+
+// convolution_backward's three gradients: plain with padding, strided and dilated, grouped,
+// depthwise, 1-D, a channels-last grad_output, an output mask that leaves grad_input out, and
+// a size for the parallel paths.
+std::string convolution_backward_program(const std::string& t) {
+  return "def f(x: " + t + "[2, 6, 13, 11], w: " + t + "[8, 6, 3, 3], g1: " + t +
+         "[2, 8, 13, 11], g2: " + t + "[2, 8, 5, 4], wg: " + t + "[9, 2, 3, 2], g3: " + t +
+         "[2, 9, 13, 10], wd: " + t + "[6, 1, 3, 3], g4: " + t +
+         "[2, 6, 7, 6] strides=[252, 1, 36, 6], x1: " + t + "[3, 4, 29], w1: " + t +
+         "[5, 4, 4], g5: " + t + "[3, 5, 14], big: " + t + "[2, 32, 24, 24], wbig: " + t +
+         "[32, 32, 3, 3], gbig: " + t + "[2, 32, 24, 24]):\n" +
+         "    a0, a1, a2 = convolution_backward(g1, x, w, [8], [1, 1], [1, 1], [1, 1], False, "
+         "[0, 0], 1, [True, True, True])\n"
+         "    b0, b1, b2 = convolution_backward(g2, x, w, None, [2, 3], [0, 1], [2, 1], False, "
+         "[0, 0], 1, [True, True, False])\n"
+         "    c0, c1, c2 = convolution_backward(g3, x, wg, None, [1, 1], [1, 0], [1, 1], False, "
+         "[0, 0], 3, [True, True, True])\n"
+         "    d0, d1, d2 = convolution_backward(g4, x, wd, [6], [2, 2], [1, 1], [1, 1], False, "
+         "[0, 0], 6, [False, True, True])\n"
+         "    e0, e1, e2 = convolution_backward(g5, x1, w1, None, [2], [1], [1], False, [0], 1, "
+         "[True, True, True])\n"
+         "    f0, f1, f2 = convolution_backward(gbig, big, wbig, None, [1, 1], [1, 1], [1, 1], "
+         "False, [0, 0], 1, [True, True, False])\n"
+         "    return a0, a1, a2, b0, b1, c0, c1, c2, d1, d2, e0, e1, e2, f0, f1\n";
+}
+
+class CompiledConvolutionBackward : public ::testing::TestWithParam<DType> {};
+
+TEST_P(CompiledConvolutionBackward, MatchesEagerThroughTheLibraryAndAsLoopNests) {
+  const DType dtype = GetParam();
+  const std::string t(dtype_name(dtype));
+  const ir::Graph g = ir::parse_graph(convolution_backward_program(t));
+  const std::vector<Tensor> inputs = convolution_inputs(g, 0.0);
+  const std::vector<Tensor> expected = eager::run(g, inputs);
+  const bool library_dtype = dtype == DType::Float32 || dtype == DType::BFloat16;
+  for (runtime::SimdLevel simd : runtime::runnable_simd_levels()) {
+    for (bool library : {true, false}) {
+      if (library && simd != runtime::detect_simd_level()) continue;
+      CompileOptions o;
+      o.simd = simd;
+      o.num_threads = 2;
+      o.external_libraries = library;
+      const CompiledGraph compiled = compile(g, o);
+      const size_t calls = compiled.compilation().module.externals.size();
+      // grad_input and grad_weight are library calls (11 of them here), grad_bias never.
+      EXPECT_EQ(calls, library && library_dtype ? 11u : 0u) << t;
+      for (int threads : {1, 2}) {
+        RunOptions r;
+        r.num_threads = threads;
+        expect_outputs_match(g, compiled.run(inputs, r), expected,
+                             t + (library ? " library" : " loop nests") + ", simd " +
+                                 std::string(runtime::simd_level_name(simd)) + ", " +
+                                 std::to_string(threads) + " threads");
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, CompiledConvolutionBackward,
+                         ::testing::Values(DType::Float32, DType::BFloat16, DType::Float16,
+                                           DType::Float64),
+                         [](const auto& info) { return std::string(dtype_name(info.param)); });
+
+// What eager refuses, refused by name: a grad_output of the wrong size, integer dtypes.
+TEST(ConvolutionCalls, ABackwardOfTheWrongShapeOrDtypeIsRefused) {
+  auto parse = [](const std::string& t, const std::string& g) {
+    return ir::parse_graph("def f(x: " + t + "[1, 2, 5, 5], w: " + t + "[3, 2, 3, 3], g: " + t + g +
+                           "):\n    a, b, c = convolution_backward(g, x, w, None, [1, 1], [0, 0], "
+                           "[1, 1], False, [0, 0], 1, [True, True, True])\n    return a\n");
+  };
+  EXPECT_NO_THROW(parse("f32", "[1, 3, 3, 3]"));
+  try {
+    parse("f32", "[1, 3, 4, 3]");
+    FAIL() << "a grad_output of the wrong size was accepted";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("expected grad_output of size [1, 3, 3, 3]"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(parse("i64", "[1, 3, 3, 3]"), std::exception);
+}
 
 // Operands are passed as layouts: the channels-last input is read in place, not copied; explain
 // shows the call with its window.
