@@ -216,7 +216,7 @@ TEST(OpRegistryTest, AllOpsRegisteredWithCategories) {
       // issue 14, point 3: contractions
       "mm", "bmm", "addmm", "baddbmm",
       // issue 15: convolution
-      "convolution",
+      "convolution", "convolution_backward",
       // pooling
       "max_pool2d_with_indices", "avg_pool2d", "_adaptive_avg_pool2d"};
   std::vector<std::string> names = registered_op_names();

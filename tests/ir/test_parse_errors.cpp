@@ -44,6 +44,9 @@ TEST(ParseErrorTest, Syntax) {
             "t.stax:1:9: expected ':', found 'f32'");
   EXPECT_EQ(parse_error("def f(x: f33[1]):\n    return x\n"),
             "t.stax:1:10: expected a dtype such as f32, bf16, i64 or bool, found 'f33'");
+  // A bool list (convolution_backward's output_mask) holds True and False only.
+  EXPECT_EQ(parse_error(kHeader + "    p = permute(x, [True, 2])\n    return p\n"),
+            "t.stax:2:27: expected True or False, found '2'");
   EXPECT_EQ(parse_error("def f(x: f32[1.5]):\n    return x\n"),
             "t.stax:1:14: expected an integer, found '1.5'");
   EXPECT_EQ(parse_error("def f(x: f32[1] stride=[1]):\n    return x\n"),

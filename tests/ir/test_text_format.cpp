@@ -256,6 +256,7 @@ def every_op(x: f32[2, 3], y: f32[3], i: i64[2, 3], b: bool[2, 3],
     cb = reshape(z, [1])
     cv0 = convolution(cx, cx, None, [1], [0], [1], False, [0], 1)
     cv1 = convolution(cx, cx, cb, [2], [1], [1], False, [0], 1)
+    cg0, cg1, cg2 = convolution_backward(cv0, cx, cx, None, [1], [0], [1], False, [0], 1, [True, False, True])
     # pooling
     px = reshape(x, [1, 2, 3])
     pv, pi = max_pool2d_with_indices(px, [2, 2], [1, 1], 0, 1, True)
@@ -313,6 +314,10 @@ TEST(RoundTripTest, EveryOpAndLiteral) {
   // issue 15: convolution
   EXPECT_EQ(type_of(g, "cv0"), type(DType::Float32, {1, 1, 1}));
   EXPECT_EQ(type_of(g, "cv1"), type(DType::Float32, {1, 1, 2}));
+  // the gradients of cv0; the one the output mask leaves out is empty
+  EXPECT_EQ(type_of(g, "cg0"), type(DType::Float32, {1, 2, 3}));
+  EXPECT_EQ(type_of(g, "cg1"), type(DType::Float32, {0}));
+  EXPECT_EQ(type_of(g, "cg2"), type(DType::Float32, {1}));
   EXPECT_EQ(output_names(g), (std::vector<std::string>{"a0", "k1", "x", "a0"}));
 
   // Literal kinds.
