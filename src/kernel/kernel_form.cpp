@@ -213,6 +213,28 @@ NestDecision decide(const Kernel& k, NestView& v, const TargetOptions& t) {
                    stride_text(strided_by) + " and " + x + " contiguously: one output per lane";
         return d;
       }
+      // A window reduction (pooling, a convolution's loop nest): when every reduction loop is
+      // shorter than a vector, vectorizing the innermost one would leave most lanes masked off
+      // and reduce across lanes for every output; a vector of outputs along x fills every lane
+      // (its loads gathered where they stride).
+      bool short_reduction = true;
+      int64_t reduced = 1;
+      for (const Stmt* loop : v.reduction) {
+        const int64_t extent = k.ranges.at(loop->loop->var);
+        short_reduction = short_reduction && extent < width;
+        reduced *= extent;
+      }
+      const int64_t x_extent = k.ranges.at(x);
+      if (short_reduction && x_extent >= width && per_lane_accumulators(k, body, &why) &&
+          !vector_obstacle(k, body, x)) {
+        d.form = KernelForm::ColumnReduction;
+        d.vector_var = x;
+        d.vector_width = width;
+        d.reason = "every reduction loop is shorter than the " + std::to_string(width) +
+                   " lanes (" + std::to_string(reduced) + " terms per output): one output per " +
+                   "lane along " + x + "; " + access_summary(k, loads, x);
+        return d;
+      }
     }
     if (auto obstacle = vector_obstacle(k, body, r)) {
       d.reason = *obstacle;

@@ -31,11 +31,11 @@ TEST(KernelPasses, PipelineRunsThePassesInOrder) {
   auto s = schedule_text("def f(x: f32[64]):\n    y = exp(x)\n    return y\n");
   std::vector<std::string> passes;
   lower_all(*s, avx512(), &passes);
-  EXPECT_EQ(passes, (std::vector<std::string>{"build", "kernel form", "parallel depth",
-                                              "apply kernel form", "cascade blocking",
-                                              "independent accumulators", "split reductions",
-                                              "parallelize", "streaming stores", "narrow indices",
-                                              "hoist invariants", "simplify"}));
+  EXPECT_EQ(passes,
+            (std::vector<std::string>{"build", "kernel form", "parallel depth", "apply kernel form",
+                                      "cascade blocking", "independent accumulators",
+                                      "split reductions", "parallelize", "streaming stores",
+                                      "narrow indices", "hoist invariants", "simplify"}));
 }
 
 TEST(KernelPasses, PointwiseLoopIsVectorizedWithAMaskedTail) {
@@ -119,6 +119,27 @@ TEST(KernelPasses, ColumnReductionKeepsOneOutputPerLaneInBlocksOfEightVectors) {
   // 8192 rows: the float sums are blocked, folded per block into double lanes.
   EXPECT_TRUE(contains(text, "_outer.fold(")) << text;
   EXPECT_TRUE(contains(text, "_outer.lanes()")) << text;
+}
+
+// A window reduction (max pooling's 3x3 windows, a stride of 2 along the output row) puts one
+// output in each lane, its loads gathered, rather than 9 terms in 16 mostly masked lanes; a
+// reduction at least a vector long is still vectorized along itself.
+TEST(KernelPasses, ShortWindowReductionsPutOneOutputInEachLane) {
+  auto s = schedule_text(
+      "def f(x: f32[2, 8, 40, 40]):\n"
+      "    v, i = max_pool2d_with_indices(x, [3, 3], [2, 2], [1, 1], [1, 1], False)\n"
+      "    return v\n");
+  const auto ks = lower_all(*s, avx512());
+  ASSERT_EQ(ks.size(), 1u);
+  ASSERT_EQ(ks[0].decisions.nests.size(), 1u);
+  EXPECT_EQ(kernel::nest_form_names(ks[0]).at(0), "vectorized(W=16) over x1, one output per lane");
+  EXPECT_TRUE(contains(ks[0].decisions.nests[0].reason, "shorter than the 16 lanes (9 terms"))
+      << ks[0].decisions.nests[0].reason;
+  auto rows = schedule_text("def f(x: f32[64, 40]):\n    s = sum(x, [1])\n    return s\n");
+  const auto row_kernels = lower_all(*rows, avx512());
+  ASSERT_EQ(row_kernels.size(), 1u);
+  EXPECT_TRUE(contains(kernel::nest_form_names(row_kernels[0]).at(0), "over r0"))
+      << kernel::nest_form_names(row_kernels[0]).at(0);
 }
 
 TEST(KernelPasses, FullReductionIsSplitAcrossThreadsAndBlocked) {
