@@ -23,10 +23,17 @@
 //                                      window's end masked out, divided by the window's
 //                                      height and then by its width (as eager divides), both
 //                                      index expressions of (oh, ow).
-// The epilogues are pointwise values the scheduler fuses into the readers.
+// The epilogues are pointwise values the scheduler fuses into the readers. An input stored
+// channels last (or computed from operands stored so) is pooled by loops with the channels
+// innermost, so that the kernels vectorize across outputs along contiguous channels; its
+// results are stored channels last, as eager's are (epilogues included).
 #include <cmath>
+#include <optional>
+#include <span>
 #include <stdexcept>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "ir/pooling_args.h"
 #include "lowering/lowerer.h"
@@ -139,6 +146,58 @@ struct AdaptiveDim {
   bool uniform() const { return in % out == 0; }
 };
 
+// Records the index of every load a loader makes (computing nothing).
+class LoadIndices final : public OpsHandler {
+ public:
+  std::vector<Expr> loads;
+  int indirect_count = 0;
+
+  OpsValue load(const std::string&, const Expr& idx, DType dtype) override {
+    loads.push_back(idx);
+    return {0, dtype};
+  }
+  OpsValue constant(const ir::Scalar&, DType dtype) override { return {0, dtype}; }
+  OpsValue compute(PointwiseOp, std::span<const OpsValue>, DType result) override {
+    return {0, result};
+  }
+  OpsValue to_dtype(OpsValue, DType dtype) override { return {0, dtype}; }
+  OpsValue index_value(const Expr&, DType dtype) override { return {0, dtype}; }
+  Expr indirect_index(OpsValue, const ir::IndexRule&) override {
+    return Expr::var("indirect" + std::to_string(indirect_count++));
+  }
+  void push_mask(OpsValue) override {}
+  void pop_mask() override {}
+  OpsValue reduction(ReductionType, OpsValue value) override { return value; }
+  void store(const std::string&, const Expr&, OpsValue) override {}
+  void store_reduction(const std::string&, const Expr&, OpsValue) override {}
+};
+
+// Whether the value `load` of these sizes ([N, C, H, W] or [C, H, W]) is stored channels
+// last, or computed from operands stored so: some load walks the channels contiguously and
+// none the width.
+bool reads_channels_last(const Loader& load, const std::vector<int64_t>& sizes) {
+  const size_t rank = sizes.size();
+  const size_t channel = rank - 3;
+  if (sizes[channel] < 2) return false;
+  LoadIndices h;
+  std::vector<Expr> idx;
+  index::RangeMap ranges;
+  for (size_t d = 0; d < rank; ++d) {
+    const std::string var = "i" + std::to_string(d);
+    idx.push_back(Expr::var(var));
+    ranges[var] = sizes[d];
+  }
+  load(h, idx);
+  bool channels = false;
+  for (const Expr& at : h.loads) {
+    const std::optional<int64_t> along_w =
+        index::stride(at, "i" + std::to_string(rank - 1), ranges);
+    if (along_w == 1) return false;
+    channels = channels || index::stride(at, "i" + std::to_string(channel), ranges) == 1;
+  }
+  return channels;
+}
+
 }  // namespace
 
 LoweredValue Lowerer::lower_pooling(const ir::Node& node, const ir::Value& out) {
@@ -163,6 +222,52 @@ LoweredValue Lowerer::lower_pooling(const ir::Node& node, const ir::Value& out) 
     return v;
   }
 
+  // The order of the output dims in the loops (and in the stored results): row-major, or
+  // channels last where the input is stored channels last (or computed from such operands),
+  // so that the innermost loop walks the channels of both contiguously and the kernels
+  // vectorize across outputs (as eager's channels-last kernel does, whose results are
+  // channels last too).
+  const size_t rank = out_sizes.size();
+  std::vector<size_t> order(rank);
+  for (size_t d = 0; d < rank; ++d) order[d] = d;
+  const size_t channel = rank - 3;
+  const bool channels_last = reads_channels_last(load, a.input_sizes);
+  if (channels_last) {
+    order.erase(order.begin() + static_cast<int64_t>(channel));
+    order.push_back(channel);
+  }
+  std::vector<int64_t> loop_sizes, strides(rank);
+  for (size_t d : order) loop_sizes.push_back(out_sizes[d]);
+  const std::vector<int64_t> loop_strides = ir::contiguous_strides(loop_sizes);
+  for (size_t k = 0; k < rank; ++k) strides[order[k]] = loop_strides[k];
+  // Loop index k is output dim order[k].
+  auto logical = [order](const std::vector<Expr>& idx) {
+    std::vector<Expr> at(idx.size(), Expr(0));
+    for (size_t k = 0; k < idx.size(); ++k) at[order[k]] = idx[k];
+    return at;
+  };
+  // Channels last, an epilogue is stored in that layout too, by loops in that order: else
+  // whatever stores it (a graph output) would write the output's dims in another order than
+  // the loops computing its reductions.
+  auto store = [&](const LoweredValue& v, const std::string& why) {
+    if (!channels_last) return v;
+    ComputedBuffer buf;
+    buf.name = next_buffer_name();
+    buf.dtype = v.dtype;
+    buf.sizes = out_sizes;
+    buf.strides = strides;
+    buf.ranges = loop_sizes;
+    buf.output_index = [loop_strides](const std::vector<Expr>& idx) {
+      return strided_offset(idx, loop_strides);
+    };
+    const Loader load = v.loader;
+    buf.value = [load, logical](OpsHandler& h, const std::vector<Expr>& idx,
+                                const std::vector<Expr>&) { return load(h, logical(idx)); };
+    buf.origin = join(v.origin, "+");
+    result_.log.push_back(buf.name + " (" + buf.origin + "): " + why);
+    return add_buffer(std::move(buf), v.composed);
+  };
+
   // Stores one reduction of `element` over the windows (ridx = (rh, rw) over window()).
   const std::array<int64_t, 2> window = a.window();
   using Element =
@@ -173,15 +278,17 @@ LoweredValue Lowerer::lower_pooling(const ir::Node& node, const ir::Value& out) 
     buf.name = next_buffer_name();
     buf.dtype = reduction_result_dtype(type, value_dtype);
     buf.sizes = out_sizes;
-    buf.strides = ir::contiguous_strides(out_sizes);
-    buf.ranges = out_sizes;
+    buf.strides = strides;
+    buf.ranges = loop_sizes;
     buf.reduction_ranges = {window[0], window[1]};
     buf.reduction = type;
-    const std::vector<int64_t> strides = buf.strides;
-    buf.output_index = [strides](const std::vector<Expr>& idx) {
-      return strided_offset(idx, strides);
+    buf.output_index = [loop_strides](const std::vector<Expr>& idx) {
+      return strided_offset(idx, loop_strides);
     };
-    buf.value = std::move(element);
+    buf.value = [element = std::move(element), logical](OpsHandler& h, const std::vector<Expr>& idx,
+                                                        const std::vector<Expr>& ridx) {
+      return element(h, logical(idx), ridx);
+    };
     std::vector<std::string> origin = src.origin;
     origin.push_back(what);
     buf.origin = join(origin, "+");
@@ -209,7 +316,7 @@ LoweredValue Lowerer::lower_pooling(const ir::Node& node, const ir::Value& out) 
       for (const Loader& part : parts) values.push_back(part(h, idx));
       return finish(h, idx, values);
     };
-    return v;
+    return store(v, "pooled channels last, as its input (and eager's result) is");
   };
 
   if (a.kind == ir::PoolingKind::AdaptiveAverage) {

@@ -172,5 +172,35 @@ TEST(CompiledPoolingEdges, ClippedWindowsAndWrappingSums) {
   }
 }
 
+// A channels-last input (stored, or computed from stored channels-last operands) is pooled by
+// loops over the channels innermost, its results stored channels last as eager's are, and
+// the kernel vectorizes across outputs; a row-major input keeps row-major results.
+TEST(CompiledPoolingLayouts, ChannelsLastInputsGiveChannelsLastResults) {
+  const ir::Graph g = ir::parse_graph(
+      "def f(x: f32[2, 32, 15, 13] strides=[6240, 1, 416, 32], b: f32[32, 1, 1], "
+      "y: f32[2, 32, 15, 13]):\n"
+      "    v, i = max_pool2d_with_indices(x, 3, 2, 1)\n"
+      "    s = mul(x, b)\n"
+      "    a = avg_pool2d(s, 2)\n"
+      "    w, j = max_pool2d_with_indices(y, 3, 2, 1)\n"
+      "    return v, i, a, w\n");
+  const auto c = analyze(g);
+  const std::vector<lowering::OutputSpec>& outputs = c->lowered.outputs;
+  ASSERT_EQ(outputs.size(), 4u);
+  // [2, 32, 8, 7] channels last: strides [56 * 32, 1, 7 * 32, 32].
+  const std::vector<int64_t> channels_last = {1792, 1, 224, 32};
+  EXPECT_EQ(outputs[0].strides, channels_last);
+  EXPECT_EQ(outputs[1].strides, channels_last);
+  EXPECT_EQ(outputs[2].strides, (std::vector<int64_t>{1344, 1, 192, 32}));  // [2, 32, 7, 6]
+  EXPECT_EQ(outputs[3].strides, (std::vector<int64_t>{1792, 56, 7, 1}));
+  const std::vector<Tensor> inputs = pooling_inputs(g);
+  const std::vector<Tensor> expected = eager::run(g, inputs);
+  CompileOptions o;
+  const std::vector<Tensor> actual = compile(g, o).run(inputs);
+  expect_outputs_match(g, actual, expected, "layouts");
+  EXPECT_TRUE(eager::compare(actual[0], expected[0], 0, 0).within_tolerance);
+  EXPECT_TRUE(eager::compare(actual[1], expected[1], 0, 0).within_tolerance);
+}
+
 }  // namespace
 }  // namespace stax
