@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "eager/ops.h"
+#include "eager/row_major.h"
 #include "ir/convolution_args.h"
 
 namespace stax::eager::detail {
@@ -75,31 +76,11 @@ Geometry geometry_of(const ir::ConvolutionArgs& a, const std::vector<int64_t>& r
   return g;
 }
 
-// Every element of `t` in row-major order, read with `load`.
-template <typename T, typename Load>
-std::vector<T> gather(const Tensor& t, Load load) {
-  std::vector<T> out;
-  const int64_t n = t.numel();
-  out.reserve(static_cast<size_t>(n));
-  std::vector<int64_t> index(t.dim(), 0);
-  for (int64_t p = 0; p < n; ++p) {
-    out.push_back(load(t, index));
-    for (size_t d = t.dim(); d-- > 0;) {
-      if (++index[d] < t.sizes()[d]) break;
-      index[d] = 0;
-    }
-  }
+// Integer values as unsigned 64-bit words, whose arithmetic wraps as the dtype's does.
+std::vector<uint64_t> gather_words(const Tensor& t) {
+  std::vector<uint64_t> out;
+  for (int64_t v : gather_ints(t)) out.push_back(static_cast<uint64_t>(v));
   return out;
-}
-
-std::vector<double> gather_floats(const Tensor& t) {
-  return gather<double>(t, [](const Tensor& x, const std::vector<int64_t>& i) { return x.get(i); });
-}
-
-std::vector<uint64_t> gather_ints(const Tensor& t) {
-  return gather<uint64_t>(t, [](const Tensor& x, const std::vector<int64_t>& i) {
-    return static_cast<uint64_t>(load_int(x, i));
-  });
 }
 
 // The input position that kernel offset k reads for output position o along one dim, or -1
@@ -171,19 +152,6 @@ void convolve(const Geometry& g, const std::vector<Acc>& in, const std::vector<A
   }
 }
 
-// Writes `value(position)` to every element of the contiguous tensor `t` in row-major order.
-template <typename Write>
-void write_all(const Tensor& t, Write write) {
-  std::vector<int64_t> index(t.dim(), 0);
-  for (int64_t p = 0; p < t.numel(); ++p) {
-    write(index, p);
-    for (size_t d = t.dim(); d-- > 0;) {
-      if (++index[d] < t.sizes()[d]) break;
-      index[d] = 0;
-    }
-  }
-}
-
 }  // namespace
 
 Tensor eval_convolution(const Env& env, const ir::Node& node) {
@@ -212,8 +180,8 @@ Tensor eval_convolution(const Env& env, const ir::Node& node) {
     // Unsigned 64-bit arithmetic wraps (signed overflow would be undefined); the store wraps
     // to the dtype.
     std::vector<uint64_t> sums(static_cast<size_t>(out.numel()));
-    const std::vector<uint64_t> bias_values = bias ? gather_ints(*bias) : std::vector<uint64_t>{};
-    convolve<uint64_t>(g, gather_ints(input), gather_ints(weight),
+    const std::vector<uint64_t> bias_values = bias ? gather_words(*bias) : std::vector<uint64_t>{};
+    convolve<uint64_t>(g, gather_words(input), gather_words(weight),
                        [&](int64_t o, int64_t channel, uint64_t sum) {
                          if (bias) sum += bias_values[static_cast<size_t>(channel)];
                          sums[static_cast<size_t>(o)] = sum;

@@ -30,50 +30,12 @@
 #include <vector>
 
 #include "eager/ops.h"
+#include "eager/row_major.h"
 #include "ir/pooling_args.h"
 
 namespace stax::eager::detail {
 
 namespace {
-
-// Every element of `t` in row-major order, read with `load`.
-template <typename T, typename Load>
-std::vector<T> gather(const Tensor& t, Load load) {
-  std::vector<T> out;
-  const int64_t n = t.numel();
-  out.reserve(static_cast<size_t>(n));
-  std::vector<int64_t> index(t.dim(), 0);
-  for (int64_t p = 0; p < n; ++p) {
-    out.push_back(load(t, index));
-    for (size_t d = t.dim(); d-- > 0;) {
-      if (++index[d] < t.sizes()[d]) break;
-      index[d] = 0;
-    }
-  }
-  return out;
-}
-
-std::vector<double> gather_floats(const Tensor& t) {
-  return gather<double>(t, [](const Tensor& x, const std::vector<int64_t>& i) { return x.get(i); });
-}
-
-std::vector<int64_t> gather_ints(const Tensor& t) {
-  return gather<int64_t>(
-      t, [](const Tensor& x, const std::vector<int64_t>& i) { return load_int(x, i); });
-}
-
-// Calls write(index, p) for every element of the contiguous tensor `t` in row-major order.
-template <typename Write>
-void write_all(const Tensor& t, Write write) {
-  std::vector<int64_t> index(t.dim(), 0);
-  for (int64_t p = 0; p < t.numel(); ++p) {
-    write(index, p);
-    for (size_t d = t.dim(); d-- > 0;) {
-      if (++index[d] < t.sizes()[d]) break;
-      index[d] = 0;
-    }
-  }
-}
 
 // The planes and the plane sizes of a pooling node, and a loop over its output elements in
 // row-major order: visit(plane, oh, ow, flat output position).
