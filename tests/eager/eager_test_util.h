@@ -31,7 +31,8 @@ inline std::vector<double> values(const Tensor& t) {
 // Raw int64 elements of a contiguous i64 tensor.
 inline std::vector<int64_t> int64_values(const Tensor& t) {
   std::vector<int64_t> out(static_cast<size_t>(t.numel()));
-  std::memcpy(out.data(), t.data(), out.size() * sizeof(int64_t));
+  // An empty tensor may have no storage: memcpy from a null pointer is undefined even for 0.
+  if (!out.empty()) std::memcpy(out.data(), t.data(), out.size() * sizeof(int64_t));
   return out;
 }
 
