@@ -6,6 +6,13 @@
 //   avg_pool2d(self, kernel_size, stride=[], padding=0, ceil_mode=False,
 //              count_include_pad=True, divisor_override=None)
 //   _adaptive_avg_pool2d(self, output_size)
+// and their backward ops (every parameter required, as in ATen):
+//   max_pool2d_with_indices_backward(grad_output, self, kernel_size, stride, padding, dilation,
+//                                    ceil_mode, indices)
+//   avg_pool2d_backward(grad_output, self, kernel_size, stride, padding, ceil_mode,
+//                       count_include_pad, divisor_override)
+//   _adaptive_avg_pool2d_backward(grad_output, self)
+// whose result is the gradient of self (its sizes and dtype).
 // max_pool2d_with_indices has two results (one node each, Node::result_index): the maxima in
 // the input's dtype and their int64 indices into the input plane. The results are
 // contiguous; what each argument means and what PyTorch refuses is ir/pooling_args.h.
@@ -22,7 +29,7 @@ TensorType infer_pooling(const Graph& g, const Node& n) {
   const PoolingArgs args = pooling_args(g, n);
   TensorType out;
   out.dtype = args.kind == PoolingKind::Max && n.result_index == 1 ? DType::Int64 : args.dtype;
-  out.sizes = args.result_sizes();
+  out.sizes = args.backward ? args.input_sizes : args.result_sizes();
   return out;
 }
 
@@ -48,6 +55,25 @@ void add_pooling_schemas(std::vector<OpSchema>& out) {
                infer_pooling});
   out.push_back(OpSchema{"_adaptive_avg_pool2d",
                          {required("self", K::Tensor), required("output_size", K::IntList)},
+                         OpCategory::Pooling,
+                         infer_pooling});
+  out.push_back(OpSchema{"max_pool2d_with_indices_backward",
+                         {required("grad_output", K::Tensor), required("self", K::Tensor),
+                          required("kernel_size", K::IntList), required("stride", K::IntList),
+                          required("padding", K::IntList), required("dilation", K::IntList),
+                          required("ceil_mode", K::Bool), required("indices", K::Tensor)},
+                         OpCategory::Pooling,
+                         infer_pooling});
+  out.push_back(OpSchema{
+      "avg_pool2d_backward",
+      {required("grad_output", K::Tensor), required("self", K::Tensor),
+       required("kernel_size", K::IntList), required("stride", K::IntList),
+       required("padding", K::IntList), required("ceil_mode", K::Bool),
+       required("count_include_pad", K::Bool), required("divisor_override", K::OptionalInt)},
+      OpCategory::Pooling,
+      infer_pooling});
+  out.push_back(OpSchema{"_adaptive_avg_pool2d_backward",
+                         {required("grad_output", K::Tensor), required("self", K::Tensor)},
                          OpCategory::Pooling,
                          infer_pooling});
 }

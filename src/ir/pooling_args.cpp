@@ -23,6 +23,22 @@
 //   be 0);
 // - a dtype that is not floating when the result has elements (an empty result is computed
 //   for any dtype).
+// The backward ops check their window parameters and `self` as the forward does, and:
+// - grad_output must have the forward result's sizes and self's dtype ("expected dtype float
+//   for `gradOutput` but got dtype double"; "Expected a tensor of dimension 4 and
+//   tensor.size[2] == 2 but got ..."), indices int64 ("expected scalar type Long") of the same
+//   sizes;
+// - max_pool2d_with_indices_backward takes floating dtypes only ("max_pool2d_backward" not
+//   implemented for 'Long', even on an empty batch), avg_pool2d_backward floating and int64;
+// - _adaptive_avg_pool2d_backward takes floating dtypes only (even for an empty result), a
+//   grad_output of 3 or 4 dims with non-zero H and W, whose H and W are the output_size. Eager
+//   does not check that grad_output's leading dims match self's, nor that self's H and W are
+//   non-zero: it writes out of bounds there (glibc aborts with heap corruption). Stax refuses
+//   both.
+// Eager's max_pool2d_with_indices_backward does not check the values of `indices` either: -1 is
+// skipped, any other index adds to that position of the plane, out of its bounds too (heap
+// corruption). Those are data, not the graph's shapes: eager/pooling.cpp's file comment and
+// lowering/lower_pooling_backward.cpp's say what the oracle and the compiled code do with them.
 #include "ir/pooling_args.h"
 
 #include <algorithm>
@@ -37,8 +53,10 @@ namespace stax::ir {
 namespace {
 
 // Argument positions, ATen's order.
+// Argument positions, ATen's order. The backward ops put grad_output first and the forward's
+// arguments after it (self at 1, ...): positions of the forward plus one.
 constexpr size_t kSelf = 0, kKernel = 1, kStride = 2, kPadding = 3;
-constexpr size_t kMaxDilation = 4, kMaxCeil = 5;
+constexpr size_t kMaxDilation = 4, kMaxCeil = 5, kMaxIndices = 6;  // indices: backward only
 constexpr size_t kAvgCeil = 4, kAvgCountIncludePad = 5, kAvgDivisor = 6;
 constexpr size_t kOutputSize = 1;
 
@@ -85,20 +103,21 @@ std::string pair_text(const char* a, const char* b, const std::array<int64_t, 2>
 void read_kernel_pool(const Graph& graph, const Node& n, PoolingArgs& a) {
   const bool max = a.kind == PoolingKind::Max;
   const std::string& op = n.op;
-  a.kernel = pair_param(n, kKernel, "kernel_size", "either be a single int, or a tuple of two ints",
-                        false, {});
-  a.stride = pair_param(n, kStride, "stride",
+  const size_t b = a.backward ? 1 : 0;
+  a.kernel = pair_param(n, b + kKernel, "kernel_size",
+                        "either be a single int, or a tuple of two ints", false, {});
+  a.stride = pair_param(n, b + kStride, "stride",
                         "either be omitted, a single int, or a tuple of two ints", true, a.kernel);
-  a.padding = pair_param(n, kPadding, "padding", "either be a single int, or a tuple of two ints",
-                         false, {});
+  a.padding = pair_param(n, b + kPadding, "padding",
+                         "either be a single int, or a tuple of two ints", false, {});
   if (max) {
-    a.dilation = pair_param(n, kMaxDilation, "dilation",
+    a.dilation = pair_param(n, b + kMaxDilation, "dilation",
                             "be either a single int, or a tuple of two ints", false, {});
-    a.ceil_mode = bool_arg(n, kMaxCeil);
+    a.ceil_mode = bool_arg(n, b + kMaxCeil);
   } else {
-    a.ceil_mode = bool_arg(n, kAvgCeil);
-    a.count_include_pad = bool_arg(n, kAvgCountIncludePad);
-    a.divisor_override = optional_int_arg(n, kAvgDivisor);
+    a.ceil_mode = bool_arg(n, b + kAvgCeil);
+    a.count_include_pad = bool_arg(n, b + kAvgCountIncludePad);
+    a.divisor_override = optional_int_arg(n, b + kAvgDivisor);
   }
   check_fits_int(n, a.kernel, "kernel_size");
   check_fits_int(n, a.stride, "stride");
@@ -174,6 +193,10 @@ void read_kernel_pool(const Graph& graph, const Node& n, PoolingArgs& a) {
                      " dtypes" + (max ? "" : " and i64") + " only): input " +
                      format_type(graph.value(a.input).type));
   }
+  if (max && a.backward && !is_floating(a.dtype)) {
+    throw GraphError(op + ": " + dtype + " is not supported (PyTorch implements " +
+                     "max_pool2d_backward for floating dtypes only)");
+  }
   if (!max && is_integral(a.dtype) && a.dtype != DType::Int64) {
     throw GraphError(op + ": " + dtype + " is not supported (PyTorch implements avg_pool2d " +
                      "for floating dtypes and i64 only)");
@@ -185,7 +208,23 @@ void read_kernel_pool(const Graph& graph, const Node& n, PoolingArgs& a) {
 
 void read_adaptive_pool(const Graph& graph, const Node& n, PoolingArgs& a) {
   const std::string& op = n.op;
-  const std::vector<int64_t> size = int_list_arg(n, kOutputSize).value_or(std::vector<int64_t>{});
+  std::vector<int64_t> size;
+  if (a.backward) {
+    // The output size is grad_output's H and W (checked against self in check_gradients).
+    const std::vector<int64_t>& grad = graph.value(a.grad_output).type.sizes;
+    if (grad.size() != 3 && grad.size() != 4) {
+      throw GraphError(op + ": expected a 3-D or 4-D grad_output, got sizes " + format_sizes(grad));
+    }
+    for (size_t d = grad.size() - 2; d < grad.size(); ++d) {
+      if (grad[d] != 0) continue;
+      throw GraphError(op + ": expected grad_output to have non-zero size for non-batch " +
+                       "dimensions, but grad_output has sizes " + format_sizes(grad) +
+                       " with dimension " + std::to_string(d) + " being empty");
+    }
+    size = {grad[grad.size() - 2], grad[grad.size() - 1]};
+  } else {
+    size = int_list_arg(n, kOutputSize).value_or(std::vector<int64_t>{});
+  }
   if (size.size() != 2) {
     throw GraphError(op + ": output_size must be 2 values, got output_size=" + format_sizes(size));
   }
@@ -207,11 +246,40 @@ void read_adaptive_pool(const Graph& graph, const Node& n, PoolingArgs& a) {
   a.out = {size[0], size[1]};
   int64_t numel = size[0] * size[1];  // the result's byte size fits int64: so do these
   for (size_t d = 0; d + 2 < sizes.size(); ++d) numel *= sizes[d];
-  if (numel > 0 && !is_floating(a.dtype)) {
+  // The backward refuses integer dtypes even for an empty result.
+  if ((numel > 0 || a.backward) && !is_floating(a.dtype)) {
     throw GraphError(op + ": " + std::string(dtype_name(a.dtype)) + " is not supported " +
-                     "(PyTorch implements adaptive_avg_pool2d for floating dtypes only): input " +
-                     format_type(graph.value(a.input).type));
+                     "(PyTorch implements adaptive_avg_pool2d" + (a.backward ? "_backward" : "") +
+                     " for floating dtypes only): input " + format_type(graph.value(a.input).type));
   }
+}
+
+// A backward op's tensors against the forward's result: grad_output (and indices) of its
+// sizes, grad_output of the input's dtype, indices int64.
+void check_gradients(const Graph& graph, const Node& n, const PoolingArgs& a) {
+  const std::vector<int64_t> expected = a.result_sizes();
+  const TensorType& self = graph.value(a.input).type;
+  const TensorType& grad = graph.value(a.grad_output).type;
+  const std::string shapes =
+      " (self " + format_type(self) + ", the forward's result " + format_sizes(expected) + ")";
+  if (grad.dtype != a.dtype) {
+    throw GraphError(n.op + ": expected grad_output of self's dtype, got " + format_type(grad) +
+                     shapes);
+  }
+  if (grad.sizes != expected) {
+    throw GraphError(n.op + ": expected grad_output of the forward result's sizes, got " +
+                     format_type(grad) + shapes);
+  }
+  if (a.kind != PoolingKind::Max) return;
+  const TensorType& indices = graph.value(a.indices).type;
+  if (indices.dtype != DType::Int64 || indices.sizes != expected) {
+    throw GraphError(n.op + ": expected int64 indices of the forward result's sizes, got " +
+                     format_type(indices) + shapes);
+  }
+}
+
+int64_t gcd(int64_t a, int64_t b) {
+  return b == 0 ? a : gcd(b, a % b);
 }
 
 }  // namespace
@@ -231,24 +299,48 @@ int64_t PoolingArgs::adaptive_end(size_t d, int64_t o) const {
   return static_cast<int64_t>(((Wide{o} + 1) * in[d] + out[d] - 1) / out[d]);
 }
 
+int64_t PoolingArgs::adaptive_first_output(size_t d, int64_t i) const {
+  return static_cast<int64_t>(Wide{i} * out[d] / in[d]);
+}
+
+int64_t PoolingArgs::adaptive_end_output(size_t d, int64_t i) const {
+  return static_cast<int64_t>(((Wide{i} + 1) * out[d] + in[d] - 1) / in[d]);
+}
+
 std::array<int64_t, 2> PoolingArgs::window() const {
   if (kind != PoolingKind::AdaptiveAverage) return kernel;
+  // Forward: the longest window [start(o), end(o)) of an output; backward: the longest run
+  // [first_output(i), end_output(i)) of an input position, the same windows with in and out
+  // swapped.
   std::array<int64_t, 2> w{1, 1};
   for (size_t d = 0; d < 2; ++d) {
-    if (out[d] == 0) continue;
-    if (in[d] % out[d] == 0) {
-      w[d] = in[d] / out[d];
-    } else if (out[d] <= (int64_t{1} << 16)) {
-      for (int64_t o = 0; o < out[d]; ++o) {
-        w[d] = std::max(w[d], adaptive_end(d, o) - adaptive_start(d, o));
+    const int64_t from = backward ? in[d] : out[d], to = backward ? out[d] : in[d];
+    if (from == 0) continue;
+    if (to % from == 0) {
+      w[d] = to / from;
+    } else if (from <= (int64_t{1} << 16)) {
+      for (int64_t o = 0; o < from; ++o) {
+        const int64_t length = backward ? adaptive_end_output(d, o) - adaptive_first_output(d, o)
+                                        : adaptive_end(d, o) - adaptive_start(d, o);
+        w[d] = std::max(w[d], length);
       }
     } else {
-      // No window is longer than in / out rounded up, plus the one position two neighbouring
+      // No window is longer than to / from rounded up, plus the one position two neighbouring
       // windows share.
-      w[d] = in[d] / out[d] + 2;
+      w[d] = to / from + 2;
     }
   }
   return w;
+}
+
+int64_t PoolingArgs::summed_terms() const {
+  if (!backward || kind == PoolingKind::AdaptiveAverage) return window_elements();
+  int64_t terms = 1;
+  for (size_t d = 0; d < 2; ++d) {
+    const int64_t period = stride[d] / gcd(stride[d], dilation[d]);
+    terms *= std::min((kernel[d] + period - 1) / period, out[d]);
+  }
+  return terms;
 }
 
 int64_t PoolingArgs::window_elements() const {
@@ -257,22 +349,39 @@ int64_t PoolingArgs::window_elements() const {
 }
 
 bool is_pooling_op(std::string_view op) {
-  return op == "max_pool2d_with_indices" || op == "avg_pool2d" || op == "_adaptive_avg_pool2d";
+  return op == "max_pool2d_with_indices" || op == "avg_pool2d" || op == "_adaptive_avg_pool2d" ||
+         op == "max_pool2d_with_indices_backward" || op == "avg_pool2d_backward" ||
+         op == "_adaptive_avg_pool2d_backward";
 }
 
 PoolingArgs pooling_args(const Graph& graph, const Node& node) {
   PoolingArgs a;
-  if (node.op == "max_pool2d_with_indices") {
+  std::string_view op = node.op;
+  constexpr std::string_view suffix = "_backward";
+  if (op.size() > suffix.size() && op.substr(op.size() - suffix.size()) == suffix) {
+    a.backward = true;
+    op.remove_suffix(suffix.size());
+  }
+  if (op == "max_pool2d_with_indices") {
     a.kind = PoolingKind::Max;
-  } else if (node.op == "avg_pool2d") {
+  } else if (op == "avg_pool2d") {
     a.kind = PoolingKind::Average;
-  } else if (node.op == "_adaptive_avg_pool2d") {
+  } else if (op == "_adaptive_avg_pool2d") {
     a.kind = PoolingKind::AdaptiveAverage;
   } else {
     throw GraphError(node.op + ": not a pooling op");
   }
-  const TensorType& self = tensor_arg(graph, node, kSelf).type;  // checks the kind
-  a.input = std::get<ValueRef>(node.args[kSelf]);
+  const size_t self_at = a.backward ? kSelf + 1 : kSelf;
+  if (a.backward) {
+    tensor_arg(graph, node, 0);  // checks the kind
+    a.grad_output = std::get<ValueRef>(node.args[0]);
+    if (a.kind == PoolingKind::Max) {
+      tensor_arg(graph, node, 1 + kMaxIndices);
+      a.indices = std::get<ValueRef>(node.args[1 + kMaxIndices]);
+    }
+  }
+  const TensorType& self = tensor_arg(graph, node, self_at).type;  // checks the kind
+  a.input = std::get<ValueRef>(node.args[self_at]);
   a.dtype = self.dtype;
   a.input_sizes = self.sizes;
   if (self.sizes.size() >= 2) {
@@ -283,6 +392,7 @@ PoolingArgs pooling_args(const Graph& graph, const Node& node) {
   } else {
     read_kernel_pool(graph, node, a);
   }
+  if (a.backward) check_gradients(graph, node, a);
   return a;
 }
 

@@ -218,7 +218,8 @@ TEST(OpRegistryTest, AllOpsRegisteredWithCategories) {
       // issue 15: convolution
       "convolution", "convolution_backward",
       // pooling
-      "max_pool2d_with_indices", "avg_pool2d", "_adaptive_avg_pool2d"};
+      "max_pool2d_with_indices", "avg_pool2d", "_adaptive_avg_pool2d",
+      "max_pool2d_with_indices_backward", "avg_pool2d_backward", "_adaptive_avg_pool2d_backward"};
   std::vector<std::string> names = registered_op_names();
   for (const std::string& name : expected) {
     EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name;

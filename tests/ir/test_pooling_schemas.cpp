@@ -1,7 +1,8 @@
 // Tests of the pooling schemas: ATen's parameter names, order and defaults, result types (the
 // two results of max_pool2d_with_indices), the arguments as pooling_args reads them, and the
 // refusals torch 2.13.0 makes (probed with torch.ops.aten.*.default on CPU; torch's message is
-// in a comment), each message naming the op; the text format prints and reparses them.
+// in a comment), each message naming the op; the text format prints and reparses them. The
+// backward ops likewise, with the refusals of what eager leaves unchecked (and corrupts).
 #include <gtest/gtest.h>
 
 #include "ir/op_schema.h"
@@ -13,6 +14,7 @@ namespace {
 
 using testing::infer;
 using testing::infer_error;
+using testing::one_statement;
 using testing::type;
 
 // The graph of `v, i = max_pool2d_with_indices(x, ARGS)` over input x of type `x`.
@@ -342,6 +344,213 @@ TEST(PoolingSchemaTest, TextFormatRoundTrip) {
                 .find("gives 2 "
                       "results"),
             std::string::npos);
+}
+
+// The backward ops: every parameter required, as ATen declares them.
+TEST(PoolingBackwardSchemaTest, AtenNamesOrderAndNoDefaults) {
+  using K = ParamKind;
+  const std::vector<std::optional<Arg>> required8(8, std::nullopt);
+  // aten::max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2]
+  //   kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode,
+  //   Tensor indices) -> Tensor
+  expect_params("max_pool2d_with_indices_backward",
+                {{"grad_output", K::Tensor},
+                 {"self", K::Tensor},
+                 {"kernel_size", K::IntList},
+                 {"stride", K::IntList},
+                 {"padding", K::IntList},
+                 {"dilation", K::IntList},
+                 {"ceil_mode", K::Bool},
+                 {"indices", K::Tensor}},
+                required8);
+  // aten::avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2]
+  //   stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override)
+  expect_params("avg_pool2d_backward",
+                {{"grad_output", K::Tensor},
+                 {"self", K::Tensor},
+                 {"kernel_size", K::IntList},
+                 {"stride", K::IntList},
+                 {"padding", K::IntList},
+                 {"ceil_mode", K::Bool},
+                 {"count_include_pad", K::Bool},
+                 {"divisor_override", K::OptionalInt}},
+                required8);
+  // aten::_adaptive_avg_pool2d_backward(Tensor grad_output, Tensor self) -> Tensor
+  expect_params("_adaptive_avg_pool2d_backward", {{"grad_output", K::Tensor}, {"self", K::Tensor}},
+                {std::nullopt, std::nullopt});
+  for (const char* op : {"max_pool2d_with_indices_backward", "avg_pool2d_backward",
+                         "_adaptive_avg_pool2d_backward"}) {
+    EXPECT_TRUE(is_pooling_op(op)) << op;
+  }
+}
+
+const char* const kMaxBackward =
+    "max_pool2d_with_indices_backward(g, x, [3, 3], [2, 2], [1, 1], [1, 1], False, i)";
+
+TEST(PoolingBackwardSchemaTest, ResultIsTheInputsGradient) {
+  // 3x3/2 pad 1 over 13x11: a 7x6 result.
+  EXPECT_EQ(infer("g: f32[2, 3, 7, 6], x: f32[2, 3, 13, 11], i: i64[2, 3, 7, 6]", kMaxBackward),
+            type(DType::Float32, {2, 3, 13, 11}));
+  // Channels-last operands give the input's sizes (the layout is lowering's).
+  EXPECT_EQ(infer("g: bf16[1, 4, 3, 3] strides=[36, 1, 12, 4], x: bf16[1, 4, 6, 6], "
+                  "i: i64[1, 4, 3, 3]",
+                  "max_pool2d_with_indices_backward(g, x, 2, [], 0, 1, False, i)"),
+            type(DType::BFloat16, {1, 4, 6, 6}));
+  EXPECT_EQ(infer("g: f64[3, 3, 4], x: f64[3, 9, 8]",
+                  "avg_pool2d_backward(g, x, [3, 2], [], [0], False, True, None)"),
+            type(DType::Float64, {3, 9, 8}));
+  EXPECT_EQ(infer("g: i64[1, 1, 3, 3], x: i64[1, 1, 5, 5]",
+                  "avg_pool2d_backward(g, x, 2, 2, 1, True, True, 3)"),
+            type(DType::Int64, {1, 1, 5, 5}));
+  // Adaptive: the output size is grad_output's, smaller or larger than the input.
+  EXPECT_EQ(
+      infer("g: f32[2, 3, 4, 5], x: f32[2, 3, 13, 11]", "_adaptive_avg_pool2d_backward(g, x)"),
+      type(DType::Float32, {2, 3, 13, 11}));
+  EXPECT_EQ(infer("g: f16[3, 7, 7], x: f16[3, 5, 5]", "_adaptive_avg_pool2d_backward(g, x)"),
+            type(DType::Float16, {3, 5, 5}));
+  // Empty batches.
+  EXPECT_EQ(infer("g: f32[0, 3, 7, 6], x: f32[0, 3, 13, 11], i: i64[0, 3, 7, 6]", kMaxBackward),
+            type(DType::Float32, {0, 3, 13, 11}));
+  EXPECT_EQ(infer("g: f32[0, 1, 3, 3], x: f32[0, 1, 4, 4]", "_adaptive_avg_pool2d_backward(g, x)"),
+            type(DType::Float32, {0, 1, 4, 4}));
+}
+
+TEST(PoolingBackwardSchemaTest, ArgumentsAsPoolingArgsReadsThem) {
+  const Graph g = one_statement(
+      "g: f32[2, 3, 7, 7], x: f32[2, 3, 13, 13], i: i64[2, 3, 7, 7]",
+      "max_pool2d_with_indices_backward(g, x, [3, 3], [2, 2], [1, 1], [1, 1], False, i)");
+  const PoolingArgs a = pooling_args(g, g.nodes().back());
+  EXPECT_TRUE(a.backward);
+  EXPECT_EQ(a.kind, PoolingKind::Max);
+  EXPECT_EQ(a.grad_output, *g.find_value("g"));
+  EXPECT_EQ(a.input, *g.find_value("x"));
+  EXPECT_EQ(a.indices, *g.find_value("i"));
+  EXPECT_EQ(a.out, (std::array<int64_t, 2>{7, 7}));
+  // The gather runs over the 3x3 offsets; with stride 2 at most 2 of them meet an output.
+  EXPECT_EQ(a.window_elements(), 9);
+  EXPECT_EQ(a.summed_terms(), 4);
+  // Stride 2 with dilation 2: every offset's position has the same parity, all 3 can meet one.
+  const Graph d = one_statement(
+      "g: f32[1, 1, 5, 5], x: f32[1, 1, 13, 13], i: i64[1, 1, 5, 5]",
+      "max_pool2d_with_indices_backward(g, x, [3, 3], [2, 2], [0, 0], [2, 2], False, i)");
+  EXPECT_EQ(pooling_args(d, d.nodes().back()).summed_terms(), 9);
+  const Graph v = one_statement("g: f32[1, 1, 7, 7], x: f32[1, 1, 13, 13]",
+                                "avg_pool2d_backward(g, x, 4, 2, 1, True, False, 5)");
+  const PoolingArgs b = pooling_args(v, v.nodes().back());
+  EXPECT_EQ(b.kind, PoolingKind::Average);
+  EXPECT_TRUE(b.ceil_mode);
+  EXPECT_FALSE(b.count_include_pad);
+  EXPECT_EQ(b.divisor_override, 5);
+  EXPECT_EQ(b.summed_terms(), 4);
+  // Adaptive 5 -> 7: the outputs each input position meets, against a direct count; at
+  // most 3 (position 2 meets [floor(14 / 5), ceil(21 / 5)) = [2, 5)).
+  const Graph ad = one_statement("g: f32[1, 1, 7, 7], x: f32[1, 1, 5, 5]",
+                                 "_adaptive_avg_pool2d_backward(g, x)");
+  const PoolingArgs c = pooling_args(ad, ad.nodes().back());
+  EXPECT_EQ(c.out, (std::array<int64_t, 2>{7, 7}));
+  for (int64_t i = 0; i < 5; ++i) {
+    // The outputs whose window [start(o), end(o)) holds i, counted directly.
+    int64_t first = -1, end = -1;
+    for (int64_t o = 0; o < 7; ++o) {
+      if (c.adaptive_start(0, o) <= i && i < c.adaptive_end(0, o)) {
+        if (first < 0) first = o;
+        end = o + 1;
+      }
+    }
+    EXPECT_EQ(c.adaptive_first_output(0, i), first) << i;
+    EXPECT_EQ(c.adaptive_end_output(0, i), end) << i;
+  }
+  EXPECT_EQ(c.window(), (std::array<int64_t, 2>{3, 3}));
+}
+
+TEST(PoolingBackwardSchemaTest, RefusesWhatEagerRefuses) {
+  // The forward's checks: "pad should be smaller than or equal to half of kernel size, but
+  // got padW = 2, padH = 2, kW = 2, kH = 2".
+  EXPECT_NE(infer_error("g: f32[1, 1, 4, 4], x: f32[1, 1, 8, 8], i: i64[1, 1, 4, 4]",
+                        "max_pool2d_with_indices_backward(g, x, 2, 2, 2, 1, False, i)")
+                .find("max_pool2d_with_indices_backward: pad should be smaller than or equal to "
+                      "half of kernel size"),
+            std::string::npos);
+  // "expected dtype float for `gradOutput` but got dtype double"
+  EXPECT_EQ(infer_error("g: f64[1, 1, 2, 2], x: f32[1, 1, 4, 4], i: i64[1, 1, 2, 2]",
+                        "max_pool2d_with_indices_backward(g, x, 2, 2, 0, 1, False, i)"),
+            "max_pool2d_with_indices_backward: expected grad_output of self's dtype, got "
+            "f64[1, 1, 2, 2] (self f32[1, 1, 4, 4], the forward's result [1, 1, 2, 2])");
+  // "Expected a tensor of dimension 4 and tensor.size[2] == 2 but got: dimension 4 and
+  // tensor.size[2] = 1"
+  EXPECT_EQ(infer_error("g: f32[1, 1, 1, 2], x: f32[1, 1, 4, 4]",
+                        "avg_pool2d_backward(g, x, 2, 2, 0, False, True, None)"),
+            "avg_pool2d_backward: expected grad_output of the forward result's sizes, got "
+            "f32[1, 1, 1, 2] (self f32[1, 1, 4, 4], the forward's result [1, 1, 2, 2])");
+  // ceil_mode changes the forward's result: 3x3 expected.
+  EXPECT_NE(infer_error("g: f32[1, 1, 2, 2], x: f32[1, 1, 5, 5]",
+                        "avg_pool2d_backward(g, x, 2, 2, 0, True, True, None)"),
+            "<no error>");
+  // "expected scalar type Long but found Int"
+  EXPECT_EQ(infer_error("g: f32[1, 1, 2, 2], x: f32[1, 1, 4, 4], i: i32[1, 1, 2, 2]",
+                        "max_pool2d_with_indices_backward(g, x, 2, 2, 0, 1, False, i)"),
+            "max_pool2d_with_indices_backward: expected int64 indices of the forward result's "
+            "sizes, got i32[1, 1, 2, 2] (self f32[1, 1, 4, 4], the forward's result [1, 1, 2, 2])");
+  EXPECT_NE(infer_error("g: f32[1, 1, 2, 2], x: f32[1, 1, 4, 4], i: i64[1, 1, 1, 2]",
+                        "max_pool2d_with_indices_backward(g, x, 2, 2, 0, 1, False, i)"),
+            "<no error>");
+  // "max_pool2d_backward" not implemented for 'Long' (even on an empty batch).
+  EXPECT_EQ(infer_error("g: i64[0, 1, 2, 2], x: i64[0, 1, 4, 4], i: i64[0, 1, 2, 2]",
+                        "max_pool2d_with_indices_backward(g, x, 2, 2, 0, 1, False, i)"),
+            "max_pool2d_with_indices_backward: i64 is not supported (PyTorch implements "
+            "max_pool2d_backward for floating dtypes only)");
+  // "avg_pool2d_backward" not implemented for 'Int'; int64 is.
+  EXPECT_NE(infer_error("g: i32[1, 1, 2, 2], x: i32[1, 1, 4, 4]",
+                        "avg_pool2d_backward(g, x, 2, 2, 0, False, True, None)"),
+            "<no error>");
+  // "divisor must be not zero"
+  EXPECT_NE(infer_error("g: f32[1, 1, 2, 2], x: f32[1, 1, 4, 4]",
+                        "avg_pool2d_backward(g, x, 2, 2, 0, False, True, 0)")
+                .find("divisor must be not zero"),
+            std::string::npos);
+  // "Expected dimensions 4 for `grad_output` but got dimensions 2"
+  EXPECT_EQ(infer_error("g: f32[3, 3], x: f32[1, 1, 4, 4]", "_adaptive_avg_pool2d_backward(g, x)"),
+            "_adaptive_avg_pool2d_backward: expected a 3-D or 4-D grad_output, got sizes [3, 3]");
+  // "Expected grad_output to have non-zero size for non-batch dimensions, but grad_output has
+  // sizes [1, 1, 0, 3] with dimension 2 being empty"
+  EXPECT_EQ(
+      infer_error("g: f32[1, 1, 0, 3], x: f32[1, 1, 4, 4]", "_adaptive_avg_pool2d_backward(g, x)"),
+      "_adaptive_avg_pool2d_backward: expected grad_output to have non-zero size for "
+      "non-batch dimensions, but grad_output has sizes [1, 1, 0, 3] with dimension 2 being "
+      "empty");
+  // Eager does not check these and corrupts the heap: other channels or batch than self, a
+  // 3-D grad_output for a 4-D self, an input plane of size 0.
+  for (const char* g : {"f32[1, 2, 3, 3]", "f32[2, 1, 3, 3]", "f32[1, 3, 3]"}) {
+    EXPECT_NE(infer_error(std::string("g: ") + g + ", x: f32[1, 1, 4, 4]",
+                          "_adaptive_avg_pool2d_backward(g, x)")
+                  .find("_adaptive_avg_pool2d_backward: expected grad_output of the forward "
+                        "result's sizes"),
+              std::string::npos)
+        << g;
+  }
+  EXPECT_NE(
+      infer_error("g: f32[1, 1, 3, 3], x: f32[1, 1, 0, 4]", "_adaptive_avg_pool2d_backward(g, x)"),
+      "<no error>");
+  // "adaptive_avg_pool2d_backward" not implemented for 'Long', even for an empty result.
+  EXPECT_EQ(
+      infer_error("g: i64[0, 1, 3, 3], x: i64[0, 1, 4, 4]", "_adaptive_avg_pool2d_backward(g, x)"),
+      "_adaptive_avg_pool2d_backward: i64 is not supported (PyTorch implements "
+      "adaptive_avg_pool2d_backward for floating dtypes only): input i64[0, 1, 4, 4]");
+}
+
+TEST(PoolingBackwardSchemaTest, TextFormatRoundTrip) {
+  const Graph g = parse_graph(
+      R"(def t(g: f32[2, 3, 7, 6], x: f32[2, 3, 13, 11], i: i64[2, 3, 7, 6], a: f32[2, 3, 1, 1]):
+    m = max_pool2d_with_indices_backward(g, x, [3, 3], [2, 2], [1, 1], [1, 1], False, i)
+    v = avg_pool2d_backward(g, x, [3, 3], [2, 2], [1, 1], False, True, None)
+    d = _adaptive_avg_pool2d_backward(a, x)
+    return m, v, d
+)");
+  const std::string text = print_graph(g);
+  const Graph h = parse_graph(text);
+  EXPECT_EQ(h, g);
+  EXPECT_EQ(print_graph(h), text);
+  EXPECT_EQ(g.value(*g.find_value("d")).type, type(DType::Float32, {2, 3, 13, 11}));
 }
 
 }  // namespace

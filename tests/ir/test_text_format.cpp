@@ -262,6 +262,9 @@ def every_op(x: f32[2, 3], y: f32[3], i: i64[2, 3], b: bool[2, 3],
     pv, pi = max_pool2d_with_indices(px, [2, 2], [1, 1], 0, 1, True)
     pa = avg_pool2d(px, 2, padding=1, divisor_override=3)
     pd = _adaptive_avg_pool2d(px, [3, 2])
+    pgv = max_pool2d_with_indices_backward(pv, px, [2, 2], [1, 1], 0, 1, True, pi)
+    pga = avg_pool2d_backward(pa, px, 2, [], 1, False, True, 3)
+    pgd = _adaptive_avg_pool2d_backward(pd, px)
     return a0, k1, x, a0
 )";
 
