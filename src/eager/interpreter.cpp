@@ -89,6 +89,9 @@ const std::unordered_map<std::string_view, OpFn>& op_table() {
       // pooling
       {"avg_pool2d", detail::eval_pooling},
       {"_adaptive_avg_pool2d", detail::eval_pooling},
+      {"max_pool2d_with_indices_backward", detail::eval_pooling_backward},
+      {"avg_pool2d_backward", detail::eval_pooling_backward},
+      {"_adaptive_avg_pool2d_backward", detail::eval_pooling_backward},
   };
   return table;
 }

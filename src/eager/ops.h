@@ -106,5 +106,8 @@ Tensor eval_convolution_backward(const Env& env, const ir::Node& node);
 // {values, indices}.
 Tensor eval_pooling(const Env& env, const ir::Node& node);
 std::vector<Tensor> eval_max_pool2d_with_indices(const Env& env, const ir::Node& node);
+// Their backward ops: max_pool2d_with_indices_backward, avg_pool2d_backward and
+// _adaptive_avg_pool2d_backward.
+Tensor eval_pooling_backward(const Env& env, const ir::Node& node);
 
 }  // namespace stax::eager::detail

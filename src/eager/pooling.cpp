@@ -22,10 +22,25 @@
 // - _adaptive_avg_pool2d: windows [floor(o * in / out), ceil((o + 1) * in / out)) per dim,
 //   summed in the opmath type in scan order, then divided by the window's height and then by
 //   its width (two roundings, as PyTorch's kernel divides).
+// The backward ops (their arguments ir/pooling_args.h) scatter grad_output into a zeroed
+// gradient of the input, output by output in scan order, adding in the dtype itself (a 16-bit
+// float sum is rounded after every addition: no float accumulator), for contiguous and
+// channels-last operands alike (probed in torch 2.13.0 for float32, bfloat16, float16, float64;
+// the results agree bit for bit with this order):
+// - max_pool2d_with_indices_backward: grad_input[indices[o]] += grad_output[o]. An index of -1
+//   is skipped; eager adds at any other index, even outside the output's window; outside the
+//   plane it writes out of bounds (heap corruption): the oracle refuses those at run time.
+// - avg_pool2d_backward: each element of o's window (inside the input) += grad_output[o] /
+//   divisor(o), the quotient rounded to the dtype once (the forward's divisor rules); int64
+//   divides truncating and adds wrapping.
+// - _adaptive_avg_pool2d_backward: each element of o's window += grad_output[o] / height /
+//   width, rounded to the dtype after each division.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <stdexcept>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -244,6 +259,96 @@ Tensor eval_pooling(const Env& env, const ir::Node& node) {
   const std::vector<double> x = gather_floats(input);
   return store_floats(a.dtype, sizes,
                       f64 ? avg_pool_floats<double>(a, x) : avg_pool_floats<float>(a, x));
+}
+
+namespace {
+
+// A backward op's scatter over floats (values as doubles of the dtype): for each plane and
+// each output p in scan order, add(plane's gradient, oh, ow, p) adds grad_output[p]'s share to
+// the gradient, each sum rounded to the dtype.
+std::vector<double> backward_floats(const ir::PoolingArgs& a, const std::vector<double>& grad,
+                                    const std::vector<int64_t>& indices) {
+  const Planes planes(a);
+  const int64_t plane_size = planes.in_h * planes.in_w;
+  std::vector<double> gi(static_cast<size_t>(planes.count * plane_size), 0.0);
+  auto add = [&](double* plane, int64_t at, double v) {
+    plane[at] = round_to(a.dtype, plane[at] + v);
+  };
+  planes.each_output([&](int64_t plane, int64_t oh, int64_t ow, int64_t p) {
+    double* g = gi.data() + plane * plane_size;
+    const double go = grad[static_cast<size_t>(p)];
+    if (a.kind == ir::PoolingKind::Max) {
+      const int64_t at = indices[static_cast<size_t>(p)];
+      if (at == -1) return;
+      if (at < 0 || at >= plane_size) {
+        throw std::invalid_argument(
+            "max_pool2d_with_indices_backward: index " + std::to_string(at) +
+            " outside the input plane of " + std::to_string(planes.in_h) + "x" +
+            std::to_string(planes.in_w) + " (eager writes out of bounds there)");
+      }
+      add(g, at, go);
+      return;
+    }
+    int64_t h0 = 0, h1 = 0, w0 = 0, w1 = 0;
+    double share = 0;
+    if (a.kind == ir::PoolingKind::Average) {
+      const AvgWindow h = avg_window(a, 0, oh), w = avg_window(a, 1, ow);
+      const int64_t divisor = a.divisor_override    ? *a.divisor_override
+                              : a.count_include_pad ? h.padded_count * w.padded_count
+                                                    : (h.end - h.first) * (w.end - w.first);
+      // One rounding of the quotient (double division rounded to the dtype gives the float
+      // division's result: 53 bits are more than twice float's 24, plus 2).
+      share = round_to(a.dtype, go / static_cast<double>(divisor));
+      h0 = h.first, h1 = h.end, w0 = w.first, w1 = w.end;
+    } else {
+      h0 = a.adaptive_start(0, oh), h1 = a.adaptive_end(0, oh);
+      w0 = a.adaptive_start(1, ow), w1 = a.adaptive_end(1, ow);
+      share = round_to(a.dtype, round_to(a.dtype, go / static_cast<double>(h1 - h0)) /
+                                    static_cast<double>(w1 - w0));
+    }
+    for (int64_t ih = h0; ih < h1; ++ih) {
+      for (int64_t iw = w0; iw < w1; ++iw) add(g, ih * planes.in_w + iw, share);
+    }
+  });
+  return gi;
+}
+
+// avg_pool2d_backward over int64: truncating quotients, wrapping sums.
+std::vector<int64_t> avg_backward_ints(const ir::PoolingArgs& a, const std::vector<int64_t>& grad) {
+  const Planes planes(a);
+  const int64_t plane_size = planes.in_h * planes.in_w;
+  std::vector<uint64_t> gi(static_cast<size_t>(planes.count * plane_size), 0);
+  planes.each_output([&](int64_t plane, int64_t oh, int64_t ow, int64_t p) {
+    const AvgWindow h = avg_window(a, 0, oh), w = avg_window(a, 1, ow);
+    const int64_t divisor = a.divisor_override    ? *a.divisor_override
+                            : a.count_include_pad ? h.padded_count * w.padded_count
+                                                  : (h.end - h.first) * (w.end - w.first);
+    const int64_t go = grad[static_cast<size_t>(p)];
+    const uint64_t share =
+        divisor == -1 ? 0 - static_cast<uint64_t>(go) : static_cast<uint64_t>(go / divisor);
+    uint64_t* g = gi.data() + plane * plane_size;
+    for (int64_t ih = h.first; ih < h.end; ++ih) {
+      for (int64_t iw = w.first; iw < w.end; ++iw) g[ih * planes.in_w + iw] += share;
+    }
+  });
+  return {gi.begin(), gi.end()};
+}
+
+}  // namespace
+
+Tensor eval_pooling_backward(const Env& env, const ir::Node& node) {
+  const ir::PoolingArgs a = ir::pooling_args(env.graph, node);
+  const std::vector<int64_t>& sizes = a.input_sizes;
+  int64_t numel = 1;
+  for (int64_t s : sizes) numel *= s;
+  if (numel == 0) return Tensor::empty(a.dtype, sizes);
+  const Tensor& grad = env.tensor(node, 0);
+  if (!is_floating(a.dtype)) {
+    return store_ints(a.dtype, sizes, avg_backward_ints(a, gather_ints(grad)));
+  }
+  std::vector<int64_t> indices;
+  if (a.kind == ir::PoolingKind::Max) indices = gather_ints(env.tensor(node, 7));
+  return store_floats(a.dtype, sizes, backward_floats(a, gather_floats(grad), indices));
 }
 
 }  // namespace stax::eager::detail

@@ -4,6 +4,10 @@
 // count_include_pad and divisor_override), compared exactly: the oracle computes what torch
 // computes bit for bit. And the rules checked by hand: which index a NaN or a tie gives,
 // windows of nothing but -inf, the divisors of clipped windows, a channels-last input.
+// The backward ops likewise against torch's gradients (pooling_torch_cases.inc's backward
+// cases: overlapping windows summed in torch's order, 16-bit sums rounded per addition), and
+// by hand: the order and roundings of a bfloat16 sum, indices of -1 and out of the window,
+// indices outside the plane refused.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -199,6 +203,103 @@ TEST(EagerPooling, ChannelsLastInput) {
       for (size_t e = 0; e < va.size(); ++e) EXPECT_TRUE(same(va[e], vb[e])) << e;
     }
   }
+}
+
+// Compares `out` with a case's expected floats or ints exactly (NaN equal to NaN).
+void expect_case_values(const PoolingCase& c, const Tensor& out) {
+  ASSERT_EQ(out.dtype(), c.dtype);
+  ASSERT_EQ(out.sizes(), c.result_sizes);
+  if (is_floating(c.dtype)) {
+    ASSERT_EQ(static_cast<int64_t>(c.expected_floats.size()), out.numel());
+    for (int64_t p = 0; p < out.numel(); ++p) {
+      const double want = c.expected_floats[static_cast<size_t>(p)];
+      EXPECT_TRUE(same(out.get_flat(p), want))
+          << "at " << p << ": " << out.get_flat(p) << ", torch " << want;
+    }
+  } else {
+    ASSERT_EQ(static_cast<int64_t>(c.expected_ints.size()), out.numel());
+    for (int64_t p = 0; p < out.numel(); ++p) {
+      EXPECT_EQ(detail::load_int(out, unravel_index(p, out.sizes())),
+                c.expected_ints[static_cast<size_t>(p)])
+          << "at " << p;
+    }
+  }
+}
+
+TEST(EagerPoolingBackward, TorchCases) {
+  const std::vector<PoolingCase>& cases = testing::pooling_backward_cases();
+  ASSERT_GE(cases.size(), 50u);
+  for (const PoolingCase& c : cases) {
+    const std::string program = testing::backward_program_text(c);
+    SCOPED_TRACE(c.name + ":\n" + program);
+    const std::vector<Tensor> r =
+        run_text(program, {testing::make_input(c), testing::make_grad(c)});
+    expect_case_values(c, r.at(0));
+  }
+}
+
+std::vector<double> max_backward(const std::string& args, const Tensor& g, const Tensor& x,
+                                 const Tensor& i) {
+  const auto type = [](const Tensor& t) {
+    return std::string(dtype_name(t.dtype())) + ir::format_sizes(t.sizes());
+  };
+  return values(testing::run1("def f(g: " + type(g) + ", x: " + type(x) + ", i: " + type(i) +
+                                  "):\n    r = max_pool2d_with_indices_backward(g, x, " + args +
+                                  ", i)\n    return r\n",
+                              {g, x, i}));
+}
+
+TEST(EagerPoolingBackward, MaxScatterOrderAndRounding) {
+  // Four outputs all pick position 0 of a 1x4 plane: bfloat16 sums in output order, rounded
+  // after each addition. 256 + 1 rounds to 256 (ties to even), and again, then + 2 gives 258:
+  // a float sum rounded once would be 260.
+  const Tensor x = make(DType::BFloat16, {1, 1, 1, 4}, {0, 0, 0, 0});
+  const Tensor g = make(DType::BFloat16, {1, 1, 1, 4}, {256, 1, 1, 2});
+  const Tensor i = make(DType::Int64, {1, 1, 1, 4}, {0, 0, 0, 0});
+  EXPECT_EQ(max_backward("[1, 1], [1, 1], [0, 0], [1, 1], False", g, x, i),
+            (std::vector<double>{258, 0, 0, 0}));
+  // -1 is skipped; an index outside the output's window but inside the plane takes the
+  // gradient (as eager adds it).
+  const Tensor j = make(DType::Int64, {1, 1, 1, 4}, {-1, 3, 3, 0});
+  EXPECT_EQ(max_backward("[1, 1], [1, 1], [0, 0], [1, 1], False", g, x, j),
+            (std::vector<double>{2, 0, 0, 2}));
+  // Outside the plane eager writes out of bounds: refused.
+  for (double bad : {4.0, -2.0}) {
+    const Tensor k = make(DType::Int64, {1, 1, 1, 4}, {0, bad, 0, 0});
+    try {
+      max_backward("[1, 1], [1, 1], [0, 0], [1, 1], False", g, x, k);
+      ADD_FAILURE() << "no error for index " << bad;
+    } catch (const std::exception& e) {
+      EXPECT_NE(std::string(e.what()).find("max_pool2d_with_indices_backward: index " +
+                                           std::to_string(static_cast<int64_t>(bad)) +
+                                           " outside the input plane of 1x4"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+}
+
+TEST(EagerPoolingBackward, AvgAndAdaptiveShares) {
+  // avg: 1 / 3 rounded once to float32, added twice where two windows of 3 (stride 2) meet.
+  const Tensor x = make(DType::Float32, {1, 1, 1, 5}, {0, 0, 0, 0, 0});
+  const Tensor g = make(DType::Float32, {1, 1, 1, 2}, {1, 1});
+  const float third = 1.0f / 3.0f;
+  EXPECT_EQ(values(testing::run1("def f(g: f32[1, 1, 1, 2], x: f32[1, 1, 1, 5]):\n    r = "
+                                 "avg_pool2d_backward(g, x, [1, 3], [1, 2], [0, 0], False, True, "
+                                 "None)\n    return r\n",
+                                 {g, x})),
+            (std::vector<double>{third, third, third + third, third, third}));
+  // adaptive 5 -> 2: windows [0, 3) and [2, 5); bfloat16 shares 1 / 1 / 3 rounded per
+  // division; position 2 takes both.
+  const Tensor xb = make(DType::BFloat16, {1, 1, 5}, {0, 0, 0, 0, 0});
+  const Tensor gb = make(DType::BFloat16, {1, 1, 2}, {1, 2});
+  const std::vector<double> r =
+      values(testing::run1("def f(g: bf16[1, 1, 2], x: bf16[1, 1, 5]):\n    r = "
+                           "_adaptive_avg_pool2d_backward(g, x)\n    return r\n",
+                           {gb, xb}));
+  using detail::round_to;
+  const double a = round_to(DType::BFloat16, 1.0 / 3.0), b = round_to(DType::BFloat16, 2.0 / 3.0);
+  EXPECT_EQ(r, (std::vector<double>{a, a, round_to(DType::BFloat16, a + b), b, b}));
 }
 
 }  // namespace
