@@ -62,6 +62,7 @@ enum class Accumulation { CascadeSum, PlainSum, Product, Contraction };
 struct AccumulatingReduction {
   Accumulation kind;
   int64_t length;
+  double unit_roundoff = 0;  // of the type it accumulates in, where not the base's
 };
 
 std::optional<Accumulation> accumulation_of(const std::string& op) {
@@ -79,6 +80,12 @@ std::optional<Accumulation> accumulation_of(const std::string& op) {
   // The average pools add each window's elements in one plain chain (a sum of at most the
   // window's elements: ir::PoolingArgs::window_elements) before dividing; max pooling is exact.
   if (op == "avg_pool2d" || op == "_adaptive_avg_pool2d") return Accumulation::PlainSum;
+  // Their backward ops add each element's terms (ir::PoolingArgs::summed_terms) in one chain,
+  // in the dtype itself (a 16-bit sum rounded after each addition).
+  if (op == "max_pool2d_with_indices_backward" || op == "avg_pool2d_backward" ||
+      op == "_adaptive_avg_pool2d_backward") {
+    return Accumulation::PlainSum;
+  }
   return std::nullopt;
 }
 
@@ -94,8 +101,12 @@ void collect_reductions(const ir::Graph& graph, ir::ValueRef value, std::set<int
     // convolution's C_in/groups * prod(kernel).
     // A pooling's, the elements of its window.
     int64_t length = 0;
+    double unit_roundoff = 0;
     if (ir::is_pooling_op(node.op)) {
-      length = ir::pooling_args(graph, node).window_elements();
+      const ir::PoolingArgs a = ir::pooling_args(graph, node);
+      length = a.summed_terms();
+      if (a.backward && a.dtype == DType::BFloat16) unit_roundoff = std::ldexp(1.0, -8);
+      if (a.backward && a.dtype == DType::Float16) unit_roundoff = std::ldexp(1.0, -11);
     } else if (*kind != Accumulation::Contraction) {
       length = reduction_length(graph, node);
     } else {
@@ -103,7 +114,7 @@ void collect_reductions(const ir::Graph& graph, ir::ValueRef value, std::set<int
                    ? ir::convolution_products_per_element(graph, node)
                    : ir::contraction_args(graph, node).k;
     }
-    out.push_back({*kind, length});
+    out.push_back({*kind, length, unit_roundoff});
   }
   for (const ir::Arg& arg : node.args) {
     if (const auto* ref = std::get_if<ir::ValueRef>(&arg)) {
@@ -137,7 +148,7 @@ Tolerance combined_tolerance(DType dtype, const std::vector<AccumulatingReductio
   const Base base = base_tolerance(dtype);
   double variance = base.rtol * base.rtol;
   for (const AccumulatingReduction& r : reductions) {
-    const double a = allowance(r, base.unit_roundoff);
+    const double a = allowance(r, r.unit_roundoff > 0 ? r.unit_roundoff : base.unit_roundoff);
     variance += a * a;
   }
   return {std::sqrt(variance), base.atol};

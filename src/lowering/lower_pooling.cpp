@@ -37,30 +37,17 @@
 
 #include "ir/pooling_args.h"
 #include "lowering/lowerer.h"
+#include "lowering/pooling_lowering.h"
 #include "lowering/region_masks.h"
 
 namespace stax::lowering {
 
-namespace {
+// What pooling_lowering.h declares.
+namespace pooling {
 
 OpsValue int64_constant(OpsHandler& h, int64_t v) {
   return h.constant(ir::Scalar(v), DType::Int64);
 }
-
-// One spatial dim of a kernel window: output position o, window offset r, input position
-// o * stride - padding + r * dilation.
-struct KernelDim {
-  int64_t in, out, kernel, stride, padding, dilation;
-
-  Expr start(const Expr& o) const { return o * stride - padding; }
-  Expr position(const Expr& o, const Expr& r) const { return start(o) + r * dilation; }
-  // Whether some window starts in the left padding, or ends past the input (ceil_mode's last
-  // window, or the right padding): where loads need a mask.
-  bool starts_before() const { return padding > 0; }
-  bool ends_after() const {
-    return out > 0 && (out - 1) * stride - padding + (kernel - 1) * dilation >= in;
-  }
-};
 
 std::array<KernelDim, 2> kernel_dims(const ir::PoolingArgs& a) {
   std::array<KernelDim, 2> dims{};
@@ -69,6 +56,95 @@ std::array<KernelDim, 2> kernel_dims(const ir::PoolingArgs& a) {
   }
   return dims;
 }
+
+// avg_pool2d's count along one dim (eager/pooling.cpp): with count_include_pad the window
+// clipped to the padded input, min(kernel, in + padding - start); without, clipped to the
+// input, min(start + kernel, in) - max(start, 0). nullopt where it is the kernel for every o.
+std::optional<OpsValue> avg_count(OpsHandler& h, const KernelDim& dim, bool count_include_pad,
+                                  const Expr& o) {
+  const bool clipped_after = dim.out > 0 && (dim.out - 1) * dim.stride - dim.padding + dim.kernel >
+                                                (count_include_pad ? dim.in + dim.padding : dim.in);
+  const bool clipped_before = !count_include_pad && dim.padding > 0;
+  if (!clipped_after && !clipped_before) return std::nullopt;
+  const OpsValue start = h.index_value(dim.start(o), DType::Int64);
+  if (count_include_pad) {
+    return apply(h, PointwiseOp::Minimum,
+                 {int64_constant(h, dim.kernel),
+                  apply(h, PointwiseOp::Sub, {int64_constant(h, dim.in + dim.padding), start})});
+  }
+  const OpsValue end = apply(h, PointwiseOp::Minimum,
+                             {apply(h, PointwiseOp::Add, {start, int64_constant(h, dim.kernel)}),
+                              int64_constant(h, dim.in)});
+  return apply(h, PointwiseOp::Sub,
+               {end, apply(h, PointwiseOp::Maximum, {start, int64_constant(h, 0)})});
+}
+
+namespace {
+
+// Records the index of every load a loader makes (computing nothing).
+class LoadIndices final : public OpsHandler {
+ public:
+  std::vector<Expr> loads;
+  int indirect_count = 0;
+
+  OpsValue load(const std::string&, const Expr& idx, DType dtype) override {
+    loads.push_back(idx);
+    return {0, dtype};
+  }
+  OpsValue constant(const ir::Scalar&, DType dtype) override { return {0, dtype}; }
+  OpsValue compute(PointwiseOp, std::span<const OpsValue>, DType result) override {
+    return {0, result};
+  }
+  OpsValue to_dtype(OpsValue, DType dtype) override { return {0, dtype}; }
+  OpsValue index_value(const Expr&, DType dtype) override { return {0, dtype}; }
+  Expr indirect_index(OpsValue, const ir::IndexRule&) override {
+    return Expr::var("indirect" + std::to_string(indirect_count++));
+  }
+  void push_mask(OpsValue) override {}
+  void pop_mask() override {}
+  OpsValue reduction(ReductionType, OpsValue value) override { return value; }
+  void store(const std::string&, const Expr&, OpsValue) override {}
+  void store_reduction(const std::string&, const Expr&, OpsValue) override {}
+};
+
+}  // namespace
+
+// Whether the value `load` of these sizes ([N, C, H, W] or [C, H, W]) is stored channels
+// last, or computed from operands stored so: some load walks the channels contiguously and
+// none the width.
+bool reads_channels_last(const Loader& load, const std::vector<int64_t>& sizes) {
+  const size_t rank = sizes.size();
+  const size_t channel = rank - 3;
+  if (sizes[channel] < 2) return false;
+  LoadIndices h;
+  std::vector<Expr> idx;
+  index::RangeMap ranges;
+  for (size_t d = 0; d < rank; ++d) {
+    const std::string var = "i" + std::to_string(d);
+    idx.push_back(Expr::var(var));
+    ranges[var] = sizes[d];
+  }
+  load(h, idx);
+  bool channels = false;
+  for (const Expr& at : h.loads) {
+    const std::optional<int64_t> along_w =
+        index::stride(at, "i" + std::to_string(rank - 1), ranges);
+    if (along_w == 1) return false;
+    channels = channels || index::stride(at, "i" + std::to_string(channel), ranges) == 1;
+  }
+  return channels;
+}
+
+}  // namespace pooling
+
+namespace {
+
+using pooling::AdaptiveDim;
+using pooling::avg_count;
+using pooling::int64_constant;
+using pooling::kernel_dims;
+using pooling::KernelDim;
+using pooling::reads_channels_last;
 
 // The input index of output index `idx` (leading dims, oh, ow) at spatial positions (h, w).
 std::vector<Expr> input_index(const std::vector<Expr>& idx, Expr h, Expr w) {
@@ -115,93 +191,11 @@ OpsValue first_inside(OpsHandler& h, const KernelDim& dim, const Expr& o) {
                {start, apply(h, PointwiseOp::Mul, {steps, int64_constant(h, dim.dilation)})});
 }
 
-// avg_pool2d's count along one dim (eager/pooling.cpp): with count_include_pad the window
-// clipped to the padded input, min(kernel, in + padding - start); without, clipped to the
-// input, min(start + kernel, in) - max(start, 0). nullopt where it is the kernel for every o.
-std::optional<OpsValue> avg_count(OpsHandler& h, const KernelDim& dim, bool count_include_pad,
-                                  const Expr& o) {
-  const bool clipped_after = dim.out > 0 && (dim.out - 1) * dim.stride - dim.padding + dim.kernel >
-                                                (count_include_pad ? dim.in + dim.padding : dim.in);
-  const bool clipped_before = !count_include_pad && dim.padding > 0;
-  if (!clipped_after && !clipped_before) return std::nullopt;
-  const OpsValue start = h.index_value(dim.start(o), DType::Int64);
-  if (count_include_pad) {
-    return apply(h, PointwiseOp::Minimum,
-                 {int64_constant(h, dim.kernel),
-                  apply(h, PointwiseOp::Sub, {int64_constant(h, dim.in + dim.padding), start})});
-  }
-  const OpsValue end = apply(h, PointwiseOp::Minimum,
-                             {apply(h, PointwiseOp::Add, {start, int64_constant(h, dim.kernel)}),
-                              int64_constant(h, dim.in)});
-  return apply(h, PointwiseOp::Sub,
-               {end, apply(h, PointwiseOp::Maximum, {start, int64_constant(h, 0)})});
-}
-
-// _adaptive_avg_pool2d's window along one dim: [floor(o * in / out), ceil((o + 1) * in / out)).
-struct AdaptiveDim {
-  int64_t in, out;
-  Expr start(const Expr& o) const { return index::floordiv(o * in, out); }
-  Expr end(const Expr& o) const { return index::floordiv((o + 1) * in + (out - 1), out); }
-  // Whether every window has the same length (in / out), the loop's extent.
-  bool uniform() const { return in % out == 0; }
-};
-
-// Records the index of every load a loader makes (computing nothing).
-class LoadIndices final : public OpsHandler {
- public:
-  std::vector<Expr> loads;
-  int indirect_count = 0;
-
-  OpsValue load(const std::string&, const Expr& idx, DType dtype) override {
-    loads.push_back(idx);
-    return {0, dtype};
-  }
-  OpsValue constant(const ir::Scalar&, DType dtype) override { return {0, dtype}; }
-  OpsValue compute(PointwiseOp, std::span<const OpsValue>, DType result) override {
-    return {0, result};
-  }
-  OpsValue to_dtype(OpsValue, DType dtype) override { return {0, dtype}; }
-  OpsValue index_value(const Expr&, DType dtype) override { return {0, dtype}; }
-  Expr indirect_index(OpsValue, const ir::IndexRule&) override {
-    return Expr::var("indirect" + std::to_string(indirect_count++));
-  }
-  void push_mask(OpsValue) override {}
-  void pop_mask() override {}
-  OpsValue reduction(ReductionType, OpsValue value) override { return value; }
-  void store(const std::string&, const Expr&, OpsValue) override {}
-  void store_reduction(const std::string&, const Expr&, OpsValue) override {}
-};
-
-// Whether the value `load` of these sizes ([N, C, H, W] or [C, H, W]) is stored channels
-// last, or computed from operands stored so: some load walks the channels contiguously and
-// none the width.
-bool reads_channels_last(const Loader& load, const std::vector<int64_t>& sizes) {
-  const size_t rank = sizes.size();
-  const size_t channel = rank - 3;
-  if (sizes[channel] < 2) return false;
-  LoadIndices h;
-  std::vector<Expr> idx;
-  index::RangeMap ranges;
-  for (size_t d = 0; d < rank; ++d) {
-    const std::string var = "i" + std::to_string(d);
-    idx.push_back(Expr::var(var));
-    ranges[var] = sizes[d];
-  }
-  load(h, idx);
-  bool channels = false;
-  for (const Expr& at : h.loads) {
-    const std::optional<int64_t> along_w =
-        index::stride(at, "i" + std::to_string(rank - 1), ranges);
-    if (along_w == 1) return false;
-    channels = channels || index::stride(at, "i" + std::to_string(channel), ranges) == 1;
-  }
-  return channels;
-}
-
 }  // namespace
 
 LoweredValue Lowerer::lower_pooling(const ir::Node& node, const ir::Value& out) {
   const ir::PoolingArgs a = ir::pooling_args(graph_, node);
+  if (a.backward) return lower_pooling_backward(node, out);
   const LoweredValue& src = value(a.input.index);
   const Loader load = src.loader;
   const DType result = out.type.dtype;

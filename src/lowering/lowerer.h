@@ -332,6 +332,8 @@ class Lowerer {
       const std::vector<std::pair<const LoweredValue*, const char*>>& operands);
   // max_pool2d_with_indices, avg_pool2d, _adaptive_avg_pool2d as window reductions.
   LoweredValue lower_pooling(const ir::Node& node, const ir::Value& out);
+  // lower_pooling_backward.cpp: the pooling backward ops (lower_pooling hands them over).
+  LoweredValue lower_pooling_backward(const ir::Node& node, const ir::Value& out);
   // The stored sum over k of a[..., i, k] * mat2[..., k, j] in `acc` (lower_contraction.cpp).
   LoweredValue sum_of_products(const ir::Node& node, const std::vector<int64_t>& out_sizes,
                                size_t a_pos, size_t b_pos, DType acc);

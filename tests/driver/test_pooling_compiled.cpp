@@ -7,6 +7,13 @@
 // SIMD level this CPU runs, 1 and 2 threads. Max pooling's values and indices must equal
 // eager's exactly (NaN rule, tie rule, the first position inside the input); the averages are
 // within the tolerance of their window sums (driver/tolerance.h).
+// The backward ops likewise (max_pool2d_with_indices_backward, avg_pool2d_backward,
+// _adaptive_avg_pool2d_backward: a gather per input element over the window offsets), over
+// overlapping windows (3x3 stride 2), odd sizes, padding, dilation, ceil_mode, the divisor
+// rules, uneven, global and upsampling adaptive windows, channels-last operands, computed
+// gradients, empty batches and parallel sizes: gradients of windows of up to 64 offsets equal
+// eager's bit for bit (the same additions in the same order and roundings); larger windows
+// (9x9) are a Sum reduction within the tolerance of their sums.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -69,8 +76,8 @@ std::string pooling_program(DType dtype) {
 }
 
 // Inputs drawn as the eager golden cases draw theirs (pooling_torch_cases.h): ties for x and
-// cl, NaNs and infinities for xn, mostly -inf for xi, rounding sums for big (integers: small
-// values for all).
+// cl, NaNs and infinities for xn, mostly -inf for xi, rounding sums for big and for the
+// gradients g* (integers: small values for all).
 std::vector<Tensor> pooling_inputs(const ir::Graph& g) {
   std::vector<Tensor> inputs;
   uint64_t seed = 5;
@@ -78,7 +85,7 @@ std::vector<Tensor> pooling_inputs(const ir::Graph& g) {
     const ir::Value& v = g.value(in);
     const ir::TensorType& type = v.type;
     std::string kind = v.name == "xn" ? "coarse" : v.name == "xi" ? "neginf" : "dyadic";
-    if (v.name == "big") kind = "positive";
+    if (v.name == "big" || v.name[0] == 'g') kind = "positive";
     if (!is_floating(type.dtype)) kind = "int";
     Tensor t = Tensor::empty_strided(type.dtype, type.sizes, type.strides);
     for (int64_t p = 0; p < t.numel(); ++p) {
@@ -133,6 +140,110 @@ TEST_P(CompiledPooling, MatchesEagerAtEverySimdLevelAndThreadCount) {
 INSTANTIATE_TEST_SUITE_P(Dtypes, CompiledPooling,
                          ::testing::Values(DType::Float32, DType::BFloat16, DType::Float16,
                                            DType::Float64, DType::Int64, DType::Int8, DType::UInt8),
+                         [](const auto& info) { return std::string(dtype_name(info.param)); });
+
+// The backward program for dtype `t` (floating dtypes: all three ops; i64: avg_pool2d_backward,
+// the only one eager implements for it). Gradients are inputs (g*, channels last for gc) or
+// the forward's own results (computed operands; their sums of few elements are eager's bit for
+// bit, as a gradient must be to give eager's result exactly). Outputs named l* have windows of more
+// than 64 offsets (a Sum reduction); the others must equal eager's exactly.
+std::string pooling_backward_program(DType dtype) {
+  const std::string t(dtype_name(dtype));
+  std::string p = "def f(x: " + t + "[2, 6, 13, 11], g1: " + t + "[2, 6, 7, 6], cl: " + t +
+                  "[2, 6, 13, 11] strides=[858, 1, 66, 6], gc: " + t +
+                  "[2, 6, 7, 6] strides=[252, 1, 36, 6], x3: " + t + "[5, 17, 15], xn: " + t +
+                  "[2, 4, 9, 10], big: " + t + "[2, 32, 57, 57], gb: " + t +
+                  "[2, 32, 29, 29], g7: " + t + "[2, 32, 7, 7], e: " + t + "[0, 6, 13, 11]):\n";
+  std::string outputs;
+  if (is_floating(dtype)) {
+    // ResNet's stem pool (overlapping 3x3 windows, stride 2; ties from dyadic inputs);
+    // channels-last operands; dilation and ceil_mode over a 3-D input with its own maxima as
+    // the gradient; a parallel size; a 9x9 window; an empty batch.
+    p += "    v1, i1 = max_pool2d_with_indices(x, [3, 3], [2, 2], [1, 1])\n"
+         "    m1 = max_pool2d_with_indices_backward(g1, x, [3, 3], [2, 2], [1, 1], [1, 1], False, "
+         "i1)\n"
+         "    v2, i2 = max_pool2d_with_indices(cl, 3, 2, 1)\n"
+         "    m2 = max_pool2d_with_indices_backward(gc, cl, [3, 3], [2, 2], [1, 1], [1, 1], "
+         "False, i2)\n"
+         "    v3, i3 = max_pool2d_with_indices(x3, [3, 2], [2, 1], [1, 1], [2, 3], True)\n"
+         "    m3 = max_pool2d_with_indices_backward(v3, x3, [3, 2], [2, 1], [1, 1], [2, 3], True, "
+         "i3)\n"
+         "    vb, ib = max_pool2d_with_indices(big, 3, 2, 1)\n"
+         "    mb = max_pool2d_with_indices_backward(gb, big, [3, 3], [2, 2], [1, 1], [1, 1], "
+         "False, ib)\n"
+         "    vl, il = max_pool2d_with_indices(x, 9, 2, 4)\n"
+         "    lm = max_pool2d_with_indices_backward(g1, x, [9, 9], [2, 2], [4, 4], [1, 1], False, "
+         "il)\n"
+         "    ve, ie = max_pool2d_with_indices(e, 2)\n"
+         "    me = max_pool2d_with_indices_backward(ve, e, [2, 2], [2, 2], [0, 0], [1, 1], False, "
+         "ie)\n";
+    outputs += "m1, m2, m3, mb, lm, me, ";
+  }
+  // count_include_pad's divisor, channels last; without it under ceil_mode; a negative
+  // divisor_override; a parallel size; a 9x9 window.
+  p += "    a1 = avg_pool2d_backward(g1, x, [3, 3], [2, 2], [1, 1], False, True, None)\n"
+       "    a2 = avg_pool2d_backward(gc, cl, [3, 3], [2, 2], [1, 1], False, True, None)\n"
+       "    f3 = avg_pool2d(cl, [3, 2], [2, 3], [1, 1], True, False)\n"
+       "    a3 = avg_pool2d_backward(f3, cl, [3, 2], [2, 3], [1, 1], True, False, None)\n"
+       "    f4 = avg_pool2d(x3, [4, 4], [3, 3], [2, 2], True, True)\n"
+       "    a4 = avg_pool2d_backward(f4, x3, [4, 4], [3, 3], [2, 2], True, True, None)\n"
+       "    f5 = avg_pool2d(xn, [2, 3], [1, 2], [1, 1], True, True, -5)\n"
+       "    a5 = avg_pool2d_backward(f5, xn, [2, 3], [1, 2], [1, 1], True, True, -5)\n"
+       "    ab = avg_pool2d_backward(gb, big, [3, 3], [2, 2], [1, 1], False, False, None)\n"
+       "    la = avg_pool2d_backward(g1, x, [9, 9], [2, 2], [4, 4], False, True, None)\n";
+  outputs += "a1, a2, a3, a4, a5, ab, la";
+  if (is_floating(dtype)) {
+    // Uneven, global (channels last), upsampling and 3-D adaptive windows; an empty batch.
+    p += "    d1 = _adaptive_avg_pool2d(x, [4, 5])\n"
+         "    b1 = _adaptive_avg_pool2d_backward(d1, x)\n"
+         "    d2 = _adaptive_avg_pool2d(cl, [1, 1])\n"
+         "    b2 = _adaptive_avg_pool2d_backward(d2, cl)\n"
+         "    d3 = _adaptive_avg_pool2d(x3, [7, 9])\n"
+         "    b3 = _adaptive_avg_pool2d_backward(d3, x3)\n"
+         "    d4 = _adaptive_avg_pool2d(x, [19, 3])\n"
+         "    b4 = _adaptive_avg_pool2d_backward(d4, x)\n"
+         "    b5 = _adaptive_avg_pool2d_backward(g7, big)\n"
+         "    de = _adaptive_avg_pool2d(e, [2, 3])\n"
+         "    be = _adaptive_avg_pool2d_backward(de, e)\n";
+    outputs += ", b1, b2, b3, b4, b5, be";
+  }
+  return p + "    return " + outputs + "\n";
+}
+
+class CompiledPoolingBackward : public ::testing::TestWithParam<DType> {};
+
+TEST_P(CompiledPoolingBackward, MatchesEagerAtEverySimdLevelAndThreadCount) {
+  const DType dtype = GetParam();
+  const std::string t(dtype_name(dtype));
+  const ir::Graph g = ir::parse_graph(pooling_backward_program(dtype));
+  const std::vector<Tensor> inputs = pooling_inputs(g);
+  const std::vector<Tensor> expected = eager::run(g, inputs);
+  for (runtime::SimdLevel simd : runtime::runnable_simd_levels()) {
+    CompileOptions o;
+    o.simd = simd;
+    o.num_threads = 2;
+    const CompiledGraph compiled = compile(g, o);
+    EXPECT_EQ(compiled.compilation().module.externals.size(), 0u);
+    for (int threads : {1, 2}) {
+      RunOptions r;
+      r.num_threads = threads;
+      const std::string where = t + ", simd " + std::string(runtime::simd_level_name(simd)) + ", " +
+                                std::to_string(threads) + " threads";
+      const std::vector<Tensor> actual = compiled.run(inputs, r);
+      expect_outputs_match(g, actual, expected, where);
+      for (size_t k = 0; k < actual.size(); ++k) {
+        const std::string name = g.value(g.outputs()[k]).name;
+        if (name[0] == 'l') continue;
+        EXPECT_TRUE(eager::compare(actual[k], expected[k], 0, 0).within_tolerance)
+            << where << ", output " << name << " is not eager's bit for bit";
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, CompiledPoolingBackward,
+                         ::testing::Values(DType::Float32, DType::BFloat16, DType::Float16,
+                                           DType::Float64, DType::Int64),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 
 // The windows of ATen's rules that only show at the edges, each against eager: ceil_mode
@@ -200,6 +311,35 @@ TEST(CompiledPoolingLayouts, ChannelsLastInputsGiveChannelsLastResults) {
   expect_outputs_match(g, actual, expected, "layouts");
   EXPECT_TRUE(eager::compare(actual[0], expected[0], 0, 0).within_tolerance);
   EXPECT_TRUE(eager::compare(actual[1], expected[1], 0, 0).within_tolerance);
+}
+
+// A channels-last grad_output gives loops over the channels innermost and a channels-last
+// gradient (as eager's); a row-major one a row-major gradient.
+TEST(CompiledPoolingLayouts, ChannelsLastGradientsGiveChannelsLastResults) {
+  const ir::Graph g = ir::parse_graph(
+      "def f(x: f32[2, 32, 15, 13] strides=[6240, 1, 416, 32], "
+      "gc: f32[2, 32, 8, 7] strides=[1792, 1, 224, 32], y: f32[2, 32, 15, 13], "
+      "g: f32[2, 32, 8, 7]):\n"
+      "    v, i = max_pool2d_with_indices(x, 3, 2, 1)\n"
+      "    m = max_pool2d_with_indices_backward(gc, x, [3, 3], [2, 2], [1, 1], [1, 1], False, i)\n"
+      "    a = avg_pool2d_backward(gc, x, [3, 3], [2, 2], [1, 1], False, True, None)\n"
+      "    w, j = max_pool2d_with_indices(y, 3, 2, 1)\n"
+      "    n = max_pool2d_with_indices_backward(g, y, [3, 3], [2, 2], [1, 1], [1, 1], False, j)\n"
+      "    return m, a, n\n");
+  const auto c = analyze(g);
+  const std::vector<lowering::OutputSpec>& outputs = c->lowered.outputs;
+  ASSERT_EQ(outputs.size(), 3u);
+  const std::vector<int64_t> channels_last = {6240, 1, 416, 32};
+  EXPECT_EQ(outputs[0].strides, channels_last);
+  EXPECT_EQ(outputs[1].strides, channels_last);
+  EXPECT_EQ(outputs[2].strides, (std::vector<int64_t>{6240, 195, 13, 1}));
+  const std::vector<Tensor> inputs = pooling_inputs(g);
+  const std::vector<Tensor> expected = eager::run(g, inputs);
+  CompileOptions o;
+  const std::vector<Tensor> actual = compile(g, o).run(inputs);
+  for (size_t k = 0; k < actual.size(); ++k) {
+    EXPECT_TRUE(eager::compare(actual[k], expected[k], 0, 0).within_tolerance) << "output " << k;
+  }
 }
 
 }  // namespace
