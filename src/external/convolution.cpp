@@ -327,6 +327,10 @@ Analysis analyze(const ConvolutionSpec& spec, Formats formats) {
   for (Formats candidate : candidates(spec, formats)) {
     try {
       auto pd = make_primitive_desc(spec, candidate);
+      if (std::string defect = detail::known_library_defect(spec, pd); !defect.empty()) {
+        if (errors.empty()) errors = defect;
+        continue;
+      }
       if (!detail::is_reference(pd.impl_info_str())) {
         result.formats = candidate;
         result.pd = std::move(pd);
@@ -464,7 +468,14 @@ struct ConvolutionPlan::State {
   Primitive& primitive(int threads) const {
     std::lock_guard<std::mutex> lock(mutex);
     auto& slot = primitives[threads];
-    if (!slot) slot = std::make_unique<Primitive>(spec, make_primitive_desc(spec, formats));
+    if (!slot) {
+      dnnl::primitive_desc pd = make_primitive_desc(spec, formats);
+      // create() checked its own thread count's kernel; another count could pick another.
+      if (std::string defect = detail::known_library_defect(spec, pd); !defect.empty()) {
+        throw LibraryError("convolution " + spec.describe() + ": " + defect);
+      }
+      slot = std::make_unique<Primitive>(spec, std::move(pd));
+    }
     return *slot;
   }
 };

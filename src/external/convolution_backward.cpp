@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <cstring>
 #include <oneapi/dnnl/dnnl.hpp>
+#include <string>
 
 #include "external/convolution_internal.h"
 #include "external/dnnl_common.h"
@@ -62,6 +63,35 @@ dnnl::primitive_desc backward_primitive_desc(const ConvolutionSpec& spec,
   return Conv::primitive_desc(
       Conv::desc(algorithm, src, weights, dst, w.strides, w.dilation, w.padding_l, w.padding_r),
       attr, cpu_engine(), hint);
+}
+
+std::string known_library_defect(const ConvolutionSpec& spec, const dnnl::primitive_desc& pd) {
+  // oneDNN's 1x1 backward-weights kernels (jit_1x1, AVX2 and AVX-512; 2.6.3 and the newest
+  // releases alike, oneDNN issue #6035) first copy a strided input into a unit-stride one in
+  // their workspace ("reduce to unit stride"). With a channels-last input whose channels per
+  // group are not a multiple of their channel block (8 for AVX2, 16 for AVX-512) they index
+  // that copy by the block instead of the channel count, and write past the workspace: the
+  // heap is corrupted (a later free() aborts) or, on AVX2, grad_weight is wrong. Measured here:
+  // C_in 4 -> 6 channels, 1x1, stride 2, 16x16 input, channels-last; valgrind reports writes
+  // just past the workspace. 16 covers both blocks.
+  if (spec.pass != ConvolutionPass::BackwardWeights) return "";
+  const std::vector<int64_t>& w = spec.weight.sizes;
+  const bool one_by_one = std::all_of(w.begin() + 2, w.end(), [](int64_t k) { return k == 1; });
+  const bool strided =
+      std::any_of(spec.stride.begin(), spec.stride.end(), [](int64_t s) { return s > 1; });
+  const std::string impl = pd.impl_info_str();
+  const dnnl_memory_desc_t& src = pd.src_desc().data;
+  const bool channels_last = src.format_kind == dnnl_blocked &&
+                             src.format_desc.blocking.inner_nblks == 0 && src.ndims > 2 &&
+                             src.format_desc.blocking.strides[1] == 1 && src.dims[1] > 1;
+  if (!one_by_one || !strided || impl.find("1x1") == std::string::npos || !channels_last ||
+      w[1] % 16 == 0) {
+    return "";
+  }
+  return "oneDNN's " + impl +
+         " backward-weights kernel writes past its workspace for a strided 1x1 convolution "
+         "of a channels-last input with " +
+         std::to_string(w[1]) + " channels per group (not a multiple of 16; oneDNN issue #6035)";
 }
 
 void write_zeros(const TensorLayout& layout, DType dtype, void* data) {

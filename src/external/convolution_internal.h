@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <oneapi/dnnl/dnnl.hpp>
+#include <string>
 #include <vector>
 
 #include "external/convolution.h"
@@ -44,6 +45,12 @@ dnnl::convolution_forward::primitive_desc forward_primitive_desc(const Convoluti
 // The backward-data or backward-weights primitive descriptor of a spec (convolution_backward.cpp).
 dnnl::primitive_desc backward_primitive_desc(const ConvolutionSpec& spec,
                                              ConvolutionPlan::Formats formats);
+
+// Why oneDNN's chosen kernel `pd` must not run the spec's pass, or "" when it may: oneDNN
+// kernels known to write outside their buffers or to compute wrong results for the spec
+// (convolution_backward.cpp). The plan then tries its other format candidates, and where
+// every one is refused a Stax loop nest computes the pass.
+std::string known_library_defect(const ConvolutionSpec& spec, const dnnl::primitive_desc& pd);
 
 // Writes zeros into every element of `layout` (the result of a backward pass whose operands
 // are empty: eager's gradient of an empty batch is zeros).

@@ -399,6 +399,41 @@ TEST(Convolution, UnusualGeometry) {
   }
 }
 
+// oneDNN's 1x1 backward-weights kernels write past their workspace when they copy a strided
+// channels-last input of a channel count that is not a multiple of their block into a
+// unit-stride one (oneDNN issue #6035; convolution_backward.cpp): the plan must not pick them
+// there. Without that, these runs corrupt the heap (an abort in a later free(), or a crash)
+// on AVX-512 and give a wrong grad_weight on AVX2. Channel counts below, at and above a
+// block, both layouts, several runs per plan.
+TEST(Convolution, StridedOneByOneBackwardWeightsOfFewChannels) {
+  for (int64_t channels : {4, 8, 12, 15, 16, 24}) {
+    for (bool channels_last : {false, true}) {
+      const ConvolutionSpec s =
+          for_pass(make_spec(DType::Float32, {8, channels, 40, 40}, {16, channels, 1, 1}, {2, 2},
+                             {0, 0}, {1, 1}, 1, false, channels_last),
+                   ConvolutionPass::BackwardWeights);
+      const std::string what =
+          std::to_string(channels) + " channels" + (channels_last ? ", channels-last" : "");
+      auto plan = ConvolutionPlan::create(s, 2);
+      if (channels % 16 != 0 && channels_last) {
+        const std::string impl = plan->implementation();
+        EXPECT_FALSE(impl.find("1x1") != std::string::npos &&
+                     impl.find("(nhwc") != std::string::npos)
+            << what << ": " << impl;
+      }
+      for (int run = 0; run < 4; ++run) {
+        for (int t : {1, 2}) {
+          Case c(s);
+          c.fill(static_cast<uint32_t>(run + 1));
+          c.run(*plan, t);
+          c.expect_matches_reference(what + " (" + std::to_string(t) + " threads, " +
+                                     plan->implementation() + ")");
+        }
+      }
+    }
+  }
+}
+
 // Operands as views: the weight a permutation of how it is stored ([kh][kw][C_in][C_out], as
 // a transposed export would give), an input sliced from a wider one, an output written into
 // a wider buffer (a slice of a concatenation).
