@@ -6,13 +6,15 @@
 //   avg_pool2d(self, kernel_size, stride=[], padding=0, ceil_mode=False,
 //              count_include_pad=True, divisor_override=None)
 //   _adaptive_avg_pool2d(self, output_size)
-// and their backward ops (every parameter required, as in ATen):
+// and their backward ops (every parameter required, as in ATen, but divisor_override):
 //   max_pool2d_with_indices_backward(grad_output, self, kernel_size, stride, padding, dilation,
 //                                    ceil_mode, indices)
 //   avg_pool2d_backward(grad_output, self, kernel_size, stride, padding, ceil_mode,
-//                       count_include_pad, divisor_override)
+//                       count_include_pad, divisor_override=None)
 //   _adaptive_avg_pool2d_backward(grad_output, self)
-// whose result is the gradient of self (its sizes and dtype).
+// whose result is the gradient of self (its sizes and dtype). ATen's `int? divisor_override`
+// has no default; here it defaults to None so that a call that leaves a None argument out (as
+// the bridge and the printer do) binds, as convolution's bias (op_schemas_convolution.cpp).
 // max_pool2d_with_indices has two results (one node each, Node::result_index): the maxima in
 // the input's dtype and their int64 indices into the input plane. The results are
 // contiguous; what each argument means and what PyTorch refuses is ir/pooling_args.h.
@@ -64,14 +66,14 @@ void add_pooling_schemas(std::vector<OpSchema>& out) {
                           required("ceil_mode", K::Bool), required("indices", K::Tensor)},
                          OpCategory::Pooling,
                          infer_pooling});
-  out.push_back(OpSchema{
-      "avg_pool2d_backward",
-      {required("grad_output", K::Tensor), required("self", K::Tensor),
-       required("kernel_size", K::IntList), required("stride", K::IntList),
-       required("padding", K::IntList), required("ceil_mode", K::Bool),
-       required("count_include_pad", K::Bool), required("divisor_override", K::OptionalInt)},
-      OpCategory::Pooling,
-      infer_pooling});
+  out.push_back(OpSchema{"avg_pool2d_backward",
+                         {required("grad_output", K::Tensor), required("self", K::Tensor),
+                          required("kernel_size", K::IntList), required("stride", K::IntList),
+                          required("padding", K::IntList), required("ceil_mode", K::Bool),
+                          required("count_include_pad", K::Bool),
+                          optional("divisor_override", K::OptionalInt, None{})},
+                         OpCategory::Pooling,
+                         infer_pooling});
   out.push_back(OpSchema{"_adaptive_avg_pool2d_backward",
                          {required("grad_output", K::Tensor), required("self", K::Tensor)},
                          OpCategory::Pooling,

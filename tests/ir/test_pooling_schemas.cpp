@@ -346,8 +346,8 @@ TEST(PoolingSchemaTest, TextFormatRoundTrip) {
             std::string::npos);
 }
 
-// The backward ops: every parameter required, as ATen declares them.
-TEST(PoolingBackwardSchemaTest, AtenNamesOrderAndNoDefaults) {
+// The backward ops: every parameter required, as ATen declares them, but divisor_override.
+TEST(PoolingBackwardSchemaTest, AtenNamesOrderAndDefaults) {
   using K = ParamKind;
   const std::vector<std::optional<Arg>> required8(8, std::nullopt);
   // aten::max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2]
@@ -365,6 +365,7 @@ TEST(PoolingBackwardSchemaTest, AtenNamesOrderAndNoDefaults) {
                 required8);
   // aten::avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2]
   //   stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override)
+  // divisor_override defaults to None (ATen's has no default): a None left out binds.
   expect_params("avg_pool2d_backward",
                 {{"grad_output", K::Tensor},
                  {"self", K::Tensor},
@@ -374,7 +375,11 @@ TEST(PoolingBackwardSchemaTest, AtenNamesOrderAndNoDefaults) {
                  {"ceil_mode", K::Bool},
                  {"count_include_pad", K::Bool},
                  {"divisor_override", K::OptionalInt}},
-                required8);
+                [] {
+                  std::vector<std::optional<Arg>> d(8, std::nullopt);
+                  d[7] = Arg(None{});
+                  return d;
+                }());
   // aten::_adaptive_avg_pool2d_backward(Tensor grad_output, Tensor self) -> Tensor
   expect_params("_adaptive_avg_pool2d_backward", {{"grad_output", K::Tensor}, {"self", K::Tensor}},
                 {std::nullopt, std::nullopt});
