@@ -72,8 +72,10 @@ def node_problem(node: torch.fx.Node, stax_ops) -> str | None:
     if node.op != "call_function":
         return "not an op"
     for inp in node.all_input_nodes:
-        if inp.op == "get_attr":
-            return "reads a module attribute"
+        # A tensor constant (lift_fresh_copy's operand) is one more input of the region; an
+        # attribute without a fake tensor (a submodule of a higher-order op) is not.
+        if inp.op == "get_attr" and not isinstance(inp.meta.get("val"), torch.Tensor):
+            return "reads a module attribute that is not a tensor"
         val = inp.meta.get("val")
         if node.target is operator.getitem:
             continue

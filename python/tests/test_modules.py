@@ -204,6 +204,21 @@ def test_attention_with_causal_mask(backend, is_stax):
     torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v, is_causal=True))
 
 
+class ScaledByConstants(nn.Module):
+    """Tensors made in forward from Python numbers (GPT-2's attention scale and LLaMA's
+    rotary tables do this): the traced graph holds them as constants, read by
+    lift_fresh_copy."""
+
+    def forward(self, x):
+        weights = torch.tensor([1.0, -2.0, 3.0, 0.5])
+        return (x * weights).relu() + torch.tensor(0.25)
+
+
+def test_tensor_constants_run_in_stax(backend, is_stax):
+    check_module("tensor constants", ScaledByConstants(), [randn(5, 4, requires_grad=True)],
+                 backend, is_stax, may_fall_back=set(), must_run_in_stax=("lift_fresh_copy",))
+
+
 def encoder_layer():
     # dropout=0: in train mode the layer still draws dropout masks (random ops, which fall
     # back to PyTorch), but with p=0 every element is kept whatever was drawn, so compiled and
