@@ -520,7 +520,9 @@ void add_convolutions(Builder& b) {
 // kernel allows it (up to half the kernel), ceil_mode; max pooling dilates a dim of 5 or more
 // by 2. Max pooling of coarse values meets ties and NaNs (eager takes the first maximum and
 // the last NaN); eager refuses a dim of size 0 other than the batch. Adaptive pooling halves
-// H and widens W by one (windows of several lengths, overlapping).
+// H and widens W by one (windows of several lengths, overlapping). The backward ops of the
+// average pools take the forward's result over the same operand as grad_output (max pooling's
+// backward needs the forward's indices, a second result a catalogue step cannot name).
 void add_pooling(Builder& b) {
   // The spatial sizes (H, W), or nullopt when the call does not apply.
   auto spatial = [](const CallSite& s, bool empty_batch_ok) -> std::optional<std::vector<int64_t>> {
@@ -560,6 +562,16 @@ void add_pooling(Builder& b) {
           return "avg_pool2d(" + s.operands[0] + ", " + list(w[0]) + ", [2, 1], " + list(w[1]) +
                  ", True, False)";
         });
+  b.add("avg_pool2d_backward", "avg_pool2d_backward", {D::Positive},
+        kFloats | dtype_bit(DType::Int64), R::Float64, false,
+        [spatial, window](const CallSite& s) -> std::optional<std::string> {
+          const auto in = spatial(s, true);
+          if (!in) return std::nullopt;
+          const auto w = window(*in, false);
+          const std::string args = list(w[0]) + ", [2, 1], " + list(w[1]) + ", True, False";
+          const std::string grad = s.temp("avg_pool2d(" + s.operands[0] + ", " + args + ")");
+          return "avg_pool2d_backward(" + grad + ", " + s.operands[0] + ", " + args + ", None)";
+        });
   b.add("_adaptive_avg_pool2d", "_adaptive_avg_pool2d", {D::Positive}, kFloats, R::Float64, false,
         [](const CallSite& s) -> std::optional<std::string> {
           const int r = rank(s);
@@ -568,6 +580,17 @@ void add_pooling(Builder& b) {
           const int64_t w = s.sizes[static_cast<size_t>(r - 1)];
           if (h == 0 || w == 0) return std::nullopt;  // eager refuses empty planes
           return "_adaptive_avg_pool2d(" + s.operands[0] + ", " + list({(h + 1) / 2, w + 1}) + ")";
+        });
+  b.add("_adaptive_avg_pool2d_backward", "_adaptive_avg_pool2d_backward", {D::Positive}, kFloats,
+        R::Float64, false, [](const CallSite& s) -> std::optional<std::string> {
+          const int r = rank(s);
+          if (r != 3 && r != 4) return std::nullopt;
+          const int64_t h = s.sizes[static_cast<size_t>(r - 2)];
+          const int64_t w = s.sizes[static_cast<size_t>(r - 1)];
+          if (h == 0 || w == 0) return std::nullopt;
+          const std::string grad = s.temp("_adaptive_avg_pool2d(" + s.operands[0] + ", " +
+                                          list({(h + 1) / 2, w + 1}) + ")");
+          return "_adaptive_avg_pool2d_backward(" + grad + ", " + s.operands[0] + ")";
         });
 }
 
