@@ -4,13 +4,20 @@ dilation, ceil_mode, count_include_pad and divisor_override, float32, bfloat16 a
 contiguous and channels-last inputs, 3-D inputs, odd sizes and NaN inputs. The bridge maps
 aten.max_pool2d_with_indices (two results), aten.avg_pool2d and aten._adaptive_avg_pool2d to
 the Stax ops of the same names; stax.explain shows they ran in Stax, and a ResNet-style
-forward (stem, pooling, blocks, global pooling, classifier) is one Stax program.
+forward (stem, pooling, blocks, global pooling, classifier) is one Stax program. Their
+gradients (aten.max_pool2d_with_indices_backward, avg_pool2d_backward,
+_adaptive_avg_pool2d_backward) run in Stax too, so a ResNet training step keeps its pooling
+in Stax.
 
 Tolerances: max pooling is exact, values and indices alike (Stax follows eager's NaN and tie
 rules). An average is a sum of at most kernel_h * kernel_w values, summed in another order
 than eager's (summation_tolerance) and divided as eager divides; bfloat16 results are rounded
 once from a float32 sum, as eager's, so they may differ by one bfloat16 ulp where the two
-float32 sums straddle a rounding boundary.
+float32 sums straddle a rounding boundary. The gradients are eager's exactly (the same
+additions in the same order and roundings) but for windows of more than 64 offsets, a sum
+within summation_tolerance of its terms, and for an adaptive gradient of channels-last
+operands, where eager's vectorized channels-last kernel divides once where its contiguous
+kernel divides twice.
 """
 
 import math
@@ -19,7 +26,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from eager_comparison import assert_same, check_explain, summation_tolerance
+import stax
+from eager_comparison import assert_same, check_explain, op_counts, summation_tolerance
 
 DTYPES = [torch.float32, torch.bfloat16, torch.float64]
 
@@ -230,16 +238,133 @@ def test_resnet_forward_is_one_stax_program(dtype):
     assert_same(actual, expected, **tolerance)
 
 
-def test_max_pool_training_step_matches_eager():
-    """The backward of max pooling (max_pool2d_with_indices_backward) stays in PyTorch and
-    reads the indices Stax computed."""
-    x = uniform(2, 3, 12, 11, seed=11)
+def gradient_of(fn, x, g, compiled):
+    """x's gradient of fn(x) against the upstream gradient g, eager or through Stax."""
+    x = x.clone().requires_grad_(True)
+    out = (torch.compile(fn, backend="stax", fullgraph=True) if compiled else fn)(x)
+    out.backward(g)
+    return x.grad
+
+
+def upstream(fn, x, seed):
+    """An upstream gradient of fn(x)'s shape (and layout), values in [0.25, 2)."""
+    with torch.no_grad():
+        out = fn(x)
+    gen = torch.Generator().manual_seed(seed)
+    g = (0.25 + 1.75 * torch.rand(out.shape, generator=gen, dtype=torch.float64)).to(out.dtype)
+    return g.to(memory_format=torch.channels_last) if out.dim() == 4 and out.is_contiguous(
+        memory_format=torch.channels_last) and not out.is_contiguous() else g
+
+
+# The gradients of windows of up to 64 offsets are eager's bit for bit: Stax adds each input
+# element's terms in eager's order (its output scan order) with eager's roundings (a 16-bit
+# sum rounded after every addition, the average's quotient rounded once, the adaptive one
+# after each division).
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", MAX_CASES, ids=lambda c: "x".join(map(str, c[:4])))
+def test_max_pool2d_gradient_matches_eager(case, dtype):
+    n, c, h, w, kernel, stride, padding, dilation, ceil_mode = case
+    # Few distinct values: ties, where the first maximum takes the gradient.
+    x = (uniform(n, c, h, w, dtype=torch.float64, seed=21) * 4).round().to(dtype)
+    fn = lambda x: F.max_pool2d(x, kernel, stride, padding, dilation, ceil_mode)  # noqa: E731
+    g = upstream(fn, x, 22)
+    assert_same(gradient_of(fn, x, g, True), gradient_of(fn, x, g, False), **EXACT)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", AVG_CASES, ids=lambda c: "x".join(map(str, c[:4])) + f"-{c[7]}-{c[8]}-{c[9]}")
+def test_avg_pool2d_gradient_matches_eager(case, dtype):
+    n, c, h, w, kernel, stride, padding, ceil_mode, count_include_pad, divisor = case
+    x = uniform(n, c, h, w, dtype=dtype, seed=23)
+    fn = lambda x: F.avg_pool2d(x, kernel, stride, padding, ceil_mode,  # noqa: E731
+                                count_include_pad, divisor)
+    g = upstream(fn, x, 24)
+    assert_same(gradient_of(fn, x, g, True), gradient_of(fn, x, g, False), **EXACT)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", ADAPTIVE_CASES, ids=lambda c: f"{c[0]}x{c[1]}-{c[2]}")
+def test_adaptive_avg_pool2d_gradient_matches_eager(case, dtype):
+    h, w, output_size = case
+    x = uniform(2, 3, h, w, dtype=dtype, seed=25)
+    fn = lambda x: F.adaptive_avg_pool2d(x, output_size)  # noqa: E731
+    g = upstream(fn, x, 26)
+    assert_same(gradient_of(fn, x, g, True), gradient_of(fn, x, g, False), **EXACT)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_channels_last_and_unbatched_gradients(dtype):
+    x = uniform(2, 16, 15, 13, dtype=dtype, seed=27).to(memory_format=torch.channels_last)
+    for fn in (lambda x: F.max_pool2d(x, 3, 2, 1), lambda x: F.avg_pool2d(x, 3, 2, 1)):
+        g = upstream(fn, x, 28)
+        assert_same(gradient_of(fn, x, g, True), gradient_of(fn, x, g, False), **EXACT)
+    # Eager's channels-last adaptive backward divides grad_output by the window's size once in
+    # the channels its vector loop covers (8 float32 or 16 bfloat16 lanes here), where its
+    # contiguous kernel (and Stax) divide by the height and then by the width: each term one
+    # rounding apart, at most eps of it. Sums of at most 2 x 2 positive terms (15 -> 4 rows,
+    # 13 -> 3 columns), each partial sum rounding at most once more: 5 eps relative.
+    fn = lambda x: F.adaptive_avg_pool2d(x, (4, 3))  # noqa: E731
+    g = upstream(fn, x, 28)
+    assert_same(gradient_of(fn, x, g, True), gradient_of(fn, x, g, False),
+                rtol=5 * torch.finfo(dtype).eps, atol=0)
+    u = uniform(5, 11, 9, dtype=dtype, seed=29)
+    for fn in (lambda u: F.max_pool2d(u, 3, 2, 1, ceil_mode=True),
+               lambda u: F.avg_pool2d(u, 3, 2, 1, True, False),
+               lambda u: F.adaptive_avg_pool2d(u, (4, 3))):
+        g = upstream(fn, u, 30)
+        assert_same(gradient_of(fn, u, g, True), gradient_of(fn, u, g, False), **EXACT)
+
+
+def test_a_long_window_gradient_is_within_its_sum_tolerance():
+    # 9x9 windows, stride 2: a Sum reduction over 81 offsets, at most 25 terms each.
+    x = uniform(2, 3, 21, 19, seed=31)
+    fn = lambda x: F.avg_pool2d(x, 9, 2, 4)  # noqa: E731
+    g = upstream(fn, x, 32)
+    assert_same(gradient_of(fn, x, g, True), gradient_of(fn, x, g, False),
+                **summation_tolerance(torch.float32, 25, 2 / 81))
+
+
+def test_pooling_backward_runs_in_stax():
+    x = uniform(2, 8, 16, 16, seed=33).requires_grad_(True)
 
     def fn(x):
-        return (F.max_pool2d(x.sin(), 3, 2, 1) ** 2).sum()
+        return (F.max_pool2d(x, 3, 2, 1).sum() + F.avg_pool2d(x, 2, ceil_mode=True).sum() +
+                F.adaptive_avg_pool2d(x, (3, 5)).sum())
 
-    x_eager = x.clone().requires_grad_(True)
-    fn(x_eager).backward()
-    x_stax = x.clone().requires_grad_(True)
-    torch.compile(fn, backend="stax")(x_stax).backward()
-    assert_same(x_stax.grad, x_eager.grad, rtol=1.3e-6, atol=1e-6)
+    report = stax.explain(fn, x, backward=True)
+    in_stax = op_counts(report.stax_ops)
+    fallback = op_counts(report.fallback_ops)
+    for op in ("max_pool2d_with_indices_backward", "avg_pool2d_backward",
+               "_adaptive_avg_pool2d_backward"):
+        assert op in in_stax, report
+        assert op not in fallback, report
+
+
+def test_resnet_training_step_runs_pooling_in_stax():
+    """A training step of a ResNet stem (convolution, batch norm, ReLU, the 3x3/2 max pool), a
+    basic block, global average pooling and the classifier: the pooling backward ops run in
+    Stax (issue 15, point 3), none falls back to PyTorch; the gradients match eager's."""
+    torch.manual_seed(0)
+    model = TinyResNet().train()
+    x = uniform(2, 3, 45, 41, seed=34)
+
+    def loss(x):
+        return model(x).square().mean()
+
+    report = stax.explain(loss, x, backward=True)
+    in_stax = op_counts(report.stax_ops)
+    fallback = op_counts(report.fallback_ops)
+    # (The global average pool reaches the graph as a mean.)
+    assert "max_pool2d_with_indices_backward" in in_stax, report
+    assert not any("pool" in op for op in fallback), report.fallback_ops
+    model.zero_grad()
+    loss(x).backward()
+    want = {k: p.grad.clone() for k, p in model.named_parameters()}
+    model.zero_grad()
+    torch.compile(loss, backend="stax")(x).backward()
+    # The longest sums: the stem's weight gradient, over 2 * 23 * 21 positions; batch norm's
+    # statistics over as many.
+    tol = summation_tolerance(torch.float32, 2 * 23 * 21, 1.0)
+    tol["rtol"] = max(tol["rtol"], 4 * torch.finfo(torch.float32).eps * math.sqrt(2 * 23 * 21))
+    for name, p in model.named_parameters():
+        assert_same(p.grad, want[name], f"grad of {name}", **tol)
