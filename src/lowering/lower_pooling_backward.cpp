@@ -56,8 +56,9 @@ Expr kernel_output(OpsHandler& h, const KernelDim& dim, const Expr& i, const Exp
                    std::optional<OpsValue>& inside) {
   const Expr t = i + dim.padding - (Expr(dim.kernel - 1) - ridx) * dim.dilation;
   // t >= 0 always where the window's last offset never reaches past the padding.
-  if ((dim.kernel - 1) * dim.dilation > dim.padding)
+  if ((dim.kernel - 1) * dim.dilation > dim.padding) {
     inside = both(h, inside, index_at_least(h, t, 0));
+  }
   if (dim.stride > 1) {
     inside =
         both(h, inside,
