@@ -204,6 +204,17 @@ def _identity(node, names, graph):
     return names(node.args[0])
 
 
+@rewrite(aten.slice_scatter.default, aten.select_scatter.default)
+def _scatter_window(node, names, graph):
+    # Eager converts src to self's dtype as copy_ does; Stax's ops take src in self's dtype.
+    dtype = node.args[0].meta["val"].dtype
+    args = [literal(value, names) for _, value, _ in bind_arguments(node)]
+    if node.args[1].meta["val"].dtype != dtype:
+        args[1] = _emit_op(graph, node, "convert_element_type", [args[1], literal(dtype, names)],
+                           hint=f"{node.name}_src")
+    return _emit_op(graph, node, node.target._overloadpacket.__name__, args)
+
+
 @rewrite(aten.t.default)
 def _t(node, names, graph):
     rank = len(node.args[0].meta["val"].shape)

@@ -11,7 +11,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from eager_comparison import check_against_eager
+from eager_comparison import check_against_eager, check_explain
 from input_layouts import ALL_DTYPES, dtype_id, random_values
 
 SHAPE = (4, 6, 10)
@@ -142,3 +142,50 @@ def test_out_of_range_index_raises(backend, is_stax):
         compiled = torch.compile(out_of_range_index, backend=backend)
         with pytest.raises(Exception, match="out of range|index"):
             compiled(x, index)
+
+
+def scatters(x, row, column, wide):
+    return {
+        "slice_scatter_step": torch.slice_scatter(x, column.expand(4, 6, 5), 2, 1, None, 2),
+        "slice_scatter_negative_start": torch.slice_scatter(x, row[None].expand(1, 6, 10), 0, -1),
+        "slice_scatter_of_computed": torch.slice_scatter(x.exp(), (row * 2).expand(4, 2, 10), 1, 2, 4),
+        "slice_scatter_converts_src": torch.slice_scatter(x, wide, 2, 0, 3),
+        "select_scatter": torch.select_scatter(x, row.expand(4, 10), 1, -2),
+    }
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64], ids=dtype_id)
+@pytest.mark.parametrize("layout", ["contiguous", "permuted"])
+def test_slice_and_select_scatter(backend, is_stax, dtype, layout):
+    """The functional forms of slice and select assignment (what functionalization makes of
+    x[a:b] = y, and the backward of a slice) run in Stax; src of another dtype is converted
+    as eager's copy_ converts it."""
+    x = cube(layout, dtype)
+    row = random_values((10,), dtype, -3, 3)
+    column = random_values((4, 1, 5), dtype, -3, 3)
+    wide = random_values((4, 6, 3), torch.float64, -3, 3)
+    fn = scatters if dtype.is_floating_point else (lambda *a: {k: v for k, v in scatters(*a).items() if "computed" not in k})
+    check_against_eager(fn, (x, row, column, wide), backend)
+    if is_stax:
+        check_explain(f"slice_scatter {dtype_id(dtype)} {layout}", fn, x, row, column, wide,
+                      must_run_in_stax=("slice_scatter", "select_scatter"))
+
+
+def test_slice_and_select_gradients_run_in_stax(backend, is_stax):
+    # The backward of a slice and of a select scatters the gradient into zeros.
+    x = random_values((6, 10), torch.float32, -1, 1).requires_grad_(True)
+
+    def fn(x):
+        return (x[:, 1:8:3].exp().sum() + x[2].square().sum()) * 2
+
+    compiled_x = x.detach().clone().requires_grad_(True)
+    fn(x).backward()
+    torch.compile(fn, backend=backend, fullgraph=True)(compiled_x).backward()
+    torch.testing.assert_close(compiled_x.grad, x.grad)
+    if is_stax:
+        import stax
+
+        report = stax.explain(fn, x.detach().clone().requires_grad_(True), backward=True)
+        in_stax = " ".join(str(op) for op in report.stax_ops)
+        assert "slice_scatter" in in_stax and "select_scatter" in in_stax, report
+        assert not report.fallback_ops, report

@@ -62,6 +62,8 @@ const std::unordered_map<std::string_view, OpFn>& op_table() {
       {"stack", detail::eval_cat},
       {"constant_pad_nd", detail::eval_constant_pad_nd},
       {"flip", detail::eval_flip},
+      {"slice_scatter", detail::eval_scatter_window},
+      {"select_scatter", detail::eval_scatter_window},
       {"roll", detail::eval_roll},
       {"index_select", detail::eval_indirect},
       {"gather", detail::eval_indirect},

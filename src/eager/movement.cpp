@@ -1,8 +1,8 @@
 // Data-movement ops of the eager interpreter that copy: cat, stack, constant_pad_nd, flip,
-// roll, and the indirect loads gather, index_select, embedding and index.Tensor. Each builds
-// a fresh contiguous result by finding, for every output element, the source element it
-// takes (argument meanings from ir/movement_args.h, shared with lowering). Elements are
-// copied bit for bit; cat and stack convert to the promoted dtype exactly.
+// roll, slice_scatter, select_scatter, and the indirect loads gather, index_select, embedding and
+// index.Tensor. Each builds a fresh contiguous result by finding, for every output element, the
+// source element it takes (argument meanings from ir/movement_args.h, shared with lowering).
+// Elements are copied bit for bit; cat and stack convert to the promoted dtype exactly.
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -114,6 +114,28 @@ Tensor eval_constant_pad_nd(const Env& env, const ir::Node& node) {
       }
     }
     copy_element(in, src, out, idx);
+  });
+}
+
+Tensor eval_scatter_window(const Env& env, const ir::Node& node) {
+  const Tensor& self = env.tensor(node, 0);
+  const Tensor& src = env.tensor(node, 1);
+  const ir::ScatterWindowArgs a = ir::scatter_window_args(env.graph, node);
+  const ir::DimWindow& w = a.window;
+  const auto dim = static_cast<size_t>(w.dim);
+  return build(env, node, [&](const Tensor& out, const std::vector<int64_t>& idx) {
+    const int64_t offset = idx[dim] - w.start;
+    if (offset < 0 || offset % w.step != 0 || offset / w.step >= w.length) {
+      copy_element(self, idx, out, idx);
+      return;
+    }
+    std::vector<int64_t> at = idx;
+    if (a.selected) {
+      at.erase(at.begin() + w.dim);
+    } else {
+      at[dim] = offset / w.step;
+    }
+    copy_element(src, at, out, idx);
   });
 }
 

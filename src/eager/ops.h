@@ -90,6 +90,7 @@ Tensor eval_contiguous(const Env& env, const ir::Node& node);
 // Issue 6, point 6 (views.cpp: views through ir::view_layout; movement.cpp: copies).
 Tensor eval_cat(const Env& env, const ir::Node& node);  // cat and stack
 Tensor eval_constant_pad_nd(const Env& env, const ir::Node& node);
+Tensor eval_scatter_window(const Env& env, const ir::Node& node);  // slice/select_scatter
 Tensor eval_flip(const Env& env, const ir::Node& node);
 Tensor eval_roll(const Env& env, const ir::Node& node);
 Tensor eval_indirect(const Env& env, const ir::Node& node);  // gather, index_select,

@@ -81,6 +81,38 @@ void check_index_dtype(const Node& node, const Value& index) {
   }
 }
 
+// slice's window along `dim` (of `size` elements) from its start, end and step arguments at
+// `first`, first + 1, first + 2: negative bounds count from the end, then both clamp into
+// [0, size].
+DimWindow slice_window(const Node& node, int64_t dim, int64_t size, size_t first) {
+  const int64_t step = int_arg(node, first + 2);
+  if (step <= 0) fail(node, "slice step must be positive, got " + std::to_string(step));
+  int64_t start = optional_int_arg(node, first).value_or(0);
+  int64_t end = optional_int_arg(node, first + 1).value_or(size);
+  if (start < 0) start = start < -size ? 0 : start + size;
+  if (end < 0) end = end < -size ? 0 : end + size;
+  start = std::min(start, size);
+  end = std::clamp(end, start, size);
+  DimWindow w;
+  w.dim = dim;
+  w.start = start;
+  w.step = step;
+  w.length = (end - start + step - 1) / step;
+  return w;
+}
+
+// select's index argument (at `position`) along dim `dim` of `sizes`, wrapped.
+int64_t select_index(const Node& node, const std::vector<int64_t>& sizes, int64_t dim,
+                     size_t position) {
+  const int64_t size = sizes[static_cast<size_t>(dim)];
+  const int64_t index = int_arg(node, position);
+  if (index < -size || index >= size) {
+    fail(node, "index " + std::to_string(index) + " out of range for tensor of size " +
+                   format_sizes(sizes) + " at dimension " + std::to_string(dim));
+  }
+  return index < 0 ? index + size : index;
+}
+
 }  // namespace
 
 DimWindow window_args(const Graph& graph, const Node& node) {
@@ -114,19 +146,7 @@ DimWindow window_args(const Graph& graph, const Node& node) {
     w.length = length;
     return w;
   }
-  // slice: negative bounds count from the end, then both clamp into [0, size].
-  const int64_t step = int_arg(node, 4);
-  if (step <= 0) fail(node, "slice step must be positive, got " + std::to_string(step));
-  int64_t start = optional_int_arg(node, 2).value_or(0);
-  int64_t end = optional_int_arg(node, 3).value_or(size);
-  if (start < 0) start = start < -size ? 0 : start + size;
-  if (end < 0) end = end < -size ? 0 : end + size;
-  start = std::min(start, size);
-  end = std::clamp(end, start, size);
-  w.start = start;
-  w.step = step;
-  w.length = (end - start + step - 1) / step;
-  return w;
+  return slice_window(node, w.dim, size, 2);
 }
 
 int64_t split_count(const Graph& graph, const Node& node) {
@@ -139,14 +159,40 @@ SelectArgs select_args(const Graph& graph, const Node& node) {
   require_dims(graph, node);
   SelectArgs s;
   s.dim = wrap_dim(int_arg(node, 1), sizes.size(), node.op, "dim");
-  const int64_t size = sizes[static_cast<size_t>(s.dim)];
-  const int64_t index = int_arg(node, 2);
-  if (index < -size || index >= size) {
-    fail(node, "index " + std::to_string(index) + " out of range for tensor of size " +
-                   format_sizes(sizes) + " at dimension " + std::to_string(s.dim));
-  }
-  s.index = index < 0 ? index + size : index;
+  s.index = select_index(node, sizes, s.dim, 2);
   return s;
+}
+
+ScatterWindowArgs scatter_window_args(const Graph& graph, const Node& node) {
+  const std::vector<int64_t>& sizes = self_sizes(graph, node);
+  require_dims(graph, node);
+  const Value& self = graph.value(std::get<ValueRef>(node.args[0]));
+  const Value& src = graph.value(std::get<ValueRef>(node.args[1]));
+  ScatterWindowArgs a;
+  a.selected = node.op == "select_scatter";
+  const int64_t dim = wrap_dim(int_arg(node, 2), sizes.size(), node.op, "dim");
+  std::vector<int64_t> slice_sizes = sizes;
+  if (a.selected) {
+    a.window.dim = dim;
+    a.window.start = select_index(node, sizes, dim, 3);
+    a.window.length = 1;
+    slice_sizes.erase(slice_sizes.begin() + dim);
+  } else {
+    a.window = slice_window(node, dim, sizes[static_cast<size_t>(dim)], 3);
+    slice_sizes[static_cast<size_t>(dim)] = a.window.length;
+  }
+  if (src.type.sizes != slice_sizes) {
+    fail(node, "expected src to have a size equal to the slice of self. src size = " +
+                   format_sizes(src.type.sizes) + ", slice size = " + format_sizes(slice_sizes));
+  }
+  // Eager converts src as copy_ does; the torch.compile bridge converts it first, so one
+  // dtype is all the lowering needs.
+  if (src.type.dtype != self.type.dtype) {
+    fail(node, "expected src of self's dtype " + std::string(dtype_name(self.type.dtype)) +
+                   ", got " + std::string(dtype_name(src.type.dtype)) +
+                   " (convert it first, e.g. with convert_element_type)");
+  }
+  return a;
 }
 
 CatArgs cat_args(const Graph& graph, const Node& node) {

@@ -36,6 +36,16 @@ struct SelectArgs {
 };
 SelectArgs select_args(const Graph& graph, const Node& node);
 
+// slice_scatter(self, src, dim, start, end, step) and select_scatter(self, src, dim, index):
+// self with the elements of a slice along `window.dim` (select_scatter: the one index
+// window.start) replaced by src's, which has the slice's sizes (select_scatter: without the
+// dim, `selected`) and self's dtype.
+struct ScatterWindowArgs {
+  DimWindow window;
+  bool selected = false;
+};
+ScatterWindowArgs scatter_window_args(const Graph& graph, const Node& node);
+
 // cat and stack: output positions [offset, offset + size) along `dim` come from `value`
 // (stack: each operand is seen with a size-1 dim inserted at `dim`). cat skips PyTorch's
 // legacy empty operands (1-D of size 0) here: they contribute nothing.

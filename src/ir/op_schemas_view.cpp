@@ -1,8 +1,9 @@
 // Schemas and type inference of the view ops (reshape, view, permute, transpose, unsqueeze,
 // squeeze, expand, slice, select, narrow, split, split_with_sizes, as_strided), the
-// data-movement ops that copy (cat, stack, constant_pad_nd, flip, roll, index_select, gather,
-// embedding, index.Tensor) and the copies (clone, contiguous). At graph level only sizes are
-// known, so `view` is inferred like `reshape`; the eager interpreter checks strides.
+// data-movement ops that copy (cat, stack, constant_pad_nd, flip, roll, slice_scatter,
+// select_scatter, index_select, gather, embedding, index.Tensor) and the copies (clone,
+// contiguous). At graph level only sizes are known, so `view` is inferred like `reshape`; the eager
+// interpreter checks strides.
 #include <string>
 
 #include "ir/movement_args.h"
@@ -151,6 +152,7 @@ TensorType infer_pad(const Graph& g, const Node& n) {
 TensorType infer_same_sizes(const Graph& g, const Node& n) {
   if (n.op == "flip") flip_dims(g, n);
   if (n.op == "roll") roll_args(g, n);
+  if (n.op == "slice_scatter" || n.op == "select_scatter") scatter_window_args(g, n);
   return with_sizes(g, n, tensor_arg(g, n, 0).type.sizes);
 }
 
@@ -234,6 +236,18 @@ void add_view_schemas(std::vector<OpSchema>& out) {
                        copy, infer_pad));
   out.push_back(schema("flip", {required("self", K::Tensor), required("dims", K::IntList)}, copy,
                        infer_same_sizes));
+  // The functional forms of slice and select assignment (the backward of slice and select,
+  // and what functionalization makes of x[a:b] = y).
+  out.push_back(
+      schema("slice_scatter",
+             {required("self", K::Tensor), required("src", K::Tensor),
+              optional("dim", K::Int, int64_t{0}), optional("start", K::OptionalInt, None{}),
+              optional("end", K::OptionalInt, None{}), optional("step", K::Int, int64_t{1})},
+             copy, infer_same_sizes));
+  out.push_back(schema("select_scatter",
+                       {required("self", K::Tensor), required("src", K::Tensor),
+                        required("dim", K::Int), required("index", K::Int)},
+                       copy, infer_same_sizes));
   out.push_back(schema("roll",
                        {required("self", K::Tensor), required("shifts", K::IntList),
                         optional("dims", K::IntList, std::vector<int64_t>{})},

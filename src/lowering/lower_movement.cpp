@@ -1,8 +1,8 @@
 // Lowering of the data-movement ops that copy (issue 6, point 6), each as an index function
 // of its output, never a copy loop of its own:
-//  * cat, stack and constant_pad_nd select an operand region by a mask computed from index
-//    values; each region's loads run under push_mask/pop_mask (so they never read outside
-//    the operand) and the regions are combined with Where;
+//  * cat, stack, constant_pad_nd, slice_scatter and select_scatter select an operand region
+//    by a mask computed from index values; each region's loads run under push_mask/pop_mask (so
+//    they never read outside the operand) and the regions are combined with Where;
 //  * flip and roll rewrite the index (roll with modulo);
 //  * gather, index_select, embedding and index.Tensor load the index tensor, turn the value
 //    into an index variable with OpsHandler::indirect_index (which checks its range) and load
@@ -90,6 +90,58 @@ LoweredValue Lowerer::lower_cat(const ir::Node& node, const ir::Value& out) {
       result = result ? select_where(h, *mask, x, *result) : x;
     }
     return *result;
+  };
+  v.stats.index_divisions = measure_index_divisions(v.loader, v.sizes.size());
+  return v;
+}
+
+LoweredValue Lowerer::lower_scatter_window(const ir::Node& node, const ir::Value& out) {
+  const ir::ScatterWindowArgs a = ir::scatter_window_args(graph_, node);
+  const LoweredValue& self = value(std::get<ir::ValueRef>(node.args[0]).index);
+  const LoweredValue& src = value(std::get<ir::ValueRef>(node.args[1]).index);
+  LoweredValue v;
+  v.dtype = out.type.dtype;
+  v.sizes = out.type.sizes;
+  v.origin = operand_origin(node);
+  append_unique(v.origin, node.op);
+  v.composed = composed_over_operands(node);
+  const auto dim = static_cast<size_t>(a.window.dim);
+  const int64_t start = a.window.start, step = a.window.step, length = a.window.length;
+  const int64_t end = start + (length - 1) * step + 1;  // past the window's last index
+  const int64_t size = v.sizes[dim];
+  const bool selected = a.selected;
+  const bool covers_all = length == size && step == 1;
+  v.stats += src.stats;
+  if (!covers_all) {
+    v.stats += self.stats;
+    v.stats += mask_stats((start > 0) + (end < size) + (step > 1));
+  }
+  Loader self_loader = self.loader, src_loader = src.loader;
+  v.loader = [=](OpsHandler& h, const std::vector<Expr>& idx) {
+    if (length == 0) return self_loader(h, idx);  // an empty slice: self unchanged
+    // src's element for idx: the window position (idx - start) / step along dim, or no dim
+    // at all for a select; read only where idx is in the window.
+    std::vector<Expr> at = idx;
+    if (selected) {
+      at.erase(at.begin() + static_cast<std::ptrdiff_t>(dim));
+    } else {
+      at[dim] = step == 1 ? idx[dim] - Expr(start) : floordiv(idx[dim] - Expr(start), step);
+    }
+    if (covers_all) return src_loader(h, at);
+    std::optional<OpsValue> in_window;
+    if (start > 0) in_window = index_at_least(h, idx[dim], start);
+    if (end < size) in_window = both(h, in_window, index_below(h, idx[dim], end));
+    if (step > 1) {
+      const OpsValue on_step =
+          apply(h, PointwiseOp::Eq,
+                {h.index_value(mod(idx[dim] - Expr(start), step), DType::Int64),
+                 h.constant(int64_t{0}, DType::Int64)});
+      in_window = both(h, in_window, on_step);
+    }
+    h.push_mask(*in_window);
+    OpsValue x = src_loader(h, at);
+    h.pop_mask();
+    return select_where(h, *in_window, x, self_loader(h, idx));
   };
   v.stats.index_divisions = measure_index_divisions(v.loader, v.sizes.size());
   return v;

@@ -196,6 +196,9 @@ LoweredValue Lowerer::lower_copy(const ir::Node& node) {
   const ir::Value& out = graph_.value(node.output);
   if (node.op == "cat" || node.op == "stack") return lower_cat(node, out);
   if (node.op == "constant_pad_nd") return lower_pad(node, out);
+  if (node.op == "slice_scatter" || node.op == "select_scatter") {
+    return lower_scatter_window(node, out);
+  }
   if (node.op == "flip" || node.op == "roll") return lower_flip_roll(node, out);
   if (node.op == "index_select" || node.op == "gather" || node.op == "embedding" ||
       node.op == "index") {

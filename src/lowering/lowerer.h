@@ -310,6 +310,7 @@ class Lowerer {
   LoweredValue lower_clone(const ir::Node& node);
   LoweredValue lower_cat(const ir::Node& node, const ir::Value& out);
   LoweredValue lower_pad(const ir::Node& node, const ir::Value& out);
+  LoweredValue lower_scatter_window(const ir::Node& node, const ir::Value& out);
   LoweredValue lower_flip_roll(const ir::Node& node, const ir::Value& out);
   LoweredValue lower_indirect(const ir::Node& node, const ir::Value& out);
   // Issue 7, point 3 (lower_factory.cpp): full, arange, ... as index -> element functions.

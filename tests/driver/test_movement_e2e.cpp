@@ -137,6 +137,28 @@ def f(x: f32[6, 5] strides=[1, 6]):
                                 {x});
 }
 
+TEST(MovementE2e, SliceAndSelectScatter) {
+  // Windows with a step, at the start, in the middle and at the end, of computed values and
+  // of strided inputs; vector tails along the scattered dim (37 columns) and across it.
+  const Tensor x = distinct({6, 37}, {1, 6});
+  const Tensor s = distinct({6, 12});
+  const Tensor r = distinct({37});
+  expect_compiled_matches_eager(R"(
+def f(x: f32[6, 37] strides=[1, 6], s: f32[6, 12], r: f32[37]):
+    a = slice_scatter(x, s, 1, 3, 100, 3)
+    e = exp(s)
+    b = slice_scatter(x, e, 1, -12)
+    c = slice_scatter(x, e, 1, 0, 12)
+    n = neg(r)
+    d = select_scatter(x, n, 0, 4)
+    z = zeros([6, 37])
+    g = slice_scatter(z, s, 1, 25, 37)
+    t = sum(g, [1])
+    return a, b, c, d, t
+)",
+                                {x, s, r});
+}
+
 TEST(MovementE2e, GathersAndEmbeddings) {
   // Only index.Tensor wraps negative indices; embedding and gather take [0, size).
   const Tensor w = distinct({40, 6});

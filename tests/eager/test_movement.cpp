@@ -184,6 +184,48 @@ TEST(Movement, ConstantPadNd) {
                "Length of pad must be even but instead it equals 1"));
 }
 
+TEST(Movement, SliceAndSelectScatter) {
+  const Tensor x = arange(DType::Float32, {3, 4});
+  const std::string head = "def f(x: f32[3, 4], s: f32[3, 2]):\n";
+  const Tensor src = make(DType::Float32, {3, 2}, {-1, -1, -1, -1, -1, -1});
+  // torch.slice_scatter(x, torch.full((3, 2), -1.), 1, 1, None, 2)
+  EXPECT_EQ(values(run1(head + "  y = slice_scatter(x, s, 1, 1, None, 2)\n  return y\n", {x, src})),
+            (std::vector<double>{0, -1, 2, -1, 4, -1, 6, -1, 8, -1, 10, -1}));
+  // torch.slice_scatter(x, torch.full((1, 4), -1.), 0, -1): a negative start counts from the end
+  const Tensor row = make(DType::Float32, {1, 4}, {-1, -1, -1, -1});
+  EXPECT_EQ(values(run1("def f(x: f32[3, 4], s: f32[1, 4]):\n  y = slice_scatter(x, s, 0, -1)\n"
+                        "  return y\n",
+                        {x, row})),
+            (std::vector<double>{0, 1, 2, 3, 4, 5, 6, 7, -1, -1, -1, -1}));
+  // torch.select_scatter(x, torch.full((3,), -1.), 1, -2)
+  const Tensor column = make(DType::Float32, {3}, {-1, -1, -1});
+  EXPECT_EQ(values(run1("def f(x: f32[3, 4], s: f32[3]):\n  y = select_scatter(x, s, 1, -2)\n"
+                        "  return y\n",
+                        {x, column})),
+            (std::vector<double>{0, 1, -1, 3, 4, 5, -1, 7, 8, 9, -1, 11}));
+  // An empty slice past the end leaves self as it is.
+  EXPECT_EQ(values(run1("def f(x: f32[3, 4], s: f32[3, 0]):\n  y = slice_scatter(x, s, 1, 7, 9)\n"
+                        "  return y\n",
+                        {x, make(DType::Float32, {3, 0}, {})})),
+            values(x));
+  // expected src to have a size equal to the slice of self. src size = [3, 2], slice size =
+  // [3, 1]
+  EXPECT_TRUE(contains(error_of(head + "  y = slice_scatter(x, s, 1, 0, 1)\n  return y\n", {}),
+                       "expected src to have a size equal to the slice of self. src size = [3, 2], "
+                       "slice size = [3, 1]"));
+  // "slice step must be positive"; select(): index 4 out of range ...
+  EXPECT_TRUE(contains(error_of(head + "  y = slice_scatter(x, s, 1, 0, 4, 0)\n  return y\n", {}),
+                       "slice step must be positive"));
+  EXPECT_TRUE(contains(
+      error_of("def f(x: f32[3, 4], s: f32[3]):\n  y = select_scatter(x, s, 1, 4)\n  return y\n",
+               {}),
+      "index 4 out of range for tensor of size [3, 4] at dimension 1"));
+  EXPECT_TRUE(contains(
+      error_of("def f(x: f32[3, 4], s: f64[3]):\n  y = select_scatter(x, s, 1, 0)\n  return y\n",
+               {}),
+      "expected src of self's dtype f32, got f64"));
+}
+
 TEST(Movement, FlipAndRoll) {
   const Tensor x = arange(DType::Float32, {2, 3});
   // torch.flip(x, [0, -1]) -> [[5, 4, 3], [2, 1, 0]]

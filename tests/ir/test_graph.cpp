@@ -200,7 +200,8 @@ TEST(OpRegistryTest, AllOpsRegisteredWithCategories) {
       "prod", "argmax", "argmin", "any", "all", "var", "std", "var_mean", "logsumexp",
       // issue 6, point 6
       "slice", "select", "narrow", "split", "split_with_sizes", "as_strided", "cat", "stack",
-      "constant_pad_nd", "flip", "roll", "index_select", "gather", "embedding", "index",
+      "constant_pad_nd", "flip", "roll", "slice_scatter", "select_scatter", "index_select",
+      "gather", "embedding", "index",
       // the pointwise ops of issue 6
       "remainder", "fmod", "floor_divide", "fmax", "fmin", "atan2", "copysign", "hypot",
       "logical_and", "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or",

@@ -163,6 +163,8 @@ def every_op(x: f32[2, 3], y: f32[3], i: i64[2, 3], b: bool[2, 3],
     n4 = gather(x, 1, i)
     n5 = embedding(x, j)
     n6 = index(x, [None, j])
+    n7 = slice_scatter(x, m0, 1, -2, None, 2)
+    n8 = select_scatter(x, m1, 0, -1)
     k1 = contiguous(v3)
     k2 = contiguous(v3, memory_format=None)
     s0 = add(z, x)
@@ -390,6 +392,8 @@ TEST(RoundTripTest, EveryOpAndLiteral) {
         "    n0 = constant_pad_nd(x, [1, -1, 0, 2], value=1.5)\n",
         "    n2 = roll(x, [1], dims=[1])\n",
         "    n6 = index(x, [None, j])\n",
+        "    n7 = slice_scatter(x, m0, dim=1, start=-2, step=2)\n",
+        "    n8 = select_scatter(x, m1, 0, -1)\n",
         "    return a0, k1, x, a0\n"}) {
     EXPECT_NE(printed.find(line), std::string::npos) << line << "\nin\n" << printed;
   }
