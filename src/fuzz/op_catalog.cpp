@@ -313,6 +313,17 @@ void add_views(Builder& b) {
         [](const CallSite& s) -> std::optional<std::string> {
           return "stack([" + s.operands[0] + ", " + s.operands[1] + "], 1)";
         });
+  // src is a slice (a select) of the second operand, so it has the window's sizes.
+  b.add("slice_scatter", "slice_scatter", {D::Any, D::Any}, kAll, R::Float64, true,
+        [](const CallSite& s) -> std::optional<std::string> {
+          const std::string src = s.temp("slice(" + s.operands[1] + ", -1, 1, None, 2)");
+          return "slice_scatter(" + s.operands[0] + ", " + src + ", -1, 1, None, 2)";
+        });
+  b.add("select_scatter", "select_scatter", {D::Any, D::Any}, kAll, R::Float64, true,
+        [](const CallSite& s) -> std::optional<std::string> {
+          const std::string src = s.temp("select(" + s.operands[1] + ", 0, -1)");
+          return "select_scatter(" + s.operands[0] + ", " + src + ", 0, -1)";
+        });
   view("split", "split", [](const CallSite& s) -> std::optional<std::string> {
     return "split(" + s.operands[0] + ", 2, -1)";
   });
