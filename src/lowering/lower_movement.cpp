@@ -39,12 +39,7 @@ LoweredValue Lowerer::lower_cat(const ir::Node& node, const ir::Value& out) {
     int64_t end;
   };
   std::vector<Region> regions;
-  LoweredValue v;
-  v.dtype = out.type.dtype;
-  v.sizes = out.type.sizes;
-  v.origin = operand_origin(node);
-  append_unique(v.origin, node.op);
-  v.composed = composed_over_operands(node);
+  LoweredValue v = computed_value(node, out);
   const DType dtype = out.type.dtype;
   for (const ir::CatPart& part : c.parts) {
     if (part.size == 0) continue;  // never selected
@@ -99,12 +94,7 @@ LoweredValue Lowerer::lower_scatter_window(const ir::Node& node, const ir::Value
   const ir::ScatterWindowArgs a = ir::scatter_window_args(graph_, node);
   const LoweredValue& self = value(std::get<ir::ValueRef>(node.args[0]).index);
   const LoweredValue& src = value(std::get<ir::ValueRef>(node.args[1]).index);
-  LoweredValue v;
-  v.dtype = out.type.dtype;
-  v.sizes = out.type.sizes;
-  v.origin = operand_origin(node);
-  append_unique(v.origin, node.op);
-  v.composed = composed_over_operands(node);
+  LoweredValue v = computed_value(node, out);
   const auto dim = static_cast<size_t>(a.window.dim);
   const int64_t start = a.window.start, step = a.window.step, length = a.window.length;
   const int64_t end = start + (length - 1) * step + 1;  // past the window's last index
@@ -218,12 +208,7 @@ LoweredValue Lowerer::lower_indirect(const ir::Node& node, const ir::Value& out)
   const ir::IndirectArgs a = ir::indirect_args(graph_, node);
   const LoweredValue& source = value(a.source.index);
   const LoweredValue& index = value(a.index.index);
-  LoweredValue v;
-  v.dtype = out.type.dtype;
-  v.sizes = out.type.sizes;
-  v.origin = operand_origin(node);
-  append_unique(v.origin, node.op);
-  v.composed = composed_over_operands(node);
+  LoweredValue v = computed_value(node, out);
   v.stats = source.stats;
   v.stats += index.stats;
   Loader source_loader = source.loader;

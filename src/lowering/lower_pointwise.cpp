@@ -83,12 +83,7 @@ Loader Lowerer::pointwise_operand(const ir::Node& node, const OperandSpec& spec,
 LoweredValue Lowerer::lower_pointwise(const ir::Node& node, const ir::Value& out) {
   const ir::PointwiseTyping typing = ir::pointwise_typing(graph_, node);
   const PointwiseRecipe recipe = pointwise_recipe(graph_, node, typing);
-  LoweredValue v;
-  v.dtype = out.type.dtype;
-  v.sizes = out.type.sizes;
-  v.origin = operand_origin(node);
-  append_unique(v.origin, node.op);
-  v.composed = composed_over_operands(node);
+  LoweredValue v = computed_value(node, out);
   v.stats = operand_stats(node);
 
   std::vector<Loader> operands;

@@ -45,6 +45,39 @@ namespace stax::lowering {
 // What pooling_lowering.h declares.
 namespace pooling {
 
+ResultLoops::ResultLoops(const std::vector<int64_t>& sizes, bool channels_last) {
+  const size_t rank = sizes.size();
+  for (size_t d = 0; d < rank; ++d) order.push_back(d);
+  if (channels_last) {
+    const size_t channel = rank - 3;
+    order.erase(order.begin() + static_cast<int64_t>(channel));
+    order.push_back(channel);
+  }
+  for (size_t d : order) loop_sizes.push_back(sizes[d]);
+  loop_strides = ir::contiguous_strides(loop_sizes);
+  strides.resize(rank);
+  for (size_t k = 0; k < rank; ++k) strides[order[k]] = loop_strides[k];
+}
+
+std::vector<Expr> ResultLoops::logical(const std::vector<Expr>& idx) const {
+  std::vector<Expr> at(idx.size(), Expr(0));
+  for (size_t k = 0; k < idx.size(); ++k) at[order[k]] = idx[k];
+  return at;
+}
+
+LoweredValue empty_result(const std::string& op, int node, DType dtype,
+                          std::vector<int64_t> sizes) {
+  LoweredValue v;
+  v.dtype = dtype;
+  v.sizes = std::move(sizes);
+  v.loader = [dtype](OpsHandler& h, const std::vector<Expr>&) {
+    return h.constant(ir::Scalar(int64_t{0}), dtype);
+  };
+  v.origin = {op};
+  v.composed = ComposedNodes(node, {});
+  return v;
+}
+
 OpsValue int64_constant(OpsHandler& h, int64_t v) {
   return h.constant(ir::Scalar(v), DType::Int64);
 }
@@ -204,42 +237,19 @@ LoweredValue Lowerer::lower_pooling(const ir::Node& node, const ir::Value& out) 
   const bool indices = a.kind == ir::PoolingKind::Max && node.result_index == 1;
 
   // An empty result: nothing to read (and no window to divide by).
-  if (out.type.numel() == 0) {
-    LoweredValue v;
-    v.dtype = result;
-    v.sizes = out_sizes;
-    v.loader = [result](OpsHandler& h, const std::vector<Expr>&) {
-      return h.constant(ir::Scalar(int64_t{0}), result);
-    };
-    v.origin = {node.op};
-    v.composed = ComposedNodes(self, {});
-    return v;
-  }
+  if (out.type.numel() == 0) return pooling::empty_result(node.op, self, result, out_sizes);
 
   // The order of the output dims in the loops (and in the stored results): row-major, or
   // channels last where the input is stored channels last (or computed from such operands),
   // so that the innermost loop walks the channels of both contiguously and the kernels
   // vectorize across outputs (as eager's channels-last kernel does, whose results are
   // channels last too).
-  const size_t rank = out_sizes.size();
-  std::vector<size_t> order(rank);
-  for (size_t d = 0; d < rank; ++d) order[d] = d;
-  const size_t channel = rank - 3;
   const bool channels_last = reads_channels_last(load, a.input_sizes);
-  if (channels_last) {
-    order.erase(order.begin() + static_cast<int64_t>(channel));
-    order.push_back(channel);
-  }
-  std::vector<int64_t> loop_sizes, strides(rank);
-  for (size_t d : order) loop_sizes.push_back(out_sizes[d]);
-  const std::vector<int64_t> loop_strides = ir::contiguous_strides(loop_sizes);
-  for (size_t k = 0; k < rank; ++k) strides[order[k]] = loop_strides[k];
-  // Loop index k is output dim order[k].
-  auto logical = [order](const std::vector<Expr>& idx) {
-    std::vector<Expr> at(idx.size(), Expr(0));
-    for (size_t k = 0; k < idx.size(); ++k) at[order[k]] = idx[k];
-    return at;
-  };
+  const pooling::ResultLoops loops(out_sizes, channels_last);
+  const std::vector<int64_t>& loop_sizes = loops.loop_sizes;
+  const std::vector<int64_t>& loop_strides = loops.loop_strides;
+  const std::vector<int64_t>& strides = loops.strides;
+  auto logical = [loops](const std::vector<Expr>& idx) { return loops.logical(idx); };
   // Channels last, an epilogue is stored in that layout too, by loops in that order: else
   // whatever stores it (a graph output) would write the output's dims in another order than
   // the loops computing its reductions.

@@ -84,38 +84,16 @@ LoweredValue Lowerer::lower_pooling_backward(const ir::Node& node, const ir::Val
   const int self = node_index(node);
 
   // An empty gradient (an empty batch or no channels): nothing to read.
-  if (out.type.numel() == 0) {
-    LoweredValue v;
-    v.dtype = result;
-    v.sizes = sizes;
-    v.loader = [result](OpsHandler& h, const std::vector<Expr>&) {
-      return h.constant(ir::Scalar(int64_t{0}), result);
-    };
-    v.origin = {node.op};
-    v.composed = ComposedNodes(self, {});
-    return v;
-  }
+  if (out.type.numel() == 0) return pooling::empty_result(node.op, self, result, sizes);
 
   // The loop order: row-major, or the channels innermost where grad_output is channels last.
-  const size_t rank = sizes.size();
-  std::vector<size_t> order(rank);
-  for (size_t d = 0; d < rank; ++d) order[d] = d;
-  const size_t channel = rank - 3;
   const bool channels_last =
       pooling::reads_channels_last(load_grad, graph_.value(a.grad_output).type.sizes);
-  if (channels_last) {
-    order.erase(order.begin() + static_cast<int64_t>(channel));
-    order.push_back(channel);
-  }
-  std::vector<int64_t> loop_sizes, strides(rank);
-  for (size_t d : order) loop_sizes.push_back(sizes[d]);
-  const std::vector<int64_t> loop_strides = ir::contiguous_strides(loop_sizes);
-  for (size_t k = 0; k < rank; ++k) strides[order[k]] = loop_strides[k];
-  auto logical = [order](const std::vector<Expr>& idx) {
-    std::vector<Expr> at(idx.size(), Expr(0));
-    for (size_t k = 0; k < idx.size(); ++k) at[order[k]] = idx[k];
-    return at;
-  };
+  const pooling::ResultLoops loops(sizes, channels_last);
+  const std::vector<int64_t>& loop_sizes = loops.loop_sizes;
+  const std::vector<int64_t>& loop_strides = loops.loop_strides;
+  const std::vector<int64_t>& strides = loops.strides;
+  auto logical = [loops](const std::vector<Expr>& idx) { return loops.logical(idx); };
 
   const DType acc = is_floating(result) ? opmath_dtype(result) : DType::Int64;
   using Term =

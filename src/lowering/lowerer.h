@@ -213,6 +213,18 @@ class Lowerer {
     return origin;
   }
 
+  // A value that `node` computes from its tensor operands, of the result's dtype and sizes,
+  // named and composed over them; the caller gives it a loader and stats.
+  LoweredValue computed_value(const ir::Node& node, const ir::Value& out) const {
+    LoweredValue v;
+    v.dtype = out.type.dtype;
+    v.sizes = out.type.sizes;
+    v.origin = operand_origin(node);
+    append_unique(v.origin, node.op);
+    v.composed = composed_over_operands(node);
+    return v;
+  }
+
   void lower_node(const ir::Node& node) {
     const ir::Value& out = graph_.value(node.output);
     const ir::OpSchema* schema = ir::find_op_schema(node.op);
