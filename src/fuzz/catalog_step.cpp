@@ -73,6 +73,11 @@ class Drawer {
     if (site.sizes.empty()) return std::nullopt;  // the call sites index the last dim
     bool index_ok = true;
     site.temp = [&](const std::string& expr) { return temp(expr); };
+    site.temp_results = [&](const std::string& expr, int count) {
+      std::vector<std::string> names;
+      step_.statements.push_back(result_targets(c_.fresh_name(), count, names) + " = " + expr);
+      return names;
+    };
     site.index_input = [&](const std::vector<int64_t>& sizes, int64_t size) {
       if (ir::find_op_schema("remainder") == nullptr || size <= 0) {
         index_ok = false;

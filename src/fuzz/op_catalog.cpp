@@ -531,9 +531,9 @@ void add_convolutions(Builder& b) {
 // kernel allows it (up to half the kernel), ceil_mode; max pooling dilates a dim of 5 or more
 // by 2. Max pooling of coarse values meets ties and NaNs (eager takes the first maximum and
 // the last NaN); eager refuses a dim of size 0 other than the batch. Adaptive pooling halves
-// H and widens W by one (windows of several lengths, overlapping). The backward ops of the
-// average pools take the forward's result over the same operand as grad_output (max pooling's
-// backward needs the forward's indices, a second result a catalogue step cannot name).
+// H and widens W by one (windows of several lengths, overlapping). The backward ops take the
+// forward's result over the same operand as grad_output (max pooling's backward also the
+// forward's indices, so tied and NaN maxima route gradients as eager's do).
 void add_pooling(Builder& b) {
   // The spatial sizes (H, W), or nullopt when the call does not apply.
   auto spatial = [](const CallSite& s, bool empty_batch_ok) -> std::optional<std::vector<int64_t>> {
@@ -565,6 +565,19 @@ void add_pooling(Builder& b) {
                  list(w[1]) + ", " + list(w[2]) + ", True)";
         });
   b.entries.back().result_count = [](const CallSite&) { return 2; };  // values, indices
+  b.add("max_pool2d_with_indices_backward", "max_pool2d_with_indices_backward", {D::Coarse},
+        kFloats, R::Float64, false,
+        [spatial, window](const CallSite& s) -> std::optional<std::string> {
+          const auto in = spatial(s, true);
+          if (!in) return std::nullopt;
+          const auto w = window(*in, true);
+          const std::string args =
+              list(w[0]) + ", [2, 2], " + list(w[1]) + ", " + list(w[2]) + ", True";
+          const std::vector<std::string> forward =
+              s.temp_results("max_pool2d_with_indices(" + s.operands[0] + ", " + args + ")", 2);
+          return "max_pool2d_with_indices_backward(" + forward[0] + ", " + s.operands[0] + ", " +
+                 args + ", " + forward[1] + ")";
+        });
   b.add("avg_pool2d", "avg_pool2d", {D::Positive}, kFloats | dtype_bit(DType::Int64), R::Float64,
         false, [spatial, window](const CallSite& s) -> std::optional<std::string> {
           const auto in = spatial(s, true);

@@ -64,6 +64,9 @@ struct CallSite {
   // Emits `tmp = expr` before the call and returns tmp's name (for ops that need a prepared
   // operand: expand of an unsqueezed value, as_strided over a dense copy).
   std::function<std::string(const std::string& expr)> temp;
+  // Emits `t_0, ..., t_{count-1} = expr` for a call of several results (the indices of
+  // max_pool2d_with_indices for its backward) and returns their names.
+  std::function<std::vector<std::string>(const std::string& expr, int count)> temp_results;
   // Declares a new int64 input of `sizes` whose values lie in [0, bound) and returns its name
   // (index tensors of gather, index_select, embedding and index).
   std::function<std::string(const std::vector<int64_t>& sizes, int64_t bound)> index_input;

@@ -246,6 +246,12 @@ class ConfigRun {
       c.statements.push_back(name + " = " + expr);
       return name;
     };
+    site.temp_results = [&](const std::string& expr, int count) {
+      std::vector<std::string> names;
+      const std::string name = prefix + "_t" + std::to_string(temps++);
+      c.statements.push_back(fuzz::result_targets(name, count, names) + " = " + expr);
+      return names;
+    };
     site.index_input = [&](const std::vector<int64_t>& index_sizes, int64_t bound) {
       const std::string name = prefix + "_i" + std::to_string(c.inputs.size());
       const uint64_t seed = batch_.seed ^ name_hash(name + cfg.describe());
