@@ -397,13 +397,15 @@ std::optional<IndexRule> empty_result_rule(const Node& node, const IndirectArgs&
   return r;
 }
 
-IndirectArgs indirect_layout(const Graph& graph, const Node& node) {
+}  // namespace
+
+IndirectArgs indirect_layout(const Graph& graph, const Node& node, const std::string& as_op) {
   IndirectArgs a;
-  const bool embedding = node.op == "embedding";
+  const bool embedding = as_op == "embedding";
   a.source = std::get<ValueRef>(node.args[0]);
   const std::vector<int64_t>& self = graph.value(a.source).type.sizes;
   const size_t rank = self.size();
-  if (node.op == "index") {
+  if (as_op == "index") {
     const auto& indices = tensor_list_arg(node, 1);
     if (indices.size() > rank) {
       fail(node, "too many indices for tensor of dimension " + std::to_string(rank) + " (got " +
@@ -465,7 +467,7 @@ IndirectArgs indirect_layout(const Graph& graph, const Node& node) {
   const int64_t dim = wrap_dim(int_arg(node, 1), rank, node.op, "dim", /*scalar_ok=*/true);
   a.dim = rank == 0 ? -1 : dim;
   a.size = rank == 0 ? 1 : self[static_cast<size_t>(dim)];
-  if (node.op == "index_select") {
+  if (as_op == "index_select") {
     if (isz.size() > 1)
       fail(node, "Index is supposed to be a vector, got sizes " + format_sizes(isz));
     int64_t count = 1;
@@ -509,10 +511,8 @@ IndirectArgs indirect_layout(const Graph& graph, const Node& node) {
   return a;
 }
 
-}  // namespace
-
 IndirectArgs indirect_args(const Graph& graph, const Node& node) {
-  IndirectArgs a = indirect_layout(graph, node);
+  IndirectArgs a = indirect_layout(graph, node, node.op);
   a.rule = indirect_index_rule(node, a, graph.value(a.source).type.sizes.size());
   a.empty_result_rule = empty_result_rule(node, a, graph.value(a.index).type.numel());
   return a;

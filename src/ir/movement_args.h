@@ -104,6 +104,10 @@ struct IndirectArgs {
   std::optional<IndexRule> empty_result_rule;
 };
 IndirectArgs indirect_args(const Graph& graph, const Node& node);
+// The layout part of indirect_args (all but the rules) of `as_op`'s reading of node's leading
+// arguments: the scatters take it from their gather twins (index_put from index, index_add
+// from index_select, scatter and scatter_add from gather; ir/scatter_args.h).
+IndirectArgs indirect_layout(const Graph& graph, const Node& node, const std::string& as_op);
 
 // as_strided: the strides and storage offset given (nullopt: the input's own offset).
 struct AsStridedArgs {

@@ -55,6 +55,7 @@ enum class OpCategory : uint8_t {
   Contraction,
   Convolution,
   Pooling,
+  Scatter,  // index_put, index_add, scatter, scatter_add (ir/scatter_args.h)
 };
 
 struct OpSchema {

@@ -21,6 +21,8 @@ void add_contraction_schemas(std::vector<OpSchema>& out);
 void add_convolution_schemas(std::vector<OpSchema>& out);
 // max_pool2d_with_indices, avg_pool2d, _adaptive_avg_pool2d (2-D, forward).
 void add_pooling_schemas(std::vector<OpSchema>& out);
+// index_put, index_add, scatter (src or value), scatter_add (ir/scatter_args.h).
+void add_scatter_schemas(std::vector<OpSchema>& out);
 
 // Schema parameter shorthands.
 Param required(std::string name, ParamKind kind);

@@ -165,6 +165,11 @@ def every_op(x: f32[2, 3], y: f32[3], i: i64[2, 3], b: bool[2, 3],
     n6 = index(x, [None, j])
     n7 = slice_scatter(x, m0, 1, -2, None, 2)
     n8 = select_scatter(x, m1, 0, -1)
+    n9 = index_put(x, [j], y, True)
+    n10 = index_add(x, 1, j, m0, alpha=2)
+    n11 = scatter(x, 1, i, x)
+    n12 = scatter(x, 0, i, 1.5)
+    n13 = scatter_add(x, 1, i, x)
     k1 = contiguous(v3)
     k2 = contiguous(v3, memory_format=None)
     s0 = add(z, x)
@@ -394,6 +399,11 @@ TEST(RoundTripTest, EveryOpAndLiteral) {
         "    n6 = index(x, [None, j])\n",
         "    n7 = slice_scatter(x, m0, dim=1, start=-2, step=2)\n",
         "    n8 = select_scatter(x, m1, 0, -1)\n",
+        "    n9 = index_put(x, [j], y, accumulate=True)\n",
+        "    n10 = index_add(x, 1, j, m0, alpha=2)\n",
+        "    n11 = scatter(x, 1, i, x)\n",
+        "    n12 = scatter(x, 0, i, 1.5)\n",
+        "    n13 = scatter_add(x, 1, i, x)\n",
         "    return a0, k1, x, a0\n"}) {
     EXPECT_NE(printed.find(line), std::string::npos) << line << "\nin\n" << printed;
   }
