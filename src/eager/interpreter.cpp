@@ -94,6 +94,10 @@ const std::unordered_map<std::string_view, OpFn>& op_table() {
       {"max_pool2d_with_indices_backward", detail::eval_pooling_backward},
       {"avg_pool2d_backward", detail::eval_pooling_backward},
       {"_adaptive_avg_pool2d_backward", detail::eval_pooling_backward},
+      {"index_put", detail::eval_scatter},
+      {"index_add", detail::eval_scatter},
+      {"scatter", detail::eval_scatter},
+      {"scatter_add", detail::eval_scatter},
   };
   return table;
 }

@@ -110,5 +110,7 @@ std::vector<Tensor> eval_max_pool2d_with_indices(const Env& env, const ir::Node&
 // Their backward ops: max_pool2d_with_indices_backward, avg_pool2d_backward and
 // _adaptive_avg_pool2d_backward.
 Tensor eval_pooling_backward(const Env& env, const ir::Node& node);
+// Issue 15, point 4 (scatter.cpp): index_put, index_add, scatter, scatter_add.
+Tensor eval_scatter(const Env& env, const ir::Node& node);
 
 }  // namespace stax::eager::detail
