@@ -117,8 +117,56 @@ external::ConvolutionSpec convolution_spec(const lowering::ExternalCall& call,
   return spec;
 }
 
+external::ScatterSpec scatter_spec(const lowering::ScatterCall& call,
+                                   const std::vector<int64_t>& output_sizes,
+                                   const std::vector<int64_t>& output_strides, DType dtype) {
+  external::ScatterSpec spec;
+  spec.dtype = dtype;
+  spec.index_dtype = call.index.dtype;
+  spec.out_sizes = output_sizes;
+  if (call.self) spec.self = external::StridedOperand{call.self->sizes, call.self->strides};
+  spec.index = external::StridedOperand{call.index.sizes, call.index.strides};
+  spec.space = call.space;
+  const size_t rank = call.space.size();
+  spec.index_strides.assign(rank, 0);
+  for (size_t k = 0; k < call.index_dims.size(); ++k) {
+    if (call.index_dims[k] >= 0) {
+      spec.index_strides[static_cast<size_t>(call.index_dims[k])] += call.index.strides[k];
+    }
+  }
+  if (call.values) {
+    spec.values_strides = std::vector<int64_t>(rank, 0);
+    for (size_t d = 0; d < rank; ++d) {
+      const int64_t k = call.values_dims[d];
+      if (k >= 0) (*spec.values_strides)[d] = call.values->strides[static_cast<size_t>(k)];
+    }
+  }
+  spec.dest_strides.assign(rank, 0);
+  for (size_t d = 0; d < call.dest_dims.size(); ++d) {
+    if (call.dest_dims[d] < 0) {
+      spec.index_stride = output_strides[d];
+    } else {
+      spec.dest_strides[static_cast<size_t>(call.dest_dims[d])] += output_strides[d];
+    }
+  }
+  spec.rule = call.rule;
+  spec.add = call.combine == ir::ScatterCombine::Add;
+  spec.float_sum = call.float_sum;
+  spec.fused_multiply_add = call.fused_multiply_add;
+  spec.product_in_dtype = call.product_in_dtype;
+  spec.value = call.value;
+  spec.int_value = call.int_value;
+  spec.alpha = call.alpha;
+  spec.int_alpha = call.int_alpha;
+  return spec;
+}
+
 bool library_runs_epilogue(const lowering::ExternalCall& call,
                            const std::vector<scheduler::EpilogueOp>& epilogue, std::string* why) {
+  if (call.scatter) {
+    if (why != nullptr) *why = "a scatter applies no epilogue";
+    return false;
+  }
   if (call.convolution) {
     if (why != nullptr) *why = "the convolution call takes no post-ops yet";
     return false;
@@ -127,6 +175,7 @@ bool library_runs_epilogue(const lowering::ExternalCall& call,
 }
 
 std::optional<std::string> library_for(const lowering::ExternalCall& call, std::string* why) {
+  if (call.scatter) return call.library;  // Stax's runtime, named by lowering
   if (call.convolution) {
     const std::vector<int64_t>& out_sizes = call.convolution->result_sizes;
     if (!external::ConvolutionPlan::supported(
@@ -145,7 +194,13 @@ ExternalPlans::ExternalPlans(const std::vector<program::ExternalSite>& sites, in
   for (const program::ExternalSite& site : sites) {
     try {
       Plan plan;
-      if (site.call->convolution) {
+      if (site.call->scatter) {
+        plan.scatter = std::make_unique<external::ScatterSpec>(
+            scatter_spec(*site.call->scatter, site.output_sizes, site.output_strides, site.dtype));
+        if (auto problem = external::scatter_spec_problem(*plan.scatter)) {
+          throw std::logic_error("a scatter plan with " + *problem);
+        }
+      } else if (site.call->convolution) {
         plan.convolution = external::ConvolutionPlan::create(
             convolution_spec(*site.call, site.output_sizes, site.output_strides, site.dtype),
             num_threads);
@@ -176,7 +231,13 @@ int ExternalPlans::call(void* ctx, int64_t site, const void* const* operands, vo
       throw std::logic_error("no plan for external call site " + std::to_string(site));
     }
     const Plan& plan = self->plans_[k];
-    if (plan.convolution) {
+    if (plan.scatter) {
+      // Operands: the index, the values unless a scalar is scattered, self unless zeros.
+      const bool has_values = plan.scatter->values_strides.has_value();
+      const void* values = has_values ? operands[1] : nullptr;
+      const void* init = plan.scatter->self ? operands[has_values ? 2 : 1] : nullptr;
+      external::run_scatter(*plan.scatter, init, operands[0], values, output, num_threads);
+    } else if (plan.convolution) {
       const bool has_bias = plan.convolution->spec().bias.has_value();
       plan.convolution->run(operands[0], operands[1], has_bias ? operands[2] : nullptr, output,
                             num_threads);
@@ -186,12 +247,21 @@ int ExternalPlans::call(void* ctx, int64_t site, const void* const* operands, vo
                        num_threads);
     }
     return 0;
+  } catch (const ir::IndexError& e) {
+    // The rule's message is PyTorch's, op first, as a kernel's index check reports it.
+    if (err != nullptr && err_capacity > 0)
+      std::snprintf(err, static_cast<size_t>(err_capacity), "%s", e.what());
+    return program::kStatusIndexError;
+  } catch (const std::out_of_range& e) {
+    if (err != nullptr && err_capacity > 0)
+      std::snprintf(err, static_cast<size_t>(err_capacity), "%s", e.what());
+    return program::kStatusIndexOutOfRange;
   } catch (const std::exception& e) {
     if (err != nullptr && err_capacity > 0) {
       const std::string where = k < self->sources_.size() ? self->sources_[k] + ": " : "";
       std::snprintf(err, static_cast<size_t>(err_capacity), "%s%s", where.c_str(), e.what());
     }
-    return 1;
+    return program::kStatusExternalError;
   }
 }
 

@@ -10,6 +10,7 @@
 
 #include "external/convolution.h"
 #include "external/matmul.h"
+#include "external/scatter.h"
 #include "lowering/loop_ir.h"
 #include "program/host_program.h"
 #include "scheduler/fused_node.h"
@@ -35,6 +36,11 @@ external::ConvolutionSpec convolution_spec(const lowering::ExternalCall& call,
                                            const std::vector<int64_t>& output_sizes,
                                            const std::vector<int64_t>& output_strides, DType dtype);
 
+// The runtime's view of a scatter call site (issue 15, point 4).
+external::ScatterSpec scatter_spec(const lowering::ScatterCall& call,
+                                   const std::vector<int64_t>& output_sizes,
+                                   const std::vector<int64_t>& output_strides, DType dtype);
+
 // Whether the library applies `epilogue` to `call`'s results as eager computes it (the
 // scheduler's EpilogueCheck); `why` says why not.
 bool library_runs_epilogue(const lowering::ExternalCall& call,
@@ -47,16 +53,18 @@ class ExternalPlans {
   // `num_threads`: the count the program was compiled for (a run with another builds one
   // more primitive on first use).
   ExternalPlans(const std::vector<program::ExternalSite>& sites, int num_threads);
-  // The StaxExternalFn the generated wrapper calls, with `this` as its context.
+  // The StaxExternalFn the generated wrapper calls, with `this` as its context: 0, or the
+  // wrapper's status for the failure (program::kStatusIndexError, ...).
   static int call(void* ctx, int64_t site, const void* const* operands, void* output,
                   int num_threads, char* err, int64_t err_capacity);
   bool empty() const { return plans_.empty(); }
 
  private:
-  // One plan per site: a matrix product or a convolution (the other is null).
+  // One plan per site: a matrix product, a convolution or a scatter (the others are null).
   struct Plan {
     std::unique_ptr<external::MatmulPlan> matmul;
     std::unique_ptr<external::ConvolutionPlan> convolution;
+    std::unique_ptr<external::ScatterSpec> scatter;
   };
   std::vector<Plan> plans_;
   std::vector<std::string> sources_;

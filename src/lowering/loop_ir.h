@@ -14,6 +14,8 @@
 
 #include "index/expr.h"
 #include "ir/dtype.h"
+#include "ir/index_rule.h"
+#include "ir/scatter_args.h"
 #include "lowering/ops_handler.h"
 #include "lowering/source_op.h"
 
@@ -73,6 +75,35 @@ struct ConvolutionWindow {
   std::vector<int64_t> result_sizes;
 };
 
+// A scatter (issue 15, point 4: index_put, index_add, scatter, scatter_add; ir/scatter_args.h)
+// run by Stax's runtime: the output starts as a copy of `self` (zeros when self is a fill of
+// zeros, which is then not read), then every position r of `space`, in row-major order,
+// combines values(r) (or the scalar `value`) into the output element whose dim d is
+// r[dest_dims[d]], or the index value at r where dest_dims[d] is -1. Index and values are
+// read at r through their dims' maps (index_dims: per index dim, the space dim it takes, -1
+// for none; values_dims: per space dim, the values dim read there, -1 for a broadcast).
+struct ScatterCall {
+  ExternalOperand index;
+  std::optional<ExternalOperand> values;  // absent: `value`
+  std::optional<ExternalOperand> self;    // absent: zeros
+  std::vector<int64_t> space;
+  std::vector<int64_t> dest_dims;
+  std::vector<int64_t> index_dims;
+  std::vector<int64_t> values_dims;
+  ir::IndexRule rule;
+  ir::ScatterCombine combine = ir::ScatterCombine::Assign;
+  bool float_sum = false;  // 16-bit sums kept in float, rounded once per element
+  // index_add's arithmetic (ir::ScatterArgs).
+  bool fused_multiply_add = false;
+  bool product_in_dtype = false;
+  // The scalar value and index_add's alpha, converted as the eager kernel converts them: to
+  // the dtype (value), to the opmath type or, for integer dtypes, the dtype (alpha).
+  double value = 0.0;
+  int64_t int_value = 0;
+  double alpha = 1.0;
+  int64_t int_alpha = 1;
+};
+
 // A computation whose indices Stax does not analyze: a library call that writes its whole
 // output buffer (Definition 7.1's whole dependences). Issue 14 brings matrix products:
 //   out[b] = alpha * (a[b] @ mat2[b]) + beta * bias[b]
@@ -85,6 +116,8 @@ struct ExternalCall {
   ExternalOperand b;
   std::optional<ExternalOperand> bias;  // products: broadcast to the output's sizes
   std::optional<ConvolutionWindow> convolution;
+  // A scatter (op: index_put, ...): its operands are the ScatterCall's (a and b are unused).
+  std::optional<ScatterCall> scatter;
   double alpha = 1.0;
   double beta = 1.0;
   // Eager's float32 and float64 addmm (a BLAS call) skip the product when alpha == 0: the
@@ -93,7 +126,8 @@ struct ExternalCall {
   std::string library;  // the implementation the target chose ("oneDNN matmul"), for explain
   std::string reason;   // why this is a library call rather than a loop nest
 
-  std::vector<const ExternalOperand*> operands() const;  // a, b, then bias if any
+  // a, b, then bias if any; a scatter's index, values (if any) and self (unless zeros).
+  std::vector<const ExternalOperand*> operands() const;
 };
 
 // A buffer computed by a loop nest. Its pointwise loops run over `ranges`; a reduction also

@@ -153,6 +153,12 @@ std::vector<ir::ValueRef> Lowerer::library_operands(const ir::Node& node) const 
   if (schema == nullptr) return {};
   if (schema->category == ir::OpCategory::Contraction) return library_matrix_operands(node);
   if (schema->category == ir::OpCategory::Convolution) return library_convolution_operands(node);
+  if (schema->category == ir::OpCategory::Scatter) {
+    const ir::ScatterArgs a = ir::scatter_args(graph_, node);
+    std::vector<ir::ValueRef> operands = {a.layout.source, a.layout.index};
+    if (a.values) operands.push_back(*a.values);
+    return operands;
+  }
   return {};
 }
 

@@ -255,6 +255,9 @@ class Lowerer {
       case ir::OpCategory::Pooling:  // lower_pooling.cpp
         v = lower_pooling(node, out);
         break;
+      case ir::OpCategory::Scatter:  // issue 15, point 4 (lower_scatter.cpp)
+        v = lower_scatter(node, out);
+        break;
     }
     // Each result of a multi-result op (split, var_mean) is its own node, lowered alone.
     std::vector<LoweredValue> results = {std::move(v)};
@@ -332,6 +335,11 @@ class Lowerer {
   // The contiguous buffer of `sizes` that one library call (`call`) writes whole, for `node`.
   LoweredValue add_external_buffer(const ir::Node& node, ExternalCall call, DType dtype,
                                    const std::vector<int64_t>& sizes);
+  // Issue 15, point 4 (lower_scatter.cpp): index_put, index_add, scatter, scatter_add as
+  // external nodes run by Stax's runtime.
+  LoweredValue lower_scatter(const ir::Node& node, const ir::Value& out);
+  // `ref` as an external call reads it: where it is stored, else stored first (`why`).
+  ExternalOperand stored_operand(ir::ValueRef ref, const std::string& why);
   // Issue 15: convolution and convolution_backward as external library calls or loop nests
   // (lower_convolution.cpp, lower_convolution_backward.cpp).
   LoweredValue lower_convolution(const ir::Node& node, const ir::Value& out);

@@ -17,6 +17,12 @@ int64_t ComputedBuffer::numel() const {
 }
 
 std::vector<const ExternalOperand*> ExternalCall::operands() const {
+  if (scatter) {
+    std::vector<const ExternalOperand*> out = {&scatter->index};
+    if (scatter->values) out.push_back(&*scatter->values);
+    if (scatter->self) out.push_back(&*scatter->self);
+    return out;
+  }
   std::vector<const ExternalOperand*> out = {&a, &b};
   if (bias) out.push_back(&*bias);
   return out;

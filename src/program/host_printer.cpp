@@ -174,9 +174,11 @@ class Printer {
       if (ops[k]->offset != 0) out_ << " + " << ops[k]->offset;
     }
     out_ << "};\n";
-    out_ << "if (external(external_ctx, " << c.site << ", stax_operands, " << site.output
-         << ", num_threads, err, err_capacity) != 0) { " << release_live_ << "return "
-         << kStatusExternalError << "; }\n}\n";
+    // The runtime's status: kStatusExternalError for a library's failure, the index statuses
+    // for a scatter's index out of range.
+    out_ << "const int stax_status = external(external_ctx, " << c.site << ", stax_operands, "
+         << site.output << ", num_threads, err, err_capacity);\n";
+    out_ << "if (stax_status != 0) { " << release_live_ << "return stax_status; }\n}\n";
   }
 
   void print_wrapper() {

@@ -76,7 +76,8 @@ float* buf1 = static_cast<float*>(stax_live[1] = stax_alloc(12288));
 if (buf1 == nullptr) { for (void* p : stax_live) stax_free(p); stax_set_error(err, err_capacity, "out of memory allocating buf1 (12288 bytes)"); return 2; }
 {
 const void* stax_operands[3] = {buf0, in_w, in_b};
-if (external(external_ctx, 0, stax_operands, buf1, num_threads, err, err_capacity) != 0) { for (void* p : stax_live) stax_free(p); return 6; }
+const int stax_status = external(external_ctx, 0, stax_operands, buf1, num_threads, err, err_capacity);
+if (stax_status != 0) { for (void* p : stax_live) stax_free(p); return stax_status; }
 }
 stax_free(buf0); stax_live[0] = nullptr;
 in_b = nullptr;  // last use of input b

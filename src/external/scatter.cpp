@@ -1,0 +1,327 @@
+// Stax's runtime scatter (see scatter.h).
+#include "external/scatter.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <type_traits>
+
+#include "ir/graph.h"
+// Storage-only 16-bit float types (conversions to and from float); the generated kernels use
+// the same header, so the runtime rounds exactly as they do.
+#include "runtime/kernel_include/stax_kernel_half.h"
+
+namespace stax::external {
+
+namespace {
+
+int64_t numel(const std::vector<int64_t>& sizes) {
+  int64_t n = 1;
+  for (int64_t s : sizes) n *= s;
+  return n;
+}
+
+// The offsets, in several strided layouts, of consecutive row-major positions of `sizes`.
+class StridedWalk {
+ public:
+  StridedWalk(const std::vector<int64_t>& sizes, std::vector<const std::vector<int64_t>*> strides,
+              int64_t start)
+      : sizes_(sizes),
+        strides_(std::move(strides)),
+        coord_(sizes.size(), 0),
+        offsets_(strides_.size(), 0) {
+    for (size_t d = sizes_.size(); d-- > 0;) {
+      coord_[d] = sizes_[d] == 0 ? 0 : start % sizes_[d];
+      start = sizes_[d] == 0 ? 0 : start / sizes_[d];
+      for (size_t k = 0; k < strides_.size(); ++k) offsets_[k] += coord_[d] * (*strides_[k])[d];
+    }
+  }
+  int64_t offset(size_t k) const { return offsets_[k]; }
+  void next() {
+    for (size_t d = sizes_.size(); d-- > 0;) {
+      if (++coord_[d] < sizes_[d]) {
+        for (size_t k = 0; k < strides_.size(); ++k) offsets_[k] += (*strides_[k])[d];
+        return;
+      }
+      for (size_t k = 0; k < strides_.size(); ++k) {
+        offsets_[k] -= (sizes_[d] - 1) * (*strides_[k])[d];
+      }
+      coord_[d] = 0;
+    }
+  }
+
+ private:
+  const std::vector<int64_t>& sizes_;
+  std::vector<const std::vector<int64_t>*> strides_;
+  std::vector<int64_t> coord_;
+  std::vector<int64_t> offsets_;
+};
+
+int64_t load_index(const void* index, DType dtype, int64_t offset) {
+  return dtype == DType::Int64 ? static_cast<const int64_t*>(index)[offset]
+                               : static_cast<const int32_t*>(index)[offset];
+}
+
+// Every index value, in the index's row-major order: throws for the first bad one.
+void check_indices(const ScatterSpec& s, const void* index, int threads) {
+  const int64_t n = numel(s.index.sizes);
+  int64_t first_bad = n;
+#pragma omp parallel num_threads(threads) reduction(min : first_bad)
+  {
+    const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+    const int64_t begin = n * t / nt, end = n * (t + 1) / nt;
+    if (begin < end) {
+      StridedWalk walk(s.index.sizes, {&s.index.strides}, begin);
+      for (int64_t p = begin; p < end; ++p, walk.next()) {
+        if (!s.rule.accepts(load_index(index, s.index_dtype, walk.offset(0)))) {
+          first_bad = p;
+          break;
+        }
+      }
+    }
+  }
+  if (first_bad == n) return;
+  const StridedWalk at(s.index.sizes, {&s.index.strides}, first_bad);
+  s.rule.fail(load_index(index, s.index_dtype, at.offset(0)));
+}
+
+// out = self (strided) or zeros, split over the threads (which also spreads first touches).
+void initialize_output(const ScatterSpec& s, const void* self, void* out, int threads) {
+  const int64_t n = numel(s.out_sizes);
+  const auto esize = static_cast<int64_t>(dtype_size(s.dtype));
+  const bool dense = s.self && s.self->strides == ir::contiguous_strides(s.out_sizes);
+#pragma omp parallel num_threads(threads)
+  {
+    const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+    const int64_t begin = n * t / nt, end = n * (t + 1) / nt;
+    char* dst = static_cast<char*>(out) + begin * esize;
+    if (begin >= end) {
+      // nothing
+    } else if (!s.self) {
+      std::memset(dst, 0, static_cast<size_t>((end - begin) * esize));
+    } else if (dense) {
+      std::memcpy(dst, static_cast<const char*>(self) + begin * esize,
+                  static_cast<size_t>((end - begin) * esize));
+    } else {
+      StridedWalk walk(s.out_sizes, {&s.self->strides}, begin);
+      for (int64_t p = begin; p < end; ++p, walk.next(), dst += esize) {
+        std::memcpy(dst, static_cast<const char*>(self) + walk.offset(0) * esize,
+                    static_cast<size_t>(esize));
+      }
+    }
+  }
+}
+
+// The work split: positions are (outer free coordinates, a chunk of the innermost free dim,
+// then every index-dim coordinate in order).
+struct Split {
+  std::vector<int64_t> outer_sizes, outer_dest, outer_index, outer_values;
+  std::vector<int64_t> index_sizes, index_index, index_values;  // the non-free dims
+  int64_t inner = 1;  // the innermost free dim's size and strides
+  int64_t inner_dest = 0, inner_index = 0, inner_values = 0;
+  int64_t chunk = 1;  // of the innermost free dim, per work item
+};
+
+Split split_space(const ScatterSpec& s, int threads) {
+  Split w;
+  const std::vector<int64_t> zeros(s.space.size(), 0);
+  const std::vector<int64_t>& vs = s.values_strides ? *s.values_strides : zeros;
+  std::optional<size_t> innermost;
+  for (size_t d = 0; d < s.space.size(); ++d) {
+    if (s.dest_strides[d] != 0) innermost = d;
+  }
+  for (size_t d = 0; d < s.space.size(); ++d) {
+    if (innermost && d == *innermost) {
+      w.inner = s.space[d];
+      w.inner_dest = s.dest_strides[d];
+      w.inner_index = s.index_strides[d];
+      w.inner_values = vs[d];
+    } else if (s.dest_strides[d] != 0) {
+      w.outer_sizes.push_back(s.space[d]);
+      w.outer_dest.push_back(s.dest_strides[d]);
+      w.outer_index.push_back(s.index_strides[d]);
+      w.outer_values.push_back(vs[d]);
+    } else {
+      w.index_sizes.push_back(s.space[d]);
+      w.index_index.push_back(s.index_strides[d]);
+      w.index_values.push_back(vs[d]);
+    }
+  }
+  // Enough items for every thread, none shorter than a few cache lines where it can help.
+  const int64_t outer = numel(w.outer_sizes);
+  const int64_t wanted =
+      std::max<int64_t>(1, 4 * static_cast<int64_t>(threads) / std::max<int64_t>(outer, 1));
+  w.chunk = std::max<int64_t>(std::min<int64_t>(w.inner, 64), (w.inner + wanted - 1) / wanted);
+  return w;
+}
+
+template <typename T>
+constexpr bool is_16bit = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
+
+template <typename T>
+T scalar_of(const ScatterSpec& s) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return s.int_value != 0;
+  } else if constexpr (std::is_integral_v<T>) {
+    return static_cast<T>(s.int_value);
+  } else if constexpr (is_16bit<T>) {
+    return T(static_cast<float>(s.value));
+  } else {
+    return static_cast<T>(s.value);
+  }
+}
+
+// Combines `v` into `*dst` (sum: the float sum of a 16-bit float_sum scatter); `alpha` is
+// the spec's, converted as eager converts it for T (alpha_for).
+template <typename T, typename Alpha>
+inline void combine(const ScatterSpec& s, T* dst, float* sum, T v, Alpha alpha) {
+  if (!s.add) {
+    *dst = v;
+  } else if constexpr (std::is_same_v<T, bool>) {
+    *dst = *dst || (alpha != 0 && v);
+  } else if constexpr (std::is_integral_v<T>) {
+    const uint64_t r =
+        static_cast<uint64_t>(static_cast<int64_t>(*dst)) +
+        static_cast<uint64_t>(static_cast<int64_t>(v)) * static_cast<uint64_t>(alpha);
+    *dst = static_cast<T>(static_cast<int64_t>(r));  // wraps to the width (C++20)
+  } else if constexpr (is_16bit<T>) {
+    if (sum != nullptr) {
+      *sum += static_cast<float>(v);
+    } else if (s.product_in_dtype) {
+      const float term = static_cast<float>(T(alpha * static_cast<float>(v)));
+      *dst = T(static_cast<float>(*dst) + term);
+    } else {
+      *dst = T(static_cast<float>(*dst) + alpha * static_cast<float>(v));
+    }
+  } else {  // float, double: this file is compiled without contraction (-ffp-contract=off)
+    if (alpha == 1) {  // exact either way; std::fma is a library call without FMA hardware
+      *dst = *dst + v;
+    } else if (s.fused_multiply_add) {
+      *dst = std::fma(alpha, v, *dst);
+    } else {
+      const T term = alpha * v;
+      *dst = *dst + term;
+    }
+  }
+}
+
+// The alpha `combine` takes for T: int64 for integers and bool, float for float and 16-bit
+// types (rounded to the 16-bit dtype first where the product is rounded), double for double.
+template <typename T>
+auto alpha_for(const ScatterSpec& s) {
+  if constexpr (std::is_integral_v<T>) {
+    return s.int_alpha;
+  } else if constexpr (is_16bit<T>) {
+    const auto a = static_cast<float>(s.alpha);
+    return s.product_in_dtype ? static_cast<float>(T(a)) : a;
+  } else {
+    return static_cast<T>(s.alpha);
+  }
+}
+
+template <typename T>
+void scatter_typed(const ScatterSpec& s, const void* index_data, const T* values, T* out,
+                   float* sums, int threads) {
+  const Split w = split_space(s, threads);
+  const int64_t outer = numel(w.outer_sizes);
+  const int64_t chunks = (w.inner + w.chunk - 1) / w.chunk;
+  const int64_t items = outer * chunks;
+  const int64_t positions = numel(w.index_sizes);
+  const T scalar = scalar_of<T>(s);
+  const auto alpha = alpha_for<T>(s);
+  const int64_t size = s.rule.size;
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int64_t item = 0; item < items; ++item) {
+    const int64_t o = item / chunks;
+    const int64_t l0 = (item % chunks) * w.chunk;
+    const int64_t l1 = std::min(w.inner, l0 + w.chunk);
+    const StridedWalk base(w.outer_sizes, {&w.outer_dest, &w.outer_index, &w.outer_values}, o);
+    StridedWalk walk(w.index_sizes, {&w.index_index, &w.index_values}, 0);
+    for (int64_t j = 0; j < positions; ++j, walk.next()) {
+      const int64_t index_at = base.offset(1) + walk.offset(0);
+      const int64_t values_at = base.offset(2) + walk.offset(1);
+      // An index constant along the inner dim (index_put's rows) is read once.
+      int64_t row = w.inner_index == 0 ? load_index(index_data, s.index_dtype, index_at) : 0;
+      if (row < 0) row += size;
+      for (int64_t l = l0; l < l1; ++l) {
+        int64_t v = row;
+        if (w.inner_index != 0) {
+          v = load_index(index_data, s.index_dtype, index_at + l * w.inner_index);
+          if (v < 0) v += size;
+        }
+        const int64_t dest = base.offset(0) + l * w.inner_dest + v * s.index_stride;
+        const T value = values != nullptr ? values[values_at + l * w.inner_values] : scalar;
+        combine<T>(s, out + dest, sums != nullptr ? sums + dest : nullptr, value, alpha);
+      }
+    }
+  }
+}
+
+template <typename T>
+void run_typed(const ScatterSpec& s, const void* index, const void* values, void* out,
+               int threads) {
+  T* o = static_cast<T*>(out);
+  const int64_t n = numel(s.out_sizes);
+  std::vector<float> sums;
+  if constexpr (is_16bit<T>) {
+    if (s.float_sum && s.add) {
+      sums.resize(static_cast<size_t>(n));
+      for (int64_t p = 0; p < n; ++p) sums[static_cast<size_t>(p)] = static_cast<float>(o[p]);
+    }
+  }
+  scatter_typed<T>(s, index, static_cast<const T*>(values), o, sums.empty() ? nullptr : sums.data(),
+                   threads);
+  if constexpr (is_16bit<T>) {
+    for (size_t p = 0; p < sums.size(); ++p) o[p] = T(sums[p]);
+  }
+}
+
+}  // namespace
+
+std::optional<std::string> scatter_spec_problem(const ScatterSpec& s) {
+  const size_t rank = s.space.size();
+  if (s.index_strides.size() != rank || s.dest_strides.size() != rank ||
+      (s.values_strides && s.values_strides->size() != rank)) {
+    return "per-dim strides of a rank other than the space's (" + std::to_string(rank) + ")";
+  }
+  if (s.self && s.self->sizes != s.out_sizes) return "self's sizes differ from the output's";
+  if (s.index.sizes.size() != s.index.strides.size()) return "the index's strides and sizes";
+  if (s.index_dtype != DType::Int64 && s.index_dtype != DType::Int32) return "an index dtype";
+  return std::nullopt;
+}
+
+void run_scatter(const ScatterSpec& spec, const void* self, const void* index, const void* values,
+                 void* out, int num_threads) {
+  const int threads = std::max(1, num_threads);
+  // Eager checks the index values it visits: none when the space is empty.
+  if (numel(spec.space) != 0) check_indices(spec, index, threads);
+  initialize_output(spec, self, out, threads);
+  if (numel(spec.space) == 0) return;
+  switch (spec.dtype) {
+    case DType::Bool:
+      return run_typed<bool>(spec, index, values, out, threads);
+    case DType::UInt8:
+      return run_typed<uint8_t>(spec, index, values, out, threads);
+    case DType::Int8:
+      return run_typed<int8_t>(spec, index, values, out, threads);
+    case DType::Int16:
+      return run_typed<int16_t>(spec, index, values, out, threads);
+    case DType::Int32:
+      return run_typed<int32_t>(spec, index, values, out, threads);
+    case DType::Int64:
+      return run_typed<int64_t>(spec, index, values, out, threads);
+    case DType::Float16:
+      return run_typed<Half>(spec, index, values, out, threads);
+    case DType::BFloat16:
+      return run_typed<BFloat16>(spec, index, values, out, threads);
+    case DType::Float32:
+      return run_typed<float>(spec, index, values, out, threads);
+    case DType::Float64:
+      return run_typed<double>(spec, index, values, out, threads);
+  }
+}
+
+}  // namespace stax::external

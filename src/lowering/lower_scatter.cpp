@@ -1,0 +1,82 @@
+// Issue 15, point 4: the scatters (index_put, index_add, scatter, scatter_add) as external
+// nodes that Stax's runtime runs (lowering/loop_ir.h: ScatterCall). A scatter writes elements
+// the index tensor names, so no loop over its output computes it: the node depends on the
+// whole of each operand and writes its whole output (Definition 7.1's whole dependences), and
+// the runtime visits the positions in eager's order, which makes every sum deterministic.
+// Operands are read where they are stored, through any strides (a broadcast included); a
+// computed operand is stored first. A self that is a fill of zeros (the embedding gradient's
+// new_zeros) is not stored at all: the runtime zeroes the output.
+#include <cmath>
+
+#include "ir/factory_args.h"
+#include "lowering/lowerer.h"
+
+namespace stax::lowering {
+
+namespace {
+
+// Whether `ref` is computed by a fill whose every element is zero (all bits clear).
+bool is_zero_fill(const ir::Graph& graph, ir::ValueRef ref) {
+  const int producer = graph.value(ref).producer;
+  if (producer < 0) return false;
+  const ir::Node& node = graph.nodes()[static_cast<size_t>(producer)];
+  const ir::OpSchema* schema = ir::find_op_schema(node.op);
+  if (schema == nullptr || schema->category != ir::OpCategory::Factory) return false;
+  const ir::FactoryArgs f = ir::factory_args(graph, node);
+  if (f.is_range) return false;
+  // -0.0 is a fill whose bits are not zero.
+  return f.fill.is_zero() && !(f.fill.is_float() && std::signbit(f.fill.as_double()));
+}
+
+}  // namespace
+
+ExternalOperand Lowerer::stored_operand(ir::ValueRef ref, const std::string& why) {
+  const LoweredValue& v = value(ref.index);
+  if (v.layout) {
+    return ExternalOperand{v.layout->buffer, v.layout->is_input, v.dtype,
+                           v.sizes,          v.layout->strides,  v.layout->offset};
+  }
+  const LoweredValue r = realize(v, why);
+  return ExternalOperand{r.layout->buffer, false, v.dtype, v.sizes, r.layout->strides, 0};
+}
+
+LoweredValue Lowerer::lower_scatter(const ir::Node& node, const ir::Value& out) {
+  const ir::ScatterArgs a = ir::scatter_args(graph_, node);
+  const DType dtype = out.type.dtype;
+  const std::string role =
+      " of " + ir::describe_node(graph_, node) + ": the scatter reads stored tensors only";
+  ScatterCall s;
+  s.space = a.layout.sizes;
+  s.dest_dims = a.layout.source_dims;
+  s.index_dims = a.layout.index_dims;
+  s.values_dims = a.values_dims;
+  s.rule = a.layout.rule;
+  s.combine = a.combine;
+  s.float_sum = a.float_sum;
+  s.fused_multiply_add = a.fused_multiply_add;
+  s.product_in_dtype = a.product_in_dtype;
+  const bool integer = dtype == DType::Bool || is_integral(dtype);
+  const DType float_type = dtype == DType::Float64 ? DType::Float64 : DType::Float32;
+  if (integer) {
+    s.int_value = *ir::convert_scalar(a.value, dtype).as_exact_int64();
+    s.int_alpha = *ir::convert_scalar(a.alpha, dtype).as_exact_int64();
+  } else {
+    s.value = ir::convert_scalar(a.value, float_type).as_double();
+    s.alpha = ir::convert_scalar(a.alpha, float_type).as_double();
+  }
+  s.index = stored_operand(a.layout.index, "the index" + role);
+  if (a.values) s.values = stored_operand(*a.values, "the values" + role);
+  if (!is_zero_fill(graph_, a.layout.source))
+    s.self = stored_operand(a.layout.source, "self" + role);
+
+  ExternalCall call;
+  call.op = node.op;
+  call.scatter = std::move(s);
+  call.library = "Stax runtime scatter";
+  call.reason = "a scatter visits its positions in eager's order in Stax's runtime (" +
+                std::string(a.combine == ir::ScatterCombine::Add ? "sums" : "writes") +
+                " whose targets are index values)";
+  return add_external_buffer(node, std::move(call), dtype, out.type.sizes);
+}
+
+}  // namespace stax::lowering
