@@ -618,6 +618,67 @@ void add_pooling(Builder& b) {
         });
 }
 
+// The scatters (issue 15, point 4) over operands of equal sizes: index_put along dim 0 and
+// (with a None first) dim 1, index_add along dim 0, scatter and scatter_add along the last
+// dim with an index of the operand's sizes; indices drawn in [0, size) repeat, so sums meet
+// several values per element and writes are overwritten. Sums are compared with eager in the
+// dtype itself (every addition rounds, in eager's order); writes copy exactly.
+void add_scatters(Builder& b) {
+  auto leading = [](const CallSite& s, size_t dim) -> std::optional<int64_t> {
+    if (s.sizes.size() <= dim || s.sizes[dim] == 0) return std::nullopt;
+    return s.sizes[dim];
+  };
+  for (const bool accumulate : {false, true}) {
+    const std::string suffix = accumulate ? ".accumulate" : "";
+    const std::string flag = accumulate ? ", True)" : ")";
+    b.add("index_put", "index_put" + suffix, {D::Finite, D::Finite}, kAll,
+          accumulate ? R::SameDtype : R::Float64, !accumulate,
+          [leading, flag](const CallSite& s) -> std::optional<std::string> {
+            const auto n = leading(s, 0);
+            if (!n) return std::nullopt;
+            return "index_put(" + s.operands[0] + ", [" + s.index_input({*n}, *n) + "], " +
+                   s.operands[1] + flag;
+          });
+    b.add("index_put", "index_put.dim1" + suffix, {D::Finite, D::Finite}, kAll,
+          accumulate ? R::SameDtype : R::Float64, !accumulate,
+          [leading, flag](const CallSite& s) -> std::optional<std::string> {
+            const auto n = leading(s, 1);
+            if (!n || !leading(s, 0)) return std::nullopt;
+            return "index_put(" + s.operands[0] + ", [None, " + s.index_input({*n}, *n) + "], " +
+                   s.operands[1] + flag;
+          });
+  }
+  b.add("index_add", "index_add", {D::Finite, D::Finite}, kAll, R::SameDtype, false,
+        [leading](const CallSite& s) -> std::optional<std::string> {
+          const auto n = leading(s, 0);
+          if (!n) return std::nullopt;
+          return "index_add(" + s.operands[0] + ", 0, " + s.index_input({*n}, *n) + ", " +
+                 s.operands[1] + ")";
+        });
+  b.add("index_add", "index_add.alpha", {D::Small, D::Small}, kNoBool, R::SameDtype, false,
+        [leading](const CallSite& s) -> std::optional<std::string> {
+          const auto n = leading(s, 0);
+          if (!n) return std::nullopt;
+          return "index_add(" + s.operands[0] + ", 0, " + s.index_input({*n}, *n) + ", " +
+                 s.operands[1] + ", alpha=2)";
+        });
+  for (const char* op : {"scatter", "scatter_add"}) {
+    const bool add = std::string(op) == "scatter_add";
+    b.add(op, op, {D::Finite, D::Finite}, kAll, add ? R::SameDtype : R::Float64, !add,
+          [op](const CallSite& s) -> std::optional<std::string> {
+            if (last_size(s) == 0) return std::nullopt;
+            return std::string(op) + "(" + s.operands[0] + ", -1, " +
+                   s.index_input(s.sizes, last_size(s)) + ", " + s.operands[1] + ")";
+          });
+  }
+  b.add("scatter", "scatter.value", {D::Finite}, kNoBool, R::SameDtype, true,
+        [](const CallSite& s) -> std::optional<std::string> {
+          if (last_size(s) == 0) return std::nullopt;
+          return "scatter(" + s.operands[0] + ", -1, " + s.index_input(s.sizes, last_size(s)) +
+                 ", 3)";
+        });
+}
+
 std::vector<CatalogEntry> build() {
   Builder b;
   add_arithmetic(b);
@@ -631,6 +692,7 @@ std::vector<CatalogEntry> build() {
   add_contractions(b);  // issue 14, point 3
   add_convolutions(b);  // issue 15, point 2
   add_pooling(b);
+  add_scatters(b);  // issue 15, point 4
   return std::move(b.entries);
 }
 
