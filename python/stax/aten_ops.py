@@ -215,6 +215,27 @@ def _scatter_window(node, names, graph):
     return _emit_op(graph, node, node.target._overloadpacket.__name__, args)
 
 
+@rewrite(aten.scatter.value)
+def _scatter_value(node, names, graph):
+    # Stax's scatter takes ATen's scatter.src and scatter.value as one op whose src is a
+    # tensor or a scalar.
+    bound = {n: v for n, v, _ in bind_arguments(node)}
+    return _emit_op(graph, node, "scatter", [
+        names(bound["self"]), literal(bound["dim"], names), names(bound["index"]),
+        literal(bound["value"], names)])
+
+
+def _check_tensor_indices(node: torch.fx.Node) -> None:
+    """index.Tensor and index_put: Stax takes one integer tensor index (None entries around
+    it); several index tensors and boolean masks run in PyTorch."""
+    indices = [i for i in node.args[1] if i is not None]
+    if len(indices) != 1:
+        raise Unsupported(f"{len(indices)} tensor indices (Stax takes one)")
+    dtype = indices[0].meta["val"].dtype
+    if dtype not in (torch.int64, torch.int32):
+        raise Unsupported(f"a {dtype} index (Stax takes int64 and int32 indices)")
+
+
 @rewrite(aten.t.default)
 def _t(node, names, graph):
     rank = len(node.args[0].meta["val"].shape)
@@ -367,6 +388,8 @@ def translate_node(node: torch.fx.Node, names: Callable[[Any], str], graph: Text
         raise Unsupported(f"{target} is not an ATen operator")
     if target in REWRITES:
         return REWRITES[target](node, names, graph)
+    if target in (aten.index.Tensor, aten.index_put.default):
+        _check_tensor_indices(node)
     if target is aten.convolution.default and node.args[6]:
         raise Unsupported("a transposed convolution (Stax lowers the forward kind only)")
     if target is aten.convolution_backward.default and node.args[7]:

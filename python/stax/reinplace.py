@@ -12,7 +12,9 @@ region output that is its own storage root is a tensor the call allocated for it
 
 This runs on the ATen graph before partitioning, and only on ops PyTorch runs (Stax's own
 regions never see them). It is the counterpart of Inductor's reinplacing pass, reduced to the
-scatters that the benchmark's training graphs contain.
+scatters. Stax now runs index_put with one tensor index, index_add and scatter_add itself
+(the embedding gradient included, whose zeros it never stores); what remains here are the
+forms it leaves to PyTorch (index_put with several tensor indices or a mask).
 """
 
 from __future__ import annotations
