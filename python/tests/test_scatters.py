@@ -1,6 +1,7 @@
 """The scatters run in Stax (issue 15, point 4): torch.compile(backend="stax") of index_put
 (with and without accumulate, a None before the tensor index, a 2-D index, negative indices,
-broadcast values), index_add (alpha), scatter (a tensor or a scalar src) and scatter_add,
+broadcast values), index_add (alpha), scatter (a tensor or a scalar src), scatter_add and
+scatter_reduce (every reduction, with and without self),
 against eager, over dtypes, non-contiguous operands, one and two threads, and sizes large
 enough for the parallel split; an embedding's gradient (the index_put of every text model's
 training graph) runs in Stax; out-of-range indices raise eager's exception class.
@@ -153,6 +154,28 @@ def test_scatter_and_scatter_add_match_eager(dtype):
         compiled_matches_eager(scatter_value, (x, index), threads)
         compiled_matches_eager(scatter_add, (x, index, src), threads)
         compiled_matches_eager(scatter_add_dim0, (x, index, src), threads)
+
+
+# The C++ tests run every dtype (scatter_torch_cases.inc); here a float, a 16-bit float (kept
+# in float, rounded once) and an integer (a floored mean, wrapping products).
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64], ids=str)
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
+def test_scatter_reduce_matches_eager(dtype, reduce):
+    x = values(400, 64, dtype=dtype)
+    if reduce == "prod" and dtype.is_floating_point:  # products of values near one
+        src = (1 + values(400, 80, dtype=torch.float64, seed=2) / 64).to(dtype)
+    else:
+        src = values(400, 80, dtype=dtype, seed=2)
+    g = torch.Generator().manual_seed(3)
+    index = torch.randint(0, 48, (400, 72), generator=g)  # columns 48.. keep self's values
+
+    for include_self in (True, False):
+        def fn(x, index, src):
+            return torch.scatter_reduce(x, 1, index, src, reduce, include_self=include_self)
+
+        for threads in (1, 2):
+            in_stax, fell_back = compiled_matches_eager(fn, (x, index, src), threads)
+            assert in_stax.get("scatter_reduce") == 1 and not fell_back, (in_stax, fell_back)
 
 
 def test_bfloat16_sums_round_as_eager():

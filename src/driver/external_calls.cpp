@@ -150,7 +150,8 @@ external::ScatterSpec scatter_spec(const lowering::ScatterCall& call,
     }
   }
   spec.rule = call.rule;
-  spec.add = call.combine == ir::ScatterCombine::Add;
+  spec.combine = call.combine;
+  spec.include_self = call.include_self;
   spec.float_sum = call.float_sum;
   spec.fused_multiply_add = call.fused_multiply_add;
   spec.product_in_dtype = call.product_in_dtype;

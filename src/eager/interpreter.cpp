@@ -98,6 +98,7 @@ const std::unordered_map<std::string_view, OpFn>& op_table() {
       {"index_add", detail::eval_scatter},
       {"scatter", detail::eval_scatter},
       {"scatter_add", detail::eval_scatter},
+      {"scatter_reduce", detail::eval_scatter},
   };
   return table;
 }

@@ -10,7 +10,9 @@
 // gap: eager's rank-2+ loop computes 16-bit slices of 32 or more contiguous elements (with
 // AVX2; the count depends on the CPU) with alpha converted to the dtype but the product and
 // sum in float, which this oracle does not follow (alpha 1 is exact either way).
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
 #include "eager/ops.h"
@@ -45,6 +47,10 @@ class Combiner {
       sums_.resize(static_cast<size_t>(out.numel()));
       for (int64_t p = 0; p < out.numel(); ++p) sums_[static_cast<size_t>(p)] = out.get_flat(p);
     }
+    if (!a.include_self) touched_.assign(static_cast<size_t>(out.numel()), 0);
+    if (a.combine == ir::ScatterCombine::Mean) {
+      counts_.assign(static_cast<size_t>(out.numel()), a.include_self ? 1 : 0);
+    }
   }
 
   // Combines element `at` of `values` (or the scalar value when `values` is null) into out's
@@ -61,6 +67,24 @@ class Combiner {
       } else {
         out_.set(dest, scalar_to_float(a_.value, dtype_));
       }
+      return;
+    }
+    const auto f = static_cast<size_t>(flat);
+    if (!touched_.empty() && touched_[f] == 0) {  // include_self=False: the first value
+      touched_[f] = 1;
+      if (!counts_.empty()) counts_[f] = 1;
+      if (a_.float_sum) {
+        sums_[f] = static_cast<float>(values->get(at));
+      } else if (integer_) {
+        store_int(out_, dest, load_int(*values, at));
+      } else {
+        out_.set(dest, values->get(at));
+      }
+      return;
+    }
+    if (!counts_.empty()) ++counts_[f];
+    if (a_.combine != ir::ScatterCombine::Add && a_.combine != ir::ScatterCombine::Mean) {
+      reduce(*values, at, dest, f);
       return;
     }
     if (dtype_ == DType::Bool) {  // bool += alpha * bool: true when either is
@@ -89,11 +113,76 @@ class Combiner {
   }
 
   void finish() {
+    if (!counts_.empty()) divide_by_counts();
     if (!a_.float_sum) return;
     for (int64_t p = 0; p < out_.numel(); ++p) out_.set_flat(p, sums_[static_cast<size_t>(p)]);
   }
 
  private:
+  // scatter_reduce's prod, amax and amin (NaN wins; on ties and after a NaN the element keeps
+  // its value, as std::max and std::min do; bool: and, or, and).
+  void reduce(const Tensor& values, const std::vector<int64_t>& at,
+              const std::vector<int64_t>& dest, size_t f) {
+    const ir::ScatterCombine c = a_.combine;
+    if (integer_) {
+      const int64_t o = load_int(out_, dest);
+      const int64_t v = load_int(values, at);
+      int64_t r = 0;
+      if (dtype_ == DType::Bool) {
+        r = c == ir::ScatterCombine::Max ? (o != 0 || v != 0) : (o != 0 && v != 0);
+      } else if (c == ir::ScatterCombine::Multiply) {
+        r = static_cast<int64_t>(static_cast<uint64_t>(o) * static_cast<uint64_t>(v));
+      } else {
+        r = c == ir::ScatterCombine::Max ? std::max(o, v) : std::min(o, v);
+      }
+      store_int(out_, dest, r);
+      return;
+    }
+    const double o = a_.float_sum ? sums_[f] : out_.get(dest);
+    const double v = values.get(at);
+    double r = 0.0;
+    if (c == ir::ScatterCombine::Multiply) {
+      r = dtype_ == DType::Float64
+              ? o * v
+              : static_cast<double>(static_cast<float>(o) * static_cast<float>(v));
+    } else if (std::isnan(v)) {
+      r = v;
+    } else if (c == ir::ScatterCombine::Max) {
+      r = o < v ? v : o;
+    } else {
+      r = v < o ? v : o;
+    }
+    if (a_.float_sum) {
+      sums_[f] = static_cast<float>(r);
+    } else {
+      out_.set(dest, r);
+    }
+  }
+
+  // Mean: each element's sum divided by its count (none counts as one), floored for integers,
+  // in float for float32; a 16-bit float sum is rounded to the dtype first, as eager's sum
+  // tensor is before its div_.
+  void divide_by_counts() {
+    for (int64_t p = 0; p < out_.numel(); ++p) {
+      const int64_t count = std::max<int64_t>(1, counts_[static_cast<size_t>(p)]);
+      const std::vector<int64_t> at = unravel_index(p, out_.sizes());
+      if (integer_) {
+        const int64_t sum = load_int(out_, at);
+        int64_t q = sum / count;
+        if (sum % count != 0 && sum < 0) --q;
+        store_int(out_, at, q);
+      } else if (a_.float_sum) {  // eager rounds the float sum, then divides (div_)
+        float& s = sums_[static_cast<size_t>(p)];
+        s = static_cast<float>(round_to(dtype_, s)) / static_cast<float>(count);
+      } else if (dtype_ == DType::Float64) {
+        out_.set(at, out_.get(at) / static_cast<double>(count));
+      } else {
+        out_.set(at,
+                 static_cast<double>(static_cast<float>(out_.get(at)) / static_cast<float>(count)));
+      }
+    }
+  }
+
   const ir::ScatterArgs& a_;
   const Tensor& out_;
   DType dtype_;
@@ -103,6 +192,8 @@ class Combiner {
   int64_t int_alpha_ = 1;
   double float_alpha_ = 1.0;
   std::vector<float> sums_;
+  std::vector<uint8_t> touched_;  // include_self=False: whether the element has a value yet
+  std::vector<int64_t> counts_;   // Mean: the values (self included) each element averages
 };
 
 }  // namespace

@@ -176,10 +176,71 @@ T scalar_of(const ScatterSpec& s) {
 
 // Combines `v` into `*dst` (sum: the float sum of a 16-bit float_sum scatter); `alpha` is
 // the spec's, converted as eager converts it for T (alpha_for).
+// scatter_reduce's prod, amax and amin of `v` into `*dst` (or its float `sum`): a NaN wins;
+// on ties and after a NaN the element keeps its value (std::max and std::min); bool: and,
+// or, and.
+template <typename T>
+inline void reduce(ir::ScatterCombine c, T* dst, float* sum, T v) {
+  using C = ir::ScatterCombine;
+  if constexpr (std::is_same_v<T, bool>) {
+    *dst = c == C::Max ? (*dst || v) : (*dst && v);
+  } else if constexpr (std::is_integral_v<T>) {
+    if (c == C::Multiply) {
+      *dst = static_cast<T>(static_cast<int64_t>(static_cast<uint64_t>(static_cast<int64_t>(*dst)) *
+                                                 static_cast<uint64_t>(static_cast<int64_t>(v))));
+    } else {
+      *dst = c == C::Max ? std::max(*dst, v) : std::min(*dst, v);
+    }
+  } else {
+    using Math = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    const Math o = sum != nullptr ? *sum : static_cast<Math>(*dst);
+    const auto x = static_cast<Math>(v);
+    Math r = o;
+    if (c == C::Multiply) {
+      r = o * x;
+    } else if (std::isnan(x)) {
+      r = x;
+    } else if (c == C::Max) {
+      r = std::max(o, x);
+    } else {
+      r = std::min(o, x);
+    }
+    if (sum != nullptr) {
+      *sum = static_cast<float>(r);
+    } else {
+      *dst = T(r);
+    }
+  }
+}
+
+// Per element state of scatter_reduce: whether it has a value yet (include_self=False) and
+// how many values a mean averages (null where not needed).
+struct ElementState {
+  uint8_t* touched = nullptr;
+  int64_t* count = nullptr;
+};
+
 template <typename T, typename Alpha>
-inline void combine(const ScatterSpec& s, T* dst, float* sum, T v, Alpha alpha) {
-  if (!s.add) {
+inline void combine(const ScatterSpec& s, T* dst, float* sum, T v, Alpha alpha,
+                    ElementState state) {
+  using C = ir::ScatterCombine;
+  if (s.combine == C::Assign) {
     *dst = v;
+    return;
+  }
+  if (state.touched != nullptr && *state.touched == 0) {  // the first value replaces self's
+    *state.touched = 1;
+    if (state.count != nullptr) *state.count = 1;
+    if (sum != nullptr) {
+      *sum = static_cast<float>(v);
+    } else {
+      *dst = v;
+    }
+    return;
+  }
+  if (state.count != nullptr) ++*state.count;
+  if (s.combine != C::Add && s.combine != C::Mean) {
+    reduce<T>(s.combine, dst, sum, v);
   } else if constexpr (std::is_same_v<T, bool>) {
     *dst = *dst || (alpha != 0 && v);
   } else if constexpr (std::is_integral_v<T>) {
@@ -224,7 +285,7 @@ auto alpha_for(const ScatterSpec& s) {
 
 template <typename T>
 void scatter_typed(const ScatterSpec& s, const void* index_data, const T* values, T* out,
-                   float* sums, int threads) {
+                   float* sums, uint8_t* touched, int64_t* counts, int threads) {
   const Split w = split_space(s, threads);
   const int64_t outer = numel(w.outer_sizes);
   const int64_t chunks = (w.inner + w.chunk - 1) / w.chunk;
@@ -254,8 +315,32 @@ void scatter_typed(const ScatterSpec& s, const void* index_data, const T* values
         }
         const int64_t dest = base.offset(0) + l * w.inner_dest + v * s.index_stride;
         const T value = values != nullptr ? values[values_at + l * w.inner_values] : scalar;
-        combine<T>(s, out + dest, sums != nullptr ? sums + dest : nullptr, value, alpha);
+        const ElementState state{touched != nullptr ? touched + dest : nullptr,
+                                 counts != nullptr ? counts + dest : nullptr};
+        combine<T>(s, out + dest, sums != nullptr ? sums + dest : nullptr, value, alpha, state);
       }
+    }
+  }
+}
+
+// Mean: each element's sum divided by its count (none counts as one), floored for integers,
+// in float for float32; a 16-bit float sum is rounded to the dtype first, as eager's sum
+// tensor is before its div_.
+template <typename T>
+void divide_by_counts(T* out, float* sums, const int64_t* counts, int64_t n) {
+  for (int64_t p = 0; p < n; ++p) {
+    const int64_t count = std::max<int64_t>(1, counts[p]);
+    if constexpr (std::is_integral_v<T>) {
+      const auto sum = static_cast<int64_t>(out[p]);
+      int64_t q = sum / count;
+      if (sum % count != 0 && sum < 0) --q;
+      out[p] = static_cast<T>(q);
+    } else if constexpr (std::is_same_v<T, double>) {
+      out[p] = out[p] / static_cast<double>(count);
+    } else if (sums != nullptr) {  // eager rounds the float sum, then divides (div_)
+      sums[p] = static_cast<float>(T(sums[p])) / static_cast<float>(count);
+    } else {
+      out[p] = T(static_cast<float>(out[p]) / static_cast<float>(count));
     }
   }
 }
@@ -264,16 +349,26 @@ template <typename T>
 void run_typed(const ScatterSpec& s, const void* index, const void* values, void* out,
                int threads) {
   T* o = static_cast<T*>(out);
-  const int64_t n = numel(s.out_sizes);
+  const auto n = static_cast<size_t>(numel(s.out_sizes));
   std::vector<float> sums;
   if constexpr (is_16bit<T>) {
-    if (s.float_sum && s.add) {
-      sums.resize(static_cast<size_t>(n));
-      for (int64_t p = 0; p < n; ++p) sums[static_cast<size_t>(p)] = static_cast<float>(o[p]);
+    if (s.float_sum && s.combine != ir::ScatterCombine::Assign) {
+      sums.resize(n);
+      for (size_t p = 0; p < n; ++p) sums[p] = static_cast<float>(o[p]);
     }
   }
+  std::vector<uint8_t> touched(s.include_self ? 0 : n, 0);
+  std::vector<int64_t> counts;
+  if (s.combine == ir::ScatterCombine::Mean) counts.assign(n, s.include_self ? 1 : 0);
   scatter_typed<T>(s, index, static_cast<const T*>(values), o, sums.empty() ? nullptr : sums.data(),
-                   threads);
+                   touched.empty() ? nullptr : touched.data(),
+                   counts.empty() ? nullptr : counts.data(), threads);
+  if constexpr (!std::is_same_v<T, bool>) {
+    if (!counts.empty()) {
+      divide_by_counts<T>(o, sums.empty() ? nullptr : sums.data(), counts.data(),
+                          static_cast<int64_t>(n));
+    }
+  }
   if constexpr (is_16bit<T>) {
     for (size_t p = 0; p < sums.size(); ++p) o[p] = T(sums[p]);
   }

@@ -1,9 +1,10 @@
 // Stax's runtime scatter (issue 15, point 4): the external node that index_put, index_add,
-// scatter and scatter_add lower to (lowering/loop_ir.h: ScatterCall). The output starts as a
-// copy of self (or zeros), then every position r of an iteration space, in row-major order,
-// combines a value into the output element at
+// scatter, scatter_add and scatter_reduce lower to (lowering/loop_ir.h: ScatterCall). The
+// output starts as a copy of self (or zeros), then every position r of an iteration space, in
+// row-major order, combines a value into the output element at
 //   sum_s dest_strides[s] * r[s] + index_stride * index(r),
-// writing (the last write wins) or adding. Positions that differ in a "free" dim (one with a
+// writing (the last write wins), adding, multiplying, averaging or keeping the extremum
+// (ir::ScatterCombine). Positions that differ in a "free" dim (one with a
 // nonzero dest stride) write different elements, so threads split the free dims and each
 // runs the other dims in order: every element sees its values in eager's order whatever the
 // thread count, and sums are deterministic. The index values are checked first, in row-major
@@ -16,6 +17,7 @@
 
 #include "ir/dtype.h"
 #include "ir/index_rule.h"
+#include "ir/scatter_args.h"
 
 namespace stax::external {
 
@@ -36,8 +38,9 @@ struct ScatterSpec {
   std::vector<int64_t> dest_strides;                   // per space dim, in the output
   int64_t index_stride = 0;                            // the output stride of the indexed dim
   ir::IndexRule rule;
-  bool add = false;        // else the last write wins
-  bool float_sum = false;  // 16-bit sums kept in float, rounded once per element
+  ir::ScatterCombine combine = ir::ScatterCombine::Assign;
+  bool include_self = true;  // else an element's first value replaces self's
+  bool float_sum = false;    // 16-bit sums kept in float, rounded once per element
   // index_add's arithmetic for alpha (ir::ScatterArgs): one fused multiply-add, or alpha and
   // the product rounded to the 16-bit dtype before the sum; else product, then sum.
   bool fused_multiply_add = false;

@@ -619,10 +619,10 @@ void add_pooling(Builder& b) {
 }
 
 // The scatters (issue 15, point 4) over operands of equal sizes: index_put along dim 0 and
-// (with a None first) dim 1, index_add along dim 0, scatter and scatter_add along the last
-// dim with an index of the operand's sizes; indices drawn in [0, size) repeat, so sums meet
-// several values per element and writes are overwritten. Sums are compared with eager in the
-// dtype itself (every addition rounds, in eager's order); writes copy exactly.
+// (with a None first) dim 1, index_add along dim 0, scatter, scatter_add and scatter_reduce
+// along the last dim with an index of the operand's sizes; indices drawn in [0, size) repeat, so
+// sums meet several values per element and writes are overwritten. Sums are compared with eager in
+// the dtype itself (every addition rounds, in eager's order); writes copy exactly.
 void add_scatters(Builder& b) {
   auto leading = [](const CallSite& s, size_t dim) -> std::optional<int64_t> {
     if (s.sizes.size() <= dim || s.sizes[dim] == 0) return std::nullopt;
@@ -670,6 +670,27 @@ void add_scatters(Builder& b) {
             return std::string(op) + "(" + s.operands[0] + ", -1, " +
                    s.index_input(s.sizes, last_size(s)) + ", " + s.operands[1] + ")";
           });
+  }
+  // scatter_reduce: every reduction, with and without self (products of values near one,
+  // extrema of coarse values: ties and NaNs).
+  const std::vector<std::tuple<const char*, D, DTypeSet>> reductions = {
+      {"sum", D::Finite, kAll},
+      {"prod", D::NearOne, kAll},
+      {"mean", D::Finite, kNoBool},
+      {"amax", D::Coarse, kAll},
+      {"amin", D::Coarse, kAll}};
+  for (const auto& [reduce, domain, dtypes] : reductions) {
+    for (const bool include_self : {true, false}) {
+      const std::string r = reduce;
+      const std::string flag = include_self ? "')" : "', include_self=False)";
+      b.add("scatter_reduce", "scatter_reduce." + r + (include_self ? "" : ".without_self"),
+            {domain, domain}, dtypes, R::SameDtype, r == "amax" || r == "amin",
+            [r, flag](const CallSite& s) -> std::optional<std::string> {
+              if (last_size(s) == 0) return std::nullopt;
+              return "scatter_reduce(" + s.operands[0] + ", -1, " +
+                     s.index_input(s.sizes, last_size(s)) + ", " + s.operands[1] + ", '" + r + flag;
+            });
+    }
   }
   b.add("scatter", "scatter.value", {D::Finite}, kNoBool, R::SameDtype, true,
         [](const CallSite& s) -> std::optional<std::string> {

@@ -41,6 +41,13 @@ void add_scatter_schemas(std::vector<OpSchema>& out) {
                           required("index", K::Tensor), required("src", K::Tensor)},
                          scatter,
                          infer_scatter});
+  out.push_back(
+      OpSchema{"scatter_reduce",
+               {required("self", K::Tensor), required("dim", K::Int), required("index", K::Tensor),
+                required("src", K::Tensor), required("reduce", K::OptionalString),
+                optional("include_self", K::Bool, true, /*keyword_only=*/true)},
+               scatter,
+               infer_scatter});
 }
 
 }  // namespace stax::ir::detail

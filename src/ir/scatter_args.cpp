@@ -163,7 +163,31 @@ void index_add_args(const Graph& graph, const Node& node, ScatterArgs& a) {
   }
 }
 
-// scatter(self, dim, index, src or value) and scatter_add(self, dim, index, src): gather's
+// scatter_reduce's reduce (torch 2.13.0 also takes "max" and "min" for amax and amin) and
+// include_self.
+void scatter_reduce_mode(const Node& node, ScatterArgs& a) {
+  const std::string reduce = string_arg(node, 4).value_or("");
+  if (reduce == "sum") {
+    a.combine = ScatterCombine::Add;
+  } else if (reduce == "prod") {
+    a.combine = ScatterCombine::Multiply;
+  } else if (reduce == "mean") {
+    a.combine = ScatterCombine::Mean;
+  } else if (reduce == "amax" || reduce == "max") {
+    a.combine = ScatterCombine::Max;
+  } else if (reduce == "amin" || reduce == "min") {
+    a.combine = ScatterCombine::Min;
+  } else {
+    fail(node, "reduce argument must be either sum, prod, mean, amax or amin, got " + reduce);
+  }
+  if (a.combine == ScatterCombine::Mean && a.dtype == DType::Bool) {
+    fail(node, "\"scatter_gather_tensor_cpu_reduce_mean\" not implemented for 'Bool'");
+  }
+  a.include_self = bool_arg(node, 5);
+}
+
+// scatter(self, dim, index, src or value), scatter_add(self, dim, index, src) and
+// scatter_reduce(self, dim, index, src, reduce, include_self): gather's
 // layout (the space is the index's sizes); src is read at the same position, so it may be
 // larger than the index in any dim.
 void scatter_gather_args(const Graph& graph, const Node& node, ScatterArgs& a) {
@@ -200,17 +224,19 @@ void scatter_gather_args(const Graph& graph, const Node& node, ScatterArgs& a) {
     a.values = std::get<ValueRef>(node.args[3]);
     for (size_t d = 0; d < isz.size(); ++d) a.values_dims.push_back(static_cast<int64_t>(d));
   }
-  const bool add = node.op == "scatter_add";
-  a.combine = add ? ScatterCombine::Add : ScatterCombine::Assign;
-  a.float_sum = add && (a.dtype == DType::Float16 || a.dtype == DType::BFloat16);
+  const bool half = a.dtype == DType::Float16 || a.dtype == DType::BFloat16;
+  if (node.op == "scatter_reduce") {
+    scatter_reduce_mode(node, a);
+    a.float_sum = half;
+  } else {
+    const bool add = node.op == "scatter_add";
+    a.combine = add ? ScatterCombine::Add : ScatterCombine::Assign;
+    a.float_sum = add && half;
+  }
   a.layout.rule = runtime_error_rule(node, self.empty() ? 0 : dim, a.layout.size);
 }
 
 }  // namespace
-
-bool is_scatter_op(const std::string& op) {
-  return op == "index_put" || op == "index_add" || op == "scatter" || op == "scatter_add";
-}
 
 ScatterArgs scatter_args(const Graph& graph, const Node& node) {
   ScatterArgs a;
@@ -219,7 +245,7 @@ ScatterArgs scatter_args(const Graph& graph, const Node& node) {
     index_put_args(graph, node, a);
   } else if (node.op == "index_add") {
     index_add_args(graph, node, a);
-  } else if (node.op == "scatter" || node.op == "scatter_add") {
+  } else if (node.op == "scatter" || node.op == "scatter_add" || node.op == "scatter_reduce") {
     scatter_gather_args(graph, node, a);
   } else {
     throw GraphError(node.op + " is not a scatter");

@@ -1,4 +1,5 @@
-// The scatters (issue 15, point 4): index_put, index_add, scatter and scatter_add, read as one
+// The scatters (issue 15, point 4): index_put, index_add, scatter, scatter_add and
+// scatter_reduce, read as one
 // description. Each is the transpose of a gather (index_put of index.Tensor, index_add of
 // index_select, scatter and scatter_add of gather): the gather twin's layout over the same
 // self and index names an iteration space (the twin's result sizes) and, for each of its
@@ -28,7 +29,10 @@
 
 namespace stax::ir {
 
-enum class ScatterCombine : uint8_t { Assign, Add };
+// How a value meets the element it names: written (the last write wins), or reduced into it
+// (scatter_reduce's prod, mean, amax and amin besides the sums; Mean divides each element's
+// sum by its count at the end, amax and amin let a NaN win).
+enum class ScatterCombine : uint8_t { Assign, Add, Multiply, Mean, Max, Min };
 
 struct ScatterArgs {
   // The gather twin's layout and this op's index rule. layout.source is self (the scatter's
@@ -40,10 +44,13 @@ struct ScatterArgs {
   Scalar value;
   std::vector<int64_t> values_dims;  // per space dim: the values dim read there, -1: broadcast
   ScatterCombine combine = ScatterCombine::Assign;
-  // scatter_add of float16/bfloat16 (and index_add where eager hands it to scatter_add):
-  // each element's sum (self's value first) is kept in float and rounded once; otherwise
-  // every addition rounds to the dtype.
+  // scatter_add and scatter_reduce of float16/bfloat16 (and index_add where eager hands it
+  // to scatter_add): each element's sum, product, mean or extremum (self's value first) is
+  // kept in float and rounded once; otherwise every step rounds to the dtype.
   bool float_sum = false;
+  // scatter_reduce with include_self=False: an element's first value replaces self's (and
+  // self does not count towards a mean); elements no value reaches keep self's.
+  bool include_self = true;
   // index_add: each value is multiplied by alpha (converted to the dtype) before it is added,
   // in the arithmetic of eager's path: one fused multiply-add (float32 and float64 over a
   // self of rank 2 or more: eager's vectorized add with alpha), or, with product_in_dtype
@@ -57,7 +64,6 @@ struct ScatterArgs {
   std::vector<int64_t> space() const { return layout.sizes; }
 };
 
-bool is_scatter_op(const std::string& op);
 ScatterArgs scatter_args(const Graph& graph, const Node& node);
 
 }  // namespace stax::ir

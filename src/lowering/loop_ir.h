@@ -75,7 +75,8 @@ struct ConvolutionWindow {
   std::vector<int64_t> result_sizes;
 };
 
-// A scatter (issue 15, point 4: index_put, index_add, scatter, scatter_add; ir/scatter_args.h)
+// A scatter (issue 15, point 4: index_put, index_add, scatter, scatter_add, scatter_reduce;
+// ir/scatter_args.h)
 // run by Stax's runtime: the output starts as a copy of `self` (zeros when self is a fill of
 // zeros, which is then not read), then every position r of `space`, in row-major order,
 // combines values(r) (or the scalar `value`) into the output element whose dim d is
@@ -92,7 +93,8 @@ struct ScatterCall {
   std::vector<int64_t> values_dims;
   ir::IndexRule rule;
   ir::ScatterCombine combine = ir::ScatterCombine::Assign;
-  bool float_sum = false;  // 16-bit sums kept in float, rounded once per element
+  bool float_sum = false;    // 16-bit sums kept in float, rounded once per element
+  bool include_self = true;  // scatter_reduce: else an element's first value replaces self's
   // index_add's arithmetic (ir::ScatterArgs).
   bool fused_multiply_add = false;
   bool product_in_dtype = false;

@@ -1,4 +1,5 @@
-// Issue 15, point 4: the scatters (index_put, index_add, scatter, scatter_add) as external
+// Issue 15, point 4: the scatters (index_put, index_add, scatter, scatter_add, scatter_reduce)
+// as external
 // nodes that Stax's runtime runs (lowering/loop_ir.h: ScatterCall). A scatter writes elements
 // the index tensor names, so no loop over its output computes it: the node depends on the
 // whole of each operand and writes its whole output (Definition 7.1's whole dependences), and
@@ -53,6 +54,7 @@ LoweredValue Lowerer::lower_scatter(const ir::Node& node, const ir::Value& out) 
   s.rule = a.layout.rule;
   s.combine = a.combine;
   s.float_sum = a.float_sum;
+  s.include_self = a.include_self;
   s.fused_multiply_add = a.fused_multiply_add;
   s.product_in_dtype = a.product_in_dtype;
   const bool integer = dtype == DType::Bool || is_integral(dtype);
@@ -74,7 +76,7 @@ LoweredValue Lowerer::lower_scatter(const ir::Node& node, const ir::Value& out) 
   call.scatter = std::move(s);
   call.library = "Stax runtime scatter";
   call.reason = "a scatter visits its positions in eager's order in Stax's runtime (" +
-                std::string(a.combine == ir::ScatterCombine::Add ? "sums" : "writes") +
+                std::string(a.combine == ir::ScatterCombine::Assign ? "writes" : "reductions") +
                 " whose targets are index values)";
   return add_external_buffer(node, std::move(call), dtype, out.type.sizes);
 }

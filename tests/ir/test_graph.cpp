@@ -222,7 +222,7 @@ TEST(OpRegistryTest, AllOpsRegisteredWithCategories) {
       "max_pool2d_with_indices", "avg_pool2d", "_adaptive_avg_pool2d",
       "max_pool2d_with_indices_backward", "avg_pool2d_backward", "_adaptive_avg_pool2d_backward",
       // issue 15, point 4: scatters
-      "index_put", "index_add", "scatter", "scatter_add"};
+      "index_put", "index_add", "scatter", "scatter_add", "scatter_reduce"};
   std::vector<std::string> names = registered_op_names();
   for (const std::string& name : expected) {
     EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name;

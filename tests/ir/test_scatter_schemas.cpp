@@ -67,11 +67,21 @@ TEST(ScatterSchemaTest, AtenNamesOrderAndDefaults) {
                  {"index", K::Tensor, false},
                  {"src", K::Tensor, false}},
                 {req, req, req, req});
-  for (const char* op : {"index_put", "index_add", "scatter", "scatter_add"}) {
-    EXPECT_TRUE(is_scatter_op(op)) << op;
+  // aten::scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *,
+  //                          bool include_self=True)
+  expect_params("scatter_reduce",
+                {{"self", K::Tensor, false},
+                 {"dim", K::Int, false},
+                 {"index", K::Tensor, false},
+                 {"src", K::Tensor, false},
+                 {"reduce", K::OptionalString, false},
+                 {"include_self", K::Bool, true}},
+                {req, req, req, req, req, Arg(true)});
+  for (const char* op : {"index_put", "index_add", "scatter", "scatter_add", "scatter_reduce"}) {
+    EXPECT_EQ(find_op_schema(op)->category, OpCategory::Scatter) << op;
   }
-  EXPECT_FALSE(is_scatter_op("index"));
-  EXPECT_FALSE(is_scatter_op("gather"));
+  EXPECT_EQ(find_op_schema("index")->category, OpCategory::Copy);
+  EXPECT_EQ(find_op_schema("gather")->category, OpCategory::Copy);
 }
 
 TEST(ScatterSchemaTest, ResultIsSelfsType) {
@@ -383,6 +393,48 @@ TEST(ScatterSchemaTest, ScatterRefusals) {
   EXPECT_EQ(infer("x: f32[], i: i64[]", "scatter(x, -1, i, 2.0)"), type(DType::Float32, {}));
 }
 
+TEST(ScatterSchemaTest, ScatterReduceModesAndRefusals) {
+  const std::string in = "x: f32[3, 4], i: i64[2, 2], v: f32[2, 4]";
+  const auto read = [&](const std::string& call) {
+    const Graph g = parse_graph("def t(" + in + "):\n    y = " + call + "\n    return y\n");
+    return scatter_args(g, g.nodes().back());
+  };
+  // torch 2.13.0 takes 'max' and 'min' as amax and amin.
+  const std::vector<std::pair<std::string, ScatterCombine>> modes = {
+      {"sum", ScatterCombine::Add},   {"prod", ScatterCombine::Multiply},
+      {"mean", ScatterCombine::Mean}, {"amax", ScatterCombine::Max},
+      {"amin", ScatterCombine::Min},  {"max", ScatterCombine::Max},
+      {"min", ScatterCombine::Min}};
+  for (const auto& [reduce, combine] : modes) {
+    const ScatterArgs a = read("scatter_reduce(x, 1, i, v, '" + reduce + "')");
+    EXPECT_EQ(a.combine, combine) << reduce;
+    EXPECT_TRUE(a.include_self);
+    EXPECT_FALSE(a.float_sum);
+  }
+  EXPECT_FALSE(read("scatter_reduce(x, 1, i, v, 'sum', include_self=False)").include_self);
+  // 16-bit reductions are kept in float.
+  const Graph h = parse_graph(
+      "def t(x: bf16[3, 4], i: i64[2, 2], v: bf16[2, 4]):\n"
+      "    y = scatter_reduce(x, 0, i, v, 'amax')\n    return y\n");
+  EXPECT_TRUE(scatter_args(h, h.nodes().back()).float_sum);
+  // RuntimeError: reduce argument must be either sum, prod, mean, amax or amin, got add
+  EXPECT_EQ(infer_error(in, "scatter_reduce(x, 1, i, v, 'add')"),
+            "scatter_reduce: reduce argument must be either sum, prod, mean, amax or amin, got "
+            "add");
+  // NotImplementedError: "scatter_gather_tensor_cpu_reduce_mean" not implemented for 'Bool'
+  EXPECT_EQ(infer_error("x: bool[3, 4], i: i64[2, 2], v: bool[2, 4]",
+                        "scatter_reduce(x, 1, i, v, 'mean')"),
+            "scatter_reduce: \"scatter_gather_tensor_cpu_reduce_mean\" not implemented for "
+            "'Bool'");
+  // The shape checks are scatter's.
+  EXPECT_EQ(
+      infer_error("x: f32[3, 4], i: i64[4, 1], v: f32[4, 1]", "scatter_reduce(x, 1, i, v, 'sum')"),
+      "scatter_reduce: Expected index [4, 1] to be no larger than self [3, 4] apart from "
+      "dimension 1 and to be no larger size than src [4, 1]");
+  EXPECT_EQ(infer(in, "scatter_reduce(x, 1, i, v, 'prod', include_self=False)"),
+            type(DType::Float32, {3, 4}));
+}
+
 TEST(ScatterSchemaTest, TextFormatRoundTrip) {
   const Graph g = parse_graph(
       R"(def t(x: f32[3, 4], i: i64[2], j: i32[2, 2], v: f32[3, 2], w: f32[2, 4], s: f32[2, 3]):
@@ -396,14 +448,16 @@ TEST(ScatterSchemaTest, TextFormatRoundTrip) {
     h = scatter(x, 1, j, 2.5)
     k = scatter(x, 0, j, -inf)
     l = scatter_add(x, -2, j, w)
-    return a, b, c, d, e, f, g, h, k, l
+    m = scatter_reduce(x, 0, j, w, 'amin', include_self=False)
+    return a, b, c, d, e, f, g, h, k, l, m
 )");
   const std::string text = print_graph(g);
   for (const char* line :
        {"index_put(x, [None, i], v)", "index_put(x, [None, i], v, accumulate=True)",
         "index_put(x, [i, None], w)", "index_add(x, 1, i, v, alpha=2)",
         "index_add(x, 0, i, w, alpha=-0.5)", "scatter(x, 1, j, s)", "scatter(x, 1, j, 2.5)",
-        "scatter(x, 0, j, -inf)", "scatter_add(x, -2, j, w)"}) {
+        "scatter(x, 0, j, -inf)", "scatter_add(x, -2, j, w)",
+        "scatter_reduce(x, 0, j, w, 'amin', include_self=False)"}) {
     EXPECT_NE(text.find(line), std::string::npos) << line << "\nin\n" << text;
   }
   const Graph h = parse_graph(text);

@@ -166,7 +166,8 @@ def every_op(x: f32[2, 3], y: f32[3], i: i64[2, 3], b: bool[2, 3],
     n7 = slice_scatter(x, m0, 1, -2, None, 2)
     n8 = select_scatter(x, m1, 0, -1)
     n9 = index_put(x, [j], y, True)
-    n10 = index_add(x, 1, j, m0, alpha=2)
+    n10 = index_add(x, 1, j, x, alpha=2)
+    n14 = scatter_reduce(x, 1, i, x, 'amax', include_self=False)
     n11 = scatter(x, 1, i, x)
     n12 = scatter(x, 0, i, 1.5)
     n13 = scatter_add(x, 1, i, x)
@@ -400,7 +401,8 @@ TEST(RoundTripTest, EveryOpAndLiteral) {
         "    n7 = slice_scatter(x, m0, dim=1, start=-2, step=2)\n",
         "    n8 = select_scatter(x, m1, 0, -1)\n",
         "    n9 = index_put(x, [j], y, accumulate=True)\n",
-        "    n10 = index_add(x, 1, j, m0, alpha=2)\n",
+        "    n10 = index_add(x, 1, j, x, alpha=2)\n",
+        "    n14 = scatter_reduce(x, 1, i, x, 'amax', include_self=False)\n",
         "    n11 = scatter(x, 1, i, x)\n",
         "    n12 = scatter(x, 0, i, 1.5)\n",
         "    n13 = scatter_add(x, 1, i, x)\n",
