@@ -174,8 +174,6 @@ T scalar_of(const ScatterSpec& s) {
   }
 }
 
-// Combines `v` into `*dst` (sum: the float sum of a 16-bit float_sum scatter); `alpha` is
-// the spec's, converted as eager converts it for T (alpha_for).
 // scatter_reduce's prod, amax and amin of `v` into `*dst` (or its float `sum`): a NaN wins;
 // on ties and after a NaN the element keeps its value (std::max and std::min); bool: and,
 // or, and.
@@ -220,6 +218,8 @@ struct ElementState {
   int64_t* count = nullptr;
 };
 
+// Combines `v` into `*dst` (sum: the float sum of a 16-bit float_sum scatter); `alpha` is
+// the spec's, converted as eager converts it for T (alpha_for).
 template <typename T, typename Alpha>
 inline void combine(const ScatterSpec& s, T* dst, float* sum, T v, Alpha alpha,
                     ElementState state) {
