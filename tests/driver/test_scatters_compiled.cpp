@@ -60,22 +60,6 @@ Batch batch(const std::vector<ScatterCase>& cases, size_t begin, size_t end) {
   return b;
 }
 
-void expect_torch_results(const ScatterCase& c, const Tensor& out, const std::string& where) {
-  SCOPED_TRACE(c.name + " (" + where + "): " + c.body);
-  ASSERT_EQ(out.sizes(), c.result_sizes);
-  ASSERT_EQ(static_cast<int64_t>(c.expected.size()), out.numel());
-  for (int64_t p = 0; p < out.numel(); ++p) {
-    const std::string& want = c.expected[static_cast<size_t>(p)];
-    if (is_floating(out.dtype())) {
-      EXPECT_TRUE(same(out.get_flat(p), std::strtod(want.c_str(), nullptr)))
-          << "at " << p << ": " << out.get_flat(p) << ", torch " << want;
-    } else {
-      EXPECT_EQ(eager::detail::load_int(out, unravel_index(p, out.sizes())), std::stoll(want))
-          << "at " << p;
-    }
-  }
-}
-
 TEST(CompiledScatter, TorchCasesBitForBit) {
   const std::vector<ScatterCase>& cases = eager::testing::scatter_cases();
   ASSERT_GE(cases.size(), 200u);
@@ -93,7 +77,9 @@ TEST(CompiledScatter, TorchCasesBitForBit) {
       const std::vector<Tensor> actual = compiled.run(b.inputs, r);
       ASSERT_EQ(actual.size(), b.cases.size());
       for (size_t k = 0; k < b.cases.size(); ++k) {
-        expect_torch_results(*b.cases[k], actual[k], std::to_string(threads) + " threads");
+        SCOPED_TRACE(b.cases[k]->name + " (" + std::to_string(threads) +
+                     " threads): " + b.cases[k]->body);
+        eager::testing::expect_torch_result(*b.cases[k], actual[k]);
       }
     }
   }

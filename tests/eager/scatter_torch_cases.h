@@ -8,6 +8,9 @@
 // logical values.
 #pragma once
 
+#include <gtest/gtest.h>
+
+#include <cmath>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -150,6 +153,25 @@ inline const std::vector<ScatterCase>& scatter_cases() {
     return out;
   }();
   return cases;
+}
+
+// Expects `out` to hold torch's result of `c` exactly (NaN equal to NaN): its sizes and every
+// element. Shared by the eager and the compiled tests.
+inline void expect_torch_result(const ScatterCase& c, const Tensor& out) {
+  ASSERT_EQ(out.sizes(), c.result_sizes);
+  ASSERT_EQ(static_cast<int64_t>(c.expected.size()), out.numel());
+  for (int64_t p = 0; p < out.numel(); ++p) {
+    const std::string& want = c.expected[static_cast<size_t>(p)];
+    if (is_floating(out.dtype())) {
+      const double got = out.get_flat(p);
+      const double expected = std::strtod(want.c_str(), nullptr);  // also nan, inf
+      EXPECT_TRUE((std::isnan(got) && std::isnan(expected)) || got == expected)
+          << "at " << p << ": " << got << ", torch " << want;
+    } else {
+      EXPECT_EQ(detail::load_int(out, unravel_index(p, out.sizes())), std::stoll(want))
+          << "at " << p;
+    }
+  }
 }
 
 }  // namespace stax::eager::testing
