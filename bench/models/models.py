@@ -19,6 +19,16 @@ def _bert():
     return BertModel(cfg), "text", cfg.vocab_size
 
 
+def _bert_sdpa():
+    from transformers import BertConfig, BertModel
+
+    # transformers' default attention: F.scaled_dot_product_attention (PyTorch's fused CPU
+    # flash attention in eager and inductor, Stax's runtime attention in Stax).
+    cfg = BertConfig(hidden_size=768, num_attention_heads=12, intermediate_size=3072,
+                     num_hidden_layers=2, attn_implementation="sdpa")
+    return BertModel(cfg), "text", cfg.vocab_size
+
+
 def _gpt2():
     from transformers import GPT2Config, GPT2LMHeadModel
 
@@ -46,6 +56,17 @@ def _llama():
     return LlamaModel(cfg), "text", cfg.vocab_size
 
 
+def _llama_gqa_sdpa():
+    from transformers import LlamaConfig, LlamaModel
+
+    # The LLaMA-style decoder with grouped-query attention (16 query heads over 4 key/value
+    # heads) through scaled_dot_product_attention, causal.
+    cfg = LlamaConfig(hidden_size=1024, intermediate_size=2752, num_attention_heads=16,
+                      num_key_value_heads=4, num_hidden_layers=2, vocab_size=32000,
+                      attn_implementation="sdpa")
+    return LlamaModel(cfg), "text", cfg.vocab_size
+
+
 def _vit():
     from transformers import ViTConfig, ViTModel
 
@@ -67,14 +88,16 @@ def _resnet18():
 
 BUILDERS = {
     "bert": _bert,
+    "bert-sdpa": _bert_sdpa,
     "gpt2": _gpt2,
     "t5-encoder": _t5_encoder,
     "llama": _llama,
+    "llama-gqa-sdpa": _llama_gqa_sdpa,
     "vit": _vit,
     "resnet18": _resnet18,
 }
 # Models without convolutions: the issue's geomean targets are over these.
-NO_CONV = ("bert", "gpt2", "t5-encoder", "llama", "vit")
+NO_CONV = ("bert", "bert-sdpa", "gpt2", "t5-encoder", "llama", "llama-gqa-sdpa", "vit")
 
 
 def build(name: str, dtype: torch.dtype, seed: int = 0):

@@ -9,7 +9,7 @@ import platform
 import re
 import subprocess
 
-NO_CONV = ("bert", "gpt2", "t5-encoder", "llama", "vit")
+NO_CONV = ("bert", "bert-sdpa", "gpt2", "t5-encoder", "llama", "llama-gqa-sdpa", "vit")
 # Models whose configs default to dropout > 0 (LLaMA and ViT default to 0, ResNet has none).
 WITH_DROPOUT = ("bert", "gpt2", "t5-encoder")
 # The issue's targets: Stax's time / the default backend's, geomean over the models without
@@ -111,8 +111,11 @@ def markdown(results, machine, settings, chart_name, gemm=None, notes="") -> str
     out += ["Models: `transformers` configs, random weights, 2 layers at the real models' "
             "widths (BERT-base 768/3072/12 heads; GPT-2 small with its LM head, "
             "`attn_implementation=\"eager\"`; T5-base encoder; LLaMA-style 1024/2752/16 heads, "
-            "vocab 32000; ViT-base/16 at 224²; ResNet-18's four stages, 2 basic blocks each). "
-            "Every attention is the eager one (matmul + softmax, no SDPA). Text: 128 tokens "
+            "vocab 32000; ViT-base/16 at 224²; ResNet-18's four stages, 2 basic blocks each), "
+            "each with the written-out attention (`attn_implementation=\"eager\"`: matmul + "
+            "softmax); `bert-sdpa` (BERT-base) and `llama-gqa-sdpa` (the LLaMA-style model with "
+            "16 query heads over 4 key/value heads) with transformers' default "
+            "`attn_implementation=\"sdpa\"` (PyTorch's fused flash attention). Text: 128 tokens "
             "per sequence. `infer-bN`: forward under no_grad at batch N; `train-bN`: forward, "
             "`loss = output.sum()`, backward, at batch N.", ""]
 

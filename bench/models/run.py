@@ -35,7 +35,7 @@ sys.path.insert(0, HERE)
 
 import report  # noqa: E402
 
-MODELS = ("bert", "gpt2", "t5-encoder", "llama", "vit", "resnet18")
+MODELS = ("bert", "bert-sdpa", "gpt2", "t5-encoder", "llama", "llama-gqa-sdpa", "vit", "resnet18")
 FULL_MODES = ("infer-b1", "infer-b4", "train-b2")
 DTYPES = ("float32", "bfloat16")
 

@@ -376,6 +376,24 @@ def is_foreach(target) -> bool:
     ) and not target._overloadpacket.__name__.endswith("_")
 
 
+_ATTENTION = (aten._scaled_dot_product_flash_attention_for_cpu.default,
+              aten._scaled_dot_product_flash_attention_for_cpu_backward.default)
+
+
+def _check_attention(node: torch.fx.Node) -> None:
+    """Stax's runtime attention takes float32 and bfloat16 without dropout; PyTorch's kernel
+    runs the rest."""
+    query = node.args[1] if node.target is _ATTENTION[1] else node.args[0]
+    dtype = query.meta["val"].dtype
+    if dtype not in (torch.float32, torch.bfloat16):
+        raise Unsupported(f"attention in {dtype} (Stax's runtime attention takes float32 and "
+                          "bfloat16)")
+    dropout = node.args[6] if node.target is _ATTENTION[1] else (
+        node.args[3] if len(node.args) > 3 else node.kwargs.get("dropout_p", 0.0))
+    if dropout != 0.0:
+        raise Unsupported(f"attention with dropout_p={dropout}")
+
+
 def translate_node(node: torch.fx.Node, names: Callable[[Any], str], graph: TextGraph,
                    stax_ops: dict[str, list[str]]):
     """Emits the Stax statements of one call_function node; returns the result's Stax value
@@ -394,6 +412,8 @@ def translate_node(node: torch.fx.Node, names: Callable[[Any], str], graph: Text
         raise Unsupported("a transposed convolution (Stax lowers the forward kind only)")
     if target is aten.convolution_backward.default and node.args[7]:
         raise Unsupported("the backward of a transposed convolution")
+    if target in _ATTENTION:
+        _check_attention(node)
     if target.namespace == "prims" and target._overloadpacket.__name__ == "squeeze":
         return _prims_squeeze(node, names, graph)
     if is_foreach(target):

@@ -107,9 +107,10 @@ _OWN_DECOMPOSITIONS = {
 }
 
 
-# Core ATen decomposes these, but PyTorch's own kernel is what eager runs and it is a
-# matrix-product kernel Stax would not replace: the decomposition only changes the numbers
-# (fused CPU attention: up to 1e-3 in the gradients of a TransformerEncoderLayer).
+# Core ATen decomposes these, but eager runs them whole: the fused CPU attention runs in
+# Stax's runtime attention (float32 and bfloat16), else in PyTorch's kernel; decomposing it
+# would change the numbers (up to 1e-3 in the gradients of a TransformerEncoderLayer) and
+# materialize every score.
 _KEPT_WHOLE = [aten._scaled_dot_product_flash_attention_for_cpu.default]
 
 

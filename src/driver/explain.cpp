@@ -5,6 +5,8 @@
 #include <map>
 #include <sstream>
 
+#include "driver/external_calls.h"
+
 namespace stax {
 
 using nlohmann::json;
@@ -147,6 +149,14 @@ json explain_json(const Compilation& c) {
                             return chain;
                           }()},
                          {"reason", e.call->reason}});
+    if (!e.further_results.empty()) externals.back()["further_results"] = e.further_results;
+    if (e.call->attention) {
+      // The blocking the runtime's cost model picks on this machine (external/attention.h).
+      const external::AttentionBlocks b =
+          external::choose_attention_blocks(driver::attention_spec(*e.call->attention, e));
+      externals.back()["blocks"] = {
+          {"query_rows", b.query_rows}, {"keys", b.keys}, {"reason", b.reason}};
+    }
     if (e.call->convolution) {
       const lowering::ConvolutionWindow& w = *e.call->convolution;
       externals.back()["window"] = {{"stride", w.stride},
@@ -308,6 +318,19 @@ std::string explain_text(const Compilation& c) {
       }
       out << "\n    through " << e["library"].get<std::string>() << ": "
           << e["reason"].get<std::string>() << "\n";
+      if (e.contains("further_results")) {
+        std::string results;
+        for (const auto& r : e["further_results"]) {
+          const std::string name = r.get<std::string>();
+          results += (results.empty() ? "" : ", ") + (name.empty() ? "(not kept)" : name);
+        }
+        out << "    also writes " << results << "\n";
+      }
+      if (e.contains("blocks")) {
+        const auto& b = e["blocks"];
+        out << "    blocks of " << b["query_rows"].get<int64_t>() << " query rows x "
+            << b["keys"].get<int64_t>() << " keys: " << b["reason"].get<std::string>() << "\n";
+      }
     }
   }
   out << "\nhost program:\n";

@@ -1,6 +1,7 @@
 // Library choice and plans for external calls (see external_calls.h).
 #include "driver/external_calls.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <stdexcept>
 
@@ -162,8 +163,69 @@ external::ScatterSpec scatter_spec(const lowering::ScatterCall& call,
   return spec;
 }
 
+namespace {
+
+external::StridedOperand strided(const lowering::ExternalOperand& op) {
+  return external::StridedOperand{op.sizes, op.strides};
+}
+
+external::StridedOperand contiguous(const std::vector<int64_t>& sizes) {
+  return external::StridedOperand{sizes, ir::contiguous_strides(sizes)};
+}
+
+}  // namespace
+
+external::AttentionSpec attention_spec(const lowering::AttentionCall& call,
+                                       const program::ExternalSite& site) {
+  external::AttentionSpec spec;
+  spec.dtype = call.query.dtype;
+  spec.query = strided(call.query);
+  spec.key = strided(call.key);
+  spec.value = strided(call.value);
+  const std::vector<int64_t>& q = call.query.sizes;
+  const std::vector<int64_t>& k = call.key.sizes;
+  if (call.mask) {
+    // The mask as a view of [B, Hq, Lq, Lk]: stride 0 where it broadcasts.
+    external::StridedOperand m;
+    m.sizes = {q[0], q[1], q[2], k[2]};
+    m.strides.assign(4, 0);
+    for (size_t d = 0; d < 4; ++d) {
+      if (call.mask_dims[d] >= 0)
+        m.strides[d] = call.mask->strides[static_cast<size_t>(call.mask_dims[d])];
+    }
+    spec.mask = m;
+    spec.mask_dtype = call.mask->dtype;
+  }
+  spec.causal = call.causal;
+  spec.scale = call.scale;
+  // A further result the program does not keep is written to scratch, contiguous.
+  auto further = [&](size_t r, const std::vector<int64_t>& sizes) {
+    return contiguous(r < site.further_sizes.size() && !site.further_results[r].empty()
+                          ? site.further_sizes[r]
+                          : sizes);
+  };
+  if (!call.backward) {
+    spec.out = external::StridedOperand{site.output_sizes, site.output_strides};
+    spec.lse = further(0, {q[0], q[1], q[2]});
+    return spec;
+  }
+  spec.grad_out = strided(*call.grad_out);
+  spec.out_in = strided(*call.out);
+  spec.lse_in = strided(*call.logsumexp);
+  spec.out = spec.out_in;  // the forward's layouts, which the spec also describes
+  spec.lse = spec.lse_in;
+  spec.grad_query = external::StridedOperand{site.output_sizes, site.output_strides};
+  spec.grad_key = further(0, call.key.sizes);
+  spec.grad_value = further(1, call.value.sizes);
+  return spec;
+}
+
 bool library_runs_epilogue(const lowering::ExternalCall& call,
                            const std::vector<scheduler::EpilogueOp>& epilogue, std::string* why) {
+  if (call.attention || call.result_of) {
+    if (why != nullptr) *why = "the runtime's attention applies no epilogue";
+    return false;
+  }
   if (call.scatter) {
     if (why != nullptr) *why = "a scatter applies no epilogue";
     return false;
@@ -176,7 +238,19 @@ bool library_runs_epilogue(const lowering::ExternalCall& call,
 }
 
 std::optional<std::string> library_for(const lowering::ExternalCall& call, std::string* why) {
-  if (call.scatter) return call.library;  // Stax's runtime, named by lowering
+  if (call.attention) {
+    const DType d = call.attention->query.dtype;
+    if (d != DType::Float32 && d != DType::BFloat16) {
+      if (why != nullptr) {
+        *why = "Stax's runtime attention takes float32 and bfloat16, not " +
+               std::string(dtype_name(d));
+      }
+      return std::nullopt;
+    }
+  }
+  if (call.scatter || call.attention || call.result_of) {
+    return call.library;  // Stax's runtime, named by lowering
+  }
   if (call.convolution) {
     const std::vector<int64_t>& out_sizes = call.convolution->result_sizes;
     if (!external::ConvolutionPlan::supported(
@@ -195,7 +269,28 @@ ExternalPlans::ExternalPlans(const std::vector<program::ExternalSite>& sites, in
   for (const program::ExternalSite& site : sites) {
     try {
       Plan plan;
-      if (site.call->scatter) {
+      plan.operand_count = site.call->operands().size();
+      if (site.call->attention) {
+        plan.backward = site.call->attention->backward;
+        const external::AttentionSpec spec = attention_spec(*site.call->attention, site);
+        plan.attention = external::AttentionPlan::create(spec, plan.backward, num_threads);
+        // Results 1 and 2 of the backward (dk, dv), result 1 of the forward (lse).
+        const size_t results = plan.backward ? 2 : 1;
+        plan.unkept_bytes.assign(results, 0);
+        plan.kept.assign(results, false);
+        for (size_t r = 0; r < results; ++r) {
+          if (r < site.further_results.size() && !site.further_results[r].empty()) {
+            plan.kept[r] = true;
+            continue;
+          }
+          const external::StridedOperand& layout =
+              plan.backward ? (r == 0 ? spec.grad_key : spec.grad_value) : spec.lse;
+          int64_t numel = 1;
+          for (int64_t n : layout.sizes) numel *= n;
+          plan.unkept_bytes[r] =
+              static_cast<size_t>(numel) * dtype_size(plan.backward ? spec.dtype : DType::Float32);
+        }
+      } else if (site.call->scatter) {
         plan.scatter = std::make_unique<external::ScatterSpec>(
             scatter_spec(*site.call->scatter, site.output_sizes, site.output_strides, site.dtype));
         if (auto problem = external::scatter_spec_problem(*plan.scatter)) {
@@ -232,7 +327,31 @@ int ExternalPlans::call(void* ctx, int64_t site, const void* const* operands, vo
       throw std::logic_error("no plan for external call site " + std::to_string(site));
     }
     const Plan& plan = self->plans_[k];
-    if (plan.scatter) {
+    if (plan.attention) {
+      const external::AttentionSpec& spec = plan.attention->spec();
+      const void* mask = spec.mask ? operands[3] : nullptr;
+      const size_t n = plan.operand_count;
+      // Further results follow the operands; one the program does not keep goes to scratch.
+      std::vector<std::vector<char>> scratch(plan.unkept_bytes.size());
+      auto result = [&](size_t r) -> void* {
+        if (!plan.kept[r]) {
+          scratch[r].resize(std::max<size_t>(plan.unkept_bytes[r], 1));
+          return scratch[r].data();
+        }
+        return const_cast<void*>(operands[n + r]);
+      };
+      if (!plan.backward) {
+        // The forward skips the logsumexp no one keeps.
+        float* lse = plan.kept[0] ? static_cast<float*>(result(0)) : nullptr;
+        plan.attention->run_forward(operands[0], operands[1], operands[2], mask, output, lse,
+                                    num_threads);
+      } else {
+        const size_t b = spec.mask ? 4 : 3;  // grad_out, out, logsumexp
+        plan.attention->run_backward(operands[b], operands[0], operands[1], operands[2],
+                                     operands[b + 1], static_cast<const float*>(operands[b + 2]),
+                                     mask, output, result(0), result(1), num_threads);
+      }
+    } else if (plan.scatter) {
       // Operands: the index, the values unless a scalar is scattered, self unless zeros.
       const bool has_values = plan.scatter->values_strides.has_value();
       const void* values = has_values ? operands[1] : nullptr;

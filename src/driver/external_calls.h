@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "external/attention.h"
 #include "external/convolution.h"
 #include "external/matmul.h"
 #include "external/scatter.h"
@@ -41,6 +42,10 @@ external::ScatterSpec scatter_spec(const lowering::ScatterCall& call,
                                    const std::vector<int64_t>& output_sizes,
                                    const std::vector<int64_t>& output_strides, DType dtype);
 
+// The runtime's view of an attention call site (issue 15, point 1).
+external::AttentionSpec attention_spec(const lowering::AttentionCall& call,
+                                       const program::ExternalSite& site);
+
 // Whether the library applies `epilogue` to `call`'s results as eager computes it (the
 // scheduler's EpilogueCheck); `why` says why not.
 bool library_runs_epilogue(const lowering::ExternalCall& call,
@@ -60,11 +65,18 @@ class ExternalPlans {
   bool empty() const { return plans_.empty(); }
 
  private:
-  // One plan per site: a matrix product, a convolution or a scatter (the others are null).
+  // One plan per site: a matrix product, a convolution, a scatter or an attention (the others
+  // are null).
   struct Plan {
     std::unique_ptr<external::MatmulPlan> matmul;
     std::unique_ptr<external::ConvolutionPlan> convolution;
     std::unique_ptr<external::ScatterSpec> scatter;
+    std::unique_ptr<external::AttentionPlan> attention;
+    bool backward = false;
+    size_t operand_count = 0;
+    // Bytes of each further result the program does not keep (the call writes it to scratch).
+    std::vector<size_t> unkept_bytes;
+    std::vector<bool> kept;  // per further result: whether the program keeps it
   };
   std::vector<Plan> plans_;
   std::vector<std::string> sources_;

@@ -6,6 +6,7 @@
 #include <set>
 #include <string>
 
+#include "ir/attention_args.h"
 #include "ir/contraction_args.h"
 #include "ir/convolution_args.h"
 #include "ir/op_schema.h"
@@ -96,7 +97,24 @@ void collect_reductions(const ir::Graph& graph, ir::ValueRef value, std::set<int
   const int producer = graph.value(value).producer;
   if (producer < 0 || !visited.insert(producer).second) return;
   const ir::Node& node = graph.nodes()[static_cast<size_t>(producer)];
-  if (const auto kind = accumulation_of(node.op)) {
+  if (ir::is_attention_op(node.op)) {
+    // Attention (tolerance.h): the scores are contractions over the head size, the softmax
+    // adds Lk exponentials, and the output a contraction over the keys whose probabilities
+    // a 16-bit attention rounds to the dtype first. The backward's dQ sums over the keys,
+    // dK and dV over every query row of the heads sharing a key/value head.
+    const ir::AttentionArgs a = ir::attention_args(graph, node);
+    const double sixteen_bit = a.dtype == DType::BFloat16  ? std::ldexp(1.0, -8)
+                               : a.dtype == DType::Float16 ? std::ldexp(1.0, -11)
+                                                           : 0.0;
+    out.push_back({Accumulation::Contraction, a.head_size, 0});
+    out.push_back({Accumulation::PlainSum, a.key_length, 0});
+    out.push_back({Accumulation::Contraction, a.key_length, sixteen_bit});
+    if (a.backward) {
+      const int64_t rows = a.kv_heads > 0 ? a.query_length * (a.query_heads / a.kv_heads) : 0;
+      out.push_back({Accumulation::Contraction, a.head_size, 0});
+      out.push_back({Accumulation::Contraction, rows, sixteen_bit});
+    }
+  } else if (const auto kind = accumulation_of(node.op)) {
     // A contraction's length is its inner size K (the products summed per output element), a
     // convolution's C_in/groups * prod(kernel).
     // A pooling's, the elements of its window.

@@ -99,6 +99,8 @@ const std::unordered_map<std::string_view, OpFn>& op_table() {
       {"scatter", detail::eval_scatter},
       {"scatter_add", detail::eval_scatter},
       {"scatter_reduce", detail::eval_scatter},
+      {"_scaled_dot_product_flash_attention_for_cpu", detail::eval_attention},
+      {"_scaled_dot_product_flash_attention_for_cpu_backward", detail::eval_attention},
   };
   return table;
 }

@@ -112,5 +112,7 @@ std::vector<Tensor> eval_max_pool2d_with_indices(const Env& env, const ir::Node&
 Tensor eval_pooling_backward(const Env& env, const ir::Node& node);
 // Issue 15, point 4 (scatter.cpp): index_put, index_add, scatter, scatter_add.
 Tensor eval_scatter(const Env& env, const ir::Node& node);
+// Issue 15, point 1 (attention.cpp): the attention ops and their backward.
+Tensor eval_attention(const Env& env, const ir::Node& node);
 
 }  // namespace stax::eager::detail

@@ -700,6 +700,30 @@ void add_scatters(Builder& b) {
         });
 }
 
+// Attention (issue 15, point 1) of a rank-4 operand with itself as query, key and value,
+// causal; the backward takes the operand as the output's gradient too.
+void add_attention(Builder& b) {
+  const DTypeSet dtypes = dtype_bit(DType::Float32) | dtype_bit(DType::BFloat16);
+  const std::string forward = "_scaled_dot_product_flash_attention_for_cpu";
+  b.add(forward, forward, {D::Coarse}, dtypes, R::Float64, false,
+        [forward](const CallSite& s) -> std::optional<std::string> {
+          if (s.sizes.size() != 4) return std::nullopt;
+          const std::string& x = s.operands[0];
+          return forward + "(" + x + ", " + x + ", " + x + ", 0.0, True)";
+        });
+  b.entries.back().result_count = [](const CallSite&) { return 2; };  // output, logsumexp
+  b.add(forward + "_backward", forward + "_backward", {D::Coarse}, dtypes, R::Float64, false,
+        [forward](const CallSite& s) -> std::optional<std::string> {
+          if (s.sizes.size() != 4) return std::nullopt;
+          const std::string& x = s.operands[0];
+          const std::vector<std::string> f =
+              s.temp_results(forward + "(" + x + ", " + x + ", " + x + ", 0.0, True)", 2);
+          return forward + "_backward(" + x + ", " + x + ", " + x + ", " + x + ", " + f[0] + ", " +
+                 f[1] + ", 0.0, True)";
+        });
+  b.entries.back().result_count = [](const CallSite&) { return 3; };  // dq, dk, dv
+}
+
 std::vector<CatalogEntry> build() {
   Builder b;
   add_arithmetic(b);
@@ -713,7 +737,8 @@ std::vector<CatalogEntry> build() {
   add_contractions(b);  // issue 14, point 3
   add_convolutions(b);  // issue 15, point 2
   add_pooling(b);
-  add_scatters(b);  // issue 15, point 4
+  add_scatters(b);   // issue 15, point 4
+  add_attention(b);  // issue 15, point 1
   return std::move(b.entries);
 }
 

@@ -25,7 +25,8 @@ struct Registry {
     detail::add_contraction_schemas(schemas);  // issue 14, point 3
     detail::add_convolution_schemas(schemas);  // issue 15
     detail::add_pooling_schemas(schemas);
-    detail::add_scatter_schemas(schemas);  // issue 15, point 4
+    detail::add_scatter_schemas(schemas);    // issue 15, point 4
+    detail::add_attention_schemas(schemas);  // issue 15, point 1
     for (size_t i = 0; i < schemas.size(); ++i) by_name.emplace(schemas[i].name, i);
   }
 };

@@ -55,7 +55,8 @@ enum class OpCategory : uint8_t {
   Contraction,
   Convolution,
   Pooling,
-  Scatter,  // index_put, index_add, scatter, scatter_add (ir/scatter_args.h)
+  Scatter,    // index_put, index_add, scatter, scatter_add (ir/scatter_args.h)
+  Attention,  // scaled dot-product attention and its backward (ir/attention_args.h)
 };
 
 struct OpSchema {

@@ -23,6 +23,8 @@ void add_convolution_schemas(std::vector<OpSchema>& out);
 void add_pooling_schemas(std::vector<OpSchema>& out);
 // index_put, index_add, scatter (src or value), scatter_add (ir/scatter_args.h).
 void add_scatter_schemas(std::vector<OpSchema>& out);
+// issue 15, point 1: attention
+void add_attention_schemas(std::vector<OpSchema>& out);
 
 // Schema parameter shorthands.
 Param required(std::string name, ParamKind kind);

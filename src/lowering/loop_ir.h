@@ -106,6 +106,31 @@ struct ScatterCall {
   int64_t int_alpha = 1;
 };
 
+// Scaled dot-product attention (issue 15, point 1; ir/attention_args.h) run by Stax's runtime
+// (external/attention.h): the forward writes the output (its logsumexp is a further result,
+// ResultOf), the backward the query's gradient (the key's and value's are further results).
+// Operands are read where they are stored, through any strides; the mask keeps its own
+// sizes, and mask_dims says which of its dims each of [B, Hq, Lq, Lk] reads (-1: broadcast).
+struct AttentionCall {
+  bool backward = false;
+  ExternalOperand query, key, value;
+  std::optional<ExternalOperand> mask;
+  std::vector<int64_t> mask_dims;
+  bool causal = false;
+  double scale = 1.0;
+  // Backward only: the gradient of the output, the forward's output and logsumexp.
+  std::optional<ExternalOperand> grad_out, out, logsumexp;
+};
+
+// A further result of a call with several results (the attention's logsumexp, the key's and
+// value's gradients): written by the call that computes `call_buffer`, whose operands list
+// this buffer as an output. Its node reads `call_buffer`, so that it is ordered after the
+// call; it runs nothing itself.
+struct ResultOf {
+  std::string call_buffer;
+  int index = 1;  // the op's result index
+};
+
 // A computation whose indices Stax does not analyze: a library call that writes its whole
 // output buffer (Definition 7.1's whole dependences). Issue 14 brings matrix products:
 //   out[b] = alpha * (a[b] @ mat2[b]) + beta * bias[b]
@@ -120,6 +145,10 @@ struct ExternalCall {
   std::optional<ConvolutionWindow> convolution;
   // A scatter (op: index_put, ...): its operands are the ScatterCall's (a and b are unused).
   std::optional<ScatterCall> scatter;
+  // Attention (op: _scaled_dot_product_flash_attention_for_cpu[_backward]).
+  std::optional<AttentionCall> attention;
+  // A further result of another call (`a` names that call's buffer).
+  std::optional<ResultOf> result_of;
   double alpha = 1.0;
   double beta = 1.0;
   // Eager's float32 and float64 addmm (a BLAS call) skip the product when alpha == 0: the
@@ -128,7 +157,9 @@ struct ExternalCall {
   std::string library;  // the implementation the target chose ("oneDNN matmul"), for explain
   std::string reason;   // why this is a library call rather than a loop nest
 
-  // a, b, then bias if any; a scatter's index, values (if any) and self (unless zeros).
+  // a, b, then bias if any; a scatter's index, values (if any) and self (unless zeros);
+  // attention's query, key, value, the mask if any, then the backward's grad_out, out and
+  // logsumexp; a further result's `a` (the call it is a result of).
   std::vector<const ExternalOperand*> operands() const;
 };
 

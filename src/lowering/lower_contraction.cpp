@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "ir/attention_args.h"
 #include "lowering/lowerer.h"
 
 namespace stax::lowering {
@@ -157,6 +158,13 @@ std::vector<ir::ValueRef> Lowerer::library_operands(const ir::Node& node) const 
     const ir::ScatterArgs a = ir::scatter_args(graph_, node);
     std::vector<ir::ValueRef> operands = {a.layout.source, a.layout.index};
     if (a.values) operands.push_back(*a.values);
+    return operands;
+  }
+  if (schema->category == ir::OpCategory::Attention) {
+    const ir::AttentionArgs a = ir::attention_args(graph_, node);
+    std::vector<ir::ValueRef> operands = {a.query, a.key, a.value};
+    if (a.mask) operands.push_back(*a.mask);
+    if (a.backward) operands.insert(operands.end(), {a.grad_out, a.out, a.logsumexp});
     return operands;
   }
   return {};

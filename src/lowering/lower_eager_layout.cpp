@@ -5,6 +5,7 @@
 // directly) — and for them lowering must see what eager sees. Views take the layout eager
 // gives them (ir::view_layout, which the eager interpreter uses); ops that compute or copy
 // give fresh storage: contiguous, except clone (ir::preserved_strides).
+#include "ir/attention_args.h"
 #include "ir/checked_arith.h"
 #include "ir/text_format.h"
 #include "ir/view_layout.h"
@@ -77,6 +78,10 @@ Lowerer::EagerLayout Lowerer::eager_layout_step(int value_index) {
         alias.offset = v->offset;
         layout = alias;
       }  // else a reshape that copies: fresh storage
+    } else if (ir::is_attention_op(node.op)) {
+      const ir::AttentionArgs a = ir::attention_args(graph_, node);
+      layout.strides =
+          a.result_strides(graph_, node.result_index, eager_layout(a.query.index).strides);
     }
   }
   return layout;

@@ -258,6 +258,9 @@ class Lowerer {
       case ir::OpCategory::Scatter:  // issue 15, point 4 (lower_scatter.cpp)
         v = lower_scatter(node, out);
         break;
+      case ir::OpCategory::Attention:  // issue 15, point 1 (lower_attention.cpp)
+        v = lower_attention(node, out);
+        break;
     }
     // Each result of a multi-result op (split, var_mean) is its own node, lowered alone.
     std::vector<LoweredValue> results = {std::move(v)};
@@ -338,6 +341,11 @@ class Lowerer {
   // Issue 15, point 4 (lower_scatter.cpp): index_put, index_add, scatter, scatter_add as
   // external nodes run by Stax's runtime.
   LoweredValue lower_scatter(const ir::Node& node, const ir::Value& out);
+  // Issue 15, point 1 (lower_attention.cpp): attention and its backward, one runtime call
+  // whose further results are ResultOf buffers.
+  LoweredValue lower_attention(const ir::Node& node, const ir::Value& out);
+  // The buffer of each attention call, by the node index of its first result.
+  std::map<int, LoweredValue> attention_calls_;
   // `ref` as an external call reads it: where it is stored, else stored first (`why`).
   ExternalOperand stored_operand(ir::ValueRef ref, const std::string& why);
   // Issue 15: convolution and convolution_backward as external library calls or loop nests

@@ -23,6 +23,16 @@ std::vector<const ExternalOperand*> ExternalCall::operands() const {
     if (scatter->self) out.push_back(&*scatter->self);
     return out;
   }
+  if (attention) {
+    std::vector<const ExternalOperand*> out = {&attention->query, &attention->key,
+                                               &attention->value};
+    if (attention->mask) out.push_back(&*attention->mask);
+    for (const auto* op : {&attention->grad_out, &attention->out, &attention->logsumexp}) {
+      if (*op) out.push_back(&**op);
+    }
+    return out;
+  }
+  if (result_of) return {&a};
   std::vector<const ExternalOperand*> out = {&a, &b};
   if (bias) out.push_back(&*bias);
   return out;

@@ -168,10 +168,14 @@ class Printer {
   void print_call_external(const CallExternal& c) {
     const ExternalSite& site = p_.externals[c.site];
     const std::vector<const lowering::ExternalOperand*> ops = site.call->operands();
-    out_ << "{\nconst void* stax_operands[" << ops.size() << "] = {";
+    out_ << "{\nconst void* stax_operands[" << ops.size() + site.further_results.size() << "] = {";
     for (size_t k = 0; k < ops.size(); ++k) {
       out_ << (k ? ", " : "") << pointer(ops[k]->buffer);
       if (ops[k]->offset != 0) out_ << " + " << ops[k]->offset;
+    }
+    // The call's further results (lowering::ResultOf) follow its operands.
+    for (const std::string& result : site.further_results) {
+      out_ << ", " << (result.empty() ? "nullptr" : result);
     }
     out_ << "};\n";
     // The runtime's status: kStatusExternalError for a library's failure, the index statuses

@@ -27,6 +27,9 @@ struct Step {
   // An external step's call and the buffer it writes.
   const lowering::ExternalCall* call = nullptr;
   std::string output;
+  // A further result of another step's call (lowering::ResultOf): it runs nothing; the call
+  // writes its buffer.
+  bool result_only = false;
 };
 
 // Adjacent loop steps sharing one C++ function and one OpenMP parallel region.
@@ -51,6 +54,10 @@ struct ExternalSite {
   // What the call applies to each result before storing it to `output` (the buffer of the
   // pointwise loop it absorbed, scheduler/epilogue_fusion.h).
   std::vector<scheduler::EpilogueOp> epilogue;
+  // The buffers of the call's further results (lowering::ResultOf; result 1, 2, ...), passed
+  // after its operands; "" for a result no node reads (the runtime gets a null pointer).
+  std::vector<std::string> further_results;
+  std::vector<std::vector<int64_t>> further_sizes;  // their sizes (contiguous)
 };
 
 // Statements of the wrapper after the input checks, in order.

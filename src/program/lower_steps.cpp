@@ -27,6 +27,15 @@ void lower_steps(HostProgram& program, const kernel::PipelineOptions& kernel_opt
       step.external = true;
       step.call = first.buffer->external.get();
       step.output = last.buffer->name;
+      if (step.call->result_of) {
+        step.result_only = true;
+        program.log.push_back(fused.name + ": result " +
+                              std::to_string(step.call->result_of->index) +
+                              " of the call that writes " + step.call->result_of->call_buffer +
+                              ", written by that call");
+        program.steps.push_back(std::move(step));
+        continue;
+      }
       ExternalSite site;
       site.output = last.buffer->name;
       site.call = first.buffer->external;
@@ -35,6 +44,22 @@ void lower_steps(HostProgram& program, const kernel::PipelineOptions& kernel_opt
       site.dtype = last.buffer->dtype;
       site.source = first.buffer->source;
       site.epilogue = fused.epilogue;
+      // Further results of the call still scheduled (one no node reads was removed).
+      for (const scheduler::FusedNode& other_kernel : s.kernels) {
+        const scheduler::SchedulerNode& n =
+            s.nodes[static_cast<size_t>(other_kernel.members().at(0))];
+        const lowering::ExternalCall* other = n.buffer->external.get();
+        if (other == nullptr || !other->result_of || other->result_of->call_buffer != site.output) {
+          continue;
+        }
+        const auto k = static_cast<size_t>(other->result_of->index - 1);
+        if (site.further_results.size() <= k) {
+          site.further_results.resize(k + 1);
+          site.further_sizes.resize(k + 1);
+        }
+        site.further_results[k] = n.buffer->name;
+        site.further_sizes[k] = n.buffer->sizes;
+      }
       program.externals.push_back(std::move(site));
       std::string epilogue;
       for (const auto& op : fused.epilogue)

@@ -4,6 +4,7 @@
 // caller's allocator slots in graph output order; intermediates get an entry in one live
 // table, so that a failure releases whatever is live with one loop.
 #include <map>
+#include <optional>
 #include <set>
 
 #include "ir/checked_arith.h"
@@ -34,7 +35,7 @@ void place_buffers(HostProgram& program) {
 
   // The units the wrapper calls, in order: a function (its steps) or an external step.
   std::vector<std::vector<size_t>> unit_steps;
-  std::vector<Statement> calls;
+  std::vector<std::optional<Statement>> calls;  // none for a further result (ResultOf)
   std::vector<int> function_of(program.steps.size(), -1);
   for (size_t f = 0; f < program.functions.size(); ++f) {
     for (size_t i : program.functions[f].steps) function_of[i] = static_cast<int>(f);
@@ -42,6 +43,11 @@ void place_buffers(HostProgram& program) {
   size_t next_site = 0;
   for (size_t i = 0; i < program.steps.size(); ++i) {
     const Step& step = program.steps[i];
+    if (step.result_only) {
+      unit_steps.push_back({i});
+      calls.emplace_back(std::nullopt);
+      continue;
+    }
     if (step.external) {
       CallExternal call{next_site++, {}};
       for (const lowering::ExternalOperand* op : step.call->operands()) {
@@ -65,7 +71,7 @@ void place_buffers(HostProgram& program) {
                      plan->is_output ? output_slot.at(name) : live_slot.at(name)});
       }
     }
-    program.body.push_back(calls[u]);
+    if (calls[u]) program.body.push_back(*calls[u]);
     for (size_t i : unit_steps[u]) {
       for (const auto& name : s.release_after[program.steps[i].fused]) {
         if (inputs.count(name)) {

@@ -222,7 +222,10 @@ TEST(OpRegistryTest, AllOpsRegisteredWithCategories) {
       "max_pool2d_with_indices", "avg_pool2d", "_adaptive_avg_pool2d",
       "max_pool2d_with_indices_backward", "avg_pool2d_backward", "_adaptive_avg_pool2d_backward",
       // issue 15, point 4: scatters
-      "index_put", "index_add", "scatter", "scatter_add", "scatter_reduce"};
+      "index_put", "index_add", "scatter", "scatter_add", "scatter_reduce",
+      // issue 15, point 1: attention
+      "_scaled_dot_product_flash_attention_for_cpu",
+      "_scaled_dot_product_flash_attention_for_cpu_backward"};
   std::vector<std::string> names = registered_op_names();
   for (const std::string& name : expected) {
     EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name;
@@ -237,6 +240,8 @@ TEST(OpRegistryTest, AllOpsRegisteredWithCategories) {
   EXPECT_EQ(find_op_schema("contiguous")->category, OpCategory::Copy);
   EXPECT_EQ(find_op_schema("avg_pool2d")->category, OpCategory::Pooling);
   EXPECT_EQ(find_op_schema("scatter_add")->category, OpCategory::Scatter);
+  EXPECT_EQ(find_op_schema("_scaled_dot_product_flash_attention_for_cpu")->category,
+            OpCategory::Attention);
   EXPECT_EQ(find_op_schema("softmax"), nullptr);
 }
 

@@ -273,6 +273,11 @@ def every_op(x: f32[2, 3], y: f32[3], i: i64[2, 3], b: bool[2, 3],
     pgv = max_pool2d_with_indices_backward(pv, px, [2, 2], [1, 1], 0, 1, True, pi)
     pga = avg_pool2d_backward(pa, px, 2, [], 1, False, True, 3)
     pgd = _adaptive_avg_pool2d_backward(pd, px)
+    # issue 15, point 1: attention
+    aq = reshape(x, [1, 1, 2, 3])
+    ao, al = _scaled_dot_product_flash_attention_for_cpu(aq, aq, aq, 0.0, True, scale=0.5)
+    am = narrow(x, 1, 0, 2)
+    agq, agk, agv = _scaled_dot_product_flash_attention_for_cpu_backward(ao, aq, aq, aq, ao, al, 0.0, True, attn_mask=am)
     return a0, k1, x, a0
 )";
 
@@ -406,6 +411,10 @@ TEST(RoundTripTest, EveryOpAndLiteral) {
         "    n11 = scatter(x, 1, i, x)\n",
         "    n12 = scatter(x, 0, i, 1.5)\n",
         "    n13 = scatter_add(x, 1, i, x)\n",
+        "    ao, al = _scaled_dot_product_flash_attention_for_cpu(aq, aq, aq, is_causal=True, "
+        "scale=0.5)\n",
+        "    agq, agk, agv = _scaled_dot_product_flash_attention_for_cpu_backward(ao, aq, aq, aq, "
+        "ao, al, 0.0, True, attn_mask=am)\n",
         "    return a0, k1, x, a0\n"}) {
     EXPECT_NE(printed.find(line), std::string::npos) << line << "\nin\n" << printed;
   }

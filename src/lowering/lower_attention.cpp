@@ -1,0 +1,66 @@
+// Issue 15, point 1: attention and its backward as one external node each, run by Stax's
+// runtime (external/attention.h; lowering/loop_ir.h: AttentionCall). The call depends on the
+// whole of each operand and writes its first result; every further result (the forward's
+// logsumexp, the key's and value's gradients) is a buffer of its own whose node is a ResultOf
+// the call: it reads the call's buffer, so it is scheduled after it, and the call writes it.
+// The nodes of an op's results are consecutive (ir::Graph), so the call is lowered with the
+// first result and every later result finds it in attention_calls_.
+#include "ir/attention_args.h"
+#include "lowering/lowerer.h"
+
+namespace stax::lowering {
+
+LoweredValue Lowerer::lower_attention(const ir::Node& node, const ir::Value& out) {
+  const ir::AttentionArgs a = ir::attention_args(graph_, node);
+  const int first = node_index(node) - node.result_index;
+  if (node.result_index > 0) {
+    const auto it = attention_calls_.find(first);
+    if (it == attention_calls_.end()) {
+      throw std::logic_error(node.op + " result " + std::to_string(node.result_index) +
+                             " before its first result");
+    }
+    const LoweredValue& call_value = it->second;
+    ExternalCall call;
+    call.op = node.op;
+    call.a = ExternalOperand{call_value.layout->buffer,  false, call_value.dtype, call_value.sizes,
+                             call_value.layout->strides, 0};
+    call.result_of = ResultOf{call_value.layout->buffer, node.result_index};
+    call.library = "Stax runtime attention";
+    call.reason = "result " + std::to_string(node.result_index) + " of the call that writes " +
+                  call_value.layout->buffer;
+    return add_external_buffer(node, std::move(call), out.type.dtype, out.type.sizes);
+  }
+  const std::string role =
+      " of " + ir::describe_node(graph_, node) + ": attention reads stored tensors only";
+  AttentionCall c;
+  c.backward = a.backward;
+  c.query = stored_operand(a.query, "the query" + role);
+  c.key = stored_operand(a.key, "the key" + role);
+  c.value = stored_operand(a.value, "the value" + role);
+  if (a.mask) {
+    c.mask = stored_operand(*a.mask, "the mask" + role);
+    c.mask_dims = a.mask_dims(graph_);
+  }
+  c.causal = a.causal;
+  c.scale = a.scale;
+  if (a.backward) {
+    c.grad_out = stored_operand(a.grad_out, "the output's gradient" + role);
+    c.out = stored_operand(a.out, "the forward's output" + role);
+    c.logsumexp = stored_operand(a.logsumexp, "the forward's logsumexp" + role);
+  }
+  ExternalCall call;
+  call.op = node.op;
+  call.attention = std::move(c);
+  call.library = "Stax runtime attention";
+  call.reason =
+      "attention in blocks whose scores stay in cache, with an online softmax (flash attention)";
+  std::string why;
+  if (options_.library_for && !options_.library_for(call, &why)) {
+    throw ir::GraphError(ir::describe_node(graph_, node) + ": " + why);
+  }
+  LoweredValue v = add_external_buffer(node, std::move(call), out.type.dtype, out.type.sizes);
+  attention_calls_[first] = v;
+  return v;
+}
+
+}  // namespace stax::lowering
