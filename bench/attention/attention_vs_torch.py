@@ -40,6 +40,7 @@ def quantiles(samples):
 
 
 def time_case(batch, heads, tokens, size, causal, dtype, train, reps):
+    torch._dynamo.reset()  # each case compiles a new function: stay under the recompile limit
     g = torch.Generator().manual_seed(0)
     q, k, v = (torch.randn(batch, heads, tokens, size, generator=g).to(dtype) for _ in range(3))
     grad = torch.randn(batch, heads, tokens, size, generator=g).to(dtype)

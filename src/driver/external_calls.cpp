@@ -200,9 +200,10 @@ external::AttentionSpec attention_spec(const lowering::AttentionCall& call,
   spec.scale = call.scale;
   // A further result the program does not keep is written to scratch, contiguous.
   auto further = [&](size_t r, const std::vector<int64_t>& sizes) {
-    return contiguous(r < site.further_sizes.size() && !site.further_results[r].empty()
-                          ? site.further_sizes[r]
-                          : sizes);
+    if (r < site.further_sizes.size() && !site.further_results[r].empty()) {
+      return external::StridedOperand{site.further_sizes[r], site.further_strides[r]};
+    }
+    return contiguous(sizes);
   };
   if (!call.backward) {
     spec.out = external::StridedOperand{site.output_sizes, site.output_strides};

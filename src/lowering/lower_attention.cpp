@@ -13,6 +13,10 @@ namespace stax::lowering {
 LoweredValue Lowerer::lower_attention(const ir::Node& node, const ir::Value& out) {
   const ir::AttentionArgs a = ir::attention_args(graph_, node);
   const int first = node_index(node) - node.result_index;
+  // Each result is written in eager's layout (the gradients [B, L, H, E], the logsumexp
+  // [B, L, H]), so a graph output needs no copy into the layout PyTorch expects.
+  const std::vector<int64_t> strides =
+      a.result_strides(graph_, node.result_index, eager_layout(a.query.index).strides);
   if (node.result_index > 0) {
     const auto it = attention_calls_.find(first);
     if (it == attention_calls_.end()) {
@@ -28,7 +32,7 @@ LoweredValue Lowerer::lower_attention(const ir::Node& node, const ir::Value& out
     call.library = "Stax runtime attention";
     call.reason = "result " + std::to_string(node.result_index) + " of the call that writes " +
                   call_value.layout->buffer;
-    return add_external_buffer(node, std::move(call), out.type.dtype, out.type.sizes);
+    return add_external_buffer(node, std::move(call), out.type.dtype, out.type.sizes, strides);
   }
   const std::string role =
       " of " + ir::describe_node(graph_, node) + ": attention reads stored tensors only";
@@ -58,7 +62,8 @@ LoweredValue Lowerer::lower_attention(const ir::Node& node, const ir::Value& out
   if (options_.library_for && !options_.library_for(call, &why)) {
     throw ir::GraphError(ir::describe_node(graph_, node) + ": " + why);
   }
-  LoweredValue v = add_external_buffer(node, std::move(call), out.type.dtype, out.type.sizes);
+  LoweredValue v =
+      add_external_buffer(node, std::move(call), out.type.dtype, out.type.sizes, strides);
   attention_calls_[first] = v;
   return v;
 }

@@ -318,12 +318,13 @@ LoweredValue Lowerer::lower_contraction(const ir::Node& node, const ir::Value& o
 }
 
 LoweredValue Lowerer::add_external_buffer(const ir::Node& node, ExternalCall call, DType dtype,
-                                          const std::vector<int64_t>& sizes) {
+                                          const std::vector<int64_t>& sizes,
+                                          std::optional<std::vector<int64_t>> strides) {
   ComputedBuffer buf;
   buf.name = next_buffer_name();
   buf.dtype = dtype;
   buf.sizes = sizes;
-  buf.strides = ir::contiguous_strides(sizes);
+  buf.strides = strides ? *strides : ir::contiguous_strides(sizes);
   buf.ranges = sizes;
   buf.origin = node.op;
   result_.log.push_back(buf.name + " (" + node.op + "): an external call, " + call.reason);

@@ -335,9 +335,11 @@ class Lowerer {
   LoweredValue lower_factory(const ir::Node& node, const ir::Value& out);
   // Issue 14: mm, bmm, addmm, baddbmm as an external library call or a loop nest.
   LoweredValue lower_contraction(const ir::Node& node, const ir::Value& out);
-  // The contiguous buffer of `sizes` that one library call (`call`) writes whole, for `node`.
+  // The buffer of `sizes` that one library call (`call`) writes whole, for `node`:
+  // contiguous, or dense in the order of `strides` (a call that writes eager's layout).
   LoweredValue add_external_buffer(const ir::Node& node, ExternalCall call, DType dtype,
-                                   const std::vector<int64_t>& sizes);
+                                   const std::vector<int64_t>& sizes,
+                                   std::optional<std::vector<int64_t>> strides = std::nullopt);
   // Issue 15, point 4 (lower_scatter.cpp): index_put, index_add, scatter, scatter_add as
   // external nodes run by Stax's runtime.
   LoweredValue lower_scatter(const ir::Node& node, const ir::Value& out);

@@ -57,7 +57,8 @@ struct ExternalSite {
   // The buffers of the call's further results (lowering::ResultOf; result 1, 2, ...), passed
   // after its operands; "" for a result no node reads (the runtime gets a null pointer).
   std::vector<std::string> further_results;
-  std::vector<std::vector<int64_t>> further_sizes;  // their sizes (contiguous)
+  std::vector<std::vector<int64_t>> further_sizes;  // their sizes and strides
+  std::vector<std::vector<int64_t>> further_strides;
 };
 
 // Statements of the wrapper after the input checks, in order.

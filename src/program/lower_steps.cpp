@@ -56,9 +56,11 @@ void lower_steps(HostProgram& program, const kernel::PipelineOptions& kernel_opt
         if (site.further_results.size() <= k) {
           site.further_results.resize(k + 1);
           site.further_sizes.resize(k + 1);
+          site.further_strides.resize(k + 1);
         }
         site.further_results[k] = n.buffer->name;
         site.further_sizes[k] = n.buffer->sizes;
+        site.further_strides[k] = n.buffer->strides;
       }
       program.externals.push_back(std::move(site));
       std::string epilogue;
