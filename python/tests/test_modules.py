@@ -24,10 +24,6 @@ from eager_comparison import assert_same, check_explain, compile_counted
 MATMUL = {"mm", "bmm", "addmm", "baddbmm"}
 # Random ops run in PyTorch in this issue (dropout in train mode draws a mask).
 RANDOM = {"native_dropout", "bernoulli", "rand", "rand_like", "randn", "inductor_random"}
-# PyTorch's fused CPU attention kernel (F.scaled_dot_product_attention inside
-# nn.MultiheadAttention): a matrix-product kernel, run as eager runs it.
-FUSED_ATTENTION = {"_scaled_dot_product_flash_attention_for_cpu",
-                   "_scaled_dot_product_flash_attention_for_cpu_backward"}
 # Stax has no convolution.
 CONVOLUTION = {"convolution", "convolution_backward"}
 # Writes to computed positions: Stax has gathers but no scatters.
@@ -235,7 +231,7 @@ def test_transformer_encoder_layer_train(backend, is_stax):
         [randn(2, 12, 32, requires_grad=True)],
         backend,
         is_stax,
-        may_fall_back=MATMUL | RANDOM | FUSED_ATTENTION,
+        may_fall_back=MATMUL | RANDOM,
     )
 
 
@@ -261,7 +257,7 @@ def test_transformer_encoder_layer_eval_inference(backend, is_stax, mha_fastpath
             backend,
             is_stax,
             train=False,
-            may_fall_back=MATMUL | FUSED_ATTENTION,
+            may_fall_back=MATMUL,
         )
     assert not out.requires_grad
 
@@ -289,7 +285,7 @@ def test_transformer_encoder_layer_eval_with_grad(backend, is_stax):
         [randn(2, 12, 32, requires_grad=True)],
         backend,
         is_stax,
-        may_fall_back=MATMUL | FUSED_ATTENTION,
+        may_fall_back=MATMUL,
     )
 
 
