@@ -244,8 +244,12 @@ def _t(node, names, graph):
     return _emit_op(graph, node, "transpose", [names(node.args[0]), "0", "1"])
 
 
-@rewrite(aten._unsafe_view.default)
+@rewrite(aten._unsafe_view.default, aten.view.default)
 def _unsafe_view(node, names, graph):
+    # PyTorch has already checked a view against eager's strides, which Stax's model of
+    # eager's layouts does not always know (a pointwise op keeps a permuted input's layout in
+    # eager, a computed value is contiguous in the model); its values are reshape's, and the
+    # layouts of the region's outputs come from PyTorch's metadata (view_outputs.py).
     return _emit_op(graph, node, "reshape", [names(node.args[0]), literal(node.args[1], names)])
 
 
