@@ -204,3 +204,37 @@ def test_bert_with_sdpa_trains_as_one_stax_program():
         assert (p.grad is None) == (g_e is None), name  # the pooler is not used
         if g_e is not None:
             assert_as_accurate_as_eager(p.grad, g_e, p64.grad, f"gradient of {name}")
+
+
+def test_llama_with_grouped_query_sdpa_trains_wholly_in_stax():
+    """Rotary embeddings leave the query in eager's [B, L, H, E] layout and the attention's
+    output follows it; the model then views the output's transpose, which PyTorch checked
+    against eager's strides (the bridge translates it as a reshape)."""
+    transformers = pytest.importorskip("transformers")
+    config = transformers.LlamaConfig(hidden_size=64, intermediate_size=96,
+                                      num_attention_heads=8, num_key_value_heads=2,
+                                      num_hidden_layers=2, vocab_size=100,
+                                      attn_implementation="sdpa")
+    torch.manual_seed(0)
+    model = transformers.LlamaModel(config)
+    ids = torch.randint(0, 100, (2, 16))
+
+    def step(ids):
+        return model(input_ids=ids).last_hidden_state
+
+    report = stax.explain(step, ids, backward=True)
+    in_stax, in_torch = op_counts(report.stax_ops), op_counts(report.fallback_ops)
+    assert in_stax.get(FORWARD) == 2 and in_stax.get(BACKWARD) == 2, in_stax
+    assert in_torch == {}, in_torch
+    exact_model = copy.deepcopy(model).double()
+    exact = exact_model(input_ids=ids).last_hidden_state
+    exact.sum().backward()
+    expected = step(ids)
+    expected.sum().backward()
+    grads_e = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    actual = torch.compile(step, backend="stax")(ids)
+    actual.sum().backward()
+    assert_as_accurate_as_eager(actual, expected, exact, "hidden states")
+    for (name, p), g_e, p64 in zip(model.named_parameters(), grads_e, exact_model.parameters()):
+        assert_as_accurate_as_eager(p.grad, g_e, p64.grad, f"gradient of {name}")
