@@ -346,29 +346,25 @@ std::string sizes_text(const std::vector<int64_t>& sizes) {
 
 // Whether oneDNN multiplies this dtype on this CPU (a 2x2 product, asked once per dtype).
 std::string dtype_refusal(DType dtype) {
-  static std::mutex mutex;
-  static std::map<DType, std::string> answers;
-  std::lock_guard<std::mutex> lock(mutex);
-  if (auto it = answers.find(dtype); it != answers.end()) return it->second;
-  std::string answer;
-  if (dtype != DType::Float32 && dtype != DType::BFloat16 && dtype != DType::Float16) {
-    answer = "attention takes f32, bf16 or f16, not " + std::string(dtype_name(dtype));
-  } else {
+  static detail::ProbeAnswers<DType> answers;
+  return answers.get(dtype, [dtype]() -> std::string {
+    if (dtype != DType::Float32 && dtype != DType::BFloat16 && dtype != DType::Float16) {
+      return "attention takes f32, bf16 or f16, not " + std::string(dtype_name(dtype));
+    }
     try {
       const auto dt = *detail::library_dtype(dtype);
       dnnl::memory::desc a({2, 2}, dt, {2, 1}), c({2, 2}, dnnl::memory::data_type::f32, {2, 1});
       dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, a, c), detail::cpu_engine());
       if (detail::is_reference(pd.impl_info_str())) {
-        answer = detail::library_version() + " has only its reference (slow) " +
-                 std::string(dtype_name(dtype)) + " matmul on this CPU";
+        return detail::library_version() + " has only its reference (slow) " +
+               std::string(dtype_name(dtype)) + " matmul on this CPU";
       }
     } catch (const dnnl::error& e) {
-      answer = detail::library_version() + " has no " + std::string(dtype_name(dtype)) +
-               " matmul on this CPU (" + e.what() + ")";
+      return detail::library_version() + " has no " + std::string(dtype_name(dtype)) +
+             " matmul on this CPU (" + e.what() + ")";
     }
-  }
-  answers.emplace(dtype, answer);
-  return answer;
+    return "";
+  });
 }
 
 }  // namespace

@@ -256,25 +256,21 @@ ConvolutionSpec probe_spec(DType dtype, ConvolutionPass pass) {
 
 // Whether oneDNN convolves this dtype at all in this pass on this CPU: asked once per pair.
 std::string dtype_refusal(DType dtype, ConvolutionPass pass) {
-  static std::mutex mutex;
-  static std::map<std::pair<DType, ConvolutionPass>, std::string> answers;
-  std::lock_guard<std::mutex> lock(mutex);
-  if (auto it = answers.find({dtype, pass}); it != answers.end()) return it->second;
-  std::string answer;
-  const std::string what =
-      std::string(dtype_name(dtype)) + " convolution" +
-      (pass == ConvolutionPass::Forward ? "" : " " + std::string(pass_name(pass)));
-  if (!detail::library_dtype(dtype)) {
-    answer = "oneDNN has no " + what + " (a Stax loop nest computes it)";
-  } else {
+  static detail::ProbeAnswers<std::pair<DType, ConvolutionPass>> answers;
+  return answers.get({dtype, pass}, [dtype, pass]() -> std::string {
+    const std::string what =
+        std::string(dtype_name(dtype)) + " convolution" +
+        (pass == ConvolutionPass::Forward ? "" : " " + std::string(pass_name(pass)));
+    if (!detail::library_dtype(dtype)) {
+      return "oneDNN has no " + what + " (a Stax loop nest computes it)";
+    }
     try {
       make_primitive_desc(probe_spec(dtype, pass), Formats::Any);
     } catch (const dnnl::error& e) {
-      answer = detail::library_version() + " has no " + what + " on this CPU (" + e.what() + ")";
+      return detail::library_version() + " has no " + what + " on this CPU (" + e.what() + ")";
     }
-  }
-  answers.emplace(std::make_pair(dtype, pass), answer);
-  return answer;
+    return "";
+  });
 }
 
 bool empty(const TensorLayout& layout) {

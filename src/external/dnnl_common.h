@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
@@ -55,6 +56,23 @@ struct FreeDeleter {
 // A 64-byte aligned buffer.
 using Buffer = std::unique_ptr<void, FreeDeleter>;
 Buffer allocate(size_t bytes);
+
+// The answers of one probe of the library (whether it has a fast kernel for a dtype, a pass),
+// each asked once per process; threads share them. One per probing function.
+template <typename Key>
+class ProbeAnswers {
+ public:
+  template <typename Ask>
+  std::string get(const Key& key, Ask ask) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (auto it = answers_.find(key); it != answers_.end()) return it->second;
+    return answers_.emplace(key, ask()).first->second;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<Key, std::string> answers_;
+};
 
 // Buffers of one size that runs borrow and give back, so that concurrent runs never share
 // one and steady-state runs allocate nothing.

@@ -163,28 +163,24 @@ bool is_reference(const dnnl::matmul::primitive_desc& pd) {
 
 // Whether oneDNN multiplies this dtype at all on this CPU: a 2x2 product, asked once.
 std::string dtype_refusal(DType dtype) {
-  static std::mutex mutex;
-  static std::map<DType, std::string> answers;
-  std::lock_guard<std::mutex> lock(mutex);
-  if (auto it = answers.find(dtype); it != answers.end()) return it->second;
-  std::string answer;
-  if (!library_dtype(dtype)) {
-    answer = std::string("oneDNN has no ") + std::string(dtype_name(dtype)) +
+  static detail::ProbeAnswers<DType> answers;
+  return answers.get(dtype, [dtype]() -> std::string {
+    if (!library_dtype(dtype)) {
+      return std::string("oneDNN has no ") + std::string(dtype_name(dtype)) +
              " matmul (a Stax loop nest computes it)";
-  } else {
+    }
     MatmulSpec probe;
     probe.dtype = dtype;
     probe.a = probe.b = probe.c = MatrixLayout::contiguous(1, 2, 2);
     try {
       make_primitive_desc(probe, Form::Plain);
     } catch (const dnnl::error& e) {
-      answer = "oneDNN " + std::to_string(dnnl::version()->major) + "." +
-               std::to_string(dnnl::version()->minor) + " has no " +
-               std::string(dtype_name(dtype)) + " matmul on this CPU (" + e.what() + ")";
+      return "oneDNN " + std::to_string(dnnl::version()->major) + "." +
+             std::to_string(dnnl::version()->minor) + " has no " + std::string(dtype_name(dtype)) +
+             " matmul on this CPU (" + e.what() + ")";
     }
-  }
-  answers.emplace(dtype, answer);
-  return answer;
+    return "";
+  });
 }
 
 // The form a spec gets, its primitive descriptor (library forms) for the current OpenMP
