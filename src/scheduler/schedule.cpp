@@ -185,18 +185,16 @@ Schedule schedule(const lowering::LoweredGraph& graph, const ScheduleOptions& op
   }
   // A further result of a call (lowering::ResultOf) is written by the call: it is allocated
   // before the call's kernel, not its own (which runs nothing).
-  for (auto& p : s.buffers) {
-    const lowering::ComputedBuffer* computed = graph.find_buffer(p.buffer);
-    if (computed == nullptr || !computed->is_external() || !computed->external->result_of) {
-      continue;
-    }
-    const auto call = plan_index.find(computed->external->result_of->call_buffer);
-    if (call == plan_index.end()) {
-      throw std::logic_error(p.buffer + " is a result of " +
-                             computed->external->result_of->call_buffer +
+  for (const SchedulerNode& n : s.nodes) {
+    const lowering::ExternalCall* call = n.buffer->external.get();
+    const auto result = plan_index.find(n.write.buffer);
+    if (call == nullptr || !call->result_of || result == plan_index.end()) continue;
+    const auto writer = plan_index.find(call->result_of->call_buffer);
+    if (writer == plan_index.end()) {
+      throw std::logic_error(n.write.buffer + " is a result of " + call->result_of->call_buffer +
                              ", which is not scheduled");
     }
-    p.producer = s.buffers[call->second].producer;
+    s.buffers[result->second].producer = s.buffers[writer->second].producer;
   }
   std::map<std::string, int> input_last_use;
   std::map<std::string, std::set<std::pair<int, size_t>>> readers;  // buffer -> (group, nest)
