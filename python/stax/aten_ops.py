@@ -226,14 +226,16 @@ def _scatter_value(node, names, graph):
 
 
 def _check_tensor_indices(node: torch.fx.Node) -> None:
-    """index.Tensor and index_put: Stax takes one integer tensor index (None entries around
-    it); several index tensors and boolean masks run in PyTorch."""
+    """index.Tensor and index_put: Stax takes integer tensor indices (broadcast together,
+    None entries around them); boolean masks, whose results' shapes depend on the data, run
+    in PyTorch."""
     indices = [i for i in node.args[1] if i is not None]
-    if len(indices) != 1:
-        raise Unsupported(f"{len(indices)} tensor indices (Stax takes one)")
-    dtype = indices[0].meta["val"].dtype
-    if dtype not in (torch.int64, torch.int32):
-        raise Unsupported(f"a {dtype} index (Stax takes int64 and int32 indices)")
+    if not indices:
+        raise Unsupported("no tensor index")
+    for index in indices:
+        dtype = index.meta["val"].dtype
+        if dtype not in (torch.int64, torch.int32):
+            raise Unsupported(f"a {dtype} index (Stax takes int64 and int32 indices)")
 
 
 @rewrite(aten.t.default)

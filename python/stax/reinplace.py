@@ -12,9 +12,9 @@ region output that is its own storage root is a tensor the call allocated for it
 
 This runs on the ATen graph before partitioning, and only on ops PyTorch runs (Stax's own
 regions never see them). It is the counterpart of Inductor's reinplacing pass, reduced to the
-scatters. Stax now runs index_put with one tensor index, index_add and scatter_add itself
-(the embedding gradient included, whose zeros it never stores); what remains here are the
-forms it leaves to PyTorch (index_put with several tensor indices or a mask).
+scatters. Stax now runs index_put with integer tensor indices, index_add and scatter_add
+itself (the embedding gradient included, whose zeros it never stores); what remains here is
+the form it leaves to PyTorch (index_put with a boolean mask).
 """
 
 from __future__ import annotations

@@ -186,9 +186,9 @@ def test_bert_with_sdpa_trains_as_one_stax_program():
     report = stax.explain(step, ids, attention_mask, backward=True)
     in_stax, in_torch = op_counts(report.stax_ops), op_counts(report.fallback_ops)
     assert in_stax.get(FORWARD) == 2 and in_stax.get(BACKWARD) == 2, in_stax
-    # The one op left to PyTorch: the padding mask's x[batch_idx, kv_idx], an index with two
-    # tensor indices (Stax's index takes one).
-    assert in_torch == {"index": 1}, in_torch
+    # Nothing is left to PyTorch: the padding mask's x[batch_idx, kv_idx] (an index with two
+    # tensor indices) runs in Stax too.
+    assert in_torch == {}, in_torch
     # Eager in float32 and float64 (the measure of float32's error), then Stax.
     exact_model = copy.deepcopy(model).double()
     exact = exact_model(input_ids=ids, attention_mask=attention_mask).last_hidden_state

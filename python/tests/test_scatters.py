@@ -1,6 +1,7 @@
 """The scatters run in Stax (issue 15, point 4): torch.compile(backend="stax") of index_put
 (with and without accumulate, a None before the tensor index, a 2-D index, negative indices,
-broadcast values), index_add (alpha), scatter (a tensor or a scalar src), scatter_add and
+broadcast values, several tensor indices broadcast together, as index.Tensor's gathers take
+them), index_add (alpha), scatter (a tensor or a scalar src), scatter_add and
 scatter_reduce (every reduction, with and without self),
 against eager, over dtypes, non-contiguous operands, one and two threads, and sizes large
 enough for the parallel split; an embedding's gradient (the index_put of every text model's
@@ -194,6 +195,56 @@ def test_bfloat16_sums_round_as_eager():
     compiled_matches_eager(sums, (z, i, v))
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64], ids=str)
+def test_several_tensor_indices_match_eager(dtype):
+    # x[i, j] (adjacent: the broadcast dims take their place), x[:, i, j], x[i, :, j]
+    # (separated: the broadcast dims first), the same positions written and accumulated into,
+    # and a transposed index; sizes large enough for the parallel split.
+    x = values(40, 30, 200, dtype=dtype)
+    i = indices(300, 40, seed=3, negative=True).reshape(300, 1)
+    j = indices(7, 30, seed=4).to(torch.int32)
+    k = indices(7 * 300, 200, seed=5).reshape(7, 300).t()
+    v = values(300, 7, 200, dtype=dtype, seed=6)
+
+    def gathers(x, i, j, k):
+        return x[i, j] * 1, x[:, j.long(), k] * 1, x[i, :, k] * 1
+
+    def scatters(x, i, j, k, v):
+        return (torch.index_put(x, (i, j), v, accumulate=True),
+                torch.index_put(x, (i, j.long(), k), v[:, :, 0], accumulate=True),
+                torch.index_put(x, (i[:20], j[:1]), v[:20, :1]))  # distinct positions
+
+    for threads in (1, 2):
+        in_stax, fell_back = compiled_matches_eager(gathers, (x, i, j, k), threads)
+        assert in_stax.get("index") == 3 and not fell_back, (in_stax, fell_back)
+        in_stax, fell_back = compiled_matches_eager(scatters, (x, i, j, k, v), threads)
+        assert in_stax.get("index_put") == 3 and not fell_back, (in_stax, fell_back)
+
+
+def test_gradient_of_two_tensor_indices_runs_in_stax():
+    # The gradient of x[i, j] is an index_put with accumulate over both indices.
+    x = values(50, 40, 8).requires_grad_()
+    i = indices(500, 50, seed=7, negative=True)
+    j = indices(500, 40, seed=8)
+
+    def loss(x, i, j):
+        return (x[i, j] * 3).square().sum()
+
+    report = stax.explain(loss, x, i, j, backward=True)
+    assert not report.fallback_ops, report.fallback_ops
+    assert op_counts(report.stax_ops).get("index_put", 0) == 1, report.stax_ops
+    x.grad = None  # explain ran a backward
+    torch.set_num_threads(1)  # eager's float32 accumulation order is its one-thread order
+    try:
+        loss(x, i, j).backward()
+    finally:
+        torch.set_num_threads(2)
+    expected = x.grad.clone()
+    x.grad = None
+    torch.compile(loss, backend="stax")(x, i, j).backward()
+    assert_same(x.grad, expected, "grad", **EXACT)
+
+
 def test_embedding_gradient_runs_in_stax():
     torch.manual_seed(0)
     embedding = torch.nn.Embedding(1000, 64)
@@ -226,11 +277,15 @@ def test_out_of_range_indices_raise_as_eager():
          "index 4 is out of bounds for dimension 0 with size 4"),
         (lambda x, i, v: torch.scatter_add(x, 0, i.reshape(2, 1).expand(2, 3), v), RuntimeError,
          "index 4 is out of bounds for dimension 0 with size 4"),
+        (lambda x, i, v: torch.index_put(x, (i * 0, i), v[:, 0]), IndexError,
+         "index 4 is out of bounds for dimension 1 with size 3"),
+        (lambda x, i, v: x[i * 0, i] * 1, IndexError,
+         "index 4 is out of bounds for dimension 1 with size 3"),
     ]
     for fn, error, message in cases:
         with pytest.raises(error, match=message):
             fn(x, bad, ones)
         compiled = torch.compile(fn, backend="stax")
-        compiled(x, torch.tensor([0, 3]), ones)  # compiles for these shapes
+        compiled(x, torch.tensor([0, 2]), ones)  # compiles for these shapes
         with pytest.raises(error, match=message):
             compiled(x, bad, ones)

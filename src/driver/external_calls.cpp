@@ -123,16 +123,19 @@ external::ScatterSpec scatter_spec(const lowering::ScatterCall& call,
                                    const std::vector<int64_t>& output_strides, DType dtype) {
   external::ScatterSpec spec;
   spec.dtype = dtype;
-  spec.index_dtype = call.index.dtype;
   spec.out_sizes = output_sizes;
   if (call.self) spec.self = external::StridedOperand{call.self->sizes, call.self->strides};
-  spec.index = external::StridedOperand{call.index.sizes, call.index.strides};
   spec.space = call.space;
   const size_t rank = call.space.size();
-  spec.index_strides.assign(rank, 0);
-  for (size_t k = 0; k < call.index_dims.size(); ++k) {
-    if (call.index_dims[k] >= 0) {
-      spec.index_strides[static_cast<size_t>(call.index_dims[k])] += call.index.strides[k];
+  for (const lowering::ScatterIndex& index : call.indices) {
+    external::ScatterIndexSpec& x = spec.indices.emplace_back();
+    x.dtype = index.operand.dtype;
+    x.rule = index.rule;
+    x.space_strides.assign(rank, 0);
+    for (size_t k = 0; k < index.index_dims.size(); ++k) {
+      if (index.index_dims[k] >= 0) {
+        x.space_strides[static_cast<size_t>(index.index_dims[k])] += index.operand.strides[k];
+      }
     }
   }
   if (call.values) {
@@ -144,13 +147,12 @@ external::ScatterSpec scatter_spec(const lowering::ScatterCall& call,
   }
   spec.dest_strides.assign(rank, 0);
   for (size_t d = 0; d < call.dest_dims.size(); ++d) {
-    if (call.dest_dims[d] < 0) {
-      spec.index_stride = output_strides[d];
+    if (const auto k = ir::IndirectArgs::term_of(call.dest_dims[d])) {
+      spec.indices[*k].dest_stride = output_strides[d];
     } else {
       spec.dest_strides[static_cast<size_t>(call.dest_dims[d])] += output_strides[d];
     }
   }
-  spec.rule = call.rule;
   spec.combine = call.combine;
   spec.include_self = call.include_self;
   spec.float_sum = call.float_sum;
@@ -353,11 +355,13 @@ int ExternalPlans::call(void* ctx, int64_t site, const void* const* operands, vo
                                      mask, output, result(0), result(1), num_threads);
       }
     } else if (plan.scatter) {
-      // Operands: the index, the values unless a scalar is scattered, self unless zeros.
+      // Operands: the indices, the values unless a scalar is scattered, self unless zeros.
+      const size_t n = plan.scatter->indices.size();
+      const std::vector<const void*> indices(operands, operands + n);
       const bool has_values = plan.scatter->values_strides.has_value();
-      const void* values = has_values ? operands[1] : nullptr;
-      const void* init = plan.scatter->self ? operands[has_values ? 2 : 1] : nullptr;
-      external::run_scatter(*plan.scatter, init, operands[0], values, output, num_threads);
+      const void* values = has_values ? operands[n] : nullptr;
+      const void* init = plan.scatter->self ? operands[n + (has_values ? 1 : 0)] : nullptr;
+      external::run_scatter(*plan.scatter, init, indices, values, output, num_threads);
     } else if (plan.convolution) {
       const bool has_bias = plan.convolution->spec().bias.has_value();
       plan.convolution->run(operands[0], operands[1], has_bias ? operands[2] : nullptr, output,

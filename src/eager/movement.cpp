@@ -172,23 +172,31 @@ Tensor eval_roll(const Env& env, const ir::Node& node) {
 
 Tensor eval_indirect(const Env& env, const ir::Node& node) {
   const ir::IndirectArgs a = ir::indirect_args(env.graph, node);
-  const Tensor& source = value_of(env, a.source);
-  const Tensor& index = value_of(env, a.index);
+  std::vector<const Tensor*> indices;
+  for (const ir::IndexTerm& t : a.terms) indices.push_back(&value_of(env, t.index));
   if (a.empty_result_rule) {
     // No element of the empty result reads through the index, but eager checks every value.
+    const Tensor& index = *indices.front();
     for (int64_t p = 0; p < index.numel(); ++p) {
       const int64_t value = load_int(index, unravel_index(p, index.sizes()));
       if (!a.empty_result_rule->accepts(value)) a.empty_result_rule->fail(value);
     }
   }
+  const Tensor& source = value_of(env, a.source);
+  std::vector<int64_t> selected(a.terms.size(), 0);
   return build(env, node, [&](const Tensor& out, const std::vector<int64_t>& idx) {
-    std::vector<int64_t> at;
-    for (int64_t d : a.index_dims) at.push_back(d < 0 ? 0 : idx[static_cast<size_t>(d)]);
-    const int64_t value = load_int(index, at);
-    if (!a.rule.accepts(value)) a.rule.fail(value);
+    for (size_t k = 0; k < a.terms.size(); ++k) {
+      const ir::IndexTerm& t = a.terms[k];
+      std::vector<int64_t> at;
+      for (int64_t d : t.index_dims) at.push_back(d < 0 ? 0 : idx[static_cast<size_t>(d)]);
+      const int64_t value = load_int(*indices[k], at);
+      if (!t.rule.accepts(value)) t.rule.fail(value);
+      selected[k] = value < 0 ? value + t.size : value;
+    }
     std::vector<int64_t> src;
     for (int64_t d : a.source_dims) {
-      src.push_back(d < 0 ? (value < 0 ? value + a.size : value) : idx[static_cast<size_t>(d)]);
+      const auto k = ir::IndirectArgs::term_of(d);
+      src.push_back(k ? selected[*k] : idx[static_cast<size_t>(d)]);
     }
     copy_element(source, src, out, idx);
   });

@@ -202,30 +202,34 @@ Tensor eval_scatter(const Env& env, const ir::Node& node) {
   const ir::ScatterArgs a = ir::scatter_args(env.graph, node);
   const ir::IndirectArgs& l = a.layout;
   const Tensor& self = operand(env, l.source);
-  const Tensor& index = operand(env, l.index);
+  std::vector<const Tensor*> indices;
+  for (const ir::IndexTerm& t : l.terms) indices.push_back(&operand(env, t.index));
   const Tensor* values = a.values ? &operand(env, *a.values) : nullptr;
   Tensor out = self.contiguous_copy();
   Combiner combiner(a, out);
   const std::vector<int64_t>& space = l.sizes;
   int64_t count = 1;
   for (int64_t s : space) count *= s;
-  std::vector<int64_t> at_index(l.index_dims.size(), 0);
+  std::vector<int64_t> selected(l.terms.size(), 0);
   std::vector<int64_t> at_values(values != nullptr ? values->dim() : 0, 0);
   std::vector<int64_t> dest(self.dim(), 0);
   const int64_t rank = static_cast<int64_t>(self.dim());
   for (int64_t p = 0; p < count; ++p) {
     const std::vector<int64_t> r = unravel_index(p, space);
-    for (size_t k = 0; k < l.index_dims.size(); ++k) {
+    for (size_t k = 0; k < l.terms.size(); ++k) {
+      const ir::IndexTerm& t = l.terms[k];
+      std::vector<int64_t> at_index;
       // -1: a 0-dim self's index_select twin reads the index's one element at any rank.
-      at_index[k] = l.index_dims[k] < 0 ? 0 : r[static_cast<size_t>(l.index_dims[k])];
+      for (int64_t d : t.index_dims) at_index.push_back(d < 0 ? 0 : r[static_cast<size_t>(d)]);
+      int64_t v = load_int(*indices[k], at_index);
+      if (!t.rule.accepts(v)) t.rule.fail(v);
+      selected[k] = v < 0 ? v + t.size : v;
     }
-    int64_t v = load_int(index, at_index);
-    if (!l.rule.accepts(v)) l.rule.fail(v);
-    if (v < 0) v += l.size;
     int64_t flat = 0;
     for (int64_t d = 0; d < rank; ++d) {
       const int64_t from = l.source_dims[static_cast<size_t>(d)];
-      dest[static_cast<size_t>(d)] = from < 0 ? v : r[static_cast<size_t>(from)];
+      const auto k = ir::IndirectArgs::term_of(from);
+      dest[static_cast<size_t>(d)] = k ? selected[*k] : r[static_cast<size_t>(from)];
       flat = flat * self.sizes()[static_cast<size_t>(d)] + dest[static_cast<size_t>(d)];
     }
     if (values != nullptr) {

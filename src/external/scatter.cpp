@@ -65,18 +65,40 @@ int64_t load_index(const void* index, DType dtype, int64_t offset) {
                                : static_cast<const int32_t*>(index)[offset];
 }
 
-// Every index value, in the index's row-major order: throws for the first bad one.
-void check_indices(const ScatterSpec& s, const void* index, int threads) {
-  const int64_t n = numel(s.index.sizes);
+// Every index value, position by position in row-major order and the indices in order at
+// each: throws for the first bad one. The positions walked are the space's dims along which
+// some index varies (the values repeat along the others, so the first bad one is the same).
+void check_indices(const ScatterSpec& s, const std::vector<const void*>& indices, int threads) {
+  std::vector<int64_t> sizes;
+  std::vector<std::vector<int64_t>> strides(s.indices.size());
+  for (size_t d = 0; d < s.space.size(); ++d) {
+    bool varies = false;
+    for (const ScatterIndexSpec& index : s.indices) varies = varies || index.space_strides[d] != 0;
+    if (!varies) continue;
+    sizes.push_back(s.space[d]);
+    for (size_t k = 0; k < s.indices.size(); ++k) {
+      strides[k].push_back(s.indices[k].space_strides[d]);
+    }
+  }
+  std::vector<const std::vector<int64_t>*> walked;
+  for (const auto& st : strides) walked.push_back(&st);
+  const int64_t n = numel(sizes);
+  const auto bad_at = [&](const StridedWalk& walk) -> std::optional<size_t> {
+    for (size_t k = 0; k < s.indices.size(); ++k) {
+      const ScatterIndexSpec& index = s.indices[k];
+      if (!index.rule.accepts(load_index(indices[k], index.dtype, walk.offset(k)))) return k;
+    }
+    return std::nullopt;
+  };
   int64_t first_bad = n;
 #pragma omp parallel num_threads(threads) reduction(min : first_bad)
   {
     const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
     const int64_t begin = n * t / nt, end = n * (t + 1) / nt;
     if (begin < end) {
-      StridedWalk walk(s.index.sizes, {&s.index.strides}, begin);
+      StridedWalk walk(sizes, walked, begin);
       for (int64_t p = begin; p < end; ++p, walk.next()) {
-        if (!s.rule.accepts(load_index(index, s.index_dtype, walk.offset(0)))) {
+        if (bad_at(walk)) {
           first_bad = p;
           break;
         }
@@ -84,8 +106,9 @@ void check_indices(const ScatterSpec& s, const void* index, int threads) {
     }
   }
   if (first_bad == n) return;
-  const StridedWalk at(s.index.sizes, {&s.index.strides}, first_bad);
-  s.rule.fail(load_index(index, s.index_dtype, at.offset(0)));
+  const StridedWalk at(sizes, walked, first_bad);
+  const size_t k = *bad_at(at);
+  s.indices[k].rule.fail(load_index(indices[k], s.indices[k].dtype, at.offset(k)));
 }
 
 // out = self (strided) or zeros, split over the threads (which also spreads first touches).
@@ -116,19 +139,29 @@ void initialize_output(const ScatterSpec& s, const void* self, void* out, int th
 }
 
 // The work split: positions are (outer free coordinates, a chunk of the innermost free dim,
-// then every index-dim coordinate in order).
+// then every non-free coordinate in order). Per dim, the strides of the destination, the
+// values and each index, in that order.
 struct Split {
-  std::vector<int64_t> outer_sizes, outer_dest, outer_index, outer_values;
-  std::vector<int64_t> index_sizes, index_index, index_values;  // the non-free dims
-  int64_t inner = 1;  // the innermost free dim's size and strides
-  int64_t inner_dest = 0, inner_index = 0, inner_values = 0;
+  std::vector<int64_t> outer_sizes, index_sizes;  // the free dims but the innermost; the others
+  std::vector<std::vector<int64_t>> outer_strides, index_strides;  // [operand][dim]
+  int64_t inner = 1;                                               // the innermost free dim's size
+  std::vector<int64_t> inner_strides;                              // [operand]
   int64_t chunk = 1;  // of the innermost free dim, per work item
 };
 
 Split split_space(const ScatterSpec& s, int threads) {
   Split w;
+  const size_t operands = 2 + s.indices.size();
+  w.outer_strides.resize(operands);
+  w.index_strides.resize(operands);
+  w.inner_strides.assign(operands, 0);
   const std::vector<int64_t> zeros(s.space.size(), 0);
   const std::vector<int64_t>& vs = s.values_strides ? *s.values_strides : zeros;
+  const auto stride = [&](size_t operand, size_t d) {
+    if (operand == 0) return s.dest_strides[d];
+    if (operand == 1) return vs[d];
+    return s.indices[operand - 2].space_strides[d];
+  };
   std::optional<size_t> innermost;
   for (size_t d = 0; d < s.space.size(); ++d) {
     if (s.dest_strides[d] != 0) innermost = d;
@@ -136,18 +169,13 @@ Split split_space(const ScatterSpec& s, int threads) {
   for (size_t d = 0; d < s.space.size(); ++d) {
     if (innermost && d == *innermost) {
       w.inner = s.space[d];
-      w.inner_dest = s.dest_strides[d];
-      w.inner_index = s.index_strides[d];
-      w.inner_values = vs[d];
+      for (size_t o = 0; o < operands; ++o) w.inner_strides[o] = stride(o, d);
     } else if (s.dest_strides[d] != 0) {
       w.outer_sizes.push_back(s.space[d]);
-      w.outer_dest.push_back(s.dest_strides[d]);
-      w.outer_index.push_back(s.index_strides[d]);
-      w.outer_values.push_back(vs[d]);
+      for (size_t o = 0; o < operands; ++o) w.outer_strides[o].push_back(stride(o, d));
     } else {
       w.index_sizes.push_back(s.space[d]);
-      w.index_index.push_back(s.index_strides[d]);
-      w.index_values.push_back(vs[d]);
+      for (size_t o = 0; o < operands; ++o) w.index_strides[o].push_back(stride(o, d));
     }
   }
   // Enough items for every thread, none shorter than a few cache lines where it can help.
@@ -284,8 +312,8 @@ auto alpha_for(const ScatterSpec& s) {
 }
 
 template <typename T>
-void scatter_typed(const ScatterSpec& s, const void* index_data, const T* values, T* out,
-                   float* sums, uint8_t* touched, int64_t* counts, int threads) {
+void scatter_typed(const ScatterSpec& s, const std::vector<const void*>& indices, const T* values,
+                   T* out, float* sums, uint8_t* touched, int64_t* counts, int threads) {
   const Split w = split_space(s, threads);
   const int64_t outer = numel(w.outer_sizes);
   const int64_t chunks = (w.inner + w.chunk - 1) / w.chunk;
@@ -293,28 +321,42 @@ void scatter_typed(const ScatterSpec& s, const void* index_data, const T* values
   const int64_t positions = numel(w.index_sizes);
   const T scalar = scalar_of<T>(s);
   const auto alpha = alpha_for<T>(s);
-  const int64_t size = s.rule.size;
+  const size_t terms = s.indices.size();
+  std::vector<const std::vector<int64_t>*> outer_strides, index_strides;
+  for (const auto& st : w.outer_strides) outer_strides.push_back(&st);
+  for (size_t o = 1; o < w.index_strides.size(); ++o) index_strides.push_back(&w.index_strides[o]);
+  // The indices that vary along the inner dim (read per element); the others are read once
+  // per position (index_put's rows).
+  std::vector<size_t> varying;
+  for (size_t k = 0; k < terms; ++k) {
+    if (w.inner_strides[2 + k] != 0) varying.push_back(k);
+  }
+  const auto selected = [&](size_t k, int64_t at) {
+    const ScatterIndexSpec& index = s.indices[k];
+    int64_t v = load_index(indices[k], index.dtype, at);
+    if (v < 0) v += index.rule.size;
+    return v * index.dest_stride;
+  };
 #pragma omp parallel for num_threads(threads) schedule(static)
   for (int64_t item = 0; item < items; ++item) {
     const int64_t o = item / chunks;
     const int64_t l0 = (item % chunks) * w.chunk;
     const int64_t l1 = std::min(w.inner, l0 + w.chunk);
-    const StridedWalk base(w.outer_sizes, {&w.outer_dest, &w.outer_index, &w.outer_values}, o);
-    StridedWalk walk(w.index_sizes, {&w.index_index, &w.index_values}, 0);
+    const StridedWalk base(w.outer_sizes, outer_strides, o);
+    StridedWalk walk(w.index_sizes, index_strides, 0);
     for (int64_t j = 0; j < positions; ++j, walk.next()) {
-      const int64_t index_at = base.offset(1) + walk.offset(0);
-      const int64_t values_at = base.offset(2) + walk.offset(1);
-      // An index constant along the inner dim (index_put's rows) is read once.
-      int64_t row = w.inner_index == 0 ? load_index(index_data, s.index_dtype, index_at) : 0;
-      if (row < 0) row += size;
+      const int64_t values_at = base.offset(1) + walk.offset(0);
+      int64_t rows = base.offset(0);
+      for (size_t k = 0; k < terms; ++k) {
+        if (w.inner_strides[2 + k] == 0)
+          rows += selected(k, base.offset(2 + k) + walk.offset(1 + k));
+      }
       for (int64_t l = l0; l < l1; ++l) {
-        int64_t v = row;
-        if (w.inner_index != 0) {
-          v = load_index(index_data, s.index_dtype, index_at + l * w.inner_index);
-          if (v < 0) v += size;
+        int64_t dest = rows + l * w.inner_strides[0];
+        for (size_t k : varying) {
+          dest += selected(k, base.offset(2 + k) + walk.offset(1 + k) + l * w.inner_strides[2 + k]);
         }
-        const int64_t dest = base.offset(0) + l * w.inner_dest + v * s.index_stride;
-        const T value = values != nullptr ? values[values_at + l * w.inner_values] : scalar;
+        const T value = values != nullptr ? values[values_at + l * w.inner_strides[1]] : scalar;
         const ElementState state{touched != nullptr ? touched + dest : nullptr,
                                  counts != nullptr ? counts + dest : nullptr};
         combine<T>(s, out + dest, sums != nullptr ? sums + dest : nullptr, value, alpha, state);
@@ -346,8 +388,8 @@ void divide_by_counts(T* out, float* sums, const int64_t* counts, int64_t n) {
 }
 
 template <typename T>
-void run_typed(const ScatterSpec& s, const void* index, const void* values, void* out,
-               int threads) {
+void run_typed(const ScatterSpec& s, const std::vector<const void*>& indices, const void* values,
+               void* out, int threads) {
   T* o = static_cast<T*>(out);
   const auto n = static_cast<size_t>(numel(s.out_sizes));
   std::vector<float> sums;
@@ -360,8 +402,8 @@ void run_typed(const ScatterSpec& s, const void* index, const void* values, void
   std::vector<uint8_t> touched(s.include_self ? 0 : n, 0);
   std::vector<int64_t> counts;
   if (s.combine == ir::ScatterCombine::Mean) counts.assign(n, s.include_self ? 1 : 0);
-  scatter_typed<T>(s, index, static_cast<const T*>(values), o, sums.empty() ? nullptr : sums.data(),
-                   touched.empty() ? nullptr : touched.data(),
+  scatter_typed<T>(s, indices, static_cast<const T*>(values), o,
+                   sums.empty() ? nullptr : sums.data(), touched.empty() ? nullptr : touched.data(),
                    counts.empty() ? nullptr : counts.data(), threads);
   if constexpr (!std::is_same_v<T, bool>) {
     if (!counts.empty()) {
@@ -378,44 +420,46 @@ void run_typed(const ScatterSpec& s, const void* index, const void* values, void
 
 std::optional<std::string> scatter_spec_problem(const ScatterSpec& s) {
   const size_t rank = s.space.size();
-  if (s.index_strides.size() != rank || s.dest_strides.size() != rank ||
-      (s.values_strides && s.values_strides->size() != rank)) {
+  if (s.dest_strides.size() != rank || (s.values_strides && s.values_strides->size() != rank)) {
     return "per-dim strides of a rank other than the space's (" + std::to_string(rank) + ")";
   }
+  if (s.indices.empty()) return "no index";
+  for (const ScatterIndexSpec& index : s.indices) {
+    if (index.space_strides.size() != rank) return "an index's strides of another rank";
+    if (index.dtype != DType::Int64 && index.dtype != DType::Int32) return "an index dtype";
+  }
   if (s.self && s.self->sizes != s.out_sizes) return "self's sizes differ from the output's";
-  if (s.index.sizes.size() != s.index.strides.size()) return "the index's strides and sizes";
-  if (s.index_dtype != DType::Int64 && s.index_dtype != DType::Int32) return "an index dtype";
   return std::nullopt;
 }
 
-void run_scatter(const ScatterSpec& spec, const void* self, const void* index, const void* values,
-                 void* out, int num_threads) {
+void run_scatter(const ScatterSpec& spec, const void* self, const std::vector<const void*>& indices,
+                 const void* values, void* out, int num_threads) {
   const int threads = std::max(1, num_threads);
   // Eager checks the index values it visits: none when the space is empty.
-  if (numel(spec.space) != 0) check_indices(spec, index, threads);
+  if (numel(spec.space) != 0) check_indices(spec, indices, threads);
   initialize_output(spec, self, out, threads);
   if (numel(spec.space) == 0) return;
   switch (spec.dtype) {
     case DType::Bool:
-      return run_typed<bool>(spec, index, values, out, threads);
+      return run_typed<bool>(spec, indices, values, out, threads);
     case DType::UInt8:
-      return run_typed<uint8_t>(spec, index, values, out, threads);
+      return run_typed<uint8_t>(spec, indices, values, out, threads);
     case DType::Int8:
-      return run_typed<int8_t>(spec, index, values, out, threads);
+      return run_typed<int8_t>(spec, indices, values, out, threads);
     case DType::Int16:
-      return run_typed<int16_t>(spec, index, values, out, threads);
+      return run_typed<int16_t>(spec, indices, values, out, threads);
     case DType::Int32:
-      return run_typed<int32_t>(spec, index, values, out, threads);
+      return run_typed<int32_t>(spec, indices, values, out, threads);
     case DType::Int64:
-      return run_typed<int64_t>(spec, index, values, out, threads);
+      return run_typed<int64_t>(spec, indices, values, out, threads);
     case DType::Float16:
-      return run_typed<Half>(spec, index, values, out, threads);
+      return run_typed<Half>(spec, indices, values, out, threads);
     case DType::BFloat16:
-      return run_typed<BFloat16>(spec, index, values, out, threads);
+      return run_typed<BFloat16>(spec, indices, values, out, threads);
     case DType::Float32:
-      return run_typed<float>(spec, index, values, out, threads);
+      return run_typed<float>(spec, indices, values, out, threads);
     case DType::Float64:
-      return run_typed<double>(spec, index, values, out, threads);
+      return run_typed<double>(spec, indices, values, out, threads);
   }
 }
 

@@ -345,29 +345,23 @@ std::vector<bool> flip_dims(const Graph& graph, const Node& node) {
 
 namespace {
 
-// PyTorch 2.13's CPU kernels, probed: index.Tensor wraps a negative index once and raises
-// IndexError naming the value ("dimension" counts among the tensor indices, so it is 0 here).
-// gather raises RuntimeError naming the value and the dim. index_select (and embedding, which
-// is index_select of its weight's rows) wraps nothing: along dim 1 of a tensor of rank > 1 a
-// RuntimeError with the value, along an empty dim of such a tensor a RuntimeError for any
-// value, otherwise IndexError "index out of range in self"; messages without the value get it
-// appended, so Stax's errors always name the offending index.
-IndexRule indirect_index_rule(const Node& node, const IndirectArgs& a, size_t source_rank) {
+// PyTorch 2.13's CPU kernels, probed: gather raises RuntimeError naming the value and the dim.
+// index_select (and embedding, which is index_select of its weight's rows) wraps nothing:
+// along dim 1 of a tensor of rank > 1 a RuntimeError with the value, along an empty dim of
+// such a tensor a RuntimeError for any value, otherwise IndexError "index out of range in
+// self"; messages without the value get it appended, so Stax's errors always name the
+// offending index. (index.Tensor's rules: set_index_tensor_rules.)
+IndexRule indirect_index_rule(const Node& node, const IndexTerm& t, size_t source_rank) {
   IndexRule r;
-  r.size = a.size;
-  const std::string n = std::to_string(a.size);
-  const std::string dim = std::to_string(std::max<int64_t>(a.dim, 0));
+  r.size = t.size;
+  const std::string n = std::to_string(t.size);
+  const std::string dim = std::to_string(std::max<int64_t>(t.dim, 0));
   const std::string where = " (index {} for dimension " + dim + " with size " + n + ")";
-  if (node.op == "index") {
-    r.wraps = true;
-    r.index_error = true;
-    r.message = a.size == 0 ? "index is out of bounds for dimension with size 0 (index {})"
-                            : "index {} is out of bounds for dimension 0 with size " + n;
-  } else if (node.op == "gather") {
+  if (node.op == "gather") {
     r.message = "index {} is out of bounds for dimension " + dim + " with size " + n;
-  } else if (source_rank > 1 && a.size == 0) {
+  } else if (source_rank > 1 && t.size == 0) {
     r.message = "index_select(): self indexing axis dim should be positive" + where;
-  } else if (source_rank > 1 && a.dim == 1) {
+  } else if (source_rank > 1 && t.dim == 1) {
     r.message = "INDICES element is out of DATA bounds, id={} axis_dim=" + n;
   } else {
     r.index_error = true;
@@ -388,13 +382,103 @@ std::optional<IndexRule> empty_result_rule(const Node& node, const IndirectArgs&
   int64_t result_numel = 1;
   for (int64_t s : a.sizes) result_numel *= s;
   if (result_numel != 0 || index_numel == 0 || node.op == "gather") return std::nullopt;
-  if (a.size == 0) return a.rule;
-  if (node.op == "index") return std::nullopt;
+  if (a.term().size == 0 || node.op == "index") {
+    // index.Tensor refuses every value when a term selects along an empty dim (its rules
+    // then refuse all) and checks nothing otherwise.
+    if (a.term().rule.size == 0) return a.term().rule;
+    return std::nullopt;
+  }
   IndexRule r;
-  r.size = a.size;
+  r.size = a.term().size;
   r.message =
-      node.op + ": INDICES element is out of DATA bounds, id={} axis_dim=" + std::to_string(a.size);
+      node.op + ": INDICES element is out of DATA bounds, id={} axis_dim=" + std::to_string(r.size);
   return r;
+}
+
+// index.Tensor's layout (torch 2.13 probed): the tensor indices broadcast together to a
+// shape B; when they are adjacent, B takes their place among self's dims, otherwise B comes
+// first and self's other dims follow in order.
+void index_tensor_layout(const Graph& graph, const Node& node, IndirectArgs& a) {
+  const std::vector<int64_t>& self = graph.value(a.source).type.sizes;
+  const size_t rank = self.size();
+  const auto& indices = tensor_list_arg(node, 1);
+  if (indices.size() > rank) {
+    fail(node, "too many indices for tensor of dimension " + std::to_string(rank) + " (got " +
+                   std::to_string(indices.size()) + ")");
+  }
+  std::vector<size_t> positions;
+  std::vector<int64_t> broadcast;
+  for (size_t k = 0; k < indices.size(); ++k) {
+    if (!indices[k]) continue;
+    const Value& index = graph.value(*indices[k]);
+    const DType d = index.type.dtype;
+    if (d == DType::Bool || d == DType::UInt8) {
+      fail(node, "the mask index '" + index.name + "' (" + std::string(dtype_name(d)) +
+                     ") gives a result whose shape depends on the data; not supported");
+    }
+    if (d != DType::Int64 && d != DType::Int32) {
+      fail(node, "tensors used as indices must be long, int, byte or bool tensors, got '" +
+                     index.name + "' (" + std::string(dtype_name(d)) + ")");
+    }
+    if (!positions.empty()) {
+      const std::vector<int64_t>& other = index.type.sizes;
+      const size_t r = std::max(broadcast.size(), other.size());
+      for (size_t i = 0; i < r; ++i) {
+        const int64_t x = i < r - broadcast.size() ? 1 : broadcast[i - (r - broadcast.size())];
+        const int64_t y = i < r - other.size() ? 1 : other[i - (r - other.size())];
+        if (x != y && x != 1 && y != 1) {
+          std::string shapes;
+          for (size_t p : positions) {
+            shapes += format_sizes(graph.value(*indices[p]).type.sizes) + ", ";
+          }
+          fail(node,
+               "shape mismatch: indexing tensors could not be broadcast together with "
+               "shapes " +
+                   shapes + format_sizes(other));
+        }
+      }
+      broadcast = broadcast_sizes(broadcast, other, node.op);
+    } else {
+      broadcast = index.type.sizes;
+    }
+    positions.push_back(k);
+  }
+  if (positions.empty()) fail(node, "needs a tensor index (all indices are None)");
+  const bool adjacent = positions.back() - positions.front() + 1 == positions.size();
+  const size_t b_rank = broadcast.size();
+  // Where B starts among the result's dims.
+  const int64_t b_start = adjacent ? static_cast<int64_t>(positions.front()) : 0;
+  std::vector<bool> indexed(rank, false);
+  for (size_t k = 0; k < positions.size(); ++k) indexed[positions[k]] = true;
+  a.sizes.clear();
+  a.source_dims.clear();
+  if (!adjacent) a.sizes = broadcast;
+  for (size_t d = 0; d < rank; ++d) {
+    if (adjacent && d == positions.front()) {
+      a.sizes.insert(a.sizes.end(), broadcast.begin(), broadcast.end());
+    }
+    if (indexed[d]) {
+      const auto k = static_cast<int64_t>(std::find(positions.begin(), positions.end(), d) -
+                                          positions.begin());
+      a.source_dims.push_back(-1 - k);
+    } else {
+      a.source_dims.push_back(static_cast<int64_t>(a.sizes.size()));
+      a.sizes.push_back(self[d]);
+    }
+  }
+  for (size_t p : positions) {
+    IndexTerm t;
+    t.index = *indices[p];
+    t.dim = static_cast<int64_t>(p);
+    t.size = self[p];
+    const std::vector<int64_t>& isz = graph.value(t.index).type.sizes;
+    for (size_t j = 0; j < isz.size(); ++j) {
+      const size_t b = b_rank - isz.size() + j;
+      const bool broadcast_here = isz[j] == 1 && broadcast[b] != 1;
+      t.index_dims.push_back(broadcast_here ? -1 : b_start + static_cast<int64_t>(b));
+    }
+    a.terms.push_back(std::move(t));
+  }
 }
 
 }  // namespace
@@ -406,67 +490,28 @@ IndirectArgs indirect_layout(const Graph& graph, const Node& node, const std::st
   const std::vector<int64_t>& self = graph.value(a.source).type.sizes;
   const size_t rank = self.size();
   if (as_op == "index") {
-    const auto& indices = tensor_list_arg(node, 1);
-    if (indices.size() > rank) {
-      fail(node, "too many indices for tensor of dimension " + std::to_string(rank) + " (got " +
-                     std::to_string(indices.size()) + ")");
-    }
-    std::optional<size_t> position;
-    for (size_t k = 0; k < indices.size(); ++k) {
-      if (!indices[k]) continue;
-      if (position) fail(node, "more than one tensor index is not supported (one is)");
-      position = k;
-    }
-    if (!position) fail(node, "needs a tensor index (all indices are None)");
-    a.index = *indices[*position];
-    const Value& index = graph.value(a.index);
-    const DType d = index.type.dtype;
-    if (d == DType::Bool || d == DType::UInt8) {
-      fail(node, "the mask index '" + index.name + "' (" + std::string(dtype_name(d)) +
-                     ") gives a result whose shape depends on the data; not supported");
-    }
-    if (d != DType::Int64 && d != DType::Int32) {
-      fail(node, "tensors used as indices must be long, int, byte or bool tensors, got '" +
-                     index.name + "' (" + std::string(dtype_name(d)) + ")");
-    }
-    a.dim = static_cast<int64_t>(*position);
-    const auto index_rank = static_cast<int64_t>(index.type.sizes.size());
-    for (size_t d2 = 0; d2 < rank; ++d2) {
-      const auto s = static_cast<int64_t>(d2);
-      if (s < a.dim) {
-        a.source_dims.push_back(s);
-        a.sizes.push_back(self[d2]);
-      } else if (s == a.dim) {
-        a.source_dims.push_back(-1);
-        for (int64_t k = 0; k < index_rank; ++k) {
-          a.index_dims.push_back(a.dim + k);
-          a.sizes.push_back(index.type.sizes[static_cast<size_t>(k)]);
-        }
-      } else {
-        a.source_dims.push_back(s - 1 + index_rank);
-        a.sizes.push_back(self[d2]);
-      }
-    }
-    a.size = self[static_cast<size_t>(a.dim)];
+    index_tensor_layout(graph, node, a);
     return a;
   }
-  a.index = std::get<ValueRef>(node.args[embedding ? 1 : 2]);
-  const Value& index = graph.value(a.index);
+  a.terms.emplace_back();
+  IndexTerm& t = a.term();
+  t.index = std::get<ValueRef>(node.args[embedding ? 1 : 2]);
+  const Value& index = graph.value(t.index);
   const std::vector<int64_t>& isz = index.type.sizes;
   check_index_dtype(node, index);
   if (embedding) {
     if (rank != 2) fail(node, "'weight' must be 2-D, got sizes " + format_sizes(self));
-    a.dim = 0;
-    a.size = self[0];
+    t.dim = 0;
+    t.size = self[0];
     a.sizes = isz;
     a.sizes.push_back(self[1]);
-    for (size_t k = 0; k < isz.size(); ++k) a.index_dims.push_back(static_cast<int64_t>(k));
+    for (size_t k = 0; k < isz.size(); ++k) t.index_dims.push_back(static_cast<int64_t>(k));
     a.source_dims = {-1, static_cast<int64_t>(isz.size())};
     return a;
   }
   const int64_t dim = wrap_dim(int_arg(node, 1), rank, node.op, "dim", /*scalar_ok=*/true);
-  a.dim = rank == 0 ? -1 : dim;
-  a.size = rank == 0 ? 1 : self[static_cast<size_t>(dim)];
+  t.dim = rank == 0 ? -1 : dim;
+  t.size = rank == 0 ? 1 : self[static_cast<size_t>(dim)];
   if (as_op == "index_select") {
     if (isz.size() > 1)
       fail(node, "Index is supposed to be a vector, got sizes " + format_sizes(isz));
@@ -477,7 +522,7 @@ IndirectArgs indirect_layout(const Graph& graph, const Node& node, const std::st
         fail(node,
              "Index to scalar can have only 1 value, got " + std::to_string(count) + " value(s)");
       }
-      a.index_dims.assign(isz.size(), -1);  // the one index element, whatever its rank
+      t.index_dims.assign(isz.size(), -1);  // the one index element, whatever its rank
       return a;
     }
     a.sizes = self;
@@ -485,7 +530,7 @@ IndirectArgs indirect_layout(const Graph& graph, const Node& node, const std::st
     for (size_t d = 0; d < rank; ++d) {
       a.source_dims.push_back(static_cast<int64_t>(d) == dim ? -1 : static_cast<int64_t>(d));
     }
-    if (!isz.empty()) a.index_dims = {dim};
+    if (!isz.empty()) t.index_dims = {dim};
     return a;
   }
   // gather: the result has the index's sizes; every other dim must fit in self's.
@@ -504,17 +549,53 @@ IndirectArgs indirect_layout(const Graph& graph, const Node& node, const std::st
     }
   }
   a.sizes = isz;
-  for (size_t d = 0; d < isz.size(); ++d) a.index_dims.push_back(static_cast<int64_t>(d));
+  for (size_t d = 0; d < isz.size(); ++d) t.index_dims.push_back(static_cast<int64_t>(d));
   for (size_t d = 0; d < rank; ++d) {
     a.source_dims.push_back(static_cast<int64_t>(d) == dim ? -1 : static_cast<int64_t>(d));
   }
   return a;
 }
 
+void set_index_tensor_rules(const Node& node, IndirectArgs& a) {
+  // PyTorch 2.13's CPU kernel, probed: each value is wrapped once when negative, and a bad
+  // one raises IndexError naming it and its term's position among the tensor indices
+  // ("dimension k"). When any term selects along an empty dim, every value is refused with
+  // the message of that dim (eager checks it before the others).
+  bool any_empty = false;
+  for (const IndexTerm& t : a.terms) any_empty = any_empty || t.size == 0;
+  for (size_t k = 0; k < a.terms.size(); ++k) {
+    IndexRule& r = a.terms[k].rule;
+    r.size = any_empty ? 0 : a.terms[k].size;
+    r.wraps = true;
+    r.index_error = true;
+    r.message = node.op + ": " +
+                (any_empty ? std::string("index is out of bounds for dimension with size 0 "
+                                         "(index {})")
+                           : "index {} is out of bounds for dimension " + std::to_string(k) +
+                                 " with size " + std::to_string(r.size));
+  }
+}
+
 IndirectArgs indirect_args(const Graph& graph, const Node& node) {
   IndirectArgs a = indirect_layout(graph, node, node.op);
-  a.rule = indirect_index_rule(node, a, graph.value(a.source).type.sizes.size());
-  a.empty_result_rule = empty_result_rule(node, a, graph.value(a.index).type.numel());
+  int64_t index_numel = 1;
+  if (node.op == "index") {
+    set_index_tensor_rules(node, a);
+    // The index positions are B's: the result dims the terms take.
+    std::vector<bool> taken(a.sizes.size(), false);
+    for (const IndexTerm& t : a.terms) {
+      for (int64_t d : t.index_dims) {
+        if (d >= 0) taken[static_cast<size_t>(d)] = true;
+      }
+    }
+    for (size_t d = 0; d < taken.size(); ++d) {
+      if (taken[d]) index_numel *= a.sizes[d];
+    }
+  } else {
+    a.term().rule = indirect_index_rule(node, a.term(), graph.value(a.source).type.sizes.size());
+    index_numel = graph.value(a.term().index).type.numel();
+  }
+  a.empty_result_rule = empty_result_rule(node, a, index_numel);
   return a;
 }
 

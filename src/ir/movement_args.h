@@ -85,29 +85,45 @@ RollArgs roll_args(const Graph& graph, const Node& node);
 std::vector<bool> flip_dims(const Graph& graph, const Node& node);
 
 // gather, index_select, embedding and index.Tensor: output element `out` reads the source at
-// the index whose dim `dim` is the value of the index tensor at `index_dims` of `out` (wrapped
-// once when negative, for index.Tensor only) and whose other dims d are out[source_dims[d]].
-// `rule` says which values are valid and what PyTorch raises for the others. A 0-dim source
-// has dim = -1 and size 1.
+// the index whose dims are out[source_dims[d]], except that each dim a term selects along is
+// the value of that term's index tensor at `index_dims` of `out` (wrapped once when negative,
+// for index.Tensor only). index.Tensor has a term per tensor index (the tensors broadcast
+// together; the others have one). Each term's `rule` says which values are valid and what
+// PyTorch raises for the others. A 0-dim source has dim = -1 and size 1.
+struct IndexTerm {
+  ValueRef index;
+  int64_t dim = 0;                  // the source dim it selects along
+  int64_t size = 0;                 // the source's size along dim
+  std::vector<int64_t> index_dims;  // per index-tensor dim: the output dim it takes (-1: at 0)
+  IndexRule rule;
+};
 struct IndirectArgs {
   ValueRef source;
-  ValueRef index;
-  int64_t dim = 0;
-  int64_t size = 0;                  // the source's size along dim
-  std::vector<int64_t> source_dims;  // per source dim: the output dim it takes (-1 at dim)
-  std::vector<int64_t> index_dims;   // per index-tensor dim: the output dim it takes
+  std::vector<IndexTerm> terms;      // in the order of the indices (their checks' order)
+  std::vector<int64_t> source_dims;  // per source dim: the output dim it takes, or -1 - k
+                                     // where terms[k] selects along it
   std::vector<int64_t> sizes;        // the result sizes
-  IndexRule rule;
-  // When the result has no elements but the index tensor has some, no element reads through
-  // the index, yet eager still checks every index value: by this rule (nullopt: eager checks
-  // nothing then, or the case cannot arise).
+  // When the result has no elements but the indices have some, no element reads through
+  // them, yet eager may still check every value: by this rule, applied to terms[0]'s values
+  // (nullopt: eager checks nothing then, or the case cannot arise).
   std::optional<IndexRule> empty_result_rule;
+
+  // The term a source dim's entry in source_dims names, if any.
+  static std::optional<size_t> term_of(int64_t source_dim) {
+    if (source_dim >= 0) return std::nullopt;
+    return static_cast<size_t>(-1 - source_dim);
+  }
+  // The one term of the ops that have one (every one but index.Tensor).
+  const IndexTerm& term() const { return terms.front(); }
+  IndexTerm& term() { return terms.front(); }
 };
 IndirectArgs indirect_args(const Graph& graph, const Node& node);
 // The layout part of indirect_args (all but the rules) of `as_op`'s reading of node's leading
 // arguments: the scatters take it from their gather twins (index_put from index, index_add
 // from index_select, scatter and scatter_add from gather; ir/scatter_args.h).
 IndirectArgs indirect_layout(const Graph& graph, const Node& node, const std::string& as_op);
+// index.Tensor's index rules (shared with index_put, whose messages name node.op).
+void set_index_tensor_rules(const Node& node, IndirectArgs& a);
 
 // as_strided: the strides and storage offset given (nullopt: the input's own offset).
 struct AsStridedArgs {

@@ -72,15 +72,7 @@ void index_put_args(const Graph& graph, const Node& node, ScatterArgs& a) {
   }
   a.values = std::get<ValueRef>(node.args[2]);
   a.combine = bool_arg(node, 3) ? ScatterCombine::Add : ScatterCombine::Assign;
-  IndexRule& r = a.layout.rule;
-  r.size = a.layout.size;
-  r.wraps = true;
-  r.index_error = true;
-  r.message = node.op + ": " +
-              (r.size == 0 ? std::string("index is out of bounds for dimension with size 0 "
-                                         "(index {})")
-                           : "index {} is out of bounds for dimension 0 with size " +
-                                 std::to_string(r.size));
+  set_index_tensor_rules(node, a.layout);
 }
 
 // The rule of index_add, scatter and scatter_add: [0, size), RuntimeError.
@@ -153,9 +145,9 @@ void index_add_args(const Graph& graph, const Node& node, ScatterArgs& a) {
   a.fused_multiply_add = rank > 1 && (a.dtype == DType::Float32 || a.dtype == DType::Float64);
   if (as_scatter_add) {
     a.float_sum = half;
-    a.layout.rule = runtime_error_rule(node, dim, self[d0]);
+    a.layout.term().rule = runtime_error_rule(node, dim, self[d0]);
   } else {
-    IndexRule& r = a.layout.rule;
+    IndexRule& r = a.layout.term().rule;
     r.size = self[d0];
     r.index_error = true;
     r.message = node.op + ": index out of range in self (index {} for dimension " +
@@ -233,7 +225,7 @@ void scatter_gather_args(const Graph& graph, const Node& node, ScatterArgs& a) {
     a.combine = add ? ScatterCombine::Add : ScatterCombine::Assign;
     a.float_sum = add && half;
   }
-  a.layout.rule = runtime_error_rule(node, self.empty() ? 0 : dim, a.layout.size);
+  a.layout.term().rule = runtime_error_rule(node, self.empty() ? 0 : dim, a.layout.term().size);
 }
 
 }  // namespace

@@ -3,8 +3,8 @@
 // description. Each is the transpose of a gather (index_put of index.Tensor, index_add of
 // index_select, scatter and scatter_add of gather): the gather twin's layout over the same
 // self and index names an iteration space (the twin's result sizes) and, for each of its
-// positions r, one element of self (r's coordinates, with the twin's indexed dim replaced by
-// the index value at r). A scatter starts from a copy of self and visits the positions in
+// positions r, one element of self (r's coordinates, with each dim the twin indexes replaced by
+// its index's value at r). A scatter starts from a copy of self and visits the positions in
 // row-major order, combining the values operand at r into that element: the last write wins
 // (index_put, scatter), or it adds (index_put with accumulate, index_add, scatter_add), which
 // is eager's order for every element (torch 2.13.0 probed: index_put rounds each 16-bit
@@ -17,7 +17,7 @@
 // Type inference, the eager interpreter and lowering read the arguments only through here, so
 // the three agree on what an argument means. Arguments PyTorch refuses throw GraphError with
 // PyTorch's message, prefixed by the op; index values are checked where the scatter runs, by
-// `layout.rule`.
+// each index term's rule (`layout.terms`).
 #pragma once
 
 #include <cstdint>

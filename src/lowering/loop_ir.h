@@ -80,18 +80,22 @@ struct ConvolutionWindow {
 // run by Stax's runtime: the output starts as a copy of `self` (zeros when self is a fill of
 // zeros, which is then not read), then every position r of `space`, in row-major order,
 // combines values(r) (or the scalar `value`) into the output element whose dim d is
-// r[dest_dims[d]], or the index value at r where dest_dims[d] is -1. Index and values are
-// read at r through their dims' maps (index_dims: per index dim, the space dim it takes, -1
-// for none; values_dims: per space dim, the values dim read there, -1 for a broadcast).
+// r[dest_dims[d]], or, where dest_dims[d] is -1 - k, the value of indices[k] at r. Indices and
+// values are read at r through their dims' maps (index_dims: per index dim, the space dim it
+// takes, -1 for none; values_dims: per space dim, the values dim read there, -1 for a
+// broadcast). Several indices are index_put's tensor indices; the others have one.
+struct ScatterIndex {
+  ExternalOperand operand;
+  std::vector<int64_t> index_dims;
+  ir::IndexRule rule;
+};
 struct ScatterCall {
-  ExternalOperand index;
+  std::vector<ScatterIndex> indices;
   std::optional<ExternalOperand> values;  // absent: `value`
   std::optional<ExternalOperand> self;    // absent: zeros
   std::vector<int64_t> space;
   std::vector<int64_t> dest_dims;
-  std::vector<int64_t> index_dims;
   std::vector<int64_t> values_dims;
-  ir::IndexRule rule;
   ir::ScatterCombine combine = ir::ScatterCombine::Assign;
   bool float_sum = false;    // 16-bit sums kept in float, rounded once per element
   bool include_self = true;  // scatter_reduce: else an element's first value replaces self's

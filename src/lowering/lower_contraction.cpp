@@ -156,7 +156,8 @@ std::vector<ir::ValueRef> Lowerer::library_operands(const ir::Node& node) const 
   if (schema->category == ir::OpCategory::Convolution) return library_convolution_operands(node);
   if (schema->category == ir::OpCategory::Scatter) {
     const ir::ScatterArgs a = ir::scatter_args(graph_, node);
-    std::vector<ir::ValueRef> operands = {a.layout.source, a.layout.index};
+    std::vector<ir::ValueRef> operands = {a.layout.source};
+    for (const ir::IndexTerm& t : a.layout.terms) operands.push_back(t.index);
     if (a.values) operands.push_back(*a.values);
     return operands;
   }

@@ -207,14 +207,23 @@ LoweredValue Lowerer::lower_flip_roll(const ir::Node& node, const ir::Value& out
 LoweredValue Lowerer::lower_indirect(const ir::Node& node, const ir::Value& out) {
   const ir::IndirectArgs a = ir::indirect_args(graph_, node);
   const LoweredValue& source = value(a.source.index);
-  const LoweredValue& index = value(a.index.index);
   LoweredValue v = computed_value(node, out);
   v.stats = source.stats;
-  v.stats += index.stats;
   Loader source_loader = source.loader;
-  Loader index_loader = index.loader;
-  ir::IndexRule rule = a.rule;
-  rule.message = current_node_ + ": " + rule.message;
+  // Each term's index loader and rule (the rule's message names the node).
+  struct Term {
+    Loader loader;
+    ir::IndexRule rule;
+    std::vector<int64_t> index_dims;
+  };
+  std::vector<Term> terms;
+  for (const ir::IndexTerm& t : a.terms) {
+    const LoweredValue& index = value(t.index.index);
+    v.stats += index.stats;
+    ir::IndexRule rule = t.rule;
+    rule.message = current_node_ + ": " + rule.message;
+    terms.push_back(Term{index.loader, std::move(rule), t.index_dims});
+  }
   const DType v_dtype = v.dtype;
   if (a.empty_result_rule) {
     // The result's loops run no iteration, yet eager checks every index value: a buffer over
@@ -222,7 +231,9 @@ LoweredValue Lowerer::lower_indirect(const ir::Node& node, const ir::Value& out)
     // executed, orders the check before the result's consumers and keeps it alive).
     ir::IndexRule check = *a.empty_result_rule;
     check.message = current_node_ + ": " + check.message;
-    const ir::Value& index_value = graph_.value(a.index);
+    const LoweredValue& index = value(a.term().index.index);
+    const Loader index_loader = index.loader;
+    const ir::Value& index_value = graph_.value(a.term().index);
     ComputedBuffer buf;
     buf.name = next_buffer_name();
     buf.dtype = index.dtype;
@@ -259,15 +270,24 @@ LoweredValue Lowerer::lower_indirect(const ir::Node& node, const ir::Value& out)
     };
     return v;
   }
-  v.loader = [a, source_loader, index_loader, rule, v_dtype](OpsHandler& h,
-                                                             const std::vector<Expr>& idx) {
-    std::vector<Expr> at;
-    for (int64_t d : a.index_dims) at.push_back(d < 0 ? Expr(0) : idx[static_cast<size_t>(d)]);
-    const Expr selected = h.indirect_index(index_loader(h, at), rule);
+  const std::vector<int64_t> source_dims = a.source_dims;
+  v.loader = [source_dims, terms, source_loader, v_dtype](OpsHandler& h,
+                                                          const std::vector<Expr>& idx) {
+    std::vector<Expr> selected;
+    for (const Term& t : terms) {
+      std::vector<Expr> at;
+      for (int64_t d : t.index_dims) at.push_back(d < 0 ? Expr(0) : idx[static_cast<size_t>(d)]);
+      selected.push_back(h.indirect_index(t.loader(h, at), t.rule));
+    }
     // Through an empty dim every index is refused (the run raises): nothing to read.
-    if (rule.size == 0) return h.constant(0, v_dtype);
+    for (const Term& t : terms) {
+      if (t.rule.size == 0) return h.constant(0, v_dtype);
+    }
     std::vector<Expr> src;
-    for (int64_t d : a.source_dims) src.push_back(d < 0 ? selected : idx[static_cast<size_t>(d)]);
+    for (int64_t d : source_dims) {
+      const auto k = ir::IndirectArgs::term_of(d);
+      src.push_back(k ? selected[*k] : idx[static_cast<size_t>(d)]);
+    }
     return source_loader(h, src);
   };
   v.stats.index_divisions = measure_index_divisions(v.loader, v.sizes.size());

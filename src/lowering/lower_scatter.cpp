@@ -49,9 +49,7 @@ LoweredValue Lowerer::lower_scatter(const ir::Node& node, const ir::Value& out) 
   ScatterCall s;
   s.space = a.layout.sizes;
   s.dest_dims = a.layout.source_dims;
-  s.index_dims = a.layout.index_dims;
   s.values_dims = a.values_dims;
-  s.rule = a.layout.rule;
   s.combine = a.combine;
   s.float_sum = a.float_sum;
   s.include_self = a.include_self;
@@ -66,7 +64,10 @@ LoweredValue Lowerer::lower_scatter(const ir::Node& node, const ir::Value& out) 
     s.value = ir::convert_scalar(a.value, float_type).as_double();
     s.alpha = ir::convert_scalar(a.alpha, float_type).as_double();
   }
-  s.index = stored_operand(a.layout.index, "the index" + role);
+  for (const ir::IndexTerm& t : a.layout.terms) {
+    s.indices.push_back(
+        ScatterIndex{stored_operand(t.index, "the index" + role), t.index_dims, t.rule});
+  }
   if (a.values) s.values = stored_operand(*a.values, "the values" + role);
   if (!is_zero_fill(graph_, a.layout.source))
     s.self = stored_operand(a.layout.source, "self" + role);

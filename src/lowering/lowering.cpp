@@ -18,7 +18,8 @@ int64_t ComputedBuffer::numel() const {
 
 std::vector<const ExternalOperand*> ExternalCall::operands() const {
   if (scatter) {
-    std::vector<const ExternalOperand*> out = {&scatter->index};
+    std::vector<const ExternalOperand*> out;
+    for (const ScatterIndex& index : scatter->indices) out.push_back(&index.operand);
     if (scatter->values) out.push_back(&*scatter->values);
     if (scatter->self) out.push_back(&*scatter->self);
     return out;

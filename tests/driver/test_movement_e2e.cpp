@@ -180,6 +180,54 @@ def f(w: f32[40, 6], idx: i64[3, 11], rows: i64[3, 11], col: i64[40, 6]):
                                 {w, idx, rows, col});
 }
 
+// index.Tensor with several tensor indices: transformers' padding mask (mask[b, kv] with the
+// aranges broadcast to [B, 1, 1, K]: a bool source), adjacent indices in the middle of a
+// transposed source, separated ones (their broadcast dims first), over sizes the kernels
+// split and vectorize; then a bad value raising the op's error.
+TEST(MovementE2e, SeveralTensorIndices) {
+  const Tensor w = distinct({48, 40, 6});
+  Tensor mask = Tensor::empty(DType::Bool, {4, 300});
+  for (int64_t p = 0; p < mask.numel(); ++p) mask.set_flat(p, (p * 7) % 5 < 3 ? 1.0 : 0.0);
+  auto ints = [](DType dtype, const std::vector<int64_t>& sizes, int64_t mod, int64_t shift) {
+    Tensor t = Tensor::empty(dtype, sizes);
+    for (int64_t p = 0; p < t.numel(); ++p) {
+      t.set_flat(p, static_cast<double>((p * 13) % mod - shift));
+    }
+    return t;
+  };
+  const std::string program = R"(
+def f(w: f32[48, 40, 6], mask: bool[4, 300], i: i64[37, 1], j: i32[29], k: i64[37, 29]):
+    b = arange(0, 4, 1, dtype='i64')
+    bb = reshape(b, [4, 1, 1, 1])
+    kv = arange(0, 300, 1, dtype='i64')
+    kk = reshape(kv, [1, 1, 1, 300])
+    m = index(mask, [bb, kk])
+    t = transpose(w, 0, 2)
+    a = index(t, [None, i, j])
+    s = index(w, [j, None, k])
+    return m, a, s
+)";
+  expect_compiled_matches_eager(
+      program, {w, mask, ints(DType::Int64, {37, 1}, 80, 40), ints(DType::Int32, {29}, 96, 48),
+                ints(DType::Int64, {37, 29}, 12, 6)});
+  const ir::Graph graph = ir::parse_graph(program, "several.stax");
+  Tensor j = ints(DType::Int32, {29}, 96, 48);
+  j.set_flat(11, 48.0);  // one past the 48 rows of w (s) and columns of t (a)
+  const std::vector<Tensor> bad = {w, mask, ints(DType::Int64, {37, 1}, 80, 40), j,
+                                   ints(DType::Int64, {37, 29}, 12, 6)};
+  EXPECT_THROW(eager::run(graph, bad), ir::IndexError);
+  CompileOptions options;
+  options.num_threads = 2;
+  try {
+    compile(graph, options).run(bad);
+    FAIL() << "an out-of-range index ran";
+  } catch (const ir::IndexError& e) {
+    EXPECT_NE(std::string(e.what()).find("index 48 is out of bounds for dimension"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(MovementE2e, AnOutOfRangeIndexRaisesTheOpsError) {
   const ir::Graph graph = ir::parse_graph(R"(
 def f(w: f32[40, 6], idx: i64[3, 11]):

@@ -163,23 +163,34 @@ TEST(CompiledScatter, OutOfRangeIndicesRaiseAsEager) {
       {"index_add(x, 0, i, v, alpha=2)", true, "index_add: index out of range in self"},
       {"scatter_add(x, 0, k, v)", false,
        "scatter_add: index 7 is out of bounds for dimension 0 with size 4"},
+      // Two tensor indices: position by position, the indices in order at each.
+      // A.index_put.default(zeros(4, 3), [tensor([0, 1, 7, 2, -9, 3]), tensor([2, 1, 0, 0,
+      // 0, 0])], zeros(6), True): IndexError: index 7 is out of bounds for dimension 0 with
+      // size 4; with the indices swapped ([.., 0 -> dim 0], [.., 7 -> dim 1 of size 3]):
+      // IndexError: index 7 is out of bounds for dimension 1 with size 3.
+      {"index_put(x, [i, j], w, True)", true,
+       "index_put: index 7 is out of bounds for dimension 0 with size 4"},
+      {"index_put(x, [j, i], w)", true,
+       "index_put: index 7 is out of bounds for dimension 1 with size 3"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.expr);
     const std::string program =
-        "def f(x: f32[4, 3], i: i64[6], v: f32[6, 3]):\n    u = unsqueeze(i, 1)\n"
-        "    k = expand(u, [6, 3])\n    y = " +
+        "def f(x: f32[4, 3], i: i64[6], v: f32[6, 3], j: i64[6], w: f32[6]):\n"
+        "    u = unsqueeze(i, 1)\n    k = expand(u, [6, 3])\n    y = " +
         c.expr + "\n    return y\n";
     const ir::Graph g = ir::parse_graph(program, "bad.stax");
     Tensor x = Tensor::empty(DType::Float32, {4, 3});
     Tensor v = Tensor::empty(DType::Float32, {6, 3});
     Tensor i = eager::testing::make(DType::Int64, {6}, {0, 1, 7, 2, -9, 3});
+    Tensor j = eager::testing::make(DType::Int64, {6}, {2, 1, 0, 0, 0, 0});
+    Tensor w = Tensor::empty(DType::Float32, {6});
     const CompiledGraph compiled = compile(g, CompileOptions{});
     for (int threads : {1, 2}) {
       RunOptions r;
       r.num_threads = threads;
       try {
-        compiled.run({x, i, v}, r);
+        compiled.run({x, i, v, j, w}, r);
         ADD_FAILURE() << "no error";
       } catch (const ir::IndexError& e) {
         EXPECT_TRUE(c.index_error) << e.what();

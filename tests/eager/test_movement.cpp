@@ -286,6 +286,46 @@ TEST(Movement, IndirectLoads) {
             (std::vector<double>{0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 20, 21, 22, 23}));
 }
 
+// index.Tensor with several tensor indices (torch 2.13.0, x = arange(24.).reshape(2, 3, 4)):
+// they broadcast together; adjacent ones put the broadcast dims in their place, separated
+// ones put them first; the first bad value, position by position and the indices in order at
+// each, is refused naming its index's position among the tensor indices.
+TEST(Movement, SeveralTensorIndices) {
+  const Tensor x = arange(DType::Float32, {2, 3, 4});
+  const std::string head = "def f(x: f32[2, 3, 4], i: i64[";
+  // index.Tensor(x, [tensor([[0], [1]]), tensor([0, 2, -1])]): shape (2, 3, 4)
+  Tensor a = run1(head + "2, 1], j: i64[3]):\n  y = index(x, [i, j])\n  return y\n",
+                  {x, make(DType::Int64, {2, 1}, {0, 1}), make(DType::Int64, {3}, {0, 2, -1})});
+  EXPECT_EQ(a.sizes(), (std::vector<int64_t>{2, 3, 4}));
+  EXPECT_EQ(values(a), (std::vector<double>{0,  1,  2,  3,  8,  9,  10, 11, 8,  9,  10, 11,
+                                            12, 13, 14, 15, 20, 21, 22, 23, 20, 21, 22, 23}));
+  // [None, tensor([0, 2]), tensor([3, -4])] (an int32 beside an int64): [[3, 8], [15, 20]]
+  Tensor b = run1(head + "2], j: i32[2]):\n  y = index(x, [None, i, j])\n  return y\n",
+                  {x, make(DType::Int64, {2}, {0, 2}), make(DType::Int32, {2}, {3, -4})});
+  EXPECT_EQ(b.sizes(), (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(values(b), (std::vector<double>{3, 8, 15, 20}));
+  // [tensor([1, 0]), None, tensor([3, 1])]: shape (2, 3), the broadcast dim first
+  Tensor c = run1(head + "2], j: i64[2]):\n  y = index(x, [i, None, j])\n  return y\n",
+                  {x, make(DType::Int64, {2}, {1, 0}), make(DType::Int64, {2}, {3, 1})});
+  EXPECT_EQ(c.sizes(), (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(values(c), (std::vector<double>{15, 19, 23, 1, 5, 9}));
+  // [tensor([0, 1]), tensor([1, 3])]: IndexError: index 3 is out of bounds for dimension 1
+  // with size 3; [tensor([1, 2]), tensor([0, 5])]: index 2 ... dimension 0 with size 2.
+  const std::string two = head + "2], j: i64[2]):\n  y = index(x, [i, j])\n  return y\n";
+  EXPECT_TRUE(
+      contains(error_of(two, {x, make(DType::Int64, {2}, {0, 1}), make(DType::Int64, {2}, {1, 3})}),
+               "index: index 3 is out of bounds for dimension 1 with size 3"));
+  EXPECT_TRUE(
+      contains(error_of(two, {x, make(DType::Int64, {2}, {1, 2}), make(DType::Int64, {2}, {0, 5})}),
+               "index: index 2 is out of bounds for dimension 0 with size 2"));
+  // IndexError: shape mismatch: indexing tensors could not be broadcast together with shapes
+  // [2], [3]
+  EXPECT_TRUE(contains(
+      error_of(head + "2], j: i64[3]):\n  y = index(x, [i, j])\n  return y\n", {}),
+      "index: shape mismatch: indexing tensors could not be broadcast together with shapes "
+      "[2], [3]"));
+}
+
 TEST(Movement, OutOfRangeIndicesNameTheOpAndTheValue) {
   const Tensor w = arange(DType::Float32, {3, 2});
   // torch.gather(w, 1, tensor([[2]])): "index 2 is out of bounds for dimension 1 with size 2"

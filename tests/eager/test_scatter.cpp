@@ -130,6 +130,20 @@ TEST(EagerScatter, IndexPutOutOfRangeIsIndexError) {
       thrown("x: f32[3, 0], i: i64[1], v: f32[1]", "index_put(x, [None, i], v, True)",
              {zeros(DType::Float32, {3, 0}), longs({1}, {0}), zeros(DType::Float32, {1})}),
       "index is out of bounds for dimension with size 0");
+  // Two tensor indices. zeros(3, 4), [tensor([0, 2]), tensor([1, 4])], zeros(2):
+  // IndexError: index 4 is out of bounds for dimension 1 with size 4 (the second index's).
+  const std::string two = "x: f32[3, 4], i: i64[2], j: i64[2], v: f32[2]";
+  expect_index_error(
+      thrown(two, "index_put(x, [i, j], v)",
+             {x, longs({2}, {0, 2}), longs({2}, {1, 4}), zeros(DType::Float32, {2})}),
+      "index 4 is out of bounds for dimension 1 with size 4");
+  // zeros(3, 0), [tensor([5]), tensor([0])], zeros(1): IndexError: index is out of bounds for
+  // dimension with size 0 (not the first index's 5 against size 3).
+  expect_index_error(
+      thrown("x: f32[3, 0], i: i64[1], j: i64[1], v: f32[1]", "index_put(x, [i, j], v)",
+             {zeros(DType::Float32, {3, 0}), longs({1}, {5}), longs({1}, {0}),
+              zeros(DType::Float32, {1})}),
+      "index is out of bounds for dimension with size 0");
 }
 
 TEST(EagerScatter, ScatterOutOfRangeIsRuntimeError) {

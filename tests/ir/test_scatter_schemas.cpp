@@ -130,9 +130,9 @@ TEST(ScatterSchemaTest, ArgumentsAsScatterArgsReadsThem) {
   EXPECT_EQ(a.values_dims, (std::vector<int64_t>{-1, 0, -1}));
   EXPECT_EQ(a.combine, ScatterCombine::Add);
   EXPECT_FALSE(a.float_sum);  // each addition rounds
-  EXPECT_TRUE(a.layout.rule.wraps);
-  EXPECT_TRUE(a.layout.rule.index_error);
-  EXPECT_EQ(a.layout.rule.message,
+  EXPECT_TRUE(a.layout.term().rule.wraps);
+  EXPECT_TRUE(a.layout.term().rule.index_error);
+  EXPECT_EQ(a.layout.term().rule.message,
             "index_put: index {} is out of bounds for dimension 0 with size 4");
   EXPECT_EQ(a.dtype, DType::BFloat16);
 
@@ -146,16 +146,16 @@ TEST(ScatterSchemaTest, ArgumentsAsScatterArgsReadsThem) {
   const std::string bf = "x: bf16[3, 4], i: i64[2], v: bf16[3, 2]";
   const ScatterArgs s = index_add(bf, "index_add(x, 1, i, v)");
   EXPECT_TRUE(s.float_sum);
-  EXPECT_FALSE(s.layout.rule.index_error);
-  EXPECT_EQ(s.layout.rule.message,
+  EXPECT_FALSE(s.layout.term().rule.index_error);
+  EXPECT_EQ(s.layout.term().rule.message,
             "index_add: index {} is out of bounds for dimension 1 with size 4");
   EXPECT_EQ(s.space(), (std::vector<int64_t>{3, 2}));
   for (const std::string& expr : {std::string("index_add(x, 1, i, v, alpha=2)"),
                                   std::string("index_add(x, 1, i, v, alpha=True)")}) {
     const ScatterArgs l = index_add(bf, expr);
     EXPECT_FALSE(l.float_sum) << expr;
-    EXPECT_TRUE(l.layout.rule.index_error) << expr;
-    EXPECT_EQ(l.layout.rule.message,
+    EXPECT_TRUE(l.layout.term().rule.index_error) << expr;
+    EXPECT_EQ(l.layout.term().rule.message,
               "index_add: index out of range in self (index {} for dimension 1 with size 4)");
   }
   EXPECT_FALSE(
@@ -177,14 +177,14 @@ TEST(ScatterSchemaTest, ArgumentsAsScatterArgsReadsThem) {
   EXPECT_FALSE(v.values.has_value());
   EXPECT_EQ(v.value, Scalar(2.7));
   EXPECT_EQ(v.combine, ScatterCombine::Assign);
-  EXPECT_FALSE(v.layout.rule.wraps);
-  EXPECT_FALSE(v.layout.rule.index_error);
+  EXPECT_FALSE(v.layout.term().rule.wraps);
+  EXPECT_FALSE(v.layout.term().rule.index_error);
   const Graph h =
       testing::one_statement("x: f16[3, 4], i: i64[2, 3], v: f16[3, 5]", "scatter_add(x, 0, i, v)");
   const ScatterArgs sa = scatter_args(h, h.nodes().at(0));
   EXPECT_TRUE(sa.float_sum);
   EXPECT_EQ(sa.values_dims, (std::vector<int64_t>{0, 1}));
-  EXPECT_EQ(sa.layout.rule.message,
+  EXPECT_EQ(sa.layout.term().rule.message,
             "scatter_add: index {} is out of bounds for dimension 0 with size 3");
 }
 
@@ -196,9 +196,16 @@ TEST(ScatterSchemaTest, IndexPutRefusals) {
   // IndexError: too many indices for tensor of dimension 0 (got 1)
   EXPECT_EQ(infer_error("x: f32[], i: i64[1], v: f32[]", "index_put(x, [i], v)"),
             "index_put: too many indices for tensor of dimension 0 (got 1)");
-  // torch accepts two tensor indices (broadcast together); Stax refuses them.
-  EXPECT_EQ(infer_error(x + "i: i64[1], j: i64[1], v: f32[1]", "index_put(x, [i, j], v)"),
-            "index_put: more than one tensor index is not supported (one is)");
+  // Two tensor indices broadcast together. IndexError: shape mismatch: indexing tensors could
+  // not be broadcast together with shapes [2], [3]
+  EXPECT_EQ(infer_error(x + "i: i64[2], j: i64[3], v: f32[1]", "index_put(x, [i, j], v)"),
+            "index_put: shape mismatch: indexing tensors could not be broadcast together with "
+            "shapes [2], [3]");
+  // RuntimeError: shape mismatch: value tensor of shape [3] cannot be broadcast to indexing
+  // result of shape [2]
+  EXPECT_EQ(infer_error(x + "i: i64[2], j: i64[1], v: f32[3]", "index_put(x, [i, j], v)"),
+            "index_put: shape mismatch: value tensor of shape [3] cannot be broadcast to "
+            "indexing result of shape [2]");
   // RuntimeError: ntensor >= 3 INTERNAL ASSERT FAILED (all indices None).
   EXPECT_EQ(infer_error(x + "v: f32[3, 4]", "index_put(x, [None], v)"),
             "index_put: needs a tensor index (all indices are None)");
