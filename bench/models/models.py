@@ -96,8 +96,6 @@ BUILDERS = {
     "vit": _vit,
     "resnet18": _resnet18,
 }
-# Models without convolutions: the geomean targets are over these.
-NO_CONV = ("bert", "bert-sdpa", "gpt2", "t5-encoder", "llama", "llama-gqa-sdpa", "vit")
 
 
 def build(name: str, dtype: torch.dtype, seed: int = 0):
