@@ -422,22 +422,16 @@ void index_tensor_layout(const Graph& graph, const Node& node, IndirectArgs& a) 
     }
     if (!positions.empty()) {
       const std::vector<int64_t>& other = index.type.sizes;
-      const size_t r = std::max(broadcast.size(), other.size());
-      for (size_t i = 0; i < r; ++i) {
-        const int64_t x = i < r - broadcast.size() ? 1 : broadcast[i - (r - broadcast.size())];
-        const int64_t y = i < r - other.size() ? 1 : other[i - (r - other.size())];
-        if (x != y && x != 1 && y != 1) {
-          std::string shapes;
-          for (size_t p : positions) {
-            shapes += format_sizes(graph.value(*indices[p]).type.sizes) + ", ";
-          }
-          fail(node,
-               "shape mismatch: indexing tensors could not be broadcast together with "
-               "shapes " +
-                   shapes + format_sizes(other));
+      try {
+        broadcast = broadcast_sizes(broadcast, other, node.op);
+      } catch (const GraphError&) {  // eager's message names every index's shape
+        std::string shapes;
+        for (size_t p : positions) {
+          shapes += format_sizes(graph.value(*indices[p]).type.sizes) + ", ";
         }
+        fail(node, "shape mismatch: indexing tensors could not be broadcast together with shapes " +
+                       shapes + format_sizes(other));
       }
-      broadcast = broadcast_sizes(broadcast, other, node.op);
     } else {
       broadcast = index.type.sizes;
     }
