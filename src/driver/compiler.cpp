@@ -3,11 +3,14 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <iostream>
 #include <thread>
 
 #include "driver/external_calls.h"
 #include "driver/profile.h"
+#include "graph_passes/graph_passes.h"
 #include "ir/index_rule.h"
+#include "program/pipeline.h"
 #include "runtime/jit.h"
 #include "stax_kernel_abi.h"
 
@@ -108,8 +111,24 @@ lowering::LoweringOptions lowering_options(const CompileOptions& options) {
   return lo;
 }
 
+lowering::LoweredGraph lower_graph(const ir::Graph& graph, const CompileOptions& options) {
+  graph_passes::GraphPassOptions go;
+  if (make_target(options).has_library(driver::kMatmulLibrary)) {
+    go.attention_blocks = &driver::runtime_attention_blocks;
+  }
+  if (program::logs_enabled("graph_passes")) {
+    go.after_pass = [](const std::string& pass, const ir::Graph& g) {
+      std::cerr << "stax: graph after " << pass << ":\n" << ir::print_graph(g);
+    };
+  }
+  graph_passes::GraphPassResult passed = graph_passes::run_graph_passes(graph, go);
+  lowering::LoweredGraph lowered = lowering::lower(passed.graph, lowering_options(options));
+  lowered.log.insert(lowered.log.begin(), passed.log.begin(), passed.log.end());
+  return lowered;
+}
+
 std::shared_ptr<const Compilation> analyze(const ir::Graph& graph, const CompileOptions& options) {
-  return analyze_lowered(lowering::lower(graph, lowering_options(options)), options);
+  return analyze_lowered(lower_graph(graph, options), options);
 }
 
 CompiledGraph compile_lowered(lowering::LoweredGraph lowered, const CompileOptions& options) {
@@ -140,7 +159,7 @@ CompiledGraph compile_lowered(lowering::LoweredGraph lowered, const CompileOptio
 }
 
 CompiledGraph compile(const ir::Graph& graph, const CompileOptions& options) {
-  return compile_lowered(lowering::lower(graph, lowering_options(options)), options);
+  return compile_lowered(lower_graph(graph, options), options);
 }
 
 std::vector<Tensor> CompiledGraph::run(const std::vector<Tensor>& inputs,

@@ -104,6 +104,9 @@ class CompiledGraph {
 CompiledGraph compile(const ir::Graph& graph, const CompileOptions& options = {});
 // What lowering needs of the options: the target's libraries.
 lowering::LoweringOptions lowering_options(const CompileOptions& options);
+// The graph passes (graph_passes/graph_passes.h; their decisions head the lowering log), then
+// lowering.
+lowering::LoweredGraph lower_graph(const ir::Graph& graph, const CompileOptions& options);
 CompiledGraph compile_lowered(lowering::LoweredGraph lowered, const CompileOptions& options = {});
 
 }  // namespace stax

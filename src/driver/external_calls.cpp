@@ -177,6 +177,20 @@ external::StridedOperand contiguous(const std::vector<int64_t>& sizes) {
 
 }  // namespace
 
+std::optional<graph_passes::AttentionBlocking> runtime_attention_blocks(int64_t lq, int64_t lk,
+                                                                        int64_t e, int64_t ev,
+                                                                        DType dtype) {
+  external::AttentionSpec spec;
+  spec.dtype = dtype;
+  spec.query = contiguous({1, 1, lq, e});
+  spec.key = contiguous({1, 1, lk, e});
+  spec.value = contiguous({1, 1, lk, ev});
+  spec.out = contiguous({1, 1, lq, ev});
+  if (external::attention_spec_problem(spec, false)) return std::nullopt;
+  const external::AttentionBlocks blocks = external::choose_attention_blocks(spec);
+  return graph_passes::AttentionBlocking{blocks.query_rows, blocks.keys};
+}
+
 external::AttentionSpec attention_spec(const lowering::AttentionCall& call,
                                        const program::ExternalSite& site) {
   external::AttentionSpec spec;
@@ -199,6 +213,7 @@ external::AttentionSpec attention_spec(const lowering::AttentionCall& call,
     spec.mask_dtype = call.mask->dtype;
   }
   spec.causal = call.causal;
+  spec.masked_rows_nan = call.masked_rows_nan;
   spec.scale = call.scale;
   // A further result the program does not keep is written to scratch, contiguous.
   auto further = [&](size_t r, const std::vector<int64_t>& sizes) {

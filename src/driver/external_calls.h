@@ -12,6 +12,7 @@
 #include "external/convolution.h"
 #include "external/matmul.h"
 #include "external/scatter.h"
+#include "graph_passes/graph_passes.h"
 #include "lowering/loop_ir.h"
 #include "program/host_program.h"
 #include "scheduler/fused_node.h"
@@ -45,6 +46,12 @@ external::ScatterSpec scatter_spec(const lowering::ScatterCall& call,
 // The runtime's view of an attention call site (issue 15, point 1).
 external::AttentionSpec attention_spec(const lowering::AttentionCall& call,
                                        const program::ExternalSite& site);
+
+// The runtime attention's blocking of one (batch, head) pair (the graph passes' cost model),
+// or nullopt for a dtype it does not run.
+std::optional<graph_passes::AttentionBlocking> runtime_attention_blocks(int64_t lq, int64_t lk,
+                                                                        int64_t e, int64_t ev,
+                                                                        DType dtype);
 
 // Whether the library applies `epilogue` to `call`'s results as eager computes it (the
 // scheduler's EpilogueCheck); `why` says why not.

@@ -2,7 +2,8 @@
 // double, each result rounded once to its dtype. The backward recomputes the probabilities
 // from the logsumexp it is given (P = exp(S - lse)), as eager's kernel does, and takes D =
 // rowsum(grad_out * out) from the out it is given. A row every key is masked from (all its
-// scores -inf, or no keys) has output 0, logsumexp 0 and gradients 0.
+// scores -inf, or no keys) has output 0, logsumexp 0 and gradients 0; softmax_attention's
+// output is NaN for a row whose scores are all -inf (and 0 with no keys), as softmax gives.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -105,7 +106,9 @@ Tensor eval_attention(const Env& env, const ir::Node& node) {
         }
         bool masked = true;
         for (int64_t j = 0; j < d.lk; ++j) masked = masked && std::isinf(row[j]) && row[j] < 0;
-        for (int64_t j = 0; j < d.lk; ++j) row[j] = masked ? 0.0 : std::exp(row[j] - row_lse);
+        // softmax_attention gives NaN there, as the softmax it stands for does.
+        const double masked_p = a.written_out ? std::numeric_limits<double>::quiet_NaN() : 0.0;
+        for (int64_t j = 0; j < d.lk; ++j) row[j] = masked ? masked_p : std::exp(row[j] - row_lse);
         if (!a.backward && r == 1) result[d.row(b, h, i)] = masked ? 0.0 : row_lse;
       }
       if (!a.backward) {

@@ -190,7 +190,8 @@ void store_row(const float* src, int64_t n, float factor, void* dst, int64_t str
   if (is_16bit) {
     auto* d = static_cast<uint16_t*>(dst);
     if (src == nullptr) {
-      for (int64_t c = 0; c < n; ++c) d[c * stride] = 0;
+      const uint16_t fill = float_to_bf16_bits(factor);
+      for (int64_t c = 0; c < n; ++c) d[c * stride] = fill;
     } else if (stride == 1) {
       for (int64_t c = 0; c < n; ++c) d[c] = float_to_bf16_bits(src[c] * factor);
     } else {
@@ -199,7 +200,7 @@ void store_row(const float* src, int64_t n, float factor, void* dst, int64_t str
   } else {
     auto* d = static_cast<float*>(dst);
     if (src == nullptr) {
-      for (int64_t c = 0; c < n; ++c) d[c * stride] = 0.0f;
+      for (int64_t c = 0; c < n; ++c) d[c * stride] = factor;
     } else if (stride == 1) {
       for (int64_t c = 0; c < n; ++c) d[c] = src[c] * factor;
     } else {
@@ -375,6 +376,7 @@ std::string AttentionSpec::describe() const {
        << sizes_text(value.sizes);
   if (mask) text << " mask " << sizes_text(mask->sizes) << " " << dtype_name(mask_dtype);
   if (causal) text << " causal";
+  if (masked_rows_nan) text << " masked-rows-nan";
   text << " scale " << scale << " " << dtype_name(dtype);
   return text.str();
 }
@@ -616,8 +618,10 @@ void AttentionPlan::Impl::forward_item(int64_t item, const char* q_data, const c
     const int64_t i = i0 + r;
     char* o = out_data + out.at(b, h, i) * element;
     const bool empty = row_max[r] == -detail::kInf;
-    detail::store_row(empty ? nullptr : acc + r * Ev, Ev, empty ? 0.0f : 1.0f / row_sum[r], o,
-                      out.stride[3], is_16bit);
+    const float empty_value =
+        spec.masked_rows_nan && kend > 0 ? std::numeric_limits<float>::quiet_NaN() : 0.0f;
+    detail::store_row(empty ? nullptr : acc + r * Ev, Ev, empty ? empty_value : 1.0f / row_sum[r],
+                      o, out.stride[3], is_16bit);
     if (lse_data != nullptr) {
       lse_data[lse.stride[1] * b + lse.stride[2] * h + lse.stride[3] * i] =
           empty ? 0.0f : row_max[r] + std::log(row_sum[r]);

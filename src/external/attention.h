@@ -46,6 +46,9 @@ struct AttentionSpec {
   std::optional<StridedOperand> mask;
   DType mask_dtype = DType::Float32;
   bool causal = false;
+  // A row whose scores are all -inf (every key masked) gives NaN, as a written-out softmax
+  // gives, instead of flash attention's 0 (the forward only; no keys at all still give 0).
+  bool masked_rows_nan = false;
   double scale = 1.0;  // already resolved (1 / sqrt(E) when the op's scale is None)
   // The blocking, when positive: query rows and keys per block instead of what
   // choose_attention_blocks picks from the cache sizes (tests force several key blocks with

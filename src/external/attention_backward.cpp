@@ -86,8 +86,8 @@ void AttentionPlan::Impl::backward_item(int64_t item, const char* go_data, const
       }
       for (int64_t r = 0; r < m; ++r) {
         char* dst = dq_data + dq.at(b, h, i0 + r) * element;
-        detail::store_row(kend == 0 ? nullptr : dq_acc + r * E, E, 1.0f, dst, dq.stride[3],
-                          is_16bit);
+        detail::store_row(kend == 0 ? nullptr : dq_acc + r * E, E, kend == 0 ? 0.0f : 1.0f, dst,
+                          dq.stride[3], is_16bit);
       }
     }
   }

@@ -108,7 +108,7 @@ void softmax_grad_row(float* dp, const float* p, int64_t n, float d, uint16_t* d
 void scale_row(float* x, int64_t n, float factor);
 // The dot product of two rows of the dtype (16-bit: bfloat16 bits), in float32.
 float dot_row(const void* x, int64_t xs, const void* y, int64_t ys, int64_t n, bool is_16bit);
-// dst[c * stride] = src[c] * factor rounded to the dtype.
+// dst[c * stride] = src[c] * factor rounded to the dtype; src null: every element is factor.
 void store_row(const float* src, int64_t n, float factor, void* dst, int64_t stride, bool is_16bit);
 float exp_scalar(float x);
 

@@ -298,7 +298,8 @@ void add_scatters(Builder& b) {
 }
 
 // Attention (issue 15, point 1) of a rank-4 operand with itself as query, key and value,
-// causal; the backward takes the operand as the output's gradient too.
+// causal; the backward takes the operand as the output's gradient too; softmax_attention with
+// an explicit scale.
 void add_attention(Builder& b) {
   const DTypeSet dtypes = dtype_bit(DType::Float32) | dtype_bit(DType::BFloat16);
   const std::string forward = "_scaled_dot_product_flash_attention_for_cpu";
@@ -319,6 +320,13 @@ void add_attention(Builder& b) {
                  f[1] + ", 0.0, True)";
         });
   b.entries.back().result_count = [](const CallSite&) { return 3; };  // dq, dk, dv
+  // The written-out attention the graph passes put in place of matmul -> softmax -> matmul.
+  b.add("softmax_attention", "softmax_attention", {D::Coarse}, dtypes, R::Float64, false,
+        [](const CallSite& s) -> std::optional<std::string> {
+          if (s.sizes.size() != 4) return std::nullopt;
+          const std::string& x = s.operands[0];
+          return "softmax_attention(" + x + ", " + x + ", " + x + ", scale=0.5)";
+        });
 }
 
 }  // namespace stax::fuzz::catalog

@@ -15,6 +15,7 @@ namespace {
 
 constexpr const char* kForward = "_scaled_dot_product_flash_attention_for_cpu";
 constexpr const char* kBackward = "_scaled_dot_product_flash_attention_for_cpu_backward";
+constexpr const char* kWrittenOut = "softmax_attention";
 // Eager's messages start with the kernel's name.
 constexpr const char* kKernel = "scaled_dot_product_attention_flash_attention: ";
 
@@ -29,13 +30,14 @@ std::string shape_of(const Value& v) {
 }  // namespace
 
 bool is_attention_op(const std::string& op) {
-  return op == kForward || op == kBackward;
+  return op == kForward || op == kBackward || op == kWrittenOut;
 }
 
 AttentionArgs attention_args(const Graph& graph, const Node& node) {
   if (!is_attention_op(node.op)) throw GraphError(node.op + " is not an attention op");
   AttentionArgs a;
   a.backward = node.op == kBackward;
+  a.written_out = node.op == kWrittenOut;
   // Positions in the schema: the backward's grad_out, then query, key, value as the
   // forward's; out and logsumexp after them.
   const size_t q = a.backward ? 1 : 0;
@@ -49,8 +51,9 @@ AttentionArgs attention_args(const Graph& graph, const Node& node) {
     a.out = ref(next++);
     a.logsumexp = ref(next++);
   }
-  const double dropout = scalar_arg(node, next++).as_double();
-  a.causal = bool_arg(node, next++);
+  // softmax_attention has neither dropout nor is_causal.
+  const double dropout = a.written_out ? 0.0 : scalar_arg(node, next++).as_double();
+  a.causal = a.written_out ? false : bool_arg(node, next++);
   if (is_tensor_arg(node, next)) a.mask = ref(next);
   ++next;
   const Arg& scale = node.args.at(next);
@@ -191,6 +194,8 @@ TensorType AttentionArgs::result_type(const Graph& graph, int k) const {
 std::vector<int64_t> AttentionArgs::result_strides(
     const Graph& graph, int k, const std::vector<int64_t>& query_strides) const {
   const std::vector<int64_t> sizes = result_type(graph, k).sizes;
+  // softmax_attention's output is contiguous, as the batched product it replaces gives.
+  if (written_out) return contiguous_strides(sizes);
   if (!backward && k == 0) return preserved_strides(sizes, query_strides);
   // [B, H, L(, E)] stored as [B, L, H(, E)].
   const int64_t inner = sizes.size() == 4 ? sizes[3] : 1;

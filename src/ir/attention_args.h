@@ -4,6 +4,12 @@
 //   _scaled_dot_product_flash_attention_for_cpu_backward(grad_out, query, key, value, out,
 //       logsumexp, dropout_p, is_causal, *, attn_mask=None, scale=None)
 //       -> (grad_query, grad_key, grad_value)
+// and Stax's own
+//   softmax_attention(query, key, value, *, attn_mask=None, scale=1.0) -> output
+// which is the written-out attention softmax(scale * query @ key^T + attn_mask, -1) @ value
+// (graph_passes/fuse_written_attention.h puts it in place of matmul -> scale -> mask ->
+// softmax -> matmul): the forward's arguments without dropout or causality, one result,
+// contiguous, and a row whose scores are all -inf gives NaN, as softmax gives it.
 // read as one description, for type inference, the eager interpreter and lowering alike.
 // query [B, Hq, Lq, E], key [B, Hkv, Lk, E], value [B, Hkv, Lk, E] with Hq a multiple of
 // Hkv (grouped-query attention: query head h reads key/value head h / (Hq / Hkv)); the
@@ -27,6 +33,7 @@ namespace stax::ir {
 
 struct AttentionArgs {
   bool backward = false;
+  bool written_out = false;  // softmax_attention
   ValueRef query, key, value;
   std::optional<ValueRef> mask;  // its own sizes; broadcast by mask_strides's caller
   bool causal = false;

@@ -40,6 +40,14 @@ void add_attention_schemas(std::vector<OpSchema>& out) {
       attention,
       infer_attention});
   out.back().result_count = [](const Graph&, const Node&) { return 3; };
+  // Stax's own: the written-out attention (ir/attention_args.h).
+  out.push_back(OpSchema{
+      "softmax_attention",
+      {required("query", K::Tensor), required("key", K::Tensor), required("value", K::Tensor),
+       optional("attn_mask", K::OptionalTensor, None{}, /*keyword_only=*/true),
+       optional("scale", K::Scalar, Scalar(1.0), /*keyword_only=*/true)},
+      attention,
+      infer_attention});
 }
 
 }  // namespace stax::ir::detail

@@ -121,6 +121,8 @@ struct AttentionCall {
   std::optional<ExternalOperand> mask;
   std::vector<int64_t> mask_dims;
   bool causal = false;
+  // softmax_attention: a row whose scores are all -inf gives NaN (flash attention gives 0).
+  bool masked_rows_nan = false;
   double scale = 1.0;
   // Backward only: the gradient of the output, the forward's output and logsumexp.
   std::optional<ExternalOperand> grad_out, out, logsumexp;

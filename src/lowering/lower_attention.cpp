@@ -46,6 +46,7 @@ LoweredValue Lowerer::lower_attention(const ir::Node& node, const ir::Value& out
     c.mask_dims = a.mask_dims(graph_);
   }
   c.causal = a.causal;
+  c.masked_rows_nan = a.written_out;
   c.scale = a.scale;
   if (a.backward) {
     c.grad_out = stored_operand(a.grad_out, "the output's gradient" + role);

@@ -225,7 +225,9 @@ TEST(OpRegistryTest, AllOpsRegisteredWithCategories) {
       "index_put", "index_add", "scatter", "scatter_add", "scatter_reduce",
       // issue 15, point 1: attention
       "_scaled_dot_product_flash_attention_for_cpu",
-      "_scaled_dot_product_flash_attention_for_cpu_backward"};
+      "_scaled_dot_product_flash_attention_for_cpu_backward",
+      // the written-out attention (graph_passes/fuse_written_attention.h)
+      "softmax_attention"};
   std::vector<std::string> names = registered_op_names();
   for (const std::string& name : expected) {
     EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name;

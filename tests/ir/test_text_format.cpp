@@ -278,6 +278,7 @@ def every_op(x: f32[2, 3], y: f32[3], i: i64[2, 3], b: bool[2, 3],
     ao, al = _scaled_dot_product_flash_attention_for_cpu(aq, aq, aq, 0.0, True, scale=0.5)
     am = narrow(x, 1, 0, 2)
     agq, agk, agv = _scaled_dot_product_flash_attention_for_cpu_backward(ao, aq, aq, aq, ao, al, 0.0, True, attn_mask=am)
+    aw = softmax_attention(aq, aq, aq, attn_mask=am, scale=0.5)
     return a0, k1, x, a0
 )";
 
