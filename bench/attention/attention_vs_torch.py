@@ -9,6 +9,11 @@ it against the same call in eager (PyTorch's flash kernel), the two interleaved 
 `--reps` timed calls each after warm-ups; the table gives median ms, the p10-p90 spread and
 the ratio stax/eager (below 1: Stax is faster).
 
+A second table times the written-out attention of transformers' `attn_implementation="eager"`
+(matmul, scale, additive mask, softmax, matmul; forward under no_grad, as in inference), which
+Stax's graph pass turns into one blocked call where its cost model says so: eager (PyTorch's
+matmuls and softmax), Stax, and the ratio.
+
 Usage (on the shared machine under the benchmark lock, real-time):
     flock /tmp/bench.lock chrt -f 1 .venv/bin/python bench/attention/attention_vs_torch.py \
         [--threads 2] [--reps 20] [--out bench/attention/RESULTS.md]
@@ -72,6 +77,36 @@ def time_case(batch, heads, tokens, size, causal, dtype, train, reps):
     return {name: quantiles(t) for name, t in times.items()}
 
 
+def time_written_out(batch, heads, tokens, size, causal, dtype, reps):
+    torch._dynamo.reset()
+    g = torch.Generator().manual_seed(0)
+    # The [B, L, H, E] storage models produce, seen as [B, H, L, E].
+    q, k, v = (torch.randn(batch, tokens, heads, size, generator=g).to(dtype).transpose(1, 2)
+               for _ in range(3))
+    mask = torch.zeros(batch, 1, 1, tokens, dtype=dtype)  # a padding mask, as BERT's
+    if causal:  # GPT-2's: the smallest value above the diagonal
+        mask = torch.full((1, 1, tokens, tokens), torch.finfo(dtype).min, dtype=dtype).triu(1)
+    scale = size ** -0.5
+
+    def fn(q, k, v, mask):
+        s = torch.matmul(q, k.transpose(-1, -2)) * scale + mask
+        return torch.matmul(torch.softmax(s, dim=-1), v)
+
+    compiled = torch.compile(fn, backend="stax", fullgraph=True)
+    runners = {"eager": fn, "stax": compiled}
+    with torch.no_grad():
+        for _ in range(3):
+            for r in runners.values():
+                r(q, k, v, mask)
+        times = {name: [] for name in runners}
+        for _ in range(reps):
+            for name, r in runners.items():
+                start = time.perf_counter()
+                r(q, k, v, mask)
+                times[name].append((time.perf_counter() - start) * 1e3)
+    return {name: quantiles(t) for name, t in times.items()}
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--threads", type=int, default=2)
@@ -101,6 +136,28 @@ def main():
                        f"{s[0] / e[0]:.2f} |")
                 print(row, flush=True)
                 lines.append(row)
+    lines += [
+        "",
+        "## The written-out attention (inference)",
+        "",
+        "transformers' eager attention, matmul -> scale -> additive mask -> softmax -> matmul, "
+        "forward under no_grad; eager is PyTorch's matmuls and softmax, Stax its one blocked "
+        "call (graph pass fuse_written_attention). Causal rows take GPT-2's mask (the "
+        "dtype's smallest value above the diagonal), the others BERT's padding mask.",
+        "",
+        "| shape (B, H, L, E) | causal | dtype | eager ms | stax ms | ratio |",
+        "|---|---|---|---|---|---|",
+    ]
+    for batch, heads, tokens, size, causal in SHAPES:
+        for dtype in (torch.float32, torch.bfloat16):
+            t = time_written_out(batch, heads, tokens, size, causal, dtype, args.reps)
+            e, s = t["eager"], t["stax"]
+            row = (f"| {batch}, {heads}, {tokens}, {size} | {causal} | "
+                   f"{str(dtype).split('.')[-1]} | "
+                   f"{e[0]:.3f} ({e[1]:.3f}-{e[2]:.3f}) | {s[0]:.3f} ({s[1]:.3f}-{s[2]:.3f}) | "
+                   f"{s[0] / e[0]:.2f} |")
+            print(row, flush=True)
+            lines.append(row)
     if args.out:
         with open(args.out, "w") as f:
             f.write("\n".join(lines) + "\n")

@@ -7,7 +7,9 @@ import os
 from dataclasses import dataclass, fields
 
 SIMD_LEVELS = ("", "avx512", "avx2", "scalar")
-LOG_TOPICS = ("fusion", "schedule", "ir", "output_code", "graph", "fallback")
+# "graph_passes" and "program" are printed by the C++ side, which reads them from STAX_LOGS.
+LOG_TOPICS = ("fusion", "schedule", "ir", "output_code", "graph", "fallback", "graph_passes",
+              "program")
 
 
 @dataclass(frozen=True)
@@ -24,6 +26,9 @@ class Options:
     cache_dir: str = ""
     # Turns on every log topic.
     debug: bool = False
+    # The graph passes before lowering (the written-out attention as one blocked call); False
+    # lowers each graph as written (for before/after measurements).
+    graph_passes: bool = True
 
     @property
     def record_ir(self) -> bool:
@@ -47,8 +52,10 @@ class Options:
         if simd not in SIMD_LEVELS:
             raise ValueError(f"stax: option 'simd' must be one of {SIMD_LEVELS[1:]}, got {simd!r}")
         debug = options.get("debug", False)
-        if not isinstance(debug, bool):
-            raise ValueError(f"stax: option 'debug' must be a bool, got {debug!r}")
+        graph_passes = options.get("graph_passes", True)
+        for name, value in (("debug", debug), ("graph_passes", graph_passes)):
+            if not isinstance(value, bool):
+                raise ValueError(f"stax: option '{name}' must be a bool, got {value!r}")
         logs = options.get("logs", ())
         if isinstance(logs, str):
             logs = tuple(t for t in logs.split(",") if t)
@@ -64,4 +71,5 @@ class Options:
             if not isinstance(value, str):
                 raise ValueError(f"stax: option '{name}' must be a path string, got {value!r}")
         return Options(threads=threads, simd=simd, logs=tuple(dict.fromkeys(logs)),
-                       debug_dir=debug_dir, cache_dir=cache_dir, debug=debug)
+                       debug_dir=debug_dir, cache_dir=cache_dir, debug=debug,
+                       graph_passes=graph_passes)

@@ -250,6 +250,7 @@ class Region:
             simd=o.simd,
             cache_dir=o.cache_dir,
             record_ir=o.record_ir,
+            graph_passes=o.graph_passes,
         )
         return _Variant(compiled)
 

@@ -129,3 +129,18 @@ def test_training_keeps_the_probabilities_for_the_backward():
     report = stax.explain(written_out, q, k, v, None, 0.2, backward=True)
     lines = explain_lines(report)
     assert lines == [], lines
+
+
+def test_the_graph_passes_option_lowers_the_graph_as_written():
+    q, k, v = (tensor(2, 4, 128, 32, seed=s) for s in (1, 2, 3))
+    with torch.no_grad():
+        report = stax.explain(written_out, q, k, v, None, 0.2, options={"graph_passes": False})
+        assert explain_lines(report) == []
+        torch._dynamo.reset()
+        compiled = torch.compile(written_out, backend="stax", options={"graph_passes": False})
+        actual = compiled(q, k, v, None, 0.2)
+        expected = written_out(q, k, v, None, 0.2)
+        exact = written_out(q.double(), k.double(), v.double(), None, 0.2)
+    assert_as_accurate_as_eager(actual, expected, exact, "output")
+    with pytest.raises(Exception, match="option 'graph_passes' must be a bool"):
+        torch.compile(written_out, backend="stax", options={"graph_passes": 1})(q, k, v, None, 0.2)

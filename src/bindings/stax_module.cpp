@@ -57,8 +57,9 @@ using OutputInfo =
     std::tuple<bool, int, std::string, std::vector<int64_t>, std::vector<int64_t>, int64_t>;
 
 CompileOptions make_options(int num_threads, const std::string& simd, const std::string& cache_dir,
-                            bool record_ir) {
+                            bool record_ir, bool graph_passes) {
   CompileOptions options;
+  options.graph_passes = graph_passes;
   if (num_threads < 0) {
     throw std::invalid_argument("num_threads must be 0 (all hardware threads) or more, got " +
                                 std::to_string(num_threads));
@@ -268,25 +269,26 @@ NB_MODULE(_C, m) {
   m.def(
       "compile",
       [](const std::string& text, const std::string& filename, int num_threads,
-         const std::string& simd, const std::string& cache_dir, bool record_ir) {
-        const CompileOptions options = make_options(num_threads, simd, cache_dir, record_ir);
+         const std::string& simd, const std::string& cache_dir, bool record_ir, bool graph_passes) {
+        const CompileOptions options =
+            make_options(num_threads, simd, cache_dir, record_ir, graph_passes);
         nb::gil_scoped_release release;
         return stax::compile(ir::parse_graph(text, filename), options);
       },
       "text"_a, "filename"_a = "<graph>", nb::kw_only(), "num_threads"_a = 0, "simd"_a = "",
-      "cache_dir"_a = "", "record_ir"_a = false,
+      "cache_dir"_a = "", "record_ir"_a = false, "graph_passes"_a = true,
       "Parses Stax graph text and compiles it (lowering, scheduling, C++ generation, JIT).");
 
   m.def(
       "explain",
       [](const std::string& text, const std::string& filename, int num_threads,
-         const std::string& simd, bool ir) {
-        const CompileOptions options = make_options(num_threads, simd, "", ir);
+         const std::string& simd, bool ir, bool graph_passes) {
+        const CompileOptions options = make_options(num_threads, simd, "", ir, graph_passes);
         nb::gil_scoped_release release;
         return explain_text(*stax::analyze(ir::parse_graph(text, filename), options));
       },
       "text"_a, "filename"_a = "<graph>", nb::kw_only(), "num_threads"_a = 0, "simd"_a = "",
-      "ir"_a = false,
+      "ir"_a = false, "graph_passes"_a = true,
       "What `stax explain` prints for the graph (with ir=True also the kernel IR after every "
       "pass), without running the C++ compiler.");
 

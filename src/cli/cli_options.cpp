@@ -11,9 +11,10 @@ namespace stax::cli {
 
 const char* const kUsage =
     "usage: stax explain FILE [--json] [--ir] [--threads N] [--simd avx512|avx2|scalar]\n"
-    "       stax emit FILE [--threads N] [--simd avx512|avx2|scalar]\n"
+    "                [--no-graph-passes]\n"
+    "       stax emit FILE [--threads N] [--simd avx512|avx2|scalar] [--no-graph-passes]\n"
     "       stax run FILE [--inputs IN.json] [--outputs OUT.json] [--json] [--threads N]\n"
-    "                [--simd avx512|avx2|scalar] [--eager]\n"
+    "                [--simd avx512|avx2|scalar] [--eager] [--no-graph-passes]\n"
     "       stax fuzz [--seconds N | --cases N] [--seed S] [--mode valid|mutate|both]\n"
     "                 [--out DIR] [--no-reduce]   (stax fuzz --help)\n";
 
@@ -37,6 +38,8 @@ const std::vector<OptionSpec>& option_specs() {
       {"--inputs", true, {"run"}},
       {"--outputs", true, {"run"}},
       {"--eager", false, {"run"}},
+      // Lowers the graph as written (no graph_passes rewrite), for comparisons.
+      {"--no-graph-passes", false, {"explain", "emit", "run"}},
   };
   return specs;
 }
@@ -108,6 +111,8 @@ CliArgs parse_cli_args(int argc, char** argv) {
       a.eager_only = true;
     } else if (arg == "--ir") {
       a.options.record_ir = true;
+    } else if (arg == "--no-graph-passes") {
+      a.options.graph_passes = false;
     } else if (arg == "--threads") {
       a.options.num_threads = parse_threads(value);
     } else if (arg == "--simd") {

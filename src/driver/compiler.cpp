@@ -112,6 +112,7 @@ lowering::LoweringOptions lowering_options(const CompileOptions& options) {
 }
 
 lowering::LoweredGraph lower_graph(const ir::Graph& graph, const CompileOptions& options) {
+  if (!options.graph_passes) return lowering::lower(graph, lowering_options(options));
   graph_passes::GraphPassOptions go;
   if (make_target(options).has_library(driver::kMatmulLibrary)) {
     go.attention_blocks = &driver::runtime_attention_blocks;

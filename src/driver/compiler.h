@@ -38,6 +38,9 @@ struct CompileOptions {
   // Run contractions through the machine's library where it computes them (issue 14); false:
   // every contraction is a Stax loop nest (what differential tests compare the library with).
   bool external_libraries = true;
+  // Run the graph passes (graph_passes/graph_passes.h) before lowering; false: the graph is
+  // lowered as written (what before/after measurements of a pass compare).
+  bool graph_passes = true;
 };
 
 // Everything known about a graph before the C++ compiler runs.

@@ -139,6 +139,47 @@ TEST(Cli, StaxLogsIrPrintsTheKernelIr) {
   EXPECT_NE(err.find("after simplify ==="), std::string::npos) << err;
 }
 
+// The written-out attention becomes one blocked call (graph_passes), which explain states
+// with its cost; --no-graph-passes lowers it as written; both runs match the oracle.
+TEST(Cli, GraphPassesAndTheirSwitch) {
+  const auto path =
+      temp_file("written_attention.stax",
+                R"(def attn(q: f32[2, 12, 128, 64], k: f32[2, 12, 128, 64], v: f32[2, 12, 128, 64]):
+    kt = transpose(k, -1, -2)
+    q3 = reshape(q, [24, 128, 64])
+    ke = expand(kt, [2, 12, 64, 128])
+    kc = clone(ke, memory_format="contiguous_format")
+    k3 = reshape(kc, [24, 64, 128])
+    s3 = bmm(q3, k3)
+    s = reshape(s3, [2, 12, 128, 128])
+    x = mul(s, 0.125)
+    m = amax(x, [-1], True)
+    d = sub(x, m)
+    e = exp(d)
+    z = sum(e, [-1], True)
+    p = div(e, z)
+    p3 = reshape(p, [24, 128, 128])
+    v3 = reshape(v, [24, 128, 64])
+    o3 = bmm(p3, v3)
+    o = reshape(o3, [2, 12, 128, 64])
+    return o
+)");
+  const Result passes = run("explain " + path.string());
+  ASSERT_EQ(passes.status, 0) << passes.out;
+  EXPECT_NE(passes.out.find("written-out attention o [2, 12, 128, 128] becomes softmax_attention: "
+                            "blocked moves"),
+            std::string::npos)
+      << passes.out;
+  const Result as_written = run("explain " + path.string() + " --no-graph-passes");
+  ASSERT_EQ(as_written.status, 0) << as_written.out;
+  EXPECT_EQ(as_written.out.find("written-out attention"), std::string::npos) << as_written.out;
+  EXPECT_NE(as_written.out.find("bmm"), std::string::npos) << as_written.out;
+  for (const char* flag : {"", " --no-graph-passes"}) {
+    const Result r = run("run " + path.string() + flag);
+    EXPECT_EQ(r.status, 0) << flag << "\n" << r.out;
+  }
+}
+
 TEST(Cli, RunExamplesMatchEager) {
   for (const char* name : {"example_1_1.stax", "example_7_1.stax", "example_7_2.stax"}) {
     for (const char* simd : {"scalar", "avx2"}) {
