@@ -101,10 +101,13 @@ def models():
     }
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("name", ["gpt2", "bert", "llama"])
-def test_models_eager_attention_in_inference(name):
+def test_models_eager_attention_in_inference(name, dtype):
     torch.manual_seed(0)
     model = models()[name]().eval()
+    exact_model = copy.deepcopy(model).double()
+    model = model.to(dtype)
     ids = torch.randint(0, 100, (2, 128))
     attention_mask = torch.ones(2, 128, dtype=torch.long)
     attention_mask[1, 100:] = 0
@@ -120,7 +123,7 @@ def test_models_eager_attention_in_inference(name):
         torch._dynamo.reset()
         actual = torch.compile(run, backend="stax")(model)
         expected = run(model)
-        exact = run(copy.deepcopy(model).double())
+        exact = run(exact_model)
     assert_as_accurate_as_eager(actual, expected, exact, "hidden states")
 
 
