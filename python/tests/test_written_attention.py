@@ -98,11 +98,15 @@ def models():
         "llama": lambda: transformers.LlamaModel(transformers.LlamaConfig(
             hidden_size=128, intermediate_size=256, num_attention_heads=4, num_key_value_heads=4,
             vocab_size=100, **common)),
+        # repeat_kv's copies of 2 key/value heads for 4 query heads: read as grouped-query.
+        "llama-gqa": lambda: transformers.LlamaModel(transformers.LlamaConfig(
+            hidden_size=128, intermediate_size=256, num_attention_heads=4, num_key_value_heads=2,
+            vocab_size=100, **common)),
     }
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-@pytest.mark.parametrize("name", ["gpt2", "bert", "llama"])
+@pytest.mark.parametrize("name", ["gpt2", "bert", "llama", "llama-gqa"])
 def test_models_eager_attention_in_inference(name, dtype):
     torch.manual_seed(0)
     model = models()[name]().eval()

@@ -63,6 +63,9 @@ bool last_dim_only(const Node& n, size_t rank) {
 struct Match {
   size_t root = 0;
   ValueRef query, key_t, value;  // [B, H, Lq, E], [B, H, E, Lk], [B, H, Lk, Ev]
+  // The key as stored, [B, Hkv, Lk, E], when key_t transposes it (no transpose is added
+  // then); with value, [B, Hkv, Lk, Ev], ungrouped when both repeat Hkv heads for H.
+  std::optional<ValueRef> key;
   std::optional<ValueRef> mask;
   double scale = 1.0;
   std::set<size_t> chain;    // nodes that only the attention reads, the root among them
@@ -90,6 +93,7 @@ class Matcher {
     if (!p || !v) return std::nullopt;
     m_.value = *v;
     if (!match_softmax(*p, B, H)) return std::nullopt;
+    resolve_key_value();
     return m_;
   }
 
@@ -133,6 +137,74 @@ class Matcher {
       x = arg(n, 0);
     }
     return x;
+  }
+
+  const Node* producer_of(ValueRef v, std::initializer_list<const char*> ops) const {
+    const int p = g_.value(v).producer;
+    if (p < 0) return nullptr;
+    const Node& n = g_.nodes()[static_cast<size_t>(p)];
+    for (const char* op : ops) {
+      if (n.op == op) return &n;
+    }
+    return nullptr;
+  }
+  size_t index_of(const Node& n) const { return static_cast<size_t>(g_.value(n.output).producer); }
+
+  // The key as stored, read through key_t's transpose of its last two dims; then LLaMA's
+  // repeat_kv (unsqueeze at 2, expand, a copy, reshape: each key/value head repeated for a
+  // group of query heads) read as the grouped-query attention it is, for key and value alike.
+  void resolve_key_value() {
+    const Node* t = producer_of(m_.key_t, {"transpose"});
+    if (t == nullptr) return;
+    const int64_t d0 = ir::normalize_dim(ir::int_arg(*t, 1), 4, t->op);
+    const int64_t d1 = ir::normalize_dim(ir::int_arg(*t, 2), 4, t->op);
+    if (std::min(d0, d1) != 2 || std::max(d0, d1) != 3) return;
+    m_.key = arg(*t, 0);
+    m_.peels.insert(index_of(*t));
+    std::set<size_t> peels;
+    int64_t copied = 0;
+    const std::optional<ValueRef> k = ungroup(*m_.key, peels, copied);
+    const std::optional<ValueRef> v = ungroup(m_.value, peels, copied);
+    if (!k || !v || type(*k).sizes[1] != type(*v).sizes[1]) return;
+    m_.key = *k;
+    m_.value = *v;
+    m_.peels.insert(peels.begin(), peels.end());
+    m_.copied_bytes += copied;
+  }
+
+  // x = reshape(copy(expand(unsqueeze(kv, 2), [B, Hkv, rep, L, E])), [B, Hkv * rep, L, E]):
+  // kv; nullopt for anything else.
+  std::optional<ValueRef> ungroup(ValueRef x, std::set<size_t>& peels, int64_t& copied) const {
+    const auto& xs = type(x).sizes;
+    const Node* reshape = producer_of(x, {"reshape", "view"});
+    if (reshape == nullptr) return std::nullopt;
+    ValueRef y = arg(*reshape, 0);
+    const auto& ys = type(y).sizes;
+    if (ys.size() != 5 || ys[0] != xs[0] || ys[1] * ys[2] != xs[1] || ys[3] != xs[2] ||
+        ys[4] != xs[3]) {
+      return std::nullopt;
+    }
+    std::set<size_t> found{index_of(*reshape)};
+    int64_t bytes = 0;
+    if (const Node* c = producer_of(y, {"clone"})) {
+      found.insert(index_of(*c));
+      bytes = type(y).numel() * static_cast<int64_t>(dtype_size(type(y).dtype));
+      y = arg(*c, 0);
+    }
+    const Node* expand = producer_of(y, {"expand"});
+    if (expand == nullptr) return std::nullopt;
+    const ValueRef u = arg(*expand, 0);
+    const Node* unsqueeze = producer_of(u, {"unsqueeze"});
+    if (unsqueeze == nullptr || ir::normalize_dim(ir::int_arg(*unsqueeze, 1), 5, "unsqueeze") != 2)
+      return std::nullopt;
+    const ValueRef kv = arg(*unsqueeze, 0);
+    const auto& ks = type(kv).sizes;
+    if (ks != std::vector<int64_t>{ys[0], ys[1], ys[3], ys[4]}) return std::nullopt;
+    found.insert(index_of(*expand));
+    found.insert(index_of(*unsqueeze));
+    peels.insert(found.begin(), found.end());
+    copied += bytes;
+    return kv;
   }
 
   // Steps that change no value's meaning here: copies, and conversions (checked by dtype).
@@ -316,8 +388,10 @@ ir::Graph fuse_written_attention(const ir::Graph& graph, const GraphPassOptions&
     if (next_match != chosen.end() && k == next_match->root) {
       const Match& m = *next_match++;
       const std::string name = graph.value(graph.nodes()[k].output).name;
-      const ValueRef key = rebuild.add("transpose", {rebuild[m.key_t], int64_t{-2}, int64_t{-1}},
-                                       {}, rebuild.fresh_name(name + "_key"));
+      const ValueRef key =
+          m.key ? rebuild[*m.key]
+                : rebuild.add("transpose", {rebuild[m.key_t], int64_t{-2}, int64_t{-1}}, {},
+                              rebuild.fresh_name(name + "_key"));
       std::vector<std::pair<std::string, ir::Arg>> kwargs{{"scale", ir::Scalar(m.scale)}};
       if (m.mask) {
         ValueRef mask = rebuild[*m.mask];

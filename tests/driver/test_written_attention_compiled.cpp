@@ -34,6 +34,7 @@ struct Form {
   bool transposed_storage = false;            // q, k, v stored [B, L, H, E]
   bool probabilities_out = false;             // the probabilities are an output too
   int64_t b = 2, h = 12, lq = 128, lk = 128, e = 64, ev = 64;
+  int64_t kv_heads = 0;  // LLaMA's repeat_kv from this many key/value heads (0: none)
 };
 
 std::string sizes(std::initializer_list<int64_t> s) {
@@ -45,14 +46,15 @@ std::string sizes(std::initializer_list<int64_t> s) {
 // The graph as ATen decomposes matmul -> scale -> mask -> softmax -> matmul.
 std::string written_out(const Form& f) {
   const std::string t = f.dtype;
-  auto param = [&](const char* name, int64_t l, int64_t e) {
-    if (!f.transposed_storage) return std::string(name) + ": " + t + sizes({f.b, f.h, l, e});
-    return std::string(name) + ": " + t + sizes({f.b, f.h, l, e}) +
-           " strides=" + sizes({l * f.h * e, e, f.h * e, 1});
+  const int64_t kv = f.kv_heads > 0 ? f.kv_heads : f.h;
+  auto param = [&](const char* name, int64_t h, int64_t l, int64_t e) {
+    if (!f.transposed_storage) return std::string(name) + ": " + t + sizes({f.b, h, l, e});
+    return std::string(name) + ": " + t + sizes({f.b, h, l, e}) +
+           " strides=" + sizes({l * h * e, e, h * e, 1});
   };
   const int64_t bh = f.b * f.h;
-  std::string p = "def attn(" + param("q", f.lq, f.e) + ", " + param("k", f.lk, f.e) + ", " +
-                  param("v", f.lk, f.ev) +
+  std::string p = "def attn(" + param("q", f.h, f.lq, f.e) + ", " + param("k", kv, f.lk, f.e) +
+                  ", " + param("v", kv, f.lk, f.ev) +
                   (f.mask_sizes.empty() ? "" : ", m: " + f.mask_dtype + f.mask_sizes) + "):\n";
   auto batch = [&](const std::string& name, const std::string& of, int64_t r, int64_t c) {
     std::string s = "    " + name + "e = expand(" + of + ", " + sizes({f.b, f.h, r, c}) + ")\n";
@@ -63,7 +65,18 @@ std::string written_out(const Form& f) {
     }
     return s + "    " + name + "3 = reshape(" + src + ", " + sizes({bh, r, c}) + ")\n";
   };
-  p += "    kt = transpose(k, -1, -2)\n";
+  std::string key = "k", value = "v";
+  if (f.kv_heads > 0) {  // repeat_kv: each key/value head for h / kv_heads query heads
+    for (const auto& [n, e] : {std::pair<std::string, int64_t>{"k", f.e}, {"v", f.ev}}) {
+      p += "    " + n + "u = unsqueeze(" + n + ", 2)\n";
+      p += "    " + n + "x = expand(" + n + "u, " + sizes({f.b, kv, f.h / kv, f.lk, e}) + ")\n";
+      p += "    " + n + "5 = clone(" + n + "x, memory_format=\"contiguous_format\")\n";
+      p += "    " + n + "g = reshape(" + n + "5, " + sizes({f.b, f.h, f.lk, e}) + ")\n";
+    }
+    key = "kg";
+    value = "vg";
+  }
+  p += "    kt = transpose(" + key + ", 2, 3)\n";
   p += batch("q", "q", f.lq, f.e) + batch("k", "kt", f.e, f.lk);
   p += "    s3 = bmm(q3, k3)\n    s = reshape(s3, " + sizes({f.b, f.h, f.lq, f.lk}) + ")\n";
   p += "    y = " + (f.scale == "s" ? std::string("clone(s)") : f.scale) + "\n";
@@ -81,7 +94,7 @@ std::string written_out(const Form& f) {
     pr = "pb";
   }
   p += "    pclone = clone(" + pr + ")\n";
-  p += batch("p", "pclone", f.lq, f.lk) + batch("v", "v", f.lk, f.ev);
+  p += batch("p", "pclone", f.lq, f.lk) + batch("v", value, f.lk, f.ev);
   p += "    o3 = bmm(p3, v3)\n    o = reshape(o3, " + sizes({f.b, f.h, f.lq, f.ev}) + ")\n";
   p += std::string("    return o") + (f.probabilities_out ? ", pr" : "") + "\n";
   return p;
@@ -137,6 +150,18 @@ TEST(WrittenAttentionPass, RewritesTheFormsOfTheModels) {
   bf16_f32_mask.dtype = "bf16";
   bf16_f32_mask.upcast = true;
   expect_rewritten(bf16_f32_mask);
+}
+
+TEST(WrittenAttentionPass, RepeatedKeyValueHeadsAreReadAsGroupedQueryAttention) {
+  Form llama_gqa;
+  llama_gqa.kv_heads = 4;
+  llama_gqa.mask_sizes = "[2, 1, 128, 128]";
+  expect_rewritten(llama_gqa);
+  const ir::Graph r = passes(ir::parse_graph(written_out(llama_gqa))).graph;
+  // The attention reads k and v themselves: no repeat, no copy, no transpose is left.
+  for (const char* op : {"unsqueeze", "transpose"}) EXPECT_EQ(count_op(r, op), 0) << op;
+  EXPECT_NE(ir::print_graph(r).find("softmax_attention(q, k, v"), std::string::npos)
+      << ir::print_graph(r);
 }
 
 TEST(WrittenAttentionPass, TheScaleAndMaskCarryOver) {
@@ -234,6 +259,14 @@ TEST(CompiledWrittenAttention, MatchesTheWrittenOutGraph) {
   t5.scale = "s";
   t5.mask_sizes = "[2, 12, 128, 128]";
   expect_compiled_matches(t5);
+}
+
+TEST(CompiledWrittenAttention, GroupedQueryHeadsFromRepeatKv) {
+  Form f;
+  f.kv_heads = 3;
+  f.transposed_storage = true;
+  f.mask_sizes = "[2, 1, 128, 128]";
+  expect_compiled_matches(f);
 }
 
 TEST(CompiledWrittenAttention, BFloat16) {
