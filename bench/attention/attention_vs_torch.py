@@ -44,6 +44,28 @@ def quantiles(samples):
     return statistics.median(s), pick(0.1), pick(0.9)
 
 
+def interleaved(runners, reps):
+    """Median and p10-p90 ms of each runner: 3 warm-up calls each, then `reps` rounds calling
+    every runner once."""
+    for _ in range(3):
+        for r in runners.values():
+            r()
+    times = {name: [] for name in runners}
+    for _ in range(reps):
+        for name, r in runners.items():
+            start = time.perf_counter()
+            r()
+            times[name].append((time.perf_counter() - start) * 1e3)
+    return {name: quantiles(t) for name, t in times.items()}
+
+
+def ms_cells(t):
+    """The eager, stax and ratio cells of a row."""
+    e, s = t["eager"], t["stax"]
+    return (f"{e[0]:.3f} ({e[1]:.3f}-{e[2]:.3f}) | {s[0]:.3f} ({s[1]:.3f}-{s[2]:.3f}) | "
+            f"{s[0] / e[0]:.2f}")
+
+
 def time_case(batch, heads, tokens, size, causal, dtype, train, reps):
     torch._dynamo.reset()  # each case compiles a new function: stay under the recompile limit
     g = torch.Generator().manual_seed(0)
@@ -64,17 +86,7 @@ def time_case(batch, heads, tokens, size, causal, dtype, train, reps):
         out.backward(grad)
         return out
 
-    runners = {"eager": lambda: call(fn), "stax": lambda: call(compiled)}
-    for _ in range(3):
-        for r in runners.values():
-            r()
-    times = {name: [] for name in runners}
-    for _ in range(reps):
-        for name, r in runners.items():
-            start = time.perf_counter()
-            r()
-            times[name].append((time.perf_counter() - start) * 1e3)
-    return {name: quantiles(t) for name, t in times.items()}
+    return interleaved({"eager": lambda: call(fn), "stax": lambda: call(compiled)}, reps)
 
 
 def time_written_out(batch, heads, tokens, size, causal, dtype, reps):
@@ -93,18 +105,9 @@ def time_written_out(batch, heads, tokens, size, causal, dtype, reps):
         return torch.matmul(torch.softmax(s, dim=-1), v)
 
     compiled = torch.compile(fn, backend="stax", fullgraph=True)
-    runners = {"eager": fn, "stax": compiled}
     with torch.no_grad():
-        for _ in range(3):
-            for r in runners.values():
-                r(q, k, v, mask)
-        times = {name: [] for name in runners}
-        for _ in range(reps):
-            for name, r in runners.items():
-                start = time.perf_counter()
-                r(q, k, v, mask)
-                times[name].append((time.perf_counter() - start) * 1e3)
-    return {name: quantiles(t) for name, t in times.items()}
+        return interleaved({"eager": lambda: fn(q, k, v, mask),
+                            "stax": lambda: compiled(q, k, v, mask)}, reps)
 
 
 def main():
@@ -129,11 +132,9 @@ def main():
         for dtype in (torch.float32, torch.bfloat16):
             for train in (False, True):
                 t = time_case(batch, heads, tokens, size, causal, dtype, train, args.reps)
-                e, s = t["eager"], t["stax"]
                 row = (f"| {batch}, {heads}, {tokens}, {size} | {causal} | "
                        f"{str(dtype).split('.')[-1]} | {'fwd+bwd' if train else 'fwd'} | "
-                       f"{e[0]:.3f} ({e[1]:.3f}-{e[2]:.3f}) | {s[0]:.3f} ({s[1]:.3f}-{s[2]:.3f}) | "
-                       f"{s[0] / e[0]:.2f} |")
+                       f"{ms_cells(t)} |")
                 print(row, flush=True)
                 lines.append(row)
     lines += [
@@ -151,11 +152,8 @@ def main():
     for batch, heads, tokens, size, causal in SHAPES:
         for dtype in (torch.float32, torch.bfloat16):
             t = time_written_out(batch, heads, tokens, size, causal, dtype, args.reps)
-            e, s = t["eager"], t["stax"]
             row = (f"| {batch}, {heads}, {tokens}, {size} | {causal} | "
-                   f"{str(dtype).split('.')[-1]} | "
-                   f"{e[0]:.3f} ({e[1]:.3f}-{e[2]:.3f}) | {s[0]:.3f} ({s[1]:.3f}-{s[2]:.3f}) | "
-                   f"{s[0] / e[0]:.2f} |")
+                   f"{str(dtype).split('.')[-1]} | {ms_cells(t)} |")
             print(row, flush=True)
             lines.append(row)
     if args.out:

@@ -101,17 +101,11 @@ class Matcher {
   static ValueRef arg(const Node& n, size_t k) { return std::get<ValueRef>(n.args.at(k)); }
   const ir::TensorType& type(ValueRef v) const { return g_.value(v).type; }
 
-  // The producer of `v` when its op is one of `ops` (it joins the chain).
+  // The producer of `v` when its op is one of `ops`; it joins the chain.
   const Node* take(ValueRef v, std::initializer_list<const char*> ops) {
-    const int p = g_.value(v).producer;
-    if (p < 0) return nullptr;
-    const Node& n = g_.nodes()[static_cast<size_t>(p)];
-    if (std::find_if(ops.begin(), ops.end(), [&](const char* op) { return n.op == op; }) ==
-        ops.end()) {
-      return nullptr;
-    }
-    m_.chain.insert(static_cast<size_t>(p));
-    return &n;
+    const Node* n = producer_of(v, ops);
+    if (n != nullptr) m_.chain.insert(index_of(*n));
+    return n;
   }
 
   // A [B * H, r, c] operand of a product back to the [B, H, r, c] value it reshapes, through
