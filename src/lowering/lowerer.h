@@ -365,6 +365,10 @@ class Lowerer {
   LoweredValue lower_pooling(const ir::Node& node, const ir::Value& out);
   // lower_pooling_backward.cpp: the pooling backward ops (lower_pooling hands them over).
   LoweredValue lower_pooling_backward(const ir::Node& node, const ir::Value& out);
+  // Max pooling's gradient as eager computes it, a scatter-add of grad_output at the indices
+  // (Stax's runtime scatter), for where the gather loop nest would not vectorize.
+  LoweredValue lower_max_pool_backward_scatter(const ir::Node& node, const ir::PoolingArgs& a,
+                                               const ir::Value& out);
   // The stored sum over k of a[..., i, k] * mat2[..., k, j] in `acc` (lower_contraction.cpp).
   LoweredValue sum_of_products(const ir::Node& node, const std::vector<int64_t>& out_sizes,
                                size_t a_pos, size_t b_pos, DType acc);

@@ -8,7 +8,9 @@
 // eager's exactly (NaN rule, tie rule, the first position inside the input); the averages are
 // within the tolerance of their window sums (driver/tolerance.h).
 // The backward ops likewise (max_pool2d_with_indices_backward, avg_pool2d_backward,
-// _adaptive_avg_pool2d_backward: a gather per input element over the window offsets), over
+// _adaptive_avg_pool2d_backward: a gather per input element over the window offsets, or for
+// max pooling along a row-major W with a stride above 1 eager's scatter-add of grad_output at
+// the indices in Stax's runtime), over
 // overlapping windows (3x3 stride 2), odd sizes, padding, dilation, ceil_mode, the divisor
 // rules, uneven, global and upsampling adaptive windows, channels-last operands, computed
 // gradients, empty batches and parallel sizes: gradients of windows of up to 64 offsets equal
@@ -158,7 +160,8 @@ std::string pooling_backward_program(DType dtype) {
   if (is_floating(dtype)) {
     // ResNet's stem pool (overlapping 3x3 windows, stride 2; ties from dyadic inputs);
     // channels-last operands; dilation and ceil_mode over a 3-D input with its own maxima as
-    // the gradient; a parallel size; a 9x9 window; an empty batch.
+    // the gradient; a parallel size; a 9x9 window (stride 1 along W: the gather); an empty
+    // batch.
     p += "    v1, i1 = max_pool2d_with_indices(x, [3, 3], [2, 2], [1, 1])\n"
          "    m1 = max_pool2d_with_indices_backward(g1, x, [3, 3], [2, 2], [1, 1], [1, 1], False, "
          "i1)\n"
@@ -171,8 +174,8 @@ std::string pooling_backward_program(DType dtype) {
          "    vb, ib = max_pool2d_with_indices(big, 3, 2, 1)\n"
          "    mb = max_pool2d_with_indices_backward(gb, big, [3, 3], [2, 2], [1, 1], [1, 1], "
          "False, ib)\n"
-         "    vl, il = max_pool2d_with_indices(x, 9, 2, 4)\n"
-         "    lm = max_pool2d_with_indices_backward(g1, x, [9, 9], [2, 2], [4, 4], [1, 1], False, "
+         "    vl, il = max_pool2d_with_indices(x, 9, [2, 1], 4)\n"
+         "    lm = max_pool2d_with_indices_backward(vl, x, [9, 9], [2, 1], [4, 4], [1, 1], False, "
          "il)\n"
          "    ve, ie = max_pool2d_with_indices(e, 2)\n"
          "    me = max_pool2d_with_indices_backward(ve, e, [2, 2], [2, 2], [0, 0], [1, 1], False, "
@@ -223,7 +226,8 @@ TEST_P(CompiledPoolingBackward, MatchesEagerAtEverySimdLevelAndThreadCount) {
     o.simd = simd;
     o.num_threads = 2;
     const CompiledGraph compiled = compile(g, o);
-    EXPECT_EQ(compiled.compilation().module.externals.size(), 0u);
+    // m1 and mb (row-major, stride 2 along W) are runtime scatters; the others loop nests.
+    EXPECT_EQ(compiled.compilation().module.externals.size(), is_floating(dtype) ? 2u : 0u);
     for (int threads : {1, 2}) {
       RunOptions r;
       r.num_threads = threads;
@@ -339,6 +343,54 @@ TEST(CompiledPoolingLayouts, ChannelsLastGradientsGiveChannelsLastResults) {
   const std::vector<Tensor> actual = compile(g, o).run(inputs);
   for (size_t k = 0; k < actual.size(); ++k) {
     EXPECT_TRUE(eager::compare(actual[k], expected[k], 0, 0).within_tolerance) << "output " << k;
+  }
+}
+
+// Max pooling's scatter (row-major, stride 2 along W) adds a gradient at any index of its
+// plane, as eager does, even one outside its output's window, in eager's order (bfloat16
+// rounds each addition), and refuses an index outside the plane (eager writes out of bounds
+// there) with an error naming the op, the index and the plane.
+TEST(CompiledPoolingBackwardScatter, AddsAtAnyIndexOfThePlaneAndRefusesOthers) {
+  const ir::Graph g = ir::parse_graph(
+      "def f(g: bf16[1, 2, 3, 3], x: bf16[1, 2, 6, 6], i: i64[1, 2, 3, 3]):\n"
+      "    m = max_pool2d_with_indices_backward(g, x, [3, 3], [2, 2], [1, 1], [1, 1], False, i)\n"
+      "    return m\n");
+  // Every gradient goes to plane position 35 (the last), outside most outputs' windows: 1
+  // first, then eight terms of 2^-8 that bfloat16 rounds away one by one (a float sum keeps
+  // them: 1.03125).
+  std::vector<double> grads(18, 1.0 / 256), indices(18, 35);
+  grads[0] = grads[9] = 1.0;
+  std::vector<Tensor> inputs = {
+      eager::testing::make(DType::BFloat16, {1, 2, 3, 3}, grads),
+      eager::testing::make(DType::BFloat16, {1, 2, 6, 6}, std::vector<double>(72, 0.0)),
+      eager::testing::make(DType::Int64, {1, 2, 3, 3}, indices)};
+  const std::vector<Tensor> expected = eager::run(g, inputs);
+  std::vector<double> want(72, 0.0);
+  want[35] = want[71] = 1.0;
+  EXPECT_EQ(eager::testing::values(expected[0]), want);
+  for (runtime::SimdLevel simd : runtime::runnable_simd_levels()) {
+    CompileOptions o;
+    o.simd = simd;
+    const CompiledGraph compiled = compile(g, o);
+    EXPECT_EQ(compiled.compilation().module.externals.size(), 1u);
+    for (int threads : {1, 2}) {
+      RunOptions r;
+      r.num_threads = threads;
+      EXPECT_EQ(eager::testing::values(compiled.run(inputs, r)[0]), want)
+          << runtime::simd_level_name(simd) << ", " << threads << " threads";
+    }
+    std::vector<Tensor> bad = inputs;
+    bad[2] = eager::testing::make(DType::Int64, {1, 2, 3, 3}, indices);
+    bad[2].set_flat(10, 36);
+    try {
+      compiled.run(bad);
+      ADD_FAILURE() << "an index outside the plane was accepted";
+    } catch (const std::exception& e) {
+      EXPECT_NE(std::string(e.what()).find("max_pool2d_with_indices_backward: index 36 is "
+                                           "outside the input plane of 6x6"),
+                std::string::npos)
+          << e.what();
+    }
   }
 }
 
