@@ -131,6 +131,7 @@ external::ScatterSpec scatter_spec(const lowering::ScatterCall& call,
     external::ScatterIndexSpec& x = spec.indices.emplace_back();
     x.dtype = index.operand.dtype;
     x.rule = index.rule;
+    x.skipped = index.skipped;
     x.space_strides.assign(rank, 0);
     for (size_t k = 0; k < index.index_dims.size(); ++k) {
       if (index.index_dims[k] >= 0) {

@@ -86,7 +86,8 @@ void check_indices(const ScatterSpec& s, const std::vector<const void*>& indices
   const auto bad_at = [&](const StridedWalk& walk) -> std::optional<size_t> {
     for (size_t k = 0; k < s.indices.size(); ++k) {
       const ScatterIndexSpec& index = s.indices[k];
-      if (!index.rule.accepts(load_index(indices[k], index.dtype, walk.offset(k)))) return k;
+      const int64_t v = load_index(indices[k], index.dtype, walk.offset(k));
+      if (v != index.skipped && !index.rule.accepts(v)) return k;
     }
     return std::nullopt;
   };
@@ -331,9 +332,11 @@ void scatter_typed(const ScatterSpec& s, const std::vector<const void*>& indices
   for (size_t k = 0; k < terms; ++k) {
     if (w.inner_strides[2 + k] != 0) varying.push_back(k);
   }
-  const auto selected = [&](size_t k, int64_t at) {
+  // The offset term k selects at `at`, or nullopt for its skipped value.
+  const auto selected = [&](size_t k, int64_t at) -> std::optional<int64_t> {
     const ScatterIndexSpec& index = s.indices[k];
     int64_t v = load_index(indices[k], index.dtype, at);
+    if (v == index.skipped) return std::nullopt;
     if (v < 0) v += index.rule.size;
     return v * index.dest_stride;
   };
@@ -347,15 +350,24 @@ void scatter_typed(const ScatterSpec& s, const std::vector<const void*>& indices
     for (int64_t j = 0; j < positions; ++j, walk.next()) {
       const int64_t values_at = base.offset(1) + walk.offset(0);
       int64_t rows = base.offset(0);
-      for (size_t k = 0; k < terms; ++k) {
-        if (w.inner_strides[2 + k] == 0)
-          rows += selected(k, base.offset(2 + k) + walk.offset(1 + k));
+      bool skip_row = false;
+      for (size_t k = 0; k < terms && !skip_row; ++k) {
+        if (w.inner_strides[2 + k] != 0) continue;
+        const std::optional<int64_t> t = selected(k, base.offset(2 + k) + walk.offset(1 + k));
+        if (t) rows += *t;
+        skip_row = !t;
       }
+      if (skip_row) continue;
       for (int64_t l = l0; l < l1; ++l) {
         int64_t dest = rows + l * w.inner_strides[0];
+        bool skip = false;
         for (size_t k : varying) {
-          dest += selected(k, base.offset(2 + k) + walk.offset(1 + k) + l * w.inner_strides[2 + k]);
+          const std::optional<int64_t> t =
+              selected(k, base.offset(2 + k) + walk.offset(1 + k) + l * w.inner_strides[2 + k]);
+          if (t) dest += *t;
+          skip = skip || !t;
         }
+        if (skip) continue;
         const T value = values != nullptr ? values[values_at + l * w.inner_strides[1]] : scalar;
         const ElementState state{touched != nullptr ? touched + dest : nullptr,
                                  counts != nullptr ? counts + dest : nullptr};

@@ -34,6 +34,9 @@ struct ScatterIndexSpec {
   std::vector<int64_t> space_strides;  // per space dim
   int64_t dest_stride = 0;
   ir::IndexRule rule;
+  // A value that names no element: positions where it is read combine nothing, and the rule
+  // does not refuse it (max_pool2d_with_indices_backward's -1).
+  std::optional<int64_t> skipped;
 };
 
 struct ScatterSpec {

@@ -88,6 +88,9 @@ struct ScatterIndex {
   ExternalOperand operand;
   std::vector<int64_t> index_dims;
   ir::IndexRule rule;
+  // A value that names no element: positions holding it are skipped, and the rule does not
+  // refuse it (max_pool2d_with_indices_backward's -1).
+  std::optional<int64_t> skipped;
 };
 struct ScatterCall {
   std::vector<ScatterIndex> indices;

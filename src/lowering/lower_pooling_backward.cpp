@@ -315,8 +315,8 @@ LoweredValue Lowerer::lower_pooling_backward(const ir::Node& node, const ir::Val
 // [leading..., oh, ow], in row-major order, is added at [leading..., indices[leading..., oh, ow]]
 // (rounded to the dtype after each addition, as eager's kernel adds in the dtype). The runtime
 // splits the leading dims (whole planes) over threads, so every sum is eager's whatever the
-// thread count. An index outside the plane is refused (eager writes out of bounds there), -1
-// included, which eager skips but the forward never gives.
+// thread count. An index of -1 is skipped, as eager skips it; one elsewhere outside the plane
+// is refused (eager writes out of bounds there).
 LoweredValue Lowerer::lower_max_pool_backward_scatter(const ir::Node& node,
                                                       const ir::PoolingArgs& a,
                                                       const ir::Value& out) {
@@ -341,8 +341,8 @@ LoweredValue Lowerer::lower_max_pool_backward_scatter(const ir::Node& node,
   rule.size = plane;
   rule.message = node.op + ": index {} is outside the input plane of " + std::to_string(a.in[0]) +
                  "x" + std::to_string(a.in[1]) + " (eager writes out of bounds there)";
-  s.indices.push_back(
-      ScatterIndex{stored_operand(a.indices, "the indices" + role), every_dim, std::move(rule)});
+  s.indices.push_back(ScatterIndex{stored_operand(a.indices, "the indices" + role), every_dim,
+                                   std::move(rule), -1});
   s.values = stored_operand(a.grad_output, "grad_output" + role);
 
   ExternalCall call;

@@ -65,8 +65,8 @@ LoweredValue Lowerer::lower_scatter(const ir::Node& node, const ir::Value& out) 
     s.alpha = ir::convert_scalar(a.alpha, float_type).as_double();
   }
   for (const ir::IndexTerm& t : a.layout.terms) {
-    s.indices.push_back(
-        ScatterIndex{stored_operand(t.index, "the index" + role), t.index_dims, t.rule});
+    s.indices.push_back(ScatterIndex{stored_operand(t.index, "the index" + role), t.index_dims,
+                                     t.rule, std::nullopt});
   }
   if (a.values) s.values = stored_operand(*a.values, "the values" + role);
   if (!is_zero_fill(graph_, a.layout.source))

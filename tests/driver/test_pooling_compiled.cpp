@@ -348,8 +348,9 @@ TEST(CompiledPoolingLayouts, ChannelsLastGradientsGiveChannelsLastResults) {
 
 // Max pooling's scatter (row-major, stride 2 along W) adds a gradient at any index of its
 // plane, as eager does, even one outside its output's window, in eager's order (bfloat16
-// rounds each addition), and refuses an index outside the plane (eager writes out of bounds
-// there) with an error naming the op, the index and the plane.
+// rounds each addition), skips -1 as eager does, and refuses any other index outside the
+// plane (eager writes out of bounds there) with an error naming the op, the index and the
+// plane.
 TEST(CompiledPoolingBackwardScatter, AddsAtAnyIndexOfThePlaneAndRefusesOthers) {
   const ir::Graph g = ir::parse_graph(
       "def f(g: bf16[1, 2, 3, 3], x: bf16[1, 2, 6, 6], i: i64[1, 2, 3, 3]):\n"
@@ -360,6 +361,9 @@ TEST(CompiledPoolingBackwardScatter, AddsAtAnyIndexOfThePlaneAndRefusesOthers) {
   // them: 1.03125).
   std::vector<double> grads(18, 1.0 / 256), indices(18, 35);
   grads[0] = grads[9] = 1.0;
+  // An index of -1 is skipped, as eager skips it (wrapped, its 4 would land on position 35).
+  grads[1] = 4.0;
+  indices[1] = -1;
   std::vector<Tensor> inputs = {
       eager::testing::make(DType::BFloat16, {1, 2, 3, 3}, grads),
       eager::testing::make(DType::BFloat16, {1, 2, 6, 6}, std::vector<double>(72, 0.0)),
