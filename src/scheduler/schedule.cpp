@@ -113,6 +113,52 @@ std::vector<FusedNode> topological_order(std::vector<FusedNode> groups,
   return ordered;
 }
 
+// The fused nodes in their current order as a MemoryDag: each member's buffer, written by its
+// group and read by the groups that read it.
+MemoryDag memory_dag(const Schedule& s, const lowering::LoweredGraph& graph) {
+  MemoryDag dag;
+  dag.num_nodes = static_cast<int>(s.kernels.size());
+  std::map<std::string, size_t> buffer_index;
+  std::set<std::string> outputs;
+  for (const auto& out : graph.outputs) {
+    if (!out.is_input) outputs.insert(out.buffer);
+  }
+  for (size_t g = 0; g < s.kernels.size(); ++g) {
+    for (int id : s.kernels[g].members()) {
+      const SchedulerNode& n = s.nodes[static_cast<size_t>(id)];
+      MemoryDag::Buffer b;
+      b.bytes = n.buffer->numel() * static_cast<int64_t>(dtype_size(n.buffer->dtype));
+      b.producer = static_cast<int>(g);
+      b.is_output = outputs.count(n.write.buffer) > 0;
+      buffer_index[n.write.buffer] = dag.buffers.size();
+      dag.buffers.push_back(b);
+    }
+  }
+  for (size_t g = 0; g < s.kernels.size(); ++g) {
+    for (int id : s.kernels[g].members()) {
+      for (const auto& r : s.nodes[static_cast<size_t>(id)].reads) {
+        if (auto it = buffer_index.find(r.buffer); it != buffer_index.end()) {
+          dag.buffers[it->second].readers.push_back(static_cast<int>(g));
+        }
+      }
+    }
+  }
+  return dag;
+}
+
+// Definition 7.5 over the buffers the wrapper allocates, in the final order.
+int64_t allocated_peak(const Schedule& s) {
+  MemoryDag dag;
+  dag.num_nodes = static_cast<int>(s.kernels.size());
+  for (const BufferPlan& p : s.buffers) {
+    if (p.elided || p.localized) continue;
+    dag.buffers.push_back({p.bytes, p.producer, {p.last_use}, p.is_output});
+  }
+  std::vector<int> order(s.kernels.size());
+  for (size_t g = 0; g < order.size(); ++g) order[g] = static_cast<int>(g);
+  return simulate_peak(dag, order);
+}
+
 }  // namespace
 
 Schedule schedule(const lowering::LoweredGraph& graph, const ScheduleOptions& options) {
@@ -163,6 +209,13 @@ Schedule schedule(const lowering::LoweredGraph& graph, const ScheduleOptions& op
   // Step 4c: innermost loops that accesses divide are split so they walk memory contiguously.
   split_inner_loops(s.nodes, groups, options.vector_lanes, s.loop_split_log);
   s.kernels = topological_order(std::move(groups), s.nodes);
+  // Step 5: the order of smallest simulated peak memory (Section 7.5).
+  if (options.reorder_for_memory) {
+    s.memory_order = choose_memory_order(memory_dag(s, graph));
+    std::vector<FusedNode> reordered;
+    for (int g : s.memory_order.order) reordered.push_back(s.kernels[static_cast<size_t>(g)]);
+    s.kernels = std::move(reordered);
+  }
 
   // Step 6: producers, last uses, and buffers that never leave a loop nest.
   std::set<std::string> outputs;
@@ -275,6 +328,7 @@ Schedule schedule(const lowering::LoweredGraph& graph, const ScheduleOptions& op
   for (const auto& [name, g] : input_last_use) {
     s.release_after[static_cast<size_t>(g)].push_back(name);
   }
+  s.peak_bytes = allocated_peak(s);
   return s;
 }
 

@@ -12,6 +12,7 @@
 #include "lowering/loop_ir.h"
 #include "scheduler/epilogue_fusion.h"
 #include "scheduler/greedy_fusion.h"
+#include "scheduler/memory_order.h"
 #include "scheduler/split_inner_loops.h"
 
 namespace stax::scheduler {
@@ -38,15 +39,21 @@ struct Schedule {
   std::vector<bool> dead;
   std::vector<std::string> dead_node_log;
   FusionLog fusion_log;
-  EpilogueLog epilogue_log;         // each external call's epilogue decision (epilogue_fusion.h)
-  LoopSplitLog loop_split_log;      // innermost loops split for contiguity (split_inner_loops.h)
-  std::vector<FusedNode> kernels;   // fused nodes in execution order
-  std::vector<BufferPlan> buffers;  // one per live computed buffer
+  EpilogueLog epilogue_log;        // each external call's epilogue decision (epilogue_fusion.h)
+  LoopSplitLog loop_split_log;     // innermost loops split for contiguity (split_inner_loops.h)
+  std::vector<FusedNode> kernels;  // fused nodes in execution order
+  // Step 5's choice of that order (memory_order.h); no candidates when reordering is off.
+  // Its `order` lists positions in the topological order fusion left.
+  MemoryOrder memory_order;
+  std::vector<BufferPlan> buffers;                     // one per live computed buffer
   std::unordered_map<std::string, size_t> plan_index;  // buffer name -> index into buffers
   // Per fused node: buffers allocated before it runs and released after it (Section 7.5's
   // allocation and release records; inputs are only released, never freed).
   std::vector<std::vector<std::string>> allocate_before;
   std::vector<std::vector<std::string>> release_after;
+  // M* of Definition 7.5 over the buffers the wrapper allocates (outputs included, inputs
+  // not), in the chosen order.
+  int64_t peak_bytes = 0;
 
   const BufferPlan* plan_of(const std::string& buffer) const;
   bool is_elided(const std::string& buffer) const;
@@ -60,6 +67,9 @@ struct ScheduleOptions {
   bool fuse = true;
   // Give buffers that live within one outer iteration a local array (see BufferPlan).
   bool localize = true;
+  // Step 5: order the fused nodes by simulated peak memory (memory_order.h); false keeps the
+  // topological order fusion left.
+  bool reorder_for_memory = true;
   // What the target's library applies to a call's results (epilogue_fusion.h); unset: no
   // epilogue fusion.
   EpilogueCheck epilogue_check;
