@@ -70,7 +70,7 @@ GeneratedModule generate_cpp(const scheduler::Schedule& s, const CodegenOptions&
       if (options.record_ir) module.ir_log.push_back(std::move(text));
     };
   }
-  const program::HostProgram host = program::build_host_program(s, pipeline);
+  const program::HostProgram host = program::build_host_program(s, pipeline, options.memory);
   module.source = program::print_host_program(host, options.simd, options.num_threads);
   for (const program::KernelFunction& f : host.functions) {
     KernelSummary summary;

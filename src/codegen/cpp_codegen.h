@@ -31,6 +31,8 @@ struct CodegenOptions : target::Target {
   bool record_ir = false;
   // Verify the kernel IR after every pass (also on in debug builds, see kernel/verifier.h).
   bool verify_ir = false;
+  // Where intermediates live (program/host_program.h).
+  program::MemoryOptions memory;
 };
 
 // How one fused node became a loop: its form (Section 8.3) per nest and its parallel depth.

@@ -92,9 +92,11 @@ std::shared_ptr<const Compilation> analyze_lowered(lowering::LoweredGraph lowere
   codegen::CodegenOptions co;
   static_cast<target::Target&>(co) = make_target(options);
   co.record_ir = options.record_ir;
+  co.memory.arena = options.memory_arena;
   scheduler::ScheduleOptions so;
   so.fuse = options.fuse;
   so.localize = options.localize;
+  so.reorder_for_memory = options.reorder_for_memory;
   so.max_local_bytes = co.max_local_bytes();
   so.vector_lanes = co.vector_lanes(DType::Float32);
   if (co.has_library(driver::kMatmulLibrary)) so.epilogue_check = &driver::library_runs_epilogue;

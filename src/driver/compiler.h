@@ -33,7 +33,11 @@ struct CompileOptions {
   bool outputs_in_mapped_memory = false;      // kernel::TargetOptions (streaming stores)
   std::string cache_dir;                      // default: see runtime::JitOptions
   bool fuse = true;
-  bool localize = true;    // per-outer-iteration local arrays (scheduler::BufferPlan)
+  bool localize = true;  // per-outer-iteration local arrays (scheduler::BufferPlan)
+  // Section 7.5: the kernel order of least simulated peak (scheduler/memory_order.h), and
+  // intermediates at fixed offsets of one arena kept across calls (program/plan_arena.cpp).
+  bool reorder_for_memory = true;
+  bool memory_arena = true;
   bool record_ir = false;  // keep the kernel IR after every pass (explain --ir)
   // Run contractions through the machine's library where it computes them (issue 14); false:
   // every contraction is a Stax loop nest (what differential tests compare the library with).

@@ -167,6 +167,17 @@ json explain_json(const Compilation& c) {
   }
   doc["external_calls"] = externals;
   doc["host_program"] = c.module.program_log;
+  // Step 5's order (memory_order.h) and M* of the allocated buffers (Definition 7.5).
+  json order = {{"peak_bytes", s.peak_bytes}};
+  if (!s.memory_order.candidates.empty()) {
+    order["reason"] = s.memory_order.reason;
+    json candidates = json::array();
+    for (const auto& cand : s.memory_order.candidates) {
+      candidates.push_back({{"strategy", cand.strategy}, {"peak_bytes", cand.peak}});
+    }
+    order["candidates"] = candidates;
+  }
+  doc["memory_order"] = order;
   doc["simd"] = std::string(runtime::simd_level_name(c.module.options.simd));
   doc["threads"] = c.module.options.num_threads;
   doc["target"] = c.module.options.describe();
@@ -333,6 +344,11 @@ std::string explain_text(const Compilation& c) {
       }
     }
   }
+  out << "\nkernel order (Section 7.5):\n";
+  const auto& order = doc["memory_order"];
+  if (order.contains("reason")) out << "  " << order["reason"].get<std::string>() << "\n";
+  out << "  peak of the allocated buffers (M*): " << order["peak_bytes"].get<int64_t>()
+      << " bytes\n";
   out << "\nhost program:\n";
   for (const auto& line : doc["host_program"]) out << "  " << line.get<std::string>() << "\n";
   out << "\nbuffers:\n";

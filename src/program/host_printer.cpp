@@ -41,6 +41,7 @@ class Printer {
     for (const auto& in : g_.inputs) info_[in.name] = {in.dtype, true};
     for (const auto& b : g_.buffers) info_[b.name] = {b.dtype, false};
     if (p_.num_intermediates > 0) release_live_ = "for (void* p : stax_live) stax_free(p); ";
+    if (p_.arena_bytes > 0) release_live_ += "stax_arena_release(stax_arena); ";
   }
 
   std::string print(runtime::SimdLevel simd, int num_threads) {
@@ -125,6 +126,11 @@ class Printer {
 
   void print_allocate(const Allocate& a) {
     const std::string type = cpp_type(info_.at(a.buffer).dtype);
+    if (a.arena_offset >= 0) {
+      out_ << type << "* " << a.buffer << " = reinterpret_cast<" << type << "*>(stax_arena + "
+           << a.arena_offset << ");  // " << a.bytes << " bytes\n";
+      return;
+    }
     if (a.output) {
       out_ << type << "* " << a.buffer << " = static_cast<" << type << "*>(alloc(alloc_ctx, "
            << a.slot << ", " << a.bytes << "));\n";
@@ -191,6 +197,14 @@ class Printer {
             "external, void* external_ctx, int num_threads, char* err, int64_t err_capacity) {\n";
     print_input_checks();
     if (p_.num_intermediates > 0) out_ << "void* stax_live[" << p_.num_intermediates << "] = {};\n";
+    if (p_.arena_bytes > 0) {
+      // The intermediates' arena (plan_arena.cpp), one per concurrent call.
+      out_ << "char* stax_arena = static_cast<char*>(stax_arena_acquire(" << p_.arena_bytes
+           << "));\n";
+      out_ << "if (stax_arena == nullptr) { stax_set_error(err, err_capacity, \"out of memory "
+           << "allocating the intermediates' arena (" << p_.arena_bytes << " bytes)\"); return "
+           << kStatusOutOfMemory << "; }\n";
+    }
     if (!p_.errors.empty()) out_ << "int32_t stax_error = 0;\nint64_t stax_error_value = 0;\n";
     for (const Statement& st : p_.body) {
       if (const auto* a = std::get_if<Allocate>(&st)) {
@@ -205,6 +219,7 @@ class Printer {
         print_call_external(*e);
       }
     }
+    if (p_.arena_bytes > 0) out_ << "stax_arena_release(stax_arena);\n";
     out_ << "(void)outputs;\n(void)external;\n(void)external_ctx;\nreturn 0;\n}\n";
   }
 

@@ -67,10 +67,14 @@ struct Allocate {
   int64_t bytes = 0;
   bool output = false;
   int slot = 0;  // output slot, or the intermediate's index in the live table
+  int unit = 0;  // the call (or further result) it is allocated before, counted from 0
+  // Its place in the program's arena (plan_arena.cpp); -1: allocated on its own.
+  int64_t arena_offset = -1;
 };
 struct Free {
   std::string buffer;
   int slot = 0;  // in the live table
+  int unit = 0;  // the call it is freed after
 };
 struct ReleaseInput {
   std::string input;
@@ -84,6 +88,13 @@ struct CallExternal {
 };
 using Statement = std::variant<Allocate, Free, ReleaseInput, CallKernel, CallExternal>;
 
+// How the wrapper places intermediates (Section 7.5).
+struct MemoryOptions {
+  // One arena at fixed offsets, kept across calls (plan_arena.cpp); false: each intermediate
+  // is allocated before its producer and freed after its last use.
+  bool arena = true;
+};
+
 struct HostProgram {
   const scheduler::Schedule* schedule = nullptr;
   std::vector<Step> steps;
@@ -93,7 +104,9 @@ struct HostProgram {
   std::vector<kernel::ErrorSite> errors;  // every distinct error code a kernel can set
   int num_intermediates = 0;              // entries of the live table
   std::vector<std::string> output_slots;  // the buffer of each output slot
-  std::vector<std::string> log;           // one line per decision (explain)
+  // Bytes of the arena holding every intermediate at a fixed offset (0: no arena).
+  int64_t arena_bytes = 0;
+  std::vector<std::string> log;  // one line per decision (explain)
 };
 
 // What stax_graph_run returns besides 0: 1 for bad arguments (count, sizes, strides, dtype,

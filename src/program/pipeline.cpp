@@ -16,7 +16,8 @@ bool logs_enabled(const std::string& topic) {
 }
 
 HostProgram build_host_program(const scheduler::Schedule& schedule,
-                               const kernel::PipelineOptions& kernel_options) {
+                               const kernel::PipelineOptions& kernel_options,
+                               const MemoryOptions& memory) {
   HostProgram program;
   program.schedule = &schedule;
   const bool log = logs_enabled("program");
@@ -29,6 +30,10 @@ HostProgram build_host_program(const scheduler::Schedule& schedule,
   after("group_kernel_functions");
   place_buffers(program);
   after("place_buffers");
+  if (memory.arena) {
+    plan_arena(program);
+    after("plan_arena");
+  }
   return program;
 }
 
@@ -46,8 +51,12 @@ std::string describe_program(const HostProgram& program) {
   for (const Statement& st : program.body) {
     out << "    ";
     if (const auto* a = std::get_if<Allocate>(&st)) {
-      out << "allocate " << a->buffer << " (" << a->bytes << " bytes, "
-          << (a->output ? "output slot " : "live slot ") << a->slot << ")";
+      out << "allocate " << a->buffer << " (" << a->bytes << " bytes, ";
+      if (a->arena_offset >= 0) {
+        out << "arena offset " << a->arena_offset << ")";
+      } else {
+        out << (a->output ? "output slot " : "live slot ") << a->slot << ")";
+      }
     } else if (const auto* f = std::get_if<Free>(&st)) {
       out << "free " << f->buffer;
     } else if (const auto* r = std::get_if<ReleaseInput>(&st)) {

@@ -8,7 +8,8 @@
 namespace stax::program {
 
 HostProgram build_host_program(const scheduler::Schedule& schedule,
-                               const kernel::PipelineOptions& kernel_options);
+                               const kernel::PipelineOptions& kernel_options,
+                               const MemoryOptions& memory = {});
 
 // The passes (one file each).
 // Each fused node in execution order becomes a step: loop nests through the kernel pipeline,
@@ -19,6 +20,9 @@ void group_kernel_functions(HostProgram& program);
 // The wrapper's statements: allocations before a buffer's producer, calls, and releases after
 // each buffer's last use (the schedule's records, Section 7.5), with their slots.
 void place_buffers(HostProgram& program);
+// Every intermediate at a fixed offset of one arena (arena_layout.h), instead of its own
+// allocation and release.
+void plan_arena(HostProgram& program);
 
 // Whether STAX_LOGS (a comma-separated list) names `topic` ("program", "ir").
 bool logs_enabled(const std::string& topic);

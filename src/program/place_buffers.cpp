@@ -66,9 +66,9 @@ void place_buffers(HostProgram& program) {
     for (size_t i : unit_steps[u]) {
       for (const auto& name : s.allocate_before[program.steps[i].fused]) {
         const scheduler::BufferPlan* plan = s.plan_of(name);
-        program.body.emplace_back(
-            Allocate{name, plan->bytes, plan->is_output,
-                     plan->is_output ? output_slot.at(name) : live_slot.at(name)});
+        program.body.emplace_back(Allocate{
+            name, plan->bytes, plan->is_output,
+            plan->is_output ? output_slot.at(name) : live_slot.at(name), static_cast<int>(u)});
       }
     }
     if (calls[u]) program.body.push_back(*calls[u]);
@@ -77,7 +77,7 @@ void place_buffers(HostProgram& program) {
         if (inputs.count(name)) {
           program.body.emplace_back(ReleaseInput{name});
         } else {
-          program.body.emplace_back(Free{name, live_slot.at(name)});
+          program.body.emplace_back(Free{name, live_slot.at(name), static_cast<int>(u)});
         }
       }
     }

@@ -93,7 +93,9 @@ def f(a: f32[8, 8], b: f32[8, 8]):
 TEST(HostProgram, KernelFunctionsSplitAroundAnExternalCallWithReasons) {
   auto s = schedule_text(kLinearGelu, true);
   kernel::PipelineOptions options;
-  const program::HostProgram p = program::build_host_program(s->schedule, options);
+  program::MemoryOptions own_allocations;
+  own_allocations.arena = false;
+  const program::HostProgram p = program::build_host_program(s->schedule, options, own_allocations);
   ASSERT_EQ(p.steps.size(), 3u);
   EXPECT_TRUE(p.steps[1].external);
   ASSERT_EQ(p.functions.size(), 2u);  // neg before the call, gelu after: never one function
@@ -124,6 +126,22 @@ TEST(HostProgram, KernelFunctionsSplitAroundAnExternalCallWithReasons) {
   EXPECT_EQ(kinds, (std::vector<std::string>{"alloc buf0", "kernel0", "release x", "alloc buf1",
                                              "external0", "free buf0", "release b", "release w",
                                              "alloc buf2", "kernel1", "free buf1"}));
+  // With the arena (the default), the intermediates buf0 and buf1 are alive together at the
+  // call: two offsets, no frees.
+  const program::HostProgram arena = program::build_host_program(s->schedule, options);
+  std::vector<int64_t> offsets;
+  for (const program::Statement& st : arena.body) {
+    EXPECT_FALSE(std::holds_alternative<program::Free>(st));
+    if (const auto* a = std::get_if<program::Allocate>(&st); a && !a->output) {
+      offsets.push_back(a->arena_offset);
+    }
+  }
+  ASSERT_EQ(offsets.size(), 2u);
+  EXPECT_NE(offsets[0], offsets[1]);
+  EXPECT_GE(offsets[0], 0);
+  EXPECT_GE(offsets[1], 0);
+  EXPECT_GT(arena.arena_bytes, 0);
+  EXPECT_EQ(arena.num_intermediates, 0);
 }
 
 TEST(HostProgram, AdjacentLoopsShareAFunctionUntilAnIntermediateDies) {

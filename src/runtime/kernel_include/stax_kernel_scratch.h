@@ -1,12 +1,18 @@
 // Scratch memory of a generated program's intermediates (stax_alloc / stax_free), kept
-// across calls. A program allocates the same intermediates on every call; handing each large
+// across calls, and the arena of a program's intermediates (stax_arena_acquire /
+// stax_arena_release). A program allocates the same intermediates on every call; handing each large
 // one back to the C library on free made every call fault in fresh pages for all of them
 // (glibc maps large blocks and unmaps them on free): a third of a bfloat16 training step of
 // BERT went to the kernel's page-fault and unmap paths. Freed blocks of at least
 // kStaxScratchCachedBytes are kept here instead, keyed by size, and the next call of the
 // program takes them back: its pages are already mapped. This is the first step towards
 // Section 7.5's arena (one block per program, offsets planned at compile time), which will
-// replace it.
+// replace it where the program has an arena (program/plan_arena.cpp).
+//
+// The arena: one block of the program's fixed arena size per concurrent call. A call takes a
+// kept block (its pages already mapped) or allocates one, and gives it back when it returns;
+// at most kArenaSlots blocks are kept, so calls from many threads at once each get their own
+// block and the extra ones are freed.
 //
 // One cache per loaded program (the state is static to the program's translation unit), so
 // it holds at most the bytes that the program's own calls freed, bounded by
@@ -48,12 +54,36 @@ struct Lock {
   ~Lock() { __atomic_clear(&cache().locked, __ATOMIC_RELEASE); }
 };
 
+constexpr int kArenaSlots = 8;
+
+struct ArenaPool {
+  volatile bool locked;
+  int count;
+  void* blocks[kArenaSlots];
+};
+
+inline ArenaPool& arena_pool() {
+  static ArenaPool p = {};
+  return p;
+}
+
+struct ArenaLock {
+  ArenaLock() {
+    while (__atomic_test_and_set(&arena_pool().locked, __ATOMIC_ACQUIRE)) {
+    }
+  }
+  ~ArenaLock() { __atomic_clear(&arena_pool().locked, __ATOMIC_RELEASE); }
+};
+
 // Gives every kept block back when the program is unloaded.
 __attribute__((destructor)) inline void release_all() {
   Cache& c = cache();
   for (int i = 0; i < c.count; ++i) std::free(c.blocks[i]);
   c.count = 0;
   c.cached_bytes = 0;
+  ArenaPool& p = arena_pool();
+  for (int i = 0; i < p.count; ++i) std::free(p.blocks[i]);
+  p.count = 0;
 }
 
 inline void* take_cached(size_t bytes) {
@@ -110,6 +140,33 @@ static inline void stax_free(void* p) {
   if (p == nullptr) return;
   void* block = static_cast<char*>(p) - kHeaderBytes;
   if (!keep(block, *static_cast<size_t*>(block))) std::free(block);
+}
+
+// The program's arena of `nbytes` (the same on every call of one program), 64-byte aligned;
+// NULL on failure. Give it back with stax_arena_release.
+static inline void* stax_arena_acquire(int64_t nbytes) {
+  using namespace stax::scratch;
+  {
+    ArenaLock lock;
+    ArenaPool& p = arena_pool();
+    if (p.count > 0) return p.blocks[--p.count];
+  }
+  const size_t rounded = (static_cast<size_t>(nbytes) + kAlignment - 1) & ~(kAlignment - 1);
+  return std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded);
+}
+
+static inline void stax_arena_release(void* block) {
+  using namespace stax::scratch;
+  if (block == nullptr) return;
+  {
+    ArenaLock lock;
+    ArenaPool& p = arena_pool();
+    if (p.count < kArenaSlots) {
+      p.blocks[p.count++] = block;
+      return;
+    }
+  }
+  std::free(block);
 }
 
 #endif  // STAX_KERNEL_SCRATCH_H_

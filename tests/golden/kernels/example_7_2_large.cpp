@@ -81,18 +81,18 @@ if (inputs[0].strides[0] != 1024) { stax_set_error(err, err_capacity, "input 'x'
 if (inputs[0].strides[1] != 1) { stax_set_error(err, err_capacity, "input 'x' (argument 0): dimension 1: expected stride 1, got %lld", (long long)inputs[0].strides[1]); return 1; }
 if (inputs[0].data == nullptr) { stax_set_error(err, err_capacity, "input 'x' (argument 0): data pointer is null"); return 1; }
 const float* in_x = static_cast<const float*>(inputs[0].data);
-void* stax_live[1] = {};
-float* buf0 = static_cast<float*>(stax_live[0] = stax_alloc(16777216));
-if (buf0 == nullptr) { for (void* p : stax_live) stax_free(p); stax_set_error(err, err_capacity, "out of memory allocating buf0 (16777216 bytes)"); return 2; }
+char* stax_arena = static_cast<char*>(stax_arena_acquire(16777216));
+if (stax_arena == nullptr) { stax_set_error(err, err_capacity, "out of memory allocating the intermediates' arena (16777216 bytes)"); return 2; }
+float* buf0 = reinterpret_cast<float*>(stax_arena + 0);  // 16777216 bytes
 float* buf1 = static_cast<float*>(alloc(alloc_ctx, 0, 16384));
 outputs[0] = buf1;
-if (buf1 == nullptr) { for (void* p : stax_live) stax_free(p); stax_set_error(err, err_capacity, "out of memory allocating buf1 (16384 bytes)"); return 2; }
+if (buf1 == nullptr) { stax_arena_release(stax_arena); stax_set_error(err, err_capacity, "out of memory allocating buf1 (16384 bytes)"); return 2; }
 float* buf2 = static_cast<float*>(alloc(alloc_ctx, 1, 16384));
 outputs[1] = buf2;
-if (buf2 == nullptr) { for (void* p : stax_live) stax_free(p); stax_set_error(err, err_capacity, "out of memory allocating buf2 (16384 bytes)"); return 2; }
+if (buf2 == nullptr) { stax_arena_release(stax_arena); stax_set_error(err, err_capacity, "out of memory allocating buf2 (16384 bytes)"); return 2; }
 kernel0(buf0, buf1, buf2, in_x, num_threads);
 in_x = nullptr;  // last use of input x
-stax_free(buf0); stax_live[0] = nullptr;
+stax_arena_release(stax_arena);
 (void)outputs;
 (void)external;
 (void)external_ctx;

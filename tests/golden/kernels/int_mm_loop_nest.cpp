@@ -62,16 +62,16 @@ if (inputs[1].strides[0] != 8) { stax_set_error(err, err_capacity, "input 'b' (a
 if (inputs[1].strides[1] != 1) { stax_set_error(err, err_capacity, "input 'b' (argument 1): dimension 1: expected stride 1, got %lld", (long long)inputs[1].strides[1]); return 1; }
 if (inputs[1].data == nullptr) { stax_set_error(err, err_capacity, "input 'b' (argument 1): data pointer is null"); return 1; }
 const int32_t* in_b = static_cast<const int32_t*>(inputs[1].data);
-void* stax_live[1] = {};
-int64_t* buf0 = static_cast<int64_t*>(stax_live[0] = stax_alloc(1024));
-if (buf0 == nullptr) { for (void* p : stax_live) stax_free(p); stax_set_error(err, err_capacity, "out of memory allocating buf0 (1024 bytes)"); return 2; }
+char* stax_arena = static_cast<char*>(stax_arena_acquire(1024));
+if (stax_arena == nullptr) { stax_set_error(err, err_capacity, "out of memory allocating the intermediates' arena (1024 bytes)"); return 2; }
+int64_t* buf0 = reinterpret_cast<int64_t*>(stax_arena + 0);  // 1024 bytes
 int32_t* buf1 = static_cast<int32_t*>(alloc(alloc_ctx, 0, 512));
 outputs[0] = buf1;
-if (buf1 == nullptr) { for (void* p : stax_live) stax_free(p); stax_set_error(err, err_capacity, "out of memory allocating buf1 (512 bytes)"); return 2; }
+if (buf1 == nullptr) { stax_arena_release(stax_arena); stax_set_error(err, err_capacity, "out of memory allocating buf1 (512 bytes)"); return 2; }
 kernel0(in_a, in_b, buf0, buf1, num_threads);
 in_a = nullptr;  // last use of input a
 in_b = nullptr;  // last use of input b
-stax_free(buf0); stax_live[0] = nullptr;
+stax_arena_release(stax_arena);
 (void)outputs;
 (void)external;
 (void)external_ctx;

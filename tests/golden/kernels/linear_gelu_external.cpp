@@ -67,26 +67,24 @@ if (inputs[2].sizes[0] != 48) { stax_set_error(err, err_capacity, "input 'b' (ar
 if (inputs[2].strides[0] != 1) { stax_set_error(err, err_capacity, "input 'b' (argument 2): dimension 0: expected stride 1, got %lld", (long long)inputs[2].strides[0]); return 1; }
 if (inputs[2].data == nullptr) { stax_set_error(err, err_capacity, "input 'b' (argument 2): data pointer is null"); return 1; }
 const float* in_b = static_cast<const float*>(inputs[2].data);
-void* stax_live[2] = {};
-float* buf0 = static_cast<float*>(stax_live[0] = stax_alloc(24576));
-if (buf0 == nullptr) { for (void* p : stax_live) stax_free(p); stax_set_error(err, err_capacity, "out of memory allocating buf0 (24576 bytes)"); return 2; }
+char* stax_arena = static_cast<char*>(stax_arena_acquire(36864));
+if (stax_arena == nullptr) { stax_set_error(err, err_capacity, "out of memory allocating the intermediates' arena (36864 bytes)"); return 2; }
+float* buf0 = reinterpret_cast<float*>(stax_arena + 0);  // 24576 bytes
 kernel0(buf0, in_x, num_threads);
 in_x = nullptr;  // last use of input x
-float* buf1 = static_cast<float*>(stax_live[1] = stax_alloc(12288));
-if (buf1 == nullptr) { for (void* p : stax_live) stax_free(p); stax_set_error(err, err_capacity, "out of memory allocating buf1 (12288 bytes)"); return 2; }
+float* buf1 = reinterpret_cast<float*>(stax_arena + 24576);  // 12288 bytes
 {
 const void* stax_operands[3] = {buf0, in_w, in_b};
 const int stax_status = external(external_ctx, 0, stax_operands, buf1, num_threads, err, err_capacity);
-if (stax_status != 0) { for (void* p : stax_live) stax_free(p); return stax_status; }
+if (stax_status != 0) { stax_arena_release(stax_arena); return stax_status; }
 }
-stax_free(buf0); stax_live[0] = nullptr;
 in_b = nullptr;  // last use of input b
 in_w = nullptr;  // last use of input w
 float* buf2 = static_cast<float*>(alloc(alloc_ctx, 0, 12288));
 outputs[0] = buf2;
-if (buf2 == nullptr) { for (void* p : stax_live) stax_free(p); stax_set_error(err, err_capacity, "out of memory allocating buf2 (12288 bytes)"); return 2; }
+if (buf2 == nullptr) { stax_arena_release(stax_arena); stax_set_error(err, err_capacity, "out of memory allocating buf2 (12288 bytes)"); return 2; }
 kernel1(buf1, buf2, num_threads);
-stax_free(buf1); stax_live[1] = nullptr;
+stax_arena_release(stax_arena);
 (void)outputs;
 (void)external;
 (void)external_ctx;
