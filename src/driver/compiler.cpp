@@ -93,6 +93,7 @@ std::shared_ptr<const Compilation> analyze_lowered(lowering::LoweredGraph lowere
   static_cast<target::Target&>(co) = make_target(options);
   co.record_ir = options.record_ir;
   co.memory.arena = options.memory_arena;
+  co.memory.reuse = options.reuse_buffers;
   scheduler::ScheduleOptions so;
   so.fuse = options.fuse;
   so.localize = options.localize;

@@ -38,6 +38,8 @@ struct CompileOptions {
   // intermediates at fixed offsets of one arena kept across calls (program/plan_arena.cpp).
   bool reorder_for_memory = true;
   bool memory_arena = true;
+  // Without the arena: Section 7.5's free pool (program/reuse_buffers.cpp).
+  bool reuse_buffers = true;
   bool record_ir = false;  // keep the kernel IR after every pass (explain --ir)
   // Run contractions through the machine's library where it computes them (issue 14); false:
   // every contraction is a Stax loop nest (what differential tests compare the library with).

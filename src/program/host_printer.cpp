@@ -131,6 +131,12 @@ class Printer {
            << a.arena_offset << ");  // " << a.bytes << " bytes\n";
       return;
     }
+    if (!a.reuses.empty()) {
+      out_ << type << "* " << a.buffer << " = reinterpret_cast<" << type << "*>(" << a.reuses
+           << "); stax_live[" << a.slot << "] = stax_live[" << a.reuse_slot << "]; stax_live["
+           << a.reuse_slot << "] = nullptr;  // reuse\n";
+      return;
+    }
     if (a.output) {
       out_ << type << "* " << a.buffer << " = static_cast<" << type << "*>(alloc(alloc_ctx, "
            << a.slot << ", " << a.bytes << "));\n";

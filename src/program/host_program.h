@@ -70,6 +70,10 @@ struct Allocate {
   int unit = 0;  // the call (or further result) it is allocated before, counted from 0
   // Its place in the program's arena (plan_arena.cpp); -1: allocated on its own.
   int64_t arena_offset = -1;
+  // The released intermediate whose storage it takes (reuse_buffers.cpp), and its live slot;
+  // "": fresh memory.
+  std::string reuses;
+  int reuse_slot = 0;
 };
 struct Free {
   std::string buffer;
@@ -93,6 +97,9 @@ struct MemoryOptions {
   // One arena at fixed offsets, kept across calls (plan_arena.cpp); false: each intermediate
   // is allocated before its producer and freed after its last use.
   bool arena = true;
+  // Without the arena: an allocation takes a released buffer of the same dtype and size where
+  // that raises no peak (reuse_buffers.cpp).
+  bool reuse = true;
 };
 
 struct HostProgram {

@@ -33,6 +33,9 @@ HostProgram build_host_program(const scheduler::Schedule& schedule,
   if (memory.arena) {
     plan_arena(program);
     after("plan_arena");
+  } else if (memory.reuse) {
+    reuse_buffers(program);
+    after("reuse_buffers");
   }
   return program;
 }
@@ -52,7 +55,9 @@ std::string describe_program(const HostProgram& program) {
     out << "    ";
     if (const auto* a = std::get_if<Allocate>(&st)) {
       out << "allocate " << a->buffer << " (" << a->bytes << " bytes, ";
-      if (a->arena_offset >= 0) {
+      if (!a->reuses.empty()) {
+        out << "reuses " << a->reuses << ")";
+      } else if (a->arena_offset >= 0) {
         out << "arena offset " << a->arena_offset << ")";
       } else {
         out << (a->output ? "output slot " : "live slot ") << a->slot << ")";

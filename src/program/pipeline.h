@@ -23,6 +23,9 @@ void place_buffers(HostProgram& program);
 // Every intermediate at a fixed offset of one arena (arena_layout.h), instead of its own
 // allocation and release.
 void plan_arena(HostProgram& program);
+// Without the arena: Section 7.5's free pool, an allocation taking a released buffer of the
+// same dtype and size where that raises no peak.
+void reuse_buffers(HostProgram& program);
 
 // Whether STAX_LOGS (a comma-separated list) names `topic` ("program", "ir").
 bool logs_enabled(const std::string& topic);

@@ -66,9 +66,13 @@ void place_buffers(HostProgram& program) {
     for (size_t i : unit_steps[u]) {
       for (const auto& name : s.allocate_before[program.steps[i].fused]) {
         const scheduler::BufferPlan* plan = s.plan_of(name);
-        program.body.emplace_back(Allocate{
-            name, plan->bytes, plan->is_output,
-            plan->is_output ? output_slot.at(name) : live_slot.at(name), static_cast<int>(u)});
+        Allocate a;
+        a.buffer = name;
+        a.bytes = plan->bytes;
+        a.output = plan->is_output;
+        a.slot = plan->is_output ? output_slot.at(name) : live_slot.at(name);
+        a.unit = static_cast<int>(u);
+        program.body.emplace_back(std::move(a));
       }
     }
     if (calls[u]) program.body.push_back(*calls[u]);

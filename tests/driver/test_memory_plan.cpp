@@ -47,13 +47,18 @@ TEST(MemoryPlan, OrderAndArenaOnAndOffComputeWhatEagerComputes) {
   const std::vector<Tensor> expected = eager::run(g, inputs);
   std::optional<std::vector<Tensor>> reference;
   for (bool reorder : {false, true}) {
-    for (bool arena : {false, true}) {
+    for (int placement = 0; placement < 3; ++placement) {
+      // The arena; each intermediate allocated, with the free pool; without it.
+      const bool arena = placement == 0;
       CompileOptions o;
       o.reorder_for_memory = reorder;
       o.memory_arena = arena;
+      o.reuse_buffers = placement == 1;
       const CompiledGraph compiled = compile(g, o);
-      const std::string where =
-          std::string("reorder ") + (reorder ? "on" : "off") + ", arena " + (arena ? "on" : "off");
+      const std::string where = std::string("reorder ") + (reorder ? "on" : "off") +
+                                (arena            ? ", arena"
+                                 : placement == 1 ? ", reuse"
+                                                  : ", no reuse");
       EXPECT_EQ(compiled.source().find("stax_arena_acquire") != std::string::npos, arena) << where;
       EXPECT_EQ(compiled.source().find("stax_alloc(") != std::string::npos, !arena) << where;
       EXPECT_EQ(compiled.compilation().schedule.memory_order.candidates.empty(), !reorder);
@@ -120,6 +125,46 @@ TEST(MemoryPlan, TheProgramLogNamesTheArenaAndItsOffsets) {
   EXPECT_NE(log.find("their M* is"), std::string::npos) << log;
   EXPECT_NE(log.find(" at offset 0 ("), std::string::npos) << log;
   EXPECT_NE(c->schedule.memory_order.reason.find("original"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace stax
+
+namespace stax {
+namespace {
+
+// Without the arena, the free pool's reuse lines compile and run: a chain of products whose
+// third result takes the first's storage, at sizes that reach the parallel paths. Placement
+// changes no arithmetic, so the results equal, bit for bit, those of the same program with
+// each intermediate in memory of its own and with the arena. (Against eager, four chained
+// float32 products amplify rounding beyond the one-op tolerance of driver/tolerance.h; the
+// first test compares every placement with eager.)
+TEST(MemoryPlan, ReusedStorageComputesWhatFreshStorageComputes) {
+  const ir::Graph g = ir::parse_graph(
+      "def f(a: f32[256, 256], w: f32[256, 256]):\n    x1 = mm(a, w)\n    y1 = tanh(x1)\n"
+      "    x2 = mm(y1, w)\n    y2 = tanh(x2)\n    x3 = mm(y2, w)\n    y3 = tanh(x3)\n"
+      "    x4 = mm(y3, w)\n    return x4\n");
+  const std::vector<Tensor> inputs = {eager::random_tensor(DType::Float32, {256, 256}, 1),
+                                      eager::random_tensor(DType::Float32, {256, 256}, 2)};
+  CompileOptions pool;
+  pool.memory_arena = false;
+  CompileOptions own = pool;
+  own.reuse_buffers = false;
+  const CompiledGraph with_reuse = compile(g, pool);
+  const CompiledGraph without_reuse = compile(g, own);
+  const CompiledGraph with_arena = compile(g);
+  EXPECT_NE(with_reuse.source().find("// reuse"), std::string::npos) << with_reuse.source();
+  EXPECT_EQ(without_reuse.source().find("// reuse"), std::string::npos);
+  for (int threads : {1, 2}) {
+    RunOptions r;
+    r.num_threads = threads;
+    const std::vector<Tensor> reference = without_reuse.run(inputs, r);
+    for (int call = 0; call < 2; ++call) {
+      const std::string where = std::to_string(threads) + " threads, call " + std::to_string(call);
+      expect_identical(with_reuse.run(inputs, r), reference, "reuse, " + where);
+      expect_identical(with_arena.run(inputs, r), reference, "arena, " + where);
+    }
+  }
 }
 
 }  // namespace

@@ -1,0 +1,141 @@
+// Section 7.5's free pool (program/reuse_buffers.cpp) on random programs: the wrapper's
+// occupancy at every call, pooled buffers held from release to reuse included, never exceeds
+// the peak without reuse; reuse pairs have one dtype and size and never involve an output.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+
+#include "kernel/pipeline.h"
+#include "program/pipeline.h"
+#include "schedule_util.h"
+
+namespace stax {
+namespace {
+
+// Random programs over one square shape: matrix products (loop nests here) read whole
+// operands, so their operands and results are stored: a program has several same-sized
+// intermediates with different lifetimes.
+std::string random_program(std::mt19937& rng, int ops) {
+  std::string text = "def f(a: f32[64, 64], b: f32[64, 64]):\n";
+  std::vector<std::string> values = {"a", "b"};
+  const char* unary[] = {"exp", "tanh", "sin"};
+  const char* binary[] = {"add", "mm", "mm"};
+  for (int i = 0; i < ops; ++i) {
+    std::uniform_int_distribution<size_t> pick(0, values.size() - 1);
+    const std::string name = "v" + std::to_string(i);
+    if (rng() % 3 == 0) {
+      text += "    " + name + " = " + unary[rng() % 3] + "(" + values.back() + ")\n";
+    } else {
+      // The latest value and any earlier one: every value reaches the result.
+      text += "    " + name + " = " + binary[rng() % 3] + "(" + values.back() + ", " +
+              values[pick(rng)] + ")\n";
+    }
+    values.push_back(name);
+  }
+  text += "    r = sum(" + values.back() + ", [1])\n    return r\n";
+  return text;
+}
+
+// The largest bytes held at one call: each storage block from its first allocation to its
+// final release (a reused block stays held between its buffers).
+int64_t held_peak(const program::HostProgram& p) {
+  std::map<std::string, int64_t> live;  // buffer -> bytes, the blocks held now
+  int64_t held = 0;
+  int64_t peak = 0;
+  for (const program::Statement& st : p.body) {
+    if (const auto* a = std::get_if<program::Allocate>(&st)) {
+      if (!a->reuses.empty()) {
+        EXPECT_FALSE(a->output);
+        EXPECT_EQ(live.at(a->reuses), a->bytes) << a->buffer << " reuses " << a->reuses;
+        EXPECT_EQ(p.schedule->graph->find_buffer(a->buffer)->dtype,
+                  p.schedule->graph->find_buffer(a->reuses)->dtype);
+        live.erase(a->reuses);
+      } else {
+        held += a->bytes;
+      }
+      live[a->buffer] = a->bytes;
+      peak = std::max(peak, held);
+    } else if (const auto* f = std::get_if<program::Free>(&st)) {
+      held -= live.at(f->buffer);
+      live.erase(f->buffer);
+    }
+  }
+  return peak;
+}
+
+TEST(ReuseBuffers, NeverRaisesThePeakOnRandomPrograms) {
+  std::mt19937 rng(5);
+  int reused = 0;
+  for (int trial = 0; trial < 40; ++trial) {
+    const std::string text = random_program(rng, 4 + trial % 10);
+    auto s = testing::schedule_text(text);
+    kernel::PipelineOptions options;
+    program::MemoryOptions without;
+    without.arena = false;
+    without.reuse = false;
+    program::MemoryOptions with = without;
+    with.reuse = true;
+    const program::HostProgram before = program::build_host_program(s->schedule, options, without);
+    const program::HostProgram after = program::build_host_program(s->schedule, options, with);
+    EXPECT_LE(held_peak(after), held_peak(before)) << text;
+    for (const auto& st : after.body) {
+      if (const auto* a = std::get_if<program::Allocate>(&st); a && !a->reuses.empty()) ++reused;
+    }
+  }
+  // The random programs must exercise the pool, or this test shows nothing.
+  EXPECT_GT(reused, 0);
+}
+
+// A chain of products, each result dying after the next is made: the third takes the
+// first's storage, and the log says so in Section 7.5's words.
+TEST(ReuseBuffers, AChainTakesTheStorageOfADeadBuffer) {
+  auto s = testing::schedule_text(
+      "def f(a: f32[64, 64], w: f32[64, 64]):\n    x1 = mm(a, w)\n    x2 = mm(x1, w)\n"
+      "    x3 = mm(x2, w)\n    x4 = mm(x3, w)\n    return x4\n");
+  kernel::PipelineOptions options;
+  program::MemoryOptions memory;
+  memory.arena = false;
+  const program::HostProgram p = program::build_host_program(s->schedule, options, memory);
+  int reuses = 0;
+  for (const auto& st : p.body) {
+    if (const auto* a = std::get_if<program::Allocate>(&st); a && !a->reuses.empty()) ++reuses;
+  }
+  EXPECT_GE(reuses, 1);
+  std::string log;
+  for (const auto& line : p.log) log += line + "\n";
+  EXPECT_NE(log.find("  # reuse ("), std::string::npos) << log;
+}
+
+}  // namespace
+}  // namespace stax
+
+namespace stax {
+namespace {
+
+// x1 dies before a large product runs and the peak comes while that product's buffer is
+// alive: x3 (an intermediate, like x1) taking x1's storage would hold it across the peak and
+// raise it, so x3 gets fresh memory.
+TEST(ReuseBuffers, ABufferIsNotHeldAcrossThePeak) {
+  const std::string text =
+      "def f(a: f32[64, 64], w: f32[64, 64], c: f32[256, 256]):\n"
+      "    x1 = mm(a, w)\n    x2 = mm(x1, w)\n    big = mm(c, c)\n    s = sum(big, [0])\n"
+      "    x3 = mm(x2, w)\n    x4 = mm(x3, w)\n    return x4, s\n";
+  const lowering::LoweredGraph lowered = lowering::lower(ir::parse_graph(text));
+  scheduler::ScheduleOptions keep_order;
+  keep_order.reorder_for_memory = false;
+  const scheduler::Schedule schedule = scheduler::schedule(lowered, keep_order);
+  kernel::PipelineOptions options;
+  program::MemoryOptions without;
+  without.arena = false;
+  without.reuse = false;
+  program::MemoryOptions with = without;
+  with.reuse = true;
+  const program::HostProgram before = program::build_host_program(schedule, options, without);
+  const program::HostProgram after = program::build_host_program(schedule, options, with);
+  EXPECT_EQ(held_peak(after), held_peak(before));
+  for (const auto& line : after.log) EXPECT_EQ(line.find("# reuse"), std::string::npos) << line;
+}
+
+}  // namespace
+}  // namespace stax
