@@ -299,7 +299,12 @@ def _max_dim(node, names, graph):
     red, arg = ("amax", "argmax") if node.target is aten.max.dim else ("amin", "argmin")
     x, dim, keep = names(bound["self"]), int(bound["dim"]), literal(bound["keepdim"], names)
     values = _emit_op(graph, node, red, [x, f"dim=[{dim}]", f"keepdim={keep}"])
-    indices = _emit_op(graph, node, arg, [x, f"dim={dim}", f"keepdim={keep}"])
+    # Eager's max.dim takes bool (cumprod's backward finds the first zero with it) where its
+    # argmax refuses bool; the first extremum of the values as uint8 is the same index.
+    arg_input = x
+    if bound["self"].meta["val"].dtype == torch.bool:
+        arg_input = _emit_op(graph, node, "_to_copy", [x, f"dtype={literal(torch.uint8, names)}"])
+    indices = _emit_op(graph, node, arg, [arg_input, f"dim={dim}", f"keepdim={keep}"])
     return [values, indices]
 
 

@@ -281,3 +281,14 @@ def test_whole_tensor_var_takes_eagers_float32_mean(backend):
     out = check_against_eager(
         lambda x: (x.var(), x.std(), torch.var_mean(x), x.view(2, 2).var(1)), (x,), backend)
     assert out[0].item() == float("inf") and out[2][0].item() == 0.0
+
+
+def test_max_and_min_dim_of_bool(backend):
+    # Eager's max.dim and min.dim take bool where its argmax refuses it; cumprod's backward
+    # finds each line's first zero with max.dim of a bool mask. The first extremum's index:
+    # all-False and all-True lines give 0.
+    m = torch.tensor([[False, True, True, False], [False, False, False, False],
+                      [True, True, False, True], [True, True, True, True]])
+    out = check_against_eager(lambda m: (torch.max(m, 1), torch.min(m, 0), torch.min(m, 1)),
+                              (m,), backend)
+    assert out[0][1].tolist() == [1, 0, 0, 0]

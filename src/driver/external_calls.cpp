@@ -192,6 +192,22 @@ std::optional<graph_passes::AttentionBlocking> runtime_attention_blocks(int64_t 
   return graph_passes::AttentionBlocking{blocks.query_rows, blocks.keys};
 }
 
+external::ScanSpec scan_spec(const lowering::ScanCall& call, const program::ExternalSite& site) {
+  external::ScanSpec spec;
+  spec.kind = call.kind;
+  spec.dtype = call.input.dtype;
+  spec.sizes = call.input.sizes;
+  spec.input_strides = call.input.strides;
+  spec.dim = call.dim;
+  const std::vector<int64_t> contiguous = ir::contiguous_strides(site.output_sizes);
+  bool dense = site.output_sizes == spec.sizes;
+  for (size_t d = 0; dense && d < contiguous.size(); ++d) {
+    dense = site.output_sizes[d] <= 1 || site.output_strides.at(d) == contiguous[d];
+  }
+  if (!dense) throw std::logic_error("a scan writes a contiguous output of its input's sizes");
+  return spec;
+}
+
 external::AttentionSpec attention_spec(const lowering::AttentionCall& call,
                                        const program::ExternalSite& site) {
   external::AttentionSpec spec;
@@ -249,6 +265,10 @@ bool library_runs_epilogue(const lowering::ExternalCall& call,
     if (why != nullptr) *why = "a scatter applies no epilogue";
     return false;
   }
+  if (call.scan) {
+    if (why != nullptr) *why = "a scan applies no epilogue";
+    return false;
+  }
   if (call.convolution) {
     if (why != nullptr) *why = "the convolution call takes no post-ops yet";
     return false;
@@ -267,7 +287,7 @@ std::optional<std::string> library_for(const lowering::ExternalCall& call, std::
       return std::nullopt;
     }
   }
-  if (call.scatter || call.attention || call.result_of) {
+  if (call.scatter || call.attention || call.scan || call.result_of) {
     return call.library;  // Stax's runtime, named by lowering
   }
   if (call.convolution) {
@@ -315,6 +335,13 @@ ExternalPlans::ExternalPlans(const std::vector<program::ExternalSite>& sites, in
         if (auto problem = external::scatter_spec_problem(*plan.scatter)) {
           throw std::logic_error("a scatter plan with " + *problem);
         }
+      } else if (site.call->scan) {
+        plan.scan = std::make_unique<external::ScanSpec>(scan_spec(*site.call->scan, site));
+        if (auto problem = external::scan_spec_problem(*plan.scan)) {
+          throw std::logic_error("a scan plan with " + *problem);
+        }
+        // cummax's and cummin's indices: written only where the program keeps them.
+        plan.kept.assign(1, !site.further_results.empty() && !site.further_results[0].empty());
       } else if (site.call->convolution) {
         plan.convolution = external::ConvolutionPlan::create(
             convolution_spec(*site.call, site.output_sizes, site.output_strides, site.dtype),
@@ -378,6 +405,11 @@ int ExternalPlans::call(void* ctx, int64_t site, const void* const* operands, vo
       const void* values = has_values ? operands[n] : nullptr;
       const void* init = plan.scatter->self ? operands[n + (has_values ? 1 : 0)] : nullptr;
       external::run_scatter(*plan.scatter, init, indices, values, output, num_threads);
+    } else if (plan.scan) {
+      auto* indices = plan.kept[0]
+                          ? static_cast<int64_t*>(const_cast<void*>(operands[plan.operand_count]))
+                          : nullptr;
+      external::run_scan(*plan.scan, operands[0], output, indices, num_threads);
     } else if (plan.convolution) {
       const bool has_bias = plan.convolution->spec().bias.has_value();
       plan.convolution->run(operands[0], operands[1], has_bias ? operands[2] : nullptr, output,

@@ -11,6 +11,7 @@
 #include "external/attention.h"
 #include "external/convolution.h"
 #include "external/matmul.h"
+#include "external/scan.h"
 #include "external/scatter.h"
 #include "graph_passes/graph_passes.h"
 #include "lowering/loop_ir.h"
@@ -43,6 +44,9 @@ external::ScatterSpec scatter_spec(const lowering::ScatterCall& call,
                                    const std::vector<int64_t>& output_sizes,
                                    const std::vector<int64_t>& output_strides, DType dtype);
 
+// The runtime's view of a scan call site (issue 16, point 7).
+external::ScanSpec scan_spec(const lowering::ScanCall& call, const program::ExternalSite& site);
+
 // The runtime's view of an attention call site (issue 15, point 1).
 external::AttentionSpec attention_spec(const lowering::AttentionCall& call,
                                        const program::ExternalSite& site);
@@ -72,13 +76,14 @@ class ExternalPlans {
   bool empty() const { return plans_.empty(); }
 
  private:
-  // One plan per site: a matrix product, a convolution, a scatter or an attention (the others
-  // are null).
+  // One plan per site: a matrix product, a convolution, a scatter, an attention or a scan (the
+  // others are null).
   struct Plan {
     std::unique_ptr<external::MatmulPlan> matmul;
     std::unique_ptr<external::ConvolutionPlan> convolution;
     std::unique_ptr<external::ScatterSpec> scatter;
     std::unique_ptr<external::AttentionPlan> attention;
+    std::unique_ptr<external::ScanSpec> scan;
     bool backward = false;
     size_t operand_count = 0;
     // Bytes of each further result the program does not keep (the call writes it to scratch).

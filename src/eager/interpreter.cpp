@@ -101,6 +101,8 @@ const std::unordered_map<std::string_view, OpFn>& op_table() {
       {"scatter_reduce", detail::eval_scatter},
       {"_scaled_dot_product_flash_attention_for_cpu", detail::eval_attention},
       {"_scaled_dot_product_flash_attention_for_cpu_backward", detail::eval_attention},
+      // The graph passes' written-out attention (the fuzzer writes it directly).
+      {"softmax_attention", detail::eval_attention},
   };
   return table;
 }
@@ -112,6 +114,12 @@ const std::unordered_map<std::string_view, MultiOpFn>& multi_output_op_table() {
   static const std::unordered_map<std::string_view, MultiOpFn> table = {
       {"var_mean", detail::eval_var_mean},
       {"max_pool2d_with_indices", detail::eval_max_pool2d_with_indices},
+      // issue 16, point 7: scans (cumsum's one result is results[0])
+      {"cumsum", detail::eval_scan},
+      {"cumprod", detail::eval_scan},
+      {"logcumsumexp", detail::eval_scan},
+      {"cummax", detail::eval_scan},
+      {"cummin", detail::eval_scan},
   };
   return table;
 }

@@ -114,5 +114,8 @@ Tensor eval_pooling_backward(const Env& env, const ir::Node& node);
 Tensor eval_scatter(const Env& env, const ir::Node& node);
 // Issue 15, point 1 (attention.cpp): the attention ops and their backward.
 Tensor eval_attention(const Env& env, const ir::Node& node);
+// Issue 16, point 7 (scan.cpp): cumsum, cumprod, logcumsumexp ({values}), cummax and cummin
+// ({values, indices}).
+std::vector<Tensor> eval_scan(const Env& env, const ir::Node& node);
 
 }  // namespace stax::eager::detail

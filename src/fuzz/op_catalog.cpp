@@ -387,6 +387,7 @@ std::vector<CatalogEntry> build() {
   add_pooling(b);
   add_scatters(b);   // issue 15, point 4
   add_attention(b);  // issue 15, point 1
+  add_scans(b);      // issue 16, point 7
   return std::move(b.entries);
 }
 

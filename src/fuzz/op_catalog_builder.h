@@ -81,5 +81,6 @@ void add_convolutions(Builder& b);  // issue 15, point 2
 void add_pooling(Builder& b);
 void add_scatters(Builder& b);   // issue 15, point 4
 void add_attention(Builder& b);  // issue 15, point 1
+void add_scans(Builder& b);      // issue 16, point 7
 
 }  // namespace stax::fuzz::catalog

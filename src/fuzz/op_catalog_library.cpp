@@ -1,5 +1,5 @@
 // The op catalogue's families that lower to library and runtime calls: matrix products,
-// convolutions, pooling, scatters and attention (the rest: op_catalog.cpp).
+// convolutions, pooling, scatters, attention and scans (the rest: op_catalog.cpp).
 #include <algorithm>
 
 #include "fuzz/op_catalog_builder.h"
@@ -327,6 +327,25 @@ void add_attention(Builder& b) {
           const std::string& x = s.operands[0];
           return "softmax_attention(" + x + ", " + x + ", " + x + ", scale=0.5)";
         });
+}
+
+// The scans (issue 16, point 7) along the last dim and along dim 0 (an outer dim: the runtime
+// carries one running value per column): sums of small values, products of values near one,
+// logcumsumexp of finite floats, and the extrema of coarse values, whose ties and NaN move the
+// index.
+void add_scans(Builder& b) {
+  for (const char* dim : {"-1", "0"}) {
+    const std::string where = std::string(dim) == "0" ? ".first" : ".last";
+    b.add("cumsum", "cumsum" + where, {D::Small}, kAll, R::Float64, false, call_on("cumsum", dim));
+    b.add("cumprod", "cumprod" + where, {D::NearOne}, kAll, R::Float64, false,
+          call_on("cumprod", dim));
+    b.add("logcumsumexp", "logcumsumexp" + where, {D::Finite}, kFloats, R::Float64, false,
+          call_on("logcumsumexp", dim));
+    for (const char* op : {"cummax", "cummin"}) {
+      b.add(op, op + where, {D::Coarse}, kAll, R::SameDtype, true, call_on(op, dim));
+      b.entries.back().result_count = [](const CallSite&) { return 2; };  // values, indices
+    }
+  }
 }
 
 }  // namespace stax::fuzz::catalog

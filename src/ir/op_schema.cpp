@@ -27,6 +27,7 @@ struct Registry {
     detail::add_pooling_schemas(schemas);
     detail::add_scatter_schemas(schemas);    // issue 15, point 4
     detail::add_attention_schemas(schemas);  // issue 15, point 1
+    detail::add_scan_schemas(schemas);       // issue 16, point 7
     for (size_t i = 0; i < schemas.size(); ++i) by_name.emplace(schemas[i].name, i);
   }
 };

@@ -57,6 +57,7 @@ enum class OpCategory : uint8_t {
   Pooling,
   Scatter,    // index_put, index_add, scatter, scatter_add (ir/scatter_args.h)
   Attention,  // scaled dot-product attention and its backward (ir/attention_args.h)
+  Scan,       // cumsum, cumprod, logcumsumexp, cummax, cummin (ir/scan_args.h)
 };
 
 struct OpSchema {

@@ -25,6 +25,8 @@ void add_pooling_schemas(std::vector<OpSchema>& out);
 void add_scatter_schemas(std::vector<OpSchema>& out);
 // issue 15, point 1: attention
 void add_attention_schemas(std::vector<OpSchema>& out);
+// issue 16, point 7: cumsum, cumprod, logcumsumexp, cummax, cummin (ir/scan_args.h)
+void add_scan_schemas(std::vector<OpSchema>& out);
 
 // Schema parameter shorthands.
 Param required(std::string name, ParamKind kind);

@@ -15,6 +15,7 @@
 #include "index/expr.h"
 #include "ir/dtype.h"
 #include "ir/index_rule.h"
+#include "ir/scan_args.h"
 #include "ir/scatter_args.h"
 #include "lowering/ops_handler.h"
 #include "lowering/source_op.h"
@@ -131,6 +132,15 @@ struct AttentionCall {
   std::optional<ExternalOperand> grad_out, out, logsumexp;
 };
 
+// A scan (issue 16, point 7: cumsum, cumprod, logcumsumexp, cummax, cummin; ir/scan_args.h)
+// run by Stax's runtime (external/scan.h): `input` (already in the values' dtype) scanned
+// along `dim`; cummax's and cummin's indices are a further result (ResultOf).
+struct ScanCall {
+  ir::ScanKind kind = ir::ScanKind::Sum;
+  ExternalOperand input;
+  int64_t dim = 0;
+};
+
 // A further result of a call with several results (the attention's logsumexp, the key's and
 // value's gradients): written by the call that computes `call_buffer`, whose operands list
 // this buffer as an output. Its node reads `call_buffer`, so that it is ordered after the
@@ -156,6 +166,8 @@ struct ExternalCall {
   std::optional<ScatterCall> scatter;
   // Attention (op: _scaled_dot_product_flash_attention_for_cpu[_backward]).
   std::optional<AttentionCall> attention;
+  // A scan (op: cumsum, ...): its operand is the ScanCall's input.
+  std::optional<ScanCall> scan;
   // A further result of another call (`a` names that call's buffer).
   std::optional<ResultOf> result_of;
   double alpha = 1.0;
@@ -168,7 +180,7 @@ struct ExternalCall {
 
   // a, b, then bias if any; a scatter's index, values (if any) and self (unless zeros);
   // attention's query, key, value, the mask if any, then the backward's grad_out, out and
-  // logsumexp; a further result's `a` (the call it is a result of).
+  // logsumexp; a scan's input; a further result's `a` (the call it is a result of).
   std::vector<const ExternalOperand*> operands() const;
 };
 

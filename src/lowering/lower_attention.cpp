@@ -4,7 +4,7 @@
 // logsumexp, the key's and value's gradients) is a buffer of its own whose node is a ResultOf
 // the call: it reads the call's buffer, so it is scheduled after it, and the call writes it.
 // The nodes of an op's results are consecutive (ir::Graph), so the call is lowered with the
-// first result and every later result finds it in attention_calls_.
+// first result and every later result finds it in first_result_calls_ (lower_further_result).
 #include "ir/attention_args.h"
 #include "lowering/lowerer.h"
 
@@ -18,21 +18,7 @@ LoweredValue Lowerer::lower_attention(const ir::Node& node, const ir::Value& out
   const std::vector<int64_t> strides =
       a.result_strides(graph_, node.result_index, eager_layout(a.query.index).strides);
   if (node.result_index > 0) {
-    const auto it = attention_calls_.find(first);
-    if (it == attention_calls_.end()) {
-      throw std::logic_error(node.op + " result " + std::to_string(node.result_index) +
-                             " before its first result");
-    }
-    const LoweredValue& call_value = it->second;
-    ExternalCall call;
-    call.op = node.op;
-    call.a = ExternalOperand{call_value.layout->buffer,  false, call_value.dtype, call_value.sizes,
-                             call_value.layout->strides, 0};
-    call.result_of = ResultOf{call_value.layout->buffer, node.result_index};
-    call.library = "Stax runtime attention";
-    call.reason = "result " + std::to_string(node.result_index) + " of the call that writes " +
-                  call_value.layout->buffer;
-    return add_external_buffer(node, std::move(call), out.type.dtype, out.type.sizes, strides);
+    return lower_further_result(node, out, "Stax runtime attention", strides);
   }
   const std::string role =
       " of " + ir::describe_node(graph_, node) + ": attention reads stored tensors only";
@@ -65,8 +51,30 @@ LoweredValue Lowerer::lower_attention(const ir::Node& node, const ir::Value& out
   }
   LoweredValue v =
       add_external_buffer(node, std::move(call), out.type.dtype, out.type.sizes, strides);
-  attention_calls_[first] = v;
+  first_result_calls_[first] = v;
   return v;
+}
+
+LoweredValue Lowerer::lower_further_result(const ir::Node& node, const ir::Value& out,
+                                           const std::string& library,
+                                           std::optional<std::vector<int64_t>> strides) {
+  const int first = node_index(node) - node.result_index;
+  const auto it = first_result_calls_.find(first);
+  if (it == first_result_calls_.end()) {
+    throw std::logic_error(node.op + " result " + std::to_string(node.result_index) +
+                           " before its first result");
+  }
+  const LoweredValue& call_value = it->second;
+  ExternalCall call;
+  call.op = node.op;
+  call.a = ExternalOperand{call_value.layout->buffer,  false, call_value.dtype, call_value.sizes,
+                           call_value.layout->strides, 0};
+  call.result_of = ResultOf{call_value.layout->buffer, node.result_index};
+  call.library = library;
+  call.reason = "result " + std::to_string(node.result_index) + " of the call that writes " +
+                call_value.layout->buffer;
+  return add_external_buffer(node, std::move(call), out.type.dtype, out.type.sizes,
+                             std::move(strides));
 }
 
 }  // namespace stax::lowering

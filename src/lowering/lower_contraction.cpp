@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "ir/attention_args.h"
+#include "ir/scan_args.h"
 #include "lowering/lowerer.h"
 
 namespace stax::lowering {
@@ -167,6 +168,11 @@ std::vector<ir::ValueRef> Lowerer::library_operands(const ir::Node& node) const 
     if (a.mask) operands.push_back(*a.mask);
     if (a.backward) operands.insert(operands.end(), {a.grad_out, a.out, a.logsumexp});
     return operands;
+  }
+  if (schema->category == ir::OpCategory::Scan) {
+    // A scan whose input is converted first reads the conversion, which lower_scan stores.
+    const ir::ScanArgs a = ir::scan_args(graph_, node);
+    if (a.input_dtype == a.dtype) return {a.self};
   }
   return {};
 }

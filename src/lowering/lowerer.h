@@ -261,6 +261,9 @@ class Lowerer {
       case ir::OpCategory::Attention:  // issue 15, point 1 (lower_attention.cpp)
         v = lower_attention(node, out);
         break;
+      case ir::OpCategory::Scan:  // issue 16, point 7 (lower_scan.cpp)
+        v = lower_scan(node, out);
+        break;
     }
     // Each result of a multi-result op (split, var_mean) is its own node, lowered alone.
     std::vector<LoweredValue> results = {std::move(v)};
@@ -346,8 +349,16 @@ class Lowerer {
   // Issue 15, point 1 (lower_attention.cpp): attention and its backward, one runtime call
   // whose further results are ResultOf buffers.
   LoweredValue lower_attention(const ir::Node& node, const ir::Value& out);
-  // The buffer of each attention call, by the node index of its first result.
-  std::map<int, LoweredValue> attention_calls_;
+  // Issue 16, point 7 (lower_scan.cpp): cumsum, cumprod, logcumsumexp, cummax, cummin as
+  // external nodes run by Stax's runtime.
+  LoweredValue lower_scan(const ir::Node& node, const ir::Value& out);
+  // A result after the first of a call with several results (attention's logsumexp, cummax's
+  // indices): a ResultOf buffer the call writes, in `strides` (else contiguous).
+  LoweredValue lower_further_result(const ir::Node& node, const ir::Value& out,
+                                    const std::string& library,
+                                    std::optional<std::vector<int64_t>> strides = std::nullopt);
+  // The buffer of each call with several results, by the node index of its first result.
+  std::map<int, LoweredValue> first_result_calls_;
   // `ref` as an external call reads it: where it is stored, else stored first (`why`).
   ExternalOperand stored_operand(ir::ValueRef ref, const std::string& why);
   // Issue 15: convolution and convolution_backward as external library calls or loop nests

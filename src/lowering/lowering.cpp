@@ -33,6 +33,7 @@ std::vector<const ExternalOperand*> ExternalCall::operands() const {
     }
     return out;
   }
+  if (scan) return {&scan->input};
   if (result_of) return {&a};
   std::vector<const ExternalOperand*> out = {&a, &b};
   if (bias) out.push_back(&*bias);

@@ -227,7 +227,9 @@ TEST(OpRegistryTest, AllOpsRegisteredWithCategories) {
       "_scaled_dot_product_flash_attention_for_cpu",
       "_scaled_dot_product_flash_attention_for_cpu_backward",
       // the written-out attention (graph_passes/fuse_written_attention.h)
-      "softmax_attention"};
+      "softmax_attention",
+      // issue 16, point 7: scans
+      "cumsum", "cumprod", "logcumsumexp", "cummax", "cummin"};
   std::vector<std::string> names = registered_op_names();
   for (const std::string& name : expected) {
     EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name;
@@ -238,6 +240,7 @@ TEST(OpRegistryTest, AllOpsRegisteredWithCategories) {
   EXPECT_EQ(find_op_schema("amin")->category, OpCategory::Reduction);
   EXPECT_EQ(find_op_schema("squeeze")->category, OpCategory::View);
   EXPECT_EQ(find_op_schema("expand")->category, OpCategory::View);
+  EXPECT_EQ(find_op_schema("cummax")->category, OpCategory::Scan);
   EXPECT_EQ(find_op_schema("clone")->category, OpCategory::Copy);
   EXPECT_EQ(find_op_schema("contiguous")->category, OpCategory::Copy);
   EXPECT_EQ(find_op_schema("avg_pool2d")->category, OpCategory::Pooling);

@@ -279,6 +279,12 @@ def every_op(x: f32[2, 3], y: f32[3], i: i64[2, 3], b: bool[2, 3],
     am = narrow(x, 1, 0, 2)
     agq, agk, agv = _scaled_dot_product_flash_attention_for_cpu_backward(ao, aq, aq, aq, ao, al, 0.0, True, attn_mask=am)
     aw = softmax_attention(aq, aq, aq, attn_mask=am, scale=0.5)
+    # issue 16, point 7: scans
+    sc0 = cumsum(x, 1, dtype='f64')
+    sc1 = cumprod(x, -1)
+    sc2 = logcumsumexp(x, 0)
+    sm0, si0 = cummax(x, 0)
+    sm1, si1 = cummin(x, dim=-1)
     return a0, k1, x, a0
 )";
 
