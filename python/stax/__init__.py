@@ -29,4 +29,16 @@ def explain(fn, *args, **kwargs):
     return _explain(fn, *args, **kwargs)
 
 
+def trim_output_pool() -> int:
+    """Frees the memory Stax keeps for the large outputs of the next calls (the output pool,
+    which also empties itself when the system runs short of memory); returns the bytes freed."""
+    return _C.output_pool_trim()
+
+
+def output_pool_stats() -> dict:
+    """The output pool's counters: cached_blocks, cached_bytes, hits, misses, huge_page_blocks
+    (blocks advised as transparent huge pages) and trims."""
+    return _C.output_pool_stats()
+
+
 _register_backend()

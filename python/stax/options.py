@@ -29,6 +29,12 @@ class Options:
     # The graph passes before lowering (the written-out attention as one blocked call); False
     # lowers each graph as written (for before/after measurements).
     graph_passes: bool = True
+    # Large outputs from Stax's output pool (kept across calls, their pages mapped); False
+    # takes them from PyTorch's allocator (for before/after measurements).
+    output_pool: bool = True
+    # Non-temporal stores for kernels moving more than the last-level cache into memory that
+    # is already mapped (pooled outputs, the arena); False keeps ordinary stores.
+    streaming_stores: bool = True
 
     @property
     def record_ir(self) -> bool:
@@ -53,7 +59,10 @@ class Options:
             raise ValueError(f"stax: option 'simd' must be one of {SIMD_LEVELS[1:]}, got {simd!r}")
         debug = options.get("debug", False)
         graph_passes = options.get("graph_passes", True)
-        for name, value in (("debug", debug), ("graph_passes", graph_passes)):
+        output_pool = options.get("output_pool", True)
+        streaming_stores = options.get("streaming_stores", True)
+        for name, value in (("debug", debug), ("graph_passes", graph_passes),
+                            ("output_pool", output_pool), ("streaming_stores", streaming_stores)):
             if not isinstance(value, bool):
                 raise ValueError(f"stax: option '{name}' must be a bool, got {value!r}")
         logs = options.get("logs", ())
@@ -72,4 +81,5 @@ class Options:
                 raise ValueError(f"stax: option '{name}' must be a path string, got {value!r}")
         return Options(threads=threads, simd=simd, logs=tuple(dict.fromkeys(logs)),
                        debug_dir=debug_dir, cache_dir=cache_dir, debug=debug,
-                       graph_passes=graph_passes)
+                       graph_passes=graph_passes, output_pool=output_pool,
+                       streaming_stores=streaming_stores)

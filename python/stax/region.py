@@ -45,7 +45,7 @@ class _OutputPlan:
 class _Variant:
     """One compilation of a region for one input layout."""
 
-    def __init__(self, compiled):
+    def __init__(self, compiled, output_pool=True):
         self.compiled = compiled
         self.run = compiled.run
         bindings = compiled.outputs
@@ -74,7 +74,8 @@ class _Variant:
         self.pooled = [False] * len(slot_bytes)
         for k, nbytes in enumerate(slot_bytes):
             plan = self.slot_tensor_plan[k]
-            if plan is not None and nbytes >= POOLED_OUTPUT_BYTES and plan.dtype != torch.bool:
+            if (output_pool and plan is not None and nbytes >= POOLED_OUTPUT_BYTES
+                    and plan.dtype != torch.bool):
                 self.pooled[k] = True
                 self.allocators.append(functools.partial(
                     _pooled, list(plan.sizes), list(plan.strides), STAX_DTYPES[plan.dtype],
@@ -251,8 +252,11 @@ class Region:
             cache_dir=o.cache_dir,
             record_ir=o.record_ir,
             graph_passes=o.graph_passes,
+            # Large outputs come from the pool and intermediates from the arena, both mapped
+            # after the first call: where streaming stores pay (streaming_stores.cpp).
+            outputs_in_mapped_memory=o.output_pool and o.streaming_stores,
         )
-        return _Variant(compiled)
+        return _Variant(compiled, o.output_pool)
 
     def _variant_for(self, args):
         layouts = tuple((tuple(a.shape), tuple(a.stride())) for a in args)

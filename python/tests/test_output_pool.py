@@ -8,7 +8,7 @@ import gc
 import pytest
 import torch
 
-import stax  # noqa: F401  (registers the backend)
+import stax
 from stax import _C
 from stax.region import POOLED_OUTPUT_BYTES
 
@@ -65,3 +65,63 @@ def test_a_request_the_block_cannot_hold_is_refused():
     capsule = _C.pooled_output([4, 4], [4, 1], "bf16", 64)
     t = torch.from_dlpack(capsule)
     assert t.shape == (4, 4) and t.dtype == torch.bfloat16
+
+
+def test_outputs_a_few_percent_apart_share_a_block():
+    # Size buckets (runtime/block_pool.h): a last batch a little smaller than the others takes
+    # the block the others free.
+    double = compiled(lambda x: x * 2)
+    first = double(torch.ones(1 << 20))
+    address = first.data_ptr()
+    del first
+    gc.collect()
+    smaller = torch.ones((1 << 20) - 3000)
+    second = compiled(lambda x: x * 2)(smaller)
+    assert second.data_ptr() == address
+    assert torch.equal(second, smaller * 2)
+
+
+def huge_page_mode():
+    with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+        line = f.read()
+    return line[line.index("[") + 1:line.index("]")]
+
+
+def test_large_outputs_are_advised_huge_pages_and_trim_frees_the_cache():
+    stax.trim_output_pool()
+    before = stax.output_pool_stats()
+    out = compiled(lambda x: x + 1)(torch.ones(3 << 20))  # 12 MiB
+    stats = stax.output_pool_stats()
+    assert stats["misses"] == before["misses"] + 1
+    if huge_page_mode() != "never":
+        assert stats["huge_page_blocks"] == before["huge_page_blocks"] + 1
+    assert out.data_ptr() % (2 << 20) == 0
+    del out
+    gc.collect()
+    assert stax.output_pool_stats()["cached_bytes"] >= 12 << 20
+    assert stax.trim_output_pool() >= 12 << 20
+    assert stax.output_pool_stats()["cached_bytes"] == 0
+
+
+def test_the_pool_can_be_turned_off():
+    before = stax.output_pool_stats()
+    fn = torch.compile(lambda x: x * 3, backend="stax", options={"output_pool": False})
+    torch._dynamo.reset()
+    out = fn(torch.ones(1 << 20))
+    assert torch.equal(out, torch.full((1 << 20,), 3.0))
+    after = stax.output_pool_stats()
+    assert (after["hits"], after["misses"]) == (before["hits"], before["misses"])
+
+
+@pytest.mark.parametrize("streaming", [True, False])
+def test_streaming_stores_into_pooled_outputs(streaming, capfd):
+    # A kernel moving more than the last-level cache (64 MiB here; CPUs of this class have
+    # up to 32 MiB) writes its pooled output with streaming stores, the default, or ordinary
+    # ones; either way every call, on fresh and on reused blocks, gives eager's result.
+    x = torch.randn(8 << 20)
+    fn = torch.compile(lambda x: x * 2 + 1, backend="stax",
+                       options={"streaming_stores": streaming, "logs": ("output_code",)})
+    torch._dynamo.reset()
+    for _ in range(3):
+        assert torch.equal(fn(x), x * 2 + 1)
+    assert ("store_stream" in capfd.readouterr().err) == streaming

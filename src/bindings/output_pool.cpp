@@ -3,68 +3,19 @@
 
 #include <dlpack/dlpack.h>
 
-#include <cstdlib>
-#include <iterator>
-#include <map>
 #include <memory>
-#include <mutex>
-#include <new>
 #include <stdexcept>
 
 #include "ir/dtype.h"
+#include "runtime/block_pool.h"
 
 namespace stax::bindings {
 namespace {
 
-constexpr size_t kAlignment = 64;
-
-class OutputPool {
- public:
-  void* take(size_t bytes) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      // The most recently freed block of the size: its lines may still be in cache.
-      auto it = free_.upper_bound(bytes);
-      if (it != free_.begin() && std::prev(it)->first == bytes) {
-        --it;
-        void* block = it->second;
-        free_.erase(it);
-        cached_ -= bytes;
-        return block;
-      }
-    }
-    void* block = std::aligned_alloc(kAlignment, bytes);
-    if (block == nullptr) throw std::bad_alloc();
-    return block;
-  }
-
-  void give(void* block, size_t bytes) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (cached_ + bytes <= kMaxCachedBytes) {
-        free_.emplace(bytes, block);
-        cached_ += bytes;
-        return;
-      }
-    }
-    std::free(block);
-  }
-
-  std::pair<int64_t, int64_t> cached() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return {static_cast<int64_t>(free_.size()), static_cast<int64_t>(cached_)};
-  }
-
- private:
-  std::mutex mutex_;
-  std::multimap<size_t, void*> free_;
-  size_t cached_ = 0;
-};
-
 // Never destroyed: PyTorch may free a pooled tensor after this module's static destructors
 // ran (at interpreter exit).
-OutputPool& pool() {
-  static OutputPool* p = new OutputPool();
+runtime::BlockPool& pool() {
+  static auto* p = new runtime::BlockPool(kMaxCachedBytes);
   return *p;
 }
 
@@ -139,7 +90,7 @@ PyObject* pooled_output(const std::vector<int64_t>& sizes, const std::vector<int
   auto owned = std::make_unique<Owned>();
   owned->sizes = sizes;
   owned->strides = strides;
-  owned->bytes = (static_cast<size_t>(nbytes) + kAlignment - 1) & ~(kAlignment - 1);
+  owned->bytes = static_cast<size_t>(nbytes);
   void* data = pool().take(owned->bytes);
   DLTensor& t = owned->managed.dl_tensor;
   t.data = data;
@@ -161,7 +112,16 @@ PyObject* pooled_output(const std::vector<int64_t>& sizes, const std::vector<int
 }
 
 std::pair<int64_t, int64_t> output_pool_cached() {
-  return pool().cached();
+  const runtime::BlockPoolStats s = pool().stats();
+  return {s.cached_blocks, s.cached_bytes};
+}
+
+runtime::BlockPoolStats output_pool_stats() {
+  return pool().stats();
+}
+
+int64_t output_pool_trim() {
+  return pool().trim();
 }
 
 }  // namespace stax::bindings

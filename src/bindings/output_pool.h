@@ -6,9 +6,9 @@
 // whose DLPack deleter gives its block back here instead of to the C library; the next call
 // asking for that many bytes takes it back with its pages mapped.
 //
-// Blocks are matched by exact size (a region asks for the same sizes on every call) and the
-// pool keeps at most kMaxCachedBytes of freed blocks; what does not fit is freed. Deleters
-// take no Python lock: PyTorch may free a tensor on any thread.
+// The blocks come from a runtime::BlockPool (runtime/block_pool.h): size buckets, huge pages
+// for large blocks, at most kMaxCachedBytes cached, trimmed on memory pressure. Deleters take
+// no Python lock: PyTorch may free a tensor on any thread.
 #pragma once
 
 #include <Python.h>
@@ -17,6 +17,8 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "runtime/block_pool.h"
 
 namespace stax::bindings {
 
@@ -30,5 +32,8 @@ PyObject* pooled_output(const std::vector<int64_t>& sizes, const std::vector<int
 
 // (blocks, bytes) kept by the pool now, for tests and explain.
 std::pair<int64_t, int64_t> output_pool_cached();
+runtime::BlockPoolStats output_pool_stats();
+// Frees every cached block (stax.trim_output_pool()); returns the bytes freed.
+int64_t output_pool_trim();
 
 }  // namespace stax::bindings

@@ -269,14 +269,17 @@ NB_MODULE(_C, m) {
   m.def(
       "compile",
       [](const std::string& text, const std::string& filename, int num_threads,
-         const std::string& simd, const std::string& cache_dir, bool record_ir, bool graph_passes) {
-        const CompileOptions options =
+         const std::string& simd, const std::string& cache_dir, bool record_ir, bool graph_passes,
+         bool outputs_in_mapped_memory) {
+        CompileOptions options =
             make_options(num_threads, simd, cache_dir, record_ir, graph_passes);
+        options.outputs_in_mapped_memory = outputs_in_mapped_memory;
         nb::gil_scoped_release release;
         return stax::compile(ir::parse_graph(text, filename), options);
       },
       "text"_a, "filename"_a = "<graph>", nb::kw_only(), "num_threads"_a = 0, "simd"_a = "",
       "cache_dir"_a = "", "record_ir"_a = false, "graph_passes"_a = true,
+      "outputs_in_mapped_memory"_a = false,
       "Parses Stax graph text and compiles it (lowering, scheduling, C++ generation, JIT).");
 
   m.def(
@@ -347,4 +350,21 @@ NB_MODULE(_C, m) {
       "given back to the pool when the tensor is freed (output_pool.h)");
   m.def("output_pool_cached", &output_pool_cached,
         "(blocks, bytes) of freed outputs the pool keeps for the next calls");
+  m.def(
+      "output_pool_stats",
+      []() {
+        const runtime::BlockPoolStats s = output_pool_stats();
+        nb::dict d;
+        d["cached_blocks"] = s.cached_blocks;
+        d["cached_bytes"] = s.cached_bytes;
+        d["hits"] = s.hits;
+        d["misses"] = s.misses;
+        d["huge_page_blocks"] = s.huge_page_blocks;
+        d["trims"] = s.trims;
+        return d;
+      },
+      "the output pool's counters: cached blocks and bytes, hits, misses, blocks on huge pages, "
+      "trims");
+  m.def("output_pool_trim", &output_pool_trim,
+        "frees every block the output pool keeps; returns the bytes freed");
 }

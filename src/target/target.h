@@ -20,12 +20,14 @@ struct Target {
   runtime::SimdLevel simd = runtime::SimdLevel::Scalar;
   int num_threads = 1;         // P of Algorithm 8.1
   runtime::CacheSizes caches;  // tile sizes (Section 8.2), streaming stores
-  // Whether the buffers kernels write are memory already mapped (reused by an arena or given
-  // by the caller) rather than fresh allocations. Fresh pages are zeroed by the kernel at
-  // their first touch, which leaves their lines in cache: an ordinary store then costs no
-  // extra traffic and a streaming store adds a write. Measured here (64M-float add,
-  // 2 threads): streaming stores 40 ms vs 49 ms into mapped pages, 116-122 ms vs 92-105 ms into
-  // fresh ones. Today's wrapper allocates every output afresh, hence the default.
+  // Whether the buffers kernels write are memory already mapped (the arena of intermediates,
+  // outputs from the torch.compile bridge's output pool, or given by the caller) rather than
+  // fresh allocations. Fresh pages are zeroed by the kernel at their first touch, which leaves
+  // their lines in cache: an ordinary store then costs no extra traffic and a streaming store
+  // adds a write. Measured here (64M-float add, 2 threads): streaming stores 40 ms vs 49 ms
+  // into mapped pages, 116-122 ms vs 92-105 ms into fresh ones; through the bridge with pooled
+  // outputs, 13-15 ms vs 20-21 ms (bench/MEMORY_BOUND.md). The bridge sets it (its large
+  // outputs are pooled); the C++ API's run() allocates outputs afresh, hence the default.
   bool outputs_in_mapped_memory = false;
   // The libraries external calls may use, by name ("oneDNN matmul"); empty: none, every
   // contraction is a loop nest.

@@ -1,0 +1,150 @@
+// The output pool's blocks (issue 16, point 4; runtime/block_pool.h): buckets at most 12.5%
+// above a request, reuse within a bucket, the bound on cached bytes (fixed and half the
+// available memory), trimming under memory pressure and on request, and huge pages for large
+// blocks where the system grants them.
+#include "runtime/block_pool.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+
+namespace stax::runtime {
+namespace {
+
+MemoryInfo plenty() {
+  return {int64_t{64} << 30, int64_t{32} << 30};
+}
+
+TEST(BlockPool, BucketsHoldTheRequestWithinAnEighth) {
+  std::mt19937_64 rng(1);
+  for (int k = 0; k < 100000; ++k) {
+    const size_t bytes = static_cast<size_t>(rng() % (size_t{1} << (rng() % 34)));
+    const size_t bucket = BlockPool::bucket_bytes(bytes);
+    ASSERT_GE(bucket, bytes);
+    ASSERT_EQ(bucket % BlockPool::kMinAlignment, 0u);
+    // Below 512 bytes the step is 64 (and 0 bytes take 64).
+    const size_t whole_lines = std::max<size_t>((bytes + 63) / 64 * 64, 64);
+    ASSERT_LE(bucket, std::max<size_t>(bytes + bytes / 8, whole_lines)) << bytes;
+    ASSERT_EQ(BlockPool::bucket_bytes(bucket), bucket) << "a bucket is its own bucket";
+    if (bytes > (size_t{16} << 20)) {
+      ASSERT_EQ(bucket % BlockPool::kHugePageBytes, 0u);
+    }
+  }
+  // Sizes a few percent apart share a bucket.
+  EXPECT_EQ(BlockPool::bucket_bytes(1000000), BlockPool::bucket_bytes(1030000));
+}
+
+TEST(BlockPool, AGivenBlockServesTheNextRequestOfItsBucket) {
+  BlockPool pool(size_t{1} << 30, plenty);
+  void* a = pool.take(1000000);
+  std::memset(a, 1, BlockPool::bucket_bytes(1000000));
+  pool.give(a, 1000000);
+  EXPECT_EQ(pool.stats().cached_blocks, 1);
+  void* b = pool.take(1030000);  // same bucket
+  EXPECT_EQ(a, b);
+  void* c = pool.take(1000000);  // the block is taken: a new one
+  EXPECT_NE(c, b);
+  const BlockPoolStats s = pool.stats();
+  EXPECT_EQ(s.hits, 1);
+  EXPECT_EQ(s.misses, 2);
+  pool.give(b, 1030000);
+  pool.give(c, 1000000);
+  EXPECT_EQ(pool.stats().cached_blocks, 2);
+}
+
+TEST(BlockPool, CachedBytesStayWithinTheBound) {
+  BlockPool pool(size_t{2} << 20, plenty);  // 2 MiB
+  const size_t bytes = 768 << 10;
+  void* blocks[3] = {pool.take(bytes), pool.take(bytes), pool.take(bytes)};
+  for (void* b : blocks) pool.give(b, bytes);
+  const BlockPoolStats s = pool.stats();
+  EXPECT_EQ(s.cached_blocks, 2);
+  EXPECT_LE(s.cached_bytes, int64_t{2} << 20);
+  // Half the available memory bounds the cache too.
+  BlockPool tight(size_t{1} << 30, [] { return MemoryInfo{int64_t{20} << 20, int64_t{3} << 20}; });
+  void* x = tight.take(1 << 20);
+  void* y = tight.take(1 << 20);
+  tight.give(x, 1 << 20);
+  tight.give(y, 1 << 20);
+  EXPECT_EQ(tight.stats().cached_blocks, 1);  // 1.5 MiB allowed
+}
+
+TEST(BlockPool, MemoryPressureAndTrimEmptyTheCache) {
+  int64_t available = int64_t{50} << 20;
+  BlockPool pool(size_t{1} << 30, [&] { return MemoryInfo{int64_t{100} << 20, available}; });
+  void* a = pool.take(1 << 20);
+  void* b = pool.take(1 << 20);
+  pool.give(a, 1 << 20);
+  EXPECT_EQ(pool.stats().cached_blocks, 1);
+  available = int64_t{5} << 20;  // below a tenth of the total
+  // The pool reads the system's memory at most every 50 ms.
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  pool.give(b, 1 << 20);
+  BlockPoolStats s = pool.stats();
+  EXPECT_EQ(s.cached_blocks, 0);
+  EXPECT_EQ(s.trims, 1);
+  available = int64_t{50} << 20;
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  pool.give(pool.take(1 << 20), 1 << 20);
+  EXPECT_EQ(pool.stats().cached_blocks, 1);
+  EXPECT_GT(pool.trim(), 0);
+  EXPECT_EQ(pool.stats().cached_bytes, 0);
+}
+
+// The system's transparent huge page mode: "always", "madvise" or "never".
+std::string huge_page_mode() {
+  std::ifstream in("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string line;
+  std::getline(in, line);
+  const size_t open = line.find('['), close = line.find(']');
+  return open == std::string::npos ? "never" : line.substr(open + 1, close - open - 1);
+}
+
+// Kilobytes of huge pages backing the mapping that holds `address` (/proc/self/smaps).
+int64_t anon_huge_kib(const void* address) {
+  std::ifstream in("/proc/self/smaps");
+  std::string line;
+  const auto at = reinterpret_cast<uintptr_t>(address);
+  bool inside = false;
+  while (std::getline(in, line)) {
+    uintptr_t lo = 0, hi = 0;
+    char dash = 0;
+    std::istringstream range(line);
+    if (range >> std::hex >> lo >> dash >> hi && dash == '-') {
+      inside = lo <= at && at < hi;
+      continue;
+    }
+    if (inside && line.rfind("AnonHugePages:", 0) == 0) {
+      std::istringstream fields(line.substr(14));
+      int64_t kib = 0;
+      fields >> kib;
+      return kib;
+    }
+  }
+  return 0;
+}
+
+TEST(BlockPool, LargeBlocksAreHugePageAlignedAndAdvised) {
+  BlockPool pool(size_t{1} << 30, plenty);
+  const size_t bytes = size_t{8} << 20;
+  void* block = pool.take(bytes);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(block) % BlockPool::kHugePageBytes, 0u);
+  std::memset(block, 1, bytes);  // fault the pages in
+  const std::string mode = huge_page_mode();
+  SCOPED_TRACE("transparent huge pages: " + mode);
+  if (mode == "never") {
+    EXPECT_EQ(anon_huge_kib(block), 0);  // the system refuses them: ordinary pages
+  } else {
+    EXPECT_EQ(pool.stats().huge_page_blocks, 1);
+    EXPECT_GT(anon_huge_kib(block), 0) << "no huge page backs the advised block";
+  }
+  pool.give(block, bytes);
+}
+
+}  // namespace
+}  // namespace stax::runtime
