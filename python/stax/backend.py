@@ -232,7 +232,8 @@ def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs, options: Option
     with _recorder_lock:
         for r in _recorders:
             r.append(record)
-    return _boxed(_direct_call(fused, regions) or fused)
+    direct = _direct_call(fused, regions)
+    return _boxed(direct) if direct is not None else _boxed_graph(fused)
 
 
 def _first_line(error) -> str:
@@ -317,16 +318,42 @@ def _direct_call(fused, regions):
 
 def _boxed(fn):
     def run(args):
-        # AOTAutograd's boxed convention: the list is ours to clear. The inputs stay alive
-        # until the graph returns (the call holds them); clearing the list then drops this
-        # reference at once, not when AOTAutograd's caller lets the list go (for backward,
-        # the saved activations).
+        # AOTAutograd's boxed convention: the list is ours to clear. A single region holds its
+        # inputs until it returns (the call does); clearing the list then drops this reference
+        # at once, not when AOTAutograd's caller lets the list go.
         out = fn(*args)
         args.clear()
         return out
 
     run._boxed_call = True
     run.unboxed = fn
+    return run
+
+
+def _boxed_graph(fused: torch.fx.GraphModule):
+    """The graph of regions and PyTorch nodes as a boxed function that releases each input
+    after its last use (issue 16, point 5): it takes AOTAutograd's list of arguments, moves
+    them into locals and clears the list, and FX's code drops every value, inputs included,
+    after the node that reads it last, so a backward graph frees the activations saved for
+    it as it goes instead of holding all of them until it returns."""
+    code = fused.graph.python_code(root_module="self")
+    lines = code.src.split("\n")
+    start = next(k for k, line in enumerate(lines) if line.startswith("def forward("))
+    names = [n.name for n in fused.graph.nodes if n.op == "placeholder"]
+    body = ["def forward(self, args):"]
+    if names:
+        body.append(f"    {', '.join(names)}, = args")
+    body.append("    args.clear()")
+    src = "\n".join(lines[:start] + body + lines[start + 1:])
+    scope = dict(code.globals)
+    exec(compile(src, f"<stax boxed graph {type(fused).__name__}>", "exec"), scope)
+    forward = scope["forward"].__get__(fused)
+
+    def run(args):
+        return forward(args)
+
+    run._boxed_call = True
+    run.unboxed = fused
     return run
 
 

@@ -1,0 +1,106 @@
+"""Peak memory of one training step (issue 16, point 5): a BERT-style model (bench/models'
+2-layer BERT, hidden 768, 128 tokens) at batch 8, forward and backward, under eager, the
+default backend (inductor) and Stax, with Stax's inputs released at their last use (the
+default) and held until each graph returns (as before).
+
+Each variant runs in its own process: 3 warm-up steps (compilation, pools and arenas filled),
+then the kernel's peak-RSS mark is reset (/proc/self/clear_refs) and one step runs; the table
+gives the resident memory before the step and the peak during it, and the peak's increase.
+Each process runs with glibc mapping every block above 64 KiB on its own and unmapping it when
+freed, so resident memory follows what is live. Stax's pooled outputs and arenas stay resident
+between steps: they are in "before", and the peak is the measure to compare.
+
+Usage: .venv/bin/python bench/models/training_peak.py [--model bert] [--batch 8] [--out FILE]
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+VARIANTS = ["eager", "inductor", "stax", "stax (inputs held)"]
+
+
+def rss_kib(field):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise RuntimeError(field)
+
+
+def measure(variant, model_name, batch):
+    import torch
+
+    sys.path.insert(0, os.path.dirname(__file__))
+    import case
+    import models
+
+    torch.manual_seed(0)
+    model, kind, vocab = models.build(model_name, torch.float32)
+    model.train()
+    inputs = models.make_inputs(kind, vocab, batch, torch.float32)
+    if variant.startswith("stax"):
+        import stax.backend
+
+        if variant == "stax (inputs held)":
+            # Before: every graph holds its inputs until it returns.
+            stax.backend._boxed_graph = stax.backend._boxed
+        compiled = torch.compile(model, backend="stax")
+    elif variant == "inductor":
+        compiled = torch.compile(model)
+    else:
+        compiled = model
+    step = case.make_step(compiled, inputs, training=True)
+    for _ in range(3):
+        step()
+    import gc
+
+    gc.collect()
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")  # resets VmHWM to the current RSS
+    before = rss_kib("VmRSS")
+    step()
+    peak = rss_kib("VmHWM")
+    return {"before_mib": before / 1024, "peak_mib": peak / 1024, "step_mib": (peak - before) / 1024}
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model", default="bert")
+    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--variant", default="")
+    parser.add_argument("--out", default="")
+    args = parser.parse_args()
+    if args.variant:
+        import torch
+
+        torch.set_num_threads(args.threads)
+        print(json.dumps(measure(args.variant, args.model, args.batch)))
+        return
+    rows = []
+    for variant in VARIANTS:
+        # glibc maps every block above 64 KiB on its own and unmaps it when freed, so resident
+        # memory follows what is live instead of what the C library keeps for reuse.
+        env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="65536", MALLOC_TRIM_THRESHOLD_="0")
+        out = subprocess.run([sys.executable, __file__, "--model", args.model, "--batch",
+                              str(args.batch), "--threads", str(args.threads), "--variant",
+                              variant], capture_output=True, text=True, check=True, env=env)
+        rows.append((variant, json.loads(out.stdout.strip().splitlines()[-1])))
+    lines = [f"Training step of {args.model}, batch {args.batch}, {args.threads} threads "
+             "(resident memory, MiB)", "",
+             "| variant | before the step | peak in the step | increase |", "|---|---|---|---|"]
+    for variant, r in rows:
+        lines.append(f"| {variant} | {r['before_mib']:.0f} | {r['peak_mib']:.0f} | "
+                     f"{r['step_mib']:.0f} |")
+    text = "\n".join(lines)
+    print(text)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(text + "\n")
+
+
+if __name__ == "__main__":
+    main()
