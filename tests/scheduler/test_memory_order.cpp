@@ -263,11 +263,12 @@ TEST(MergePeak, EveryMergeIsDefinition75OverTheMergedGraph) {
   EXPECT_GT(unordered, 100);
 }
 
-// a reads nothing, then a large buffer lives over c's step; b depends on c. Merged, a and b
-// run after c (b's ancestor), and d (which reads a's result) waits for them.
+// Nodes a, c, d, b in this order (numbered 0, 1, 2, 3): d reads a's 10 bytes, b reads c's 100.
+// Merged with a, b must follow c: the merged node runs right after c, and d, which reads a,
+// waits for it.
 TEST(MergePeak, TheMergedNodeRunsAfterTheLaterOnesAncestorsBetween) {
   MemoryDag dag;
-  dag.num_nodes = 4;  // order a=0, c=1, d=2, b=3
+  dag.num_nodes = 4;
   dag.buffers = {{10, 0, {2}, false},   // a -> d
                  {100, 1, {3}, false},  // c -> b
                  {1, 2, {}, true},      // d
