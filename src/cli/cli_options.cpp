@@ -10,8 +10,8 @@
 namespace stax::cli {
 
 const char* const kUsage =
-    "usage: stax explain FILE [--json] [--ir] [--threads N] [--simd avx512|avx2|scalar]\n"
-    "                [--no-graph-passes]\n"
+    "usage: stax explain FILE [--json] [--ir] [--verbose] [--threads N]\n"
+    "                [--simd avx512|avx2|scalar] [--no-graph-passes]\n"
     "       stax emit FILE [--threads N] [--simd avx512|avx2|scalar] [--no-graph-passes]\n"
     "       stax run FILE [--inputs IN.json] [--outputs OUT.json] [--json] [--threads N]\n"
     "                [--simd avx512|avx2|scalar] [--eager] [--no-graph-passes]\n"
@@ -33,6 +33,9 @@ const std::vector<OptionSpec>& option_specs() {
   static const std::vector<OptionSpec> specs = {
       {"--json", false, {"explain", "run"}},
       {"--ir", false, {"explain"}},
+      // Lists every fusion candidate refused or left unfused, with its reason (the text only
+      // counts them; the JSON always lists them).
+      {"--verbose", false, {"explain"}},
       {"--threads", true, {"explain", "emit", "run"}},
       {"--simd", true, {"explain", "emit", "run"}},
       {"--inputs", true, {"run"}},
@@ -111,6 +114,8 @@ CliArgs parse_cli_args(int argc, char** argv) {
       a.eager_only = true;
     } else if (arg == "--ir") {
       a.options.record_ir = true;
+    } else if (arg == "--verbose") {
+      a.verbose = true;
     } else if (arg == "--no-graph-passes") {
       a.options.graph_passes = false;
     } else if (arg == "--threads") {

@@ -20,6 +20,8 @@ struct CliArgs {
   std::string command;  // explain, emit or run
   std::string file;
   bool json_output = false;
+  // explain --verbose: the text lists each fusion candidate refused, with its reason.
+  bool verbose = false;
   std::optional<std::string> inputs_path;
   std::optional<std::string> outputs_path;
   // run --eager: only the eager interpreter (no compilation, no comparison), e.g. for ops

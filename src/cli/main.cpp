@@ -1,5 +1,5 @@
 // The `stax` command-line tool over the text format:
-//   stax explain FILE [--json] [--ir] [--threads N] [--simd LEVEL]
+//   stax explain FILE [--json] [--ir] [--verbose] [--threads N] [--simd LEVEL]
 //   stax emit FILE [--threads N] [--simd LEVEL]
 //   stax run FILE [--inputs IN.json] [--outputs OUT.json] [--json] [--threads N] [--simd LEVEL]
 //            [--eager]   (the eager interpreter alone: no compilation, no comparison)
@@ -244,7 +244,7 @@ int main(int argc, char** argv) {
       if (args.json_output) {
         std::cout << stax::explain_json(*c).dump(2) << "\n";
       } else {
-        std::cout << stax::explain_text(*c);
+        std::cout << stax::explain_text(*c, args.verbose);
       }
       return 0;
     }

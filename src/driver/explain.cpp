@@ -232,7 +232,7 @@ json explain_json(const Compilation& c) {
   return doc;
 }
 
-std::string explain_text(const Compilation& c) {
+std::string explain_text(const Compilation& c, bool verbose) {
   const json doc = explain_json(c);
   std::ostringstream out;
   out << "graph " << doc["graph"].get<std::string>() << "\n";
@@ -259,6 +259,8 @@ std::string explain_text(const Compilation& c) {
   for (const auto& r : doc["fusion_rounds"]) {
     out << "  round " << r["round"].get<int>() << ": found " << r["possible_fusions"].get<int>()
         << " possible fusions\n";
+    size_t refused = 0;  // by can_fuse
+    size_t skipped = 0;  // legal, but a node already fused this round, or a cycle
     for (const auto& cand : r["candidates"]) {
       const std::string pair =
           cand["first"].get<std::string>() + " with " + cand["second"].get<std::string>();
@@ -266,10 +268,25 @@ std::string explain_text(const Compilation& c) {
         out << "    fusing " << pair << ": " << cand["reason"].get<std::string>() << ", score "
             << cand["score"].get<std::string>() << "\n";
       } else if (cand["legal"].get<bool>()) {
-        out << "    not fusing " << pair << ": " << cand["reason"].get<std::string>() << "\n";
+        ++skipped;
+        if (verbose) {
+          out << "    not fusing " << pair << ": " << cand["reason"].get<std::string>() << "\n";
+        }
       } else {
-        out << "    cannot fuse " << pair << ": " << cand["reason"].get<std::string>() << "\n";
+        ++refused;
+        if (verbose) {
+          out << "    cannot fuse " << pair << ": " << cand["reason"].get<std::string>() << "\n";
+        }
       }
+    }
+    if (!verbose && refused + skipped > 0) {
+      auto count = [](size_t n, const char* what) {
+        return std::to_string(n) + (n == 1 ? " pair " : " pairs ") + what;
+      };
+      out << "    ";
+      if (refused > 0) out << count(refused, "refused") << (skipped > 0 ? ", " : "");
+      if (skipped > 0) out << count(skipped, "legal but not fused");
+      out << "; --verbose lists each with its reason\n";
     }
     for (const auto& f : r["fused"]) out << "    " << f.get<std::string>() << "\n";
   }

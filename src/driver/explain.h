@@ -2,7 +2,10 @@
 // groups, the fusion log in the seed's form (candidates per round, "fusing op0 with op1", the
 // reason and the score), the final nodes, the kernels with their form, parallel depth and the
 // graph ops each loop computes, and the buffers allocated and freed — as text, or as one JSON
-// document.
+// document. The JSON lists every fusion candidate with its reason; the text lists the fusions
+// made and counts the other candidates of each round, unless verbose (`stax explain
+// --verbose`), which lists each refused pair ("cannot fuse op0 with op3: <reason>") and each
+// legal pair left unfused ("not fusing ...").
 #pragma once
 
 #include <string>
@@ -14,6 +17,6 @@
 namespace stax {
 
 nlohmann::json explain_json(const Compilation& compilation);
-std::string explain_text(const Compilation& compilation);
+std::string explain_text(const Compilation& compilation, bool verbose = false);
 
 }  // namespace stax

@@ -388,7 +388,8 @@ FusionDecision FusionRules::try_outer_loop(const FusedNode& a, const FusedNode& 
   return d;
 }
 
-FusionDecision FusionRules::can_fuse(const FusedNode& first, const FusedNode& second) const {
+FusionDecision FusionRules::can_fuse(const FusedNode& first, const FusedNode& second,
+                                     const RaisedPeak& raised_peak) const {
   // Order the pair so that nothing in `a` depends on `b`.
   const bool ab = has_edge(first, second);
   const bool ba = has_edge(second, first);
@@ -415,38 +416,52 @@ FusionDecision FusionRules::can_fuse(const FusedNode& first, const FusedNode& se
       return rejected;
     }
   }
-  if (a.members().size() + b.members().size() > limits_.max_nodes) {
-    rejected.reason = "more than " + std::to_string(limits_.max_nodes) + " nodes";
+  // Section 7.3: at most 128 nodes after fusion.
+  const size_t members = a.members().size() + b.members().size();
+  if (members > limits_.max_nodes) {
+    rejected.reason = std::to_string(members) + " nodes after fusion: more than " +
+                      std::to_string(limits_.max_nodes);
     return rejected;
   }
+  // Section 7.3: at most 32 distinct buffers involved.
   const size_t buffers = summary(a).buffers.size() + summary(b).buffers.size() -
                          static_cast<size_t>(rejected.score.shared_buffers);
   if (buffers > limits_.max_buffers) {
-    rejected.reason = "more than " + std::to_string(limits_.max_buffers) + " buffers";
+    rejected.reason = std::to_string(buffers) + " distinct buffers after fusion: more than " +
+                      std::to_string(limits_.max_buffers);
     return rejected;
   }
+  // Section 7.3: shared data bytes no lower than a threshold.
   if (rejected.score.shared_bytes < limits_.min_shared_bytes) {
-    rejected.reason = "no shared data with identical indices (score " +
-                      std::to_string(rejected.score.shared_bytes) + ")";
+    rejected.reason = rejected.score.shared_bytes == 0
+                          ? "no shared data with identical indices (score 0)"
+                          : std::to_string(rejected.score.shared_bytes) +
+                                " bytes of shared data: below the threshold of " +
+                                std::to_string(limits_.min_shared_bytes);
     return rejected;
   }
-  if (!vertical && rejected.score.distance > limits_.max_horizontal_distance) {
-    rejected.reason = "horizontal fusion over a distance of " +
-                      std::to_string(rejected.score.distance) +
-                      " nodes would extend buffer lifetimes";
-    return rejected;
+  FusionDecision fused = try_same_nest(a, b, vertical);
+  if (!fused.accepted) {
+    FusionDecision outer = try_outer_loop(a, b);
+    outer.vertical = vertical;
+    if (!outer.accepted) {
+      rejected.reason = fused.reason + "; " + outer.reason;
+      return rejected;
+    }
+    fused = std::move(outer);
   }
-  FusionDecision same = try_same_nest(a, b, vertical);
-  if (same.accepted) {
-    same.score = rejected.score;
-    return same;
+  fused.score = rejected.score;
+  // Section 7.3: horizontal fusion must not extend the lifetime of what the two share so far
+  // that peak memory rises; Definition 7.5's simulation decides (fusion_peak.h).
+  if (!vertical && raised_peak) {
+    if (const std::optional<PeakChange> peak = raised_peak()) {
+      rejected.reason = "horizontal fusion would raise the simulated peak from " +
+                        std::to_string(peak->before) + " to " + std::to_string(peak->after) +
+                        " bytes (Definition 7.5)";
+      return rejected;
+    }
   }
-  FusionDecision outer = try_outer_loop(a, b);
-  outer.score = rejected.score;
-  outer.vertical = vertical;
-  if (outer.accepted) return outer;
-  rejected.reason = same.reason + "; " + outer.reason;
-  return rejected;
+  return fused;
 }
 
 }  // namespace stax::scheduler

@@ -1,17 +1,20 @@
 // can_fuse for the CPU (line 3 of Algorithm 7.1): whether two fused nodes may share a kernel,
 // the fused node they would form, and the reason — for a fusion as for a rejection.
 //
-// Rules, in order: size limits (128 nodes, 32 buffers); shared data above the threshold;
-// no far-apart horizontal fusion; then the CPU loop rules of Definition 7.2 — identical
-// iteration groups (SAME_VARS_REDUCE), pointwise nodes whose loops re-split into each other's
-// (COMPATIBLE_RANGES_NO_REDUCTION), a pointwise node whose ranges split into a
-// reduction's (COMPATIBLE_REDUCTION), or shared outer loops (OUTER_LOOP_FUSED, with the
-// outer-loop fusion depth) — each checked for vertical correctness: inside one loop nest a
-// read must use exactly the index of the write and may not read a reduction result
-// (Proposition 7.2, δ = 0); across nests of one outer iteration the positions read must be
-// exactly those written in that same outer iteration.
+// Rules, in order: size limits (at most 128 nodes and 32 distinct buffers after fusion, Section
+// 7.3); shared data no lower than the threshold; then the CPU loop rules of Definition 7.2 —
+// identical iteration groups (SAME_VARS_REDUCE), pointwise nodes whose loops re-split into each
+// other's (COMPATIBLE_RANGES_NO_REDUCTION), a pointwise node whose ranges split into a reduction's
+// (COMPATIBLE_REDUCTION), or shared outer loops (OUTER_LOOP_FUSED, with the outer-loop fusion
+// depth) — each checked for vertical correctness: inside one loop nest a read must use exactly the
+// index of the write and may not read a reduction result (Proposition 7.2, δ = 0); across nests of
+// one outer iteration the positions read must be exactly those written in that same outer
+// iteration. Last, a horizontal pair that passes all of these must not raise the peak memory that
+// Definition 7.5 simulates (fusion_peak.h).
 #pragma once
 
+#include <functional>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -21,14 +24,16 @@
 
 namespace stax::scheduler {
 
-// Limits of line 3 of Algorithm 7.1.
+// Limits of line 3 of Algorithm 7.1 (Section 7.3: "at most 128 nodes after fusion and at most
+// 32 distinct buffers involved; a number of shared data bytes no lower than a threshold").
 struct FusionLimits {
   size_t max_nodes = 128;
   size_t max_buffers = 32;
   int64_t min_shared_bytes = 1;
-  // Horizontal fusion of nodes further apart than this (in the original order) is refused:
-  // it would extend the lifetime of what the earlier one reads.
-  int max_horizontal_distance = 64;
+  // Not a legality rule but a bound on line 2's candidates, for compile time: two readers of a
+  // buffer are paired only when at most this far apart in the original order (greedy_fusion.cpp
+  // says why). Whether a horizontal pair may fuse is decided by the peak (fusion_peak.h).
+  int horizontal_pair_distance = 64;
 };
 
 struct FusionScore {
@@ -50,11 +55,23 @@ struct FusionDecision {
   FusedNode fused;  // valid when accepted
 };
 
+// Definition 7.5's simulated peak of the round's groups, without and with a horizontal pair
+// merged (fusion_peak.h).
+struct PeakChange {
+  int64_t before = 0;
+  int64_t after = 0;
+};
+// Asked only of a horizontal pair that passes every other rule; nullopt when the merge does not
+// raise the peak (or cannot be ordered, which Proposition 7.1's cycle check then refuses).
+using RaisedPeak = std::function<std::optional<PeakChange>()>;
+
 class FusionRules {
  public:
   FusionRules(const std::vector<SchedulerNode>& nodes, FusionLimits limits = {});
-  // a and b are distinct fused nodes; either may come first in the original order.
-  FusionDecision can_fuse(const FusedNode& a, const FusedNode& b) const;
+  // a and b are distinct fused nodes; either may come first in the original order. Without
+  // `raised_peak`, horizontal fusion is not checked against the peak.
+  FusionDecision can_fuse(const FusedNode& a, const FusedNode& b,
+                          const RaisedPeak& raised_peak = nullptr) const;
   FusionScore score(const FusedNode& a, const FusedNode& b) const;
   // Whether some node of `to` reads a buffer that a node of `from` writes.
   bool has_edge(const FusedNode& from, const FusedNode& to) const;

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "scheduler/cycle_check.h"
+#include "scheduler/fusion_peak.h"
 
 namespace stax::scheduler {
 
@@ -22,12 +23,14 @@ struct Candidate {
   FusionDecision decision;
 };
 
-// Line 2 of Algorithm 7.1: the pairs of groups that share a buffer. A buffer read by many
-// groups (one input feeding thousands of outputs) would give a quadratic number of pairs, but
-// can_fuse refuses horizontal fusion beyond `max_distance` anyway; so readers of a buffer are
-// paired only within that distance, and its writer with every reader (a vertical pair). Two
-// readers that are also producer and consumer meet through the buffer between them. The
-// candidates that can be accepted are exactly those of all pairs.
+// Line 2 of Algorithm 7.1: the pairs of groups that share a buffer. Its writer is paired with
+// every reader (a vertical pair). Its readers are paired only when at most `max_distance`
+// apart in the original order: a buffer read by many groups (one input feeding thousands of
+// outputs) would otherwise give a quadratic number of pairs, and the peak check of each
+// horizontal pair walks the groups between the two (fusion_peak.h), so unbounded pairs would
+// cost O(n^3) on such graphs. This bound is for compile time only; whether a pair within it
+// may fuse is can_fuse's decision, by the simulated peak. Two readers that are also producer
+// and consumer meet through the buffer between them.
 std::vector<std::pair<size_t, size_t>> candidate_pairs(const std::vector<SchedulerNode>& nodes,
                                                        const std::vector<FusedNode>& groups,
                                                        const FusionRules& rules, int max_distance) {
@@ -103,7 +106,8 @@ std::vector<Candidate> rank_candidates(std::vector<Candidate> candidates) {
 }  // namespace
 
 void greedy_fusion(const std::vector<SchedulerNode>& nodes, std::vector<FusedNode>& groups,
-                   FusionLog& log, const FusionLimits& limits) {
+                   const std::set<std::string>& outputs, FusionLog& log,
+                   const FusionLimits& limits) {
   FusionRules rules(nodes, limits);
   // Predecessors by buffer: a node depends on the writer of every buffer it reads.
   std::map<std::string, int> writer;
@@ -118,17 +122,25 @@ void greedy_fusion(const std::vector<SchedulerNode>& nodes, std::vector<FusedNod
   }
   CycleChecker cycles(preds);
 
+  // Line 1: at most ten rounds (Section 7.6, step 4).
   for (int round = 1; round <= kMaxFusionRounds; ++round) {
     FusionRoundLog round_log;
     round_log.round = round;
     // Line 2: pairs that share at least one buffer.
     const std::vector<std::pair<size_t, size_t>> pairs =
-        candidate_pairs(nodes, groups, rules, limits.max_horizontal_distance);
+        candidate_pairs(nodes, groups, rules, limits.horizontal_pair_distance);
+    // Definition 7.5 over this round's groups, for the horizontal pairs (fusion_peak.h).
+    const MergePeak peak(groups_memory_dag(nodes, groups, outputs));
     // Line 3: keep the legal ones; line 4: rank them.
     std::vector<Candidate> legal;
     std::vector<Candidate> refused;
     for (auto [a, b] : pairs) {
-      Candidate c{a, b, rules.can_fuse(groups[a], groups[b])};
+      const RaisedPeak raised = [&peak, a, b]() -> std::optional<PeakChange> {
+        const auto after = peak.raised_peak(static_cast<int>(a), static_cast<int>(b));
+        if (!after) return std::nullopt;
+        return PeakChange{peak.peak(), *after};
+      };
+      Candidate c{a, b, rules.can_fuse(groups[a], groups[b], raised)};
       (c.decision.accepted ? legal : refused).push_back(std::move(c));
     }
     legal = rank_candidates(std::move(legal));

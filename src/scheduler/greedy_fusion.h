@@ -1,9 +1,11 @@
 // Algorithm 7.1, greedy fusion: at most 10 rounds; candidates are pairs of fused nodes that
-// share a buffer; legal ones (FusionRules::can_fuse) are ranked by score (τ, σ, ω, −δ) and
-// merged best first, each node at most once per round and never into a cycle
-// (Proposition 7.1). Every decision is logged with its reason.
+// share a buffer; legal ones (FusionRules::can_fuse, whose peak check simulates each round's
+// groups, fusion_peak.h) are ranked by score (τ, σ, ω, −δ) and merged best first, each node at
+// most once per round and never into a cycle (Proposition 7.1). Every decision is logged with
+// its reason.
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -31,11 +33,14 @@ struct FusionLog {
   std::vector<FusionRoundLog> rounds;
 };
 
+// Line 1 of Algorithm 7.1 and step 4 of Section 7.6: "at most 10 rounds".
 constexpr int kMaxFusionRounds = 10;
 
 // `groups` starts as one fused node per live scheduler node, in execution order; on return it
-// holds the fused nodes, ordered by their first member.
+// holds the fused nodes, ordered by their first member. `outputs`: the buffers the graph
+// returns (live to the end in the peak simulation).
 void greedy_fusion(const std::vector<SchedulerNode>& nodes, std::vector<FusedNode>& groups,
-                   FusionLog& log, const FusionLimits& limits = {});
+                   const std::set<std::string>& outputs, FusionLog& log,
+                   const FusionLimits& limits = {});
 
 }  // namespace stax::scheduler

@@ -66,7 +66,7 @@ std::vector<std::vector<int>> MemoryDag::predecessors() const {
   return out;
 }
 
-int64_t simulate_peak(const MemoryDag& dag, const std::vector<int>& order) {
+std::vector<int64_t> live_bytes(const MemoryDag& dag, const std::vector<int>& order) {
   const auto n = static_cast<size_t>(dag.num_nodes);
   if (order.size() != n) throw std::invalid_argument("simulate_peak: order misses nodes");
   std::vector<int> position(n, -1);
@@ -85,12 +85,19 @@ int64_t simulate_peak(const MemoryDag& dag, const std::vector<int>& order) {
     change[static_cast<size_t>(def)] += b.bytes;
     change[static_cast<size_t>(last) + 1] -= b.bytes;
   }
-  int64_t live = 0;
-  int64_t peak = 0;
+  std::vector<int64_t> live(n, 0);
+  int64_t total = 0;
   for (size_t t = 0; t < n; ++t) {
-    live += change[t];
-    peak = std::max(peak, live);
+    total += change[t];
+    live[t] = total;
   }
+  return live;
+}
+
+int64_t simulate_peak(const MemoryDag& dag, const std::vector<int>& order) {
+  const std::vector<int64_t> live = live_bytes(dag, order);
+  int64_t peak = 0;
+  for (int64_t l : live) peak = std::max(peak, l);
   return peak;
 }
 

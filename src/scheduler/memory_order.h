@@ -34,6 +34,9 @@ struct MemoryDag {
 // topological order of all nodes). A buffer is live from its producer to its last reader
 // (to the end for an output), both included.
 int64_t simulate_peak(const MemoryDag& dag, const std::vector<int>& order);
+// The same simulation step by step: the total size of the live set L(τ) at each step τ of
+// `order` (simulate_peak is its maximum).
+std::vector<int64_t> live_bytes(const MemoryDag& dag, const std::vector<int>& order);
 
 // Among the ready nodes, the one of smallest increment (bytes it writes minus bytes whose
 // last reader it is); ties by node index.

@@ -2,6 +2,7 @@
 #include "scheduler/schedule.h"
 
 #include "ir/graph.h"
+#include "scheduler/fusion_peak.h"
 
 #include <algorithm>
 #include <map>
@@ -113,37 +114,13 @@ std::vector<FusedNode> topological_order(std::vector<FusedNode> groups,
   return ordered;
 }
 
-// The fused nodes in their current order as a MemoryDag: each member's buffer, written by its
-// group and read by the groups that read it.
-MemoryDag memory_dag(const Schedule& s, const lowering::LoweredGraph& graph) {
-  MemoryDag dag;
-  dag.num_nodes = static_cast<int>(s.kernels.size());
-  std::map<std::string, size_t> buffer_index;
+// The computed buffers the graph returns (an output that is an input is not computed).
+std::set<std::string> returned_buffers(const lowering::LoweredGraph& graph) {
   std::set<std::string> outputs;
   for (const auto& out : graph.outputs) {
     if (!out.is_input) outputs.insert(out.buffer);
   }
-  for (size_t g = 0; g < s.kernels.size(); ++g) {
-    for (int id : s.kernels[g].members()) {
-      const SchedulerNode& n = s.nodes[static_cast<size_t>(id)];
-      MemoryDag::Buffer b;
-      b.bytes = n.buffer->numel() * static_cast<int64_t>(dtype_size(n.buffer->dtype));
-      b.producer = static_cast<int>(g);
-      b.is_output = outputs.count(n.write.buffer) > 0;
-      buffer_index[n.write.buffer] = dag.buffers.size();
-      dag.buffers.push_back(b);
-    }
-  }
-  for (size_t g = 0; g < s.kernels.size(); ++g) {
-    for (int id : s.kernels[g].members()) {
-      for (const auto& r : s.nodes[static_cast<size_t>(id)].reads) {
-        if (auto it = buffer_index.find(r.buffer); it != buffer_index.end()) {
-          dag.buffers[it->second].readers.push_back(static_cast<int>(g));
-        }
-      }
-    }
-  }
-  return dag;
+  return outputs;
 }
 
 // Definition 7.5 over the buffers the wrapper allocates, in the final order.
@@ -199,7 +176,8 @@ Schedule schedule(const lowering::LoweredGraph& graph, const ScheduleOptions& op
   }
   // Steps 3-4: greedy fusion; its cycle test (Proposition 7.1) keeps a topological order of
   // the groups instead of ancestor sets (cycle_check.h).
-  if (options.fuse) greedy_fusion(s.nodes, groups, s.fusion_log, options.limits);
+  const std::set<std::string> outputs = returned_buffers(graph);
+  if (options.fuse) greedy_fusion(s.nodes, groups, outputs, s.fusion_log, options.limits);
   // Step 4b: external calls absorb the pointwise loops they can run as epilogues.
   if (options.fuse) {
     std::set<std::string> graph_outputs;
@@ -211,17 +189,15 @@ Schedule schedule(const lowering::LoweredGraph& graph, const ScheduleOptions& op
   s.kernels = topological_order(std::move(groups), s.nodes);
   // Step 5: the order of smallest simulated peak memory (Section 7.5).
   if (options.reorder_for_memory) {
-    s.memory_order = choose_memory_order(memory_dag(s, graph));
+    // Each member's buffer, written by its group and read by the groups that read it: the
+    // model greedy fusion's peak check simulates too (fusion_peak.h).
+    s.memory_order = choose_memory_order(groups_memory_dag(s.nodes, s.kernels, outputs));
     std::vector<FusedNode> reordered;
     for (int g : s.memory_order.order) reordered.push_back(s.kernels[static_cast<size_t>(g)]);
     s.kernels = std::move(reordered);
   }
 
   // Step 6: producers, last uses, and buffers that never leave a loop nest.
-  std::set<std::string> outputs;
-  for (const auto& out : graph.outputs) {
-    if (!out.is_input) outputs.insert(out.buffer);
-  }
   auto& plan_index = s.plan_index;
   for (size_t g = 0; g < s.kernels.size(); ++g) {
     for (int id : s.kernels[g].members()) {

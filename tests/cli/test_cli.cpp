@@ -282,6 +282,63 @@ std::filesystem::path neg_program() {
   return temp_file("neg.stax", "def h(x: f32[2]):\n    y = neg(x)\n    return y\n");
 }
 
+// The text lists the fusions made and counts the other candidates of each round; --verbose
+// lists each with its reason (here a horizontal pair the simulated peak refuses, and legal
+// pairs left for a later round); the JSON always lists every candidate.
+TEST(Cli, ExplainVerboseListsEachRefusedPairWithItsReason) {
+  // a and b share x; merged, b's result would be live over the 256 KiB exp.
+  const auto peak = temp_file("peak.stax",
+                              "def f(x: f32[64, 64], y: f32[256, 256]):\n"
+                              "    a = mul(x, 2.0)\n    e = exp(y)\n    s = sum(e, dim=[1])\n"
+                              "    m = amax(e, dim=[0])\n    b = mul(x, 3.0)\n"
+                              "    return a, s, m, b\n");
+  const std::string refusal =
+      "    cannot fuse op0 with op4: horizontal fusion would raise the simulated peak from 280576 "
+      "to 296960 bytes (Definition 7.5)\n";
+  const Result plain = run("explain " + peak.string());
+  ASSERT_EQ(plain.status, 0) << plain.out;
+  EXPECT_TRUE(contains(plain.out,
+                       "  round 1: found 0 possible fusions\n"
+                       "    4 pairs refused; --verbose lists each with its reason\n"))
+      << plain.out;
+  EXPECT_FALSE(contains(plain.out, "cannot fuse")) << plain.out;
+  EXPECT_FALSE(contains(plain.out, "simulated peak from")) << plain.out;
+  const Result verbose = run("explain " + peak.string() + " --verbose");
+  ASSERT_EQ(verbose.status, 0) << verbose.out;
+  EXPECT_TRUE(contains(verbose.out, refusal)) << verbose.out;
+  EXPECT_FALSE(contains(verbose.out, "--verbose lists")) << verbose.out;
+  const Result json = run("explain " + peak.string() + " --json");
+  ASSERT_EQ(json.status, 0) << json.out;
+  const auto candidates = nlohmann::json::parse(json.out)["fusion_rounds"][0]["candidates"];
+  ASSERT_EQ(candidates.size(), 4u);
+  EXPECT_EQ(candidates[0]["first"], "op0");
+  EXPECT_EQ(candidates[0]["second"], "op4");
+  EXPECT_EQ(candidates[0]["legal"], false);
+  EXPECT_EQ(candidates[0]["reason"],
+            "horizontal fusion would raise the simulated peak from 280576 to 296960 bytes "
+            "(Definition 7.5)");
+
+  // Three readers of x: one pair fuses in round 1, the two others wait for round 2.
+  const auto three = temp_file("three.stax",
+                               "def g(x: f32[64, 64]):\n    a = mul(x, 2.0)\n"
+                               "    b = mul(x, 3.0)\n    c = mul(x, 4.0)\n    return a, b, c\n");
+  const Result counted = run("explain " + three.string());
+  ASSERT_EQ(counted.status, 0) << counted.out;
+  EXPECT_TRUE(contains(counted.out,
+                       "    fusing op0 with op1: SAME_VARS_REDUCE, score (1, 16384, 1, -1)\n"
+                       "    2 pairs legal but not fused; --verbose lists each with its reason\n"))
+      << counted.out;
+  const Result listed = run("explain " + three.string() + " --verbose");
+  EXPECT_TRUE(contains(listed.out,
+                       "    not fusing op0 with op2: SAME_VARS_REDUCE (skipped: already fused this "
+                       "round)\n"))
+      << listed.out;
+  // --verbose belongs to explain only.
+  const Result emit = run("emit " + three.string() + " --verbose");
+  EXPECT_EQ(emit.status, 2) << emit.out;
+  EXPECT_TRUE(contains(emit.out, "does not apply to")) << emit.out;
+}
+
 TEST(CliInputs, DeeplyNestedJsonIsRejectedWithItsPosition) {
   // A million levels inside x's list: parsing is iterative, but describing the wrong value
   // (and nlohmann's dump) recursed once per level.

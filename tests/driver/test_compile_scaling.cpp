@@ -77,8 +77,8 @@ TEST(CompileScaling, SharedInputGivesLinearlyManyFusionCandidates) {
   auto c = analyze_text(fuzz::many_outputs_program(n));
   const auto& rounds = c->schedule.fusion_log.rounds;
   ASSERT_FALSE(rounds.empty());
-  // Readers of one buffer pair up only within the horizontal-fusion distance (64): every
-  // pair beyond it would be refused anyway. All 600 * 599 / 2 pairs were examined before.
+  // Readers of one buffer pair up only within FusionLimits::horizontal_pair_distance (64), a
+  // bound on the candidates for compile time. All 600 * 599 / 2 pairs were examined before.
   EXPECT_LE(rounds[0].candidates.size(), static_cast<size_t>(n) * 64);
   EXPECT_GT(rounds[0].possible, 0);
   // Every output is still computed, in kernels of at most 128 nodes.
