@@ -233,7 +233,13 @@ def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs, options: Option
         for r in _recorders:
             r.append(record)
     direct = _direct_call(fused, regions)
-    return _boxed(direct) if direct is not None else _boxed_graph(fused)
+    if direct is None:
+        return _boxed_graph(fused)
+    if getattr(direct, "__name__", "") == "call_boxed":
+        boxed = direct
+        boxed._boxed_call = True
+        return boxed
+    return _boxed(direct)
 
 
 def _first_line(error) -> str:
@@ -312,6 +318,8 @@ def _direct_call(fused, regions):
             return None
     region = regions[call.target]
     if positions == list(range(len(positions))) and len(positions) == region.num_returned:
+        if region.boxed_call is not None:
+            return region.boxed_call  # already boxed: it gives up each input after its last use
         return region.fast_call
     return lambda *args: [region(*args)[p] for p in positions]
 

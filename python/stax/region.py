@@ -171,7 +171,7 @@ class Region:
             self.primary = self._compile_variant(self.input_layouts, self.text)
         self._variants[_layouts_key(self.input_layouts)] = self.primary
         self.relayout = self.primary.relayout = self._outputs_to_relayout(self.primary)
-        self.fast_call = self._straight_line_call()
+        self.fast_call, self.boxed_call = self._straight_line_call()
         return self
 
     def _mismatched_outputs(self, variant):
@@ -217,30 +217,44 @@ class Region:
         Anything unusual (another layout, outputs that are views) takes __call__."""
         v = self.primary
         if not v.outputs_are_slots or self.offset_guards or self.relayout or self.returned:
-            return self.__call__
+            return self.__call__, None
         n = len(self.input_layouts)
         params = ", ".join(f"a{i}" for i in range(n))
-        env = {"general": self.__call__, "run": v.run, "empty_strided": _empty_strided,
-               "threads": self.threads, "get_num_threads": torch.get_num_threads}
-        lines = [f"def call({params}):"]
+        env = {"general": self.__call__, "run": v.run, "run_releasing": v.compiled.run_releasing,
+               "empty_strided": _empty_strided, "threads": self.threads,
+               "get_num_threads": torch.get_num_threads}
+        checks, allocations = [], []
         for i, (sizes, strides) in enumerate(self.input_layouts):
             env[f"S{i}"], env[f"Z{i}"] = strides, torch.Size(sizes)
-            lines.append(f"    if a{i}.stride() != S{i} or a{i}.shape != Z{i}:")
-            lines.append(f"        return general({params})")
+            checks.append(f"    if a{i}.stride() != S{i} or a{i}.shape != Z{i}:")
+            checks.append(f"        return general({params})")
         for k, plan in enumerate(v.plans):
             if v.pooled[k]:
                 env[f"A{k}"] = v.allocators[k]
-                lines.append(f"    o{k} = A{k}()")
+                allocations.append(f"    o{k} = A{k}()")
                 continue
             env[f"D{k}"], env[f"OZ{k}"], env[f"OS{k}"] = plan.dtype, plan.sizes, plan.strides
-            lines.append(f"    o{k} = empty_strided(OZ{k}, OS{k}, D{k})")
+            allocations.append(f"    o{k} = empty_strided(OZ{k}, OS{k}, D{k})")
         outs = ", ".join(f"o{k}" for k in range(len(v.plans)))
         ins = ", ".join(f"a{i}.data_ptr()" for i in range(n))
         ptrs = ", ".join(f"o{k}.data_ptr()" for k in range(len(v.plans)))
-        lines.append(f"    run([{ins}], [{ptrs}], threads or get_num_threads())")
-        lines.append(f"    return [{outs}]")
+        lines = [f"def call({params}):", *checks, *allocations,
+                 f"    run([{ins}], [{ptrs}], threads or get_num_threads())",
+                 f"    return [{outs}]"]
+        # AOTAutograd's boxed convention (issue 16, point 5): the list of arguments is ours.
+        # The inputs move into the run, which drops each after the program's last read of it,
+        # so what no one else holds (a backward graph's saved activations) is freed as the
+        # program goes, not when it returns.
+        unpack = f"    {params}, = args" if n else "    pass"
+        released = f"    {params} = {', '.join(['None'] * n)}" if n else "    pass"
+        lines += ["", "def call_boxed(args):", unpack,
+                  *[c.replace(f"general({params})", "general(*args)") for c in checks],
+                  "    args.clear()", *allocations,
+                  f"    owners = [{params}]", f"    ins = [{ins}]", released,
+                  f"    run_releasing(owners, ins, [{ptrs}], threads or get_num_threads())",
+                  f"    return [{outs}]"]
         exec(compile("\n".join(lines), f"<stax region {self.name}>", "exec"), env)
-        return env["call"]
+        return env["call"], env["call_boxed"]
 
     def _compile_variant(self, layouts, text):
         o = self.options

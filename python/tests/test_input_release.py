@@ -50,3 +50,28 @@ def test_an_input_is_freed_after_its_last_use():
     assert args == []  # the boxed convention: the list is the callee's to clear
     assert _alive == [False], "the first input outlived its last use"
     torch.testing.assert_close(out, expected)
+
+
+def single_region(a, b, c):
+    t = torch.tanh(a)            # the last read of a
+    p = torch.mm(t, b)           # of b (a library call in the same program)
+    return ((p * c).sum(),)      # of c
+
+
+def test_a_whole_graph_region_drops_each_input_after_the_programs_last_read():
+    # One region is the whole graph: its program reports each input's last read (the
+    # wrapper's release statements) and the bridge drops the tensor then. Without that the
+    # inputs die together when the call returns, in the reverse of their order.
+    a, b, c = torch.randn(64, 96), torch.randn(96, 32), torch.randn(64, 32)
+    expected = single_region(a, b, c)[0]
+    gm = make_fx(single_region)(a, b, c)
+    run = backend.compile_aten_graph(gm, [a, b, c], Options.parse({}), "backward")
+    assert run.__name__ == "call_boxed"
+    deaths = []
+    args = [a.clone(), b.clone(), c.clone()]
+    refs = [weakref.ref(t, lambda _, name=name: deaths.append(name))
+            for name, t in zip("abc", args)]
+    (out,) = run(args)
+    assert args == [] and all(r() is None for r in refs)
+    assert deaths == ["a", "b", "c"]
+    torch.testing.assert_close(out, expected)

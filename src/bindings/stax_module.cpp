@@ -110,6 +110,35 @@ void run_compiled(const CompiledGraph& compiled, nb::handle inputs, nb::handle o
   compiled.run_into(input_data, output_slots, options);
 }
 
+// run_compiled for a caller that gives up its inputs (issue 16, point 5): `owners` holds the
+// objects that keep the inputs alive (the tensors), one per input; they move out of the list
+// (which is left empty) and each is dropped when the program is done reading its input, so
+// that memory no one else holds is freed during the run.
+void run_releasing(const CompiledGraph& compiled, nb::list owners, nb::handle inputs,
+                   nb::handle outputs, int num_threads) {
+  std::vector<const void*> input_data;
+  std::vector<void*> output_slots;
+  read_addresses(inputs, "inputs", input_data);
+  read_addresses(outputs, "outputs", output_slots);
+  if (owners.size() != input_data.size()) {
+    throw std::invalid_argument("run_releasing: " + std::to_string(owners.size()) + " owners for " +
+                                std::to_string(input_data.size()) + " inputs");
+  }
+  std::vector<nb::object> held;
+  held.reserve(owners.size());
+  for (nb::handle o : owners) held.push_back(nb::borrow(o));
+  owners.clear();
+  RunOptions options;
+  options.num_threads = num_threads;
+  // Called on this thread between the program's statements, without the GIL.
+  options.on_input_released = [&held](size_t input) {
+    nb::gil_scoped_acquire gil;
+    held.at(input) = nb::object();
+  };
+  nb::gil_scoped_release release;
+  compiled.run_into(input_data, output_slots, options);
+}
+
 std::vector<InputInfo> input_infos(const CompiledGraph& compiled) {
   std::vector<InputInfo> infos;
   for (const auto& in : compiled.compilation().lowered.inputs) {
@@ -238,6 +267,9 @@ NB_MODULE(_C, m) {
   nb::set_leak_warnings(false);
 
   nb::class_<CompiledGraph>(m, "Compiled", "A compiled Stax graph, loaded and ready to run")
+      .def("run_releasing", &run_releasing, "owners"_a, "inputs"_a, "outputs"_a, "num_threads"_a,
+           "run with the inputs given up: `owners` (the input tensors, one per input) is emptied "
+           "and each is dropped after the program's last read of it")
       .def("run", &run_compiled, "inputs"_a, "outputs"_a, "num_threads"_a,
            "Runs the graph: `inputs` are the data pointers of the graph inputs, laid out with "
            "the compiled sizes and strides; `outputs` one caller-allocated pointer per output "

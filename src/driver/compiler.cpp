@@ -19,7 +19,22 @@ namespace stax {
 namespace {
 
 using EntryFn = int (*)(const StaxTensorArg*, int64_t, void**, StaxAllocFn, void*, StaxExternalFn,
-                        void*, int, char*, int64_t);
+                        void*, StaxReleaseFn, void*, int, char*, int64_t);
+
+// RunOptions::on_input_released behind the wrapper's C callback.
+void release_input(void* ctx, int64_t input) {
+  (*static_cast<const std::function<void(size_t)>*>(ctx))(static_cast<size_t>(input));
+}
+
+StaxReleaseFn release_fn(const RunOptions& options) {
+  return options.on_input_released ? &release_input : nullptr;
+}
+
+void* release_ctx(const RunOptions& options) {
+  return options.on_input_released
+             ? const_cast<std::function<void(size_t)>*>(&options.on_input_released)
+             : nullptr;
+}
 
 struct OutputAllocator {
   std::vector<std::shared_ptr<Storage>> storages;
@@ -195,6 +210,7 @@ std::vector<Tensor> CompiledGraph::run(const std::vector<Tensor>& inputs,
     status = reinterpret_cast<EntryFn>(entry_)(
         args.data(), static_cast<int64_t>(args.size()), slots.data(), &allocate_output, &allocator,
         &driver::ExternalPlans::call, const_cast<driver::ExternalPlans*>(externals_.get()),
+        release_fn(options), release_ctx(options),
         options.num_threads > 0 ? options.num_threads : module.options.num_threads, err,
         sizeof err);
   }
@@ -251,7 +267,8 @@ void CompiledGraph::run_into(const std::vector<const void*>& input_data,
     status = reinterpret_cast<EntryFn>(entry_)(
         args.data(), static_cast<int64_t>(args.size()), slots.data(), &caller_slot,
         const_cast<void**>(output_slots.data()), &driver::ExternalPlans::call,
-        const_cast<driver::ExternalPlans*>(externals_.get()),
+        const_cast<driver::ExternalPlans*>(externals_.get()), release_fn(options),
+        release_ctx(options),
         options.num_threads > 0 ? options.num_threads : module.options.num_threads, err,
         sizeof err);
   }

@@ -2,6 +2,7 @@
 // it on tensors; or stop after code generation to explain or emit what would run.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -68,6 +69,11 @@ struct RunOptions {
   // compile time, included; a team has at most STAX_MAX_THREADS = 1024, stax_kernel.h);
   // 0 runs with the compile-time count (CompileOptions::num_threads).
   int num_threads = 0;
+  // Called with an input's position after the last statement that reads it (issue 16,
+  // point 5), on the calling thread: the caller may free the input then, unless an output is a
+  // view of it. A caller that gives up its inputs to the run (the torch.compile bridge, for the
+  // activations a backward graph reads) frees each as early as the program allows.
+  std::function<void(size_t input)> on_input_released = nullptr;
 };
 
 class CompiledGraph {

@@ -200,7 +200,8 @@ class Printer {
   void print_wrapper() {
     out_ << "STAX_KERNEL_EXPORT int stax_graph_run(const StaxTensorArg* inputs, int64_t "
             "num_inputs, void** outputs, StaxAllocFn alloc, void* alloc_ctx, StaxExternalFn "
-            "external, void* external_ctx, int num_threads, char* err, int64_t err_capacity) {\n";
+            "external, void* external_ctx, StaxReleaseFn release, void* release_ctx, int "
+            "num_threads, char* err, int64_t err_capacity) {\n";
     print_input_checks();
     if (p_.num_intermediates > 0) out_ << "void* stax_live[" << p_.num_intermediates << "] = {};\n";
     if (p_.arena_bytes > 0) {
@@ -219,6 +220,7 @@ class Printer {
         out_ << "stax_free(" << f->buffer << "); stax_live[" << f->slot << "] = nullptr;\n";
       } else if (const auto* r = std::get_if<ReleaseInput>(&st)) {
         out_ << "in_" << r->input << " = nullptr;  // last use of input " << r->input << "\n";
+        out_ << "if (release != nullptr) release(release_ctx, " << r->index << ");\n";
       } else if (const auto* c = std::get_if<CallKernel>(&st)) {
         print_call_kernel(*c);
       } else if (const auto* e = std::get_if<CallExternal>(&st)) {
@@ -226,7 +228,8 @@ class Printer {
       }
     }
     if (p_.arena_bytes > 0) out_ << "stax_arena_release(stax_arena);\n";
-    out_ << "(void)outputs;\n(void)external;\n(void)external_ctx;\nreturn 0;\n}\n";
+    out_ << "(void)outputs;\n(void)external;\n(void)external_ctx;\n(void)release;\n"
+            "(void)release_ctx;\nreturn 0;\n}\n";
   }
 
   const HostProgram& p_;

@@ -80,8 +80,10 @@ struct Free {
   int slot = 0;  // in the live table
   int unit = 0;  // the call it is freed after
 };
+// The last use of a graph input: the wrapper tells its caller, which may free it.
 struct ReleaseInput {
   std::string input;
+  int index = 0;  // its position among the graph's inputs
 };
 struct CallKernel {
   size_t function = 0;

@@ -15,8 +15,8 @@ namespace stax::program {
 void place_buffers(HostProgram& program) {
   const scheduler::Schedule& s = *program.schedule;
   const lowering::LoweredGraph& g = *s.graph;
-  std::set<std::string> inputs;
-  for (const auto& in : g.inputs) inputs.insert(in.name);
+  std::map<std::string, int> inputs;  // name -> position
+  for (const auto& in : g.inputs) inputs.emplace(in.name, static_cast<int>(inputs.size()));
   std::map<std::string, int> output_slot;
   for (const auto& out : g.outputs) {
     if (out.is_input || output_slot.count(out.buffer)) continue;
@@ -79,7 +79,7 @@ void place_buffers(HostProgram& program) {
     for (size_t i : unit_steps[u]) {
       for (const auto& name : s.release_after[program.steps[i].fused]) {
         if (inputs.count(name)) {
-          program.body.emplace_back(ReleaseInput{name});
+          program.body.emplace_back(ReleaseInput{name, inputs.at(name)});
         } else {
           program.body.emplace_back(Free{name, live_slot.at(name), static_cast<int>(u)});
         }

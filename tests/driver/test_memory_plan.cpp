@@ -4,6 +4,7 @@
 // several threads at once (each concurrent call its own arena).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <optional>
 #include <thread>
 
@@ -165,6 +166,36 @@ TEST(MemoryPlan, ReusedStorageComputesWhatFreshStorageComputes) {
       expect_identical(with_arena.run(inputs, r), reference, "arena, " + where);
     }
   }
+}
+
+}  // namespace
+}  // namespace stax
+
+namespace stax {
+namespace {
+
+// Issue 16, point 5: the wrapper tells its caller when it has read an input for the last
+// time. Every input of kProgram is released once, results are unchanged, and `a`, read only
+// by the first kernels, is released before later kernels and the library call run.
+TEST(MemoryPlan, EachInputIsReleasedAfterItsLastRead) {
+  const ir::Graph g = ir::parse_graph(kProgram);
+  CompileOptions o;
+  o.num_threads = 2;
+  const CompiledGraph compiled = compile(g, o);
+  const std::vector<Tensor> inputs = program_inputs();
+  std::vector<size_t> released;
+  RunOptions r;
+  r.on_input_released = [&released](size_t input) { released.push_back(input); };
+  const std::vector<Tensor> with_release = compiled.run(inputs, r);
+  std::vector<size_t> sorted = released;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(sorted, (std::vector<size_t>{0, 1, 2, 3}));
+  expect_identical(with_release, compiled.run(inputs), "with and without release");
+  const std::string& source = compiled.compilation().module.source;
+  const size_t release_a = source.find("release(release_ctx, 0);");
+  ASSERT_NE(release_a, std::string::npos);
+  EXPECT_NE(source.find("external(external_ctx", release_a), std::string::npos)
+      << "the matrix product runs after the last read of a";
 }
 
 }  // namespace

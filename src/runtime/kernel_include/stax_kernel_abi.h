@@ -33,6 +33,11 @@ typedef void* (*StaxAllocFn)(void* ctx, int64_t slot, int64_t nbytes);
 typedef int (*StaxExternalFn)(void* ctx, int64_t site, const void* const* operands, void* output,
                               int num_threads, char* err, int64_t err_capacity);
 
+/* Called by the wrapper after the last statement that reads input `input` (issue 16, point 5):
+ * the caller may free it now (the torch.compile bridge drops its reference, so a backward
+ * graph frees the activations saved for it as it goes). NULL: nothing to release. */
+typedef void (*StaxReleaseFn)(void* ctx, int64_t input);
+
 /* Formats an error message into buf (capacity cap bytes, always NUL-terminated when
  * cap > 0); a NULL buffer or cap <= 0 is ignored. */
 static inline void stax_set_error(char* buf, int64_t cap, const char* fmt, ...)

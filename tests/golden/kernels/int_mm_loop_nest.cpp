@@ -45,7 +45,7 @@ static void kernel0(const int32_t* __restrict in_a, const int32_t* __restrict in
   }
 }
 
-STAX_KERNEL_EXPORT int stax_graph_run(const StaxTensorArg* inputs, int64_t num_inputs, void** outputs, StaxAllocFn alloc, void* alloc_ctx, StaxExternalFn external, void* external_ctx, int num_threads, char* err, int64_t err_capacity) {
+STAX_KERNEL_EXPORT int stax_graph_run(const StaxTensorArg* inputs, int64_t num_inputs, void** outputs, StaxAllocFn alloc, void* alloc_ctx, StaxExternalFn external, void* external_ctx, StaxReleaseFn release, void* release_ctx, int num_threads, char* err, int64_t err_capacity) {
 if (num_inputs != 2) { stax_set_error(err, err_capacity, "expected 2 inputs, got %lld", (long long)num_inputs); return 1; }
 if (num_threads < 1) { stax_set_error(err, err_capacity, "num_threads must be at least 1, got %d", num_threads); return 1; }
 if (inputs[0].ndim != 2) { stax_set_error(err, err_capacity, "input 'a' (argument 0): expected 2 dimensions, got %lld", (long long)inputs[0].ndim); return 1; }
@@ -70,10 +70,14 @@ outputs[0] = buf1;
 if (buf1 == nullptr) { stax_arena_release(stax_arena); stax_set_error(err, err_capacity, "out of memory allocating buf1 (512 bytes)"); return 2; }
 kernel0(in_a, in_b, buf0, buf1, num_threads);
 in_a = nullptr;  // last use of input a
+if (release != nullptr) release(release_ctx, 0);
 in_b = nullptr;  // last use of input b
+if (release != nullptr) release(release_ctx, 1);
 stax_arena_release(stax_arena);
 (void)outputs;
 (void)external;
 (void)external_ctx;
+(void)release;
+(void)release_ctx;
 return 0;
 }

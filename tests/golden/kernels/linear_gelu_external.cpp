@@ -45,7 +45,7 @@ static void kernel1(float* __restrict buf1, float* __restrict buf2, int num_thre
   }
 }
 
-STAX_KERNEL_EXPORT int stax_graph_run(const StaxTensorArg* inputs, int64_t num_inputs, void** outputs, StaxAllocFn alloc, void* alloc_ctx, StaxExternalFn external, void* external_ctx, int num_threads, char* err, int64_t err_capacity) {
+STAX_KERNEL_EXPORT int stax_graph_run(const StaxTensorArg* inputs, int64_t num_inputs, void** outputs, StaxAllocFn alloc, void* alloc_ctx, StaxExternalFn external, void* external_ctx, StaxReleaseFn release, void* release_ctx, int num_threads, char* err, int64_t err_capacity) {
 if (num_inputs != 3) { stax_set_error(err, err_capacity, "expected 3 inputs, got %lld", (long long)num_inputs); return 1; }
 if (num_threads < 1) { stax_set_error(err, err_capacity, "num_threads must be at least 1, got %d", num_threads); return 1; }
 if (inputs[0].ndim != 2) { stax_set_error(err, err_capacity, "input 'x' (argument 0): expected 2 dimensions, got %lld", (long long)inputs[0].ndim); return 1; }
@@ -72,6 +72,7 @@ if (stax_arena == nullptr) { stax_set_error(err, err_capacity, "out of memory al
 float* buf0 = reinterpret_cast<float*>(stax_arena + 0);  // 24576 bytes
 kernel0(buf0, in_x, num_threads);
 in_x = nullptr;  // last use of input x
+if (release != nullptr) release(release_ctx, 0);
 float* buf1 = reinterpret_cast<float*>(stax_arena + 24576);  // 12288 bytes
 {
 const void* stax_operands[3] = {buf0, in_w, in_b};
@@ -79,7 +80,9 @@ const int stax_status = external(external_ctx, 0, stax_operands, buf1, num_threa
 if (stax_status != 0) { stax_arena_release(stax_arena); return stax_status; }
 }
 in_b = nullptr;  // last use of input b
+if (release != nullptr) release(release_ctx, 2);
 in_w = nullptr;  // last use of input w
+if (release != nullptr) release(release_ctx, 1);
 float* buf2 = static_cast<float*>(alloc(alloc_ctx, 0, 12288));
 outputs[0] = buf2;
 if (buf2 == nullptr) { stax_arena_release(stax_arena); stax_set_error(err, err_capacity, "out of memory allocating buf2 (12288 bytes)"); return 2; }
@@ -88,5 +91,7 @@ stax_arena_release(stax_arena);
 (void)outputs;
 (void)external;
 (void)external_ctx;
+(void)release;
+(void)release_ctx;
 return 0;
 }

@@ -46,7 +46,7 @@ static void kernel0(float* __restrict buf0, const float* __restrict in_x, const 
   }
 }
 
-STAX_KERNEL_EXPORT int stax_graph_run(const StaxTensorArg* inputs, int64_t num_inputs, void** outputs, StaxAllocFn alloc, void* alloc_ctx, StaxExternalFn external, void* external_ctx, int num_threads, char* err, int64_t err_capacity) {
+STAX_KERNEL_EXPORT int stax_graph_run(const StaxTensorArg* inputs, int64_t num_inputs, void** outputs, StaxAllocFn alloc, void* alloc_ctx, StaxExternalFn external, void* external_ctx, StaxReleaseFn release, void* release_ctx, int num_threads, char* err, int64_t err_capacity) {
 if (num_inputs != 2) { stax_set_error(err, err_capacity, "expected 2 inputs, got %lld", (long long)num_inputs); return 1; }
 if (num_threads < 1) { stax_set_error(err, err_capacity, "num_threads must be at least 1, got %d", num_threads); return 1; }
 if (inputs[0].ndim != 2) { stax_set_error(err, err_capacity, "input 'x' (argument 0): expected 2 dimensions, got %lld", (long long)inputs[0].ndim); return 1; }
@@ -68,9 +68,13 @@ outputs[0] = buf0;
 if (buf0 == nullptr) { stax_set_error(err, err_capacity, "out of memory allocating buf0 (36400 bytes)"); return 2; }
 kernel0(buf0, in_x, in_y, num_threads);
 in_x = nullptr;  // last use of input x
+if (release != nullptr) release(release_ctx, 0);
 in_y = nullptr;  // last use of input y
+if (release != nullptr) release(release_ctx, 1);
 (void)outputs;
 (void)external;
 (void)external_ctx;
+(void)release;
+(void)release_ctx;
 return 0;
 }
