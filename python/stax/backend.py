@@ -235,10 +235,8 @@ def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs, options: Option
     direct = _direct_call(fused, regions)
     if direct is None:
         return _boxed_graph(fused)
-    if getattr(direct, "__name__", "") == "call_boxed":
-        boxed = direct
-        boxed._boxed_call = True
-        return boxed
+    if getattr(direct, "_boxed_call", False):
+        return direct  # a region's boxed call (region.py): it releases each input itself
     return _boxed(direct)
 
 

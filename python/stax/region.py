@@ -254,7 +254,10 @@ class Region:
                   f"    run_releasing(owners, ins, [{ptrs}], threads or get_num_threads())",
                   f"    return [{outs}]"]
         exec(compile("\n".join(lines), f"<stax region {self.name}>", "exec"), env)
-        return env["call"], env["call_boxed"]
+        boxed = env["call_boxed"]
+        boxed._boxed_call = True
+        boxed.unboxed = env["call"]  # for callers that pass the arguments themselves
+        return env["call"], boxed
 
     def _compile_variant(self, layouts, text):
         o = self.options
