@@ -17,6 +17,7 @@ import concurrent.futures
 import functools
 import operator
 import os
+import re
 import threading
 
 import torch
@@ -284,6 +285,14 @@ class _RegionModule(torch.nn.Module):
         outs = self.region.fast_call(*args)
         return outs if len(outs) != 1 or self.region.graph_returns_tuple else outs[0]
 
+    def boxed_forward(self, args: list):
+        """forward on a list the region may empty: its boxed call drops each input at the
+        program's last read of it (the inputs the graph still needs have other owners)."""
+        boxed = self.region.boxed_call
+        outs = boxed(args) if boxed is not None else self.region.fast_call(*args)
+        args.clear()
+        return outs if len(outs) != 1 or self.region.graph_returns_tuple else outs[0]
+
 
 def _direct_call(fused, regions):
     """When the whole graph is one region over the graph's inputs, the region is the
@@ -336,6 +345,25 @@ def _boxed(fn):
     return run
 
 
+# A region call as FX writes it: `x = self.stax_region_3(a, b);  a = None` (the values whose
+# last use it is set to None after it).
+_REGION_CALL = re.compile(r"^(\s+)(\w+) = self\.(stax_region_\d+)\(([\w, ]*)\)(?:;\s+([\w =]+) = None)?$")
+
+
+def _boxed_region_call(line: str) -> str:
+    """A region call that hands its arguments over in a list, the values whose last use it
+    is dropped first: the region's program then frees each when it has read it for the last
+    time (what other code still reads keeps an owner, so it stays)."""
+    m = _REGION_CALL.match(line)
+    if m is None:
+        return line
+    indent, out, target, args, dead = m.groups()
+    args = ", ".join(a.strip() for a in args.split(",") if a.strip())
+    drop = f"{dead} = None; " if dead else ""
+    return (f"{indent}_args = [{args}]; {drop}"
+            f"{out} = self.{target}.boxed_forward(_args); _args = None")
+
+
 def _boxed_graph(fused: torch.fx.GraphModule):
     """The graph of regions and PyTorch nodes as a boxed function that releases each input
     after its last use (issue 16, point 5): it takes AOTAutograd's list of arguments, moves
@@ -343,7 +371,7 @@ def _boxed_graph(fused: torch.fx.GraphModule):
     after the node that reads it last, so a backward graph frees the activations saved for
     it as it goes instead of holding all of them until it returns."""
     code = fused.graph.python_code(root_module="self")
-    lines = code.src.split("\n")
+    lines = [_boxed_region_call(line) for line in code.src.split("\n")]
     start = next(k for k, line in enumerate(lines) if line.startswith("def forward("))
     names = [n.name for n in fused.graph.nodes if n.op == "placeholder"]
     body = ["def forward(self, args):"]

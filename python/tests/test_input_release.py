@@ -75,3 +75,31 @@ def test_a_whole_graph_region_drops_each_input_after_the_programs_last_read():
     assert args == [] and all(r() is None for r in refs)
     assert deaths == ["a", "b", "c"]
     torch.testing.assert_close(out, expected)
+
+
+def two_regions(a, b, c):
+    t = torch.tanh(a)
+    p = torch.mm(t, b)                  # the last read of b
+    r = p + a[:, :32]                   # of a, after b's: both in the first region
+    q = torch.ops.stax_test.probe(r)    # PyTorch between the regions
+    return ((q * c).sum(),)             # c: the second region
+
+
+def test_a_region_among_pytorch_nodes_drops_its_inputs_as_its_program_reads_them():
+    # The graph runs through FX (a region, a PyTorch node, a region); each region call hands
+    # over its arguments, so inside the first region's program b dies at its last read (the
+    # product), before a; without that the call would hold both until it returns and FX
+    # would drop them after it in argument order, a first.
+    a, b, c = torch.randn(64, 96), torch.randn(96, 32), torch.randn(64, 32)
+    expected = two_regions(a, b, c)[0]
+    gm = make_fx(two_regions)(a, b, c)
+    run = backend.compile_aten_graph(gm, [a, b, c], Options.parse({}), "backward")
+    deaths = []
+    args = [a.clone(), b.clone(), c.clone()]
+    refs = [weakref.ref(t, lambda _, name=name: deaths.append(name))
+            for name, t in zip("abc", args)]
+    _watched[0] = None
+    (out,) = run(args)
+    assert args == [] and all(r() is None for r in refs)
+    assert deaths == ["b", "a", "c"]
+    torch.testing.assert_close(out, expected)
