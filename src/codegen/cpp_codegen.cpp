@@ -81,6 +81,20 @@ GeneratedModule generate_cpp(const scheduler::Schedule& s, const CodegenOptions&
   }
   module.externals = host.externals;
   module.program_log = host.log;
+  for (const program::Statement& st : host.body) {
+    const auto* a = std::get_if<program::Allocate>(&st);
+    if (a == nullptr) continue;
+    std::string& where = module.buffer_placement[a->buffer];
+    if (a->output) {
+      where = "output slot " + std::to_string(a->slot);
+    } else if (a->arena_offset >= 0) {
+      where = "arena offset " + std::to_string(a->arena_offset);
+    } else if (!a->reuses.empty()) {
+      where = "reuses " + a->reuses;
+    } else {
+      where = "own allocation";
+    }
+  }
 
   // Output bindings: every non-input output buffer has its allocator slot.
   for (const auto& out : g.outputs) {

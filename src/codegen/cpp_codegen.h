@@ -5,6 +5,7 @@
 // program/host_printer.h.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -72,6 +73,9 @@ struct GeneratedModule {
   // program, and the wrapper calls them through its StaxExternalFn.
   std::vector<program::ExternalSite> externals;
   std::vector<std::string> program_log;  // the host program's decisions, for explain
+  // Where the wrapper puts each buffer it allocates ("arena offset 4096", "output slot 0",
+  // "reuses buf2", "own allocation"), for explain's buffer events.
+  std::map<std::string, std::string> buffer_placement;
 };
 
 GeneratedModule generate_cpp(const scheduler::Schedule& schedule, const CodegenOptions& options);

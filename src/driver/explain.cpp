@@ -201,16 +201,26 @@ json explain_json(const Compilation& c) {
     const std::string& function = function_of[s.kernels[k].name];
     for (const auto& b : s.allocate_before[k]) {
       const auto* p = s.plan_of(b);
-      buffers.push_back({{"event", "allocate"},
-                         {"buffer", b},
-                         {"bytes", p->bytes},
-                         {"output", p->is_output},
-                         {"at", function},
-                         {"loop", s.kernels[k].name}});
+      const auto placed = c.module.buffer_placement.find(b);
+      buffers.push_back(
+          {{"event", "allocate"},
+           {"buffer", b},
+           {"bytes", p->bytes},
+           {"output", p->is_output},
+           {"placement", placed == c.module.buffer_placement.end() ? "" : placed->second},
+           {"at", function},
+           {"loop", s.kernels[k].name}});
     }
     for (const auto& b : s.release_after[k]) {
       const auto* p = s.plan_of(b);
-      buffers.push_back({{"event", p ? "free" : "release input"},
+      // An intermediate in the arena is not freed: its lifetime ends and its range of the
+      // arena serves buffers that come later (plan_arena.cpp).
+      const auto placed = c.module.buffer_placement.find(b);
+      const bool in_arena = placed != c.module.buffer_placement.end() &&
+                            placed->second.rfind("arena offset ", 0) == 0;
+      buffers.push_back({{"event", !p         ? "release input"
+                                   : in_arena ? "lifetime ends"
+                                              : "free"},
                          {"buffer", b},
                          {"at", function},
                          {"loop", s.kernels[k].name}});
@@ -373,8 +383,10 @@ std::string explain_text(const Compilation& c, bool verbose) {
     const std::string event = b["event"];
     out << "  " << event << " " << b["buffer"].get<std::string>();
     if (event == "allocate") {
+      const std::string placement = b.value("placement", "");
       out << " (" << b["bytes"].get<int64_t>() << " bytes"
-          << (b["output"].get<bool>() ? ", output" : "") << ") before "
+          << (b["output"].get<bool>() ? ", output" : "")
+          << (placement.empty() || b["output"].get<bool>() ? "" : ", " + placement) << ") before "
           << b["at"].get<std::string>() << " (first written by " << b["loop"].get<std::string>()
           << ")";
     } else if (event == "elided") {

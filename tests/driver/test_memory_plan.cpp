@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "driver/compiler.h"
+#include "driver/explain.h"
 #include "eager/interpreter.h"
 #include "eager/tensor_io.h"
 #include "expect_outputs_match.h"
@@ -196,6 +197,37 @@ TEST(MemoryPlan, EachInputIsReleasedAfterItsLastRead) {
   ASSERT_NE(release_a, std::string::npos);
   EXPECT_NE(source.find("external(external_ctx", release_a), std::string::npos)
       << "the matrix product runs after the last read of a";
+}
+
+}  // namespace
+}  // namespace stax
+
+namespace stax {
+namespace {
+
+// Point 9: explain's buffer events say where each allocation lives, and an intermediate in
+// the arena ends its lifetime instead of being freed; without the arena it is freed.
+TEST(MemoryPlan, ExplainBufferEventsNameThePlacement) {
+  const ir::Graph g = ir::parse_graph(kProgram);
+  for (bool arena : {true, false}) {
+    CompileOptions o;
+    o.memory_arena = arena;
+    const nlohmann::json doc = explain_json(*analyze(g, o));
+    int placed = 0, ended = 0, freed = 0;
+    for (const auto& b : doc["buffers"]) {
+      const std::string event = b["event"];
+      if (event == "allocate" && !b["output"].get<bool>()) {
+        const std::string where = b["placement"];
+        EXPECT_EQ(where.rfind(arena ? "arena offset " : "", 0), 0u) << where;
+        ++placed;
+      }
+      ended += event == "lifetime ends";
+      freed += event == "free";
+    }
+    EXPECT_GT(placed, 0);
+    EXPECT_EQ(ended, arena ? placed : 0);
+    EXPECT_EQ(freed, arena ? 0 : placed);
+  }
 }
 
 }  // namespace
