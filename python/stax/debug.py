@@ -51,7 +51,8 @@ def report_graph(options, record, fused) -> None:
     wanted = options.debug_dir or {"fusion", "schedule"} & set(options.logs)
     for region in record.regions if wanted or {"ir", "output_code"} & set(options.logs) else ():
         variant = region.primary
-        explain = variant.compiled.explain() if wanted else ""
+        # The fusion log and the debug files list every refused pair with its reason.
+        explain = variant.compiled.explain(verbose=True) if wanted else ""
         fusion, schedule = _split_explain(explain)
         log(options, "fusion", f"stax: fusion of {region.name}:\n{fusion}")
         log(options, "schedule", f"stax: schedule of {region.name}:\n{schedule}")

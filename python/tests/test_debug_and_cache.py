@@ -150,3 +150,13 @@ def test_threads_are_read_at_each_call():
     finally:
         torch.set_num_threads(old)
     assert seen == [1, 3, 2]
+
+
+def test_verbose_explain_gives_each_refused_fusion_its_reason():
+    # Example 7.2: exp over all 8192 elements cannot share a loop with the row reductions.
+    with open(os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "examples",
+                           "example_7_2.stax")) as f:
+        text = f.read()
+    compiled = stax._C.compile(text, "example_7_2.stax")
+    assert "cannot fuse" not in compiled.explain() and "refused" in compiled.explain()
+    assert "cannot fuse op0 with op1: iteration groups" in compiled.explain(verbose=True)

@@ -291,8 +291,13 @@ NB_MODULE(_C, m) {
           "ir_log", [](const CompiledGraph& c) { return c.compilation().module.ir_log; },
           "the kernel IR after every code-generation pass (compile(..., record_ir=True))")
       .def(
-          "explain", [](const CompiledGraph& c) { return explain_text(c.compilation()); },
-          "lowering, fusion and schedule decisions, as `stax explain` prints them")
+          "explain",
+          [](const CompiledGraph& c, bool verbose) {
+            return explain_text(c.compilation(), verbose);
+          },
+          "verbose"_a = false,
+          "lowering, fusion and schedule decisions, as `stax explain` prints them (verbose: "
+          "every refused fusion with its reason, as `stax explain --verbose`)")
       .def(
           "explain_json",
           [](const CompiledGraph& c) { return explain_json(c.compilation()).dump(2); },
