@@ -194,6 +194,27 @@ void run_typed(const ScanSpec& spec, const ScanPartition& p, const S* input, S* 
   auto run = [&](int64_t o, int64_t c0, int64_t c1, int64_t k0, int64_t k1, State<A>* states,
                  bool write) {
     const S* in = input + outer_offset(spec, o);
+    if (c1 - c0 == 1) {
+      // One column (a scan along the last dim): the running state stays in registers and
+      // the walk is one pointer step per element.
+      State<A> st = states[0];
+      const S* x = in + columns.at(c0) + k0 * dim_stride;
+      S* y = values + (o * n + k0) * inner + c0;
+      int64_t* at = indices != nullptr ? indices + (o * n + k0) * inner + c0 : nullptr;
+      for (int64_t k = k0; k < k1; ++k, x += dim_stride, y += inner) {
+        Op::step(st, Op::load(x), k);
+        if (!write) continue;
+        Op::store(y, st.value);
+        if constexpr (K == ScanKind::Max || K == ScanKind::Min) {
+          if (at != nullptr) {
+            *at = st.index;
+            at += inner;
+          }
+        }
+      }
+      states[0] = st;
+      return;
+    }
     for (int64_t k = k0; k < k1; ++k) {
       const S* row = in + k * dim_stride;
       const int64_t out_row = (o * n + k) * inner;
