@@ -20,33 +20,13 @@ Usage (shared machine: real-time priority, nothing else benchmarking):
 """
 
 import argparse
-import statistics
 import time
 
 import torch
 import torch.nn.functional as F
 
 import stax  # noqa: F401  (registers the backend)
-
-
-def quantiles(samples):
-    s = sorted(samples)
-    pick = lambda f: s[min(len(s) - 1, int(f * len(s)))]
-    return statistics.median(s), pick(0.1), pick(0.9)
-
-
-def interleaved(runners, reps):
-    for _ in range(3):
-        for r in runners.values():
-            r()
-    times = {name: [] for name in runners}
-    for _ in range(reps):
-        for name, r in runners.items():
-            start = time.perf_counter()
-            out = r()
-            times[name].append((time.perf_counter() - start) * 1e3)
-            del out  # a pooled output goes back to the pool before the next call
-    return {name: quantiles(t) for name, t in times.items()}
+from interleaved import interleaved, quantiles, report
 
 
 def add(x, y):
@@ -127,11 +107,7 @@ def main():
     copy_after, copy_t = copy_bandwidth(args.reps)
     lines.append("")
     lines.append(f"DRAM copy again at the end: {copy_after:.1f} GB/s (median {copy_t[0]:.1f} ms)")
-    text = "\n".join(lines)
-    print(text)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(text + "\n")
+    report(lines, args.out)
 
 
 if __name__ == "__main__":

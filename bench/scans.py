@@ -9,24 +9,17 @@ Usage (shared machine: real-time priority, nothing else benchmarking):
 """
 
 import argparse
-import statistics
-import time
 
 import torch
 
 import stax  # noqa: F401  (registers the backend)
+from interleaved import interleaved, report
 
 CASES = [  # (sizes, dim, path)
     ((1, 16 << 20), 1, "one long line: blocks"),
     ((4096, 4096), 1, "4096 lines"),
     ((4096, 4096), 0, "outer dim: columns together"),
 ]
-
-
-def quantiles(samples):
-    s = sorted(samples)
-    pick = lambda f: s[min(len(s) - 1, int(f * len(s)))]
-    return statistics.median(s), pick(0.1), pick(0.9)
 
 
 def main():
@@ -46,27 +39,12 @@ def main():
             runners = {"eager": fn, "inductor": torch.compile(fn),
                        "stax": torch.compile(fn, backend="stax",
                                              options={"threads": args.threads})}
-            for r in runners.values():
-                for _ in range(3):
-                    r(x)
-            times = {name: [] for name in runners}
-            for _ in range(args.reps):
-                for name, r in runners.items():
-                    start = time.perf_counter()
-                    out = r(x)
-                    times[name].append((time.perf_counter() - start) * 1e3)
-                    del out
-            cells = []
-            for name in runners:
-                m, lo, hi = quantiles(times[name])
-                cells.append(f"{m:.1f} ({lo:.1f}-{hi:.1f})")
+            results = interleaved({name: (lambda r=r: r(x)) for name, r in runners.items()},
+                                  args.reps)
+            cells = [f"{m:.1f} ({lo:.1f}-{hi:.1f})" for m, lo, hi in results.values()]
             lines.append(f"| {op} | {list(sizes)}, {dim} ({path}) | " + " | ".join(cells) + " |")
             torch._dynamo.reset()
-    text = "\n".join(lines)
-    print(text)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(text + "\n")
+    report(lines, args.out)
 
 
 if __name__ == "__main__":
