@@ -322,6 +322,17 @@ def _copy(node, names, graph):
     return value
 
 
+@rewrite(aten.copy_.default)
+def _copy_in_place(node, names, graph):
+    # AOTAutograd's epilogue of an input mutation (keep_inference_input_mutations): the
+    # input's final value written into its own memory. Stax's copy_ broadcasts and converts
+    # src as eager's does and writes the input in place (issue 16, point 6).
+    dst = node.args[0]
+    if not isinstance(dst, torch.fx.Node) or dst.op != "placeholder":
+        raise Unsupported("copy_ into a value that is not a graph input")
+    return _emit_op(graph, node, "copy_", [names(dst), names(node.args[1])])
+
+
 @rewrite(aten.unbind.int)
 def _unbind(node, names, graph):
     x = node.args[0]

@@ -182,6 +182,14 @@ def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs, options: Option
     reinplace_scatters(gm, lambda node: node_problem(node, stax_ops) is not None)
     fused, region_names, reasons = partition(gm, stax_ops)
 
+    # A region writes inputs in place (copy_) when it runs: a PyTorch node after it must not
+    # read their old contents.
+    for rname in list(region_names):
+        hazard = _late_reader_of_written_input(fused, rname)
+        if hazard is not None:
+            _inline_region(fused, rname, hazard, report, reasons)
+            region_names.remove(rname)
+
     # 2. Translate each region to a Stax graph.
     regions: dict[str, Region] = {}
     for rname in region_names:
@@ -243,6 +251,29 @@ def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs, options: Option
 
 def _first_line(error) -> str:
     return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+
+
+def _late_reader_of_written_input(fused, rname) -> str | None:
+    """Why region `rname` cannot write its inputs in place: a node placed after its call
+    reads an input that the region's copy_ overwrites (AOTAutograd's graph orders every
+    reader of an input before its copy_, but the partitioner places a region's call where
+    its data dependences allow). None when there is no such node."""
+    sub = getattr(fused, rname)
+    call = next(n for n in fused.graph.nodes if n.op == "call_module" and n.target == rname)
+    placeholders = [n for n in sub.graph.nodes if n.op == "placeholder"]
+    written = [call.args[placeholders.index(n.args[0])] for n in sub.graph.nodes
+               if n.op == "call_function" and n.target is aten.copy_.default]
+    after = False
+    for node in fused.graph.nodes:
+        if node is call:
+            after = True
+            continue
+        if after and node.op in ("call_function", "call_module", "call_method"):
+            for w in written:
+                if w in node.all_input_nodes:
+                    return (f"it writes input {w.name} in place, which {node.name} reads after it "
+                            "in PyTorch")
+    return None
 
 
 def _inline_region(fused, rname, reason, report, reasons):
@@ -419,6 +450,10 @@ def _aot(gm, example_inputs, options: Options):
         bw_compiler=compiler("backward"),
         inference_compiler=compiler("inference"),
         decompositions=decompositions(),
+        # Input mutations stay in the graph as copy_(input, value) (issue 16, point 6): Stax
+        # writes the value into the input's memory in place, where AOTAutograd's epilogue
+        # would copy a returned value back after the call.
+        keep_inference_input_mutations=True,
     )(gm, example_inputs)
     # An inference graph that mutates no input, returns no alias and takes Dynamo's inputs
     # one to one needs none of AOTAutograd's runtime wrappers (epilogues for mutations and

@@ -137,8 +137,17 @@ int run_command(const CliArgs& args, const stax::ir::Graph& graph) {
                                       stax::cli::available_memory_bytes());
   stax::cli::check_eager_work(graph, stax::cli::kMaxEagerElementSteps);
   const auto inputs = make_inputs(graph, args, given);
-  const auto actual = compiled.run(inputs);
-  const auto expected = stax::eager::run(graph, inputs);
+  // Inputs the graph writes in place (copy_) get one copy for each run, compared afterwards.
+  const std::vector<stax::ir::InputWrite> writes = stax::ir::input_writes(graph);
+  auto own_inputs = [&] {
+    std::vector<stax::Tensor> copy = inputs;
+    for (const auto& w : writes) copy[w.input] = inputs[w.input].clone_storage();
+    return copy;
+  };
+  const auto compiled_inputs = own_inputs();
+  const auto eager_inputs = own_inputs();
+  const auto actual = compiled.run(compiled_inputs);
+  const auto expected = stax::eager::run(graph, eager_inputs);
   const std::vector<stax::Tolerance> tolerances = stax::output_tolerances(graph);
 
   json report;
@@ -160,6 +169,19 @@ int run_command(const CliArgs& args, const stax::ir::Graph& graph) {
                     {"rtol", tol.rtol},
                     {"atol", tol.atol},
                     {"within_tolerance", diff.within_tolerance}});
+  }
+  for (const auto& w : writes) {
+    const stax::Tolerance tol = stax::graph_value_tolerance(graph, w.value);
+    const auto diff =
+        stax::eager::compare(compiled_inputs[w.input], eager_inputs[w.input], tol.rtol, tol.atol);
+    all_ok = all_ok && diff.within_tolerance;
+    outs.push_back(
+        {{"name", "input " + graph.value(graph.inputs()[w.input]).name + " (written in place)"},
+         {"max_abs_diff", diff.max_abs},
+         {"max_rel_diff", diff.max_rel},
+         {"rtol", tol.rtol},
+         {"atol", tol.atol},
+         {"within_tolerance", diff.within_tolerance}});
   }
   report["outputs"] = outs;
   if (args.outputs_path) write_outputs_file(*args.outputs_path, graph, actual);

@@ -85,7 +85,9 @@ GeneratedModule generate_cpp(const scheduler::Schedule& s, const CodegenOptions&
     const auto* a = std::get_if<program::Allocate>(&st);
     if (a == nullptr) continue;
     std::string& where = module.buffer_placement[a->buffer];
-    if (a->output) {
+    if (a->input >= 0) {
+      where = "in place in input " + g.inputs[static_cast<size_t>(a->input)].name;
+    } else if (a->output) {
       where = "output slot " + std::to_string(a->slot);
     } else if (a->arena_offset >= 0) {
       where = "arena offset " + std::to_string(a->arena_offset);

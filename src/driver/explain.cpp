@@ -384,11 +384,12 @@ std::string explain_text(const Compilation& c, bool verbose) {
     out << "  " << event << " " << b["buffer"].get<std::string>();
     if (event == "allocate") {
       const std::string placement = b.value("placement", "");
+      const bool in_place = placement.rfind("in place", 0) == 0;
       out << " (" << b["bytes"].get<int64_t>() << " bytes"
-          << (b["output"].get<bool>() ? ", output" : "")
-          << (placement.empty() || b["output"].get<bool>() ? "" : ", " + placement) << ") before "
-          << b["at"].get<std::string>() << " (first written by " << b["loop"].get<std::string>()
-          << ")";
+          << (b["output"].get<bool>() && !in_place ? ", output" : "")
+          << (placement.empty() || (b["output"].get<bool>() && !in_place) ? "" : ", " + placement)
+          << ") before " << b["at"].get<std::string>() << " (first written by "
+          << b["loop"].get<std::string>() << ")";
     } else if (event == "elided") {
       out << " (kept in registers, never stored)";
     } else if (event == "local") {

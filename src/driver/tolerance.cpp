@@ -180,14 +180,16 @@ Tolerance value_tolerance(DType dtype, const std::vector<int64_t>& sum_lengths) 
   return combined_tolerance(dtype, sums);
 }
 
+Tolerance graph_value_tolerance(const ir::Graph& graph, ir::ValueRef value) {
+  std::set<int> visited;
+  std::vector<AccumulatingReduction> reductions;
+  collect_reductions(graph, value, visited, reductions);
+  return combined_tolerance(graph.value(value).type.dtype, reductions);
+}
+
 std::vector<Tolerance> output_tolerances(const ir::Graph& graph) {
   std::vector<Tolerance> out;
-  for (ir::ValueRef output : graph.outputs()) {
-    std::set<int> visited;
-    std::vector<AccumulatingReduction> reductions;
-    collect_reductions(graph, output, visited, reductions);
-    out.push_back(combined_tolerance(graph.value(output).type.dtype, reductions));
-  }
+  for (ir::ValueRef output : graph.outputs()) out.push_back(graph_value_tolerance(graph, output));
   return out;
 }
 

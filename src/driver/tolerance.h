@@ -58,6 +58,8 @@ struct Tolerance {
 // per output element). Integers and bool compare exactly.
 Tolerance value_tolerance(DType dtype, const std::vector<int64_t>& sum_lengths);
 
+// The tolerance of a value of the graph (from the sums on its paths from the inputs).
+Tolerance graph_value_tolerance(const ir::Graph& graph, ir::ValueRef value);
 // The tolerance of each graph output, in the order of graph.outputs().
 std::vector<Tolerance> output_tolerances(const ir::Graph& graph);
 

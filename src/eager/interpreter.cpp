@@ -50,6 +50,7 @@ const std::unordered_map<std::string_view, OpFn>& op_table() {
       {"squeeze", detail::eval_view_op},
       {"expand", detail::eval_view_op},
       {"clone", detail::eval_clone},
+      {"copy_", detail::eval_copy_in_place},
       {"contiguous", detail::eval_contiguous},
       // issue 6, point 6: views and data movement
       {"slice", detail::eval_view_op},
@@ -226,6 +227,7 @@ std::vector<Tensor> run(const ir::Graph& graph, const std::vector<Tensor>& input
   std::vector<Tensor> outputs;
   for (ir::ValueRef ref : graph.outputs())
     outputs.push_back(values.at(static_cast<size_t>(ref.index)));
+  detail::write_mutated_inputs(graph, values, outputs);
   return outputs;
 }
 

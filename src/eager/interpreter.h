@@ -63,6 +63,8 @@ namespace stax::eager {
 // std::runtime_error for integer division by zero or integers to negative powers, and
 // stax::AllocationError naming the value and the bytes when memory runs out (never a bare
 // std::bad_alloc).
+// A graph with copy_ (issue 16, point 6) writes the new values into those inputs' storage
+// after the last node ran; every node reads the inputs' old values.
 std::vector<Tensor> run(const ir::Graph& graph, const std::vector<Tensor>& inputs);
 
 // torch.Tensor.view's stride rule (shared with lowering).

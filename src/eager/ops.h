@@ -54,6 +54,8 @@ double int_to_float(int64_t value, DType to);
 double float_to_float(double value, DType to);
 // A view of `t` broadcast (expanded with stride 0) to `sizes`.
 Tensor broadcast_to(const Tensor& t, const std::vector<int64_t>& sizes);
+// A new contiguous tensor of `in` converted to `to` as _to_copy converts.
+Tensor converted(const Tensor& in, DType to);
 
 // ---- op families ----
 
@@ -117,5 +119,9 @@ Tensor eval_attention(const Env& env, const ir::Node& node);
 // Issue 16, point 7 (scan.cpp): cumsum, cumprod, logcumsumexp ({values}), cummax and cummin
 // ({values, indices}).
 std::vector<Tensor> eval_scan(const Env& env, const ir::Node& node);
+// copy_ (mutation.cpp): the new value of the input; write_mutated_inputs stores it there.
+Tensor eval_copy_in_place(const Env& env, const ir::Node& node);
+void write_mutated_inputs(const ir::Graph& graph, const std::vector<Tensor>& values,
+                          const std::vector<Tensor>& outputs);
 
 }  // namespace stax::eager::detail

@@ -197,29 +197,7 @@ Tensor eval_where(const Env& env, const ir::Node& node) {
 }
 
 Tensor eval_cast(const Env& env, const ir::Node& node) {
-  const ir::TensorType& type = env.result_type(node);
-  const Tensor& in = env.tensor(node, 0);
-  Tensor out = Tensor::empty(type.dtype, type.sizes);
-  const DType to = type.dtype;
-  for (int64_t p = 0; p < out.numel(); ++p) {
-    const std::vector<int64_t> index = unravel_index(p, type.sizes);
-    if (is_floating(in.dtype())) {
-      const double v = in.get(index);
-      if (is_floating(to)) {
-        out.set(index, float_to_float(v, to));
-      } else {
-        store_int(out, index, float_to_int(v, to));
-      }
-    } else {
-      const int64_t v = load_int(in, index);
-      if (is_floating(to)) {
-        out.set(index, int_to_float(v, to));
-      } else {
-        store_int(out, index, wrap_int(v, to));
-      }
-    }
-  }
-  return out;
+  return converted(env.tensor(node, 0), env.result_type(node).dtype);
 }
 
 }  // namespace
@@ -299,6 +277,29 @@ EvalFn find_binary_eval(std::string_view op) {
   };
   auto it = table.find(op);
   return it == table.end() ? nullptr : it->second;
+}
+
+Tensor converted(const Tensor& in, DType to) {
+  Tensor out = Tensor::empty(to, in.sizes());
+  for (int64_t p = 0; p < out.numel(); ++p) {
+    const std::vector<int64_t> index = unravel_index(p, in.sizes());
+    if (is_floating(in.dtype())) {
+      const double v = in.get(index);
+      if (is_floating(to)) {
+        out.set(index, float_to_float(v, to));
+      } else {
+        store_int(out, index, float_to_int(v, to));
+      }
+    } else {
+      const int64_t v = load_int(in, index);
+      if (is_floating(to)) {
+        out.set(index, int_to_float(v, to));
+      } else {
+        store_int(out, index, wrap_int(v, to));
+      }
+    }
+  }
+  return out;
 }
 
 EvalFn find_pointwise_eval(std::string_view op) {

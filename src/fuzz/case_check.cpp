@@ -146,10 +146,17 @@ Outcome check_valid(const std::string& text, const CaseOptions& options) {
   }
   std::vector<Tensor> inputs;
   std::vector<Tensor> expected;
+  // Inputs the graph writes in place (copy_): each run writes its own copy, compared after.
+  const std::vector<ir::InputWrite> writes = ir::input_writes(graph);
+  std::vector<Tensor> eager_inputs;
   if (Outcome o = guarded("eager", FailureKind::Refused,
                           [&] {
                             inputs = random_inputs(graph, options.input_seed);
-                            expected = eager::run(graph, inputs);
+                            eager_inputs = inputs;
+                            for (const auto& w : writes) {
+                              eager_inputs[w.input] = inputs[w.input].clone_storage();
+                            }
+                            expected = eager::run(graph, eager_inputs);
                           });
       o.failed()) {
     return o;
@@ -178,6 +185,18 @@ Outcome check_valid(const std::string& text, const CaseOptions& options) {
       detail << "output " << k << " ('" << graph.value(graph.outputs()[k]).name
              << "'): max abs difference " << diff.max_abs << ", max rel " << diff.max_rel
              << " (rtol " << tol.rtol << ", atol " << tol.atol << ")";
+      return fail(FailureKind::Mismatch, "compare", detail.str());
+    }
+  }
+  for (const auto& w : writes) {
+    const Tolerance tol = graph_value_tolerance(graph, w.value);
+    const eager::Difference diff =
+        eager::compare(inputs[w.input], eager_inputs[w.input], tol.rtol, tol.atol);
+    if (!diff.within_tolerance) {
+      std::ostringstream detail;
+      detail << "input " << w.input << " ('" << graph.value(graph.inputs()[w.input]).name
+             << "', written in place): max abs difference " << diff.max_abs << ", max rel "
+             << diff.max_rel << " (rtol " << tol.rtol << ", atol " << tol.atol << ")";
       return fail(FailureKind::Mismatch, "compare", detail.str());
     }
   }

@@ -87,6 +87,13 @@ class Drawer {
       step_.new_inputs.push_back(k + ": i64" + list(sizes));
       return temp("remainder(" + k + ", " + std::to_string(size) + ")");
     };
+    site.destination_input = [&](DType d, const std::vector<int64_t>& sizes,
+                                 const std::vector<int64_t>& strides) {
+      const std::string k = c_.fresh_input_name();
+      step_.new_inputs.push_back(k + ": " + std::string(dtype_name(d)) + list(sizes) +
+                                 (strides.empty() ? "" : " strides=" + list(strides)));
+      return k;
+    };
     const std::optional<std::string> call = e.call(site);
     if (!call || !index_ok) return std::nullopt;
     // Of several results (split, var_mean) the last is the step's value.

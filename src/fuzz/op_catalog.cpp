@@ -388,6 +388,7 @@ std::vector<CatalogEntry> build() {
   add_scatters(b);   // issue 15, point 4
   add_attention(b);  // issue 15, point 1
   add_scans(b);      // issue 16, point 7
+  add_mutations(b);  // issue 16, point 6
   return std::move(b.entries);
 }
 

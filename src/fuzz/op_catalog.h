@@ -70,6 +70,11 @@ struct CallSite {
   // Declares a new int64 input of `sizes` whose values lie in [0, bound) and returns its name
   // (index tensors of gather, index_select, embedding and index).
   std::function<std::string(const std::vector<int64_t>& sizes, int64_t bound)> index_input;
+  // Declares a new input of `dtype` and `sizes` (laid out with `strides`, empty: contiguous)
+  // and returns its name: the destination of copy_, which writes inputs only.
+  std::function<std::string(DType dtype, const std::vector<int64_t>& sizes,
+                            const std::vector<int64_t>& strides)>
+      destination_input;
 };
 
 struct CatalogEntry {

@@ -82,5 +82,6 @@ void add_pooling(Builder& b);
 void add_scatters(Builder& b);   // issue 15, point 4
 void add_attention(Builder& b);  // issue 15, point 1
 void add_scans(Builder& b);      // issue 16, point 7
+void add_mutations(Builder& b);  // issue 16, point 6: copy_ into a new input
 
 }  // namespace stax::fuzz::catalog

@@ -348,4 +348,31 @@ void add_scans(Builder& b) {
   }
 }
 
+// copy_ writes a value into a new input of the graph (the only values it writes): of the
+// same layout, transposed, and with a leading dim the value is broadcast over. The check
+// compares the written input with eager's (fuzz/case_check.cpp).
+void add_mutations(Builder& b) {
+  b.add("copy_", "copy_", {D::Any}, kAll, R::SameDtype, true, [](const CallSite& s) {
+    return "copy_(" + s.destination_input(s.dtype, s.sizes, {}) + ", " + s.operands[0] + ")";
+  });
+  b.add("copy_", "copy_.transposed", {D::Any}, kAll, R::SameDtype, true,
+        [](const CallSite& s) -> std::optional<std::string> {
+          if (s.sizes.size() < 2) return std::nullopt;
+          // Strides of the sizes stored with the dims in reverse order (column-major).
+          std::vector<int64_t> strides(s.sizes.size());
+          int64_t step = 1;
+          for (size_t d = 0; d < s.sizes.size(); ++d) {
+            strides[d] = step;
+            step *= s.sizes[d];
+          }
+          return "copy_(" + s.destination_input(s.dtype, s.sizes, strides) + ", " + s.operands[0] +
+                 ")";
+        });
+  b.add("copy_", "copy_.broadcast", {D::Any}, kAll, R::SameDtype, true, [](const CallSite& s) {
+    std::vector<int64_t> sizes = {3};
+    sizes.insert(sizes.end(), s.sizes.begin(), s.sizes.end());
+    return "copy_(" + s.destination_input(s.dtype, sizes, {}) + ", " + s.operands[0] + ")";
+  });
+}
+
 }  // namespace stax::fuzz::catalog

@@ -344,6 +344,17 @@ ValueRef Graph::append_node(Node node, const std::string& out_name, TensorType t
 
 ValueRef Graph::add_node(const std::string& op, std::vector<Arg> args,
                          std::vector<std::pair<std::string, Arg>> kwargs, const std::string& name) {
+  // An in-place op (add_, mul_, index_put_, ...) is its functional twin written back into its
+  // `self` with copy_ (op_schemas_mutation.cpp), as functionalization makes it.
+  if (const OpSchema* twin = in_place_twin_schema(op)) {
+    if (args.empty() || !std::holds_alternative<ValueRef>(args[0])) {
+      throw GraphError(op + ": argument 'self' must be a tensor given first");
+    }
+    const ValueRef self = std::get<ValueRef>(args[0]);
+    const std::string out_name = fresh_or_checked_name("copy_", name);
+    const ValueRef value = add_node(twin->name, std::move(args), std::move(kwargs));
+    return add_node("copy_", {self, value}, {}, out_name);
+  }
   Node node = bind_node(op, std::move(args), std::move(kwargs));
   if (find_op_schema(op)->result_count) {
     throw GraphError(op +
@@ -407,7 +418,12 @@ std::vector<ValueRef> Graph::add_multi_result_node(const std::string& op, std::v
 }
 
 void Graph::set_outputs(std::vector<ValueRef> outputs) {
-  if (outputs.empty()) throw GraphError("graph '" + name_ + "': needs at least one output");
+  // A graph that only writes its inputs in place (copy_) may return nothing.
+  const bool mutates =
+      std::any_of(nodes_.begin(), nodes_.end(), [](const Node& n) { return n.op == "copy_"; });
+  if (outputs.empty() && !mutates) {
+    throw GraphError("graph '" + name_ + "': needs at least one output");
+  }
   for (ValueRef ref : outputs) {
     if (ref.index < 0 || static_cast<size_t>(ref.index) >= values_.size()) {
       throw GraphError("graph '" + name_ + "': output reference " + std::to_string(ref.index) +
@@ -476,6 +492,18 @@ void Graph::set_location(ValueRef value, std::string location) {
   const int producer = values_.at(static_cast<size_t>(value.index)).producer;
   if (producer < 0) throw GraphError("set_location: '" + this->value(value).name + "' is an input");
   nodes_[static_cast<size_t>(producer)].location = std::move(location);
+}
+
+std::vector<InputWrite> input_writes(const Graph& graph) {
+  std::vector<InputWrite> writes;
+  for (const Node& node : graph.nodes()) {
+    if (node.op != "copy_") continue;
+    const ValueRef self = std::get<ValueRef>(node.args[0]);
+    const auto& inputs = graph.inputs();
+    const auto at = std::find(inputs.begin(), inputs.end(), self);
+    writes.push_back({static_cast<size_t>(at - inputs.begin()), node.output});
+  }
+  return writes;
 }
 
 std::string describe_node(const Graph& graph, const Node& node) {

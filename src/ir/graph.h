@@ -123,6 +123,14 @@ class Graph {
   std::vector<ValueRef> outputs_;
 };
 
+// A graph input that copy_ writes in place (issue 16, point 6): its position among the
+// inputs and the value it holds after the graph ran.
+struct InputWrite {
+  size_t input = 0;
+  ValueRef value;
+};
+std::vector<InputWrite> input_writes(const Graph& graph);
+
 // How errors after parsing name a node: "sum 's' at FILE:LINE" (or "sum 's'" without a
 // location), so that a refusal in lowering, scheduling, code generation or the eager
 // interpreter points at the statement of the program.

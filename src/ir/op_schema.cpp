@@ -28,6 +28,7 @@ struct Registry {
     detail::add_scatter_schemas(schemas);    // issue 15, point 4
     detail::add_attention_schemas(schemas);  // issue 15, point 1
     detail::add_scan_schemas(schemas);       // issue 16, point 7
+    detail::add_mutation_schemas(schemas);   // issue 16, point 6
     for (size_t i = 0; i < schemas.size(); ++i) by_name.emplace(schemas[i].name, i);
   }
 };
@@ -59,6 +60,18 @@ const OpSchema* find_op_schema(std::string_view name) {
   const Registry& r = registry();
   auto it = r.by_name.find(name);
   return it == r.by_name.end() ? nullptr : &r.schemas[it->second];
+}
+
+const OpSchema* in_place_twin_schema(std::string_view name) {
+  if (name.size() < 2 || name.back() != '_' || find_op_schema(name) != nullptr) return nullptr;
+  const OpSchema* twin = find_op_schema(name.substr(0, name.size() - 1));
+  if (twin == nullptr || twin->result_count || twin->params.empty() ||
+      twin->params[0].name != "self" ||
+      (twin->params[0].kind != ParamKind::Tensor &&
+       twin->params[0].kind != ParamKind::TensorOrScalar)) {
+    return nullptr;
+  }
+  return twin;
 }
 
 std::vector<std::string> registered_op_names() {

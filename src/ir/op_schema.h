@@ -58,6 +58,7 @@ enum class OpCategory : uint8_t {
   Scatter,    // index_put, index_add, scatter, scatter_add (ir/scatter_args.h)
   Attention,  // scaled dot-product attention and its backward (ir/attention_args.h)
   Scan,       // cumsum, cumprod, logcumsumexp, cummax, cummin (ir/scan_args.h)
+  Mutation,   // copy_: a graph input written in place (op_schemas_mutation.cpp)
 };
 
 struct OpSchema {
@@ -73,6 +74,10 @@ struct OpSchema {
 };
 
 const OpSchema* find_op_schema(std::string_view name);
+// For an in-place op name (add_, mul_, index_put_: no schema of its own), the schema of its
+// functional twin (add, mul, index_put) when that takes `self` first and has one result;
+// nullptr otherwise. Graph::add_node adds the twin and copy_ (op_schemas_mutation.cpp).
+const OpSchema* in_place_twin_schema(std::string_view name);
 std::vector<std::string> registered_op_names();
 
 // Helpers for reading bound arguments of a node (args are in schema order).

@@ -27,6 +27,8 @@ void add_scatter_schemas(std::vector<OpSchema>& out);
 void add_attention_schemas(std::vector<OpSchema>& out);
 // issue 16, point 7: cumsum, cumprod, logcumsumexp, cummax, cummin (ir/scan_args.h)
 void add_scan_schemas(std::vector<OpSchema>& out);
+// issue 16, point 6: copy_, a graph input written in place
+void add_mutation_schemas(std::vector<OpSchema>& out);
 
 // Schema parameter shorthands.
 Param required(std::string name, ParamKind kind);

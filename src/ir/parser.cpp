@@ -185,14 +185,21 @@ class Parser {
   }
 
   void parse_return(Graph& graph) {
-    next();
+    const Token& keyword = next();
     std::vector<ValueRef> outputs;
-    do {
-      if (!outputs.empty()) next();  // the comma
-      outputs.push_back(lookup(graph, next()));
-    } while (peek().kind == TokKind::Comma);
+    // A bare `return`: a graph that only writes inputs in place (copy_) returns nothing.
+    if (peek().kind != TokKind::Newline) {
+      do {
+        if (!outputs.empty()) next();  // the comma
+        outputs.push_back(lookup(graph, next()));
+      } while (peek().kind == TokKind::Comma);
+    }
     expect(TokKind::Newline, "',' or end of line");
-    graph.set_outputs(std::move(outputs));
+    try {
+      graph.set_outputs(std::move(outputs));
+    } catch (const GraphError& e) {
+      fail_graph(keyword, e);
+    }
   }
 
   ValueRef lookup(const Graph& graph, const Token& t) const {
@@ -238,7 +245,7 @@ class Parser {
     expect(TokKind::Equals, "'='");
     const Token& op = next();
     if (op.kind != TokKind::Ident) fail(op, "an op name");
-    if (!find_op_schema(op.text)) fail(op, "a known op name");
+    if (!find_op_schema(op.text) && !in_place_twin_schema(op.text)) fail(op, "a known op name");
     expect(TokKind::LParen, "'('");
     std::vector<Arg> args;
     std::vector<std::pair<std::string, Arg>> kwargs;
@@ -261,7 +268,8 @@ class Parser {
     expect(TokKind::Newline, "end of line");
     try {
       std::vector<ValueRef> results;
-      if (find_op_schema(op.text)->result_count) {
+      const OpSchema* schema = find_op_schema(op.text);
+      if (schema != nullptr && schema->result_count) {
         results = graph.add_multi_result_node(op.text, std::move(args), std::move(kwargs), targets);
       } else if (targets.size() == 1) {
         results = {graph.add_node(op.text, std::move(args), std::move(kwargs), target.text)};

@@ -141,9 +141,9 @@ std::string print_graph(const Graph& graph) {
     }
     out << ")\n";
   }
-  out << "    return ";
+  out << "    return";
   for (size_t i = 0; i < graph.outputs().size(); ++i) {
-    out << (i > 0 ? ", " : "") << graph.value(graph.outputs()[i]).name;
+    out << (i > 0 ? ", " : " ") << graph.value(graph.outputs()[i]).name;
   }
   out << "\n";
   return out.str();

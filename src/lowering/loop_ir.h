@@ -211,6 +211,9 @@ struct ComputedBuffer {
   // value inlined into two buffers is in both (provenance, source_op.h).
   std::vector<SourceOp> source_ops;
   std::shared_ptr<const ExternalCall> external;
+  // Issue 16, point 6 (lower_mutation.cpp): the graph input whose memory this buffer is (copy_
+  // writes the input in place, with the input's strides); empty for a buffer of its own.
+  std::string mutated_input;
 
   bool is_reduction() const { return reduction.has_value(); }
   bool is_external() const { return external != nullptr; }

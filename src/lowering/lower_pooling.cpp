@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "ir/pooling_args.h"
+#include "lowering/load_recorder.h"
 #include "lowering/lowerer.h"
 #include "lowering/pooling_lowering.h"
 #include "lowering/region_masks.h"
@@ -112,36 +113,6 @@ std::optional<OpsValue> avg_count(OpsHandler& h, const KernelDim& dim, bool coun
                {end, apply(h, PointwiseOp::Maximum, {start, int64_constant(h, 0)})});
 }
 
-namespace {
-
-// Records the index of every load a loader makes (computing nothing).
-class LoadIndices final : public OpsHandler {
- public:
-  std::vector<Expr> loads;
-  int indirect_count = 0;
-
-  OpsValue load(const std::string&, const Expr& idx, DType dtype) override {
-    loads.push_back(idx);
-    return {0, dtype};
-  }
-  OpsValue constant(const ir::Scalar&, DType dtype) override { return {0, dtype}; }
-  OpsValue compute(PointwiseOp, std::span<const OpsValue>, DType result) override {
-    return {0, result};
-  }
-  OpsValue to_dtype(OpsValue, DType dtype) override { return {0, dtype}; }
-  OpsValue index_value(const Expr&, DType dtype) override { return {0, dtype}; }
-  Expr indirect_index(OpsValue, const ir::IndexRule&) override {
-    return Expr::var("indirect" + std::to_string(indirect_count++));
-  }
-  void push_mask(OpsValue) override {}
-  void pop_mask() override {}
-  OpsValue reduction(ReductionType, OpsValue value) override { return value; }
-  void store(const std::string&, const Expr&, OpsValue) override {}
-  void store_reduction(const std::string&, const Expr&, OpsValue) override {}
-};
-
-}  // namespace
-
 // Whether the value `load` of these sizes ([N, C, H, W] or [C, H, W]) is stored channels
 // last, or computed from operands stored so: some load walks the channels contiguously and
 // none the width.
@@ -149,7 +120,7 @@ bool reads_channels_last(const Loader& load, const std::vector<int64_t>& sizes) 
   const size_t rank = sizes.size();
   const size_t channel = rank - 3;
   if (sizes[channel] < 2) return false;
-  LoadIndices h;
+  LoadRecorder h;
   std::vector<Expr> idx;
   index::RangeMap ranges;
   for (size_t d = 0; d < rank; ++d) {
@@ -159,7 +130,7 @@ bool reads_channels_last(const Loader& load, const std::vector<int64_t>& sizes) 
   }
   load(h, idx);
   bool channels = false;
-  for (const Expr& at : h.loads) {
+  for (const auto& [buffer, at] : h.loads) {
     const std::optional<int64_t> along_w =
         index::stride(at, "i" + std::to_string(rank - 1), ranges);
     if (along_w == 1) return false;

@@ -95,6 +95,7 @@ class Lowerer {
       result_.outputs.push_back(OutputSpec{v.layout->buffer, v.layout->is_input, v.dtype, v.sizes,
                                            v.layout->strides, v.layout->offset});
     }
+    check_no_output_sees_mutated_input();
     return std::move(result_);
   }
 
@@ -264,6 +265,9 @@ class Lowerer {
       case ir::OpCategory::Scan:  // issue 16, point 7 (lower_scan.cpp)
         v = lower_scan(node, out);
         break;
+      case ir::OpCategory::Mutation:  // issue 16, point 6 (lower_mutation.cpp)
+        v = lower_copy_in_place(node, out);
+        break;
     }
     // Each result of a multi-result op (split, var_mean) is its own node, lowered alone.
     std::vector<LoweredValue> results = {std::move(v)};
@@ -352,6 +356,10 @@ class Lowerer {
   // Issue 16, point 7 (lower_scan.cpp): cumsum, cumprod, logcumsumexp, cummax, cummin as
   // external nodes run by Stax's runtime.
   LoweredValue lower_scan(const ir::Node& node, const ir::Value& out);
+  // copy_: the value written into the input's memory in place (lower_mutation.cpp).
+  LoweredValue lower_copy_in_place(const ir::Node& node, const ir::Value& out);
+  // Throws std::invalid_argument for a graph output that is a view of an input copy_ writes.
+  void check_no_output_sees_mutated_input() const;
   // A result after the first of a call with several results (attention's logsumexp, cummax's
   // indices): a ResultOf buffer the call writes, in `strides` (else contiguous).
   LoweredValue lower_further_result(const ir::Node& node, const ir::Value& out,

@@ -61,6 +61,16 @@ void group_kernel_functions(HostProgram& program) {
     }
     f.params.assign(used.begin(), used.end());
     program.log.push_back(f.name + ": " + f.reason);
+    for (const auto& b : f.params) {
+      const scheduler::BufferPlan* plan = s.plan_of(b);
+      if (plan == nullptr || plan->input_storage.empty() || !used.count(plan->input_storage)) {
+        continue;
+      }
+      f.aliased.insert(b);
+      f.aliased.insert(plan->input_storage);
+      program.log.push_back(f.name + ": " + b + " and input " + plan->input_storage +
+                            " are one memory (written in place): passed without __restrict");
+    }
   }
 }
 

@@ -73,8 +73,8 @@ class Printer {
     out_ << source_ops << "static void " << f.name << "(";
     for (const auto& param : f.params) {
       const BufferInfo& bi = info_.at(param);
-      out_ << (bi.is_input ? "const " : "") << cpp_type(bi.dtype) << "* __restrict "
-           << pointer(param) << ", ";
+      out_ << (bi.is_input ? "const " : "") << cpp_type(bi.dtype)
+           << (f.aliased.count(param) ? "* " : "* __restrict ") << pointer(param) << ", ";
     }
     out_ << "int num_threads"
          << (f.checks ? ", int32_t* stax_error, int64_t* stax_error_value" : "") << ") {\n";
@@ -126,6 +126,12 @@ class Printer {
 
   void print_allocate(const Allocate& a) {
     const std::string type = cpp_type(info_.at(a.buffer).dtype);
+    if (a.input >= 0) {
+      out_ << type << "* " << a.buffer << " = static_cast<" << type << "*>(const_cast<void*>("
+           << "inputs[" << a.input << "].data));  // input "
+           << g_.inputs[static_cast<size_t>(a.input)].name << ", written in place\n";
+      return;
+    }
     if (a.arena_offset >= 0) {
       out_ << type << "* " << a.buffer << " = reinterpret_cast<" << type << "*>(stax_arena + "
            << a.arena_offset << ");  // " << a.bytes << " bytes\n";

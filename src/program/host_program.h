@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <string>
 #include <variant>
 #include <vector>
@@ -40,6 +41,9 @@ struct KernelFunction {
   bool checks = false;  // takes the error code
   bool parallel_region = false;
   std::string reason;  // why its steps share a function, or why it starts a new one
+  // Parameters that may point at the same memory (an input and the buffer that writes it in
+  // place, issue 16 point 6): passed without __restrict.
+  std::set<std::string> aliased;
 };
 
 // A library call of the program: what the runtime builds a plan for when the program is
@@ -74,6 +78,9 @@ struct Allocate {
   // "": fresh memory.
   std::string reuses;
   int reuse_slot = 0;
+  // Issue 16, point 6: the position of the graph input whose memory the buffer is (copy_
+  // writes it in place; `output` is set too, as it is never freed); -1 otherwise.
+  int input = -1;
 };
 struct Free {
   std::string buffer;

@@ -55,7 +55,10 @@ std::string describe_program(const HostProgram& program) {
     out << "    ";
     if (const auto* a = std::get_if<Allocate>(&st)) {
       out << "allocate " << a->buffer << " (" << a->bytes << " bytes, ";
-      if (!a->reuses.empty()) {
+      if (a->input >= 0) {
+        out << "input " << program.schedule->graph->inputs[static_cast<size_t>(a->input)].name
+            << "'s memory, in place)";
+      } else if (!a->reuses.empty()) {
         out << "reuses " << a->reuses << ")";
       } else if (a->arena_offset >= 0) {
         out << "arena offset " << a->arena_offset << ")";

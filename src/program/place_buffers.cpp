@@ -70,7 +70,11 @@ void place_buffers(HostProgram& program) {
         a.buffer = name;
         a.bytes = plan->bytes;
         a.output = plan->is_output;
-        a.slot = plan->is_output ? output_slot.at(name) : live_slot.at(name);
+        if (!plan->input_storage.empty()) {
+          a.input = inputs.at(plan->input_storage);
+        } else {
+          a.slot = plan->is_output ? output_slot.at(name) : live_slot.at(name);
+        }
         a.unit = static_cast<int>(u);
         program.body.emplace_back(std::move(a));
       }

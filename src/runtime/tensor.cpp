@@ -335,6 +335,13 @@ Tensor Tensor::contiguous_copy() const {
   return out;
 }
 
+Tensor Tensor::clone_storage() const {
+  if (!defined()) throw std::logic_error("tensor: clone_storage of an undefined tensor");
+  auto storage = std::make_shared<Storage>(storage_->nbytes());
+  if (storage_->nbytes() > 0) std::memcpy(storage->data(), storage_->data(), storage_->nbytes());
+  return Tensor(std::move(storage), dtype_, sizes_, strides_, offset_);
+}
+
 // ---- free functions ----
 
 std::vector<int64_t> unravel_index(int64_t position, const std::vector<int64_t>& sizes) {

@@ -87,6 +87,9 @@ class Tensor {
   Tensor as_strided(std::vector<int64_t> sizes, std::vector<int64_t> strides, int64_t offset) const;
   // A contiguous copy.
   Tensor contiguous_copy() const;
+  // A copy of the whole storage seen with the same sizes, strides and offset (what a caller
+  // keeps of an input that a graph writes in place).
+  Tensor clone_storage() const;
 
  private:
   std::shared_ptr<Storage> storage_;

@@ -242,4 +242,31 @@ SchedulerNode make_scheduler_node(int id, const lowering::ComputedBuffer& buffer
   return node;
 }
 
+void add_weak_dependences(std::vector<SchedulerNode>& nodes) {
+  for (SchedulerNode& writer : nodes) {
+    const std::string& input = writer.buffer->mutated_input;
+    if (input.empty()) continue;
+    for (const SchedulerNode& reader : nodes) {
+      if (reader.id == writer.id) continue;  // its own reads agree with its write (lowering)
+      const bool reads = std::any_of(reader.reads.begin(), reader.reads.end(),
+                                     [&](const Access& r) { return r.buffer == input; });
+      if (reads) writer.weak_deps.push_back(WeakDep{input, reader.id});
+    }
+  }
+}
+
+std::vector<std::pair<int, int>> weak_edges(const std::vector<SchedulerNode>& nodes) {
+  std::vector<std::pair<int, int>> edges;
+  for (const SchedulerNode& n : nodes) {
+    for (const WeakDep& w : n.weak_deps) edges.emplace_back(w.before, n.id);
+  }
+  return edges;
+}
+
+MemoryDep in_place_write_dep(const SchedulerNode& node) {
+  MemoryDep dep = node.write_dep;
+  dep.buffer = node.buffer->mutated_input;
+  return dep;
+}
+
 }  // namespace stax::scheduler

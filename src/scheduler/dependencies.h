@@ -9,6 +9,7 @@
 
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "index/expr.h"
@@ -44,8 +45,8 @@ struct WholeDep {
 };
 
 // A weak dependence carries no data: it only orders two nodes, so that a node reading a buffer
-// runs before the node that rewrites it in place. In-place mutation (a later issue) adds them;
-// nothing in this version of Stax rewrites a buffer, so no node has one yet.
+// runs before the node that rewrites it in place (issue 16, point 6: copy_ writes a graph
+// input's memory, lowering/lower_mutation.cpp; add_weak_dependences).
 struct WeakDep {
   std::string buffer;  // the buffer rewritten in place
   int before = -1;     // the node that must run first (it reads the old contents)
@@ -81,7 +82,7 @@ struct SchedulerNode {
   // the same buffers (at index 0: an external node has no loops, and no fusion compares its
   // accesses), so that every pass ordering nodes by the buffers they read sees them.
   std::vector<WholeDep> whole_read_deps;
-  std::vector<WeakDep> weak_deps;  // none yet (in-place mutation comes later)
+  std::vector<WeakDep> weak_deps;  // nodes that must run first (they read what this rewrites)
   // The original buffer loop variables in terms of the simplified ones.
   std::map<std::string, index::Expr> original_index;
 
@@ -100,6 +101,15 @@ struct SchedulerNode {
 
 // Builds the node of `buffer` (loop simplification, recording, normalization).
 SchedulerNode make_scheduler_node(int id, const lowering::ComputedBuffer& buffer);
+
+// Definition 7.1's weak dependences: a node writing a graph input in place (its buffer's
+// mutated_input) runs after every other node that reads the input's old contents.
+void add_weak_dependences(std::vector<SchedulerNode>& nodes);
+// Every weak dependence as an ordering edge (before, after) of node ids.
+std::vector<std::pair<int, int>> weak_edges(const std::vector<SchedulerNode>& nodes);
+// The write of an in-place node as a dependence on the input it writes (its write_dep with the
+// input's name): what a reader of the input must match to share its loop.
+MemoryDep in_place_write_dep(const SchedulerNode& node);
 
 // Normalizes an index over the given loops into a MemoryDep (dimension collapsing).
 MemoryDep normalize_dep(const std::string& buffer, const index::Expr& index,

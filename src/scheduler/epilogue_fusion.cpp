@@ -205,6 +205,12 @@ void fuse_epilogues(const std::vector<SchedulerNode>& nodes, std::vector<FusedNo
       refuse("its reader " + groups[reader_group].name + " is not one pointwise loop");
       continue;
     }
+    if (!consumer->buffer->mutated_input.empty()) {
+      // The library would write the input while it may still read it.
+      refuse("its reader " + consumer->name + " writes input " + consumer->buffer->mutated_input +
+             " in place");
+      continue;
+    }
     if (consumer->buffer->sizes != call.buffer->sizes ||
         consumer->buffer->strides != call.buffer->strides ||
         consumer->buffer->dtype != call.buffer->dtype) {

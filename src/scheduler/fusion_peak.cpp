@@ -18,7 +18,10 @@ MemoryDag groups_memory_dag(const std::vector<SchedulerNode>& nodes,
     for (int id : groups[g].members()) {
       const SchedulerNode& n = nodes[static_cast<size_t>(id)];
       MemoryDag::Buffer b;
-      b.bytes = n.buffer->numel() * static_cast<int64_t>(dtype_size(n.buffer->dtype));
+      // A buffer written into an input in place takes none of the program's memory.
+      b.bytes = n.buffer->mutated_input.empty()
+                    ? n.buffer->numel() * static_cast<int64_t>(dtype_size(n.buffer->dtype))
+                    : 0;
       b.producer = static_cast<int>(g);
       b.is_output = outputs.count(n.write.buffer) > 0;
       buffer_index[n.write.buffer] = dag.buffers.size();
@@ -32,6 +35,18 @@ MemoryDag groups_memory_dag(const std::vector<SchedulerNode>& nodes,
           dag.buffers[it->second].readers.push_back(static_cast<int>(g));
         }
       }
+    }
+  }
+  // Weak dependences order groups without a buffer between them (in-place writes).
+  std::unordered_map<int, int> group_of;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    for (int id : groups[g].members()) group_of[id] = static_cast<int>(g);
+  }
+  for (auto [before, after] : weak_edges(nodes)) {
+    const auto b = group_of.find(before);
+    const auto a = group_of.find(after);
+    if (b != group_of.end() && a != group_of.end() && b->second != a->second) {
+      dag.extra_edges.emplace_back(b->second, a->second);
     }
   }
   return dag;

@@ -193,6 +193,8 @@ const FusionRules::GroupSummary& FusionRules::summary(const FusedNode& f) const 
     s.written.insert(n.write.buffer);
     for (const auto& r : n.reads) s.read.insert(r.buffer);
     for (const auto& b : n.buffers()) s.buffers.insert(b);
+    s.members.insert(id);
+    for (const WeakDep& w : n.weak_deps) s.runs_after.insert(w.before);
   }
   return s;
 }
@@ -206,7 +208,36 @@ bool FusionRules::has_edge(const FusedNode& from, const FusedNode& to) const {
   for (const auto& r : summary(to).read) {
     if (written.count(r)) return true;
   }
+  for (int before : summary(to).runs_after) {
+    if (summary(from).members.count(before)) return true;
+  }
   return false;
+}
+
+std::string FusionRules::check_in_place_writes(const FusedNode& a, const FusedNode& b) const {
+  for (const auto& [writers, readers] : {std::pair{&a, &b}, std::pair{&b, &a}}) {
+    for (int w : writers->members()) {
+      const SchedulerNode& writer = nodes_[static_cast<size_t>(w)];
+      const std::string& input = writer.buffer->mutated_input;
+      if (input.empty()) continue;
+      const MemoryDep written = in_place_write_dep(writer);
+      for (int r : readers->members()) {
+        const SchedulerNode& reader = nodes_[static_cast<size_t>(r)];
+        for (const MemoryDep& d : reader.read_deps) {
+          if (d.buffer != input) continue;
+          // In one loop each element is read before it is overwritten only when the reader
+          // reads the element the writer writes, in the same iteration, and runs first in the
+          // loop body (members keep the original order).
+          if (!(d == written) || reader.id > writer.id) {
+            return reader.name + " reads input " + input + " (" + d.to_string() + ") where " +
+                   writer.name + " writes it in place (" + written.to_string() +
+                   "): in one loop an element could be overwritten before it is read";
+          }
+        }
+      }
+    }
+  }
+  return "";
 }
 
 FusionScore FusionRules::score(const FusedNode& a, const FusedNode& b) const {
@@ -415,6 +446,11 @@ FusionDecision FusionRules::can_fuse(const FusedNode& first, const FusedNode& se
                         "): it reads and writes whole buffers (WholeDep), no loop to share";
       return rejected;
     }
+  }
+  // Issue 16, point 6: an in-place write shares a loop only with reads of the same element.
+  if (std::string why = check_in_place_writes(a, b); !why.empty()) {
+    rejected.reason = why;
+    return rejected;
   }
   // Section 7.3: at most 128 nodes after fusion.
   const size_t members = a.members().size() + b.members().size();

@@ -73,7 +73,8 @@ class FusionRules {
   FusionDecision can_fuse(const FusedNode& a, const FusedNode& b,
                           const RaisedPeak& raised_peak = nullptr) const;
   FusionScore score(const FusedNode& a, const FusedNode& b) const;
-  // Whether some node of `to` reads a buffer that a node of `from` writes.
+  // Whether some node of `to` reads a buffer that a node of `from` writes, or must run after a
+  // node of `from` (a WeakDep).
   bool has_edge(const FusedNode& from, const FusedNode& to) const;
   int position(const FusedNode& n) const;  // smallest node id
 
@@ -89,7 +90,12 @@ class FusionRules {
     std::set<std::string> written;
     std::set<std::string> read;
     std::set<std::string> buffers;
+    std::set<int> members;
+    std::set<int> runs_after;  // nodes its in-place writes wait for (WeakDep)
   };
+  // Why fusing a and b could overwrite an input element before a reader reads it; empty
+  // when every in-place write of one group agrees with the other's reads of that input.
+  std::string check_in_place_writes(const FusedNode& a, const FusedNode& b) const;
   const GroupSummary& summary(const FusedNode& f) const;
 
   const std::vector<SchedulerNode>& nodes_;

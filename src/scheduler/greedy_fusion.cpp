@@ -120,6 +120,7 @@ void greedy_fusion(const std::vector<SchedulerNode>& nodes, std::vector<FusedNod
       }
     }
   }
+  for (auto [before, after] : weak_edges(nodes)) preds[static_cast<size_t>(after)].insert(before);
   CycleChecker cycles(preds);
 
   // Line 1: at most ten rounds (Section 7.6, step 4).

@@ -92,6 +92,17 @@ std::vector<FusedNode> topological_order(std::vector<FusedNode> groups,
       }
     }
   }
+  // Weak dependences (in-place writes run after the readers of the old contents).
+  std::map<int, size_t> group_of;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    for (int id : groups[g].members()) group_of[id] = g;
+  }
+  for (auto [before, after] : weak_edges(nodes)) {
+    const auto b = group_of.find(before);
+    const auto a = group_of.find(after);
+    if (b == group_of.end() || a == group_of.end() || b->second == a->second) continue;
+    if (succs[b->second].insert(a->second).second) ++indegree[a->second];
+  }
   auto first = [&](size_t g) {
     const auto m = groups[g].members();
     return *std::min_element(m.begin(), m.end());
@@ -129,7 +140,9 @@ int64_t allocated_peak(const Schedule& s) {
   dag.num_nodes = static_cast<int>(s.kernels.size());
   for (const BufferPlan& p : s.buffers) {
     if (p.elided || p.localized) continue;
-    dag.buffers.push_back({p.bytes, p.producer, {p.last_use}, p.is_output});
+    // An input written in place takes no memory of the program's.
+    const int64_t bytes = p.input_storage.empty() ? p.bytes : 0;
+    dag.buffers.push_back({bytes, p.producer, {p.last_use}, p.is_output});
   }
   std::vector<int> order(s.kernels.size());
   for (size_t g = 0; g < order.size(); ++g) order[g] = static_cast<int>(g);
@@ -149,10 +162,14 @@ Schedule schedule(const lowering::LoweredGraph& graph, const ScheduleOptions& op
       ir::rethrow_with_context("scheduling " + graph.buffers[k].source);
     }
   }
+  add_weak_dependences(s.nodes);
   // Step 2: dead-node elimination, from the outputs backwards (buffers are in execution
-  // order, so one reverse sweep suffices).
+  // order, so one reverse sweep suffices). A write into an input is an effect: never dead.
   std::set<std::string> needed;
   for (const auto& out : graph.outputs) needed.insert(out.buffer);
+  for (const auto& n : s.nodes) {
+    if (!n.buffer->mutated_input.empty()) needed.insert(n.write.buffer);
+  }
   s.dead.assign(s.nodes.size(), false);
   for (size_t k = s.nodes.size(); k-- > 0;) {
     const SchedulerNode& n = s.nodes[k];
@@ -207,7 +224,8 @@ Schedule schedule(const lowering::LoweredGraph& graph, const ScheduleOptions& op
       p.bytes = n.buffer->numel() * static_cast<int64_t>(dtype_size(n.buffer->dtype));
       p.producer = static_cast<int>(g);
       p.last_use = static_cast<int>(g);
-      p.is_output = outputs.count(p.buffer) > 0;
+      p.input_storage = n.buffer->mutated_input;
+      p.is_output = outputs.count(p.buffer) > 0 || !p.input_storage.empty();
       plan_index[p.buffer] = s.buffers.size();
       s.buffers.push_back(p);
     }
@@ -301,8 +319,13 @@ Schedule schedule(const lowering::LoweredGraph& graph, const ScheduleOptions& op
     s.allocate_before[static_cast<size_t>(p.producer)].push_back(p.buffer);
     if (!p.is_output) s.release_after[static_cast<size_t>(p.last_use)].push_back(p.buffer);
   }
+  std::set<std::string> written_inputs;
+  for (const auto& p : s.buffers) {
+    if (!p.input_storage.empty()) written_inputs.insert(p.input_storage);
+  }
   for (const auto& [name, g] : input_last_use) {
-    s.release_after[static_cast<size_t>(g)].push_back(name);
+    // An input written in place is the caller's result: never handed back early.
+    if (!written_inputs.count(name)) s.release_after[static_cast<size_t>(g)].push_back(name);
   }
   s.peak_bytes = allocated_peak(s);
   return s;

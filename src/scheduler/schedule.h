@@ -23,6 +23,9 @@ struct BufferPlan {
   int producer = -1;  // fused node index that writes it
   int last_use = -1;  // last fused node index that reads it (producer if none)
   bool is_output = false;
+  // Issue 16, point 6: the graph input whose memory the buffer is (copy_ writes it in place):
+  // never allocated or freed, live like an output.
+  std::string input_storage;
   // Written and read only inside one loop nest at the same index: never stored to memory.
   bool elided = false;
   // Written and read only within one outer iteration of an outer-loop fused node: each

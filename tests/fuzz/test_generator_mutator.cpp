@@ -78,15 +78,16 @@ TEST(Generator, ProgramsParseAndCoverTheSupportedOps) {
 }
 
 // With the catalogue steps (as fuzzing sessions run), programs use every registered op of
-// the catalogue and values of every dtype. (2500 programs: each op is one catalogue step among
+// the catalogue and values of every dtype. (3500 programs: each op is one catalogue step among
 // many, drawn only where its operands' ranks apply; mm takes rank 2 only, and 1500 programs
-// stopped reaching it once the convolution and pooling steps were added.)
+// stopped reaching it once the convolution and pooling steps were added, 2500 once the copy_
+// steps were.)
 TEST(Generator, CatalogueStepsCoverEveryRegisteredOpAndDtype) {
   GeneratorOptions o;
   o.catalog_ops = true;
   std::set<std::string> ops;
   std::set<DType> dtypes;
-  for (uint64_t seed = 1; seed <= 2500; ++seed) {
+  for (uint64_t seed = 1; seed <= 3500; ++seed) {
     const GeneratedCase c = generate_case(seed, o);
     SCOPED_TRACE(c.text);
     ir::Graph g;

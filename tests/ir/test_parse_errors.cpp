@@ -70,8 +70,9 @@ TEST(ParseErrorTest, Syntax) {
             "'True'");
   EXPECT_EQ(parse_error(kHeader + "    p = add(x, :)\n    return p\n"),
             "t.stax:2:16: expected an argument value, found ':'");
+  // A bare `return` is for graphs that write inputs in place (copy_).
   EXPECT_EQ(parse_error(kHeader + "    return\n"),
-            "t.stax:2:11: expected a value name, found end of line");
+            "t.stax:2:5: graph 'f': needs at least one output");
   EXPECT_EQ(parse_error(kHeader + "    return x y\n"),
             "t.stax:2:14: expected ',' or end of line, found 'y'");
   EXPECT_EQ(parse_error(kHeader + "    return x\n    p = exp(x)\n"),

@@ -285,6 +285,9 @@ def every_op(x: f32[2, 3], y: f32[3], i: i64[2, 3], b: bool[2, 3],
     sc2 = logcumsumexp(x, 0)
     sm0, si0 = cummax(x, 0)
     sm1, si1 = cummin(x, dim=-1)
+    # issue 16, point 6: inputs written in place
+    cp0 = copy_(i, a0)
+    cp1 = mul_(y, 2.0)
     return a0, k1, x, a0
 )";
 

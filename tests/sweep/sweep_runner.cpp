@@ -260,6 +260,19 @@ class ConfigRun {
                        [&] { return fuzz::index_tensor(index_sizes, bound, seed); }));
       return name;
     };
+    // copy_'s destination: its old contents are never read; the case's output is the value
+    // written (the fuzzer's check compares the written input itself, fuzz/case_check.cpp).
+    site.destination_input = [&](DType dtype, const std::vector<int64_t>& dest_sizes,
+                                 const std::vector<int64_t>& dest_strides) {
+      const std::string name = prefix + "_d" + std::to_string(c.inputs.size());
+      const std::vector<int64_t> laid =
+          dest_strides.empty() ? ir::contiguous_strides(dest_sizes) : dest_strides;
+      const uint64_t seed = batch_.seed ^ name_hash(name + cfg.describe());
+      c.inputs.push_back(batch_.input(name, dtype, dest_sizes, laid, [&] {
+        return fuzz::domain_tensor(Domain::Any, dtype, dest_sizes, laid, seed);
+      }));
+      return name;
+    };
     const std::optional<std::string> call = c.entry->call(site);
     if (!call) return false;  // the op does not apply to these sizes (by the catalogue)
     const int results = c.entry->result_count ? c.entry->result_count(site) : 1;
