@@ -359,7 +359,11 @@ def _direct_call(fused, regions):
         if region.boxed_call is not None:
             return region.boxed_call  # already boxed: it gives up each input after its last use
         return region.fast_call
-    return lambda *args: [region(*args)[p] for p in positions]
+    def reordered(*args):
+        outs = region(*args)  # once: a region may write its inputs in place
+        return [outs[p] for p in positions]
+
+    return reordered
 
 
 def _boxed(fn):

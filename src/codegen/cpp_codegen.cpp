@@ -89,6 +89,9 @@ GeneratedModule generate_cpp(const scheduler::Schedule& s, const CodegenOptions&
       where = "in place in input " + g.inputs[static_cast<size_t>(a->input)].name;
     } else if (a->output) {
       where = "output slot " + std::to_string(a->slot);
+    } else if (a->in_place) {
+      where = "in place of " + a->reuses +
+              (a->arena_offset >= 0 ? ", arena offset " + std::to_string(a->arena_offset) : "");
     } else if (a->arena_offset >= 0) {
       where = "arena offset " + std::to_string(a->arena_offset);
     } else if (!a->reuses.empty()) {

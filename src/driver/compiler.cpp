@@ -113,6 +113,7 @@ std::shared_ptr<const Compilation> analyze_lowered(lowering::LoweredGraph lowere
   so.fuse = options.fuse;
   so.localize = options.localize;
   so.reorder_for_memory = options.reorder_for_memory;
+  so.in_place_reuse = options.in_place_reuse;
   so.max_local_bytes = co.max_local_bytes();
   so.vector_lanes = co.vector_lanes(DType::Float32);
   if (co.has_library(driver::kMatmulLibrary)) so.epilogue_check = &driver::library_runs_epilogue;

@@ -41,6 +41,9 @@ struct CompileOptions {
   bool memory_arena = true;
   // Without the arena: Section 7.5's free pool (program/reuse_buffers.cpp).
   bool reuse_buffers = true;
+  // A loop writing its result into the storage of an intermediate it reads for the last time,
+  // at the element written (scheduler/in_place_reuse.h).
+  bool in_place_reuse = true;
   bool record_ir = false;  // keep the kernel IR after every pass (explain --ir)
   // Run contractions through the machine's library where it computes them (issue 14); false:
   // every contraction is a Stax loop nest (what differential tests compare the library with).

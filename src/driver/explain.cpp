@@ -217,7 +217,7 @@ json explain_json(const Compilation& c) {
       // arena serves buffers that come later (plan_arena.cpp).
       const auto placed = c.module.buffer_placement.find(b);
       const bool in_arena = placed != c.module.buffer_placement.end() &&
-                            placed->second.rfind("arena offset ", 0) == 0;
+                            placed->second.find("arena offset ") != std::string::npos;
       buffers.push_back({{"event", !p         ? "release input"
                                    : in_arena ? "lifetime ends"
                                               : "free"},

@@ -63,12 +63,14 @@ void group_kernel_functions(HostProgram& program) {
     program.log.push_back(f.name + ": " + f.reason);
     for (const auto& b : f.params) {
       const scheduler::BufferPlan* plan = s.plan_of(b);
-      if (plan == nullptr || plan->input_storage.empty() || !used.count(plan->input_storage)) {
-        continue;
-      }
+      if (plan == nullptr) continue;
+      // Written into an input's memory (copy_) or into an intermediate's (in-place reuse).
+      const std::string& other =
+          !plan->input_storage.empty() ? plan->input_storage : plan->in_place_of;
+      if (other.empty() || !used.count(other)) continue;
       f.aliased.insert(b);
-      f.aliased.insert(plan->input_storage);
-      program.log.push_back(f.name + ": " + b + " and input " + plan->input_storage +
+      f.aliased.insert(other);
+      program.log.push_back(f.name + ": " + b + " and " + other +
                             " are one memory (written in place): passed without __restrict");
     }
   }

@@ -134,13 +134,14 @@ class Printer {
     }
     if (a.arena_offset >= 0) {
       out_ << type << "* " << a.buffer << " = reinterpret_cast<" << type << "*>(stax_arena + "
-           << a.arena_offset << ");  // " << a.bytes << " bytes\n";
+           << a.arena_offset << ");  // " << a.bytes << " bytes"
+           << (a.in_place ? ", in place of " + a.reuses : "") << "\n";
       return;
     }
     if (!a.reuses.empty()) {
       out_ << type << "* " << a.buffer << " = reinterpret_cast<" << type << "*>(" << a.reuses
            << "); stax_live[" << a.slot << "] = stax_live[" << a.reuse_slot << "]; stax_live["
-           << a.reuse_slot << "] = nullptr;  // reuse\n";
+           << a.reuse_slot << "] = nullptr;  // " << (a.in_place ? "in place" : "reuse") << "\n";
       return;
     }
     if (a.output) {

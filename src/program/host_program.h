@@ -78,6 +78,9 @@ struct Allocate {
   // "": fresh memory.
   std::string reuses;
   int reuse_slot = 0;
+  // The storage is taken in place from a buffer its producer reads for the last time
+  // (scheduler/in_place_reuse.h), not from the free pool.
+  bool in_place = false;
   // Issue 16, point 6: the position of the graph input whose memory the buffer is (copy_
   // writes it in place; `output` is set too, as it is never freed); -1 otherwise.
   int input = -1;

@@ -72,6 +72,13 @@ void place_buffers(HostProgram& program) {
         a.output = plan->is_output;
         if (!plan->input_storage.empty()) {
           a.input = inputs.at(plan->input_storage);
+        } else if (!plan->in_place_of.empty()) {
+          a.slot = live_slot.at(name);
+          a.reuses = plan->in_place_of;
+          a.reuse_slot = live_slot.at(plan->in_place_of);
+          a.in_place = true;
+          program.log.push_back(name + " = " + plan->in_place_of +
+                                "  # in place: " + plan->in_place_reason);
         } else {
           a.slot = plan->is_output ? output_slot.at(name) : live_slot.at(name);
         }

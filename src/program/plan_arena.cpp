@@ -18,7 +18,11 @@ void plan_arena(HostProgram& program) {
   std::vector<ArenaRequest> requests;
   std::vector<std::string> names;
   for (const Statement& st : program.body) {
-    if (const auto* a = std::get_if<Allocate>(&st); a != nullptr && !a->output) {
+    if (const auto* a = std::get_if<Allocate>(&st); a != nullptr && a->in_place) {
+      // Written in place of a buffer it reads for the last time: that buffer's storage, which
+      // lives on to this one's last use.
+      request_of[a->buffer] = request_of.at(a->reuses);
+    } else if (const auto* a = std::get_if<Allocate>(&st); a != nullptr && !a->output) {
       request_of[a->buffer] = requests.size();
       requests.push_back({a->bytes, a->unit, a->unit});
       names.push_back(a->buffer);

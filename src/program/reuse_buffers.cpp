@@ -54,7 +54,7 @@ void reuse_buffers(HostProgram& program) {
       continue;
     }
     const auto* a = std::get_if<Allocate>(&st);
-    if (a == nullptr || a->output) continue;
+    if (a == nullptr || a->output || a->in_place) continue;
     // The most recently released candidate first: the shortest hold, the warmest cache.
     for (auto it = pool.rbegin(); it != pool.rend(); ++it) {
       const Allocate& old = allocation.at(it->buffer);

@@ -263,6 +263,21 @@ std::vector<std::pair<int, int>> weak_edges(const std::vector<SchedulerNode>& no
   return edges;
 }
 
+std::string in_place_conflict(const SchedulerNode& writer, const MemoryDep& written,
+                              const SchedulerNode& reader) {
+  for (const MemoryDep& d : reader.read_deps) {
+    if (d.buffer != written.buffer) continue;
+    // Members keep the original order in a loop body, so a reader after the writer would
+    // read the new contents even at the same element.
+    if (!(d == written) || reader.id > writer.id) {
+      return reader.name + " reads " + written.buffer + " (" + d.to_string() + ") where " +
+             writer.name + " writes it in place (" + written.to_string() +
+             "): in one loop an element could be overwritten before it is read";
+    }
+  }
+  return "";
+}
+
 MemoryDep in_place_write_dep(const SchedulerNode& node) {
   MemoryDep dep = node.write_dep;
   dep.buffer = node.buffer->mutated_input;

@@ -111,6 +111,13 @@ std::vector<std::pair<int, int>> weak_edges(const std::vector<SchedulerNode>& no
 // input's name): what a reader of the input must match to share its loop.
 MemoryDep in_place_write_dep(const SchedulerNode& node);
 
+// Why `reader`, sharing a loop with `writer`, could read an element of `written.buffer`
+// after `writer` overwrote it in place (`written`: the write as a dependence on that
+// buffer); empty when every read of it is at the element written, by a node no later than
+// the writer in the loop body (the argument of Proposition 7.2).
+std::string in_place_conflict(const SchedulerNode& writer, const MemoryDep& written,
+                              const SchedulerNode& reader);
+
 // Normalizes an index over the given loops into a MemoryDep (dimension collapsing).
 MemoryDep normalize_dep(const std::string& buffer, const index::Expr& index,
                         const std::vector<index::LoopVar>& loops, DType dtype);

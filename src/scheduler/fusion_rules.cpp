@@ -222,18 +222,8 @@ std::string FusionRules::check_in_place_writes(const FusedNode& a, const FusedNo
       if (input.empty()) continue;
       const MemoryDep written = in_place_write_dep(writer);
       for (int r : readers->members()) {
-        const SchedulerNode& reader = nodes_[static_cast<size_t>(r)];
-        for (const MemoryDep& d : reader.read_deps) {
-          if (d.buffer != input) continue;
-          // In one loop each element is read before it is overwritten only when the reader
-          // reads the element the writer writes, in the same iteration, and runs first in the
-          // loop body (members keep the original order).
-          if (!(d == written) || reader.id > writer.id) {
-            return reader.name + " reads input " + input + " (" + d.to_string() + ") where " +
-                   writer.name + " writes it in place (" + written.to_string() +
-                   "): in one loop an element could be overwritten before it is read";
-          }
-        }
+        std::string why = in_place_conflict(writer, written, nodes_[static_cast<size_t>(r)]);
+        if (!why.empty()) return why;
       }
     }
   }

@@ -33,7 +33,6 @@ class RecordingHandler final : public lowering::OpsHandler {
   int mask_depth_ = 0;
 
  public:
-
   lowering::OpsValue load(const std::string& buffer, const index::Expr& index,
                           DType dtype) override;
   lowering::OpsValue constant(const ir::Scalar& value, DType dtype) override;

@@ -3,6 +3,7 @@
 
 #include "ir/graph.h"
 #include "scheduler/fusion_peak.h"
+#include "scheduler/in_place_reuse.h"
 
 #include <algorithm>
 #include <map>
@@ -138,11 +139,21 @@ std::set<std::string> returned_buffers(const lowering::LoweredGraph& graph) {
 int64_t allocated_peak(const Schedule& s) {
   MemoryDag dag;
   dag.num_nodes = static_cast<int>(s.kernels.size());
+  // A buffer written in place of another extends that one's storage to its own last use.
+  std::map<std::string, const BufferPlan*> successor;
   for (const BufferPlan& p : s.buffers) {
-    if (p.elided || p.localized) continue;
+    if (!p.in_place_of.empty()) successor[p.in_place_of] = &p;
+  }
+  for (const BufferPlan& p : s.buffers) {
+    if (p.elided || p.localized || !p.in_place_of.empty()) continue;
     // An input written in place takes no memory of the program's.
     const int64_t bytes = p.input_storage.empty() ? p.bytes : 0;
-    dag.buffers.push_back({bytes, p.producer, {p.last_use}, p.is_output});
+    const BufferPlan* last = &p;
+    for (auto it = successor.find(p.buffer); it != successor.end();
+         it = successor.find(it->second->buffer)) {
+      last = it->second;
+    }
+    dag.buffers.push_back({bytes, p.producer, {last->last_use}, last->is_output});
   }
   std::vector<int> order(s.kernels.size());
   for (size_t g = 0; g < order.size(); ++g) order[g] = static_cast<int>(g);
@@ -311,13 +322,22 @@ Schedule schedule(const lowering::LoweredGraph& graph, const ScheduleOptions& op
                                       std::to_string(p.bytes) + " bytes in memory";
   }
 
-  // Allocation and release records.
+  if (options.in_place_reuse) plan_in_place_reuse(s);
+
+  // Allocation and release records. A buffer whose storage another takes in place is not
+  // released: that storage lives on as the other's.
+  std::set<std::string> taken_in_place;
+  for (const auto& p : s.buffers) {
+    if (!p.in_place_of.empty()) taken_in_place.insert(p.in_place_of);
+  }
   s.allocate_before.assign(s.kernels.size(), {});
   s.release_after.assign(s.kernels.size(), {});
   for (const auto& p : s.buffers) {
     if (p.elided || p.localized) continue;
     s.allocate_before[static_cast<size_t>(p.producer)].push_back(p.buffer);
-    if (!p.is_output) s.release_after[static_cast<size_t>(p.last_use)].push_back(p.buffer);
+    if (!p.is_output && !taken_in_place.count(p.buffer)) {
+      s.release_after[static_cast<size_t>(p.last_use)].push_back(p.buffer);
+    }
   }
   std::set<std::string> written_inputs;
   for (const auto& p : s.buffers) {

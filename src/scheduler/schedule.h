@@ -26,6 +26,10 @@ struct BufferPlan {
   // Issue 16, point 6: the graph input whose memory the buffer is (copy_ writes it in place):
   // never allocated or freed, live like an output.
   std::string input_storage;
+  // Section 7.5's in-place reuse (in_place_reuse.h): the intermediate whose storage it takes,
+  // read for the last time by its producer at the element written; empty: its own.
+  std::string in_place_of;
+  std::string in_place_reason;
   // Written and read only inside one loop nest at the same index: never stored to memory.
   bool elided = false;
   // Written and read only within one outer iteration of an outer-loop fused node: each
@@ -70,6 +74,8 @@ struct ScheduleOptions {
   bool fuse = true;
   // Give buffers that live within one outer iteration a local array (see BufferPlan).
   bool localize = true;
+  // Section 7.5's in-place reuse (in_place_reuse.h).
+  bool in_place_reuse = true;
   // Step 5: order the fused nodes by simulated peak memory (memory_order.h); false keeps the
   // topological order fusion left.
   bool reorder_for_memory = true;

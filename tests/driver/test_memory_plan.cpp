@@ -18,14 +18,18 @@
 namespace stax {
 namespace {
 
-// Intermediates of several sizes and dtypes around a library call; exp's buffer has two
-// readers, so it is stored.
+// Intermediates of several sizes and dtypes around library calls; exp's buffer has two
+// readers, so it is stored; exp(tanh(z)) reads z for the last time where it writes, and is stored
+// for its two reductions: it takes z's storage in place.
 const char* kProgram =
     "def f(a: f32[256, 1024], b: f32[1024, 256], c: f32[256, 256], k: i64[256, 256]):\n"
     "    e = exp(a)\n    s = sum(e, [1])\n    m = amax(e, [1])\n"
     "    t = tanh(a)\n    p = mm(t, b)\n    q = add(p, c)\n    n = neg(q)\n"
     "    u = mul(n, q)\n    kk = mul(k, k)\n    ks = sum(kk, [0])\n"
-    "    v = sum(u, [0])\n    w = mul(v, v)\n    return s, m, w, ks\n";
+    "    v = sum(u, [0])\n    w = mul(v, v)\n"
+    "    z = mm(c, c)\n    zh = tanh(z)\n    zr = exp(zh)\n    zs = sum(zr, [1])\n"
+    "    zt = amax(zr, [0])\n"
+    "    return s, m, w, ks, zs, zt\n";
 
 std::vector<Tensor> program_inputs() {
   return {eager::random_tensor(DType::Float32, {256, 1024}, 1),
@@ -49,18 +53,27 @@ TEST(MemoryPlan, OrderAndArenaOnAndOffComputeWhatEagerComputes) {
   const std::vector<Tensor> expected = eager::run(g, inputs);
   std::optional<std::vector<Tensor>> reference;
   for (bool reorder : {false, true}) {
-    for (int placement = 0; placement < 3; ++placement) {
-      // The arena; each intermediate allocated, with the free pool; without it.
-      const bool arena = placement == 0;
+    for (int placement = 0; placement < 6; ++placement) {
+      // The arena; each intermediate allocated, with the free pool; without it; each with
+      // in-place reuse and without it.
+      const bool arena = placement % 3 == 0;
+      const bool in_place = placement < 3;
       CompileOptions o;
       o.reorder_for_memory = reorder;
       o.memory_arena = arena;
-      o.reuse_buffers = placement == 1;
+      o.reuse_buffers = placement % 3 == 1;
+      o.in_place_reuse = in_place;
       const CompiledGraph compiled = compile(g, o);
       const std::string where = std::string("reorder ") + (reorder ? "on" : "off") +
-                                (arena            ? ", arena"
-                                 : placement == 1 ? ", reuse"
-                                                  : ", no reuse");
+                                (arena                ? ", arena"
+                                 : placement % 3 == 1 ? ", reuse"
+                                                      : ", no reuse") +
+                                (in_place ? ", in place" : "");
+      bool wrote_in_place = false;
+      for (const auto& p : compiled.compilation().schedule.buffers) {
+        wrote_in_place |= !p.in_place_of.empty();
+      }
+      EXPECT_EQ(wrote_in_place, in_place) << where;
       EXPECT_EQ(compiled.source().find("stax_arena_acquire") != std::string::npos, arena) << where;
       EXPECT_EQ(compiled.source().find("stax_alloc(") != std::string::npos, !arena) << where;
       EXPECT_EQ(compiled.compilation().schedule.memory_order.candidates.empty(), !reorder);
@@ -213,20 +226,28 @@ TEST(MemoryPlan, ExplainBufferEventsNameThePlacement) {
     CompileOptions o;
     o.memory_arena = arena;
     const nlohmann::json doc = explain_json(*analyze(g, o));
-    int placed = 0, ended = 0, freed = 0;
+    int placed = 0, ended = 0, freed = 0, in_place = 0;
     for (const auto& b : doc["buffers"]) {
       const std::string event = b["event"];
       if (event == "allocate" && !b["output"].get<bool>()) {
         const std::string where = b["placement"];
-        EXPECT_EQ(where.rfind(arena ? "arena offset " : "", 0), 0u) << where;
+        // A buffer written in place of another takes that one's storage (and arena offset):
+        // one storage, whose lifetime ends (or which is freed) once, after the last of them.
+        if (where.rfind("in place of ", 0) == 0) {
+          ++in_place;
+          EXPECT_EQ(where.find("arena offset ") != std::string::npos, arena) << where;
+        } else {
+          EXPECT_EQ(where.rfind(arena ? "arena offset " : "", 0), 0u) << where;
+        }
         ++placed;
       }
       ended += event == "lifetime ends";
       freed += event == "free";
     }
     EXPECT_GT(placed, 0);
-    EXPECT_EQ(ended, arena ? placed : 0);
-    EXPECT_EQ(freed, arena ? 0 : placed);
+    EXPECT_EQ(in_place, 1);  // exp(tanh(z)) in place of z
+    EXPECT_EQ(ended, arena ? placed - in_place : 0);
+    EXPECT_EQ(freed, arena ? 0 : placed - in_place);
   }
 }
 

@@ -3,6 +3,7 @@
 // the peak without reuse; reuse pairs have one dtype and size and never involve an output.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <random>
 
@@ -135,6 +136,80 @@ TEST(ReuseBuffers, ABufferIsNotHeldAcrossThePeak) {
   const program::HostProgram after = program::build_host_program(schedule, options, with);
   EXPECT_EQ(held_peak(after), held_peak(before));
   for (const auto& line : after.log) EXPECT_EQ(line.find("# reuse"), std::string::npos) << line;
+}
+
+}  // namespace
+}  // namespace stax
+
+namespace stax {
+namespace {
+
+scheduler::Schedule schedule_with(const lowering::LoweredGraph& lowered, bool in_place) {
+  scheduler::ScheduleOptions o;
+  o.in_place_reuse = in_place;
+  return scheduler::schedule(lowered, o);
+}
+
+// Section 7.5's in-place reuse (scheduler/in_place_reuse.h) on random programs: the simulated
+// peak never rises; every pair has one dtype and size, the old buffer is an intermediate
+// whose last reader is the new one's producer, it is not released, and the new buffer's
+// writer reads it only at the element it writes.
+TEST(InPlaceReuse, NeverRaisesThePeakAndPairsAreLegalOnRandomPrograms) {
+  std::mt19937 rng(11);
+  int in_place = 0;
+  for (int trial = 0; trial < 40; ++trial) {
+    const std::string text = random_program(rng, 4 + trial % 10);
+    const lowering::LoweredGraph lowered = lowering::lower(ir::parse_graph(text));
+    const scheduler::Schedule off = schedule_with(lowered, false);
+    const scheduler::Schedule on = schedule_with(lowered, true);
+    EXPECT_LE(on.peak_bytes, off.peak_bytes) << text;
+    for (const scheduler::BufferPlan& p : on.buffers) {
+      if (p.in_place_of.empty()) continue;
+      ++in_place;
+      const scheduler::BufferPlan* old = on.plan_of(p.in_place_of);
+      ASSERT_NE(old, nullptr);
+      EXPECT_FALSE(old->is_output || p.is_output) << text;
+      EXPECT_EQ(old->bytes, p.bytes);
+      EXPECT_EQ(lowered.find_buffer(p.buffer)->dtype, lowered.find_buffer(old->buffer)->dtype);
+      EXPECT_EQ(old->last_use, p.producer) << text;
+      for (const auto& released : on.release_after) {
+        EXPECT_EQ(std::count(released.begin(), released.end(), old->buffer), 0) << text;
+      }
+    }
+  }
+  EXPECT_GT(in_place, 0) << "the random programs never wrote in place";
+}
+
+// tanh(x1) takes x1's storage (its last read, at the element written); sin(x2) + flip(x2)
+// reads x2 at another element too, so it must not; a result the graph returns never takes
+// another's storage.
+TEST(InPlaceReuse, OnlyWhereEveryReadIsAtTheElementWritten) {
+  // The products are library calls (schedule_util.h's stand-in), which read stored operands.
+  lowering::LoweringOptions library;
+  library.library_for = [](const lowering::ExternalCall&, std::string*) {
+    return std::optional<std::string>("a test library");
+  };
+  const lowering::LoweredGraph lowered = lowering::lower(ir::parse_graph(
+      "def f(a: f32[64, 64], w: f32[64, 64]):\n    x1 = mm(a, w)\n    y1 = tanh(x1)\n"
+      "    x2 = mm(y1, w)\n    f2 = flip(x2, [0])\n    s2 = sin(x2)\n    y2 = add(s2, f2)\n"
+      "    x3 = mm(y2, w)\n    y3 = exp(x3)\n    return y3\n"),
+      library);
+  const scheduler::Schedule s = schedule_with(lowered, true);
+  std::map<std::string, std::string> taken;  // old buffer -> new
+  for (const auto& p : s.buffers) {
+    if (!p.in_place_of.empty()) taken[p.in_place_of] = p.buffer;
+  }
+  auto buffer_of = [&](const std::string& value) {
+    for (const auto& b : lowered.buffers) {
+      for (const auto& op : b.source_ops) {
+        if (op.value == value && op.op == "mm") return b.name;
+      }
+    }
+    return std::string();
+  };
+  EXPECT_EQ(taken.count(buffer_of("x1")), 1u);
+  EXPECT_EQ(taken.count(buffer_of("x2")), 0u);
+  EXPECT_EQ(taken.count(buffer_of("x3")), 0u);  // y3 is the graph's output
 }
 
 }  // namespace
