@@ -24,12 +24,14 @@ import models  # noqa: E402
 ORDER = re.compile(r"\(original (\d+), minimum-peak-first (\d+), breadth-first (\d+), "
                    r"depth-first (\d+)\)")
 PEAK = re.compile(r"peak of the allocated buffers \(M\*\): (\d+) bytes")
+IN_PLACE = re.compile(r"^\s*\S+ = \S+  # in place", re.M)
 ARENA = re.compile(r"arena: (\d+) intermediates at fixed offsets in (\d+) bytes, kept across "
                    r"calls \(their M\* is (\d+) bytes\)")
 
 
 def plans(debug_dir: pathlib.Path):
-    """(original peak, chosen peak, arena bytes, intermediates' M*) per program."""
+    """(original peak, chosen peak, arena bytes, intermediates' M*, buffers written in place
+    of an intermediate) per program."""
     out = []
     for explain in sorted(debug_dir.rglob("*.explain.txt")):
         text = explain.read_text()
@@ -40,7 +42,7 @@ def plans(debug_dir: pathlib.Path):
         original = int(order.group(1)) if order else int(peak.group(1))
         arena = ARENA.search(text)
         out.append((original, int(peak.group(1)), int(arena.group(2)) if arena else 0,
-                    int(arena.group(3)) if arena else 0))
+                    int(arena.group(3)) if arena else 0, len(IN_PLACE.findall(text))))
     return out
 
 
@@ -54,7 +56,8 @@ def main():
     parser.add_argument("--out")
     args = parser.parse_args()
     rows = ["| model | mode | programs | peak, original order (MiB) | peak, chosen order (MiB) "
-            "| arena (MiB) | intermediates' M* (MiB) |", "|---|---|---|---|---|---|---|"]
+            "| arena (MiB) | intermediates' M* (MiB) | written in place |",
+            "|---|---|---|---|---|---|---|---|"]
     for name in args.models.split(","):
         for mode in ("infer-b4", "train-b2"):
             training, batch = case.parse_mode(mode)
@@ -68,9 +71,9 @@ def main():
                 case.make_step(compiled, inputs, training)()
                 found = plans(pathlib.Path(tmp))
                 del os.environ["STAX_DEBUG_DIR"]
-            total = [sum(p[k] for p in found) for k in range(4)]
+            total = [sum(p[k] for p in found) for k in range(5)]
             rows.append(f"| {name} | {mode} | {len(found)} | {mib(total[0])} | {mib(total[1])} "
-                        f"| {mib(total[2])} | {mib(total[3])} |")
+                        f"| {mib(total[2])} | {mib(total[3])} | {total[4]} |")
             print(rows[-1], flush=True)
     text = "\n".join(rows) + "\n"
     if args.out:

@@ -457,7 +457,7 @@ def _aot(gm, example_inputs, options: Options):
         # Input mutations stay in the graph as copy_(input, value) (issue 16, point 6): Stax
         # writes the value into the input's memory in place, where AOTAutograd's epilogue
         # would copy a returned value back after the call.
-        keep_inference_input_mutations=True,
+        keep_inference_input_mutations=options.mutations_in_place,
     )(gm, example_inputs)
     # An inference graph that mutates no input, returns no alias and takes Dynamo's inputs
     # one to one needs none of AOTAutograd's runtime wrappers (epilogues for mutations and

@@ -35,6 +35,9 @@ class Options:
     # Non-temporal stores for kernels moving more than the last-level cache into memory that
     # is already mapped (pooled outputs, the arena); False keeps ordinary stores.
     streaming_stores: bool = True
+    # Input mutations written by Stax's program into the inputs' memory (copy_ kept in the
+    # graph); False lets AOTAutograd copy the returned values back (before/after measurements).
+    mutations_in_place: bool = True
 
     @property
     def record_ir(self) -> bool:
@@ -61,8 +64,10 @@ class Options:
         graph_passes = options.get("graph_passes", True)
         output_pool = options.get("output_pool", True)
         streaming_stores = options.get("streaming_stores", True)
+        mutations_in_place = options.get("mutations_in_place", True)
         for name, value in (("debug", debug), ("graph_passes", graph_passes),
-                            ("output_pool", output_pool), ("streaming_stores", streaming_stores)):
+                            ("output_pool", output_pool), ("streaming_stores", streaming_stores),
+                            ("mutations_in_place", mutations_in_place)):
             if not isinstance(value, bool):
                 raise ValueError(f"stax: option '{name}' must be a bool, got {value!r}")
         logs = options.get("logs", ())
@@ -82,4 +87,5 @@ class Options:
         return Options(threads=threads, simd=simd, logs=tuple(dict.fromkeys(logs)),
                        debug_dir=debug_dir, cache_dir=cache_dir, debug=debug,
                        graph_passes=graph_passes, output_pool=output_pool,
-                       streaming_stores=streaming_stores)
+                       streaming_stores=streaming_stores,
+                       mutations_in_place=mutations_in_place)

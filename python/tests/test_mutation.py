@@ -195,3 +195,20 @@ def test_a_region_writing_an_input_that_pytorch_reads_after_it_runs_in_pytorch()
     reason = backend._late_reader_of_written_input(fused_with_reader(False), "stax_region_0")
     assert reason is not None and "writes input x in place" in reason, reason
     assert backend._late_reader_of_written_input(fused_with_reader(True), "stax_region_0") is None
+
+
+def test_mutations_copied_back_by_aotautograd_when_asked():
+    """options={"mutations_in_place": False} (before/after measurements): the graph returns
+    the new value and AOTAutograd copies it into the input, as before issue 16's point 6."""
+
+    def f(x):
+        x.mul_(3).add_(1)
+        return x.sum()
+
+    x = torch.randn(64, 64)
+    expected = x * 3 + 1
+    torch._dynamo.reset()
+    report = stax.explain(f, x, options={"mutations_in_place": False})
+    torch.testing.assert_close(x, expected, **EXACT)
+    assert "copy_" not in op_counts(report.stax_ops)
+    assert "copy_" not in op_counts(report.fallback_ops)

@@ -47,6 +47,7 @@ class MergePeak {
   explicit MergePeak(MemoryDag dag);
 
   const std::vector<int>& order() const { return order_; }
+  const MemoryDag& dag() const { return dag_; }
   int64_t peak() const { return peak_; }
   // The simulated peak with nodes x and y merged (placed as above); nullopt when one reaches
   // the other, so that no order runs them as one node (Proposition 7.1).

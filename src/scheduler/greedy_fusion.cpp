@@ -147,17 +147,35 @@ void greedy_fusion(const std::vector<SchedulerNode>& nodes, std::vector<FusedNod
     legal = rank_candidates(std::move(legal));
     round_log.possible = static_cast<int>(legal.size());
 
-    // Lines 5-7.
+    // Lines 5-7. The peak check of line 3 saw the round's starting groups; a horizontal pair
+    // is checked again against the groups as this round's earlier fusions left them (`now`,
+    // its nodes renumbered as merge_nodes renumbers them).
     std::set<size_t> fused_this_round;
     std::vector<FusedNode> created;
+    MemoryDag now = peak.dag();
+    std::vector<int> node_of(groups.size());
+    for (size_t g = 0; g < groups.size(); ++g) node_of[g] = static_cast<int>(g);
     for (const Candidate& c : legal) {
       FusionCandidateLog entry{groups[c.a].name,  groups[c.b].name, true, false,
                                c.decision.reason, c.decision.score};
+      std::optional<int64_t> raised_now;
+      if (!fused_this_round.empty() && !c.decision.vertical && !fused_this_round.count(c.a) &&
+          !fused_this_round.count(c.b)) {
+        raised_now = MergePeak(now).raised_peak(node_of[c.a], node_of[c.b]);
+      }
       if (fused_this_round.count(c.a) || fused_this_round.count(c.b)) {
         entry.reason += " (skipped: already fused this round)";
       } else if (cycles.would_create_cycle(groups[c.a].members()[0], groups[c.b].members()[0])) {
         entry.reason += " (skipped: fusion would create a cycle, Proposition 7.1)";
+      } else if (raised_now) {
+        entry.reason += " (skipped: after this round's earlier fusions it would raise the " +
+                        std::string("simulated peak to ") + std::to_string(*raised_now) +
+                        " bytes, Definition 7.5)";
       } else {
+        now = merge_nodes(now, node_of[c.a], node_of[c.b]);
+        const int keep = std::min(node_of[c.a], node_of[c.b]);
+        const int drop = std::max(node_of[c.a], node_of[c.b]);
+        for (int& v : node_of) v = v == drop ? keep : v > drop ? v - 1 : v;
         entry.fused = true;
         fused_this_round.insert(c.a);
         fused_this_round.insert(c.b);

@@ -282,5 +282,43 @@ def f(x: f32[64, 64], z: f32[64, 64], y: f32[256, 256]):
   EXPECT_GT(peak.merged_peak(0, 2).value(), 0);
 }
 
+// The peak check is made again when a round fuses a horizontal pair after other fusions:
+// two pairs (a, b over x; a2, b2 over w) that each keep the peak alone (their results live
+// through the first exp's steps, 16 KiB each) raise it together above the second exp's steps.
+TEST(FusionPeak, ARoundsEarlierFusionsCountInTheCheckOfALaterHorizontalPair) {
+  auto s = testing::schedule_text(R"(
+def f(x: f32[64, 64], w: f32[64, 64], y: f32[256, 256], y2: f32[248, 256]):
+    a = mul(x, 2.0)
+    a2 = mul(w, 2.0)
+    e = exp(y)
+    s = sum(e, dim=[1])
+    m = amax(e, dim=[0])
+    b = mul(x, 3.0)
+    b2 = mul(w, 3.0)
+    e2 = exp(y2)
+    s2 = sum(e2, dim=[1])
+    m2 = amax(e2, dim=[0])
+    return a, a2, s, m, b, b2, s2, m2
+)");
+  const FusionRoundLog& round = s->schedule.fusion_log.rounds.at(0);
+  const FusionCandidateLog* first = nullptr;
+  const FusionCandidateLog* second = nullptr;
+  for (const auto& c : round.candidates) {
+    if (c.first == "op0" && c.second == "op5") first = &c;
+    if (c.first == "op1" && c.second == "op6") second = &c;
+  }
+  ASSERT_NE(first, nullptr);
+  ASSERT_NE(second, nullptr);
+  // Both pass line 3's check against the round's starting groups.
+  EXPECT_TRUE(first->legal && second->legal);
+  EXPECT_TRUE(first->fused);
+  EXPECT_FALSE(second->fused);
+  EXPECT_NE(second->reason.find("after this round's earlier fusions it would raise the simulated "
+                                "peak"),
+            std::string::npos)
+      << second->reason;
+  for (const auto& k : s->schedule.kernels) EXPECT_NE(k.name, "op1_op6");
+}
+
 }  // namespace
 }  // namespace stax::scheduler
