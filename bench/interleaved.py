@@ -2,8 +2,19 @@
 round calls every runner once, so drift on a shared machine hits them alike), the median and
 p10-p90 spread of each, and the report printed and optionally written."""
 
+import argparse
 import statistics
 import time
+
+
+def bench_arguments():
+    """The options every benchmark script takes: --threads (default 2), --reps (timed rounds,
+    default 15) and --out (a file for the report)."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--reps", type=int, default=15)
+    parser.add_argument("--out", default="")
+    return parser.parse_args()
 
 
 def quantiles(samples):

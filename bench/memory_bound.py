@@ -19,14 +19,13 @@ Usage (shared machine: real-time priority, nothing else benchmarking):
     chrt -f 1 .venv/bin/python bench/memory_bound.py [--threads 2] [--reps 15] [--out FILE]
 """
 
-import argparse
 import time
 
 import torch
 import torch.nn.functional as F
 
 import stax  # noqa: F401  (registers the backend)
-from interleaved import interleaved, quantiles, report
+from interleaved import bench_arguments, interleaved, quantiles, report
 
 
 def add(x, y):
@@ -81,11 +80,7 @@ def timed(f):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--reps", type=int, default=15)
-    parser.add_argument("--out", default="")
-    args = parser.parse_args()
+    args = bench_arguments()
     torch.set_num_threads(args.threads)
     copy_gbs, copy_t = copy_bandwidth(args.reps)
     lines = [

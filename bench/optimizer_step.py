@@ -10,12 +10,10 @@ Usage (shared machine: real-time priority, nothing else benchmarking):
     chrt -f 1 .venv/bin/python bench/optimizer_step.py [--threads 2] [--reps 15] [--out FILE]
 """
 
-import argparse
-
 import torch
 
 import stax  # noqa: F401  (registers the backend)
-from interleaved import interleaved, report
+from interleaved import bench_arguments, interleaved, report
 
 
 def make(fused=False):
@@ -29,11 +27,7 @@ def make(fused=False):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--reps", type=int, default=15)
-    parser.add_argument("--out", default="")
-    args = parser.parse_args()
+    args = bench_arguments()
     torch.set_num_threads(args.threads)
     optimizers = {"eager foreach": make(), "eager fused": make(fused=True), "inductor": make(),
                   "stax": make(), "stax, copied back": make()}

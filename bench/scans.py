@@ -8,12 +8,10 @@ Usage (shared machine: real-time priority, nothing else benchmarking):
     chrt -f 1 .venv/bin/python bench/scans.py [--threads 2] [--reps 15] [--out FILE]
 """
 
-import argparse
-
 import torch
 
 import stax  # noqa: F401  (registers the backend)
-from interleaved import interleaved, report
+from interleaved import bench_arguments, interleaved, report
 
 CASES = [  # (sizes, dim, path)
     ((1, 16 << 20), 1, "one long line: blocks"),
@@ -23,11 +21,7 @@ CASES = [  # (sizes, dim, path)
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--reps", type=int, default=15)
-    parser.add_argument("--out", default="")
-    args = parser.parse_args()
+    args = bench_arguments()
     torch.set_num_threads(args.threads)
     lines = [f"{args.threads} threads; median ms (p10-p90)", "",
              "| op | shape, dim | eager | inductor | stax |", "|---|---|---|---|---|"]

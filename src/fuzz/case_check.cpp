@@ -40,14 +40,6 @@ Tolerance output_tolerance(const ir::Graph& graph, size_t output) {
   return output_tolerances(graph).at(output);
 }
 
-std::vector<Tensor> random_inputs(const ir::Graph& graph, uint64_t seed) {
-  std::vector<Tensor> inputs;
-  for (ir::ValueRef ref : graph.inputs()) {
-    const ir::TensorType& t = graph.value(ref).type;
-    inputs.push_back(eager::random_tensor_strided(t.dtype, t.sizes, t.strides, seed++));
-  }
-  return inputs;
-}
 
 Outcome fail(FailureKind kind, const char* stage, std::string detail) {
   Outcome o;
@@ -225,6 +217,15 @@ Outcome check_clean_errors(const std::string& text, std::vector<std::string>* er
   return guarded(
       "eager", FailureKind::None, [&] { eager::run(graph, random_inputs(graph, /*seed=*/1)); },
       errors);
+}
+
+std::vector<Tensor> random_inputs(const ir::Graph& graph, uint64_t seed) {
+  std::vector<Tensor> inputs;
+  for (ir::ValueRef ref : graph.inputs()) {
+    const ir::TensorType& t = graph.value(ref).type;
+    inputs.push_back(eager::random_tensor_strided(t.dtype, t.sizes, t.strides, seed++));
+  }
+  return inputs;
 }
 
 }  // namespace stax::fuzz

@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "fuzz/program_generator.h"
+#include "ir/graph.h"
+#include "runtime/tensor.h"
 
 namespace stax::fuzz {
 
@@ -45,6 +47,8 @@ bool parse_failure_kind(const std::string& name, FailureKind& kind);
 bool same_failure(const Outcome& a, const Outcome& b);
 
 Outcome check_valid(const std::string& text, const CaseOptions& options);
+// Random values for every input of `graph`, in its declared layouts (seeds seed, seed + 1, ...).
+std::vector<Tensor> random_inputs(const ir::Graph& graph, uint64_t seed);
 
 // Programs whose values exceed this many elements in total are not run by the eager
 // interpreter in check_clean_errors: a mutated size may ask for terabytes, and working

@@ -51,21 +51,8 @@ LoweredValue Lowerer::lower_copy_in_place(const ir::Node& node, const ir::Value&
                        " writes: stored apart so that no element is overwritten before it is "
                        "read");
   }
-  ComputedBuffer buf;
-  buf.name = next_buffer_name();
-  buf.dtype = out.type.dtype;
-  buf.sizes = out.type.sizes;
-  buf.strides = input.type.strides;
-  buf.ranges = out.type.sizes;
-  const auto strides = buf.strides;
-  buf.output_index = [strides](const std::vector<Expr>& idx) {
-    return strided_offset(idx, strides);
-  };
-  Loader loader = v.loader;
-  buf.value = [loader](OpsHandler& h, const std::vector<Expr>& idx, const std::vector<Expr>&) {
-    return loader(h, idx);
-  };
-  buf.origin = v.origin.empty() ? "copy_" : join(v.origin, "+");
+  ComputedBuffer buf = buffer_storing(v, input.type.strides);
+  buf.origin = v.origin.empty() ? "copy_" : buf.origin;
   buf.mutated_input = input.name;
   result_.log.push_back(buf.name + " (" + buf.origin + "): written into input " + input.name +
                         "'s memory in place (" + ir::describe_node(graph_, node) + ")");

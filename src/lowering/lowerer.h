@@ -133,23 +133,27 @@ class Lowerer {
     return name;
   }
 
-  // Stores a value into a new contiguous buffer and returns the value that reads it back.
-  LoweredValue realize(const LoweredValue& v, const std::string& why) {
+  // A new pointwise buffer storing `v` laid out with `strides` (not added yet).
+  ComputedBuffer buffer_storing(const LoweredValue& v, std::vector<int64_t> strides) const {
     ComputedBuffer buf;
     buf.name = next_buffer_name();
     buf.dtype = v.dtype;
     buf.sizes = v.sizes;
-    buf.strides = ir::contiguous_strides(v.sizes);
+    buf.strides = std::move(strides);
     buf.ranges = v.sizes;
-    const auto strides = buf.strides;
-    buf.output_index = [strides](const std::vector<Expr>& idx) {
-      return strided_offset(idx, strides);
-    };
+    const auto laid = buf.strides;
+    buf.output_index = [laid](const std::vector<Expr>& idx) { return strided_offset(idx, laid); };
     Loader loader = v.loader;
     buf.value = [loader](OpsHandler& h, const std::vector<Expr>& idx, const std::vector<Expr>&) {
       return loader(h, idx);
     };
     buf.origin = v.origin.empty() ? "copy" : join(v.origin, "+");
+    return buf;
+  }
+
+  // Stores a value into a new contiguous buffer and returns the value that reads it back.
+  LoweredValue realize(const LoweredValue& v, const std::string& why) {
+    ComputedBuffer buf = buffer_storing(v, ir::contiguous_strides(v.sizes));
     result_.log.push_back(buf.name + " (" + buf.origin + "): " + why);
     return add_buffer(std::move(buf), v.composed);
   }

@@ -15,6 +15,7 @@
 #include "eager/interpreter.h"
 #include "eager/tensor_io.h"
 #include "expect_outputs_match.h"
+#include "fuzz/case_check.h"
 #include "ir/graph.h"
 
 namespace stax {
@@ -34,12 +35,7 @@ std::vector<Config> configs() {
 
 // Inputs with the graph's layouts and values varied enough that a misplaced read shows.
 std::vector<Tensor> inputs_of(const ir::Graph& g, uint64_t seed) {
-  std::vector<Tensor> inputs;
-  for (ir::ValueRef ref : g.inputs()) {
-    const ir::TensorType& t = g.value(ref).type;
-    inputs.push_back(eager::random_tensor_strided(t.dtype, t.sizes, t.strides, seed++));
-  }
-  return inputs;
+  return fuzz::random_inputs(g, seed);
 }
 
 // Copies whose storage the runs may write.
