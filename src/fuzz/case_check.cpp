@@ -40,7 +40,6 @@ Tolerance output_tolerance(const ir::Graph& graph, size_t output) {
   return output_tolerances(graph).at(output);
 }
 
-
 Outcome fail(FailureKind kind, const char* stage, std::string detail) {
   Outcome o;
   o.kind = kind;
