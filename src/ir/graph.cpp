@@ -351,9 +351,34 @@ ValueRef Graph::add_node(const std::string& op, std::vector<Arg> args,
       throw GraphError(op + ": argument 'self' must be a tensor given first");
     }
     const ValueRef self = std::get<ValueRef>(args[0]);
-    const std::string out_name = fresh_or_checked_name("copy_", name);
-    const ValueRef value = add_node(twin->name, std::move(args), std::move(kwargs));
-    return add_node("copy_", {self, value}, {}, out_name);
+    if (!name.empty()) fresh_or_checked_name(op, name);  // refuse a bad name before adding
+    // The twin's value gets a fresh name other than the one the copy_ is to take.
+    std::string twin_name;
+    for (size_t k = nodes_.size(); twin_name.empty() || find_value(twin_name) || twin_name == name;
+         ++k) {
+      twin_name = "v" + std::to_string(k);
+    }
+    const ValueRef value = add_node(twin->name, std::move(args), std::move(kwargs), twin_name);
+    // As eager's in-place ops: the result must convert to self's dtype without leaving its
+    // kind (no floats into integers, nothing but bool into bool).
+    const DType from = this->value(value).type.dtype;
+    const DType to = this->value(self).type.dtype;
+    const bool castable =
+        !(is_floating(from) && !is_floating(to)) && !(to == DType::Bool && from != DType::Bool);
+    try {
+      if (!castable) {
+        throw GraphError(op + ": result type " + std::string(dtype_name(from)) +
+                         " can't be cast to the desired output type " +
+                         std::string(dtype_name(to)) + " of '" + this->value(self).name + "'");
+      }
+      return add_node("copy_", {self, value}, {}, name);
+    } catch (const GraphError&) {
+      // A refusal leaves the graph as it was: take the functional twin back out.
+      value_index_.erase(values_.back().name);
+      values_.pop_back();
+      nodes_.pop_back();
+      throw;
+    }
   }
   Node node = bind_node(op, std::move(args), std::move(kwargs));
   if (find_op_schema(op)->result_count) {

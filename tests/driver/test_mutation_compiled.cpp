@@ -288,3 +288,40 @@ TEST(Mutation, InPlaceOpsPrintAsTheirFunctionalTwinAndCopy) {
 
 }  // namespace
 }  // namespace stax
+
+namespace stax {
+namespace {
+
+// Eager refuses an in-place op whose result leaves self's kind (x.div_(2) on int64: "result
+// type Float can't be cast to the desired output type Long"); so does the graph, unchanged.
+TEST(Mutation, AnInPlaceOpWhoseResultCannotBeStoredInSelfIsRefused) {
+  ir::Graph g("f");
+  const ir::ValueRef x = g.add_input("x", DType::Int64, {4});
+  const ir::ValueRef b = g.add_input("b", DType::Bool, {4});
+  const size_t nodes = g.nodes().size();
+  EXPECT_THROW(
+      {
+        try {
+          g.add_node("div_", {x, ir::Scalar(int64_t{2})});
+        } catch (const ir::GraphError& e) {
+          EXPECT_NE(std::string(e.what()).find("result type f32 can't be cast to the desired "
+                                               "output type i64 of 'x'"),
+                    std::string::npos)
+              << e.what();
+          throw;
+        }
+      },
+      ir::GraphError);
+  EXPECT_THROW(g.add_node("add_", {b, ir::Scalar(int64_t{1})}), ir::GraphError);
+  EXPECT_EQ(g.nodes().size(), nodes);
+  // Within the kind it converts, as eager's: an int32 result into int64, a bool into int64.
+  g.add_node("mul_", {x, ir::Scalar(int64_t{3})});
+  EXPECT_EQ(g.nodes().back().op, "copy_");
+  // A name that the functional twin's fresh name would have taken.
+  const ir::ValueRef named = g.add_node("add_", {b, b}, {}, "v3");
+  EXPECT_EQ(g.value(named).name, "v3");
+  EXPECT_EQ(g.nodes().back().op, "copy_");
+}
+
+}  // namespace
+}  // namespace stax
