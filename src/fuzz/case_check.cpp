@@ -157,6 +157,9 @@ Outcome check_valid(const std::string& text, const CaseOptions& options) {
   compile_options.num_threads = options.num_threads;
   compile_options.fuse = options.fuse;
   compile_options.localize = options.localize;
+  compile_options.memory_arena = options.memory_arena;
+  compile_options.reuse_buffers = options.reuse_buffers;
+  compile_options.in_place_reuse = options.in_place_reuse;
   std::vector<Tensor> actual;
   if (Outcome o = guarded("compile", FailureKind::Refused,
                           [&] { actual = compile(graph, compile_options).run(inputs); });

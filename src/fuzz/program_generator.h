@@ -26,6 +26,11 @@ struct CaseOptions {
   int num_threads = 1;
   bool fuse = true;
   bool localize = true;
+  // Section 7.5's placement (driver/compiler.h): not drawn by the generator; the property
+  // tests run each program with every placement.
+  bool memory_arena = true;
+  bool reuse_buffers = true;
+  bool in_place_reuse = true;
   uint64_t input_seed = 1;
 };
 

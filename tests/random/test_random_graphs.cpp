@@ -36,5 +36,25 @@ TEST(RandomGraphs, CompiledMatchesEager) {
   }
 }
 
+// Section 7.5's placements (issue 16, points 2 and 3) change no result: the same programs with
+// the arena, with the free pool and with neither, each with in-place reuse on and off (the
+// first, the default, is CompiledMatchesEager's).
+TEST(RandomGraphs, CompiledMatchesEagerUnderEveryMemoryPlacement) {
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    const fuzz::GeneratedCase c = fuzz::generate_case(seed, two_dimensional());
+    SCOPED_TRACE(c.text);
+    for (int placement = 1; placement < 6; ++placement) {
+      fuzz::CaseOptions o = c.options;
+      o.memory_arena = placement % 3 == 0;
+      o.reuse_buffers = placement % 3 == 1;
+      o.in_place_reuse = placement < 3;
+      const fuzz::Outcome outcome = fuzz::check_valid(c.text, o);
+      EXPECT_FALSE(outcome.failed())
+          << "seed " << seed << ", placement " << placement << ": "
+          << fuzz::failure_kind_name(outcome.kind) << ": " << outcome.detail;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace stax
