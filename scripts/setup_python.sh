@@ -32,8 +32,10 @@ fi
 # Exactly torch 2.13.0: that release installs the CPU build. numpy: torch warns on import
 # without it. transformers: python/tests/test_transformers_bert.py builds a tiny BertModel
 # from its config (random weights, nothing downloaded at run time). expecttest: torch's OpInfo
-# database (python/tests/test_opinfo_half.py) imports it.
-requirements=(torch==2.13.0 numpy pytest expecttest nanobind scikit-build-core transformers)
+# database (python/tests/test_opinfo_half.py) imports it. pytest-xdist: scripts/test.sh runs
+# the tests on every core.
+requirements=(torch==2.13.0 numpy pytest pytest-xdist expecttest nanobind scikit-build-core
+  transformers)
 if ! "$venv/bin/python" - "${requirements[@]}" <<'EOF' 2>/dev/null; then
 import sys
 from importlib.metadata import version

@@ -30,20 +30,37 @@ run_suites() {
   (cd "$dir" && ctest --output-on-failure --no-tests=error -j 2 -R "^($(IFS='|'; echo "$*")${pattern:+|$pattern})\$")
 }
 
+# Prints how long the step that just ended took, so that a CI log shows where its time goes.
+step_start=$SECONDS
+step_done() {
+  echo "test.sh: $1 took $((SECONDS - step_start)) s"
+  step_start=$SECONDS
+}
+
 scripts/setup.sh build -DSTAX_BUILD_TESTS=ON
+step_done "set-up and build"
 scripts/setup_python.sh
+step_done "Python package set-up"
 # Every saved fuzzer finding is a test of its own (tests/fuzz/regressions).
 run_suites build 'fuzz_regression\..*' "${suites[@]}"
+step_done "test suites"
 
+# The sanitized suites share build/'s JIT cache: the kernels they compile are the ones the
+# first run compiled (generated kernels are not instrumented either way).
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DSTAX_SANITIZE=ON \
-  -DSTAX_BUILD_TESTS=ON >/dev/null
+  -DSTAX_BUILD_TESTS=ON -DSTAX_TEST_CACHE_DIR="$PWD/build/test-cache" >/dev/null
 cmake --build build-asan -j "$(nproc)" --target "${sanitized_suites[@]}"
+step_done "sanitizer build"
 run_suites build-asan '' "${sanitized_suites[@]}"
+step_done "suites under the sanitizers"
 
-# The Python package, as installed in .venv; a run in which no test passed is a failure.
+# The Python package, as installed in .venv, one pytest-xdist worker per core (most of a test's
+# time is the system compiler, one process per kernel; the workers share the JIT cache, whose
+# entries are locked); a run in which no test passed is a failure.
 pytest_log=build/pytest.log
 STAX_CACHE_DIR="$PWD/build/pytest-cache" .venv/bin/python -m pytest python/tests -q -rs \
-  2>&1 | tee "$pytest_log"
+  -n "$(nproc)" 2>&1 | tee "$pytest_log"
+step_done "pytest"
 if ! tail -n 1 "$pytest_log" | grep -Eq '[0-9]+ passed'; then
   echo "test.sh: pytest passed no test" >&2
   exit 1

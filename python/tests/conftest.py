@@ -42,6 +42,28 @@ def fresh_dynamo_and_seed():
     torch._dynamo.reset()
 
 
+def pytest_sessionfinish(session):
+    # Under pytest-xdist each worker hands its fractions to the controller, which prints them.
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput["fallback_fractions"] = {
+            name: [fraction, dict(fallback)]
+            for name, (fraction, fallback) in eager_comparison.FALLBACK_FRACTIONS.items()
+        }
+
+
+try:
+    import xdist  # noqa: F401  (the hook below exists only with pytest-xdist)
+
+    def pytest_testnodedown(node, error):
+        worker_fractions = getattr(node, "workeroutput", {}).get("fallback_fractions", {})
+        for name, (fraction, fallback) in worker_fractions.items():
+            eager_comparison.FALLBACK_FRACTIONS[name] = (fraction, fallback)
+
+except ImportError:
+    pass
+
+
 def pytest_terminal_summary(terminalreporter):
     if not eager_comparison.FALLBACK_FRACTIONS:
         return

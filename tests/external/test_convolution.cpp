@@ -122,8 +122,13 @@ struct Case {
   // One loop nest over the forward convolution's terms (n, o, c, output position, kernel
   // position) serves all passes: each term input * weight contributes to output (forward),
   // grad_output * weight to grad_input, grad_output * input to grad_weight. Spatial
-  // dimensions are padded to three (size 1) so that it serves 1-D to 3-D.
-  void expect_matches_reference(const std::string& what) const {
+  // dimensions are padded to three (size 1) so that it serves 1-D to 3-D. A reference holds
+  // the result's elements by offset: the sum, the sum of magnitudes, the number of terms.
+  struct Reference {
+    std::vector<double> sum, magnitude;
+    std::vector<int64_t> terms;
+  };
+  Reference reference() const {
     const int d = spec.spatial_dims();
     auto spatial3 = [&](const std::vector<int64_t>& v, int64_t fill) {
       std::array<int64_t, 3> r{fill, fill, fill};
@@ -137,7 +142,6 @@ struct Case {
     const auto dil = spatial3(spec.dilation, 1);
     const int64_t batch = spec.output.sizes[0], c_out = spec.output.sizes[1];
     const int64_t c_per_group = spec.weight.sizes[1], o_per_group = c_out / spec.groups;
-    const double eps32 = std::ldexp(1.0, -24);
     // Strides over (n or o, c, z, y, x); a missing spatial dimension has size 1, stride 0.
     auto strides5 = [&](const TensorLayout& l) {
       std::array<int64_t, 5> r{l.strides[0], l.strides[1], 0, 0, 0};
@@ -145,16 +149,13 @@ struct Case {
       return r;
     };
     const auto si = strides5(spec.input), sw = strides5(spec.weight), so = strides5(spec.output);
-    const Tensor& r = result();
-    const auto sr = strides5(r.layout);
-    // The result's elements by offset: the sum, the sum of magnitudes, the number of terms.
-    const size_t n_offsets = r.elements();
-    std::vector<double> sum(n_offsets, 0.0), magnitude(n_offsets, 0.0);
-    std::vector<int64_t> terms(n_offsets, 0);
+    const size_t n_offsets = result().elements();
+    Reference ref{std::vector<double>(n_offsets, 0.0), std::vector<double>(n_offsets, 0.0),
+                  std::vector<int64_t>(n_offsets, 0)};
     auto add = [&](int64_t offset, double term) {
-      sum[offset] += term;
-      magnitude[offset] += std::fabs(term);
-      ++terms[offset];
+      ref.sum[offset] += term;
+      ref.magnitude[offset] += std::fabs(term);
+      ++ref.terms[offset];
     };
     for (int64_t n = 0; n < batch; ++n) {
       for (int64_t o = 0; o < c_out; ++o) {
@@ -202,9 +203,23 @@ struct Case {
         }
       }
     }
+    return ref;
+  }
+  void expect_matches_reference(const std::string& what) const {
+    expect_matches(reference(), what);
+  }
+  // Compares the result with `ref`, the reference of operands equal to this case's.
+  void expect_matches(const Reference& ref, const std::string& what) const {
+    const int d = spec.spatial_dims();
+    const double eps32 = std::ldexp(1.0, -24);
+    const Tensor& r = result();
+    std::array<int64_t, 5> sr{r.layout.strides[0], r.layout.strides[1], 0, 0, 0};
+    for (int i = 0; i < d; ++i) sr[5 - d + i] = r.layout.strides[2 + i];
+    const auto& [sum, magnitude, terms] = ref;
     // Every element of the result by its logical index (n or o, c, z, y, x).
     const auto rs = r.layout.sizes;
-    const auto extent = spatial3({rs.begin() + 2, rs.end()}, 1);
+    std::array<int64_t, 3> extent{1, 1, 1};
+    for (int i = 0; i < d; ++i) extent[3 - d + i] = rs[2 + i];
     int failures = 0;
     for (int64_t i0 = 0; i0 < rs[0]; ++i0) {
       for (int64_t i1 = 0; i1 < rs[1]; ++i1) {
@@ -276,12 +291,15 @@ void check(const ConvolutionSpec& spec, const std::string& what,
         << what << " " << spec.describe() << ": " << why;
   }
   auto plan = ConvolutionPlan::create(spec, threads.front(), formats);
+  // The operands depend on the seed only: one reference serves every thread count.
+  std::optional<Case::Reference> reference;
   for (int t : threads) {
     Case c(spec);
     c.fill(seed);
+    if (!reference) reference = c.reference();
     c.run(*plan, t);
-    c.expect_matches_reference(what + " (" + std::to_string(t) + " threads, " +
-                               plan->implementation() + ")");
+    c.expect_matches(*reference, what + " (" + std::to_string(t) + " threads, " +
+                                     plan->implementation() + ")");
   }
 }
 
@@ -422,12 +440,14 @@ TEST(Convolution, StridedOneByOneBackwardWeightsOfFewChannels) {
             << what << ": " << impl;
       }
       for (int run = 0; run < 4; ++run) {
+        std::optional<Case::Reference> reference;
         for (int t : {1, 2}) {
           Case c(s);
           c.fill(static_cast<uint32_t>(run + 1));
+          if (!reference) reference = c.reference();
           c.run(*plan, t);
-          c.expect_matches_reference(what + " (" + std::to_string(t) + " threads, " +
-                                     plan->implementation() + ")");
+          c.expect_matches(*reference, what + " (" + std::to_string(t) + " threads, " +
+                                           plan->implementation() + ")");
         }
       }
     }
