@@ -46,9 +46,11 @@ run_suites build 'fuzz_regression\..*' "${suites[@]}"
 step_done "test suites"
 
 # The sanitized suites share build/'s JIT cache: the kernels they compile are the ones the
-# first run compiled (generated kernels are not instrumented either way).
-cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DSTAX_SANITIZE=ON \
-  -DSTAX_BUILD_TESTS=ON -DSTAX_TEST_CACHE_DIR="$PWD/build/test-cache" >/dev/null
+# first run compiled (generated kernels are not instrumented either way). Line tables only
+# (-g1): reports still name file and line, and the build takes a fifth less time.
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 \
+  -DSTAX_SANITIZE=ON -DSTAX_BUILD_TESTS=ON -DSTAX_TEST_CACHE_DIR="$PWD/build/test-cache" \
+  >/dev/null
 cmake --build build-asan -j "$(nproc)" --target "${sanitized_suites[@]}"
 step_done "sanitizer build"
 run_suites build-asan '' "${sanitized_suites[@]}"
