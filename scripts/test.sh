@@ -8,11 +8,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Every suite the project has; the run fails when CTest does not list each of them.
-suites=(test_index test_ir test_runtime test_external test_eager test_lowering test_scheduler test_kernel test_codegen
-  test_driver test_cli test_random_graphs test_fuzz test_fuzz_ci test_sweep test_sweep.shard1)
+suites=(test_index test_ir test_runtime test_external test_external.convolution test_eager test_lowering
+  test_scheduler test_kernel test_codegen test_driver test_cli test_random_graphs test_fuzz test_fuzz_ci
+  test_sweep test_sweep.shard1)
 # The suites that do not JIT-compile kernels run again under the sanitizers (generated
 # kernels run in their own shared objects, which the sanitizers would not instrument).
-sanitized_suites=(test_index test_ir test_external test_eager test_lowering test_scheduler test_kernel)
+sanitized_suites=(test_index test_ir test_external test_external.convolution test_eager test_lowering
+  test_scheduler test_kernel)
+# The executables the sanitized suites run (test_external.convolution runs test_external).
+sanitized_targets=(test_index test_ir test_external test_eager test_lowering test_scheduler test_kernel)
 
 # Runs CTest in $1 on the suites named after it (and on PATTERN, a regular expression of
 # further test names), failing when one of the suites is not registered.
@@ -51,7 +55,7 @@ step_done "test suites"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 \
   -DSTAX_SANITIZE=ON -DSTAX_BUILD_TESTS=ON -DSTAX_TEST_CACHE_DIR="$PWD/build/test-cache" \
   >/dev/null
-cmake --build build-asan -j "$(nproc)" --target "${sanitized_suites[@]}"
+cmake --build build-asan -j "$(nproc)" --target "${sanitized_targets[@]}"
 step_done "sanitizer build"
 run_suites build-asan '' "${sanitized_suites[@]}"
 step_done "suites under the sanitizers"
