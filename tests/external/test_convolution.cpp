@@ -128,13 +128,21 @@ struct Case {
     std::vector<double> sum, magnitude;
     std::vector<int64_t> terms;
   };
-  Reference reference() const {
+  // Spatial sizes (or stride, padding, dilation) padded to three dimensions with `fill`.
+  std::array<int64_t, 3> spatial3(const std::vector<int64_t>& v, int64_t fill) const {
     const int d = spec.spatial_dims();
-    auto spatial3 = [&](const std::vector<int64_t>& v, int64_t fill) {
-      std::array<int64_t, 3> r{fill, fill, fill};
-      for (int i = 0; i < d; ++i) r[3 - d + i] = v[i];
-      return r;
-    };
+    std::array<int64_t, 3> r{fill, fill, fill};
+    for (int i = 0; i < d; ++i) r[3 - d + i] = v[i];
+    return r;
+  }
+  // Strides over (n or o, c, z, y, x); a missing spatial dimension has size 1, stride 0.
+  std::array<int64_t, 5> strides5(const TensorLayout& l) const {
+    const int d = spec.spatial_dims();
+    std::array<int64_t, 5> r{l.strides[0], l.strides[1], 0, 0, 0};
+    for (int i = 0; i < d; ++i) r[5 - d + i] = l.strides[2 + i];
+    return r;
+  }
+  Reference reference() const {
     const auto in = spatial3({spec.input.sizes.begin() + 2, spec.input.sizes.end()}, 1);
     const auto out = spatial3({spec.output.sizes.begin() + 2, spec.output.sizes.end()}, 1);
     const auto ker = spatial3({spec.weight.sizes.begin() + 2, spec.weight.sizes.end()}, 1);
@@ -142,12 +150,6 @@ struct Case {
     const auto dil = spatial3(spec.dilation, 1);
     const int64_t batch = spec.output.sizes[0], c_out = spec.output.sizes[1];
     const int64_t c_per_group = spec.weight.sizes[1], o_per_group = c_out / spec.groups;
-    // Strides over (n or o, c, z, y, x); a missing spatial dimension has size 1, stride 0.
-    auto strides5 = [&](const TensorLayout& l) {
-      std::array<int64_t, 5> r{l.strides[0], l.strides[1], 0, 0, 0};
-      for (int i = 0; i < d; ++i) r[5 - d + i] = l.strides[2 + i];
-      return r;
-    };
     const auto si = strides5(spec.input), sw = strides5(spec.weight), so = strides5(spec.output);
     const size_t n_offsets = result().elements();
     Reference ref{std::vector<double>(n_offsets, 0.0), std::vector<double>(n_offsets, 0.0),
@@ -210,16 +212,13 @@ struct Case {
   }
   // Compares the result with `ref`, the reference of operands equal to this case's.
   void expect_matches(const Reference& ref, const std::string& what) const {
-    const int d = spec.spatial_dims();
     const double eps32 = std::ldexp(1.0, -24);
     const Tensor& r = result();
-    std::array<int64_t, 5> sr{r.layout.strides[0], r.layout.strides[1], 0, 0, 0};
-    for (int i = 0; i < d; ++i) sr[5 - d + i] = r.layout.strides[2 + i];
+    const auto sr = strides5(r.layout);
     const auto& [sum, magnitude, terms] = ref;
     // Every element of the result by its logical index (n or o, c, z, y, x).
     const auto rs = r.layout.sizes;
-    std::array<int64_t, 3> extent{1, 1, 1};
-    for (int i = 0; i < d; ++i) extent[3 - d + i] = rs[2 + i];
+    const auto extent = spatial3({rs.begin() + 2, rs.end()}, 1);
     int failures = 0;
     for (int64_t i0 = 0; i0 < rs[0]; ++i0) {
       for (int64_t i1 = 0; i1 < rs[1]; ++i1) {
@@ -298,8 +297,8 @@ void check(const ConvolutionSpec& spec, const std::string& what,
     c.fill(seed);
     if (!reference) reference = c.reference();
     c.run(*plan, t);
-    c.expect_matches(*reference, what + " (" + std::to_string(t) + " threads, " +
-                                     plan->implementation() + ")");
+    c.expect_matches(*reference,
+                     what + " (" + std::to_string(t) + " threads, " + plan->implementation() + ")");
   }
 }
 
