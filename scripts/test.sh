@@ -15,8 +15,9 @@ suites=(test_index test_ir test_runtime test_external test_external.convolution 
 # kernels run in their own shared objects, which the sanitizers would not instrument).
 sanitized_suites=(test_index test_ir test_external test_external.convolution test_eager test_lowering
   test_scheduler test_kernel)
-# The executables the sanitized suites run (test_external.convolution runs test_external).
-sanitized_targets=(test_index test_ir test_external test_eager test_lowering test_scheduler test_kernel)
+# The executables they run: a suite's name up to its first dot (test_external.convolution runs
+# test_external).
+sanitized_targets=($(printf '%s\n' "${sanitized_suites[@]%%.*}" | sort -u))
 
 # Runs CTest in $1 on the suites named after it (and on PATTERN, a regular expression of
 # further test names), failing when one of the suites is not registered.
