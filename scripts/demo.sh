@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh build -DSTAX_BUILD_TESTS=OFF
 scripts/setup_python.sh
-examples="${STAX_EXAMPLES:-../shared/examples}"
+examples="${STAX_EXAMPLES:-examples}"
 for f in "$examples"/example_1_1.stax "$examples"/example_7_1.stax "$examples"/example_7_2.stax; do
   echo "================ stax explain $f"
   build/src/cli/stax explain "$f"

@@ -154,7 +154,7 @@ def test_threads_are_read_at_each_call():
 
 def test_verbose_explain_gives_each_refused_fusion_its_reason():
     # Example 7.2: exp over all 8192 elements cannot share a loop with the row reductions.
-    with open(os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "examples",
+    with open(os.path.join(os.path.dirname(__file__), "..", "..", "examples",
                            "example_7_2.stax")) as f:
         text = f.read()
     compiled = stax._C.compile(text, "example_7_2.stax")

@@ -115,10 +115,13 @@ def test_the_pool_can_be_turned_off():
 
 @pytest.mark.parametrize("streaming", [True, False])
 def test_streaming_stores_into_pooled_outputs(streaming, capfd):
-    # A kernel moving more than the last-level cache (64 MiB here; CPUs of this class have
-    # up to 32 MiB) writes its pooled output with streaming stores, the default, or ordinary
-    # ones; either way every call, on fresh and on reused blocks, gives eager's result.
-    x = torch.randn(8 << 20)
+    # A kernel moving more than the last-level cache writes its pooled output with streaming
+    # stores, the default, or ordinary ones; either way every call, on fresh and on reused
+    # blocks, gives eager's result. The size comes from the last level Stax detects here (32
+    # MiB on one CPU, 480 MiB reported on another): the kernel reads and writes one float per
+    # element, so llc/4 elements move twice the last level.
+    llc = stax._C.cache_sizes()["llc_bytes"]
+    x = torch.randn(max(8 << 20, llc // 4 + (1 << 20)))
     fn = torch.compile(lambda x: x * 2 + 1, backend="stax",
                        options={"streaming_stores": streaming, "logs": ("output_code",)})
     torch._dynamo.reset()

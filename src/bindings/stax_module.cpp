@@ -35,6 +35,7 @@
 #include "ir/graph.h"
 #include "ir/index_rule.h"
 #include "ir/op_schema.h"
+#include "runtime/cache_info.h"
 #include "runtime/jit.h"
 #include "runtime/simd.h"
 #include "runtime/tensor.h"
@@ -336,6 +337,19 @@ NB_MODULE(_C, m) {
       "detect_simd",
       [] { return std::string(runtime::simd_level_name(runtime::detect_simd_level())); },
       "the widest SIMD level this CPU supports");
+  m.def(
+      "cache_sizes",
+      [] {
+        const runtime::CacheSizes& c = runtime::detect_cache_sizes();
+        nb::dict d;
+        d["line_bytes"] = c.line_bytes;
+        d["l1d_bytes"] = c.l1d_bytes;
+        d["l2_bytes"] = c.l2_bytes;
+        d["llc_bytes"] = c.llc_bytes;
+        return d;
+      },
+      "the data-cache sizes code generation plans with on this machine (tile sizes, the "
+      "streaming-store threshold): cache line, L1d and L2 per core, the shared last level");
   m.def("supported_simd_levels", &supported_simd_levels,
         "the SIMD levels this CPU runs, widest first");
   m.def("op_schemas", &op_schemas,

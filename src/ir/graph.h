@@ -142,7 +142,7 @@ std::string describe_node(const Graph& graph, const Node& node);
 // Call only inside a catch block.
 [[noreturn]] void rethrow_with_context(const std::string& context);
 
-// Text format (see ../shared/examples/*.stax):
+// Text format (see examples/*.stax):
 //   def NAME(x: f32[64, 128], w: f32[128, 64] strides=[1, 128]):
 //       s = sum(x, dim=[-1], keepdim=True)
 //       return s
