@@ -29,6 +29,7 @@ import statistics
 import subprocess
 import tempfile
 import time
+import zlib
 
 import torch  # first: its libgomp is the one OpenMP runtime the shim then binds to
 
@@ -55,7 +56,9 @@ QUICK = {"conv1 3-64 7x7 s2 @224", "64-64 3x3 @56", "128-256 1x1 s2 @28", "512-5
 
 
 def build(build_dir):
-    out = os.path.join(tempfile.gettempdir(), "stax_conv_shim.so")
+    # One shim per build directory: two builds (before and after a change) measured in turn.
+    tag = zlib.crc32(os.path.realpath(build_dir).encode())
+    out = os.path.join(tempfile.gettempdir(), f"stax_conv_shim_{tag}.so")
     lib = lambda module: os.path.join(build_dir, "src", module, f"libstax_{module}.a")
     subprocess.run(["g++", "-std=c++20", "-O2", "-fPIC", "-shared", "-fopenmp",
                     "-I", os.path.join(ROOT, "src"), os.path.join(HERE, "conv_shim.cpp"),
@@ -266,6 +269,10 @@ def main():
     p.add_argument("--backward", action="store_true",
                    help="the backward passes on 3 shapes instead of the forward formats")
     p.add_argument("--build", default=os.path.join(ROOT, "build"))
+    p.add_argument("--batches", type=lambda v: [int(b) for b in v.split(",")], default=[1, 4],
+                   help="comma-separated batch sizes of the forward shapes (default 1,4)")
+    p.add_argument("--dtypes", default="float32,bfloat16",
+                   help="comma-separated dtypes of the forward shapes")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     shim = build(args.build)
@@ -282,9 +289,9 @@ def main():
     print("| dtype | input | batch | shape | torch ms (p10-p90) | " +
           " | ".join(f"{k} ms (p10-p90) ×torch" for k in FORMATS) + " |")
     print("|---|---|---|---|---|" + "---|" * len(FORMATS))
-    for dtype in (torch.float32, torch.bfloat16):
+    for dtype in [getattr(torch, d) for d in args.dtypes.split(",")]:
         for channels_last in (False, True):
-            for batch in (1, 4):
+            for batch in args.batches:
                 for shape in shapes:
                     samples, impls = measure(shim, shape, batch, dtype, channels_last, args)
                     layout_name = "channels_last" if channels_last else "NCHW"
@@ -312,7 +319,7 @@ def main():
     print("|---|---|---|---|" + "---|" * len(FORMATS))
     for dtype in ("float32", "bfloat16"):
         for layout_name in ("NCHW", "channels_last"):
-            for batch in (1, 4):
+            for batch in args.batches:
                 t = totals.get((dtype, layout_name, batch, "torch"))
                 if t is None:
                     continue

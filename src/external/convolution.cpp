@@ -15,7 +15,14 @@
 //   against 0.82-0.97: within the noise of this shared machine, where one plan measured twice
 //   in a run differed by 9%), except on the smallest outputs (7x7 at batch 1), where blocked
 //   wins in both dtypes (bfloat16 512x512x3x3: 0.72-0.78 of torch against 0.83-0.91).
-// So Automatic asks for nChw16c, except for a channels-last input whose output has more than
+// On a CPU with AMX (measured on an Intel Xeon with AMX-BF16, bench/conv/RESULTS.md) the
+// rule turns over: oneDNN 2.6 runs AMX tiles only in its brgconv / jit_amx kernels, which read
+// nhwc, while nChw16c gets its AVX-512 kernels (bfloat16: about 220 GFLOP/s against 1500-3000
+// for AMX on ResNet-18's 3x3 layers, 2 threads). nhwc with NCHW activations reordered in and
+// out beats both blocked and eager's (which reorders the same way). So where oneDNN's kernel for
+// `any` is an AMX one (its own report, impl_info_str), Automatic asks for `any` (nhwc), a
+// channels-last caller's layout in place. float32 gets no AMX kernel: the rule below holds.
+// Otherwise Automatic asks for nChw16c, except for a channels-last input whose output has more than
 // 64 positions (batch x spatial), which gets nhwc; where oneDNN refuses that format or has only
 // its reference kernel for it (groups of few channels, padding wider than the kernel, ...)
 // it tries the others (candidates()). The same rule serves 1-D and 3-D, unmeasured.
@@ -283,17 +290,51 @@ bool empty_operand(const ConvolutionSpec& spec) {
   return empty(spec.input) || empty(spec.weight) || empty(spec.output);
 }
 
-// What Automatic asks for, in order: the measured choice first (top of this file), then the
-// others where oneDNN refuses it or has only its reference kernel (the blocked kernels take
-// no group of fewer than 16 channels, for one).
-std::vector<Formats> candidates(const ConvolutionSpec& spec, Formats formats) {
-  if (formats != Formats::Automatic) return {formats};
+const char* formats_name(Formats formats) {
+  switch (formats) {
+    case Formats::Automatic:
+      return "automatic";
+    case Formats::Any:
+      return "oneDNN's choice (any)";
+    case Formats::ChannelsLast:
+      return "channels-last";
+    case Formats::Blocked:
+      return "blocked (16 channels)";
+    case Formats::Caller:
+      return "the caller's layout";
+  }
+  return "";
+}
+
+// What Automatic asks for, in order, and why: the measured choice first (top of this file),
+// then the others where oneDNN refuses it or has only its reference kernel (the blocked
+// kernels take no group of fewer than 16 channels, for one). `matrix_engine`: oneDNN's kernel
+// for its own choice of formats runs on AMX tiles.
+struct Candidates {
+  std::vector<Formats> order;
+  std::string reason;  // why the first
+};
+
+Candidates candidates(const ConvolutionSpec& spec, Formats formats, bool matrix_engine) {
+  if (formats != Formats::Automatic) return {{formats}, "asked for by the caller"};
+  const bool channels_last = spec.input.is_channels_last() && !spec.input.is_contiguous();
+  if (matrix_engine) {
+    return {channels_last ? std::vector{Formats::ChannelsLast, Formats::Any, Formats::Blocked}
+                          : std::vector{Formats::Any, Formats::ChannelsLast, Formats::Blocked},
+            "oneDNN's kernel for its own formats runs on the CPU's AMX tiles, its blocked-format "
+            "kernels do not (measured 4-11x slower; activation reorders included, channels-last "
+            "wins: bench/conv/RESULTS.md, Xeon with AMX)"};
+  }
   int64_t positions = spec.output.sizes[0];  // output positions: batch times spatial
   for (size_t d = 2; d < spec.output.sizes.size(); ++d) positions *= spec.output.sizes[d];
-  if (spec.input.is_channels_last() && !spec.input.is_contiguous() && positions > 64) {
-    return {Formats::ChannelsLast, Formats::Any, Formats::Blocked};
+  if (channels_last && positions > 64) {
+    return {{Formats::ChannelsLast, Formats::Any, Formats::Blocked},
+            "a channels-last caller's layout in place: measured fastest for outputs of more than "
+            "64 positions without AMX (bench/conv/RESULTS.md)"};
   }
-  return {Formats::Blocked, Formats::ChannelsLast, Formats::Any};
+  return {{Formats::Blocked, Formats::ChannelsLast, Formats::Any},
+          "measured fastest without AMX for NCHW callers and small outputs, reorders included "
+          "(bench/conv/RESULTS.md)"};
 }
 
 // The formats a spec's plan asks for and its primitive descriptor (for the current OpenMP
@@ -301,6 +342,7 @@ std::vector<Formats> candidates(const ConvolutionSpec& spec, Formats formats) {
 struct Analysis {
   Formats formats = Formats::Any;
   std::optional<dnnl::primitive_desc> pd;
+  std::string reason;   // why these formats (for explain)
   std::string refusal;  // empty when there is a plan
 };
 
@@ -319,10 +361,23 @@ Analysis analyze(const ConvolutionSpec& spec, Formats formats) {
       spec.pass == ConvolutionPass::Forward
           ? "this convolution"
           : std::string("this convolution's ") + pass_name(spec.pass) + " pass";
-  std::string errors;
-  for (Formats candidate : candidates(spec, formats)) {
+  // oneDNN's own choice first, where Automatic asks which kernel it gets.
+  std::optional<dnnl::primitive_desc> preferred;
+  if (formats == Formats::Automatic) {
     try {
-      auto pd = make_primitive_desc(spec, candidate);
+      preferred = make_primitive_desc(spec, Formats::Any);
+    } catch (const dnnl::error&) {
+      // No kernel for oneDNN's own choice: the candidates below say why.
+    }
+  }
+  const bool matrix_engine = preferred && detail::uses_matrix_engine(preferred->impl_info_str()) &&
+                             detail::known_library_defect(spec, *preferred).empty();
+  const Candidates order = candidates(spec, formats, matrix_engine);
+  std::string errors;
+  for (Formats candidate : order.order) {
+    try {
+      auto pd = candidate == Formats::Any && preferred ? *preferred
+                                                       : make_primitive_desc(spec, candidate);
       if (std::string defect = detail::known_library_defect(spec, pd); !defect.empty()) {
         if (errors.empty()) errors = defect;
         continue;
@@ -330,6 +385,10 @@ Analysis analyze(const ConvolutionSpec& spec, Formats formats) {
       if (!detail::is_reference(pd.impl_info_str())) {
         result.formats = candidate;
         result.pd = std::move(pd);
+        result.reason = std::string(formats_name(candidate)) + ": ";
+        result.reason += errors.empty() ? order.reason
+                                        : std::string(formats_name(order.order.front())) +
+                                              " refused (" + errors + ")";
         return result;
       }
       errors = "oneDNN has only its reference (unoptimized) kernel for " + what + " on this CPU";
@@ -457,6 +516,7 @@ struct ConvolutionPlan::State {
   bool library = false;      // false: an operand is empty, no library call
   bool zero_result = false;  // without a library call: the result is not empty, write zeros
   std::string implementation;
+  std::string formats_reason;
   mutable std::mutex mutex;  // guards primitives (created on first use of a thread count)
   mutable std::map<int, std::unique_ptr<Primitive>> primitives;
 
@@ -553,6 +613,7 @@ std::unique_ptr<ConvolutionPlan> ConvolutionPlan::create(const ConvolutionSpec& 
     auto state = std::make_unique<State>();
     state->spec = spec;
     state->formats = analysis.formats;
+    state->formats_reason = analysis.reason;
     if (!analysis.pd) {
       state->implementation = describe_no_call(spec);
       state->zero_result = !empty(spec.result());
@@ -578,6 +639,21 @@ const ConvolutionSpec& ConvolutionPlan::spec() const {
 }
 std::string ConvolutionPlan::implementation() const {
   return state_->implementation;
+}
+std::string ConvolutionPlan::formats_reason() const {
+  return state_->formats_reason;
+}
+
+std::string ConvolutionPlan::automatic_formats(const ConvolutionSpec& spec, int num_threads) {
+  OmpThreads scope(detail::resolve_threads(num_threads));
+  try {
+    Analysis analysis = analyze(spec, Formats::Automatic);
+    if (!analysis.refusal.empty()) return "no library plan: " + analysis.refusal;
+    if (!analysis.pd) return describe_no_call(spec);
+    return analysis.reason;
+  } catch (const dnnl::error& e) {
+    return std::string("oneDNN failed: ") + e.what();
+  }
 }
 
 void ConvolutionPlan::run(const void* a, const void* b, const void* bias, void* result,

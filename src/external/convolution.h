@@ -138,6 +138,13 @@ class ConvolutionPlan {
   // backward pass whose sums have no terms "no library call: grad_weight is zeros
   // (grad_output and input are empty)" and the like.
   std::string implementation() const;
+  // Which formats the plan asks for and why, for explain: "oneDNN's choice (any): oneDNN's
+  // kernel for its own formats runs on the CPU's AMX tiles, ...", "blocked (16 channels):
+  // measured fastest ...", or the first choice's refusal where a later candidate serves.
+  std::string formats_reason() const;
+  // formats_reason() of the plan create() would build with Formats::Automatic, without
+  // building its primitives; or why there is no library call.
+  static std::string automatic_formats(const ConvolutionSpec& spec, int num_threads = 0);
   const ConvolutionSpec& spec() const;
 
  private:

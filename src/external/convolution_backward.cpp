@@ -6,7 +6,8 @@
 // Formats: the forward plan's measured rule (convolution.cpp) picks the activations' format
 // from the geometry and the caller's layout; the backward passes take the same choice for
 // grad_output and grad_input / input (blocked nChw16c unless the caller is channels-last with
-// more than 64 output positions, then nhwc), oneDNN's choice of weights format (`any`, with a
+// more than 64 output positions, then nhwc; where oneDNN's kernel for `any` in the pass is an
+// AMX one, `any`), oneDNN's choice of weights format (`any`, with a
 // reorder per call in or out), and the same fallbacks where oneDNN refuses the choice or has
 // only its reference kernel for it. oneDNN 2.6 wants the forward primitive descriptor as a
 // hint for a backward one: a forward_training descriptor with the same formats.

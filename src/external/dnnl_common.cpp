@@ -47,6 +47,10 @@ bool is_reference(const char* impl_info) {
   return std::string(impl_info).rfind("ref", 0) == 0;
 }
 
+bool uses_matrix_engine(const char* impl_info) {
+  return std::string(impl_info).find("amx") != std::string::npos;
+}
+
 std::string library_version() {
   const dnnl_version_t* v = dnnl::version();
   return "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +

@@ -47,6 +47,11 @@ std::optional<dnnl::memory::data_type> library_dtype(DType dtype);
 // impl_info_str() begins with "ref".
 bool is_reference(const char* impl_info);
 
+// Whether oneDNN's kernel runs on the CPU's matrix engine (Intel AMX tiles): its
+// impl_info_str() names the ISA, "brgconv:avx512_core_amx_bf16", "brg:avx512_core_amx". The
+// library's own report, so a CPU without the engine (AMD Zen 4/5) never sees it.
+bool uses_matrix_engine(const char* impl_info);
+
 // "oneDNN 2.6.3", the library the process loaded.
 std::string library_version();
 
