@@ -163,6 +163,10 @@ json explain_json(const Compilation& c) {
                                     {"padding", w.padding},
                                     {"dilation", w.dilation},
                                     {"groups", w.groups}};
+      // The memory formats the runtime's plan asks oneDNN for on this machine, and why.
+      externals.back()["formats"] = external::ConvolutionPlan::automatic_formats(
+          driver::convolution_spec(*e.call, e.output_sizes, e.output_strides, e.dtype),
+          c.module.options.num_threads);
     }
   }
   doc["external_calls"] = externals;
@@ -363,6 +367,9 @@ std::string explain_text(const Compilation& c, bool verbose) {
           results += (results.empty() ? "" : ", ") + (name.empty() ? "(not kept)" : name);
         }
         out << "    also writes " << results << "\n";
+      }
+      if (e.contains("formats")) {
+        out << "    formats " << e["formats"].get<std::string>() << "\n";
       }
       if (e.contains("blocks")) {
         const auto& b = e["blocks"];

@@ -138,9 +138,10 @@ class ConvolutionPlan {
   // backward pass whose sums have no terms "no library call: grad_weight is zeros
   // (grad_output and input are empty)" and the like.
   std::string implementation() const;
-  // Which formats the plan asks for and why, for explain: "oneDNN's choice (any): oneDNN's
-  // kernel for its own formats runs on the CPU's AMX tiles, ...", "blocked (16 channels):
-  // measured fastest ...", or the first choice's refusal where a later candidate serves.
+  // Which formats the plan asks for, its kernel and why, for explain: "oneDNN's choice (any),
+  // kernel brgconv:avx512_core_amx_bf16: oneDNN's kernel for its own formats runs on the CPU's
+  // AMX tiles, ...", "blocked (16 channels), kernel jit:avx512_core: measured fastest ...", or
+  // the first choice's refusal where a later candidate serves.
   std::string formats_reason() const;
   // formats_reason() of the plan create() would build with Formats::Automatic, without
   // building its primitives; or why there is no library call.

@@ -12,10 +12,12 @@
 
 #include "driver/compiler.h"
 #include "driver/explain.h"
+#include "driver/external_calls.h"
 #include "driver/tolerance.h"
 #include "eager/interpreter.h"
 #include "eager/tensor_io.h"
 #include "expect_outputs_match.h"
+#include "external/convolution.h"
 #include "ir/graph.h"
 #include "runtime/simd.h"
 
@@ -192,6 +194,12 @@ TEST(ConvolutionCalls, OperandsAreLayoutsAndExplainShowsTheWindow) {
   const std::string text = explain_text(*c);
   EXPECT_NE(text.find("convolution"), std::string::npos) << text;
   EXPECT_NE(text.find("groups 8"), std::string::npos) << text;
+  // The formats the runtime's plan asks oneDNN for on this CPU, and why (convolution.cpp).
+  const std::string formats = external::ConvolutionPlan::automatic_formats(
+      driver::convolution_spec(call, c->module.externals[0].output_sizes,
+                               c->module.externals[0].output_strides, DType::Float32));
+  EXPECT_NE(formats.find(": "), std::string::npos) << formats;
+  EXPECT_NE(text.find("    formats " + formats), std::string::npos) << text;
 }
 
 // A transposed convolution is refused by lowering with a message naming it (the bridge leaves
