@@ -19,12 +19,15 @@
 // rule turns over: oneDNN 2.6 runs AMX tiles only in its brgconv / jit_amx kernels, which read
 // nhwc, while nChw16c gets its AVX-512 kernels (bfloat16: about 220 GFLOP/s against 1500-3000
 // for AMX on ResNet-18's 3x3 layers, 2 threads). nhwc with NCHW activations reordered in and
-// out beats both blocked and eager's (which reorders the same way). So where oneDNN's kernel for
-// `any` is an AMX one (its own report, impl_info_str), Automatic asks for `any` (nhwc), a
-// channels-last caller's layout in place. float32 gets no AMX kernel: the rule below holds.
-// Otherwise Automatic asks for nChw16c, except for a channels-last input whose output has more than
-// 64 positions (batch x spatial), which gets nhwc; where oneDNN refuses that format or has only
-// its reference kernel for it (groups of few channels, padding wider than the kernel, ...)
+// out beats both blocked and eager's (which reorders the same way): ResNet-18's bfloat16
+// convolutions summed, NCHW at batch 2, take 0.79 of torch's time against 2.93 with nChw16c,
+// and every backward pass gets faster (bfloat16 grad_input 2.2-4.1x -> 0.80-0.90x torch's,
+// grad_weight 1.9-3.5x -> 0.68-1.24x). So where oneDNN's kernel for `any` is an AMX one (its
+// own report, impl_info_str), Automatic asks for `any` (nhwc), a channels-last caller's layout
+// in place. float32 gets no AMX kernel: the rule below holds for it.
+// Otherwise Automatic asks for nChw16c, except for a channels-last input whose output has more
+// than 64 positions (batch x spatial), which gets nhwc; where oneDNN refuses that format or has
+// only its reference kernel for it (groups of few channels, padding wider than the kernel, ...)
 // it tries the others (candidates()). The same rule serves 1-D and 3-D, unmeasured.
 //
 // What eager computes and which oneDNN form gives it: the sum over input channels of a group
