@@ -72,8 +72,7 @@ TEST(ConditionNumber, LogNearOneMagnifiesWhereAtolDoesNotCover) {
 TEST(ConditionNumber, PowerSinAndTheOpsThatDoNotMagnify) {
   // x ** p: |p|.
   const OneOp power = one_op("pow(x, 8)");
-  EXPECT_NEAR(error_amplification(power.node(), 0, values({3, 4}), 1e-6, kFloat32Atol), 8.0,
-              1e-3);
+  EXPECT_NEAR(error_amplification(power.node(), 0, values({3, 4}), 1e-6, kFloat32Atol), 8.0, 1e-3);
   // sin(x) at 100: |x cot x| = 170.
   const OneOp sin = one_op("sin(x)");
   EXPECT_NEAR(error_amplification(sin.node(), 0, values({100}), 1e-6, 0),
