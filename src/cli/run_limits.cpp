@@ -11,6 +11,7 @@
 #include <string>
 
 #include "eager/tensor_io.h"
+#include "ir/attention_args.h"
 #include "ir/contraction_args.h"
 #include "ir/convolution_args.h"
 #include "ir/op_schema.h"
@@ -136,25 +137,41 @@ void check_eager_work(const ir::Graph& graph, int64_t max_steps) {
     const ir::TensorType& iterated =
         reduction ? ir::tensor_arg(graph, node, 0).type : graph.value(node.output).type;
     int64_t steps = element_count(iterated.sizes);
+    // Steps per output element beyond one, named in the refusal (the size behind the work).
+    int64_t per_element = 0;
+    const char* per_element_what = "";
     // A contraction takes K multiply-adds per output element (at least one step for each).
     if (schema != nullptr && schema->category == ir::OpCategory::Contraction) {
-      steps = mul_saturating(steps, std::max<int64_t>(1, ir::contraction_args(graph, node).k));
+      per_element = ir::contraction_args(graph, node).k;
+      per_element_what = " products summed per element (K)";
     }
     // A convolution, C_in/groups * prod(kernel) per output element.
     if (schema != nullptr && schema->category == ir::OpCategory::Convolution) {
-      steps = mul_saturating(
-          steps, std::max<int64_t>(1, ir::convolution_products_per_element(graph, node)));
+      per_element = ir::convolution_products_per_element(graph, node);
+      per_element_what = " products summed per element";
     }
     // A pooling, the elements of its window per output element.
     if (schema != nullptr && schema->category == ir::OpCategory::Pooling) {
-      steps = mul_saturating(steps, ir::pooling_args(graph, node).window_elements());
+      per_element = ir::pooling_args(graph, node).window_elements();
+      per_element_what = " elements per window";
     }
+    // Attention (its first result; the others are written by the same call): every query row
+    // takes a score (head size multiply-adds) and a weighted value row for every key.
+    if (ir::is_attention_op(node.op) && node.result_index == 0) {
+      const ir::AttentionArgs a = ir::attention_args(graph, node);
+      const int64_t value_head_size = graph.value(a.value).type.sizes.back();
+      steps = mul_saturating(mul_saturating(a.batch, a.query_heads), a.query_length);
+      per_element = mul_saturating(a.key_length, add_saturating(a.head_size, value_head_size));
+      per_element_what = " multiply-adds per query row (keys times head sizes)";
+    }
+    steps = mul_saturating(steps, std::max<int64_t>(1, per_element));
     total = add_saturating(total, steps);
     if (steps > most) {
       most = steps;
       most_what = "'" + graph.value(node.output).name + "' (" + node.op + " " +
                   (reduction ? "of " : "to ") + std::string(dtype_name(iterated.dtype)) +
-                  shape_to_string(iterated.sizes) + ")";
+                  shape_to_string(iterated.sizes) +
+                  (per_element > 1 ? ", " + count(per_element) + per_element_what : "") + ")";
     }
   }
   if (total <= max_steps) return;

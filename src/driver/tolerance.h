@@ -37,6 +37,16 @@
 // transposed one at most that many), the oracle in double rounded once (eager/convolution.cpp):
 // it is allowed as a contraction with that K.
 // Reductions reached through tensor lists (cat, stack) count like any other argument.
+// An op whose relative condition number exceeds 1 magnifies the errors that reach it (issue
+// 32, point 4): exp(x) turns a relative error e of x into |x| e, so exp of a GEMM's result
+// near 12 is 12 times the GEMM's allowance off. Each error source (an accumulation above, or
+// a pointwise op that does not round like the oracle: exp, sin, gelu, ...; add, mul, div
+// round alike) is followed forward through the graph with the largest product of the
+// condition numbers on its paths (driver/condition_number.h, measured on the oracle's
+// values, and only where atol does not already cover the magnified error). The output's rtol
+// is the base times the largest such factor of a pointwise source, in quadrature with each
+// accumulation's allowance times its factor. Factors below 1 are not credited (a relative
+// error passes unchanged, at worst), and without the oracle's values every factor is 1.
 // Only rtol grows: atol stays the dtype's floor for results near zero. So a dropped element
 // of a sum of 1e6 values in [0, 1) (its largest, a relative change of 2e-6) is a mismatch,
 // where a tolerance growing like sqrt(L) (1.3e-3) would let it pass.
@@ -46,6 +56,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "runtime/tensor.h"
 
 namespace stax {
 
@@ -59,8 +70,13 @@ struct Tolerance {
 Tolerance value_tolerance(DType dtype, const std::vector<int64_t>& sum_lengths);
 
 // The tolerance of a value of the graph (from the sums on its paths from the inputs).
-Tolerance graph_value_tolerance(const ir::Graph& graph, ir::ValueRef value);
+// `oracle_values`: the eager oracle's value of every graph value, by ValueRef::index
+// (eager::run's `all_values`), which measures the condition numbers; without it, ops are
+// taken not to magnify errors.
+Tolerance graph_value_tolerance(const ir::Graph& graph, ir::ValueRef value,
+                                const std::vector<Tensor>* oracle_values = nullptr);
 // The tolerance of each graph output, in the order of graph.outputs().
-std::vector<Tolerance> output_tolerances(const ir::Graph& graph);
+std::vector<Tolerance> output_tolerances(const ir::Graph& graph,
+                                         const std::vector<Tensor>* oracle_values = nullptr);
 
 }  // namespace stax

@@ -171,7 +171,8 @@ AllocationError allocation_failure(const ir::Graph& graph, const ir::Node& node,
 
 }  // namespace
 
-std::vector<Tensor> run(const ir::Graph& graph, const std::vector<Tensor>& inputs) {
+std::vector<Tensor> run(const ir::Graph& graph, const std::vector<Tensor>& inputs,
+                        std::vector<Tensor>* all_values) {
   check_inputs(graph, inputs);
   std::vector<Tensor> values(graph.values().size());
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -228,6 +229,7 @@ std::vector<Tensor> run(const ir::Graph& graph, const std::vector<Tensor>& input
   for (ir::ValueRef ref : graph.outputs())
     outputs.push_back(values.at(static_cast<size_t>(ref.index)));
   detail::write_mutated_inputs(graph, values, outputs);
+  if (all_values != nullptr) *all_values = std::move(values);
   return outputs;
 }
 

@@ -65,7 +65,10 @@ namespace stax::eager {
 // std::bad_alloc).
 // A graph with copy_ (issue 16, point 6) writes the new values into those inputs' storage
 // after the last node ran; every node reads the inputs' old values.
-std::vector<Tensor> run(const ir::Graph& graph, const std::vector<Tensor>& inputs);
+// `all_values`, when given, receives the value of every graph value by ValueRef::index (the
+// comparison tolerance measures condition numbers on them: driver/tolerance.h).
+std::vector<Tensor> run(const ir::Graph& graph, const std::vector<Tensor>& inputs,
+                        std::vector<Tensor>* all_values = nullptr);
 
 // torch.Tensor.view's stride rule (shared with lowering).
 using ir::view_strides;

@@ -271,6 +271,18 @@ const Gemm& GemmCache::get(const GemmKey& key) {
   using dt = dnnl::memory::data_type;
   const dt operand = *library_dtype(dtype_);
   OmpThreads one(1);  // the products run inside the plan's parallel region, one per thread
+  // Before any question to oneDNN, which may divide by zero on these sizes (spec_check.h).
+  const int64_t a_sizes[] = {key.m, key.k}, a_strides[] = {key.a_rs, key.a_cs};
+  const int64_t b_sizes[] = {key.k, key.n}, b_strides[] = {key.b_rs, key.b_cs};
+  const int64_t c_sizes[] = {key.m, key.n}, c_strides[] = {key.c_ld, 1};
+  std::string over = detail::over_32_bits("a", a_sizes, a_strides);
+  if (over.empty()) over = detail::over_32_bits("b", b_sizes, b_strides);
+  if (over.empty()) over = detail::over_32_bits("c", c_sizes, c_strides);
+  if (!over.empty()) {
+    throw LibraryError(what_ + ": its block product " + std::to_string(key.m) + "x" +
+                       std::to_string(key.k) + " @ " + std::to_string(key.k) + "x" +
+                       std::to_string(key.n) + ": " + detail::library_size_refusal("matmul", over));
+  }
   auto gemm = std::make_unique<Gemm>();
   try {
     gemm->a = matrix_desc(key.m, key.k, key.a_rs, key.a_cs, operand);
@@ -677,15 +689,23 @@ std::unique_ptr<AttentionPlan> AttentionPlan::create(const AttentionSpec& spec, 
     p.go_use = detail::operand_use(p.grad_out);
   }
   p.gemms = std::make_unique<detail::GemmCache>(spec.dtype, spec.describe());
-  // Every block product a run makes, built now (a run builds any other on first use).
+  // The block products a run makes, built now (a run builds any other on first use). Their
+  // keys differ only in the first key block, a full one and the last, and in the row block
+  // (full or the last; a causal mask ends each one's keys elsewhere): the first 1024 row
+  // blocks and the last stand for all, so that 2^32 rows take no 2^50 steps here.
   detail::Workspace none;
   const int64_t qr = p.blocks.query_rows, kb = p.blocks.keys;
   const auto scale = static_cast<float>(spec.scale);
   std::set<detail::GemmKey> keys;
-  if (p.B > 0 && p.Hq > 0 && p.E > 0 && p.Ev > 0) {
-    for (int64_t i0 = 0; i0 < p.Lq; i0 += qr) {
+  if (p.B > 0 && p.Hq > 0 && p.E > 0 && p.Ev > 0 && p.Lq > 0) {
+    const int64_t row_blocks = (p.Lq + qr - 1) / qr;
+    std::set<int64_t> row_starts = {(row_blocks - 1) * qr};
+    for (int64_t r = 0; r < std::min<int64_t>(row_blocks, 1024); ++r) row_starts.insert(r * qr);
+    for (const int64_t i0 : row_starts) {
       const int64_t m = std::min(qr, p.Lq - i0), kend = p.key_end(i0, m);
-      for (int64_t j0 = 0; j0 < kend; j0 += kb) {
+      if (kend <= 0) continue;
+      const std::set<int64_t> key_starts = {0, kb < kend ? kb : 0, (kend - 1) / kb * kb};
+      for (const int64_t j0 : key_starts) {
         const int64_t n = std::min(kb, kend - j0);
         keys.insert({m, n, p.E, p.q_use.rs, 1, 1, p.k_use.rs, n, scale, false});
         if (!backward) {

@@ -60,6 +60,7 @@
 
 #include "external/convolution_internal.h"
 #include "external/dnnl_common.h"
+#include "external/spec_check.h"
 
 namespace stax::external {
 
@@ -360,6 +361,11 @@ Analysis analyze(const ConvolutionSpec& spec, Formats formats) {
     return result;
   }
   if (empty_operand(spec)) return result;
+  // Before any question to oneDNN, which may divide by zero on these sizes (spec_check.h).
+  if (std::string refusal = detail::library_size_refusal(spec); !refusal.empty()) {
+    result.refusal = refusal;
+    return result;
+  }
   const std::string what =
       spec.pass == ConvolutionPass::Forward
           ? "this convolution"

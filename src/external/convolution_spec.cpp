@@ -1,6 +1,8 @@
 // TensorLayout helpers, ConvolutionSpec::describe and the library-free checks of a spec
 // (ConvolutionSpec::error).
 #include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <sstream>
 #include <utility>
 
@@ -220,6 +222,34 @@ std::string ConvolutionSpec::error() const {
                        : pass == ConvolutionPass::BackwardWeights ? "grad_weight"
                                                                   : "output";
     return std::string("the ") + name + "'s elements overlap (a stride too small for its size)";
+  }
+  return "";
+}
+
+std::string detail::library_size_refusal(const ConvolutionSpec& spec) {
+  const char* const kLoopNest = " (a Stax loop nest computes it)";
+  const std::pair<const char*, const TensorLayout*> layouts[] = {
+      {"input", &spec.input},
+      {"weight", &spec.weight},
+      {"output", &spec.output},
+      {"bias", spec.bias ? &*spec.bias : nullptr}};
+  for (const auto& [name, layout] : layouts) {
+    if (layout == nullptr) continue;
+    const std::string what = detail::over_32_bits(name, layout->sizes, layout->strides);
+    if (!what.empty()) return detail::library_size_refusal("convolution", what) + kLoopNest;
+  }
+  // The window's numbers are counted alike.
+  const std::pair<const char*, const std::vector<int64_t>*> window[] = {
+      {"stride", &spec.stride}, {"padding", &spec.padding}, {"dilation", &spec.dilation}};
+  for (const auto& [name, values] : window) {
+    for (size_t d = 0; d < values->size(); ++d) {
+      if ((*values)[d] > std::numeric_limits<int32_t>::max()) {
+        return detail::library_size_refusal(
+                   "convolution", std::string("the ") + name + " " + std::to_string((*values)[d]) +
+                                      " of spatial dim " + std::to_string(d)) +
+               kLoopNest;
+      }
+    }
   }
   return "";
 }

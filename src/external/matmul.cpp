@@ -199,6 +199,11 @@ Analysis analyze(const MatmulSpec& spec) {
     result.refusal = "malformed matmul " + spec.describe() + ": " + error;
     return result;
   }
+  // Before any question to oneDNN, which may divide by zero on these sizes.
+  if (std::string refusal = detail::library_size_refusal(spec); !refusal.empty()) {
+    result.refusal = refusal;
+    return result;
+  }
   if (std::string refusal = detail::post_ops_refusal(spec); !refusal.empty()) {
     result.refusal = refusal;
     return result;

@@ -1,7 +1,10 @@
 // MatrixLayout helpers, MatmulSpec::describe and the library-free checks of a spec
 // (spec_check.h).
 #include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <sstream>
+#include <string>
 #include <vector>
 
 #include "external/matmul.h"
@@ -121,6 +124,38 @@ std::string spec_error(const MatmulSpec& spec) {
   }
   if (elements_overlap(spec.c.sizes, spec.c.strides))
     return "the output's elements overlap (a stride too small for its size)";
+  return "";
+}
+
+std::string over_32_bits(const std::string& operand, std::span<const int64_t> sizes,
+                         std::span<const int64_t> strides) {
+  constexpr int64_t kLimit = std::numeric_limits<int32_t>::max();
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (sizes[d] > kLimit) {
+      return operand + "'s size " + std::to_string(sizes[d]) + " at dim " + std::to_string(d);
+    }
+    if (sizes[d] > 1 && d < strides.size() && strides[d] > kLimit) {
+      return operand + "'s stride " + std::to_string(strides[d]) + " at dim " + std::to_string(d);
+    }
+  }
+  return "";
+}
+
+std::string library_size_refusal(const std::string& library_op, const std::string& what) {
+  if (what.empty()) return "";
+  return "oneDNN's " + library_op + " counts sizes and strides in 32-bit ints: " + what +
+         " is over " + std::to_string(std::numeric_limits<int32_t>::max());
+}
+
+std::string library_size_refusal(const MatmulSpec& spec) {
+  const char* const kLoopNest = " (a Stax loop nest computes it)";
+  const std::pair<const char*, const MatrixLayout*> operands[] = {
+      {"a", &spec.a}, {"b", &spec.b}, {"c", &spec.c}, {"bias", spec.bias ? &*spec.bias : nullptr}};
+  for (const auto& [name, layout] : operands) {
+    if (layout == nullptr) continue;
+    const std::string what = over_32_bits(name, layout->sizes, layout->strides);
+    if (!what.empty()) return library_size_refusal("matmul", what) + kLoopNest;
+  }
   return "";
 }
 

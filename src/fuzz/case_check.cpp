@@ -33,13 +33,6 @@ constexpr KindName kKindNames[] = {
     {FailureKind::SandboxError, "sandbox-error"},
 };
 
-// The one place that asks for a comparison tolerance: each output's own, from its dtype and
-// the reductions that feed it (driver/tolerance.h, shared with the differential sweep and
-// `stax run`).
-Tolerance output_tolerance(const ir::Graph& graph, size_t output) {
-  return output_tolerances(graph).at(output);
-}
-
 Outcome fail(FailureKind kind, const char* stage, std::string detail) {
   Outcome o;
   o.kind = kind;
@@ -140,6 +133,7 @@ Outcome check_valid(const std::string& text, const CaseOptions& options) {
   // Inputs the graph writes in place (copy_): each run writes its own copy, compared after.
   const std::vector<ir::InputWrite> writes = ir::input_writes(graph);
   std::vector<Tensor> eager_inputs;
+  std::vector<Tensor> oracle_values;  // every value, for the tolerances' condition numbers
   if (Outcome o = guarded("eager", FailureKind::Refused,
                           [&] {
                             inputs = random_inputs(graph, options.input_seed);
@@ -147,7 +141,7 @@ Outcome check_valid(const std::string& text, const CaseOptions& options) {
                             for (const auto& w : writes) {
                               eager_inputs[w.input] = inputs[w.input].clone_storage();
                             }
-                            expected = eager::run(graph, eager_inputs);
+                            expected = eager::run(graph, eager_inputs, &oracle_values);
                           });
       o.failed()) {
     return o;
@@ -171,8 +165,11 @@ Outcome check_valid(const std::string& text, const CaseOptions& options) {
                 "compiled graph returned " + std::to_string(actual.size()) + " outputs, eager " +
                     std::to_string(expected.size()));
   }
+  // Each output's own tolerance, from its dtype, the reductions that feed it and the condition
+  // numbers on the way (driver/tolerance.h, shared with the differential sweep and `stax run`).
+  const std::vector<Tolerance> tolerances = output_tolerances(graph, &oracle_values);
   for (size_t k = 0; k < actual.size(); ++k) {
-    const Tolerance tol = output_tolerance(graph, k);
+    const Tolerance& tol = tolerances[k];
     const eager::Difference diff = eager::compare(actual[k], expected[k], tol.rtol, tol.atol);
     if (!diff.within_tolerance) {
       std::ostringstream detail;
@@ -183,7 +180,7 @@ Outcome check_valid(const std::string& text, const CaseOptions& options) {
     }
   }
   for (const auto& w : writes) {
-    const Tolerance tol = graph_value_tolerance(graph, w.value);
+    const Tolerance tol = graph_value_tolerance(graph, w.value, &oracle_values);
     const eager::Difference diff =
         eager::compare(inputs[w.input], eager_inputs[w.input], tol.rtol, tol.atol);
     if (!diff.within_tolerance) {

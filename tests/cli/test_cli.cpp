@@ -191,6 +191,170 @@ TEST(Cli, RunExamplesMatchEager) {
   }
 }
 
+// Issue 32, point 4: exp of a GEMM's result (up to about 12) multiplies the GEMM's rounding
+// error; the tolerance follows exp's condition number, so the correct outputs pass.
+TEST(Cli, RunExpOfGemmMatches) {
+  const std::string program = std::string(STAX_CLI_PROGRAMS_DIR) + "/exp_of_gemm.stax";
+  for (const char* simd : {"", " --simd scalar"}) {
+    const Result r = run("run " + program + simd);
+    EXPECT_EQ(r.status, 0) << simd << "\n" << r.out;
+    EXPECT_EQ(r.out.find("MISMATCH"), std::string::npos) << r.out;
+  }
+}
+
+// Issue 32, point 4: hostile sizes (2^32, zero-size dims, products that overflow int64) in
+// every family of ops that multiply sizes: contractions, convolutions (forward and backward),
+// pooling and attention. Each is explained without a crash and its run is refused with a
+// clear message naming what is too large (status 2: never a signal, never a hang), or gives
+// PyTorch's empty or zero result (status 0).
+TEST(Cli, HostileSizesAreRefusedOrComputedNeverCrashes) {
+  const std::string g = "4294967296";
+  struct Hostile {
+    std::string name, text;
+    int run_status;
+    std::vector<std::string> words;  // in the run's output
+  };
+  const Hostile cases[] = {
+      // The fuzzer's find: oneDNN divided by zero choosing a kernel for K = 2^32.
+      {"bmm_k",
+       "def g(a: f32[1, 1, " + g +
+           "]):\n    v = transpose(a, -2, -1)\n"
+           "    w = bmm(a, v)\n    return w\n",
+       2,
+       {"bmm", g, "products summed"}},
+      {"mm_k_bf16",
+       "def g(a: bf16[1, " + g + "], b: bf16[" + g +
+           ", 1]):\n    c = mm(a, b)\n"
+           "    return c\n",
+       2,
+       {g}},
+      {"baddbmm_k",
+       "def g(s: f32[1, 1, 1], a: f32[1, 1, " + g + "], b: f32[1, " + g +
+           ", 1]):\n    c = baddbmm(s, a, b)\n    return c\n",
+       2,
+       {g}},
+      {"mm_k_zero",
+       "def g(a: f32[3, 0], b: f32[0, 4]):\n    c = mm(a, b)\n    return c\n",
+       0,
+       {"ok"}},
+      {"mm_m_zero",
+       "def g(a: f32[0, 5], b: f32[5, 3]):\n    c = mm(a, b)\n    return c\n",
+       0,
+       {"ok"}},
+      {"mm_overflow",
+       "def g(a: f32[1, 1], b: f32[1, 1]):\n    x = expand(a, [" + g + ", " + g +
+           "])\n    c = mm(x, b)\n    return c\n",
+       2,
+       {"overflows int64"}},
+      {"conv_length",
+       "def g(x: f32[1, 1, " + g +
+           "], w: f32[1, 1, 1]):\n"
+           "    c = convolution(x, w, None, [1], [0], [1], False, [0], 1)\n"
+           "    return c\n",
+       2,
+       {g}},
+      {"conv_channels",
+       "def g(x: f32[1, " + g + ", 1], w: f32[1, " + g +
+           ", 1]):\n"
+           "    c = convolution(x, w, None, [1], [0], [1], False, [0], 1)\n"
+           "    return c\n",
+       2,
+       {g}},
+      {"conv_kernel",
+       "def g(x: f32[1, 1, " + g + "], w: f32[1, 1, " + g +
+           "]):\n"
+           "    c = convolution(x, w, None, [1], [0], [1], False, [0], 1)\n"
+           "    return c\n",
+       2,
+       {g}},
+      {"conv_empty_batch",
+       "def g(x: f32[0, 1, " + g +
+           "], w: f32[1, 1, 1]):\n"
+           "    c = convolution(x, w, None, [1], [0], [1], False, [0], 1)\n"
+           "    return c\n",
+       0,
+       {"ok"}},
+      {"conv_overflow",
+       "def g(x: f32[" + g + ", " + g +
+           ", 1], w: f32[1, 1, 1]):\n"
+           "    c = convolution(x, w, None, [1], [0], [1], False, [0], 1)\n"
+           "    return c\n",
+       2,
+       {"overflows int64"}},
+      {"conv_backward",
+       "def g(go: f32[1, 1, " + g + "], x: f32[1, 1, " + g +
+           "], w: f32[1, 1, 1]):\n    a0, a1, a2 = convolution_backward(go, x, w, "
+           "[1], [1], [0], [1], False, [0], 1, [True, True, True])\n"
+           "    return a0, a1, a2\n",
+       2,
+       {g}},
+      {"pool_kernel",
+       "def g(x: f32[1, 1, 1, " + g + "]):\n    v = avg_pool2d(x, [1, " + g + "])\n    return v\n",
+       2,
+       {"kernel_size", g}},
+      {"pool_adaptive",
+       "def g(x: f32[1, 1, 1, " + g +
+           "]):\n"
+           "    v = _adaptive_avg_pool2d(x, [1, 1])\n    return v\n",
+       2,
+       {"_adaptive_avg_pool2d", g}},
+      {"pool_overflow",
+       "def g(x: f32[" + g + ", " + g +
+           ", 1, 1]):\n"
+           "    v, i = max_pool2d_with_indices(x, [1, 1])\n    return v, i\n",
+       2,
+       {"overflows int64"}},
+      {"attention_head_size",
+       "def g(q: f32[1, 1, 1, " + g +
+           "]):\n"
+           "    o, l = _scaled_dot_product_flash_attention_for_cpu(q, q, q)\n"
+           "    return o, l\n",
+       2,
+       {"32-bit", g}},
+      {"attention_length",
+       "def g(q: f32[1, 1, " + g +
+           ", 1]):\n"
+           "    o, l = _scaled_dot_product_flash_attention_for_cpu(q, q, q)\n"
+           "    return o, l\n",
+       2,
+       {g}},
+      // Small inputs, 2^32 scores: the work, not the memory, is refused.
+      {"attention_work",
+       "def g(q: f32[1, 1, 65536, 1]):\n"
+       "    o, l = _scaled_dot_product_flash_attention_for_cpu(q, q, q)\n"
+       "    return o, l\n",
+       2,
+       {"too large to check", "multiply-adds per query row"}},
+      {"attention_empty",
+       "def g(q: f32[1, 1, 0, " + g +
+           "]):\n"
+           "    o, l = _scaled_dot_product_flash_attention_for_cpu(q, q, q)\n"
+           "    return o, l\n",
+       0,
+       {"ok"}},
+      {"attention_overflow",
+       "def g(q: f32[" + g + ", " + g +
+           ", 1, 1]):\n"
+           "    o, l = _scaled_dot_product_flash_attention_for_cpu(q, q, q)\n"
+           "    return o, l\n",
+       2,
+       {"overflows int64"}},
+  };
+  for (const Hostile& h : cases) {
+    const auto program = temp_file(h.name + ".stax", h.text);
+    // Sizes whose products overflow int64 and pooling windows over 32 bits are refused by the
+    // types already (as PyTorch refuses them); the rest explain.
+    const bool refused_by_types = h.words[0] == "overflows int64" || h.words[0] == "kernel_size";
+    const Result explained = run("explain " + program.string());
+    EXPECT_EQ(explained.status, refused_by_types ? 2 : 0) << h.name << "\n" << explained.out;
+    const Result r = run("run " + program.string());
+    EXPECT_EQ(r.status, h.run_status) << h.name << "\n" << r.out;
+    for (const std::string& word : h.words) {
+      EXPECT_NE(r.out.find(word), std::string::npos) << h.name << ": " << word << "\n" << r.out;
+    }
+  }
+}
+
 TEST(Cli, RunWithGivenInputsNanAndInf) {
   const auto program = temp_file("g.stax", R"(def g(x: f32[2, 3]):
     e = relu(x)
@@ -244,7 +408,9 @@ TEST(Cli, RunEagerOnlyComputesMatrixProducts) {
 )");
   const Result refused = run("run " + huge.string() + " --eager");
   EXPECT_EQ(refused.status, 2) << refused.out;
-  EXPECT_NE(refused.out.find("'p' (mm to f32[2048, 2048])"), std::string::npos) << refused.out;
+  EXPECT_NE(refused.out.find("'p' (mm to f32[2048, 2048], 2048 products summed per element (K))"),
+            std::string::npos)
+      << refused.out;
   // --eager belongs to run only.
   EXPECT_EQ(run("explain " + program.string() + " --eager").status, 2);
 }

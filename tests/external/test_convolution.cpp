@@ -363,6 +363,39 @@ TEST(Convolution, ConcurrentRunsOfOnePlan) {
   }
 }
 
+// Issue 32, point 4: oneDNN counts in 32-bit ints and divides by zero (SIGFPE) choosing a
+// kernel for sizes of 2^32. Such specs are refused with what is too large named (a Stax loop
+// nest computes them), never handed to oneDNN; analysis needs no buffers.
+TEST(Convolution, SizesOver32BitsAreRefusedNotHandedToTheLibrary) {
+  const int64_t g = int64_t{1} << 32;
+  const std::pair<ConvolutionSpec, std::string> cases[] = {
+      {make_spec(DType::Float32, {1, 1, g}, {1, 1, 1}, {1}, {0}, {1}, 1, false), "4294967296"},
+      {make_spec(DType::Float32, {1, g, 1}, {1, g, 1}, {1}, {0}, {1}, 1, false), "4294967296"},
+      {make_spec(DType::Float32, {1, 1, g}, {1, 1, g}, {1}, {0}, {1}, 1, false), "4294967296"},
+      {make_spec(DType::Float32, {1, 1, 1}, {g, 1, 1}, {1}, {0}, {1}, 1, true), "4294967296"},
+      {make_spec(DType::BFloat16, {g, 1, 1}, {1, 1, 1}, {1}, {0}, {1}, 1, false), "4294967296"},
+      {make_spec(DType::Float32, {1, 1, 3}, {1, 1, 1}, {g}, {0}, {1}, 1, false),
+       "the stride 4294967296"},
+      {make_spec(DType::Float32, {1, 1, 1 << 16, 1 << 16}, {1, 1, 1, 1}, {1, 1}, {0, 0}, {1, 1}, 1,
+                 false),
+       ""}};
+  for (const auto& [spec, word] : cases) {
+    for (ConvolutionPass pass : kPasses) {
+      const ConvolutionSpec s = for_pass(spec, pass);
+      std::string why;
+      const bool supported = ConvolutionPlan::supported(s, &why);
+      if (word.empty()) {  // 2^32 elements, every size and stride below 2^31: oneDNN's
+        EXPECT_EQ(why.find("32-bit"), std::string::npos) << why;
+        continue;
+      }
+      EXPECT_FALSE(supported) << s.describe();
+      EXPECT_NE(why.find(word), std::string::npos) << why;
+      EXPECT_NE(why.find("32-bit"), std::string::npos) << why;
+      EXPECT_THROW(ConvolutionPlan::create(s), LibraryError) << s.describe();
+    }
+  }
+}
+
 TEST(Convolution, Refusals) {
   ConvolutionSpec s =
       make_spec(DType::Float32, {1, 4, 6, 6}, {8, 4, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, true);

@@ -483,6 +483,39 @@ TEST(Matmul, Refusals) {
   EXPECT_THROW(plan->run(x.data(), nullptr, nullptr, x.data(), 1), LibraryError);
 }
 
+// Issue 32, point 4: oneDNN counts sizes and strides in 32-bit ints and divides by zero
+// (SIGFPE) choosing a kernel for a size of 2^32. Such specs are refused with the size named
+// (a Stax loop nest computes them), never handed to oneDNN; analysis needs no buffers.
+TEST(Matmul, SizesOver32BitsAreRefusedNotHandedToTheLibrary) {
+  const int64_t huge[] = {int64_t{1} << 31, int64_t{1} << 32, int64_t{1} << 40};
+  for (DType dt : {DType::Float32, DType::BFloat16}) {
+    for (int64_t v : huge) {
+      const std::string size = std::to_string(v);
+      const MatmulSpec specs[] = {
+          make_spec(dt, contiguous(1, 1, v), contiguous(1, v, 1), 1, 1, 1),  // K
+          make_spec(dt, contiguous(1, v, 1), contiguous(1, 1, 1), 1, v, 1),  // M
+          make_spec(dt, contiguous(1, 1, 1), contiguous(1, 1, v), 1, 1, v),  // N
+          make_spec(dt, contiguous(v, 1, 1), contiguous(v, 1, 1), v, 1, 1),  // batch
+          // A row stride over 2^31 - 1 (a view of every 2^31st element).
+          make_spec(dt, MatrixLayout{{1, 2, 2}, {0, v, 1}}, contiguous(1, 2, 2), 1, 2, 2)};
+      for (const MatmulSpec& s : specs) {
+        std::string why;
+        EXPECT_FALSE(MatmulPlan::supported(s, &why)) << s.describe();
+        EXPECT_NE(why.find(size), std::string::npos) << why;
+        EXPECT_NE(why.find("32-bit"), std::string::npos) << why;
+        EXPECT_THROW(MatmulPlan::create(s), LibraryError) << s.describe();
+      }
+    }
+  }
+  // Just below the limit oneDNN still plans (no buffers are touched).
+  const int64_t largest = (int64_t{1} << 31) - 1;
+  std::string why;
+  MatmulPlan::supported(
+      make_spec(DType::Float32, contiguous(1, 1, largest), contiguous(1, largest, 1), 1, 1, 1),
+      &why);
+  EXPECT_EQ(why.find("32-bit"), std::string::npos) << why;
+}
+
 TEST(Matmul, Describe) {
   MatmulSpec s =
       make_spec(DType::BFloat16, contiguous(2, 128, 768), column_major(2, 768, 3072), 2, 128, 3072);
