@@ -264,12 +264,12 @@ std::vector<std::pair<int, int>> weak_edges(const std::vector<SchedulerNode>& no
 }
 
 std::string in_place_conflict(const SchedulerNode& writer, const MemoryDep& written,
-                              const SchedulerNode& reader) {
+                              const SchedulerNode& reader, bool reader_runs_later) {
   for (const MemoryDep& d : reader.read_deps) {
     if (d.buffer != written.buffer) continue;
-    // Members keep the original order in a loop body, so a reader after the writer would
-    // read the new contents even at the same element.
-    if (!(d == written) || reader.id > writer.id) {
+    // A reader after the writer in the loop body reads the new contents even at the element
+    // written: in one outer iteration it sees the slice the writer has just overwritten.
+    if (!(d == written) || reader_runs_later) {
       return reader.name + " reads " + written.buffer + " (" + d.to_string() + ") where " +
              writer.name + " writes it in place (" + written.to_string() +
              "): in one loop an element could be overwritten before it is read";

@@ -114,9 +114,12 @@ MemoryDep in_place_write_dep(const SchedulerNode& node);
 // Why `reader`, sharing a loop with `writer`, could read an element of `written.buffer`
 // after `writer` overwrote it in place (`written`: the write as a dependence on that
 // buffer); empty when every read of it is at the element written, by a node no later than
-// the writer in the loop body (the argument of Proposition 7.2).
+// the writer in the loop body (the argument of Proposition 7.2). `reader_runs_later`: whether
+// the reader comes after the writer in the body of the fused node the two share — not their
+// ids: an outer-loop fused node runs its first part's nests before its second's, whatever
+// the ids of their nodes (FusedNode::runs_before).
 std::string in_place_conflict(const SchedulerNode& writer, const MemoryDep& written,
-                              const SchedulerNode& reader);
+                              const SchedulerNode& reader, bool reader_runs_later);
 
 // Normalizes an index over the given loops into a MemoryDep (dimension collapsing).
 MemoryDep normalize_dep(const std::string& buffer, const index::Expr& index,

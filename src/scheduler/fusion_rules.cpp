@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 
 namespace stax::scheduler {
 
@@ -45,6 +46,16 @@ bool FusedNode::contains(int node_id) const {
     if (std::find(nest.nodes.begin(), nest.nodes.end(), node_id) != nest.nodes.end()) return true;
   }
   return false;
+}
+
+bool FusedNode::runs_before(int first, int second) const {
+  const std::vector<int> body = members();
+  const auto at = [&](int id) {
+    const auto it = std::find(body.begin(), body.end(), id);
+    if (it == body.end()) throw std::logic_error("op" + std::to_string(id) + " is not in " + name);
+    return it - body.begin();
+  };
+  return at(first) < at(second);
 }
 
 bool FusedNode::has_reduction() const {
@@ -214,7 +225,8 @@ bool FusionRules::has_edge(const FusedNode& from, const FusedNode& to) const {
   return false;
 }
 
-std::string FusionRules::check_in_place_writes(const FusedNode& a, const FusedNode& b) const {
+std::string FusionRules::check_in_place_writes(const FusedNode& fused, const FusedNode& a,
+                                               const FusedNode& b) const {
   for (const auto& [writers, readers] : {std::pair{&a, &b}, std::pair{&b, &a}}) {
     for (int w : writers->members()) {
       const SchedulerNode& writer = nodes_[static_cast<size_t>(w)];
@@ -222,7 +234,8 @@ std::string FusionRules::check_in_place_writes(const FusedNode& a, const FusedNo
       if (input.empty()) continue;
       const MemoryDep written = in_place_write_dep(writer);
       for (int r : readers->members()) {
-        std::string why = in_place_conflict(writer, written, nodes_[static_cast<size_t>(r)]);
+        std::string why = in_place_conflict(writer, written, nodes_[static_cast<size_t>(r)],
+                                            fused.runs_before(w, r));
         if (!why.empty()) return why;
       }
     }
@@ -437,11 +450,6 @@ FusionDecision FusionRules::can_fuse(const FusedNode& first, const FusedNode& se
       return rejected;
     }
   }
-  // Issue 16, point 6: an in-place write shares a loop only with reads of the same element.
-  if (std::string why = check_in_place_writes(a, b); !why.empty()) {
-    rejected.reason = why;
-    return rejected;
-  }
   // Section 7.3: at most 128 nodes after fusion.
   const size_t members = a.members().size() + b.members().size();
   if (members > limits_.max_nodes) {
@@ -475,6 +483,12 @@ FusionDecision FusionRules::can_fuse(const FusedNode& first, const FusedNode& se
       return rejected;
     }
     fused = std::move(outer);
+  }
+  // Issue 16, point 6: an in-place write shares a loop only with reads of the same element,
+  // none of them later in the loop body than the write.
+  if (std::string why = check_in_place_writes(fused.fused, a, b); !why.empty()) {
+    rejected.reason = why;
+    return rejected;
   }
   fused.score = rejected.score;
   // Section 7.3: horizontal fusion must not extend the lifetime of what the two share so far

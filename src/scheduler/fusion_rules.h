@@ -9,7 +9,9 @@
 // depth) — each checked for vertical correctness: inside one loop nest a read must use exactly the
 // index of the write and may not read a reduction result (Proposition 7.2, δ = 0); across nests of
 // one outer iteration the positions read must be exactly those written in that same outer
-// iteration. Last, a horizontal pair that passes all of these must not raise the peak memory that
+// iteration. A write into a graph input in place may share the loop body only with reads of
+// that input at the element written and earlier in the body (FusedNode::runs_before). Last, a
+// horizontal pair that passes all of these must not raise the peak memory that
 // Definition 7.5 simulates (fusion_peak.h).
 #pragma once
 
@@ -93,9 +95,11 @@ class FusionRules {
     std::set<int> members;
     std::set<int> runs_after;  // nodes its in-place writes wait for (WeakDep)
   };
-  // Why fusing a and b could overwrite an input element before a reader reads it; empty
-  // when every in-place write of one group agrees with the other's reads of that input.
-  std::string check_in_place_writes(const FusedNode& a, const FusedNode& b) const;
+  // Why fusing a and b into `fused` could overwrite an input element before a reader reads
+  // it; empty when every in-place write of one group agrees with the other's reads of that
+  // input, and no such read comes after the write in `fused`'s loop body.
+  std::string check_in_place_writes(const FusedNode& fused, const FusedNode& a,
+                                    const FusedNode& b) const;
   const GroupSummary& summary(const FusedNode& f) const;
 
   const std::vector<SchedulerNode>& nodes_;
