@@ -8,6 +8,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "ir/scan_args.h"
 #include "scheduler/recording_handler.h"
 
 namespace stax::scheduler {
@@ -141,6 +142,22 @@ std::vector<std::string> SchedulerNode::buffers() const {
 
 namespace {
 
+// Section 7.3's "reductions that require a strict reduction order": a scan, whose element k
+// of a line combines every element before it, in order; a scatter, whose output elements each
+// combine their values in the order eager visits the positions (the last write wins, a float
+// sum adds in that order: external/scatter.h).
+std::string strict_order_of(const lowering::ExternalCall& call) {
+  if (call.scan) {
+    return call.op + " carries a running " + ir::scan_kind_name(call.scan->kind) + " along dim " +
+           std::to_string(call.scan->dim) + ", each element after every one before it";
+  }
+  if (call.scatter) {
+    return call.op + " combines the values of each output element in the order eager visits " +
+           "its positions";
+  }
+  return "";
+}
+
 // An external call's node: whole dependences on its operands, and a write of its whole output
 // over one loop of its element count (what the liveness passes and the fusion log print).
 SchedulerNode make_external_node(SchedulerNode node, const lowering::ComputedBuffer& buffer) {
@@ -159,6 +176,7 @@ SchedulerNode make_external_node(SchedulerNode node, const lowering::ComputedBuf
   }
   node.write = {buffer.name, Expr::var("x0"), buffer.dtype};
   node.write_dep = MemoryDep{buffer.name, Expr::var("c0"), {{"c0", buffer.numel()}}, buffer.dtype};
+  node.strict_order = strict_order_of(*buffer.external);
   return node;
 }
 

@@ -83,6 +83,11 @@ struct SchedulerNode {
   // accesses), so that every pass ordering nodes by the buffers they read sees them.
   std::vector<WholeDep> whole_read_deps;
   std::vector<WeakDep> weak_deps;  // nodes that must run first (they read what this rewrites)
+  // Why the node's reduction must combine its values in one fixed order (a scan's running
+  // value, a scatter's visits in eager's order); empty when any order will do (a loop
+  // reduction: its reordering rests on associativity, Section 7.7). Section 7.3's can_fuse
+  // never fuses two such nodes.
+  std::string strict_order;
   // The original buffer loop variables in terms of the simplified ones.
   std::map<std::string, index::Expr> original_index;
 

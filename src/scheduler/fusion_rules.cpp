@@ -422,6 +422,14 @@ FusionDecision FusionRules::try_outer_loop(const FusedNode& a, const FusedNode& 
   return d;
 }
 
+const SchedulerNode* FusionRules::strict_order_member(const FusedNode& f) const {
+  for (int id : f.members()) {
+    const SchedulerNode& n = nodes_[static_cast<size_t>(id)];
+    if (!n.strict_order.empty()) return &n;
+  }
+  return nullptr;
+}
+
 FusionDecision FusionRules::can_fuse(const FusedNode& first, const FusedNode& second,
                                      const RaisedPeak& raised_peak) const {
   // Order the pair so that nothing in `a` depends on `b`.
@@ -439,6 +447,17 @@ FusionDecision FusionRules::can_fuse(const FusedNode& first, const FusedNode& se
 
   rejected.score = score(a, b);
   rejected.vertical = vertical;
+  // Section 7.3: "two reductions that require a strict reduction order cannot be fused".
+  // A rule of its own, whatever else refuses the pair: a fused node walks one order for all
+  // its members.
+  const SchedulerNode* strict_a = strict_order_member(a);
+  const SchedulerNode* strict_b = strict_order_member(b);
+  if (strict_a != nullptr && strict_b != nullptr) {
+    rejected.reason = strict_a->name + " and " + strict_b->name +
+                      " both require a strict reduction order (" + strict_a->strict_order + "; " +
+                      strict_b->strict_order + "): two such reductions are never fused";
+    return rejected;
+  }
   // An external call runs a library routine over whole buffers (its dependences are
   // WholeDeps): there is no loop of its own for another node to share.
   for (const FusedNode* f : {&a, &b}) {

@@ -1,10 +1,12 @@
 // can_fuse for the CPU (line 3 of Algorithm 7.1): whether two fused nodes may share a kernel,
 // the fused node they would form, and the reason — for a fusion as for a rejection.
 //
-// Rules, in order: size limits (at most 128 nodes and 32 distinct buffers after fusion, Section
-// 7.3); shared data no lower than the threshold; then the CPU loop rules of Definition 7.2 —
-// identical iteration groups (SAME_VARS_REDUCE), pointwise nodes whose loops re-split into each
-// other's (COMPATIBLE_RANGES_NO_REDUCTION), a pointwise node whose ranges split into a reduction's
+// Rules, in order: two reductions that require a strict reduction order are never fused
+// (Section 7.3; SchedulerNode::strict_order); an external call shares no loop; size limits (at most
+// 128 nodes and 32 distinct buffers after fusion, Section 7.3); shared data no lower than the
+// threshold; then the CPU loop rules of Definition 7.2 — identical iteration groups
+// (SAME_VARS_REDUCE), pointwise nodes whose loops re-split into each other's
+// (COMPATIBLE_RANGES_NO_REDUCTION), a pointwise node whose ranges split into a reduction's
 // (COMPATIBLE_REDUCTION), or shared outer loops (OUTER_LOOP_FUSED, with the outer-loop fusion
 // depth) — each checked for vertical correctness: inside one loop nest a read must use exactly the
 // index of the write and may not read a reduction result (Proposition 7.2, δ = 0); across nests of
@@ -101,6 +103,8 @@ class FusionRules {
   std::string check_in_place_writes(const FusedNode& fused, const FusedNode& a,
                                     const FusedNode& b) const;
   const GroupSummary& summary(const FusedNode& f) const;
+  // A member whose reduction keeps a strict order (SchedulerNode::strict_order), or null.
+  const SchedulerNode* strict_order_member(const FusedNode& f) const;
 
   const std::vector<SchedulerNode>& nodes_;
   FusionLimits limits_;

@@ -176,6 +176,40 @@ TEST(FusionRules, Definition72AMergedPointwiseLoopNeverJoinsAReductionOfItsCount
   }
 }
 
+// Section 7.3: "two reductions that require a strict reduction order cannot be fused" (issue
+// 32, point 3(e3)), a rule of its own, not a consequence of scans and scatters being external
+// calls: two scans of one input, and two scatters into one tensor, are refused for their
+// order, each naming what it keeps in order (stax explain --verbose prints the reason).
+TEST(FusionRules, TwoReductionsOfStrictOrderAreNeverFused) {
+  auto scans = schedule_text(
+      "def f(x: f32[32, 64]):\n    a = cumsum(x, dim=1)\n    b = cumprod(x, dim=0)\n"
+      "    return a, b\n");
+  const auto& c = fused_candidate(scans->schedule, "op0", "op1");
+  EXPECT_FALSE(c.fused);
+  EXPECT_NE(c.reason.find("strict reduction order"), std::string::npos) << c.reason;
+  EXPECT_NE(c.reason.find("cumsum carries a running sum along dim 1"), std::string::npos)
+      << c.reason;
+  EXPECT_NE(c.reason.find("cumprod carries a running prod along dim 0"), std::string::npos)
+      << c.reason;
+  EXPECT_EQ(scans->schedule.nodes[0].strict_order.empty(), false);
+
+  auto scatters = schedule_text(
+      "def f(x: f32[32, 64], k: i64[32, 8], src: f32[32, 8]):\n"
+      "    a = scatter_add(x, 1, k, src)\n    b = scatter_add(x, 1, k, src)\n"
+      "    return a, b\n");
+  const auto& d = fused_candidate(scatters->schedule, "op0", "op1");
+  EXPECT_FALSE(d.fused);
+  EXPECT_NE(d.reason.find("strict reduction order"), std::string::npos) << d.reason;
+  EXPECT_NE(d.reason.find("scatter_add"), std::string::npos) << d.reason;
+
+  // Loop reductions may combine in any order (their reordering rests on associativity,
+  // Section 7.7): none of them keeps a strict order.
+  auto sums = schedule_text(
+      "def f(x: f32[64, 128]):\n    s = sum(x, dim=[1])\n    m = amax(x, dim=[1])\n"
+      "    return s, m\n");
+  for (const auto& n : sums->schedule.nodes) EXPECT_TRUE(n.strict_order.empty()) << n.name;
+}
+
 TEST(FusionRules, NoSharedDataNoFusion) {
   // Two reductions of different inputs with identical groups share no buffer: no candidate.
   auto s = schedule_text(R"(
