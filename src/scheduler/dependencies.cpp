@@ -8,6 +8,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "ir/scan_args.h"
 #include "scheduler/recording_handler.h"
 
 namespace stax::scheduler {
@@ -141,6 +142,22 @@ std::vector<std::string> SchedulerNode::buffers() const {
 
 namespace {
 
+// Section 7.3's "reductions that require a strict reduction order": a scan, whose element k
+// of a line combines every element before it, in order; a scatter, whose output elements each
+// combine their values in the order eager visits the positions (the last write wins, a float
+// sum adds in that order: external/scatter.h).
+std::string strict_order_of(const lowering::ExternalCall& call) {
+  if (call.scan) {
+    return call.op + " carries a running " + ir::scan_kind_name(call.scan->kind) + " along dim " +
+           std::to_string(call.scan->dim) + ", each element after every one before it";
+  }
+  if (call.scatter) {
+    return call.op + " combines the values of each output element in the order eager visits " +
+           "its positions";
+  }
+  return "";
+}
+
 // An external call's node: whole dependences on its operands, and a write of its whole output
 // over one loop of its element count (what the liveness passes and the fusion log print).
 SchedulerNode make_external_node(SchedulerNode node, const lowering::ComputedBuffer& buffer) {
@@ -159,6 +176,7 @@ SchedulerNode make_external_node(SchedulerNode node, const lowering::ComputedBuf
   }
   node.write = {buffer.name, Expr::var("x0"), buffer.dtype};
   node.write_dep = MemoryDep{buffer.name, Expr::var("c0"), {{"c0", buffer.numel()}}, buffer.dtype};
+  node.strict_order = strict_order_of(*buffer.external);
   return node;
 }
 
@@ -264,12 +282,12 @@ std::vector<std::pair<int, int>> weak_edges(const std::vector<SchedulerNode>& no
 }
 
 std::string in_place_conflict(const SchedulerNode& writer, const MemoryDep& written,
-                              const SchedulerNode& reader) {
+                              const SchedulerNode& reader, bool reader_runs_later) {
   for (const MemoryDep& d : reader.read_deps) {
     if (d.buffer != written.buffer) continue;
-    // Members keep the original order in a loop body, so a reader after the writer would
-    // read the new contents even at the same element.
-    if (!(d == written) || reader.id > writer.id) {
+    // A reader after the writer in the loop body reads the new contents even at the element
+    // written: in one outer iteration it sees the slice the writer has just overwritten.
+    if (!(d == written) || reader_runs_later) {
       return reader.name + " reads " + written.buffer + " (" + d.to_string() + ") where " +
              writer.name + " writes it in place (" + written.to_string() +
              "): in one loop an element could be overwritten before it is read";

@@ -83,6 +83,11 @@ struct SchedulerNode {
   // accesses), so that every pass ordering nodes by the buffers they read sees them.
   std::vector<WholeDep> whole_read_deps;
   std::vector<WeakDep> weak_deps;  // nodes that must run first (they read what this rewrites)
+  // Why the node's reduction must combine its values in one fixed order (a scan's running
+  // value, a scatter's visits in eager's order); empty when any order will do (a loop
+  // reduction: its reordering rests on associativity, Section 7.7). Section 7.3's can_fuse
+  // never fuses two such nodes.
+  std::string strict_order;
   // The original buffer loop variables in terms of the simplified ones.
   std::map<std::string, index::Expr> original_index;
 
@@ -114,9 +119,12 @@ MemoryDep in_place_write_dep(const SchedulerNode& node);
 // Why `reader`, sharing a loop with `writer`, could read an element of `written.buffer`
 // after `writer` overwrote it in place (`written`: the write as a dependence on that
 // buffer); empty when every read of it is at the element written, by a node no later than
-// the writer in the loop body (the argument of Proposition 7.2).
+// the writer in the loop body (the argument of Proposition 7.2). `reader_runs_later`: whether
+// the reader comes after the writer in the body of the fused node the two share — not their
+// ids: an outer-loop fused node runs its first part's nests before its second's, whatever
+// the ids of their nodes (FusedNode::runs_before).
 std::string in_place_conflict(const SchedulerNode& writer, const MemoryDep& written,
-                              const SchedulerNode& reader);
+                              const SchedulerNode& reader, bool reader_runs_later);
 
 // Normalizes an index over the given loops into a MemoryDep (dimension collapsing).
 MemoryDep normalize_dep(const std::string& buffer, const index::Expr& index,

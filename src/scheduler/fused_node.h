@@ -41,8 +41,11 @@ struct FusedNode {
   // absorbed}, and the call applies this chain to each result, writing the node's buffer.
   std::vector<EpilogueOp> epilogue;
 
-  std::vector<int> members() const;
+  std::vector<int> members() const;  // in loop-body order: nests in order, then each nest's
   bool contains(int node_id) const;
+  // Whether member `first` runs before member `second` in each iteration of the loop body
+  // (the order of members(), not of the ids).
+  bool runs_before(int first, int second) const;
   bool has_reduction() const;
   // The iteration group (pointwise ranges, reduction ranges) of a single-nest node.
   std::vector<int64_t> pointwise_ranges() const;  // outer ++ nests[0].sizes

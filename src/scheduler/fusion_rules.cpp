@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 
 namespace stax::scheduler {
 
@@ -45,6 +46,16 @@ bool FusedNode::contains(int node_id) const {
     if (std::find(nest.nodes.begin(), nest.nodes.end(), node_id) != nest.nodes.end()) return true;
   }
   return false;
+}
+
+bool FusedNode::runs_before(int first, int second) const {
+  const std::vector<int> body = members();
+  const auto at = [&](int id) {
+    const auto it = std::find(body.begin(), body.end(), id);
+    if (it == body.end()) throw std::logic_error("op" + std::to_string(id) + " is not in " + name);
+    return it - body.begin();
+  };
+  return at(first) < at(second);
 }
 
 bool FusedNode::has_reduction() const {
@@ -214,7 +225,8 @@ bool FusionRules::has_edge(const FusedNode& from, const FusedNode& to) const {
   return false;
 }
 
-std::string FusionRules::check_in_place_writes(const FusedNode& a, const FusedNode& b) const {
+std::string FusionRules::check_in_place_writes(const FusedNode& fused, const FusedNode& a,
+                                               const FusedNode& b) const {
   for (const auto& [writers, readers] : {std::pair{&a, &b}, std::pair{&b, &a}}) {
     for (int w : writers->members()) {
       const SchedulerNode& writer = nodes_[static_cast<size_t>(w)];
@@ -222,7 +234,8 @@ std::string FusionRules::check_in_place_writes(const FusedNode& a, const FusedNo
       if (input.empty()) continue;
       const MemoryDep written = in_place_write_dep(writer);
       for (int r : readers->members()) {
-        std::string why = in_place_conflict(writer, written, nodes_[static_cast<size_t>(r)]);
+        std::string why = in_place_conflict(writer, written, nodes_[static_cast<size_t>(r)],
+                                            fused.runs_before(w, r));
         if (!why.empty()) return why;
       }
     }
@@ -409,6 +422,14 @@ FusionDecision FusionRules::try_outer_loop(const FusedNode& a, const FusedNode& 
   return d;
 }
 
+const SchedulerNode* FusionRules::strict_order_member(const FusedNode& f) const {
+  for (int id : f.members()) {
+    const SchedulerNode& n = nodes_[static_cast<size_t>(id)];
+    if (!n.strict_order.empty()) return &n;
+  }
+  return nullptr;
+}
+
 FusionDecision FusionRules::can_fuse(const FusedNode& first, const FusedNode& second,
                                      const RaisedPeak& raised_peak) const {
   // Order the pair so that nothing in `a` depends on `b`.
@@ -426,6 +447,17 @@ FusionDecision FusionRules::can_fuse(const FusedNode& first, const FusedNode& se
 
   rejected.score = score(a, b);
   rejected.vertical = vertical;
+  // Section 7.3: "two reductions that require a strict reduction order cannot be fused".
+  // A rule of its own, whatever else refuses the pair: a fused node walks one order for all
+  // its members.
+  const SchedulerNode* strict_a = strict_order_member(a);
+  const SchedulerNode* strict_b = strict_order_member(b);
+  if (strict_a != nullptr && strict_b != nullptr) {
+    rejected.reason = strict_a->name + " and " + strict_b->name +
+                      " both require a strict reduction order (" + strict_a->strict_order + "; " +
+                      strict_b->strict_order + "): two such reductions are never fused";
+    return rejected;
+  }
   // An external call runs a library routine over whole buffers (its dependences are
   // WholeDeps): there is no loop of its own for another node to share.
   for (const FusedNode* f : {&a, &b}) {
@@ -436,11 +468,6 @@ FusionDecision FusionRules::can_fuse(const FusedNode& first, const FusedNode& se
                         "): it reads and writes whole buffers (WholeDep), no loop to share";
       return rejected;
     }
-  }
-  // Issue 16, point 6: an in-place write shares a loop only with reads of the same element.
-  if (std::string why = check_in_place_writes(a, b); !why.empty()) {
-    rejected.reason = why;
-    return rejected;
   }
   // Section 7.3: at most 128 nodes after fusion.
   const size_t members = a.members().size() + b.members().size();
@@ -475,6 +502,12 @@ FusionDecision FusionRules::can_fuse(const FusedNode& first, const FusedNode& se
       return rejected;
     }
     fused = std::move(outer);
+  }
+  // Issue 16, point 6: an in-place write shares a loop only with reads of the same element,
+  // none of them later in the loop body than the write.
+  if (std::string why = check_in_place_writes(fused.fused, a, b); !why.empty()) {
+    rejected.reason = why;
+    return rejected;
   }
   fused.score = rejected.score;
   // Section 7.3: horizontal fusion must not extend the lifetime of what the two share so far

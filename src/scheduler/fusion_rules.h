@@ -1,15 +1,19 @@
 // can_fuse for the CPU (line 3 of Algorithm 7.1): whether two fused nodes may share a kernel,
 // the fused node they would form, and the reason — for a fusion as for a rejection.
 //
-// Rules, in order: size limits (at most 128 nodes and 32 distinct buffers after fusion, Section
-// 7.3); shared data no lower than the threshold; then the CPU loop rules of Definition 7.2 —
-// identical iteration groups (SAME_VARS_REDUCE), pointwise nodes whose loops re-split into each
-// other's (COMPATIBLE_RANGES_NO_REDUCTION), a pointwise node whose ranges split into a reduction's
+// Rules, in order: two reductions that require a strict reduction order are never fused
+// (Section 7.3; SchedulerNode::strict_order); an external call shares no loop; size limits (at most
+// 128 nodes and 32 distinct buffers after fusion, Section 7.3); shared data no lower than the
+// threshold; then the CPU loop rules of Definition 7.2 — identical iteration groups
+// (SAME_VARS_REDUCE), pointwise nodes whose loops re-split into each other's
+// (COMPATIBLE_RANGES_NO_REDUCTION), a pointwise node whose ranges split into a reduction's
 // (COMPATIBLE_REDUCTION), or shared outer loops (OUTER_LOOP_FUSED, with the outer-loop fusion
 // depth) — each checked for vertical correctness: inside one loop nest a read must use exactly the
 // index of the write and may not read a reduction result (Proposition 7.2, δ = 0); across nests of
 // one outer iteration the positions read must be exactly those written in that same outer
-// iteration. Last, a horizontal pair that passes all of these must not raise the peak memory that
+// iteration. A write into a graph input in place may share the loop body only with reads of
+// that input at the element written and earlier in the body (FusedNode::runs_before). Last, a
+// horizontal pair that passes all of these must not raise the peak memory that
 // Definition 7.5 simulates (fusion_peak.h).
 #pragma once
 
@@ -93,10 +97,14 @@ class FusionRules {
     std::set<int> members;
     std::set<int> runs_after;  // nodes its in-place writes wait for (WeakDep)
   };
-  // Why fusing a and b could overwrite an input element before a reader reads it; empty
-  // when every in-place write of one group agrees with the other's reads of that input.
-  std::string check_in_place_writes(const FusedNode& a, const FusedNode& b) const;
+  // Why fusing a and b into `fused` could overwrite an input element before a reader reads
+  // it; empty when every in-place write of one group agrees with the other's reads of that
+  // input, and no such read comes after the write in `fused`'s loop body.
+  std::string check_in_place_writes(const FusedNode& fused, const FusedNode& a,
+                                    const FusedNode& b) const;
   const GroupSummary& summary(const FusedNode& f) const;
+  // A member whose reduction keeps a strict order (SchedulerNode::strict_order), or null.
+  const SchedulerNode* strict_order_member(const FusedNode& f) const;
 
   const std::vector<SchedulerNode>& nodes_;
   FusionLimits limits_;

@@ -20,8 +20,10 @@ std::string refusal(const Schedule& s, int g, const SchedulerNode& writer, const
   if (s.graph->find_buffer(old.buffer)->dtype != writer.buffer->dtype) return "dtypes differ";
   MemoryDep written = writer.write_dep;
   written.buffer = old.buffer;
-  for (int id : s.kernels[static_cast<size_t>(g)].members()) {
-    std::string why = in_place_conflict(writer, written, s.nodes[static_cast<size_t>(id)]);
+  const FusedNode& kernel = s.kernels[static_cast<size_t>(g)];
+  for (int id : kernel.members()) {
+    std::string why = in_place_conflict(writer, written, s.nodes[static_cast<size_t>(id)],
+                                        kernel.runs_before(writer.id, id));
     if (!why.empty()) return why;
   }
   return "";

@@ -253,3 +253,52 @@ TEST(MemoryPlan, ExplainBufferEventsNameThePlacement) {
 
 }  // namespace
 }  // namespace stax
+
+namespace stax {
+namespace {
+
+// Issue 32, point 3(a), end to end: the sum and d = x / s + b share the loop over rows, and
+// the amax over exp(b), defined before d, joins that kernel as a later nest. d reads b for the
+// last time at the element it writes; taking b's storage there would overwrite each row of b
+// before the amax reads it (tests/scheduler/test_reuse_buffers.cpp checks the plan). The
+// product u·u is a large unrelated intermediate, so the amax's fusion does not raise the peak.
+TEST(MemoryPlan, AnInPlaceWriteLeavesWhatALaterNestReadsIntact) {
+  const ir::Graph g = ir::parse_graph(
+      "def f(x: f32[64, 128], p: f32[64, 32], q: f32[32, 128], w: f32[128, 16], "
+      "u: f32[256, 256]):\n"
+      "    s = sum(x, dim=[1], keepdim=True)\n    b = mm(p, q)\n    e = exp(b)\n"
+      "    c = amax(e, dim=[1])\n    y = div(x, s)\n    d = add(y, b)\n    o = mm(d, w)\n"
+      "    z = mm(u, u)\n    t = tanh(z)\n    zs = sum(t, dim=[1])\n    return c, o, zs\n");
+  // Positive rows keep x / s well conditioned, and small factors keep exp(b) near 1.
+  const std::vector<Tensor> inputs = {eager::random_tensor(DType::Float32, {64, 128}, 1, 0.5, 1.5),
+                                      eager::random_tensor(DType::Float32, {64, 32}, 2, -0.2, 0.2),
+                                      eager::random_tensor(DType::Float32, {32, 128}, 3, -0.2, 0.2),
+                                      eager::random_tensor(DType::Float32, {128, 16}, 4),
+                                      eager::random_tensor(DType::Float32, {256, 256}, 5)};
+  const std::vector<Tensor> expected = eager::run(g, inputs);
+  CompileOptions fresh;
+  fresh.in_place_reuse = false;
+  const std::vector<Tensor> reference = compile(g, fresh).run(inputs);
+  for (bool arena : {true, false}) {
+    CompileOptions o;
+    o.memory_arena = arena;
+    const CompiledGraph compiled = compile(g, o);
+    // The case arises: one kernel of three nests (the sum, d, the amax).
+    const auto& kernels = compiled.compilation().schedule.kernels;
+    EXPECT_TRUE(std::any_of(kernels.begin(), kernels.end(),
+                            [](const scheduler::FusedNode& k) { return k.nests.size() == 3; }));
+    for (int threads : {1, 2}) {
+      RunOptions r;
+      r.num_threads = threads;
+      const std::string where =
+          std::string(arena ? "arena" : "no arena") + ", " + std::to_string(threads) + " threads";
+      const std::vector<Tensor> out = compiled.run(inputs, r);
+      expect_outputs_match(g, out, expected, where);
+      // Placement changes no arithmetic: the same bits as with no storage taken in place.
+      expect_identical(out, reference, where);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace stax

@@ -1,6 +1,8 @@
 // Unit tests of the fusion rules, one per rule, on small programs; and of the score order.
 #include <gtest/gtest.h>
 
+#include <stdexcept>
+
 #include "schedule_util.h"
 #include "scheduler/fusion_rules.h"
 
@@ -92,6 +94,120 @@ def f(x: f32[8, 24], y: f32[24, 8]):
     }
   }
   EXPECT_TRUE(found);
+}
+
+// Definition 7.2 on the CPU, one test per condition (issue 32, point 3(e)). The CPU keeps
+// each node's per-dimension ranges and decides by whether the outer loops agree (the text
+// after Definition 7.2; Examples 7.1 and 7.2).
+const scheduler::FusionCandidateLog& fused_candidate(const scheduler::Schedule& s,
+                                                     const std::string& a, const std::string& b) {
+  const scheduler::FusionCandidateLog* c = find_candidate(s, a, b);
+  if (c == nullptr) throw std::logic_error(a + " and " + b + " were never candidates");
+  return *c;
+}
+
+// Condition 1: two reductions of equal (n, r) share one nest.
+TEST(FusionRules, Definition72BothReductionsOfEqualGroupsShareOneNest) {
+  auto s = schedule_text(
+      "def f(x: f32[64, 128]):\n    s = sum(x, dim=[1])\n    m = amax(x, dim=[1])\n"
+      "    return s, m\n");
+  const auto& c = fused_candidate(s->schedule, "op0", "op1");
+  EXPECT_TRUE(c.fused);
+  EXPECT_EQ(c.reason, "SAME_VARS_REDUCE");
+}
+
+// Condition 2: two pointwise nodes of equal n; exp(x)'s loops merged to (8192,), x * v's stay
+// (64, 128) (v is broadcast along the rows): the merged loop re-splits into the finer ones.
+TEST(FusionRules, Definition72PointwiseNodesOfEqualCountShareTheFinerLoops) {
+  auto s = schedule_text(
+      "def f(x: f32[64, 128], v: f32[64, 1]):\n    a = exp(x)\n    b = mul(x, v)\n"
+      "    return a, b\n");
+  ASSERT_EQ(s->schedule.nodes[0].sizes(), (std::vector<int64_t>{8192}));
+  ASSERT_EQ(s->schedule.nodes[1].sizes(), (std::vector<int64_t>{64, 128}));
+  const auto& c = fused_candidate(s->schedule, "op0", "op1");
+  EXPECT_TRUE(c.fused);
+  EXPECT_EQ(c.reason, "COMPATIBLE_RANGES_NO_REDUCTION");
+  ASSERT_EQ(s->schedule.kernels.size(), 1u);
+  EXPECT_EQ(s->schedule.kernels[0].nests[0].sizes, (std::vector<int64_t>{64, 128}));
+}
+
+// Condition 3 with N = n: a pointwise node once per output of the reduction (s * s) shares
+// the reduction's outer loop and runs after it in each outer iteration.
+TEST(FusionRules, Definition72PointwisePerReductionOutputSharesItsOuterLoop) {
+  auto s = schedule_text(
+      "def f(x: f32[64, 128]):\n    s = sum(x, dim=[1])\n    t = mul(s, s)\n"
+      "    return s, t\n");
+  const auto& c = fused_candidate(s->schedule, "op0", "op1");
+  EXPECT_TRUE(c.fused);
+  EXPECT_EQ(c.reason, "OUTER_LOOP_FUSED depth 1");
+}
+
+// Condition 3 with N = nr (the split case is PointwiseSplitsIntoReductionCompatibleReduction
+// and Example 7.1): a pointwise node whose loops merged, (8192,), does not split into
+// ((64,), (128,)) on the CPU — Example 7.2's log refuses exp with sum at outer-loop fusion
+// depth 0 — so by Definition 7.3(1) it never joins a fused node holding such a reduction,
+// though it is compatible (condition 2) with that node's pointwise member. Here
+// c = exp(b * r) shares b with d = x / s + b, which is outer-loop fused with the row sum s.
+TEST(FusionRules, Definition72AMergedPointwiseLoopNeverJoinsAReductionOfItsCount) {
+  auto s = schedule_text(
+      "def f(x: f32[64, 128], p: f32[64, 32], q: f32[32, 128], r: f32[64, 128], "
+      "w: f32[128, 16]):\n"
+      "    s = sum(x, dim=[1], keepdim=True)\n    b = mm(p, q)\n    br = mul(b, r)\n"
+      "    c = exp(br)\n    y = div(x, s)\n    d = add(y, b)\n    c1 = add(c, r)\n"
+      "    c2 = mul(c, 2.0)\n    o = mm(d, w)\n    return c1, c2, o\n",
+      /*with_library=*/true);
+  const scheduler::Schedule& sched = s->schedule;
+  ASSERT_EQ(sched.nodes[2].sizes(), (std::vector<int64_t>{8192}));  // c
+  int refusals = 0;
+  for (const auto& round : sched.fusion_log.rounds) {
+    for (const auto& c : round.candidates) {
+      if (c.first != "op0_op5" && c.second != "op0_op5") continue;
+      if (c.first.find("op2") == std::string::npos && c.second.find("op2") == std::string::npos) {
+        continue;
+      }
+      EXPECT_FALSE(c.fused) << c.first << " with " << c.second;
+      EXPECT_NE(c.reason.find("outer-loop fusion depth 0"), std::string::npos) << c.reason;
+      ++refusals;
+    }
+  }
+  EXPECT_GT(refusals, 0);
+  for (const auto& kernel : sched.kernels) {
+    EXPECT_FALSE(kernel.contains(0) && kernel.contains(2)) << kernel.name;
+  }
+}
+
+// Section 7.3: "two reductions that require a strict reduction order cannot be fused" (issue
+// 32, point 3(e3)), a rule of its own, not a consequence of scans and scatters being external
+// calls: two scans of one input, and two scatters into one tensor, are refused for their
+// order, each naming what it keeps in order (stax explain --verbose prints the reason).
+TEST(FusionRules, TwoReductionsOfStrictOrderAreNeverFused) {
+  auto scans = schedule_text(
+      "def f(x: f32[32, 64]):\n    a = cumsum(x, dim=1)\n    b = cumprod(x, dim=0)\n"
+      "    return a, b\n");
+  const auto& c = fused_candidate(scans->schedule, "op0", "op1");
+  EXPECT_FALSE(c.fused);
+  EXPECT_NE(c.reason.find("strict reduction order"), std::string::npos) << c.reason;
+  EXPECT_NE(c.reason.find("cumsum carries a running sum along dim 1"), std::string::npos)
+      << c.reason;
+  EXPECT_NE(c.reason.find("cumprod carries a running prod along dim 0"), std::string::npos)
+      << c.reason;
+  EXPECT_EQ(scans->schedule.nodes[0].strict_order.empty(), false);
+
+  auto scatters = schedule_text(
+      "def f(x: f32[32, 64], k: i64[32, 8], src: f32[32, 8]):\n"
+      "    a = scatter_add(x, 1, k, src)\n    b = scatter_add(x, 1, k, src)\n"
+      "    return a, b\n");
+  const auto& d = fused_candidate(scatters->schedule, "op0", "op1");
+  EXPECT_FALSE(d.fused);
+  EXPECT_NE(d.reason.find("strict reduction order"), std::string::npos) << d.reason;
+  EXPECT_NE(d.reason.find("scatter_add"), std::string::npos) << d.reason;
+
+  // Loop reductions may combine in any order (their reordering rests on associativity,
+  // Section 7.7): none of them keeps a strict order.
+  auto sums = schedule_text(
+      "def f(x: f32[64, 128]):\n    s = sum(x, dim=[1])\n    m = amax(x, dim=[1])\n"
+      "    return s, m\n");
+  for (const auto& n : sums->schedule.nodes) EXPECT_TRUE(n.strict_order.empty()) << n.name;
 }
 
 TEST(FusionRules, NoSharedDataNoFusion) {

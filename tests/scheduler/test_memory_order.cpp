@@ -161,6 +161,33 @@ TEST(MemoryOrder, FinishesAChainBeforeStartingTheNext) {
   EXPECT_EQ(simulate_peak(dag, depth_first_order(dag)), 1002);
 }
 
+// Issue 32, point 3(e): the breadth-first strategy's rule (Section 7.5: "breadth-first by the
+// execution position of the predecessors"): among the ready nodes, the one whose latest
+// predecessor ran earliest, ties by node index. Two chains 0 -> 1 -> 2 and 3 -> 4, and node 5
+// reading 0 and 4: breadth-first alternates between the chains, and 5 waits for 4, its later
+// predecessor (by its earlier one, 0, it would run before 2). The other strategies and the
+// original order finish the first chain before starting the second, so this graph tells them
+// apart.
+TEST(MemoryOrder, BreadthFirstRunsTheNodeWhoseLatestPredecessorRanEarliest) {
+  MemoryDag dag;
+  dag.num_nodes = 6;
+  dag.buffers = {{100, 0, {1, 5}, false}, {100, 1, {2}, false}, {1, 2, {}, true},
+                 {100, 3, {4}, false},    {1, 4, {5}, true},    {1, 5, {}, true}};
+  // Ready {0, 3}: 0 (index); 1 becomes ready after position 0, 3 has none: 3; then 1
+  // (predecessor at 0) before 4 (at 1); 2 (at 2) before 5 (0 at 0 but 4 at 3).
+  EXPECT_EQ(breadth_first_order(dag), (std::vector<int>{0, 3, 1, 4, 2, 5}));
+  const std::vector<int> original = {0, 1, 2, 3, 4, 5};
+  EXPECT_EQ(min_increment_order(dag), original);
+  EXPECT_EQ(depth_first_order(dag), original);
+  const MemoryOrder chosen = choose_memory_order(dag);
+  ASSERT_EQ(chosen.candidates.size(), 4u);
+  EXPECT_EQ(chosen.candidates[2].strategy, "breadth-first");
+  EXPECT_EQ(chosen.candidates[2].peak, simulate_peak(dag, {0, 3, 1, 4, 2, 5}));
+  // Alternating keeps both chains' 100-byte buffers live at once: more than the others.
+  EXPECT_GT(chosen.candidates[2].peak, chosen.candidates[0].peak);
+  EXPECT_NE(chosen.chosen, 2u);
+}
+
 TEST(MemoryOrder, ATieKeepsTheOriginalOrder) {
   MemoryDag dag;
   dag.num_nodes = 3;
