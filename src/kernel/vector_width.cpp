@@ -68,8 +68,9 @@ VectorWidth choose_vector_width(const Kernel& k, const Block& body, const std::s
   const std::string bytes = std::to_string(target.vector_register_bytes());
   if (!widest.widest()) {
     w.lanes = static_cast<int>(target.vector_lanes(DType::Float32));
-    w.reason = "no value varies along " + var + ": float32's " + std::to_string(w.lanes) +
-               " lanes of one " + bytes + "-byte " + simd + " register";
+    w.reason = "no value varies along " + var + ": " + std::string(dtype_name(DType::Float32)) +
+               "'s " + std::to_string(w.lanes) + " lanes of one " + bytes + "-byte " + simd +
+               " register";
     return w;
   }
   const DType d = *widest.widest();
