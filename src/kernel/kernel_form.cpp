@@ -9,6 +9,7 @@
 #include "kernel/nest_structure.h"
 #include "kernel/passes.h"
 #include "kernel/vector_form.h"
+#include "kernel/vector_width.h"
 
 namespace stax::kernel {
 
@@ -182,15 +183,22 @@ NestDecision decide(const Kernel& k, NestView& v, const TargetOptions& t) {
     d.reason = "no loop to vectorize";
     return d;
   }
-  const int width = runtime::simd_width(t.simd, DType::Float32);
   const Block& body = v.block->body;
+  // Section 8.1: as many lanes as one register holds of the widest type the nest computes in
+  // along the vectorized loop (vector_width.h).
+  auto set_width = [&](const VectorWidth& w) {
+    d.vector_width = w.lanes;
+    d.vector_width_reason = w.reason;
+  };
   const auto loads = loads_of(body);
   if (!v.reduction.empty()) {
     const std::string r = v.reduction.back()->loop->var;
+    const VectorWidth along_r = choose_vector_width(k, body, r, t);
     if (!v.pointwise.empty()) {
       // A column reduction: every load walks the innermost output loop contiguously (or not
       // at all) and some reduced load walks the innermost reduction loop with a stride.
       const std::string x = v.pointwise.back()->loop->var;
+      const VectorWidth along_x = choose_vector_width(k, body, x, t);
       std::string why;
       bool contiguous_x = true;
       const Let* strided = nullptr;
@@ -208,7 +216,7 @@ NestDecision decide(const Kernel& k, NestView& v, const TargetOptions& t) {
           !vector_obstacle(k, body, x)) {
         d.form = KernelForm::ColumnReduction;
         d.vector_var = x;
-        d.vector_width = width;
+        set_width(along_x);
         d.reason = "the load of " + strided->access.buffer + " walks " + r + " with stride " +
                    stride_text(strided_by) + " and " + x + " contiguously: one output per lane";
         return d;
@@ -221,16 +229,16 @@ NestDecision decide(const Kernel& k, NestView& v, const TargetOptions& t) {
       int64_t reduced = 1;
       for (const Stmt* loop : v.reduction) {
         const int64_t extent = k.ranges.at(loop->loop->var);
-        short_reduction = short_reduction && extent < width;
+        short_reduction = short_reduction && extent < along_r.lanes;
         reduced *= extent;
       }
       const int64_t x_extent = k.ranges.at(x);
-      if (short_reduction && x_extent >= width && per_lane_accumulators(k, body, &why) &&
+      if (short_reduction && x_extent >= along_x.lanes && per_lane_accumulators(k, body, &why) &&
           !vector_obstacle(k, body, x)) {
         d.form = KernelForm::ColumnReduction;
         d.vector_var = x;
-        d.vector_width = width;
-        d.reason = "every reduction loop is shorter than the " + std::to_string(width) +
+        set_width(along_x);
+        d.reason = "every reduction loop is shorter than the " + std::to_string(along_r.lanes) +
                    " lanes (" + std::to_string(reduced) + " terms per output): one output per " +
                    "lane along " + x + "; " + access_summary(k, loads, x);
         return d;
@@ -242,7 +250,7 @@ NestDecision decide(const Kernel& k, NestView& v, const TargetOptions& t) {
     }
     d.form = KernelForm::Vectorized;
     d.vector_var = r;
-    d.vector_width = width;
+    set_width(along_r);
     d.reason = "along the innermost reduction loop " + r + "; " + access_summary(k, loads, r);
     return d;
   }
@@ -253,7 +261,7 @@ NestDecision decide(const Kernel& k, NestView& v, const TargetOptions& t) {
   }
   d.form = KernelForm::Vectorized;
   d.vector_var = x;
-  d.vector_width = width;
+  set_width(choose_vector_width(k, body, x, t));
   d.reason = "along the innermost loop " + x + "; " + access_summary(k, loads, x);
   if (v.pointwise.size() < 2) return d;
   // Transpose-like access (Section 8.2): a load walks the vectorized variable with a stride

@@ -229,7 +229,7 @@ struct Stmt {
   bool vector_tail = false;        // Block: the masked tail of a vectorized loop
   // DefineIndex: the variable's C++ type (as Loop::index_type).
   DType index_type = DType::Int64;
-  BlockTranspose transpose;        // TransposeBlock
+  BlockTranspose transpose;  // TransposeBlock
 };
 
 // A check's error: its code in the kernel's error variable and the wrapper's message.
@@ -249,7 +249,8 @@ struct NestDecision {
   std::string reason;
   std::string vector_var;  // the vectorized loop variable
   int vector_width = 1;
-  std::string tile_outer_var;  // Tiled: the next-outer loop, tiled with the vector loop
+  std::string vector_width_reason;  // why vector_width lanes (kernel/vector_width.h)
+  std::string tile_outer_var;       // Tiled: the next-outer loop, tiled with the vector loop
   int64_t tile = 0;
   std::vector<std::pair<std::string, index::Expr>> tiled_loads;  // read through L1 tiles
   // Per tiled load: the edge of the register transposes its tile is copied with (a divisor

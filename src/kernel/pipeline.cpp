@@ -88,6 +88,10 @@ std::string describe_after_pass(const std::string& pass, const Kernel& k) {
   const auto forms = nest_form_names(k);
   for (size_t i = 0; i < d.nests.size(); ++i) {
     out += "// nest " + std::to_string(i) + ": " + forms[i] + " (" + d.nests[i].reason + ")\n";
+    if (!d.nests[i].vector_width_reason.empty()) {
+      out += "//   W=" + std::to_string(d.nests[i].vector_width) + ": " +
+             d.nests[i].vector_width_reason + "\n";
+    }
   }
   if (pass != "build" && pass != "kernel form") {
     out +=

@@ -303,12 +303,11 @@ Block vectorize_block(Kernel& kernel, const Block& scalar, const VectorContext& 
   return Vectorizer(kernel, context).run(scalar);
 }
 
-std::optional<std::string> vector_obstacle(const Kernel& k, const Block& scalar,
-                                           const std::string& var) {
-  // Values that vary with the variable (the indirect indices among them).
-  std::set<int> varying;
-  std::set<std::string> indirect;
-  std::optional<std::string> obstacle;
+VectorAnalysis analyze_vector_form(const Kernel& k, const Block& scalar, const std::string& var) {
+  VectorAnalysis result;
+  std::set<int>& varying = result.varying;
+  std::optional<std::string>& obstacle = result.obstacle;
+  std::set<std::string> indirect;  // the indirect indices among the varying values
   auto varies = [&](const Expr& e) {
     if (index::depends_on(e, var)) return true;
     for (const std::string& v : indirect) {
@@ -354,6 +353,7 @@ std::optional<std::string> vector_obstacle(const Kernel& k, const Block& scalar,
     } else if (s.kind == StmtKind::Store) {
       if (varies(s.access.index)) {
         check_access(s.access, "the store");
+        result.stored_along.push_back(s.value);
       } else if (varying.count(s.value)) {
         obstacle = "a value varying along " + var + " is stored at " +
                    index::to_string(s.access.index) + " of " + s.access.buffer;
@@ -362,7 +362,12 @@ std::optional<std::string> vector_obstacle(const Kernel& k, const Block& scalar,
       indirect.insert(s.name);
     }
   });
-  return obstacle;
+  return result;
+}
+
+std::optional<std::string> vector_obstacle(const Kernel& k, const Block& scalar,
+                                           const std::string& var) {
+  return analyze_vector_form(k, scalar, var).obstacle;
 }
 
 }  // namespace stax::kernel

@@ -10,6 +10,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "kernel/kernel_ir.h"
 
@@ -28,9 +29,21 @@ struct VectorContext {
 // The vector form of `scalar`; values get fresh ids in `kernel`.
 Block vectorize_block(Kernel& kernel, const Block& scalar, const VectorContext& context);
 
-// Why `scalar` has no vector form along `var` (nullopt: it has one): an index value, load or
-// store whose index is not affine in the variable, a value that varies along it stored at an
-// index that does not, an indirect index that does not enter its accesses linearly.
+// The vector form of `scalar` along `var` before it is made: the values that vary with the
+// variable (they become vectors), the values stored at an index that varies (stored as
+// vectors, broadcast where they do not vary), and why there is no vector form: an index value,
+// load or store whose index is not affine in the variable, a value that varies along it
+// stored at an index that does not, an indirect index that does not enter its accesses
+// linearly (nullopt: it has one; the sets are complete only then).
+struct VectorAnalysis {
+  std::set<int> varying;
+  std::vector<int> stored_along;
+  std::optional<std::string> obstacle;
+};
+VectorAnalysis analyze_vector_form(const Kernel& kernel, const Block& scalar,
+                                   const std::string& var);
+
+// Why `scalar` has no vector form along `var` (analyze_vector_form's obstacle).
 std::optional<std::string> vector_obstacle(const Kernel& kernel, const Block& scalar,
                                            const std::string& var);
 

@@ -157,16 +157,18 @@ TEST(TiledTranspose, TileEdgeAndRegisterBlockFollowTheElementSize) {
     std::string call;
   };
   const Case cases[] = {
-      // 24 bytes per element: 36 fit, a multiple of the 16 lanes; 8 x 8 doubles.
+      // 24 bytes per element: 36 fit, a multiple of the 8 lanes of doubles and the 8 x 8
+      // block is 32.
       {"f64", SimdLevel::Avx512, 32, 8, "stax::transpose_tile<double, 8, 8>("},
-      // 36 -> a multiple of the 8 lanes; 4 x 4 doubles.
-      {"f64", SimdLevel::Avx2, 32, 4, "stax::transpose_tile<double, 4, 4>("},
+      // 36 is a multiple of the 4 lanes of doubles and the 4 x 4 block.
+      {"f64", SimdLevel::Avx2, 36, 4, "stax::transpose_tile<double, 4, 4>("},
       // 10 bytes (the bf16 tile, f32 rows of x and z): 57 fit, a multiple of the 16 x 16
       // block, and at least the 64-byte line of 2-byte elements.
       {"bf16", SimdLevel::Avx2, 48, 16, "stax::transpose_tile<stax::BFloat16, 16, 16>("},
       {"f16", SimdLevel::Avx512, 48, 16, "stax::transpose_tile<stax::Half, 16, 16>("},
-      // 3 bytes: 104 fit, 96 a multiple of 16 and at least the 64-byte line of bytes.
-      {"i8", SimdLevel::Avx512, 96, 16, "stax::transpose_tile<int8_t, 16, 16>("},
+      // 3 bytes: 104 fit, 64 a multiple of the 64 lanes of int8 (and of the 16 x 16 block)
+      // and at least the 64-byte line of bytes.
+      {"i8", SimdLevel::Avx512, 64, 16, "stax::transpose_tile<int8_t, 16, 16>("},
       {"i64", SimdLevel::Avx512, 32, 8, "stax::transpose_tile<int64_t, 8, 8>("},
       {"i16", SimdLevel::Avx2, 64, 16, "stax::transpose_tile<int16_t, 16, 16>("},
   };

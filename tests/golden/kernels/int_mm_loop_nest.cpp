@@ -11,23 +11,19 @@ static void kernel0(const int32_t* __restrict in_a, const int32_t* __restrict in
   {
 #pragma omp for collapse(1) schedule(static)
     for (int32_t x0 = 0; x0 < 16; ++x0) {
-      {
-        const int32_t x1 = 0;
-        stax::Vec<int64_t, 16> acc1(static_cast<int64_t>(0LL));
-        const int64_t tmp12 = static_cast<int64_t>(0LL);
+      for (int32_t x1 = 0; x1 < 8; x1 += 8) {
+        stax::Vec<int64_t, 8> acc1(static_cast<int64_t>(0LL));
         for (int32_t r0 = 0; r0 < 24; ++r0) {
           const int32_t tmp6 = in_a[r0 + 24*x0];
           const int64_t tmp7 = stax::convert<int64_t>(tmp6);
-          const stax::Vec<int32_t, 16> tmp8 = stax::Vec<int32_t, 16>::load(in_b + 8*r0 + x1, 8);
-          const stax::Vec<int64_t, 16> tmp9 = stax::convert<int64_t>(tmp8);
-          const stax::Vec<int64_t, 16> tmp10 = stax::Vec<int64_t, 16>(tmp7);
-          const stax::Vec<int64_t, 16> tmp11 = stax::op_mul(tmp10, tmp9);
-          const stax::Vec<int64_t, 16> tmp13 = stax::Vec<int64_t, 16>(tmp12);
-          const stax::Vec<int64_t, 16> tmp14 = stax::Vec<int64_t, 16>::set(tmp13, tmp11, 8);
-          acc1 = stax::op_add(acc1, tmp14);
+          const stax::Vec<int32_t, 8> tmp8 = stax::Vec<int32_t, 8>::load(in_b + 8*r0 + x1);
+          const stax::Vec<int64_t, 8> tmp9 = stax::convert<int64_t>(tmp8);
+          const stax::Vec<int64_t, 8> tmp10 = stax::Vec<int64_t, 8>(tmp7);
+          const stax::Vec<int64_t, 8> tmp11 = stax::op_mul(tmp10, tmp9);
+          acc1 = stax::op_add(acc1, tmp11);
         }
-        const stax::Vec<int64_t, 16> tmp15 = acc1;
-        tmp15.store(buf0 + 8*x0 + x1, 8);
+        const stax::Vec<int64_t, 8> tmp12 = acc1;
+        tmp12.store(buf0 + 8*x0 + x1);
       }
     }
   }
@@ -35,9 +31,9 @@ static void kernel0(const int32_t* __restrict in_a, const int32_t* __restrict in
 #pragma omp single
   {
     {
-      for (int32_t x0 = 0; x0 < 128; x0 += 16) {
-        const stax::Vec<int64_t, 16> tmp2 = stax::Vec<int64_t, 16>::load(buf0 + x0);
-        const stax::Vec<int32_t, 16> tmp3 = stax::convert<int32_t>(tmp2);
+      for (int32_t x0 = 0; x0 < 128; x0 += 8) {
+        const stax::Vec<int64_t, 8> tmp2 = stax::Vec<int64_t, 8>::load(buf0 + x0);
+        const stax::Vec<int32_t, 8> tmp3 = stax::convert<int32_t>(tmp2);
         tmp3.store(buf1 + x0);
       }
     }
