@@ -127,6 +127,33 @@ class Combiner {
     }
   }
 
+  // A row of `n` positions whose offsets move by fixed steps. Integer sums into self
+  // (index_put's and index_add's accumulate, scatter_add) run in the dtype's own type: the
+  // same wrapped arithmetic as combine(), without its dispatch per element; the rest goes
+  // through combine().
+  void combine_row(int64_t at, int64_t at_step, int64_t flat, int64_t flat_step, int64_t n) {
+    const bool integer_sum = a_.combine == ir::ScatterCombine::Add && integer_ &&
+                             dtype_ != DType::Bool && touched_.empty() && counts_.empty() &&
+                             values_ != nullptr && values_dtype_ == dtype_;
+    if (integer_sum) {
+      switch (dtype_) {
+        case DType::UInt8:
+          return add_row<uint8_t>(at, at_step, flat, flat_step, n);
+        case DType::Int8:
+          return add_row<int8_t>(at, at_step, flat, flat_step, n);
+        case DType::Int16:
+          return add_row<int16_t>(at, at_step, flat, flat_step, n);
+        case DType::Int32:
+          return add_row<int32_t>(at, at_step, flat, flat_step, n);
+        case DType::Int64:
+          return add_row<int64_t>(at, at_step, flat, flat_step, n);
+        default:
+          break;
+      }
+    }
+    for (int64_t j = 0; j < n; ++j) combine(at + j * at_step, flat + j * flat_step);
+  }
+
   void finish() {
     if (!counts_.empty()) divide_by_counts();
     if (!a_.float_sum) return;
@@ -134,6 +161,18 @@ class Combiner {
   }
 
  private:
+  template <typename T>
+  void add_row(int64_t at, int64_t at_step, int64_t flat, int64_t flat_step, int64_t n) {
+    const auto alpha = static_cast<uint64_t>(int_alpha_);
+    for (int64_t j = 0; j < n; ++j) {
+      const char* v = values_ + (at + j * at_step) * values_size_;
+      char* o = out_ + (flat + j * flat_step) * size_;
+      const uint64_t sum = static_cast<uint64_t>(static_cast<int64_t>(load_raw<T>(o))) +
+                           static_cast<uint64_t>(static_cast<int64_t>(load_raw<T>(v))) * alpha;
+      store_raw<T>(o, static_cast<T>(sum));  // wrapped to the dtype, as store_int_at does
+    }
+  }
+
   // Out's element at row-major position p, and the values' element at element offset `at`.
   double get(int64_t p) const { return load_as_double(dtype_, out_ + p * size_); }
   void set(int64_t p, double v) const { store_from_double(dtype_, out_ + p * size_, v); }
@@ -305,6 +344,8 @@ Tensor eval_scatter(const Env& env, const ir::Node& node) {
   // Terms whose index does not move along the innermost dim are read once per row.
   std::vector<bool> per_element(terms, false);
   for (size_t k = 0; k < terms; ++k) per_element[k] = rank > 0 && steps.index[k][inner] != 0;
+  const bool row_selected =
+      std::find(per_element.begin(), per_element.end(), true) != per_element.end();
   std::vector<const char*> index_data(terms);
   std::vector<int64_t> index_size(terms);
   for (size_t k = 0; k < terms; ++k) {
@@ -325,12 +366,16 @@ Tensor eval_scatter(const Env& env, const ir::Node& node) {
       const int64_t selected = select(k, at_index[k]);
       if (!per_element[k]) base += selected;
     }
-    for (int64_t j = 0; j < row; ++j) {
-      int64_t flat = base + j * out_step;
-      for (size_t k = 0; k < terms; ++k) {
-        if (per_element[k]) flat += select(k, at_index[k] + j * steps.index[k][inner]);
+    if (row_selected) {
+      for (int64_t j = 0; j < row; ++j) {
+        int64_t flat = base + j * out_step;
+        for (size_t k = 0; k < terms; ++k) {
+          if (per_element[k]) flat += select(k, at_index[k] + j * steps.index[k][inner]);
+        }
+        combiner.combine(at_values + j * value_step, flat);
       }
-      combiner.combine(at_values + j * value_step, flat);
+    } else {
+      combiner.combine_row(at_values, value_step, base, out_step, row);
     }
     // The next row: the odometer over the outer dims.
     size_t d = inner;
