@@ -5,6 +5,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "eager/element_access.h"
 #include "eager/elementwise.h"
 #include "eager/ops.h"
 #include "ir/op_schema.h"
@@ -45,73 +46,14 @@ const char* element_address(const Tensor& t, const std::vector<int64_t>& index) 
   return static_cast<const char*>(t.data()) + offset * static_cast<int64_t>(dtype_size(t.dtype()));
 }
 
-template <typename T>
-T load_raw(const char* p) {
-  T v;
-  std::memcpy(&v, p, sizeof(T));
-  return v;
-}
-
-template <typename T>
-void store_raw(const char* p, T v) {
-  std::memcpy(const_cast<char*>(p), &v, sizeof(T));
-}
-
-int64_t truncate_to_int64(double value) {
-  if (std::isnan(value)) return 0;
-  if (value >= 9223372036854775808.0) return std::numeric_limits<int64_t>::max();
-  if (value <= -9223372036854775808.0) return std::numeric_limits<int64_t>::min();
-  return static_cast<int64_t>(value);
-}
-
 }  // namespace
 
 int64_t load_int(const Tensor& t, const std::vector<int64_t>& index) {
-  const char* p = element_address(t, index);
-  switch (t.dtype()) {
-    case DType::Bool:
-      return load_raw<uint8_t>(p) != 0 ? 1 : 0;
-    case DType::UInt8:
-      return load_raw<uint8_t>(p);
-    case DType::Int8:
-      return load_raw<int8_t>(p);
-    case DType::Int16:
-      return load_raw<int16_t>(p);
-    case DType::Int32:
-      return load_raw<int32_t>(p);
-    case DType::Int64:
-      return load_raw<int64_t>(p);
-    default:
-      return truncate_to_int64(t.get(index));
-  }
+  return load_int_at(t.dtype(), element_address(t, index));
 }
 
 void store_int(const Tensor& t, const std::vector<int64_t>& index, int64_t value) {
-  const char* p = element_address(t, index);
-  // Narrowing integer conversions are modular (two's complement) in C++20.
-  switch (t.dtype()) {
-    case DType::Bool:
-      store_raw<uint8_t>(p, value != 0 ? 1 : 0);
-      return;
-    case DType::UInt8:
-      store_raw<uint8_t>(p, static_cast<uint8_t>(value));
-      return;
-    case DType::Int8:
-      store_raw<int8_t>(p, static_cast<int8_t>(value));
-      return;
-    case DType::Int16:
-      store_raw<int16_t>(p, static_cast<int16_t>(value));
-      return;
-    case DType::Int32:
-      store_raw<int32_t>(p, static_cast<int32_t>(value));
-      return;
-    case DType::Int64:
-      store_raw<int64_t>(p, value);
-      return;
-    default:
-      t.set(index, static_cast<double>(value));
-      return;
-  }
+  store_int_at(t.dtype(), const_cast<char*>(element_address(t, index)), value);
 }
 
 double round_to(DType dtype, double value) {

@@ -3,8 +3,10 @@
 // graph reads its old value, so the new values are written into the inputs only after the
 // last node ran, in the graph's order.
 #include <cstring>
+#include <stdexcept>
 
 #include "eager/ops.h"
+#include "ir/eager_storage.h"
 
 namespace stax::eager::detail {
 
@@ -15,18 +17,21 @@ Tensor eval_copy_in_place(const Env& env, const ir::Node& node) {
 
 void write_mutated_inputs(const ir::Graph& graph, const std::vector<Tensor>& values,
                           const std::vector<Tensor>& outputs) {
+  // The graph's values are functional: an output seeing the input's storage would change
+  // with the write. The rule is decided on the graph, as lowering and the fuzzer's generator
+  // decide it (ir/eager_storage.h); the storages confirm it.
+  ir::check_no_output_of_overwritten_input(graph);
   for (const ir::Node& node : graph.nodes()) {
     if (node.op != "copy_") continue;
     const auto self = std::get<ir::ValueRef>(node.args[0]);
     const Tensor& input = values.at(static_cast<size_t>(self.index));
-    // The graph's values are functional: an output seeing the input's storage would change
-    // with the write, which the compiled graph refuses too (lowering/lower_mutation.cpp).
     for (size_t k = 0; k < outputs.size(); ++k) {
       if (outputs[k].storage() == input.storage() && input.numel() > 0) {
-        throw std::invalid_argument(
-            "graph output " + std::to_string(k) + " ('" + graph.value(graph.outputs()[k]).name +
-            "') is a view of input '" + graph.value(self).name + "', which " +
-            ir::describe_node(graph, node) + " overwrites; return a copy (clone) of it");
+        throw std::logic_error("eager: graph output " + std::to_string(k) + " ('" +
+                               graph.value(graph.outputs()[k]).name +
+                               "') shares the storage of input '" + graph.value(self).name +
+                               "', which " + ir::describe_node(graph, node) +
+                               " overwrites, though the graph's layouts keep it apart");
       }
     }
     const Tensor& value = values.at(static_cast<size_t>(node.output.index));

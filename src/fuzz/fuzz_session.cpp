@@ -1,10 +1,13 @@
 // The fuzzing loop: case generation, sandboxed checks, reduction and saving of failures.
 #include "fuzz/fuzz_session.h"
 
+#include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <limits>
+#include <optional>
 #include <ostream>
 #include <set>
 #include <stdexcept>
@@ -16,8 +19,6 @@
 namespace stax::fuzz {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 uint64_t splitmix64(uint64_t x) {
   x += 0x9e3779b97f4a7c15ULL;
@@ -34,16 +35,54 @@ const char* mode_name(Mode m) {
   return m == Mode::Valid ? "valid" : "mutate";
 }
 
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
+double steady_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-Outcome run_case(Mode mode, const std::string& text, const CaseOptions& case_options,
-                 const SessionOptions& options) {
+double sandbox_timeout(Mode mode, const SessionOptions& options) {
+  return (mode == Mode::Valid ? options.valid_sandbox : options.mutate_sandbox).timeout_seconds;
+}
+
+Outcome run_sandboxed(Mode mode, const std::string& text, const CaseOptions& case_options,
+                      const SessionOptions& options, double timeout) {
+  if (options.run_check) return options.run_check(mode, text, case_options, timeout);
+  SandboxOptions sandbox = mode == Mode::Valid ? options.valid_sandbox : options.mutate_sandbox;
+  sandbox.timeout_seconds = timeout;
   if (mode == Mode::Valid) {
-    return run_isolated([&] { return check_valid(text, case_options); }, options.valid_sandbox);
+    return run_isolated([&] { return check_valid(text, case_options); }, sandbox);
   }
-  return run_isolated([&] { return check_clean_errors(text); }, options.mutate_sandbox);
+  return run_isolated([&] { return check_clean_errors(text); }, sandbox);
+}
+
+// The session's clock and the end of its time budget (infinity with a case budget).
+class Budget {
+ public:
+  explicit Budget(const SessionOptions& options)
+      : clock_(options.clock ? options.clock : steady_seconds), start_(clock_()) {
+    if (options.seconds > 0) deadline_ = start_ + options.seconds;
+  }
+  double now() const { return clock_(); }
+  double elapsed() const { return now() - start_; }
+  double deadline() const { return deadline_; }
+  const std::function<double()>& clock() const { return clock_; }
+
+ private:
+  std::function<double()> clock_;
+  double start_;
+  double deadline_ = std::numeric_limits<double>::infinity();
+};
+
+// One check within the budget: its sandbox's time bound, cut to the time left. nullopt when
+// no time is left, or when the check ran into a bound that the budget had cut (a timeout
+// that says nothing about the program).
+std::optional<Outcome> run_case(Mode mode, const std::string& text, const CaseOptions& case_options,
+                                const SessionOptions& options, const Budget& budget) {
+  const double own = sandbox_timeout(mode, options);
+  const double bound = std::min(own, budget.deadline() - budget.now());
+  if (bound <= 0) return std::nullopt;
+  Outcome o = run_sandboxed(mode, text, case_options, options, bound);
+  if (o.kind == FailureKind::Timeout && bound < own) return std::nullopt;
+  return o;
 }
 
 std::string file_name(const Finding& f, uint64_t seed) {
@@ -103,18 +142,34 @@ SessionStats run_session(const SessionOptions& options) {
   SessionStats stats;
   std::set<std::string> reduced_seen;
   std::map<std::string, int> reductions_of;
-  const Clock::time_point start = Clock::now();
-  Clock::time_point last_progress = start;
+  const Budget budget(options);
+  double last_progress = budget.now();
+  auto progress_due = [&] {
+    if (!options.log || budget.now() - last_progress < options.progress_every_seconds) return false;
+    last_progress = budget.now();
+    return true;
+  };
+  auto stamp = [&] {
+    return "[" + std::to_string(static_cast<long long>(budget.elapsed())) + " s]";
+  };
   long long index = 0;
   for (;; ++index) {
     if (options.cases > 0 && index >= options.cases) break;
-    if (options.seconds > 0 && seconds_since(start) >= options.seconds) break;
+    if (budget.now() >= budget.deadline()) break;
     Mode mode = options.mode;
     if (mode == Mode::Both)
       mode = stats.valid_seconds <= stats.mutate_seconds ? Mode::Valid : Mode::Mutate;
     const GeneratedCase c = case_program(options.seed, index, mode, options);
-    const Clock::time_point case_start = Clock::now();
-    const Outcome outcome = run_case(mode, c.text, c.options, options);
+    const double case_start = budget.now();
+    const std::optional<Outcome> ran = run_case(mode, c.text, c.options, options, budget);
+    if (!ran) {
+      if (options.log) {
+        *options.log << stamp() << " " << mode_name(mode) << " case " << index
+                     << " was cut short by the end of the time budget; not counted\n";
+      }
+      break;
+    }
+    const Outcome& outcome = *ran;
     (mode == Mode::Valid ? stats.valid_cases : stats.mutated_cases) += 1;
     if (outcome.kind == FailureKind::SandboxError) {
       ++stats.sandbox_errors;
@@ -135,17 +190,40 @@ SessionStats run_session(const SessionOptions& options) {
       f.skipped = ++reductions_of[signature(outcome)] > options.reductions_per_signature;
       if (f.skipped && options.log) *options.log << "  (signature reduced before; not again)\n";
       if (options.reduce && !f.skipped) {
-        const ReduceOptions& ro =
-            mode == Mode::Valid ? options.valid_reduce : options.mutate_reduce;
+        ReduceOptions ro = mode == Mode::Valid ? options.valid_reduce : options.mutate_reduce;
+        ro.clock = budget.clock();
+        ro.deadline = std::min(ro.deadline, budget.deadline());
+        const double reduce_start = budget.now();
+        const std::string what = std::string(mode_name(mode)) + " case " + std::to_string(index);
+        if (options.log) {
+          *options.log << "  reducing " << what << ": at most " << ro.max_checks << " checks";
+          if (ro.deadline < std::numeric_limits<double>::infinity()) {
+            *options.log << ", " << static_cast<long long>(ro.deadline - reduce_start)
+                         << " s left in the budget";
+          }
+          *options.log << "\n";
+          options.log->flush();
+        }
+        ro.on_check = [&](const ReduceProgress& p) {
+          if (!progress_due()) return;
+          *options.log << "  " << stamp() << " reducing " << what << ": " << p.pass << ", check "
+                       << p.checks << " (" << p.accepted << " kept), " << p.size << " characters, "
+                       << static_cast<long long>(budget.now() - reduce_start) << " s so far\n";
+          options.log->flush();
+        };
         const ReduceResult r = reduce_program(
             c.text,
             [&](const std::string& text) {
-              return same_failure(run_case(mode, text, c.options, options), outcome);
+              const std::optional<Outcome> o = run_case(mode, text, c.options, options, budget);
+              return o && same_failure(*o, outcome);
             },
             ro);
         f.reduced = r.text;
         if (options.log) {
-          *options.log << "  reduced with " << r.checks << " checks to:\n" << r.text;
+          *options.log << "  reduced with " << r.checks << " checks in "
+                       << static_cast<long long>(budget.now() - reduce_start) << " s";
+          if (r.out_of_time) *options.log << " (stopped at the end of the time budget)";
+          *options.log << " to:\n" << r.text;
         }
       }
       f.duplicate = !f.skipped && !reduced_seen.insert(f.reduced).second;
@@ -153,12 +231,10 @@ SessionStats run_session(const SessionOptions& options) {
       if (options.log && !f.file.empty()) *options.log << "  saved " << f.file << "\n";
       stats.findings.push_back(f);
     }
-    (mode == Mode::Valid ? stats.valid_seconds : stats.mutate_seconds) += seconds_since(case_start);
-    if (options.log && seconds_since(last_progress) >= options.progress_every_seconds) {
-      last_progress = Clock::now();
-      *options.log << "[" << static_cast<long long>(seconds_since(start)) << " s] valid "
-                   << stats.valid_cases << ", mutated " << stats.mutated_cases << ", failures "
-                   << stats.findings.size() << "\n";
+    (mode == Mode::Valid ? stats.valid_seconds : stats.mutate_seconds) += budget.now() - case_start;
+    if (progress_due()) {
+      *options.log << stamp() << " valid " << stats.valid_cases << ", mutated "
+                   << stats.mutated_cases << ", failures " << stats.findings.size() << "\n";
       options.log->flush();
     }
   }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <map>
 #include <string>
@@ -18,6 +19,13 @@
 namespace stax::fuzz {
 
 enum class Mode { Valid, Mutate, Both };
+
+inline ReduceOptions reduce_budget(int max_checks, bool character_level) {
+  ReduceOptions o;
+  o.max_checks = max_checks;
+  o.character_level = character_level;
+  return o;
+}
 
 inline GeneratorOptions with_catalog_ops() {
   GeneratorOptions o;
@@ -40,13 +48,22 @@ struct SessionOptions {
   GeneratorOptions mutate_generator = with_catalog_ops();
   SandboxOptions valid_sandbox{120.0};
   SandboxOptions mutate_sandbox{10.0};
-  ReduceOptions valid_reduce{120, false};  // each check JIT-compiles
-  ReduceOptions mutate_reduce{1500, true};
+  ReduceOptions valid_reduce = reduce_budget(120, false);  // each check JIT-compiles
+  ReduceOptions mutate_reduce = reduce_budget(1500, true);
   // A known bug keeps being hit; failures whose signature (kind, stage, signal, message with
   // the numbers removed) was already reduced this often are counted but not reduced again.
   int reductions_per_signature = 2;
   std::ostream* log = nullptr;  // progress and findings; null: silent
   double progress_every_seconds = 15.0;
+  // Seconds since some fixed point; empty: the steady clock. With `seconds` set, no case or
+  // reduction check runs past the budget: each sandbox's time bound is cut to the time left,
+  // and a reduction stops at the end of the budget with the smallest text found so far.
+  std::function<double()> clock;
+  // Runs one check (a case or a reduction candidate) with the given time bound; empty: the
+  // sandboxed oracle of the mode (check_valid or check_clean_errors under run_isolated).
+  // Tests replace it to make checks slow without waiting for them.
+  std::function<Outcome(Mode, const std::string& text, const CaseOptions&, double timeout)>
+      run_check;
 };
 
 struct Finding {

@@ -12,6 +12,7 @@
 
 #include "fuzz/catalog_step.h"
 #include "fuzz/op_catalog.h"
+#include "ir/eager_storage.h"
 #include "ir/graph.h"
 
 namespace stax::fuzz {
@@ -81,7 +82,7 @@ class Generator {
         opt_.min_statements + pick(std::max(1, opt_.max_statements - opt_.min_statements + 1));
     for (int attempt = 0; statements_ < target && attempt < 20 * target; ++attempt) step();
     if (statements_ == 0) emit(unary_of(pool_[0], "neg"));
-    out.text = header() + body_.str() + "    return " + outputs() + "\n";
+    out.text = with_outputs(outputs());
     const std::vector<runtime::SimdLevel> levels = runnable_simd_levels();
     out.options.simd = levels[static_cast<size_t>(pick(static_cast<int>(levels.size())))];
     out.options.num_threads = 1 + pick(2);
@@ -665,7 +666,33 @@ class Generator {
     return sizes;
   }
 
-  std::string outputs() {
+  // The program returning `names`. An output that is an input copy_ overwrites, or a view of
+  // one, is refused by the eager interpreter and by lowering alike (ir/eager_storage.h: the
+  // functional graph would name the old contents, PyTorch's text the new ones); the generator
+  // returns a clone of it instead, the spelling of the old contents, which also has the
+  // compiler order that read before the write.
+  std::string with_outputs(std::vector<std::string> names) {
+    for (;;) {
+      std::string s;
+      for (size_t i = 0; i < names.size(); ++i) s += (i ? ", " : "") + names[i];
+      const std::string text = header() + body_.str() + "    return " + s + "\n";
+      size_t output = 0;
+      try {
+        const ir::Graph graph = ir::parse_graph(text);
+        const std::optional<ir::OverwrittenOutput> overwritten =
+            ir::output_of_overwritten_input(graph);
+        if (!overwritten) return text;
+        output = overwritten->output;
+      } catch (const std::exception&) {
+        return text;  // not this function's concern: the generator's tests parse every program
+      }
+      const std::string clone = fresh();
+      body_ << "    " << clone << " = clone(" << names[output] << ")\n";
+      names[output] = clone;
+    }
+  }
+
+  std::vector<std::string> outputs() {
     std::vector<std::string> names;
     const Value& last = pool_.back();
     names.push_back(last.name);
@@ -676,9 +703,7 @@ class Generator {
       if (std::find(names.begin(), names.end(), v.name) != names.end() && !chance(10)) continue;
       names.push_back(v.name);
     }
-    std::string s;
-    for (size_t i = 0; i < names.size(); ++i) s += (i ? ", " : "") + names[i];
-    return s;
+    return names;
   }
 
   std::mt19937_64 rng_;

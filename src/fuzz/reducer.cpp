@@ -150,22 +150,35 @@ class Reducer {
     bool progress = true;
     while (progress && budget_left()) {
       const std::string before = current_;
-      remove_line_chunks();
-      drop_outputs();
-      bypass_statements();
-      replace_operands_by_inputs();
-      drop_arguments();
-      drop_list_elements();
-      shrink_numbers();
-      drop_strides_and_inputs();
-      if (options_.character_level && current_ == before) remove_characters();
+      pass("remove line chunks", &Reducer::remove_line_chunks);
+      pass("drop outputs", &Reducer::drop_outputs);
+      pass("bypass statements", &Reducer::bypass_statements);
+      pass("replace operands by inputs", &Reducer::replace_operands_by_inputs);
+      pass("drop arguments", &Reducer::drop_arguments);
+      pass("drop list elements", &Reducer::drop_list_elements);
+      pass("shrink numbers", &Reducer::shrink_numbers);
+      pass("drop strides and inputs", &Reducer::drop_strides_and_inputs);
+      if (options_.character_level && current_ == before) {
+        pass("remove characters", &Reducer::remove_characters);
+      }
       progress = current_ != before;
     }
-    return {current_, checks_, accepted_};
+    return {current_, checks_, accepted_, out_of_time_};
   }
 
  private:
-  bool budget_left() const { return checks_ < options_.max_checks; }
+  void pass(const char* name, void (Reducer::*run_pass)()) {
+    if (!budget_left()) return;
+    pass_ = name;
+    (this->*run_pass)();
+  }
+
+  bool budget_left() {
+    if (checks_ >= options_.max_checks || out_of_time_) return false;
+    // Every pass asks before each check, so a deadline stops the reduction within one check.
+    if (options_.clock && options_.clock() >= options_.deadline) out_of_time_ = true;
+    return !out_of_time_;
+  }
 
   // Accepts `candidate` when it is smaller-or-different and still fails.
   bool attempt(const std::string& candidate) {
@@ -185,6 +198,7 @@ class Reducer {
       current_ = candidate;
       ++accepted_;
     }
+    if (options_.on_check) options_.on_check({pass_, checks_, accepted_, current_.size()});
     return fails;
   }
 
@@ -382,6 +396,8 @@ class Reducer {
   std::set<std::string> visited_;
   int checks_ = 0;
   int accepted_ = 0;
+  bool out_of_time_ = false;
+  const char* pass_ = "";
 };
 
 }  // namespace

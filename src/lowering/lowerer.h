@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "ir/convolution_args.h"
+#include "ir/eager_storage.h"
 #include "ir/op_schema.h"
 #include "ir/pooling_args.h"
 #include "ir/view_strides.h"
@@ -40,7 +41,7 @@ inline void append_unique(std::vector<std::string>& ops, const std::string& op) 
 class Lowerer {
  public:
   Lowerer(const ir::Graph& graph, const LoweringOptions& options)
-      : graph_(graph), options_(options), values_(graph.values().size()) {
+      : eager_layouts_(graph), graph_(graph), options_(options), values_(graph.values().size()) {
     // Every operand runs its value's loader once per element, so add(v, v) reads v twice. A
     // reader whose result is k times larger than the operand (a broadcast: T5's position bias
     // added to every batch's scores) runs it k times per element: evaluations_ counts that.
@@ -401,18 +402,12 @@ class Lowerer {
   // Stores a value into a new buffer of the given strides.
   LoweredValue realize_strided(const LoweredValue& v, const std::vector<int64_t>& strides,
                                const std::string& why);
-  // Where the eager interpreter keeps a value: a view of the storage of `base` (a graph input
-  // or a value with storage of its own) with these strides and storage offset. Lowering
-  // follows it wherever storage is observable: `view` is refused exactly when eager refuses
-  // it, and as_strided reads the base's storage.
-  struct EagerLayout {
-    int base = -1;
-    std::vector<int64_t> strides;
-    int64_t offset = 0;
-  };
-  const EagerLayout& eager_layout(int value_index);
-  EagerLayout eager_layout_step(int value_index);  // its storage parent's layout known
-  std::unordered_map<int, EagerLayout> eager_layouts_;
+  // Where the eager interpreter keeps a value (ir/eager_storage.h). Lowering follows it
+  // wherever storage is observable: `view` is refused exactly when eager refuses it, and
+  // as_strided reads the base's storage.
+  using EagerLayout = ir::EagerLayout;
+  const EagerLayout& eager_layout(int value_index) { return eager_layouts_.of(value_index); }
+  ir::EagerLayouts eager_layouts_;
 
   const ir::Graph& graph_;
   LoweringOptions options_;

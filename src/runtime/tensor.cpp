@@ -98,6 +98,22 @@ void store(void* p, T v) {
   std::memcpy(p, &v, sizeof(T));
 }
 
+// Throws std::invalid_argument naming the layout when it fails stax::layout_problem.
+void check_layout(DType dtype, const std::vector<int64_t>& sizes,
+                  const std::vector<int64_t>& strides, int64_t offset) {
+  if (std::optional<std::string> problem = layout_problem(dtype, sizes, strides, offset)) {
+    throw std::invalid_argument("tensor (" + std::string(dtype_name(dtype)) + "): " + *problem);
+  }
+}
+
+// Elements of storage a validated layout reaches (0 when empty).
+int64_t extent_of(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides,
+                  int64_t offset) {
+  return checked_strided_extent(sizes, strides, offset).value();
+}
+
+}  // namespace
+
 double load_as_double(DType dtype, const void* p) {
   switch (dtype) {
     case DType::Bool:
@@ -160,22 +176,6 @@ void store_from_double(DType dtype, void* p, double value) {
   }
   throw std::logic_error("tensor: unknown dtype");
 }
-
-// Throws std::invalid_argument naming the layout when it fails stax::layout_problem.
-void check_layout(DType dtype, const std::vector<int64_t>& sizes,
-                  const std::vector<int64_t>& strides, int64_t offset) {
-  if (std::optional<std::string> problem = layout_problem(dtype, sizes, strides, offset)) {
-    throw std::invalid_argument("tensor (" + std::string(dtype_name(dtype)) + "): " + *problem);
-  }
-}
-
-// Elements of storage a validated layout reaches (0 when empty).
-int64_t extent_of(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides,
-                  int64_t offset) {
-  return checked_strided_extent(sizes, strides, offset).value();
-}
-
-}  // namespace
 
 // ---- Storage ----
 

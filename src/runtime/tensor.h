@@ -99,6 +99,12 @@ class Tensor {
   int64_t offset_ = 0;
 };
 
+// The element of `dtype` at `p` as a double, and `value` stored there with the dtype's
+// conversion: what Tensor::get and Tensor::set do once they have the element's address, for
+// loops that walk element offsets themselves.
+double load_as_double(DType dtype, const void* p);
+void store_from_double(DType dtype, void* p, double value);
+
 // Converts a row-major position into a multi-index for `sizes`.
 std::vector<int64_t> unravel_index(int64_t position, const std::vector<int64_t>& sizes);
 std::string shape_to_string(const std::vector<int64_t>& sizes);

@@ -7,9 +7,11 @@
 #include <map>
 #include <set>
 
+#include "fuzz/fuzz_session.h"
 #include "fuzz/mutator.h"
 #include "fuzz/op_catalog.h"
 #include "fuzz/program_generator.h"
+#include "ir/eager_storage.h"
 #include "ir/graph.h"
 
 namespace stax::fuzz {
@@ -145,6 +147,26 @@ TEST(Generator, RespectsTheElementBudget) {
     const ir::Graph g = ir::parse_graph(generate_case(seed, o).text);
     for (const ir::Value& v : g.values()) EXPECT_LE(v.type.numel(), 256) << v.name;
   }
+}
+
+// Issue 32, point 4: an output that is an input copy_ overwrites (or a view of one) is refused
+// by eager and by the compiler (ir/eager_storage.h), so the generator returns a clone of it.
+// Seed 777's valid case 853 returned k3 after `v0 = copy_(k3, c)`.
+TEST(Generator, NeverReturnsAnInputThatTheProgramOverwrites) {
+  const SessionOptions session;
+  const GeneratedCase seen = case_program(777, 853, Mode::Valid, session);
+  SCOPED_TRACE(seen.text);
+  EXPECT_NE(seen.text.find("copy_(k3, c)"), std::string::npos);
+  EXPECT_NE(seen.text.find(" = clone(k3)"), std::string::npos);
+  EXPECT_FALSE(ir::output_of_overwritten_input(ir::parse_graph(seen.text)));
+  int writes = 0;
+  for (uint64_t seed = 0; seed < 4 * kSeeds; ++seed) {
+    const GeneratedCase c = generate_case(seed, with_catalog_ops());
+    const ir::Graph g = ir::parse_graph(c.text);
+    writes += ir::input_writes(g).empty() ? 0 : 1;
+    EXPECT_FALSE(ir::output_of_overwritten_input(g)) << c.text;
+  }
+  EXPECT_GT(writes, 0);
 }
 
 TEST(Mutator, IsDeterministicAndAppliesEveryKind) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "fuzz/reducer.h"
 #include "ir/graph.h"
@@ -95,6 +96,46 @@ TEST(Reducer, StopsAtTheCheckBudget) {
   EXPECT_EQ(calls, 7);
   EXPECT_EQ(r.checks, 7);
   EXPECT_EQ(r.text, thirty_line_program());  // nothing was accepted
+}
+
+// Issue 32, point 4: candidates that each take 10 s (on an injected clock) and a deadline at
+// 50 s: five checks, then the reducer stops with the smallest failing text so far and says
+// that it ran out of time. Each check is reported with the pass that proposed it.
+TEST(Reducer, StopsAtTheTimeBudget) {
+  double now = 0;
+  int calls = 0;
+  std::vector<std::string> passes;
+  ReduceOptions options;
+  options.clock = [&] { return now; };
+  options.deadline = 50;
+  options.on_check = [&](const ReduceProgress& p) {
+    passes.push_back(p.pass);
+    EXPECT_EQ(p.checks, static_cast<int>(passes.size()));
+  };
+  const ReduceResult r = reduce_program(
+      thirty_line_program(),
+      [&](const std::string& text) {
+        ++calls;
+        now += 10;
+        return exp_of_reduction(text);
+      },
+      options);
+  EXPECT_EQ(calls, 5);
+  EXPECT_EQ(r.checks, 5);
+  EXPECT_TRUE(r.out_of_time);
+  EXPECT_TRUE(exp_of_reduction(r.text));
+  ASSERT_EQ(passes.size(), 5u);
+  EXPECT_EQ(passes[0], "remove line chunks");
+}
+
+TEST(Reducer, ANaturalEndIsNotOutOfTime) {
+  double now = 0;
+  ReduceOptions options;
+  options.clock = [&] { return now; };
+  options.deadline = 1e9;
+  const ReduceResult r = reduce_program(thirty_line_program(), exp_of_reduction, options);
+  EXPECT_FALSE(r.out_of_time);
+  EXPECT_TRUE(exp_of_reduction(r.text));
 }
 
 }  // namespace
