@@ -159,13 +159,15 @@ std::optional<int64_t> MergePeak::raised_peak(int x, int y) const {
   if (s1 > s2) std::swap(s1, s2);
   // The common case, cheaply: when the later one depends on nothing between the two, the
   // merged node runs at s1 and nothing else moves, so each step between holds at most what it
-  // held plus what the later one writes (what it reads can only die sooner).
+  // held plus what the later one writes (what it reads can only die sooner). In-place
+  // writes keep the bound: a pair the move breaks is one the later one's buffer was in, whose
+  // bytes the bound adds in full, and pairs it makes only lower the live bytes.
   const int second = order_[static_cast<size_t>(s2)];
   bool moves_up_alone = true;
   for (int p : preds_[static_cast<size_t>(second)]) {
     moves_up_alone = moves_up_alone && step_[static_cast<size_t>(p)] < s1;
   }
-  if (moves_up_alone && !stretch_touches_in_place(s1, s2)) {
+  if (moves_up_alone) {
     int64_t bound = 0;
     for (int t = s1; t < s2; ++t) bound = std::max(bound, live_[static_cast<size_t>(t)]);
     for (int b : writes_[static_cast<size_t>(second)]) {
