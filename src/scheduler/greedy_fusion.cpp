@@ -198,22 +198,23 @@ void greedy_fusion(const std::vector<SchedulerNode>& nodes, std::vector<FusedNod
     for (const Candidate& c : legal) {
       FusionCandidateLog entry{groups[c.a].name,  groups[c.b].name, true, false,
                                c.decision.reason, c.decision.score};
-      std::optional<int64_t> raised_now;
-      if (!fused_this_round.empty() && !c.decision.vertical && !fused_this_round.count(c.a) &&
-          !fused_this_round.count(c.b)) {
+      // Only a pair that would otherwise fuse is checked again (building `now` costs O(n)).
+      auto raised_now = [&]() -> std::optional<int64_t> {
+        if (fused_this_round.empty() || c.decision.vertical) return std::nullopt;
         if (now_stale) {
           now.emplace(merged_round(peak.dag(), class_of, node_of));
           now_stale = false;
         }
-        raised_now = now->raised_peak(node_of[c.a], node_of[c.b]);
-      }
+        return now->raised_peak(node_of[c.a], node_of[c.b]);
+      };
+      std::optional<int64_t> raised;
       if (fused_this_round.count(c.a) || fused_this_round.count(c.b)) {
         entry.reason += " (skipped: already fused this round)";
       } else if (cycles.would_create_cycle(groups[c.a].members()[0], groups[c.b].members()[0])) {
         entry.reason += " (skipped: fusion would create a cycle, Proposition 7.1)";
-      } else if (raised_now) {
+      } else if ((raised = raised_now())) {
         entry.reason += " (skipped: after this round's earlier fusions it would raise the " +
-                        std::string("simulated peak to ") + std::to_string(*raised_now) +
+                        std::string("simulated peak to ") + std::to_string(*raised) +
                         " bytes, Definition 7.5)";
       } else {
         // Neither was fused this round: each is its own class, named by itself.
