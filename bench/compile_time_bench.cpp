@@ -1,9 +1,9 @@
 // Compile-time benchmark of Stax's own work (parse, lowering, scheduling, C++ generation; the
 // system compiler excluded), on generated graphs of growing size in the shapes that once
 // made it explode: pointwise chains, values read twice by one op, transpose/reshape chains,
-// many outputs of one kernel and wide DAGs. Prints time per node for every stage and size,
-// so super-linear growth shows as a growing per-node figure.
-// Usage: stax_compile_time_bench [--sizes 100,1000,10000] [--shapes chain,self_read,...]
+// many outputs of one kernel, wide DAGs, and blocks that fuse in every direction. Prints time per
+// node for every stage and size, so super-linear growth shows as a growing per-node figure. Usage:
+// stax_compile_time_bench [--sizes 100,1000,10000] [--shapes chain,self_read,...]
 #include <chrono>
 #include <functional>
 #include <iomanip>
@@ -39,7 +39,8 @@ int main(int argc, char** argv) {
       {"self_read", stax::fuzz::self_read_program},
       {"view_chain", stax::fuzz::view_chain_program},
       {"many_outputs", stax::fuzz::many_outputs_program},
-      {"wide_dag", stax::fuzz::wide_dag_program}};
+      {"wide_dag", stax::fuzz::wide_dag_program},
+      {"many_fusions", stax::fuzz::many_fusions_program}};
   std::vector<std::string> shapes;
   for (const auto& [name, gen] : generators) shapes.push_back(name);
   for (int i = 1; i < argc; ++i) {

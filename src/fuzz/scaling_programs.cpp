@@ -83,4 +83,18 @@ std::string wide_dag_program(int n) {
   return s.str();
 }
 
+std::string many_fusions_program(int n) {
+  std::ostringstream s;
+  s << "def many_fusions(x: f32[64, 128]):\n    acc0 = relu(x)\n";
+  int blocks = 0;
+  for (int i = 0; 4 * i + 1 < n; ++i, ++blocks) {
+    s << "    t" << i << " = mul(x, " << i + 1 << ".0)\n";
+    s << "    s" << i << " = sum(t" << i << ", dim=[-1], keepdim=True)\n";
+    s << "    u" << i << " = div(t" << i << ", s" << i << ")\n";
+    s << "    acc" << i + 1 << " = add(acc" << i << ", u" << i << ")\n";
+  }
+  s << "    return acc" << blocks << "\n";
+  return s.str();
+}
+
 }  // namespace stax::fuzz

@@ -25,18 +25,41 @@ void reuse_buffers(HostProgram& program) {
       freed_at[f->buffer] = f->unit;
     }
   }
-  // Occupancy at each call without reuse: every allocated buffer from its allocation to its
-  // release (an output to the end).
+  // Occupancy at each call without reuse: every block of storage from its allocation to its
+  // release (an output's to the end). A buffer written in place of another (Section 7.5's
+  // in-place reuse) adds no storage: it continues the block of the buffer it takes, which gets
+  // no release of its own and is released with it. An input written in place is the caller's
+  // memory, none of the program's.
   std::vector<int64_t> occupancy(static_cast<size_t>(units), 0);
   std::map<std::string, Allocate> allocation;
+  std::map<std::string, std::string> block_of;  // buffer -> the buffer whose allocation it is in
+  std::map<std::string, int> block_start;       // block -> its allocation's call
+  auto hold = [&](int64_t bytes, int first, int last) {
+    for (int u = first; u <= last; ++u) occupancy[static_cast<size_t>(u)] += bytes;
+  };
   for (const Statement& st : program.body) {
     const auto* a = std::get_if<Allocate>(&st);
     if (a == nullptr) continue;
     allocation[a->buffer] = *a;
-    const auto freed = freed_at.find(a->buffer);
-    const int last = a->output || freed == freed_at.end() ? units - 1 : freed->second;
-    for (int u = a->unit; u <= last; ++u) occupancy[static_cast<size_t>(u)] += a->bytes;
+    if (a->in_place) {
+      block_of[a->buffer] = block_of.at(a->reuses);
+      continue;
+    }
+    block_of[a->buffer] = a->buffer;
+    if (a->input >= 0) continue;
+    if (a->output) {
+      hold(a->bytes, a->unit, units - 1);
+    } else {
+      block_start[a->buffer] = a->unit;
+    }
   }
+  for (const auto& [buffer, unit] : freed_at) {
+    const std::string& block = block_of.at(buffer);
+    hold(allocation.at(block).bytes, block_start.at(block), unit);
+    block_start.erase(block);
+  }
+  // A block the program never releases (none should be) is held to the end.
+  for (const auto& [block, unit] : block_start) hold(allocation.at(block).bytes, unit, units - 1);
   const int64_t peak =
       occupancy.empty() ? 0 : *std::max_element(occupancy.begin(), occupancy.end());
 

@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "ir/scan_args.h"
 #include "scheduler/recording_handler.h"
@@ -261,14 +262,28 @@ SchedulerNode make_scheduler_node(int id, const lowering::ComputedBuffer& buffer
 }
 
 void add_weak_dependences(std::vector<SchedulerNode>& nodes) {
+  // The readers of each written input, found in one pass over all reads: asking every node
+  // about every written input cost written inputs x nodes (issue 32).
+  std::unordered_map<std::string, std::vector<int>> readers;
+  for (const SchedulerNode& n : nodes) {
+    if (!n.buffer->mutated_input.empty())
+      readers.emplace(n.buffer->mutated_input, std::vector<int>{});
+  }
+  if (readers.empty()) return;
+  for (const SchedulerNode& reader : nodes) {
+    for (const Access& r : reader.reads) {
+      auto it = readers.find(r.buffer);
+      if (it != readers.end() && (it->second.empty() || it->second.back() != reader.id)) {
+        it->second.push_back(reader.id);
+      }
+    }
+  }
   for (SchedulerNode& writer : nodes) {
     const std::string& input = writer.buffer->mutated_input;
     if (input.empty()) continue;
-    for (const SchedulerNode& reader : nodes) {
-      if (reader.id == writer.id) continue;  // its own reads agree with its write (lowering)
-      const bool reads = std::any_of(reader.reads.begin(), reader.reads.end(),
-                                     [&](const Access& r) { return r.buffer == input; });
-      if (reads) writer.weak_deps.push_back(WeakDep{input, reader.id});
+    for (int reader : readers.at(input)) {
+      if (reader == writer.id) continue;  // its own reads agree with its write (lowering)
+      writer.weak_deps.push_back(WeakDep{input, reader});
     }
   }
 }

@@ -4,53 +4,8 @@
 #include <algorithm>
 #include <queue>
 #include <stdexcept>
-#include <unordered_map>
 
 namespace stax::scheduler {
-
-MemoryDag groups_memory_dag(const std::vector<SchedulerNode>& nodes,
-                            const std::vector<FusedNode>& groups,
-                            const std::set<std::string>& outputs) {
-  MemoryDag dag;
-  dag.num_nodes = static_cast<int>(groups.size());
-  std::unordered_map<std::string, size_t> buffer_index;
-  for (size_t g = 0; g < groups.size(); ++g) {
-    for (int id : groups[g].members()) {
-      const SchedulerNode& n = nodes[static_cast<size_t>(id)];
-      MemoryDag::Buffer b;
-      // A buffer written into an input in place takes none of the program's memory.
-      b.bytes = n.buffer->mutated_input.empty()
-                    ? n.buffer->numel() * static_cast<int64_t>(dtype_size(n.buffer->dtype))
-                    : 0;
-      b.producer = static_cast<int>(g);
-      b.is_output = outputs.count(n.write.buffer) > 0;
-      buffer_index[n.write.buffer] = dag.buffers.size();
-      dag.buffers.push_back(b);
-    }
-  }
-  for (size_t g = 0; g < groups.size(); ++g) {
-    for (int id : groups[g].members()) {
-      for (const auto& r : nodes[static_cast<size_t>(id)].reads) {
-        if (auto it = buffer_index.find(r.buffer); it != buffer_index.end()) {
-          dag.buffers[it->second].readers.push_back(static_cast<int>(g));
-        }
-      }
-    }
-  }
-  // Weak dependences order groups without a buffer between them (in-place writes).
-  std::unordered_map<int, int> group_of;
-  for (size_t g = 0; g < groups.size(); ++g) {
-    for (int id : groups[g].members()) group_of[id] = static_cast<int>(g);
-  }
-  for (auto [before, after] : weak_edges(nodes)) {
-    const auto b = group_of.find(before);
-    const auto a = group_of.find(after);
-    if (b != group_of.end() && a != group_of.end() && b->second != a->second) {
-      dag.extra_edges.emplace_back(b->second, a->second);
-    }
-  }
-  return dag;
-}
 
 MemoryDag merge_nodes(const MemoryDag& dag, int x, int y) {
   const int keep = std::min(x, y);
@@ -66,6 +21,7 @@ MemoryDag merge_nodes(const MemoryDag& dag, int x, int y) {
   for (auto [before, after] : dag.extra_edges) {
     out.extra_edges.push_back({renumber(before), renumber(after)});
   }
+  out.may_take = dag.may_take;
   return out;
 }
 
@@ -118,12 +74,31 @@ MergePeak::MergePeak(MemoryDag dag) : dag_(std::move(dag)) {
   for (size_t t = n; t-- > 1;) suffix_max_[t - 1] = std::max(suffix_max_[t - 1], suffix_max_[t]);
   peak_ = n == 0 ? 0 : prefix_max_.back();
 
+  in_place_.assign(dag_.buffers.size(), 0);
+  for (auto [buffer, old] : dag_.may_take) {
+    in_place_.at(static_cast<size_t>(buffer)) = 1;
+    in_place_.at(static_cast<size_t>(old)) = 1;
+  }
+  any_in_place_ = !dag_.may_take.empty();
   desc_.assign(n, 0);
   anc_.assign(n, 0);
   new_step_.assign(n, 0);
   touched_.assign(dag_.buffers.size(), 0);
   new_def_.assign(dag_.buffers.size(), -1);
   new_last_.assign(dag_.buffers.size(), -1);
+}
+
+bool MergePeak::stretch_touches_in_place(int s1, int s2) const {
+  if (!any_in_place_) return false;
+  for (int t = s1; t <= s2; ++t) {
+    const auto v = static_cast<size_t>(order_[static_cast<size_t>(t)]);
+    for (const auto* list : {&writes_[v], &reads_[v]}) {
+      for (int b : *list) {
+        if (in_place_[static_cast<size_t>(b)]) return true;
+      }
+    }
+  }
+  return false;
 }
 
 std::optional<std::vector<int>> MergePeak::merged_stretch(int s1, int s2) const {
@@ -184,7 +159,9 @@ std::optional<int64_t> MergePeak::raised_peak(int x, int y) const {
   if (s1 > s2) std::swap(s1, s2);
   // The common case, cheaply: when the later one depends on nothing between the two, the
   // merged node runs at s1 and nothing else moves, so each step between holds at most what it
-  // held plus what the later one writes (what it reads can only die sooner).
+  // held plus what the later one writes (what it reads can only die sooner). In-place
+  // writes keep the bound: a pair the move breaks is one the later one's buffer was in, whose
+  // bytes the bound adds in full, and pairs it makes only lower the live bytes.
   const int second = order_[static_cast<size_t>(s2)];
   bool moves_up_alone = true;
   for (int p : preds_[static_cast<size_t>(second)]) {
@@ -211,6 +188,11 @@ std::optional<int64_t> MergePeak::merged_peak(int x, int y) const {
   const int first = order_[static_cast<size_t>(s1)];
   const int second = order_[static_cast<size_t>(s2)];
   const auto n = static_cast<int>(order_.size());
+  if (stretch_touches_in_place(s1, s2)) {
+    const auto order = merged_order(x, y);
+    if (!order) return std::nullopt;
+    return simulate_peak(merge_nodes(dag_, x, y), *order);
+  }
   const int64_t outside = std::max(s1 > 0 ? prefix_max_[static_cast<size_t>(s1 - 1)] : 0,
                                    s2 + 1 < n ? suffix_max_[static_cast<size_t>(s2 + 1)] : 0);
   ++stamp_;

@@ -13,7 +13,12 @@
 //
 // Only the steps between the two change, so a merge is evaluated in the size of that stretch:
 // the steps outside it keep their live bytes (prefix and suffix maxima of the round's profile),
-// and inside it only the buffers the groups there read or write change their lifetimes.
+// and inside it only the buffers the groups there read or write change their lifetimes. Where
+// one of those may be written in place of another or have its storage taken (peak_model.h),
+// which choices the simulation makes depends on the whole order: such a merge is simulated in
+// full (simulate_peak over the merged order).
+//
+// The model is the schedule's (peak_model.h: predicted_storage_dag over the round's groups).
 #pragma once
 
 #include <cstdint>
@@ -22,17 +27,9 @@
 #include <string>
 #include <vector>
 
-#include "scheduler/fused_node.h"
 #include "scheduler/memory_order.h"
 
 namespace stax::scheduler {
-
-// The groups as a MemoryDag: node g is groups[g]; each member's buffer is written by its group
-// and read by the groups that read it; the buffers in `outputs` live to the end. Step 5
-// simulates the final kernels with the same model (schedule.cpp).
-MemoryDag groups_memory_dag(const std::vector<SchedulerNode>& nodes,
-                            const std::vector<FusedNode>& groups,
-                            const std::set<std::string>& outputs);
 
 // `dag` with nodes x and y merged into one, numbered min(x, y); the nodes numbered above
 // max(x, y) move down by one.
@@ -91,6 +88,11 @@ class MergePeak {
   mutable std::vector<int> new_last_;      // buffer -> last reader's step inside the stretch
   mutable std::vector<int> touched_list_;  // buffers of the current query
   mutable std::vector<int64_t> change_;    // live-byte changes over the stretch
+  // Buffers that take or may give storage in place (MemoryDag::may_take).
+  std::vector<char> in_place_;
+  bool any_in_place_ = false;
+  // Whether a node at steps s1..s2 reads or writes such a buffer.
+  bool stretch_touches_in_place(int s1, int s2) const;
 };
 
 }  // namespace stax::scheduler

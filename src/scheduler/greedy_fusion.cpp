@@ -8,6 +8,7 @@
 
 #include "scheduler/cycle_check.h"
 #include "scheduler/fusion_peak.h"
+#include "scheduler/peak_model.h"
 
 namespace stax::scheduler {
 
@@ -103,11 +104,45 @@ std::vector<Candidate> rank_candidates(std::vector<Candidate> candidates) {
   return ranked;
 }
 
+// The round's graph with the fusions accepted so far merged (`class_of`: each round node's
+// class, named by its smallest node), numbered as successive merge_nodes calls would number
+// it: by the smallest round node of each class. One pass over the graph, however many fusions.
+MemoryDag merged_round(const MemoryDag& round, std::vector<int>& class_of,
+                       std::vector<int>& node_of) {
+  const auto n = class_of.size();
+  auto find = [&](int v) {
+    while (class_of[static_cast<size_t>(v)] != v) {
+      class_of[static_cast<size_t>(v)] =
+          class_of[static_cast<size_t>(class_of[static_cast<size_t>(v)])];
+      v = class_of[static_cast<size_t>(v)];
+    }
+    return v;
+  };
+  std::vector<int> number(n, -1);
+  int next = 0;
+  for (size_t v = 0; v < n; ++v) {
+    if (find(static_cast<int>(v)) == static_cast<int>(v)) number[v] = next++;
+  }
+  for (size_t v = 0; v < n; ++v)
+    node_of[v] = number[static_cast<size_t>(find(static_cast<int>(v)))];
+  MemoryDag out = round;
+  out.num_nodes = next;
+  for (MemoryDag::Buffer& b : out.buffers) {
+    b.producer = node_of[static_cast<size_t>(b.producer)];
+    for (int& r : b.readers) r = node_of[static_cast<size_t>(r)];
+  }
+  for (auto& [before, after] : out.extra_edges) {
+    before = node_of[static_cast<size_t>(before)];
+    after = node_of[static_cast<size_t>(after)];
+  }
+  return out;
+}
+
 }  // namespace
 
 void greedy_fusion(const std::vector<SchedulerNode>& nodes, std::vector<FusedNode>& groups,
-                   const std::set<std::string>& outputs, FusionLog& log,
-                   const FusionLimits& limits) {
+                   const std::set<std::string>& outputs, FusionLog& log, const FusionLimits& limits,
+                   const StorageOptions& storage) {
   FusionRules rules(nodes, limits);
   // Predecessors by buffer: a node depends on the writer of every buffer it reads.
   std::map<std::string, int> writer;
@@ -130,8 +165,9 @@ void greedy_fusion(const std::vector<SchedulerNode>& nodes, std::vector<FusedNod
     // Line 2: pairs that share at least one buffer.
     const std::vector<std::pair<size_t, size_t>> pairs =
         candidate_pairs(nodes, groups, rules, limits.horizontal_pair_distance);
-    // Definition 7.5 over this round's groups, for the horizontal pairs (fusion_peak.h).
-    const MergePeak peak(groups_memory_dag(nodes, groups, outputs));
+    // Definition 7.5 over this round's groups, for the horizontal pairs (fusion_peak.h), with
+    // the storage step 6 would give them (peak_model.h).
+    const MergePeak peak(predicted_storage_dag(nodes, groups, outputs, storage));
     // Line 3: keep the legal ones; line 4: rank them.
     std::vector<Candidate> legal;
     std::vector<Candidate> refused;
@@ -149,33 +185,41 @@ void greedy_fusion(const std::vector<SchedulerNode>& nodes, std::vector<FusedNod
 
     // Lines 5-7. The peak check of line 3 saw the round's starting groups; a horizontal pair
     // is checked again against the groups as this round's earlier fusions left them (`now`,
-    // its nodes renumbered as merge_nodes renumbers them).
+    // its nodes numbered as merge_nodes numbers them). `now` is built only when such a pair
+    // comes after a fusion it has not seen: copying the round's graph at every fusion and
+    // simulating it anew for every such pair made a round quadratic (issue 32).
     std::set<size_t> fused_this_round;
     std::vector<FusedNode> created;
-    MemoryDag now = peak.dag();
+    std::vector<int> class_of(groups.size());
+    for (size_t g = 0; g < groups.size(); ++g) class_of[g] = static_cast<int>(g);
     std::vector<int> node_of(groups.size());
-    for (size_t g = 0; g < groups.size(); ++g) node_of[g] = static_cast<int>(g);
+    std::optional<MergePeak> now;
+    bool now_stale = true;
     for (const Candidate& c : legal) {
       FusionCandidateLog entry{groups[c.a].name,  groups[c.b].name, true, false,
                                c.decision.reason, c.decision.score};
-      std::optional<int64_t> raised_now;
-      if (!fused_this_round.empty() && !c.decision.vertical && !fused_this_round.count(c.a) &&
-          !fused_this_round.count(c.b)) {
-        raised_now = MergePeak(now).raised_peak(node_of[c.a], node_of[c.b]);
-      }
+      // Only a pair that would otherwise fuse is checked again (building `now` costs O(n)).
+      auto raised_now = [&]() -> std::optional<int64_t> {
+        if (fused_this_round.empty() || c.decision.vertical) return std::nullopt;
+        if (now_stale) {
+          now.emplace(merged_round(peak.dag(), class_of, node_of));
+          now_stale = false;
+        }
+        return now->raised_peak(node_of[c.a], node_of[c.b]);
+      };
+      std::optional<int64_t> raised;
       if (fused_this_round.count(c.a) || fused_this_round.count(c.b)) {
         entry.reason += " (skipped: already fused this round)";
       } else if (cycles.would_create_cycle(groups[c.a].members()[0], groups[c.b].members()[0])) {
         entry.reason += " (skipped: fusion would create a cycle, Proposition 7.1)";
-      } else if (raised_now) {
+      } else if ((raised = raised_now())) {
         entry.reason += " (skipped: after this round's earlier fusions it would raise the " +
-                        std::string("simulated peak to ") + std::to_string(*raised_now) +
+                        std::string("simulated peak to ") + std::to_string(*raised) +
                         " bytes, Definition 7.5)";
       } else {
-        now = merge_nodes(now, node_of[c.a], node_of[c.b]);
-        const int keep = std::min(node_of[c.a], node_of[c.b]);
-        const int drop = std::max(node_of[c.a], node_of[c.b]);
-        for (int& v : node_of) v = v == drop ? keep : v > drop ? v - 1 : v;
+        // Neither was fused this round: each is its own class, named by itself.
+        class_of[std::max(c.a, c.b)] = static_cast<int>(std::min(c.a, c.b));
+        now_stale = true;
         entry.fused = true;
         fused_this_round.insert(c.a);
         fused_this_round.insert(c.b);

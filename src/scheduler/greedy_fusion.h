@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "scheduler/fusion_rules.h"
+#include "scheduler/peak_model.h"
 
 namespace stax::scheduler {
 
@@ -38,9 +39,10 @@ constexpr int kMaxFusionRounds = 10;
 
 // `groups` starts as one fused node per live scheduler node, in execution order; on return it
 // holds the fused nodes, ordered by their first member. `outputs`: the buffers the graph
-// returns (live to the end in the peak simulation).
+// returns (live to the end in the peak simulation); `storage`: what step 6 will do with each
+// buffer, which the peak simulation counts (peak_model.h).
 void greedy_fusion(const std::vector<SchedulerNode>& nodes, std::vector<FusedNode>& groups,
                    const std::set<std::string>& outputs, FusionLog& log,
-                   const FusionLimits& limits = {});
+                   const FusionLimits& limits = {}, const StorageOptions& storage = {});
 
 }  // namespace stax::scheduler

@@ -66,7 +66,10 @@ std::vector<std::vector<int>> MemoryDag::predecessors() const {
   return out;
 }
 
-std::vector<int64_t> live_bytes(const MemoryDag& dag, const std::vector<int>& order) {
+namespace {
+
+// Each node's position in `order`, checked to be a permutation.
+std::vector<int> positions(const MemoryDag& dag, const std::vector<int>& order) {
   const auto n = static_cast<size_t>(dag.num_nodes);
   if (order.size() != n) throw std::invalid_argument("simulate_peak: order misses nodes");
   std::vector<int> position(n, -1);
@@ -75,15 +78,85 @@ std::vector<int64_t> live_bytes(const MemoryDag& dag, const std::vector<int>& or
     if (v >= n || position[v] != -1) throw std::invalid_argument("simulate_peak: not an order");
     position[v] = static_cast<int>(t);
   }
+  return position;
+}
+
+// The step of each buffer's last reader (its producer's if none; the last step for an output).
+std::vector<int> last_steps(const MemoryDag& dag, const std::vector<int>& position) {
+  std::vector<int> last(dag.buffers.size());
+  for (size_t k = 0; k < dag.buffers.size(); ++k) {
+    const MemoryDag::Buffer& b = dag.buffers[k];
+    last[k] = position[static_cast<size_t>(b.producer)];
+    for (int r : b.readers) last[k] = std::max(last[k], position[static_cast<size_t>(r)]);
+    if (b.is_output) last[k] = dag.num_nodes - 1;
+  }
+  return last;
+}
+
+}  // namespace
+
+std::vector<int> in_place_choices(const MemoryDag& dag, const std::vector<int>& order) {
+  std::vector<int> taken_from(dag.buffers.size(), -1);
+  if (dag.may_take.empty()) return taken_from;
+  // Each node's buffers that may take another's storage, in increasing number, and each one's
+  // candidates in preference order.
+  std::vector<std::vector<int>> candidates(dag.buffers.size());
+  for (auto [buffer, old] : dag.may_take) candidates.at(static_cast<size_t>(buffer)).push_back(old);
+  std::vector<std::vector<int>> writes(static_cast<size_t>(dag.num_nodes));
+  for (size_t k = 0; k < dag.buffers.size(); ++k) {
+    if (!candidates[k].empty()) {
+      writes.at(static_cast<size_t>(dag.buffers[k].producer)).push_back(static_cast<int>(k));
+    }
+  }
+  const std::vector<int> position = positions(dag, order);
+  const std::vector<int> last = last_steps(dag, position);
+  std::vector<char> taken(dag.buffers.size(), 0);
+  for (size_t t = 0; t < order.size(); ++t) {
+    for (int k : writes[static_cast<size_t>(order[t])]) {
+      const MemoryDag::Buffer& mine = dag.buffers[static_cast<size_t>(k)];
+      for (int old : candidates[static_cast<size_t>(k)]) {
+        const auto o = static_cast<size_t>(old);
+        if (taken[o] || last[o] != static_cast<int>(t) ||
+            dag.buffers[o].producer == mine.producer) {
+          continue;
+        }
+        taken[o] = 1;
+        taken_from[static_cast<size_t>(k)] = old;
+        break;
+      }
+    }
+  }
+  return taken_from;
+}
+
+std::vector<int64_t> live_bytes(const MemoryDag& dag, const std::vector<int>& order) {
+  const auto n = static_cast<size_t>(dag.num_nodes);
+  const std::vector<int> position = positions(dag, order);
+  std::vector<int> last = last_steps(dag, position);
+  // A buffer written in place continues the storage of the one it takes (whose producer ran
+  // earlier): the storage of a chain is its first buffer's, live to the last one's last use.
+  const std::vector<int> taken_from = in_place_choices(dag, order);
+  std::vector<int> storage(dag.buffers.size());
+  std::vector<size_t> by_def(dag.buffers.size());
+  for (size_t k = 0; k < by_def.size(); ++k) by_def[k] = k;
+  std::stable_sort(by_def.begin(), by_def.end(), [&](size_t x, size_t y) {
+    return position[static_cast<size_t>(dag.buffers[x].producer)] <
+           position[static_cast<size_t>(dag.buffers[y].producer)];
+  });
+  for (size_t k : by_def) {
+    storage[k] =
+        taken_from[k] < 0 ? static_cast<int>(k) : storage[static_cast<size_t>(taken_from[k])];
+    const auto root = static_cast<size_t>(storage[k]);
+    last[root] = std::max(last[root], last[k]);
+  }
   // Live bytes change by +b at def(v) and by -b after last(v).
   std::vector<int64_t> change(n + 1, 0);
-  for (const MemoryDag::Buffer& b : dag.buffers) {
+  for (size_t k = 0; k < dag.buffers.size(); ++k) {
+    if (storage[k] != static_cast<int>(k)) continue;
+    const MemoryDag::Buffer& b = dag.buffers[k];
     const int def = position[static_cast<size_t>(b.producer)];
-    int last = def;
-    for (int r : b.readers) last = std::max(last, position[static_cast<size_t>(r)]);
-    if (b.is_output) last = static_cast<int>(n) - 1;
     change[static_cast<size_t>(def)] += b.bytes;
-    change[static_cast<size_t>(last) + 1] -= b.bytes;
+    change[static_cast<size_t>(last[k]) + 1] -= b.bytes;
   }
   std::vector<int64_t> live(n, 0);
   int64_t total = 0;

@@ -25,14 +25,27 @@ struct MemoryDag {
   std::vector<Buffer> buffers;
   // Orderings besides the reads of buffers (none yet; a node that must follow another).
   std::vector<std::pair<int, int>> extra_edges;  // (before, after)
+  // Section 7.5's in-place reuse (peak_model.h): (buffer, a buffer whose storage it may take),
+  // each buffer's candidates in its preference order. In a given order a buffer takes the first
+  // that its producer reads for the last time and no other buffer has taken
+  // (in_place_choices); it then adds no storage but keeps the taken one's storage live to its
+  // own last reader.
+  std::vector<std::pair<int, int>> may_take;
 
   // Each node's predecessors, without repeats.
   std::vector<std::vector<int>> predecessors() const;
 };
 
+// For each buffer, the buffer whose storage it takes in place in `order` (-1: its own). The
+// nodes are visited in `order`, a node's buffers in increasing number, each buffer's
+// candidates in its preference order: the rule step 6 applies to the final order
+// (in_place_reuse.h), here for any order.
+std::vector<int> in_place_choices(const MemoryDag& dag, const std::vector<int>& order);
+
 // Definition 7.5: the largest total size of the live buffers over the steps of `order` (a
 // topological order of all nodes). A buffer is live from its producer to its last reader
-// (to the end for an output), both included.
+// (to the end for an output), both included; one written in place of another extends that
+// one's storage to its own last reader instead of adding its own.
 int64_t simulate_peak(const MemoryDag& dag, const std::vector<int>& order);
 // The same simulation step by step: the total size of the live set L(τ) at each step τ of
 // `order` (simulate_peak is its maximum).

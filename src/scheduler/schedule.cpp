@@ -4,6 +4,7 @@
 #include "ir/graph.h"
 #include "scheduler/fusion_peak.h"
 #include "scheduler/in_place_reuse.h"
+#include "scheduler/peak_model.h"
 
 #include <algorithm>
 #include <map>
@@ -36,43 +37,6 @@ bool Schedule::is_allocated(const std::string& buffer) const {
 }
 
 namespace {
-
-// The slice of `buffer` one outer iteration of `f` touches, when every access splits into
-// the same function of the outer variables plus an offset of the inner ones; 0 otherwise.
-int64_t local_slice(const Schedule& s, const FusedNode& f, const std::string& buffer) {
-  std::map<std::string, Expr> zero_outer;
-  std::set<std::string> outer_vars;
-  for (size_t j = 0; j < f.outer.size(); ++j) {
-    zero_outer["x" + std::to_string(j)] = Expr(0);
-    outer_vars.insert("x" + std::to_string(j));
-  }
-  std::optional<Expr> common_outer;
-  int64_t slice = 0;
-  for (int id : f.members()) {
-    const SchedulerNode& n = s.nodes[static_cast<size_t>(id)];
-    std::vector<Expr> accesses;
-    if (n.write.buffer == buffer) accesses.push_back(n.write.index);
-    for (const auto& r : n.reads) {
-      if (r.buffer == buffer) accesses.push_back(r.index);
-    }
-    const Placement p = place(f, n);
-    for (const Expr& raw : accesses) {
-      const Expr idx = placed_index(f, n, raw, p);
-      const Expr inner =
-          index::simplify(index::substitute(idx, zero_outer), nest_ranges(f, p.nest));
-      const Expr outer = idx - inner;
-      for (const auto& v : index::free_vars(outer)) {
-        if (!outer_vars.count(v)) return 0;
-      }
-      if (common_outer && *common_outer != outer) return 0;
-      common_outer = outer;
-      const auto b = index::bounds(inner, nest_ranges(f, p.nest));
-      if (!b || b->lo < 0) return 0;
-      slice = std::max(slice, b->hi + 1);
-    }
-  }
-  return slice;
-}
 
 // Kahn's algorithm over fused nodes; ties broken by the original position.
 std::vector<FusedNode> topological_order(std::vector<FusedNode> groups,
@@ -135,29 +99,19 @@ std::set<std::string> returned_buffers(const lowering::LoweredGraph& graph) {
   return outputs;
 }
 
-// Definition 7.5 over the buffers the wrapper allocates, in the final order.
-int64_t allocated_peak(const Schedule& s) {
-  MemoryDag dag;
-  dag.num_nodes = static_cast<int>(s.kernels.size());
-  // A buffer written in place of another extends that one's storage to its own last use.
-  std::map<std::string, const BufferPlan*> successor;
-  for (const BufferPlan& p : s.buffers) {
-    if (!p.in_place_of.empty()) successor[p.in_place_of] = &p;
-  }
-  for (const BufferPlan& p : s.buffers) {
-    if (p.elided || p.localized || !p.in_place_of.empty()) continue;
-    // An input written in place takes no memory of the program's.
-    const int64_t bytes = p.input_storage.empty() ? p.bytes : 0;
-    const BufferPlan* last = &p;
-    for (auto it = successor.find(p.buffer); it != successor.end();
-         it = successor.find(it->second->buffer)) {
-      last = it->second;
-    }
-    dag.buffers.push_back({bytes, p.producer, {last->last_use}, last->is_output});
+// Definition 7.5 over the buffers the wrapper allocates, in the final order: the model fusion
+// and step 5 simulate (peak_model.h), told what step 6 decided.
+int64_t allocated_peak(const Schedule& s, std::vector<StorageDecision> decisions) {
+  InPlaceCandidates taken;
+  for (size_t k = 0; k < s.buffers.size(); ++k) {
+    const BufferPlan& p = s.buffers[k];
+    decisions[k].elided = p.elided;
+    decisions[k].localized = p.localized;
+    if (!p.in_place_of.empty()) taken[p.buffer] = {p.in_place_of};
   }
   std::vector<int> order(s.kernels.size());
   for (size_t g = 0; g < order.size(); ++g) order[g] = static_cast<int>(g);
-  return simulate_peak(dag, order);
+  return simulate_peak(storage_dag(s.nodes, s.kernels, decisions, taken), order);
 }
 
 }  // namespace
@@ -205,7 +159,13 @@ Schedule schedule(const lowering::LoweredGraph& graph, const ScheduleOptions& op
   // Steps 3-4: greedy fusion; its cycle test (Proposition 7.1) keeps a topological order of
   // the groups instead of ancestor sets (cycle_check.h).
   const std::set<std::string> outputs = returned_buffers(graph);
-  if (options.fuse) greedy_fusion(s.nodes, groups, outputs, s.fusion_log, options.limits);
+  StorageOptions storage_options;
+  storage_options.localize = options.localize;
+  storage_options.max_local_bytes = options.max_local_bytes;
+  storage_options.in_place_reuse = options.in_place_reuse;
+  if (options.fuse) {
+    greedy_fusion(s.nodes, groups, outputs, s.fusion_log, options.limits, storage_options);
+  }
   // Step 4b: external calls absorb the pointwise loops they can run as epilogues.
   if (options.fuse) {
     std::set<std::string> graph_outputs;
@@ -217,112 +177,50 @@ Schedule schedule(const lowering::LoweredGraph& graph, const ScheduleOptions& op
   s.kernels = topological_order(std::move(groups), s.nodes);
   // Step 5: the order of smallest simulated peak memory (Section 7.5).
   if (options.reorder_for_memory) {
-    // Each member's buffer, written by its group and read by the groups that read it: the
-    // model greedy fusion's peak check simulates too (fusion_peak.h).
-    s.memory_order = choose_memory_order(groups_memory_dag(s.nodes, s.kernels, outputs));
+    // The model greedy fusion's peak check simulates too, with step 6's storage decisions
+    // (peak_model.h).
+    s.memory_order =
+        choose_memory_order(predicted_storage_dag(s.nodes, s.kernels, outputs, storage_options));
     std::vector<FusedNode> reordered;
     for (int g : s.memory_order.order) reordered.push_back(s.kernels[static_cast<size_t>(g)]);
     s.kernels = std::move(reordered);
   }
 
-  // Step 6: producers, last uses, and buffers that never leave a loop nest.
+  // Step 6: producers, last uses, and buffers that never leave a loop nest or an outer
+  // iteration (decide_storage, which fusion and step 5 simulate too).
+  const std::vector<StorageDecision> decisions =
+      decide_storage(s.nodes, s.kernels, outputs, storage_options);
   auto& plan_index = s.plan_index;
-  for (size_t g = 0; g < s.kernels.size(); ++g) {
-    for (int id : s.kernels[g].members()) {
-      const SchedulerNode& n = s.nodes[static_cast<size_t>(id)];
-      BufferPlan p;
-      p.buffer = n.write.buffer;
-      p.bytes = n.buffer->numel() * static_cast<int64_t>(dtype_size(n.buffer->dtype));
-      p.producer = static_cast<int>(g);
-      p.last_use = static_cast<int>(g);
-      p.input_storage = n.buffer->mutated_input;
-      p.is_output = outputs.count(p.buffer) > 0 || !p.input_storage.empty();
-      plan_index[p.buffer] = s.buffers.size();
-      s.buffers.push_back(p);
-    }
-  }
-  // A further result of a call (lowering::ResultOf) is written by the call: it is allocated
-  // before the call's kernel, not its own (which runs nothing).
-  for (const SchedulerNode& n : s.nodes) {
-    const lowering::ExternalCall* call = n.buffer->external.get();
-    const auto result = plan_index.find(n.write.buffer);
-    if (call == nullptr || !call->result_of || result == plan_index.end()) continue;
-    const auto writer = plan_index.find(call->result_of->call_buffer);
-    if (writer == plan_index.end()) {
-      throw std::logic_error(n.write.buffer + " is a result of " + call->result_of->call_buffer +
-                             ", which is not scheduled");
-    }
-    s.buffers[result->second].producer = s.buffers[writer->second].producer;
+  for (const StorageDecision& d : decisions) {
+    BufferPlan p;
+    p.buffer = d.buffer;
+    p.bytes = d.bytes;
+    p.producer = d.producer;
+    p.last_use = d.group;
+    p.input_storage = d.input_storage;
+    p.is_output = d.is_output;
+    p.elided = d.elided;
+    p.localized = d.localized;
+    p.local_elements = d.local_elements;
+    p.local_reason = d.local_reason;
+    plan_index[p.buffer] = s.buffers.size();
+    s.buffers.push_back(p);
   }
   std::map<std::string, int> input_last_use;
-  std::map<std::string, std::set<std::pair<int, size_t>>> readers;  // buffer -> (group, nest)
   for (size_t g = 0; g < s.kernels.size(); ++g) {
-    const FusedNode& f = s.kernels[g];
-    for (size_t nest = 0; nest < f.nests.size(); ++nest) {
-      for (int id : f.nests[nest].nodes) {
-        for (const auto& r : s.nodes[static_cast<size_t>(id)].reads) {
-          readers[r.buffer].insert({static_cast<int>(g), nest});
-          if (auto it = plan_index.find(r.buffer); it != plan_index.end()) {
-            s.buffers[it->second].last_use =
-                std::max(s.buffers[it->second].last_use, static_cast<int>(g));
-          } else {
-            input_last_use[r.buffer] = static_cast<int>(g);
-          }
+    for (int id : s.kernels[g].members()) {
+      for (const auto& r : s.nodes[static_cast<size_t>(id)].reads) {
+        if (auto it = plan_index.find(r.buffer); it != plan_index.end()) {
+          s.buffers[it->second].last_use =
+              std::max(s.buffers[it->second].last_use, static_cast<int>(g));
+        } else {
+          input_last_use[r.buffer] = static_cast<int>(g);
         }
       }
     }
   }
-  for (auto& p : s.buffers) {
-    if (p.is_output) continue;
-    const FusedNode& f = s.kernels[static_cast<size_t>(p.producer)];
-    const SchedulerNode* writer = nullptr;
-    size_t writer_nest = 0;
-    for (size_t nest = 0; nest < f.nests.size(); ++nest) {
-      for (int id : f.nests[nest].nodes) {
-        if (s.nodes[static_cast<size_t>(id)].write.buffer == p.buffer) {
-          writer = &s.nodes[static_cast<size_t>(id)];
-          writer_nest = nest;
-        }
-      }
-    }
-    const auto& rs = readers[p.buffer];
-    p.elided = writer != nullptr && !writer->is_reduction() && !rs.empty() &&
-               std::all_of(rs.begin(), rs.end(), [&](const auto& r) {
-                 return r.first == p.producer && r.second == writer_nest;
-               });
-  }
 
-  // Buffers that live within one outer iteration become per-iteration local arrays.
-  for (auto& p : s.buffers) {
-    if (!options.localize || p.is_output || p.elided) continue;
-    const FusedNode& f = s.kernels[static_cast<size_t>(p.producer)];
-    const auto& rs = readers[p.buffer];
-    if (f.outer.empty() || rs.empty() ||
-        !std::all_of(rs.begin(), rs.end(), [&](const auto& r) { return r.first == p.producer; })) {
-      continue;
-    }
-    // Cost: a per-iteration slice is written and read exactly as often as the buffer would
-    // be, but in registers or L1, with no allocation and no write-back to memory; it is
-    // never more expensive, so every buffer that can be localized is.
-    const int64_t slice = local_slice(s, f, p.buffer);
-    const auto* computed = graph.find_buffer(p.buffer);
-    const int64_t bytes = slice * static_cast<int64_t>(dtype_size(computed->dtype));
-    if (slice <= 0) continue;
-    if (bytes > options.max_local_bytes) {
-      p.local_reason = "its slice of " + std::to_string(bytes) + " bytes per outer iteration " +
-                       "exceeds the " + std::to_string(options.max_local_bytes) +
-                       "-byte stack budget";
-      continue;
-    }
-    p.localized = true;
-    p.local_elements = slice;
-    p.local_reason = slice == 1 ? "one element per outer iteration: a register"
-                                : "lives within one outer iteration: a local array of " +
-                                      std::to_string(slice) + " elements instead of " +
-                                      std::to_string(p.bytes) + " bytes in memory";
-  }
-
-  if (options.in_place_reuse) plan_in_place_reuse(s);
+  if (options.in_place_reuse) plan_in_place_reuse(s, decisions);
 
   // Allocation and release records. A buffer whose storage another takes in place is not
   // released: that storage lives on as the other's.
@@ -347,7 +245,7 @@ Schedule schedule(const lowering::LoweredGraph& graph, const ScheduleOptions& op
     // An input written in place is the caller's result: never handed back early.
     if (!written_inputs.count(name)) s.release_after[static_cast<size_t>(g)].push_back(name);
   }
-  s.peak_bytes = allocated_peak(s);
+  s.peak_bytes = allocated_peak(s, decisions);
   return s;
 }
 

@@ -277,7 +277,7 @@ def f(x: f32[64, 64], z: f32[64, 64], y: f32[256, 256]):
   }
   std::set<std::string> returned;
   for (const auto& out : s->lowered.outputs) returned.insert(out.buffer);
-  const MergePeak peak(groups_memory_dag(s->schedule.nodes, groups, returned));
+  const MergePeak peak(predicted_storage_dag(s->schedule.nodes, groups, returned, {}));
   EXPECT_EQ(peak.merged_peak(0, 2), peak.peak());
   EXPECT_GT(peak.merged_peak(0, 2).value(), 0);
 }
