@@ -12,6 +12,7 @@
 // IndexError; everything else, the C++ compiler's failures (runtime::CompileError, whose
 // message holds the compiler output) included, RuntimeError.
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
@@ -35,6 +36,7 @@
 #include "ir/graph.h"
 #include "ir/index_rule.h"
 #include "ir/op_schema.h"
+#include "program/log_topics.h"
 #include "runtime/cache_info.h"
 #include "runtime/jit.h"
 #include "runtime/simd.h"
@@ -57,9 +59,12 @@ using InputInfo = std::tuple<std::string, std::string, std::vector<int64_t>, std
 using OutputInfo =
     std::tuple<bool, int, std::string, std::vector<int64_t>, std::vector<int64_t>, int64_t>;
 
+// `logs`: the topics the C++ side prints (program/log_topics.h); None: STAX_LOGS's.
 CompileOptions make_options(int num_threads, const std::string& simd, const std::string& cache_dir,
-                            bool record_ir, bool graph_passes) {
+                            bool record_ir, bool graph_passes,
+                            const std::optional<std::vector<std::string>>& logs) {
   CompileOptions options;
+  options.logs = logs;
   options.graph_passes = graph_passes;
   if (num_threads < 0) {
     throw std::invalid_argument("num_threads must be 0 (all hardware threads) or more, got " +
@@ -308,28 +313,31 @@ NB_MODULE(_C, m) {
       "compile",
       [](const std::string& text, const std::string& filename, int num_threads,
          const std::string& simd, const std::string& cache_dir, bool record_ir, bool graph_passes,
-         bool outputs_in_mapped_memory) {
+         bool outputs_in_mapped_memory, const std::optional<std::vector<std::string>>& logs) {
         CompileOptions options =
-            make_options(num_threads, simd, cache_dir, record_ir, graph_passes);
+            make_options(num_threads, simd, cache_dir, record_ir, graph_passes, logs);
         options.outputs_in_mapped_memory = outputs_in_mapped_memory;
         nb::gil_scoped_release release;
         return stax::compile(ir::parse_graph(text, filename), options);
       },
       "text"_a, "filename"_a = "<graph>", nb::kw_only(), "num_threads"_a = 0, "simd"_a = "",
       "cache_dir"_a = "", "record_ir"_a = false, "graph_passes"_a = true,
-      "outputs_in_mapped_memory"_a = false,
-      "Parses Stax graph text and compiles it (lowering, scheduling, C++ generation, JIT).");
+      "outputs_in_mapped_memory"_a = false, "logs"_a = nb::none(),
+      "Parses Stax graph text and compiles it (lowering, scheduling, C++ generation, JIT). "
+      "logs: the topics printed to stderr while compiling (log_topics()); None: those "
+      "STAX_LOGS names.");
 
   m.def(
       "explain",
       [](const std::string& text, const std::string& filename, int num_threads,
-         const std::string& simd, bool ir, bool graph_passes) {
-        const CompileOptions options = make_options(num_threads, simd, "", ir, graph_passes);
+         const std::string& simd, bool ir, bool graph_passes,
+         const std::optional<std::vector<std::string>>& logs) {
+        const CompileOptions options = make_options(num_threads, simd, "", ir, graph_passes, logs);
         nb::gil_scoped_release release;
         return explain_text(*stax::analyze(ir::parse_graph(text, filename), options));
       },
       "text"_a, "filename"_a = "<graph>", nb::kw_only(), "num_threads"_a = 0, "simd"_a = "",
-      "ir"_a = false, "graph_passes"_a = true,
+      "ir"_a = false, "graph_passes"_a = true, "logs"_a = nb::none(),
       "What `stax explain` prints for the graph (with ir=True also the kernel IR after every "
       "pass), without running the C++ compiler.");
 
@@ -350,6 +358,8 @@ NB_MODULE(_C, m) {
       },
       "the data-cache sizes code generation plans with on this machine (tile sizes, the "
       "streaming-store threshold): cache line, L1d and L2 per core, the shared last level");
+  m.def("log_topics", &program::known_log_topics,
+        "the log topics the C++ side prints to stderr (compile's logs, STAX_LOGS)");
   m.def("supported_simd_levels", &supported_simd_levels,
         "the SIMD levels this CPU runs, widest first");
   m.def("op_schemas", &op_schemas,

@@ -107,6 +107,7 @@ std::shared_ptr<const Compilation> analyze_lowered(lowering::LoweredGraph lowere
   codegen::CodegenOptions co;
   static_cast<target::Target&>(co) = make_target(options);
   co.record_ir = options.record_ir;
+  co.logs = log_topics(options);
   co.memory.arena = options.memory_arena;
   co.memory.reuse = options.reuse_buffers;
   scheduler::ScheduleOptions so;
@@ -120,6 +121,10 @@ std::shared_ptr<const Compilation> analyze_lowered(lowering::LoweredGraph lowere
   c->schedule = scheduler::schedule(c->lowered, so);
   c->module = codegen::generate_cpp(c->schedule, co);
   return c;
+}
+
+program::LogTopics log_topics(const CompileOptions& options) {
+  return options.logs ? program::LogTopics(*options.logs) : program::LogTopics::from_environment();
 }
 
 lowering::LoweringOptions lowering_options(const CompileOptions& options) {
@@ -136,7 +141,7 @@ lowering::LoweredGraph lower_graph(const ir::Graph& graph, const CompileOptions&
   if (make_target(options).has_library(driver::kMatmulLibrary)) {
     go.attention_blocks = &driver::runtime_attention_blocks;
   }
-  if (program::logs_enabled("graph_passes")) {
+  if (log_topics(options).enabled("graph_passes")) {
     go.after_pass = [](const std::string& pass, const ir::Graph& g) {
       std::cerr << "stax: graph after " << pass << ":\n" << ir::print_graph(g);
     };
