@@ -29,6 +29,7 @@
 #include "bindings/output_pool.h"
 #include "driver/compiler.h"
 #include "driver/explain.h"
+#include "driver/memory_stats.h"
 #include "driver/profile.h"
 #include "driver/tolerance.h"
 #include "eager/interpreter.h"
@@ -241,6 +242,43 @@ std::vector<std::tuple<std::string, OpParams>> op_schemas() {
   return schemas;
 }
 
+nb::dict pool_stats_dict() {
+  const runtime::BlockPoolStats s = output_pool_stats();
+  nb::dict d;
+  d["cached_blocks"] = s.cached_blocks;
+  d["cached_bytes"] = s.cached_bytes;
+  d["hits"] = s.hits;
+  d["misses"] = s.misses;
+  d["huge_page_blocks"] = s.huge_page_blocks;
+  d["trims"] = s.trims;
+  return d;
+}
+
+// stax.memory_stats(): the output pool, the loaded programs' arenas, and scratch memory.
+nb::dict memory_stats_dict() {
+  const driver::MemoryStats m = driver::memory_stats();
+  nb::list programs;
+  for (const driver::ProgramMemory& p : m.programs) {
+    nb::dict d;
+    d["library"] = p.library_path;
+    d["arena_bytes"] = p.arena_bytes;
+    d["held_bytes"] = p.arena_held_bytes;
+    d["scratch_bytes"] = p.scratch_bytes;
+    programs.append(d);
+  }
+  nb::dict arenas;
+  arenas["held_bytes"] = m.arena_held_bytes;
+  arenas["programs"] = programs;
+  nb::dict scratch;
+  scratch["program_bytes"] = m.scratch_bytes;
+  scratch["library_workspace_bytes"] = m.library_workspace_bytes;
+  nb::dict d;
+  d["output_pool"] = pool_stats_dict();
+  d["arenas"] = arenas;
+  d["scratch"] = scratch;
+  return d;
+}
+
 void translate_exception(const std::exception_ptr& error, void*) {
   try {
     std::rethrow_exception(error);
@@ -290,6 +328,9 @@ NB_MODULE(_C, m) {
           [](const CompiledGraph& c) { return c.compilation().module.output_slot_bytes; },
           "bytes of each output slot")
       .def_prop_ro("source", &CompiledGraph::source, "the generated C++")
+      .def_prop_ro(
+          "arena_bytes", [](const CompiledGraph& c) { return c.compilation().module.arena_bytes; },
+          "bytes of the intermediates' arena (0: none), one block per concurrent call")
       .def_prop_ro("cache_hit", &CompiledGraph::cache_hit,
                    "whether the kernel library came from the cache, without the C++ compiler")
       .def_prop_ro("library_path", &CompiledGraph::library_path)
@@ -411,21 +452,15 @@ NB_MODULE(_C, m) {
       "given back to the pool when the tensor is freed (output_pool.h)");
   m.def("output_pool_cached", &output_pool_cached,
         "(blocks, bytes) of freed outputs the pool keeps for the next calls");
-  m.def(
-      "output_pool_stats",
-      []() {
-        const runtime::BlockPoolStats s = output_pool_stats();
-        nb::dict d;
-        d["cached_blocks"] = s.cached_blocks;
-        d["cached_bytes"] = s.cached_bytes;
-        d["hits"] = s.hits;
-        d["misses"] = s.misses;
-        d["huge_page_blocks"] = s.huge_page_blocks;
-        d["trims"] = s.trims;
-        return d;
-      },
-      "the output pool's counters: cached blocks and bytes, hits, misses, blocks on huge pages, "
-      "trims");
+  m.def("memory_stats", &memory_stats_dict,
+        "output_pool: the output pool's counters (output_pool_stats); arenas: held_bytes, the "
+        "bytes the loaded programs' arenas hold now (kept for the next calls and in use), and "
+        "per program (library) its planned arena_bytes, held_bytes and scratch_bytes; scratch: "
+        "program_bytes (the programs' scratch blocks, cached and live) and "
+        "library_workspace_bytes (workspaces library calls keep between calls)");
+  m.def("output_pool_stats", &pool_stats_dict,
+        "the output pool's counters: cached blocks and bytes, hits, misses, blocks on huge pages, "
+        "trims");
   m.def("output_pool_trim", &output_pool_trim,
         "frees every block the output pool keeps; returns the bytes freed");
 }

@@ -81,6 +81,7 @@ GeneratedModule generate_cpp(const scheduler::Schedule& s, const CodegenOptions&
     module.kernels.push_back(summary);
   }
   module.externals = host.externals;
+  module.arena_bytes = host.arena_bytes;
   module.program_log = host.log;
   for (const program::Statement& st : host.body) {
     const auto* a = std::get_if<program::Allocate>(&st);

@@ -70,6 +70,8 @@ struct GeneratedModule {
   std::vector<KernelSummary> kernels;
   std::vector<OutputBinding> outputs;
   std::vector<int64_t> output_slot_bytes;
+  // Bytes of the intermediates' arena (plan_arena.cpp; 0: none), one block per concurrent call.
+  int64_t arena_bytes = 0;
   CodegenOptions options;
   std::vector<std::string> ir_log;  // with record_ir: the kernel IR after each pass
   // The library calls, by site index: the runtime builds a plan for each when it loads the

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "driver/external_calls.h"
+#include "driver/memory_stats.h"
 #include "driver/profile.h"
 #include "graph_passes/graph_passes.h"
 #include "ir/index_rule.h"
@@ -171,6 +172,8 @@ CompiledGraph compile_lowered(lowering::LoweredGraph lowered, const CompileOptio
   out.library_path_ = r.library_path;
   out.entry_ = r.library->symbol(out.compilation_->module.entry_point);
   out.library_ = r.library;
+  driver::register_program(out.library_, r.library_path, out.compilation_->module.arena_bytes,
+                           r.library->function<driver::MemoryHeldFn>("stax_memory_held"));
   // The library primitives are built now, once, not on every call.
   out.externals_ = std::make_shared<const driver::ExternalPlans>(
       out.compilation_->module.externals, out.compilation_->module.options.num_threads);
