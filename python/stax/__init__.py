@@ -41,4 +41,17 @@ def output_pool_stats() -> dict:
     return _C.output_pool_stats()
 
 
+
+def memory_stats() -> dict:
+    """What Stax holds besides the tensors it returned, from the C++ side:
+
+    * output_pool: the output pool's counters (as output_pool_stats());
+    * arenas: held_bytes, the bytes the loaded programs' arenas of intermediates hold now
+      (one block per concurrent call, kept for the next calls), and programs, one entry per
+      loaded program (its library, planned arena_bytes, held_bytes and scratch_bytes);
+    * scratch: program_bytes, the programs' other intermediates (cached and live), and
+      library_workspace_bytes, the workspaces library calls (oneDNN matmuls, convolutions,
+      attention) keep between calls."""
+    return _C.memory_stats()
+
 _register_backend()

@@ -24,7 +24,7 @@ import torch
 from torch._dynamo.backends.common import aot_autograd
 from torch._decomp import core_aten_decompositions, get_decompositions
 
-from . import aten_ops, debug, half_decompositions, random_ops
+from . import aten_ops, debug, dynamo_rewrites, half_decompositions, random_ops
 from .aten_ops import Unsupported
 from .options import Options
 from .partition import PartitionReport, node_problem, op_name, partition, translate_region
@@ -525,6 +525,7 @@ def stax_backend(gm: torch.fx.GraphModule, example_inputs, options: dict | None 
     if kwargs:
         raise ValueError(f"stax: unknown backend argument(s) {', '.join(sorted(kwargs))}")
     opts = Options.parse(options)
+    dynamo_rewrites.restore_addcdiv(gm)
     if _has_symbolic(example_inputs):
         debug.log(opts, "graph", "stax: symbolic sizes; compiling per concrete shape")
         return _PerShape(gm, opts)

@@ -21,6 +21,13 @@ ATen ops round where the kernel does. Probing torch 2.13's CPU kernels shows the
   log) stored in 16-bit buffers (see _log_softmax).
 * softmax over a dim other than the last: at the positions its scalar path handles, exp is
   rounded to the 16-bit dtype before the division (see _softmax).
+* addr: Vectorized<scalar_t> arithmetic with beta and alpha converted to the dtype, each
+  product and the sum rounded (see _addr); core ATen's computes in float32 and rounds once
+  (float16 OpInfo samples: one element a float16 ulp away).
+* soft_margin_loss: eager runs neg, mul, exp and log1p in place on a 16-bit buffer, so exp
+  overflows to inf in float16 where core ATen's float32 decomposition stays finite (an OpInfo
+  sample: 7.64 for eager's inf); then the mean or sum of the 16-bit losses (see
+  _soft_margin_loss).
 
 `round_as_eager` replaces, for 16-bit inputs only, these ops' decompositions by compositions of
 ATen ops that round where eager's kernel does (each step in the input's dtype for the second
@@ -69,6 +76,46 @@ def _linalg_cross(self, other, dim=-1):
         for i in range(3)
     ]
     return aten.cat.default(pieces, d)
+
+
+def _addr(self, vec1, vec2, *, beta=1, alpha=1):
+    """Eager's addr kernel (LinearAlgebraKernel.cpp) for a 16-bit dtype: beta and alpha
+    converted to the dtype, then beta * self + (alpha * vec1) * vec2 with every product and
+    the sum rounded to the dtype (Vectorized<scalar_t> arithmetic); self is not read when
+    beta is 0 (its NaNs do not propagate). Mixed dtypes keep the table's decomposition."""
+    dtype = vec1.dtype
+    if self.dtype != dtype or vec2.dtype != dtype or vec1.dim() != 1 or vec2.dim() != 1:
+        return NotImplemented
+    shape = (vec1.shape[0], vec2.shape[0])
+    try:
+        expands = self.dim() <= 2 and torch.broadcast_shapes(self.shape, shape) == shape
+    except RuntimeError:
+        expands = False
+    if not expands:
+        return NotImplemented  # the table's decomposition raises eager's error
+    if isinstance(beta, bool) or isinstance(alpha, bool):
+        return NotImplemented
+    beta, alpha = _in_dtype(beta, dtype), _in_dtype(alpha, dtype)
+    column = aten.view.default(vec1, [vec1.shape[0], 1])
+    outer = aten.mul.Tensor(aten.mul.Tensor(column, alpha), vec2)
+    if beta == 0:
+        return outer
+    return aten.add.Tensor(aten.mul.Tensor(self, beta), outer)
+
+
+def _soft_margin_loss(input, target, reduction=1):
+    """Eager's soft_margin_loss for 16-bit inputs: log1p(exp(-input * target)) computed in
+    place in the input's dtype, one ATen op (and one rounding) per step, so exp overflows to
+    inf where eager's does; then the mean (float32 sum, rounded once) or the sum."""
+    if target.dtype != input.dtype or input.shape != target.shape:
+        return NotImplemented
+    loss = aten.log1p.default(aten.exp.default(
+        aten.mul.Tensor(aten.neg.default(input), target)))
+    if reduction == 1:
+        return aten.mean.default(loss)
+    if reduction == 2:
+        return aten.sum.default(loss)
+    return loss
 
 
 def _round_through(t, dtype):
@@ -275,6 +322,8 @@ ROUNDED_AS_EAGER = {
     aten._log_softmax.default: _log_softmax,
     aten._softmax.default: _softmax,
     aten.linalg_cross.default: _linalg_cross,
+    aten.addr.default: _addr,
+    aten.soft_margin_loss.default: _soft_margin_loss,
     aten._native_batch_norm_legit_functional.default: _batch_norm_functional,
     aten._native_batch_norm_legit_no_training.default: _batch_norm_no_training,
     aten._native_batch_norm_legit.default: _batch_norm_in_place,

@@ -6,10 +6,15 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, fields
 
+from . import _C
+
 SIMD_LEVELS = ("", "avx512", "avx2", "scalar")
-# "graph_passes" and "program" are printed by the C++ side, which reads them from STAX_LOGS.
-LOG_TOPICS = ("fusion", "schedule", "ir", "output_code", "graph", "fallback", "graph_passes",
-              "program")
+# Topics this package prints; "ir" from the IR the C++ side records (Options.record_ir).
+PYTHON_LOG_TOPICS = ("fusion", "schedule", "ir", "output_code", "graph", "fallback")
+# One configuration serves both sides: the C++ side prints its other topics ("graph_passes",
+# "program") as this package's options name them (Options.cpp_logs), not from STAX_LOGS.
+CPP_LOG_TOPICS = tuple(t for t in _C.log_topics() if t not in PYTHON_LOG_TOPICS)
+LOG_TOPICS = PYTHON_LOG_TOPICS + CPP_LOG_TOPICS
 
 
 @dataclass(frozen=True)
@@ -18,7 +23,8 @@ class Options:
     threads: int | None = None
     # SIMD level of the generated code; "" is the widest this CPU runs.
     simd: str = ""
-    # Log topics printed to stderr (STAX_LOGS=fusion,schedule,ir,output_code adds to these).
+    # Log topics printed to stderr (LOG_TOPICS; those STAX_LOGS names add to these), by this
+    # package and by the C++ side.
     logs: tuple = ()
     # Directory for per-graph debug files (also STAX_DEBUG_DIR).
     debug_dir: str = ""
@@ -38,6 +44,11 @@ class Options:
     # Input mutations written by Stax's program into the inputs' memory (copy_ kept in the
     # graph); False lets AOTAutograd copy the returned values back (before/after measurements).
     mutations_in_place: bool = True
+
+    @property
+    def cpp_logs(self) -> list:
+        """The topics the C++ side prints while compiling (_C.compile's logs)."""
+        return [t for t in self.logs if t in CPP_LOG_TOPICS]
 
     @property
     def record_ir(self) -> bool:

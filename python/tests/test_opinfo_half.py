@@ -14,6 +14,11 @@ updates) in bfloat16 arithmetic, float16 ones in float32; up to 0.2 relative in 
 before half_decompositions.py modelled it (bitwise equal now). softmax over a dim other
 than the last: eager rounds exp to the 16-bit dtype before dividing at the positions its
 scalar path handles (a 16-bit ulp; bitwise equal now).
+addr, addcdiv and soft_margin_loss (issue 32, point 4; test_half_rounding.py has the single
+elements): addr's kernel rounds each product and the sum (a float16 ulp); Dynamo traces
+addcdiv(value=v) as div, mul and add, each rounding, where eager rounds once (0.17 relative in
+bfloat16); soft_margin_loss's exp overflows to inf in float16 in eager (7.64 for inf before).
+All three bitwise equal now.
 
 Cost: one compiled function per op (dynamic=False), evaluating every sample of the op in both
 dtypes in one graph. `python test_opinfo_half.py [backend]` prints the worst relative error per op
@@ -60,6 +65,9 @@ OPS = [
     ("nn.functional.hardtanh", ""),
     ("nn.functional.leaky_relu", ""),
     ("sigmoid", ""),
+    ("addr", ""),
+    ("addcdiv", ""),
+    ("nn.functional.soft_margin_loss", ""),
 ]
 DTYPES = [torch.bfloat16, torch.float16]
 

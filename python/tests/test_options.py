@@ -1,6 +1,7 @@
 """Backend options and threads: options={"threads": 1} compiles and runs right, an unknown
 option is an error naming it, and a compiled function stays right after
-torch.set_num_threads changes the thread count between calls (Stax reads it at every call)."""
+torch.set_num_threads changes the thread count between calls (Stax reads it at every call);
+options={"logs": ...} reach the C++ side's topics."""
 
 import pytest
 import torch
@@ -44,3 +45,28 @@ def test_set_num_threads_between_calls(backend):
         torch.set_num_threads(threads)
         x = random_values(shape, torch.float32, -1, 1)
         assert_same(compiled(x), fn(x), f"{threads} threads", **tolerance)
+
+
+def test_logs_option_reaches_the_cpp_side(is_stax, capfd, monkeypatch):
+    """options={"logs": ...} is the one log configuration of both sides (issue 32, point
+    4.2): the C++ side's topics print without STAX_LOGS, and only the topics named."""
+    if not is_stax:
+        return
+    monkeypatch.delenv("STAX_LOGS", raising=False)
+    x = random_values((8, 16), torch.float32, -1, 1)
+    torch.compile(fn, backend="stax", options={"logs": ("program",)})(x)
+    err = capfd.readouterr().err
+    assert "stax: host program after place_buffers" in err, err[-2000:]
+    assert "stax: graph after" not in err
+    torch._dynamo.reset()
+    torch.compile(fn, backend="stax", options={"logs": ("graph_passes",)})(x)
+    err = capfd.readouterr().err
+    assert "stax: graph after" in err and "host program" not in err, err[-2000:]
+
+
+def test_unknown_log_topic_is_an_error_naming_it(is_stax):
+    if not is_stax:
+        return
+    x = random_values((4, 5), torch.float32, -1, 1)
+    with pytest.raises(Exception, match="unknown log topic 'no_such_topic'"):
+        torch.compile(fn, backend="stax", options={"logs": ("program", "no_such_topic")})(x)

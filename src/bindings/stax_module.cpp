@@ -12,6 +12,7 @@
 // IndexError; everything else, the C++ compiler's failures (runtime::CompileError, whose
 // message holds the compiler output) included, RuntimeError.
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
@@ -28,6 +29,7 @@
 #include "bindings/output_pool.h"
 #include "driver/compiler.h"
 #include "driver/explain.h"
+#include "driver/memory_stats.h"
 #include "driver/profile.h"
 #include "driver/tolerance.h"
 #include "eager/interpreter.h"
@@ -35,6 +37,7 @@
 #include "ir/graph.h"
 #include "ir/index_rule.h"
 #include "ir/op_schema.h"
+#include "program/log_topics.h"
 #include "runtime/cache_info.h"
 #include "runtime/jit.h"
 #include "runtime/simd.h"
@@ -57,9 +60,12 @@ using InputInfo = std::tuple<std::string, std::string, std::vector<int64_t>, std
 using OutputInfo =
     std::tuple<bool, int, std::string, std::vector<int64_t>, std::vector<int64_t>, int64_t>;
 
+// `logs`: the topics the C++ side prints (program/log_topics.h); None: STAX_LOGS's.
 CompileOptions make_options(int num_threads, const std::string& simd, const std::string& cache_dir,
-                            bool record_ir, bool graph_passes) {
+                            bool record_ir, bool graph_passes,
+                            const std::optional<std::vector<std::string>>& logs) {
   CompileOptions options;
+  options.logs = logs;
   options.graph_passes = graph_passes;
   if (num_threads < 0) {
     throw std::invalid_argument("num_threads must be 0 (all hardware threads) or more, got " +
@@ -236,6 +242,43 @@ std::vector<std::tuple<std::string, OpParams>> op_schemas() {
   return schemas;
 }
 
+nb::dict pool_stats_dict() {
+  const runtime::BlockPoolStats s = output_pool_stats();
+  nb::dict d;
+  d["cached_blocks"] = s.cached_blocks;
+  d["cached_bytes"] = s.cached_bytes;
+  d["hits"] = s.hits;
+  d["misses"] = s.misses;
+  d["huge_page_blocks"] = s.huge_page_blocks;
+  d["trims"] = s.trims;
+  return d;
+}
+
+// stax.memory_stats(): the output pool, the loaded programs' arenas, and scratch memory.
+nb::dict memory_stats_dict() {
+  const driver::MemoryStats m = driver::memory_stats();
+  nb::list programs;
+  for (const driver::ProgramMemory& p : m.programs) {
+    nb::dict d;
+    d["library"] = p.library_path;
+    d["arena_bytes"] = p.arena_bytes;
+    d["held_bytes"] = p.arena_held_bytes;
+    d["scratch_bytes"] = p.scratch_bytes;
+    programs.append(d);
+  }
+  nb::dict arenas;
+  arenas["held_bytes"] = m.arena_held_bytes;
+  arenas["programs"] = programs;
+  nb::dict scratch;
+  scratch["program_bytes"] = m.scratch_bytes;
+  scratch["library_workspace_bytes"] = m.library_workspace_bytes;
+  nb::dict d;
+  d["output_pool"] = pool_stats_dict();
+  d["arenas"] = arenas;
+  d["scratch"] = scratch;
+  return d;
+}
+
 void translate_exception(const std::exception_ptr& error, void*) {
   try {
     std::rethrow_exception(error);
@@ -285,6 +328,9 @@ NB_MODULE(_C, m) {
           [](const CompiledGraph& c) { return c.compilation().module.output_slot_bytes; },
           "bytes of each output slot")
       .def_prop_ro("source", &CompiledGraph::source, "the generated C++")
+      .def_prop_ro(
+          "arena_bytes", [](const CompiledGraph& c) { return c.compilation().module.arena_bytes; },
+          "bytes of the intermediates' arena (0: none), one block per concurrent call")
       .def_prop_ro("cache_hit", &CompiledGraph::cache_hit,
                    "whether the kernel library came from the cache, without the C++ compiler")
       .def_prop_ro("library_path", &CompiledGraph::library_path)
@@ -308,28 +354,31 @@ NB_MODULE(_C, m) {
       "compile",
       [](const std::string& text, const std::string& filename, int num_threads,
          const std::string& simd, const std::string& cache_dir, bool record_ir, bool graph_passes,
-         bool outputs_in_mapped_memory) {
+         bool outputs_in_mapped_memory, const std::optional<std::vector<std::string>>& logs) {
         CompileOptions options =
-            make_options(num_threads, simd, cache_dir, record_ir, graph_passes);
+            make_options(num_threads, simd, cache_dir, record_ir, graph_passes, logs);
         options.outputs_in_mapped_memory = outputs_in_mapped_memory;
         nb::gil_scoped_release release;
         return stax::compile(ir::parse_graph(text, filename), options);
       },
       "text"_a, "filename"_a = "<graph>", nb::kw_only(), "num_threads"_a = 0, "simd"_a = "",
       "cache_dir"_a = "", "record_ir"_a = false, "graph_passes"_a = true,
-      "outputs_in_mapped_memory"_a = false,
-      "Parses Stax graph text and compiles it (lowering, scheduling, C++ generation, JIT).");
+      "outputs_in_mapped_memory"_a = false, "logs"_a = nb::none(),
+      "Parses Stax graph text and compiles it (lowering, scheduling, C++ generation, JIT). "
+      "logs: the topics printed to stderr while compiling (log_topics()); None: those "
+      "STAX_LOGS names.");
 
   m.def(
       "explain",
       [](const std::string& text, const std::string& filename, int num_threads,
-         const std::string& simd, bool ir, bool graph_passes) {
-        const CompileOptions options = make_options(num_threads, simd, "", ir, graph_passes);
+         const std::string& simd, bool ir, bool graph_passes,
+         const std::optional<std::vector<std::string>>& logs) {
+        const CompileOptions options = make_options(num_threads, simd, "", ir, graph_passes, logs);
         nb::gil_scoped_release release;
         return explain_text(*stax::analyze(ir::parse_graph(text, filename), options));
       },
       "text"_a, "filename"_a = "<graph>", nb::kw_only(), "num_threads"_a = 0, "simd"_a = "",
-      "ir"_a = false, "graph_passes"_a = true,
+      "ir"_a = false, "graph_passes"_a = true, "logs"_a = nb::none(),
       "What `stax explain` prints for the graph (with ir=True also the kernel IR after every "
       "pass), without running the C++ compiler.");
 
@@ -350,6 +399,8 @@ NB_MODULE(_C, m) {
       },
       "the data-cache sizes code generation plans with on this machine (tile sizes, the "
       "streaming-store threshold): cache line, L1d and L2 per core, the shared last level");
+  m.def("log_topics", &program::known_log_topics,
+        "the log topics the C++ side prints to stderr (compile's logs, STAX_LOGS)");
   m.def("supported_simd_levels", &supported_simd_levels,
         "the SIMD levels this CPU runs, widest first");
   m.def("op_schemas", &op_schemas,
@@ -401,21 +452,15 @@ NB_MODULE(_C, m) {
       "given back to the pool when the tensor is freed (output_pool.h)");
   m.def("output_pool_cached", &output_pool_cached,
         "(blocks, bytes) of freed outputs the pool keeps for the next calls");
-  m.def(
-      "output_pool_stats",
-      []() {
-        const runtime::BlockPoolStats s = output_pool_stats();
-        nb::dict d;
-        d["cached_blocks"] = s.cached_blocks;
-        d["cached_bytes"] = s.cached_bytes;
-        d["hits"] = s.hits;
-        d["misses"] = s.misses;
-        d["huge_page_blocks"] = s.huge_page_blocks;
-        d["trims"] = s.trims;
-        return d;
-      },
-      "the output pool's counters: cached blocks and bytes, hits, misses, blocks on huge pages, "
-      "trims");
+  m.def("memory_stats", &memory_stats_dict,
+        "output_pool: the output pool's counters (output_pool_stats); arenas: held_bytes, the "
+        "bytes the loaded programs' arenas hold now (kept for the next calls and in use), and "
+        "per program (library) its planned arena_bytes, held_bytes and scratch_bytes; scratch: "
+        "program_bytes (the programs' scratch blocks, cached and live) and "
+        "library_workspace_bytes (workspaces library calls keep between calls)");
+  m.def("output_pool_stats", &pool_stats_dict,
+        "the output pool's counters: cached blocks and bytes, hits, misses, blocks on huge pages, "
+        "trims");
   m.def("output_pool_trim", &output_pool_trim,
         "frees every block the output pool keeps; returns the bytes freed");
 }

@@ -62,7 +62,7 @@ GeneratedModule generate_cpp(const scheduler::Schedule& s, const CodegenOptions&
   kernel::PipelineOptions pipeline;
   pipeline.target = options;  // the target::Target part
   pipeline.verify = options.verify_ir;
-  const bool log_ir = program::logs_enabled("ir");
+  const bool log_ir = options.logs.enabled("ir");
   if (options.record_ir || log_ir) {
     pipeline.after_pass = [&](const std::string& pass, const kernel::Kernel& k) {
       std::string text = kernel::describe_after_pass(pass, k);
@@ -70,7 +70,8 @@ GeneratedModule generate_cpp(const scheduler::Schedule& s, const CodegenOptions&
       if (options.record_ir) module.ir_log.push_back(std::move(text));
     };
   }
-  const program::HostProgram host = program::build_host_program(s, pipeline, options.memory);
+  const program::HostProgram host =
+      program::build_host_program(s, pipeline, options.memory, options.logs);
   module.source = program::print_host_program(host, options.simd, options.num_threads);
   for (const program::KernelFunction& f : host.functions) {
     KernelSummary summary;
@@ -80,6 +81,7 @@ GeneratedModule generate_cpp(const scheduler::Schedule& s, const CodegenOptions&
     module.kernels.push_back(summary);
   }
   module.externals = host.externals;
+  module.arena_bytes = host.arena_bytes;
   module.program_log = host.log;
   for (const program::Statement& st : host.body) {
     const auto* a = std::get_if<program::Allocate>(&st);

@@ -11,6 +11,7 @@
 
 #include "lowering/loop_ir.h"
 #include "program/host_program.h"
+#include "program/log_topics.h"
 #include "runtime/cache_info.h"
 #include "runtime/simd.h"
 #include "scheduler/schedule.h"
@@ -27,9 +28,11 @@ using program::kStatusOutOfMemory;
 
 // The target (ISA, threads, caches, libraries: target/target.h) plus what to record.
 struct CodegenOptions : target::Target {
-  // Keep the kernel IR after every pass in GeneratedModule::ir_log (explain --ir). The IR is
-  // also printed to stderr when STAX_LOGS names `ir` (a comma-separated list).
+  // Keep the kernel IR after every pass in GeneratedModule::ir_log (explain --ir).
   bool record_ir = false;
+  // Printed to stderr: the kernel IR after every pass (`ir`), the host program after every
+  // pass (`program`).
+  program::LogTopics logs;
   // Verify the kernel IR after every pass (also on in debug builds, see kernel/verifier.h).
   bool verify_ir = false;
   // Where intermediates live (program/host_program.h).
@@ -67,6 +70,8 @@ struct GeneratedModule {
   std::vector<KernelSummary> kernels;
   std::vector<OutputBinding> outputs;
   std::vector<int64_t> output_slot_bytes;
+  // Bytes of the intermediates' arena (plan_arena.cpp; 0: none), one block per concurrent call.
+  int64_t arena_bytes = 0;
   CodegenOptions options;
   std::vector<std::string> ir_log;  // with record_ir: the kernel IR after each pass
   // The library calls, by site index: the runtime builds a plan for each when it loads the

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "driver/external_calls.h"
+#include "driver/memory_stats.h"
 #include "driver/profile.h"
 #include "graph_passes/graph_passes.h"
 #include "ir/index_rule.h"
@@ -107,6 +108,7 @@ std::shared_ptr<const Compilation> analyze_lowered(lowering::LoweredGraph lowere
   codegen::CodegenOptions co;
   static_cast<target::Target&>(co) = make_target(options);
   co.record_ir = options.record_ir;
+  co.logs = log_topics(options);
   co.memory.arena = options.memory_arena;
   co.memory.reuse = options.reuse_buffers;
   scheduler::ScheduleOptions so;
@@ -120,6 +122,10 @@ std::shared_ptr<const Compilation> analyze_lowered(lowering::LoweredGraph lowere
   c->schedule = scheduler::schedule(c->lowered, so);
   c->module = codegen::generate_cpp(c->schedule, co);
   return c;
+}
+
+program::LogTopics log_topics(const CompileOptions& options) {
+  return options.logs ? program::LogTopics(*options.logs) : program::LogTopics::from_environment();
 }
 
 lowering::LoweringOptions lowering_options(const CompileOptions& options) {
@@ -136,7 +142,7 @@ lowering::LoweredGraph lower_graph(const ir::Graph& graph, const CompileOptions&
   if (make_target(options).has_library(driver::kMatmulLibrary)) {
     go.attention_blocks = &driver::runtime_attention_blocks;
   }
-  if (program::logs_enabled("graph_passes")) {
+  if (log_topics(options).enabled("graph_passes")) {
     go.after_pass = [](const std::string& pass, const ir::Graph& g) {
       std::cerr << "stax: graph after " << pass << ":\n" << ir::print_graph(g);
     };
@@ -166,6 +172,8 @@ CompiledGraph compile_lowered(lowering::LoweredGraph lowered, const CompileOptio
   out.library_path_ = r.library_path;
   out.entry_ = r.library->symbol(out.compilation_->module.entry_point);
   out.library_ = r.library;
+  driver::register_program(out.library_, r.library_path, out.compilation_->module.arena_bytes,
+                           r.library->function<driver::MemoryHeldFn>("stax_memory_held"));
   // The library primitives are built now, once, not on every call.
   out.externals_ = std::make_shared<const driver::ExternalPlans>(
       out.compilation_->module.externals, out.compilation_->module.options.num_threads);

@@ -12,6 +12,7 @@
 #include "codegen/cpp_codegen.h"
 #include "ir/graph.h"
 #include "lowering/lowering.h"
+#include "program/log_topics.h"
 #include "runtime/tensor.h"
 #include "scheduler/schedule.h"
 
@@ -51,7 +52,13 @@ struct CompileOptions {
   // Run the graph passes (graph_passes/graph_passes.h) before lowering; false: the graph is
   // lowered as written (what before/after measurements of a pass compare).
   bool graph_passes = true;
+  // The topics the C++ side prints to stderr (program/log_topics.h); none given: the ones
+  // STAX_LOGS names. torch.compile's options={"logs": ...} arrive here.
+  std::optional<std::vector<std::string>> logs;
 };
+
+// CompileOptions::logs, or STAX_LOGS's topics where it is not set.
+program::LogTopics log_topics(const CompileOptions& options);
 
 // Everything known about a graph before the C++ compiler runs.
 struct Compilation {

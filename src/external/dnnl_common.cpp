@@ -4,6 +4,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <new>
 
@@ -64,12 +65,25 @@ Buffer allocate(size_t bytes) {
   return Buffer(p);
 }
 
+namespace {
+std::atomic<size_t> g_kept_bytes{0};
+}  // namespace
+
+BufferPool::~BufferPool() {
+  g_kept_bytes -= free_.size() * bytes_;
+}
+
+size_t BufferPool::kept_bytes() {
+  return g_kept_bytes.load();
+}
+
 Buffer BufferPool::take() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!free_.empty()) {
       Buffer b = std::move(free_.back());
       free_.pop_back();
+      g_kept_bytes -= bytes_;
       return b;
     }
   }
@@ -79,6 +93,7 @@ Buffer BufferPool::take() {
 void BufferPool::give(Buffer buffer) {
   std::lock_guard<std::mutex> lock(mutex_);
   free_.push_back(std::move(buffer));
+  g_kept_bytes += bytes_;
 }
 
 }  // namespace stax::external::detail

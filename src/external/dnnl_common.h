@@ -84,9 +84,14 @@ class ProbeAnswers {
 class BufferPool {
  public:
   explicit BufferPool(size_t bytes) : bytes_(bytes) {}
+  ~BufferPool();
+  BufferPool(const BufferPool&) = delete;
+  BufferPool& operator=(const BufferPool&) = delete;
   size_t bytes() const { return bytes_; }
   Buffer take();
   void give(Buffer buffer);
+  // Bytes that every pool of the process keeps for the next runs (stax.memory_stats()).
+  static size_t kept_bytes();
 
  private:
   size_t bytes_;

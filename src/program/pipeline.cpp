@@ -1,26 +1,18 @@
 // The host program's passes, in order (issue 14, point 1). Each is logged after it runs when
-// STAX_LOGS names `program`.
+// the log topics name `program`.
 #include "program/pipeline.h"
 
-#include <cstdlib>
 #include <iostream>
 #include <sstream>
 
 namespace stax::program {
 
-bool logs_enabled(const std::string& topic) {
-  const char* env = std::getenv("STAX_LOGS");
-  if (env == nullptr) return false;
-  const std::string list = std::string(",") + env + ",";
-  return list.find("," + topic + ",") != std::string::npos;
-}
-
 HostProgram build_host_program(const scheduler::Schedule& schedule,
                                const kernel::PipelineOptions& kernel_options,
-                               const MemoryOptions& memory) {
+                               const MemoryOptions& memory, const LogTopics& logs) {
   HostProgram program;
   program.schedule = &schedule;
-  const bool log = logs_enabled("program");
+  const bool log = logs.enabled("program");
   auto after = [&](const char* pass) {
     if (log) std::cerr << "stax: host program after " << pass << ":\n" << describe_program(program);
   };

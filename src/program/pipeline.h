@@ -1,15 +1,16 @@
 // Building the host program of a schedule: the passes in order (pipeline.cpp lists them in one
-// function), each loggable with STAX_LOGS=program.
+// function), each logged when the log topics name `program`.
 #pragma once
 
 #include "kernel/pipeline.h"
 #include "program/host_program.h"
+#include "program/log_topics.h"
 
 namespace stax::program {
 
 HostProgram build_host_program(const scheduler::Schedule& schedule,
                                const kernel::PipelineOptions& kernel_options,
-                               const MemoryOptions& memory = {});
+                               const MemoryOptions& memory = {}, const LogTopics& logs = {});
 
 // The passes (one file each).
 // Each fused node in execution order becomes a step: loop nests through the kernel pipeline,
@@ -27,10 +28,7 @@ void plan_arena(HostProgram& program);
 // same dtype and size where that raises no peak.
 void reuse_buffers(HostProgram& program);
 
-// Whether STAX_LOGS (a comma-separated list) names `topic` ("program", "ir").
-bool logs_enabled(const std::string& topic);
-
-// A readable dump of the program after a pass (STAX_LOGS=program).
+// A readable dump of the program after a pass (the log topic `program`).
 std::string describe_program(const HostProgram& program);
 
 }  // namespace stax::program

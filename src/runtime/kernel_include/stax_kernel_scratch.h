@@ -14,6 +14,10 @@
 // at most kArenaSlots blocks are kept, so calls from many threads at once each get their own
 // block and the extra ones are freed.
 //
+// What a program holds (its arena blocks, kept and in use; its scratch blocks, cached and live)
+// is what stax_memory_held reports, which the runtime sums over the loaded programs
+// (driver/memory_stats.h, stax.memory_stats()).
+//
 // One cache per loaded program (the state is static to the program's translation unit), so
 // it holds at most the bytes that the program's own calls freed, bounded by
 // kStaxScratchCacheLimit, and is given back when the program is unloaded. Small blocks go
@@ -23,6 +27,8 @@
 
 #include <cstdint>
 #include <cstdlib>
+
+#include "stax_kernel_abi.h"  // STAX_KERNEL_EXPORT
 
 namespace stax::scratch {
 namespace {  // each program its own cache: nothing shared across loaded programs
@@ -37,6 +43,7 @@ struct Cache {
   volatile bool locked;  // a spin lock: allocation happens between kernels, not inside them
   int count;
   size_t cached_bytes;
+  size_t live_bytes;          // handed out by stax_alloc and not yet freed (atomic updates)
   void* blocks[kCacheSlots];  // the block addresses (header included)
   size_t sizes[kCacheSlots];  // their usable sizes
 };
@@ -60,6 +67,8 @@ struct ArenaPool {
   volatile bool locked;
   int count;
   void* blocks[kArenaSlots];
+  size_t block_bytes;  // the program's arena size (rounded), the same for every block
+  int in_use;          // blocks calls hold now
 };
 
 inline ArenaPool& arena_pool() {
@@ -131,6 +140,7 @@ static inline void* stax_alloc(int64_t nbytes) {
     if (block == nullptr) return nullptr;
   }
   *static_cast<size_t*>(block) = rounded;
+  __atomic_add_fetch(&cache().live_bytes, rounded, __ATOMIC_RELAXED);
   return static_cast<char*>(block) + kHeaderBytes;
 }
 
@@ -139,20 +149,32 @@ static inline void stax_free(void* p) {
   using namespace stax::scratch;
   if (p == nullptr) return;
   void* block = static_cast<char*>(p) - kHeaderBytes;
-  if (!keep(block, *static_cast<size_t*>(block))) std::free(block);
+  const size_t bytes = *static_cast<size_t*>(block);
+  __atomic_sub_fetch(&cache().live_bytes, bytes, __ATOMIC_RELAXED);
+  if (!keep(block, bytes)) std::free(block);
 }
 
 // The program's arena of `nbytes` (the same on every call of one program), 64-byte aligned;
 // NULL on failure. Give it back with stax_arena_release.
 static inline void* stax_arena_acquire(int64_t nbytes) {
   using namespace stax::scratch;
+  size_t rounded = (static_cast<size_t>(nbytes) + kAlignment - 1) & ~(kAlignment - 1);
+  if (rounded == 0) rounded = kAlignment;
   {
     ArenaLock lock;
     ArenaPool& p = arena_pool();
-    if (p.count > 0) return p.blocks[--p.count];
+    p.block_bytes = rounded;
+    if (p.count > 0) {
+      ++p.in_use;
+      return p.blocks[--p.count];
+    }
   }
-  const size_t rounded = (static_cast<size_t>(nbytes) + kAlignment - 1) & ~(kAlignment - 1);
-  return std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded);
+  void* block = std::aligned_alloc(kAlignment, rounded);
+  if (block != nullptr) {
+    ArenaLock lock;
+    ++arena_pool().in_use;
+  }
+  return block;
 }
 
 static inline void stax_arena_release(void* block) {
@@ -161,12 +183,28 @@ static inline void stax_arena_release(void* block) {
   {
     ArenaLock lock;
     ArenaPool& p = arena_pool();
+    --p.in_use;
     if (p.count < kArenaSlots) {
       p.blocks[p.count++] = block;
       return;
     }
   }
   std::free(block);
+}
+
+// The bytes this program holds: its arena blocks (kept for the next calls and held by calls
+// now) and its scratch blocks (cached for the next calls and live). Read by the runtime
+// through dlsym (driver/memory_stats.cpp); every program exports its own.
+STAX_KERNEL_EXPORT void stax_memory_held(int64_t* arena_bytes, int64_t* scratch_bytes) {
+  using namespace stax::scratch;
+  {
+    ArenaLock lock;
+    const ArenaPool& p = arena_pool();
+    *arena_bytes = static_cast<int64_t>(p.block_bytes * static_cast<size_t>(p.count + p.in_use));
+  }
+  Lock lock;
+  *scratch_bytes = static_cast<int64_t>(cache().cached_bytes +
+                                        __atomic_load_n(&cache().live_bytes, __ATOMIC_RELAXED));
 }
 
 #endif  // STAX_KERNEL_SCRATCH_H_
