@@ -156,6 +156,10 @@ json explain_json(const Compilation& c) {
           external::choose_attention_blocks(driver::attention_spec(*e.call->attention, e));
       externals.back()["blocks"] = {
           {"query_rows", b.query_rows}, {"keys", b.keys}, {"reason", b.reason}};
+      externals.back()["packing"] =
+          external::choose_attention_packing(driver::attention_spec(*e.call->attention, e),
+                                             e.call->attention->backward)
+              .reason;
     }
     if (e.call->convolution) {
       const lowering::ConvolutionWindow& w = *e.call->convolution;
@@ -375,6 +379,8 @@ std::string explain_text(const Compilation& c, bool verbose) {
         const auto& b = e["blocks"];
         out << "    blocks of " << b["query_rows"].get<int64_t>() << " query rows x "
             << b["keys"].get<int64_t>() << " keys: " << b["reason"].get<std::string>() << "\n";
+        if (e.contains("packing"))
+          out << "    operands: " << e["packing"].get<std::string>() << "\n";
       }
     }
   }

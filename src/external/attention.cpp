@@ -228,14 +228,14 @@ View4 View4::of(const StridedOperand& operand) {
   return v;
 }
 
-Operand2 operand_use(const View4& view) {
+Operand2 operand_use(const View4& view, bool pack) {
   Operand2 use;
   const int64_t rows = view.size[2], cols = view.size[3];
   use.rs = view.stride[2];
   use.cs = view.stride[3];
   if (cols <= 1) use.cs = 1;
   if (rows <= 1) use.rs = cols;
-  use.packed = use.cs != 1 || use.rs < cols;
+  use.packed = pack || use.cs != 1 || use.rs < cols;
   if (use.packed) {
     use.rs = cols;
     use.cs = 1;
@@ -264,20 +264,40 @@ dnnl::memory::desc matrix_desc(int64_t rows, int64_t cols, int64_t rs, int64_t c
 
 }  // namespace
 
-const Gemm& GemmCache::get(const GemmKey& key) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto& slot = gemms_[key];
-  if (slot) return *slot;
-  using dt = dnnl::memory::data_type;
-  const dt operand = *library_dtype(dtype_);
-  OmpThreads one(1);  // the products run inside the plan's parallel region, one per thread
-  // Before any question to oneDNN, which may divide by zero on these sizes (spec_check.h).
+std::string block_product_over_32_bits(const GemmKey& key) {
   const int64_t a_sizes[] = {key.m, key.k}, a_strides[] = {key.a_rs, key.a_cs};
   const int64_t b_sizes[] = {key.k, key.n}, b_strides[] = {key.b_rs, key.b_cs};
   const int64_t c_sizes[] = {key.m, key.n}, c_strides[] = {key.c_ld, 1};
   std::string over = detail::over_32_bits("a", a_sizes, a_strides);
   if (over.empty()) over = detail::over_32_bits("b", b_sizes, b_strides);
   if (over.empty()) over = detail::over_32_bits("c", c_sizes, c_strides);
+  return over;
+}
+
+dnnl::matmul::primitive_desc block_product_desc(DType dtype, const GemmKey& key) {
+  using dt = dnnl::memory::data_type;
+  const dt operand = *library_dtype(dtype);
+  const dnnl::memory::desc a = matrix_desc(key.m, key.k, key.a_rs, key.a_cs, operand);
+  const dnnl::memory::desc b = matrix_desc(key.k, key.n, key.b_rs, key.b_cs, operand);
+  const dnnl::memory::desc c = matrix_desc(key.m, key.n, key.c_ld, 1, dt::f32);
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  if (key.scale != 1.0f) attr.set_output_scales(0, {key.scale});
+  if (key.sum) {
+    dnnl::post_ops post_ops;
+    post_ops.append_sum(1.0f);
+    attr.set_post_ops(post_ops);
+  }
+  return dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, b, c), attr, cpu_engine());
+}
+
+const Gemm& GemmCache::get(const GemmKey& key) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto& slot = gemms_[key];
+  if (slot) return *slot;
+  OmpThreads one(1);  // the products run inside the plan's parallel region, one per thread
+  // Before any question to oneDNN, which may divide by zero on these sizes (spec_check.h).
+  const std::string over = block_product_over_32_bits(key);
   if (!over.empty()) {
     throw LibraryError(what_ + ": its block product " + std::to_string(key.m) + "x" +
                        std::to_string(key.k) + " @ " + std::to_string(key.k) + "x" +
@@ -285,19 +305,10 @@ const Gemm& GemmCache::get(const GemmKey& key) {
   }
   auto gemm = std::make_unique<Gemm>();
   try {
-    gemm->a = matrix_desc(key.m, key.k, key.a_rs, key.a_cs, operand);
-    gemm->b = matrix_desc(key.k, key.n, key.b_rs, key.b_cs, operand);
-    gemm->c = matrix_desc(key.m, key.n, key.c_ld, 1, dt::f32);
-    dnnl::primitive_attr attr;
-    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    if (key.scale != 1.0f) attr.set_output_scales(0, {key.scale});
-    if (key.sum) {
-      dnnl::post_ops post_ops;
-      post_ops.append_sum(1.0f);
-      attr.set_post_ops(post_ops);
-    }
-    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(gemm->a, gemm->b, gemm->c), attr,
-                                    cpu_engine());
+    const dnnl::matmul::primitive_desc pd = block_product_desc(dtype_, key);
+    gemm->a = pd.src_desc();
+    gemm->b = pd.weights_desc();
+    gemm->c = pd.dst_desc();
     if (detail::is_reference(pd.impl_info_str())) {
       throw LibraryError(what_ + ": oneDNN has only its reference kernel for the block product " +
                          std::to_string(key.m) + "x" + std::to_string(key.k) + " @ " +
@@ -676,9 +687,11 @@ std::unique_ptr<AttentionPlan> AttentionPlan::create(const AttentionSpec& spec, 
   p.lse = View4::of(spec.lse);
   p.has_mask = spec.mask.has_value();
   if (p.has_mask) p.mask = View4::of(*spec.mask);
-  p.q_use = detail::operand_use(p.q);
-  p.k_use = detail::operand_use(p.k);
-  p.v_use = detail::operand_use(p.v);
+  // Packed where the layout or oneDNN's kernel choice asks for it (attention_packing.cpp).
+  const AttentionPacking packing = choose_attention_packing(spec, backward);
+  p.q_use = detail::operand_use(p.q, packing.query);
+  p.k_use = detail::operand_use(p.k, packing.key);
+  p.v_use = detail::operand_use(p.v, packing.value);
   if (backward) {
     p.grad_out = View4::of(spec.grad_out);
     p.out_in = View4::of(spec.out_in);
@@ -686,7 +699,7 @@ std::unique_ptr<AttentionPlan> AttentionPlan::create(const AttentionSpec& spec, 
     p.dq = View4::of(spec.grad_query);
     p.dk = View4::of(spec.grad_key);
     p.dv = View4::of(spec.grad_value);
-    p.go_use = detail::operand_use(p.grad_out);
+    p.go_use = detail::operand_use(p.grad_out, packing.grad_out);
   }
   p.gemms = std::make_unique<detail::GemmCache>(spec.dtype, spec.describe());
   // The block products a run makes, built now (a run builds any other on first use). Their

@@ -82,6 +82,15 @@ struct AttentionBlocks {
 };
 AttentionBlocks choose_attention_blocks(const AttentionSpec& spec);
 
+// How the block products read each operand: in place, or packed per block into dense rows
+// where its layout needs it (columns not contiguous) or where oneDNN would run a slower kernel
+// on it in place than on dense rows (attention_packing.cpp says why and what was measured).
+struct AttentionPacking {
+  bool query = false, key = false, value = false, grad_out = false;
+  std::string reason;
+};
+AttentionPacking choose_attention_packing(const AttentionSpec& spec, bool backward);
+
 // Why `spec` is not one the runtime runs (sizes that disagree, a dtype it does not take,
 // overlapping outputs), or nullopt. The forward fields are always checked; `backward` also
 // checks the backward's.

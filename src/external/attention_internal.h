@@ -38,6 +38,13 @@ struct GemmKey {
   auto operator<=>(const GemmKey&) const = default;
 };
 
+// The descriptor of a block product's primitive: what GemmCache builds and what the packing
+// decision (attention_packing.cpp) asks oneDNN about.
+dnnl::matmul::primitive_desc block_product_desc(DType dtype, const GemmKey& key);
+// Which size or stride of the product oneDNN's 32-bit arithmetic cannot take (spec_check.h),
+// or empty: asked before block_product_desc, which may divide by zero on such sizes.
+std::string block_product_over_32_bits(const GemmKey& key);
+
 struct Gemm {
   dnnl::matmul primitive;
   dnnl::memory::desc a, b, c, scratchpad;
@@ -74,12 +81,13 @@ void run_gemm(GemmCache& cache, const GemmKey& key, const void* a, const void* b
               Workspace& workspace);
 
 // How an operand is used by the products: in place (unit column stride, rows apart by at
-// least a row) or packed per block into the workspace.
+// least a row) or packed per block into the workspace; `pack` packs it whatever its layout
+// (choose_attention_packing's decision).
 struct Operand2 {
   bool packed = false;
   int64_t rs = 0, cs = 1;  // strides of the rows and columns of one [rows, cols] matrix
 };
-Operand2 operand_use(const View4& view);
+Operand2 operand_use(const View4& view, bool pack = false);
 
 // Copies rows x cols of a strided matrix of `element` bytes into a dense row-major buffer.
 void pack_matrix(const char* src, int64_t rs, int64_t cs, int64_t rows, int64_t cols,

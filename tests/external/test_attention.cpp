@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "external/attention.h"
+#include "external/attention_internal.h"
 #include "external/host_loops.h"
 
 namespace stax::external {
@@ -469,6 +470,55 @@ TEST(Attention, NonContiguousOperandsAndOutputs) {
     c.causal = true;
     Case(c).run_and_check();
   }
+}
+
+// Heads read in place out of a [B, L, H, E] projection have rows H * E apart. Each operand
+// is packed per block exactly where oneDNN would run another kernel on it in place than on
+// dense rows (oneDNN 2.6 runs AMX only on dense leading dimensions; elsewhere both may be the
+// same kernel and the operand stays in place): the decision asks oneDNN, so the expectation
+// here asks it too, and the results hold either way.
+TEST(Attention, OperandsArePackedWhereOneDnnRunsAnotherKernelInPlace) {
+  for (DType dt : kDtypes) {
+    for (bool backward : {false, true}) {
+      Config c = config(dt, 1, 4, 4, 64, 64, 32, 32);
+      c.qkv_order = {0, 2, 1, 3};  // rows Hq * E = 128 elements apart
+      c.out_order = {0, 2, 1, 3};
+      Case cs(c);
+      const AttentionPacking packing = choose_attention_packing(cs.spec, backward);
+      const AttentionBlocks blocks = choose_attention_blocks(cs.spec);
+      const int64_t m = std::min<int64_t>(blocks.query_rows, 64),
+                    n = std::min<int64_t>(blocks.keys, 64);
+      const auto scale = static_cast<float>(cs.spec.scale);
+      auto impl = [&](const detail::GemmKey& key) {
+        detail::OmpThreads one(1);
+        return detail::block_product_desc(dt, key).impl_info_str();
+      };
+      const std::string dense = impl({m, n, 32, 32, 1, 1, 32, n, scale, false});
+      const bool query_differs = impl({m, n, 32, 128, 1, 1, 32, n, scale, false}) != dense;
+      const bool key_differs = impl({m, n, 32, 32, 1, 1, 128, n, scale, false}) != dense;
+      const bool value_differs = impl({m, 32, n, n, 1, 128, 1, 32, 1.0f, false}) !=
+                                 impl({m, 32, n, n, 1, 32, 1, 32, 1.0f, false});
+      SCOPED_TRACE(c.name() + ": " + packing.reason);
+      EXPECT_EQ(packing.query, query_differs);
+      EXPECT_EQ(packing.key, key_differs);
+      EXPECT_EQ(packing.value, value_differs);
+      EXPECT_NE(packing.reason.find(query_differs ? "query packed per block: oneDNN runs " + dense
+                                                  : "query read in place"),
+                std::string::npos);
+      cs.run_and_check();
+    }
+  }
+  // Dense rows need no decision; a non-unit inner stride is packed by its layout.
+  Case dense(config(DType::BFloat16, 1, 2, 2, 16, 16, 16, 16));
+  EXPECT_EQ(choose_attention_packing(dense.spec, false).reason,
+            "every operand read in place (dense rows)");
+  Config strided = config(DType::Float32, 1, 2, 2, 16, 16, 16, 16);
+  strided.qkv_order = {1, 0, 3, 2};
+  const AttentionPacking by_layout = choose_attention_packing(Case(strided).spec, false);
+  EXPECT_TRUE(by_layout.query && by_layout.key && by_layout.value);
+  EXPECT_EQ(by_layout.reason.rfind("query, key, value packed per block (columns not contiguous", 0),
+            0u)
+      << by_layout.reason;
 }
 
 TEST(Attention, OddSizes) {
