@@ -22,10 +22,32 @@ std::atomic<bool> g_counting{false};
 std::atomic<long long> g_allocations{0};
 }  // namespace
 
-void* operator new(std::size_t size) {
+// Every non-aligned form of operator new and delete is replaced, all over malloc and free:
+// a form left to the runtime would pair its allocation with this file's free (std::stable_sort's
+// temporary buffer takes the nothrow new), a mismatch AddressSanitizer reports. The aligned forms
+// stay the runtime's, on both sides.
+namespace {
+void* counted_malloc(std::size_t size) noexcept {
   if (g_counting.load(std::memory_order_relaxed)) g_allocations.fetch_add(1);
-  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
+  return std::malloc(size == 0 ? 1 : size);
+}
+void* counted_new(std::size_t size) {
+  if (void* p = counted_malloc(size)) return p;
   throw std::bad_alloc();
+}
+}  // namespace
+
+void* operator new(std::size_t size) {
+  return counted_new(size);
+}
+void* operator new[](std::size_t size) {
+  return counted_new(size);
+}
+void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
+  return counted_malloc(size);
+}
+void* operator new[](std::size_t size, const std::nothrow_t&) noexcept {
+  return counted_malloc(size);
 }
 // GCC takes free() in a replacement operator delete for a mismatch with the operator new it
 // replaces; here both are this file's, over malloc.
@@ -34,7 +56,19 @@ void* operator new(std::size_t size) {
 void operator delete(void* p) noexcept {
   std::free(p);
 }
+void operator delete[](void* p) noexcept {
+  std::free(p);
+}
 void operator delete(void* p, std::size_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::size_t) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, const std::nothrow_t&) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, const std::nothrow_t&) noexcept {
   std::free(p);
 }
 #pragma GCC diagnostic pop
