@@ -10,7 +10,6 @@ Usage (after build/ is built; real-time priority keeps other work off the cores)
 """
 
 import argparse
-import ctypes
 import os
 import statistics
 import sys
@@ -21,23 +20,14 @@ import torch.nn.functional as F
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "models"))
-from gemm_efficiency import ROOT, build_shim, layout  # noqa: E402
+from gemm_efficiency import ROOT, build_shim, plan_run  # noqa: E402
 
 # (M tokens, K in, N out): BERT-base at 4x128 tokens, ViT-B/16's qkv at 2x197 tokens.
 SHAPES = [(512, 768, 768), (512, 3072, 768), (394, 768, 2304), (512, 768, 3072)]
 
 
 def plan_times(shim, x, w, bias, reps):
-    m, n = x.shape[0], w.shape[0]
-    c = torch.empty(m, n, dtype=x.dtype)
-    wt, b = w.t(), bias.expand(m, n)
-    ns = (ctypes.c_double * reps)()
-    status = shim.stax_plan_time(int(x.dtype == torch.bfloat16), layout(x), layout(wt),
-                                 layout(c), layout(b), ctypes.c_double(1.0), ctypes.c_double(1.0),
-                                 ctypes.c_void_p(x.data_ptr()), ctypes.c_void_p(wt.data_ptr()),
-                                 ctypes.c_void_p(b.data_ptr()), ctypes.c_void_p(c.data_ptr()),
-                                 torch.get_num_threads(), 3, reps, ns)
-    assert status == 0
+    c, ns = plan_run(shim, x, w, bias, 3, reps)
     torch.testing.assert_close(c.float(), F.linear(x, w, bias).float(), rtol=2e-2, atol=2e-2)
     return [v / 1e6 for v in ns]
 

@@ -53,7 +53,9 @@ def layout(t):
     return LAYOUT(*(sizes + strides))
 
 
-def standalone_ns(shim, x, w, bias, reps):
+def plan_run(shim, x, w, bias, warmup, reps):
+    """Runs the MatmulPlan of nn.Linear's addmm (bias, x, weight transposed), built once, from
+    C++: `warmup` untimed runs, then `reps` timed ones. Returns (result, ns per timed run)."""
     m, n = x.shape[0], w.shape[0]
     c = torch.empty(m, n, dtype=x.dtype)
     wt, b = w.t(), bias.expand(m, n)
@@ -62,9 +64,13 @@ def standalone_ns(shim, x, w, bias, reps):
                                  layout(c), layout(b), ctypes.c_double(1.0), ctypes.c_double(1.0),
                                  ctypes.c_void_p(x.data_ptr()), ctypes.c_void_p(wt.data_ptr()),
                                  ctypes.c_void_p(b.data_ptr()), ctypes.c_void_p(c.data_ptr()),
-                                 torch.get_num_threads(), 5, reps, ns)
+                                 torch.get_num_threads(), warmup, reps, ns)
     assert status == 0
-    return statistics.median(ns)
+    return c, list(ns)
+
+
+def standalone_ns(shim, x, w, bias, reps):
+    return statistics.median(plan_run(shim, x, w, bias, 5, reps)[1])
 
 
 def stax_ns(x, w, bias, reps):
