@@ -25,6 +25,11 @@ struct Candidate {
   detail::GemmKey dense;     // the same product reading it from dense rows
 };
 
+// Appends `item` to a `separator`-separated list.
+void append(std::string& list, const char* separator, const std::string& item) {
+  list += (list.empty() ? "" : separator) + item;
+}
+
 // oneDNN's implementation for a block product, or why it has none.
 std::string implementation(DType dtype, const detail::GemmKey& key) {
   try {
@@ -57,7 +62,7 @@ AttentionPacking choose_attention_packing(const AttentionSpec& spec, bool backwa
   for (const auto& [name, packed] :
        {std::pair{"query", packing.query}, std::pair{"key", packing.key},
         std::pair{"value", packing.value}}) {
-    if (packed) layout_packed += std::string(layout_packed.empty() ? "" : ", ") + name;
+    if (packed) append(layout_packed, ", ", name);
   }
   const auto scale = static_cast<float>(spec.scale);
   // Each operand is judged with the others dense: S = scale Q K^T reads the query and the key,
@@ -87,7 +92,7 @@ AttentionPacking choose_attention_packing(const AttentionSpec& spec, bool backwa
     const detail::View4 go = detail::View4::of(spec.grad_out);
     go_use = detail::operand_use(go);
     packing.grad_out = go_use.packed;
-    if (go_use.packed) layout_packed += std::string(layout_packed.empty() ? "" : ", ") + "grad_out";
+    if (go_use.packed) append(layout_packed, ", ", "grad_out");
     candidates.push_back({"grad_out",
                           &packing.grad_out,
                           go_use.rs,
@@ -105,13 +110,15 @@ AttentionPacking choose_attention_packing(const AttentionSpec& spec, bool backwa
     const std::string in_place = implementation(spec.dtype, c.in_place);
     const std::string dense = implementation(spec.dtype, c.dense);
     if (in_place == dense) {
-      reason += std::string(reason.empty() ? "" : "; ") + c.name + " read in place (rows " +
-                std::to_string(c.rs) + " apart: oneDNN runs " + dense + " either way)";
+      append(reason, "; ",
+             std::string(c.name) + " read in place (rows " + std::to_string(c.rs) +
+                 " apart: oneDNN runs " + dense + " either way)");
       continue;
     }
     *c.packed = true;
-    reason += std::string(reason.empty() ? "" : "; ") + c.name + " packed per block: oneDNN runs " +
-              dense + " on dense rows, " + in_place + " on rows " + std::to_string(c.rs) + " apart";
+    append(reason, "; ",
+           std::string(c.name) + " packed per block: oneDNN runs " + dense + " on dense rows, " +
+               in_place + " on rows " + std::to_string(c.rs) + " apart");
   }
   if (!layout_packed.empty()) {
     reason = layout_packed + " packed per block (columns not contiguous or rows overlapping)" +
