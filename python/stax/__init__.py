@@ -30,14 +30,18 @@ def explain(fn, *args, **kwargs):
 
 
 def trim_output_pool() -> int:
-    """Frees the memory Stax keeps for the large outputs of the next calls (the output pool,
-    which also empties itself when the system runs short of memory); returns the bytes freed."""
+    """Frees the memory Stax keeps for the next calls: the cached blocks of its one pool, which
+    serves large outputs, the programs' arenas and their large scratch blocks (the pool also
+    empties itself when the system runs short of memory); returns the bytes freed."""
     return _C.output_pool_trim()
 
 
 def output_pool_stats() -> dict:
-    """The output pool's counters: cached_blocks, cached_bytes, hits, misses, huge_page_blocks
-    (blocks advised as transparent huge pages) and trims."""
+    """The pool's counters: cached_blocks, cached_bytes, hits, misses, huge_page_blocks
+    (blocks advised as transparent huge pages), trims, live_bytes (handed out now: outputs
+    alive, arenas and scratch of running calls), peak_live_bytes (the most handed out at once
+    since the last trim, which bounds live plus cached bytes) and evictions (cached blocks
+    freed to keep that bound)."""
     return _C.output_pool_stats()
 
 
@@ -45,13 +49,17 @@ def output_pool_stats() -> dict:
 def memory_stats() -> dict:
     """What Stax holds besides the tensors it returned, from the C++ side:
 
-    * output_pool: the output pool's counters (as output_pool_stats());
+    * output_pool: the counters of the process's pool (as output_pool_stats()), which holds
+      the large outputs, the arenas and the large scratch blocks;
     * arenas: held_bytes, the bytes the loaded programs' arenas of intermediates hold now
-      (one block per concurrent call, kept for the next calls), and programs, one entry per
-      loaded program (its library, planned arena_bytes, held_bytes and scratch_bytes);
-    * scratch: program_bytes, the programs' other intermediates (cached and live), and
-      library_workspace_bytes, the workspaces library calls (oneDNN matmuls, convolutions,
-      attention) keep between calls."""
+      (one block per running call, taken from the pool and given back after it), and
+      programs, one entry per loaded program (its library, planned arena_bytes, held_bytes
+      and scratch_bytes);
+    * scratch: program_bytes, the programs' other intermediates (live; small blocks cached
+      by the C library), and
+      library_workspace_bytes, the workspaces of library calls (oneDNN matmuls,
+      convolutions, attention) running now. Between calls all of these are back in the pool,
+      whose cached bytes count them."""
     return _C.memory_stats()
 
 _register_backend()

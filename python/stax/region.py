@@ -70,16 +70,21 @@ class _Variant:
         self.slot_bytes = list(slot_bytes)
         # Zero-argument allocators, one per slot: the slot as its output tensor, or raw bytes
         # (at least 64, so that even an empty slot has an address) under several outputs.
+        # A pooled slot is not allocated before the run: the program takes it from Stax's pool
+        # when it first writes it (run_pooled), so a backward graph's gradients take memory as
+        # the activations it reads are released (issue 32, point 4); pooled_layouts[k] is its
+        # (sizes, strides, dtype) then, None for a slot allocated here.
         self.allocators = []
         self.pooled = [False] * len(slot_bytes)
+        self.pooled_layouts = [None] * len(slot_bytes)
         for k, nbytes in enumerate(slot_bytes):
             plan = self.slot_tensor_plan[k]
             if (output_pool and plan is not None and nbytes >= POOLED_OUTPUT_BYTES
                     and plan.dtype != torch.bool):
                 self.pooled[k] = True
-                self.allocators.append(functools.partial(
-                    _pooled, list(plan.sizes), list(plan.strides), STAX_DTYPES[plan.dtype],
-                    nbytes))
+                self.pooled_layouts[k] = (list(plan.sizes), list(plan.strides),
+                                          STAX_DTYPES[plan.dtype])
+                self.allocators.append(None)
             elif plan is not None:
                 self.allocators.append(functools.partial(
                     _empty_strided, plan.sizes, plan.strides, plan.dtype))
@@ -89,6 +94,26 @@ class _Variant:
         # The common case: output k is slot k, allocated as itself.
         self.outputs_are_slots = len(self.plans) == len(slot_bytes) and all(
             p.kind == "slot_tensor" and p.index == k for k, p in enumerate(self.plans))
+
+    def run_into_slots(self, pointers, threads, owners=None):
+        """Runs on the input pointers; returns the slots: tensors allocated here, and the
+        pooled ones the program took from the pool. `owners` (the inputs, given up) is
+        emptied and each input dropped after the program's last read of it."""
+        slots = [None if allocate is None else allocate() for allocate in self.allocators]
+        if not any(self.pooled):
+            if owners is None:
+                self.run(pointers, [t.data_ptr() for t in slots], threads)
+            else:
+                self.compiled.run_releasing(owners, pointers, [t.data_ptr() for t in slots],
+                                            threads)
+            return slots
+        capsules = self.compiled.run_pooled(
+            owners, pointers, [0 if t is None else t.data_ptr() for t in slots],
+            self.pooled_layouts, threads)
+        for k, capsule in enumerate(capsules):
+            if capsule is not None:
+                slots[k] = torch.from_dlpack(capsule)
+        return slots
 
     def finish(self, args, slots):
         outs = []
@@ -130,10 +155,6 @@ _empty_strided = getattr(_empty_strided, "_empty_strided_cpu", _dispatching_empt
 # fault per 4 KiB page, 1 MiB costs some 100 us of faults against a few us for the pool's
 # DLPack hand-over; below it the C library's free lists already reuse memory.
 POOLED_OUTPUT_BYTES = 1 << 20
-
-
-def _pooled(sizes, strides, dtype_name, nbytes):
-    return torch.from_dlpack(_C.pooled_output(sizes, strides, dtype_name, nbytes))
 
 
 class Region:
@@ -221,25 +242,31 @@ class Region:
         n = len(self.input_layouts)
         params = ", ".join(f"a{i}" for i in range(n))
         env = {"general": self.__call__, "run": v.run, "run_releasing": v.compiled.run_releasing,
-               "empty_strided": _empty_strided, "threads": self.threads,
-               "get_num_threads": torch.get_num_threads}
-        checks, allocations = [], []
+               "run_pooled": v.compiled.run_pooled, "from_dlpack": torch.from_dlpack,
+               "layouts": v.pooled_layouts, "empty_strided": _empty_strided,
+               "threads": self.threads, "get_num_threads": torch.get_num_threads}
+        checks, allocations, pooled = [], [], []
         for i, (sizes, strides) in enumerate(self.input_layouts):
             env[f"S{i}"], env[f"Z{i}"] = strides, torch.Size(sizes)
             checks.append(f"    if a{i}.stride() != S{i} or a{i}.shape != Z{i}:")
             checks.append(f"        return general({params})")
         for k, plan in enumerate(v.plans):
             if v.pooled[k]:
-                env[f"A{k}"] = v.allocators[k]
-                allocations.append(f"    o{k} = A{k}()")
+                pooled.append(f"    o{k} = from_dlpack(c[{k}])")
                 continue
             env[f"D{k}"], env[f"OZ{k}"], env[f"OS{k}"] = plan.dtype, plan.sizes, plan.strides
             allocations.append(f"    o{k} = empty_strided(OZ{k}, OS{k}, D{k})")
         outs = ", ".join(f"o{k}" for k in range(len(v.plans)))
         ins = ", ".join(f"a{i}.data_ptr()" for i in range(n))
-        ptrs = ", ".join(f"o{k}.data_ptr()" for k in range(len(v.plans)))
-        lines = [f"def call({params}):", *checks, *allocations,
-                 f"    run([{ins}], [{ptrs}], threads or get_num_threads())",
+        ptrs = ", ".join("0" if v.pooled[k] else f"o{k}.data_ptr()" for k in range(len(v.plans)))
+        threads = "threads or get_num_threads()"
+        if pooled:
+            run = f"    c = run_pooled(None, [{ins}], [{ptrs}], layouts, {threads})"
+            run_releasing = f"    c = run_pooled(owners, ins, [{ptrs}], layouts, {threads})"
+        else:
+            run = f"    run([{ins}], [{ptrs}], {threads})"
+            run_releasing = f"    run_releasing(owners, ins, [{ptrs}], {threads})"
+        lines = [f"def call({params}):", *checks, *allocations, run, *pooled,
                  f"    return [{outs}]"]
         # AOTAutograd's boxed convention (issue 16, point 5): the list of arguments is ours.
         # The inputs move into the run, which drops each after the program's last read of it,
@@ -251,7 +278,7 @@ class Region:
                   *[c.replace(f"general({params})", "general(*args)") for c in checks],
                   "    args.clear()", *allocations,
                   f"    owners = [{params}]", f"    ins = [{ins}]", released,
-                  f"    run_releasing(owners, ins, [{ptrs}], threads or get_num_threads())",
+                  run_releasing, *pooled,
                   f"    return [{outs}]"]
         exec(compile("\n".join(lines), f"<stax region {self.name}>", "exec"), env)
         boxed = env["call_boxed"]
@@ -304,9 +331,8 @@ class Region:
             if a.stride() != strides or a.shape != sizes:
                 variant = self._variant_for(args)
                 break
-        slots = [allocate() for allocate in variant.allocators]
-        variant.run([a.data_ptr() for a in args], [t.data_ptr() for t in slots],
-                    self.threads or torch.get_num_threads())
+        slots = variant.run_into_slots([a.data_ptr() for a in args],
+                                       self.threads or torch.get_num_threads())
         outs = slots if variant.outputs_are_slots else variant.finish(args, slots)
         for k, (sizes, strides) in variant.relayout.items():
             laid = _empty_strided(sizes, strides, outs[k].dtype)

@@ -1,9 +1,9 @@
 """stax.memory_stats() (issue 32, point 4.3): what Stax holds besides the tensors it returned,
-from the C++ side. A program's arena of intermediates is taken on its first call and kept
-(held_bytes grows by the program's arena_bytes, and not again on the next call); a freed
-large output stays in the output pool until trim_output_pool() (cached bytes back to 0); a library
-call's workspace counts while its program lives. Deltas only: other tests of the process may
-hold memory too."""
+from the C++ side. A program's arena of intermediates comes from the process's pool while a call
+runs and goes back after it (the next call takes it again: a hit, not a new mapping); a freed
+large output stays in the pool until trim_output_pool() (cached bytes back to 0); a library
+call's workspace is held while the call runs and is back in the pool after it. Deltas only:
+other tests of the process may hold memory too."""
 
 import gc
 
@@ -17,7 +17,7 @@ def _program(stats, library):
     return next((p for p in stats["arenas"]["programs"] if p["library"] == library), None)
 
 
-def test_the_arena_total_grows_by_a_programs_arena_once():
+def test_a_programs_arena_comes_from_the_pool_and_goes_back_after_each_call():
     def fn(x):
         # exp(x) is read along both dims: an intermediate the program keeps in its arena.
         y = torch.exp(x)
@@ -33,11 +33,17 @@ def test_the_arena_total_grows_by_a_programs_arena_once():
     assert len(new) == 1, after["arenas"]
     program = new[0]
     assert program["arena_bytes"] >= 509 * 263 * 4  # exp(x) in float32
-    assert program["held_bytes"] == program["arena_bytes"]
-    assert after["arenas"]["held_bytes"] == before["arenas"]["held_bytes"] + program["arena_bytes"]
-    second = compiled(x)
-    again = stax.memory_stats()
-    assert again["arenas"]["held_bytes"] == after["arenas"]["held_bytes"]
+    assert program["held_bytes"] == 0  # back in the pool after the call
+    assert after["output_pool"]["live_bytes"] == before["output_pool"]["live_bytes"]
+    assert after["output_pool"]["peak_live_bytes"] >= program["arena_bytes"]
+    stax.trim_output_pool()
+    compiled(x)  # takes a new block for the arena: nothing is cached
+    taken = stax.memory_stats()["output_pool"]
+    assert taken["cached_bytes"] >= program["arena_bytes"]
+    second = compiled(x)  # takes it back
+    again = stax.memory_stats()["output_pool"]
+    assert again["misses"] == taken["misses"] and again["hits"] > taken["hits"]
+    assert again["cached_bytes"] == taken["cached_bytes"]
     torch.testing.assert_close(second, first)
     torch.testing.assert_close(first, fn(x), rtol=1e-5, atol=1e-3)
 
@@ -58,19 +64,20 @@ def test_trimming_the_pool_drops_its_cached_bytes_to_zero():
     assert pool["cached_blocks"] == 0 and pool["cached_bytes"] == 0
 
 
-def test_library_workspaces_are_counted_while_their_program_lives():
+def test_library_workspaces_go_back_to_the_pool_after_each_call():
     """A convolution runs through the library with a workspace (its operands reordered, its
-    scratchpad) that the program keeps for the next call, and gives back with the program."""
+    scratchpad): taken from the pool for the call and given back after it, so the next call
+    takes it again and nothing is held between calls."""
     x, w = torch.randn(2, 16, 31, 29), torch.randn(32, 16, 3, 3)
     torch._dynamo.reset()
     gc.collect()
-    before = stax.memory_stats()["scratch"]["library_workspace_bytes"]
     compiled = torch.compile(lambda x, w: torch.nn.functional.conv2d(x, w), backend="stax")
-    compiled(x, w)
-    held = stax.memory_stats()["scratch"]["library_workspace_bytes"]
-    assert held > before
-    del compiled
-    torch._dynamo.reset()
-    gc.collect()
-    assert stax.memory_stats()["scratch"]["library_workspace_bytes"] == before
-    assert stax.memory_stats()["scratch"]["program_bytes"] >= 0
+    first = compiled(x, w)
+    stats = stax.memory_stats()
+    assert stats["scratch"]["library_workspace_bytes"] == 0
+    assert stats["scratch"]["program_bytes"] >= 0
+    second = compiled(x, w)
+    again = stax.memory_stats()["output_pool"]
+    assert again["misses"] == stats["output_pool"]["misses"]
+    assert again["hits"] > stats["output_pool"]["hits"]
+    torch.testing.assert_close(second, first)

@@ -12,11 +12,9 @@
 namespace stax::bindings {
 namespace {
 
-// Never destroyed: PyTorch may free a pooled tensor after this module's static destructors
-// ran (at interpreter exit).
+// The process's pool, shared with the programs' arenas and scratch (runtime/block_pool.h).
 runtime::BlockPool& pool() {
-  static auto* p = new runtime::BlockPool(kMaxCachedBytes);
-  return *p;
+  return runtime::process_block_pool();
 }
 
 // What a capsule owns: the managed tensor and the arrays its DLTensor points into.
@@ -29,7 +27,7 @@ struct Owned {
 
 void delete_managed(DLManagedTensor* managed) {
   auto* owned = static_cast<Owned*>(managed->manager_ctx);
-  pool().give(managed->dl_tensor.data, owned->bytes);
+  pool().give(managed->dl_tensor.data);
   delete owned;
 }
 
@@ -65,9 +63,8 @@ DLDataType dl_dtype(const std::string& name) {
   throw std::invalid_argument("pooled_output: DLPack 0.6 has no " + name + " type");
 }
 
-}  // namespace
-
-PyObject* pooled_output(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides,
+// The DLPack type of `dtype`, after checking that `nbytes` hold the layout.
+DLDataType check_layout(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides,
                         const std::string& dtype, int64_t nbytes) {
   if (sizes.size() != strides.size()) {
     throw std::invalid_argument("pooled_output: sizes and strides differ in rank");
@@ -87,13 +84,33 @@ PyObject* pooled_output(const std::vector<int64_t>& sizes, const std::vector<int
     throw std::invalid_argument("pooled_output: " + std::to_string(nbytes) +
                                 " bytes do not hold the tensor");
   }
+  return type;
+}
+
+}  // namespace
+
+PyObject* pooled_output(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides,
+                        const std::string& dtype, int64_t nbytes) {
+  check_layout(sizes, strides, dtype, nbytes);
+  void* data = pool().take(static_cast<size_t>(nbytes));
+  try {
+    return pooled_block_capsule(data, sizes, strides, dtype, nbytes);
+  } catch (...) {
+    pool().give(data);
+    throw;
+  }
+}
+
+PyObject* pooled_block_capsule(void* block, const std::vector<int64_t>& sizes,
+                               const std::vector<int64_t>& strides, const std::string& dtype,
+                               int64_t nbytes) {
+  const DLDataType type = check_layout(sizes, strides, dtype, nbytes);
   auto owned = std::make_unique<Owned>();
   owned->sizes = sizes;
   owned->strides = strides;
   owned->bytes = static_cast<size_t>(nbytes);
-  void* data = pool().take(owned->bytes);
   DLTensor& t = owned->managed.dl_tensor;
-  t.data = data;
+  t.data = block;
   t.device = {kDLCPU, 0};
   t.ndim = static_cast<int32_t>(sizes.size());
   t.dtype = type;
@@ -103,10 +120,7 @@ PyObject* pooled_output(const std::vector<int64_t>& sizes, const std::vector<int
   owned->managed.manager_ctx = owned.get();
   owned->managed.deleter = delete_managed;
   PyObject* capsule = PyCapsule_New(&owned->managed, "dltensor", delete_unused_capsule);
-  if (capsule == nullptr) {
-    pool().give(data, owned->bytes);
-    throw std::runtime_error("pooled_output: cannot create a capsule");
-  }
+  if (capsule == nullptr) throw std::runtime_error("pooled_output: cannot create a capsule");
   owned.release();
   return capsule;
 }

@@ -21,6 +21,7 @@
 #include <Python.h>
 
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -38,6 +39,7 @@
 #include "ir/index_rule.h"
 #include "ir/op_schema.h"
 #include "program/log_topics.h"
+#include "runtime/block_pool.h"
 #include "runtime/cache_info.h"
 #include "runtime/jit.h"
 #include "runtime/simd.h"
@@ -121,17 +123,14 @@ void run_compiled(const CompiledGraph& compiled, nb::handle inputs, nb::handle o
 // objects that keep the inputs alive (the tensors), one per input; they move out of the list
 // (which is left empty) and each is dropped when the program is done reading its input, so
 // that memory no one else holds is freed during the run.
-void run_releasing(const CompiledGraph& compiled, nb::list owners, nb::handle inputs,
-                   nb::handle outputs, int num_threads) {
-  std::vector<const void*> input_data;
-  std::vector<void*> output_slots;
-  read_addresses(inputs, "inputs", input_data);
-  read_addresses(outputs, "outputs", output_slots);
-  if (owners.size() != input_data.size()) {
+// Takes the input owners out of `owners` (which is left empty) into `held` and returns run
+// options that drop each after the program's last read of its input.
+RunOptions releasing_options(nb::list owners, size_t num_inputs, std::vector<nb::object>& held,
+                             int num_threads) {
+  if (owners.size() != num_inputs) {
     throw std::invalid_argument("run_releasing: " + std::to_string(owners.size()) + " owners for " +
-                                std::to_string(input_data.size()) + " inputs");
+                                std::to_string(num_inputs) + " inputs");
   }
-  std::vector<nb::object> held;
   held.reserve(owners.size());
   for (nb::handle o : owners) held.push_back(nb::borrow(o));
   owners.clear();
@@ -142,8 +141,76 @@ void run_releasing(const CompiledGraph& compiled, nb::list owners, nb::handle in
     nb::gil_scoped_acquire gil;
     held.at(input) = nb::object();
   };
+  return options;
+}
+
+void run_releasing(const CompiledGraph& compiled, nb::list owners, nb::handle inputs,
+                   nb::handle outputs, int num_threads) {
+  std::vector<const void*> input_data;
+  std::vector<void*> output_slots;
+  read_addresses(inputs, "inputs", input_data);
+  read_addresses(outputs, "outputs", output_slots);
+  std::vector<nb::object> held;
+  const RunOptions options = releasing_options(owners, input_data.size(), held, num_threads);
   nb::gil_scoped_release release;
   compiled.run_into(input_data, output_slots, options);
+}
+
+// The run of the torch.compile bridge (issue 32, point 4): as run_releasing (when `owners` is
+// not None) or run_compiled, but an output slot given as 0 whose layout (sizes, strides,
+// dtype) `pooled` names is taken from the process's pool when the program first writes it
+// (CompiledGraph::run_into_pooled). Returns one entry per slot: a DLPack capsule owning the
+// slot's block for those, None for the caller's.
+nb::list run_pooled(const CompiledGraph& compiled, nb::object owners, nb::handle inputs,
+                    nb::handle outputs, nb::list pooled, int num_threads) {
+  std::vector<const void*> input_data;
+  std::vector<void*> output_slots;
+  read_addresses(inputs, "inputs", input_data);
+  read_addresses(outputs, "outputs", output_slots);
+  if (pooled.size() != output_slots.size()) {
+    throw std::invalid_argument("run_pooled: " + std::to_string(pooled.size()) + " layouts for " +
+                                std::to_string(output_slots.size()) + " output slots");
+  }
+  using Layout = std::tuple<std::vector<int64_t>, std::vector<int64_t>, std::string>;
+  std::vector<std::optional<Layout>> layouts(output_slots.size());
+  for (size_t k = 0; k < output_slots.size(); ++k) {
+    if (pooled[k].is_none()) continue;
+    if (output_slots[k] != nullptr) {
+      throw std::invalid_argument("run_pooled: slot " + std::to_string(k) +
+                                  " has both a pointer and a pooled layout");
+    }
+    layouts[k] = nb::cast<Layout>(pooled[k]);
+  }
+  std::vector<nb::object> held;
+  RunOptions options;
+  options.num_threads = num_threads;
+  if (!owners.is_none()) {
+    options = releasing_options(nb::cast<nb::list>(owners), input_data.size(), held, num_threads);
+  }
+  {
+    nb::gil_scoped_release release;
+    compiled.run_into_pooled(input_data, output_slots, options);
+  }
+  // Every pooled slot's block goes into a capsule, or back to the pool if one cannot be made.
+  nb::list result;
+  size_t k = 0;
+  try {
+    for (; k < output_slots.size(); ++k) {
+      if (!layouts[k]) {
+        result.append(nb::none());
+        continue;
+      }
+      const auto& [sizes, strides, dtype] = *layouts[k];
+      result.append(nb::steal(pooled_block_capsule(output_slots[k], sizes, strides, dtype,
+                                                   compiled.output_slot_bytes()[k])));
+    }
+  } catch (...) {
+    for (; k < output_slots.size(); ++k) {
+      if (layouts[k]) runtime::process_block_pool().give(output_slots[k]);
+    }
+    throw;
+  }
+  return result;
 }
 
 std::vector<InputInfo> input_infos(const CompiledGraph& compiled) {
@@ -251,6 +318,9 @@ nb::dict pool_stats_dict() {
   d["misses"] = s.misses;
   d["huge_page_blocks"] = s.huge_page_blocks;
   d["trims"] = s.trims;
+  d["live_bytes"] = s.live_bytes;
+  d["peak_live_bytes"] = s.peak_live_bytes;
+  d["evictions"] = s.evictions;
   return d;
 }
 
@@ -314,6 +384,11 @@ NB_MODULE(_C, m) {
       .def("run_releasing", &run_releasing, "owners"_a, "inputs"_a, "outputs"_a, "num_threads"_a,
            "run with the inputs given up: `owners` (the input tensors, one per input) is emptied "
            "and each is dropped after the program's last read of it")
+      .def("run_pooled", &run_pooled, "owners"_a.none(), "inputs"_a, "outputs"_a, "pooled"_a,
+           "num_threads"_a,
+           "run (or run_releasing, with owners) where an output slot given as 0 with a layout "
+           "(sizes, strides, dtype) in `pooled` is taken from Stax's pool when the program "
+           "first writes it; returns a DLPack capsule per such slot (None for the others)")
       .def("run", &run_compiled, "inputs"_a, "outputs"_a, "num_threads"_a,
            "Runs the graph: `inputs` are the data pointers of the graph inputs, laid out with "
            "the compiled sizes and strides; `outputs` one caller-allocated pointer per output "

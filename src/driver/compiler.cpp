@@ -12,6 +12,7 @@
 #include "graph_passes/graph_passes.h"
 #include "ir/index_rule.h"
 #include "program/pipeline.h"
+#include "runtime/block_pool.h"
 #include "runtime/jit.h"
 #include "stax_kernel_abi.h"
 
@@ -172,6 +173,10 @@ CompiledGraph compile_lowered(lowering::LoweredGraph lowered, const CompileOptio
   out.library_path_ = r.library_path;
   out.entry_ = r.library->symbol(out.compilation_->module.entry_point);
   out.library_ = r.library;
+  // The program's arena and large scratch blocks come from the process's pool, shared with
+  // the other programs and the outputs (runtime/block_pool.h).
+  r.library->function<void (*)(void* (*)(int64_t, int), void (*)(void*))>("stax_use_process_pool")(
+      &runtime::process_pool_take, &runtime::process_pool_give);
   driver::register_program(out.library_, r.library_path, out.compilation_->module.arena_bytes,
                            r.library->function<driver::MemoryHeldFn>("stax_memory_held"));
   // The library primitives are built now, once, not on every call.
@@ -245,13 +250,7 @@ std::vector<Tensor> CompiledGraph::run(const std::vector<Tensor>& inputs,
 void CompiledGraph::run_into(const std::vector<const void*>& input_data,
                              const std::vector<void*>& output_slots,
                              const RunOptions& options) const {
-  if (!runnable_) throw std::runtime_error(not_runnable_reason_);
-  check_thread_count(options.num_threads);
   const auto& module = compilation_->module;
-  if (input_data.size() != input_types_.size()) {
-    throw InputError("expected " + std::to_string(input_types_.size()) + " inputs, got " +
-                     std::to_string(input_data.size()));
-  }
   if (output_slots.size() != module.output_slot_bytes.size()) {
     throw InputError("expected " + std::to_string(module.output_slot_bytes.size()) +
                      " output buffers, got " + std::to_string(output_slots.size()));
@@ -262,22 +261,92 @@ void CompiledGraph::run_into(const std::vector<const void*>& input_data,
                        (output_slots[k] == nullptr ? " is null" : " is not 64-byte aligned"));
     }
   }
+  run_entry(input_data, &caller_slot, const_cast<void**>(output_slots.data()), options);
+}
+
+namespace {
+
+// The slots of run_into_pooled: the caller's, and the null ones taken from the pool when the
+// program first writes them.
+struct PooledSlots {
+  void** slots;
+  const std::vector<int64_t>* slot_bytes;
+  std::vector<void*> taken;
+};
+
+void* caller_or_pooled_slot(void* ctx, int64_t slot, int64_t nbytes) {
+  auto* s = static_cast<PooledSlots*>(ctx);
+  void*& block = s->slots[slot];
+  if (block != nullptr) return block;
+  const int64_t bytes = std::max(nbytes, s->slot_bytes->at(static_cast<size_t>(slot)));
+  block = runtime::process_pool_take(bytes, 0);  // NULL: the program reports out of memory
+  if (block != nullptr) s->taken.push_back(block);
+  return block;
+}
+
+}  // namespace
+
+void CompiledGraph::run_into_pooled(const std::vector<const void*>& input_data,
+                                    std::vector<void*>& output_slots,
+                                    const RunOptions& options) const {
+  const auto& module = compilation_->module;
+  if (output_slots.size() != module.output_slot_bytes.size()) {
+    throw InputError("expected " + std::to_string(module.output_slot_bytes.size()) +
+                     " output buffers, got " + std::to_string(output_slots.size()));
+  }
+  for (size_t k = 0; k < output_slots.size(); ++k) {
+    if (reinterpret_cast<uintptr_t>(output_slots[k]) % 64 != 0) {
+      throw InputError("output buffer " + std::to_string(k) + " is not 64-byte aligned");
+    }
+  }
+  PooledSlots pooled{output_slots.data(), &module.output_slot_bytes, {}};
+  auto give_back = [&] {
+    for (void* block : pooled.taken) runtime::process_block_pool().give(block);
+    for (size_t k = 0; k < output_slots.size(); ++k) {
+      if (std::find(pooled.taken.begin(), pooled.taken.end(), output_slots[k]) !=
+          pooled.taken.end()) {
+        output_slots[k] = nullptr;
+      }
+    }
+  };
+  try {
+    run_entry(input_data, &caller_or_pooled_slot, &pooled, options);
+  } catch (...) {
+    give_back();
+    throw;
+  }
+  for (size_t k = 0; k < output_slots.size(); ++k) {
+    if (output_slots[k] == nullptr) {
+      give_back();
+      throw std::logic_error("generated wrapper never allocated output slot " + std::to_string(k));
+    }
+  }
+}
+
+void CompiledGraph::run_entry(const std::vector<const void*>& input_data, StaxAllocFn alloc,
+                              void* alloc_ctx, const RunOptions& options) const {
+  if (!runnable_) throw std::runtime_error(not_runnable_reason_);
+  check_thread_count(options.num_threads);
+  const auto& module = compilation_->module;
+  if (input_data.size() != input_types_.size()) {
+    throw InputError("expected " + std::to_string(input_types_.size()) + " inputs, got " +
+                     std::to_string(input_data.size()));
+  }
   std::vector<StaxTensorArg> args(input_data.size());
   for (size_t i = 0; i < input_data.size(); ++i) {
     const ir::TensorType& t = input_types_[i];
     args[i] = {input_data[i], static_cast<int64_t>(t.sizes.size()), t.sizes.data(),
                t.strides.data()};
   }
-  std::vector<void*> slots(output_slots.size(), nullptr);
+  std::vector<void*> slots(module.output_slot_bytes.size(), nullptr);
   char err[1024] = {0};
   int status = 0;
   {
     const driver::ProfileScope profile(driver::ProfileSite::Entry);
     status = reinterpret_cast<EntryFn>(entry_)(
-        args.data(), static_cast<int64_t>(args.size()), slots.data(), &caller_slot,
-        const_cast<void**>(output_slots.data()), &driver::ExternalPlans::call,
-        const_cast<driver::ExternalPlans*>(externals_.get()), release_fn(options),
-        release_ctx(options),
+        args.data(), static_cast<int64_t>(args.size()), slots.data(), alloc, alloc_ctx,
+        &driver::ExternalPlans::call, const_cast<driver::ExternalPlans*>(externals_.get()),
+        release_fn(options), release_ctx(options),
         options.num_threads > 0 ? options.num_threads : module.options.num_threads, err,
         sizeof err);
   }

@@ -99,6 +99,15 @@ class CompiledGraph {
   // slot. Throws InputError for wrong counts, null or misaligned pointers.
   void run_into(const std::vector<const void*>& input_data, const std::vector<void*>& output_slots,
                 const RunOptions& options = {}) const;
+  // run_into where a null output_slots[k] is taken from the process's pool
+  // (runtime::process_block_pool()) at the statement that first writes slot k instead of
+  // before the run (issue 32, point 4): a backward graph's gradients then take memory as the
+  // activations it reads are released, as eager's do, instead of all of them beside all of
+  // those. On return output_slots[k] holds the block, at least output_slot_bytes()[k] bytes,
+  // which the caller now owns (it goes back with process_block_pool().give); on failure every
+  // block taken is given back before the exception leaves.
+  void run_into_pooled(const std::vector<const void*>& input_data, std::vector<void*>& output_slots,
+                       const RunOptions& options = {}) const;
   const std::vector<ir::TensorType>& input_types() const { return input_types_; }
   const std::vector<std::string>& input_names() const { return input_names_; }
   const std::vector<int64_t>& output_slot_bytes() const {
@@ -113,6 +122,10 @@ class CompiledGraph {
   const std::string& library_path() const { return library_path_; }
 
  private:
+  // run_into's and run_into_pooled's call of the entry: `alloc` gives slot k's memory.
+  void run_entry(const std::vector<const void*>& input_data,
+                 void* (*alloc)(void* ctx, int64_t slot, int64_t nbytes), void* alloc_ctx,
+                 const RunOptions& options) const;
   friend CompiledGraph compile_lowered(lowering::LoweredGraph, const CompileOptions&);
   std::shared_ptr<const Compilation> compilation_;
   std::shared_ptr<void> library_;                           // keeps the shared object loaded

@@ -48,7 +48,7 @@ MemoryStats memory_stats() {
       stats.programs.push_back(std::move(p));
     }
   }
-  stats.library_workspace_bytes = external::detail::BufferPool::kept_bytes();
+  stats.library_workspace_bytes = external::detail::BufferPool::in_use_bytes();
   return stats;
 }
 

@@ -779,7 +779,7 @@ void AttentionPlan::Impl::parallel_items(int64_t count, int threads, Body body) 
       std::lock_guard<std::mutex> lock(error_mutex);
       if (!error) error = std::current_exception();
     }
-    if (ws.buffer) p.pool->give(std::move(ws.buffer));
+    ws.buffer.reset();
   }
   if (error) std::rethrow_exception(error);
 }

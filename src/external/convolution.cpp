@@ -722,7 +722,7 @@ void ConvolutionPlan::run(const void* a, const void* b, const void* bias, void* 
                                               {DNNL_ARG_SCRATCHPAD, scratchpad}});
     }
     stream.wait();
-    p.pool->give(std::move(workspace));
+    workspace.reset();  // back to the pool before the next run needs it
   } catch (const dnnl::error& e) {
     throw LibraryError("convolution " + spec.describe() + ": oneDNN failed: " + e.what());
   } catch (const std::bad_alloc&) {

@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <new>
 
+#include "runtime/block_pool.h"
+
 namespace stax::external::detail {
 
 dnnl::engine& cpu_engine() {
@@ -58,42 +60,26 @@ std::string library_version() {
          std::to_string(v->patch);
 }
 
+namespace {
+std::atomic<size_t> g_in_use_bytes{0};
+}  // namespace
+
 Buffer allocate(size_t bytes) {
-  // aligned_alloc may return null for 0 bytes; a run may borrow an empty buffer.
-  void* p = std::aligned_alloc(64, std::max<size_t>((bytes + 63) / 64 * 64, 64));
-  if (p == nullptr) throw std::bad_alloc();
+  // A run may borrow an empty buffer: it still gets an address.
+  const size_t granted = runtime::BlockPool::bucket_bytes(std::max<size_t>(bytes, 64));
+  void* p = runtime::process_block_pool().take(granted);  // throws std::bad_alloc
+  g_in_use_bytes += granted;
   return Buffer(p);
 }
 
-namespace {
-std::atomic<size_t> g_kept_bytes{0};
-}  // namespace
-
-BufferPool::~BufferPool() {
-  g_kept_bytes -= free_.size() * bytes_;
+void PoolDeleter::operator()(void* p) const {
+  size_t granted = 0;
+  runtime::process_block_pool().give(p, &granted);
+  g_in_use_bytes -= granted;
 }
 
-size_t BufferPool::kept_bytes() {
-  return g_kept_bytes.load();
-}
-
-Buffer BufferPool::take() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!free_.empty()) {
-      Buffer b = std::move(free_.back());
-      free_.pop_back();
-      g_kept_bytes -= bytes_;
-      return b;
-    }
-  }
-  return allocate(bytes_);
-}
-
-void BufferPool::give(Buffer buffer) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  free_.push_back(std::move(buffer));
-  g_kept_bytes += bytes_;
+size_t BufferPool::in_use_bytes() {
+  return g_in_use_bytes.load();
 }
 
 }  // namespace stax::external::detail

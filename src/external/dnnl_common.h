@@ -55,11 +55,14 @@ bool uses_matrix_engine(const char* impl_info);
 // "oneDNN 2.6.3", the library the process loaded.
 std::string library_version();
 
-struct FreeDeleter {
-  void operator()(void* p) const { std::free(p); }
+// A run's workspace (reordered operands, the library's scratchpad): a block of the process's
+// pool (runtime/block_pool.h), given back when the run drops it. The pool keeps it for the
+// next run, of this plan or of another, within the bound it keeps on all of Stax's memory.
+struct PoolDeleter {
+  void operator()(void* p) const;
 };
-// A 64-byte aligned buffer.
-using Buffer = std::unique_ptr<void, FreeDeleter>;
+// A 64-byte aligned buffer from the process's pool.
+using Buffer = std::unique_ptr<void, PoolDeleter>;
 Buffer allocate(size_t bytes);
 
 // The answers of one probe of the library (whether it has a fast kernel for a dtype, a pass),
@@ -79,24 +82,19 @@ class ProbeAnswers {
   std::map<Key, std::string> answers_;
 };
 
-// Buffers of one size that runs borrow and give back, so that concurrent runs never share
-// one and steady-state runs allocate nothing.
+// The workspaces of one plan's runs: each run borrows one of `bytes` from the process's pool and
+// gives it back when it is done, so concurrent runs never share one and steady-state runs
+// fault in no pages.
 class BufferPool {
  public:
   explicit BufferPool(size_t bytes) : bytes_(bytes) {}
-  ~BufferPool();
-  BufferPool(const BufferPool&) = delete;
-  BufferPool& operator=(const BufferPool&) = delete;
   size_t bytes() const { return bytes_; }
-  Buffer take();
-  void give(Buffer buffer);
-  // Bytes that every pool of the process keeps for the next runs (stax.memory_stats()).
-  static size_t kept_bytes();
+  Buffer take() const { return allocate(bytes_); }
+  // Bytes of workspace the runs of every plan of the process hold now (stax.memory_stats()).
+  static size_t in_use_bytes();
 
  private:
   size_t bytes_;
-  std::mutex mutex_;
-  std::vector<Buffer> free_;
 };
 
 }  // namespace stax::external::detail

@@ -444,7 +444,7 @@ void MatmulPlan::run(const void* a, const void* b, const void* bias, void* c, in
       p.matmul.execute(stream, args);
     }
     stream.wait();
-    if (scratchpad) p.pool.give(std::move(scratchpad));
+    scratchpad.reset();
   } catch (const dnnl::error& e) {
     throw LibraryError("matmul " + spec.describe() + ": oneDNN failed: " + e.what());
   } catch (const std::bad_alloc&) {

@@ -59,22 +59,63 @@ void* BlockPool::allocate(size_t bucket) {
 
 void* BlockPool::take(size_t bytes) {
   const size_t bucket = bucket_bytes(bytes);
+  return take_bucket(bucket, bucket);
+}
+
+void* BlockPool::take_at_least(size_t bytes, size_t* granted) {
+  const size_t bucket = bucket_bytes(bytes);
+  void* block = take_bucket(bucket, 2 * bucket);
+  if (granted != nullptr) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    *granted = handed_.at(block);
+  }
+  return block;
+}
+
+void* BlockPool::take_bucket(size_t bucket, size_t largest_cached_bucket) {
   std::lock_guard<std::mutex> lock(mutex_);
-  // The most recently freed block of the bucket: its lines may still be in cache.
+  // The most recently freed block of the bucket (its lines may still be in cache), else the
+  // smallest cached bucket above it that the caller accepts.
   auto [first, last] = free_.equal_range(bucket);
+  auto found = free_.end();
   if (first != last) {
-    auto it = std::prev(last);
-    void* block = it->second;
-    free_.erase(it);
-    cached_ -= bucket;
+    found = std::prev(last);
+  } else if (last != free_.end() && last->first <= largest_cached_bucket) {
+    found = last;
+  }
+  if (found != free_.end()) {
+    const size_t size = found->first;
+    void* block = found->second.block;
+    free_.erase(found);
+    cached_ -= size;
+    live_ += size;
+    handed_.emplace(block, size);
     ++stats_.hits;
     return block;
   }
   ++stats_.misses;
+  peak_live_ = std::max(peak_live_, live_ + bucket);
+  evict_for_locked(bucket);
   void* block = allocate(bucket);
   if (block == nullptr && trim_locked() > 0) block = allocate(bucket);
   if (block == nullptr) throw std::bad_alloc();
+  live_ += bucket;
+  peak_live_ = std::max(peak_live_, live_);  // a trim above restarted the bound
+  handed_.emplace(block, bucket);
   return block;
+}
+
+void BlockPool::evict_for_locked(size_t bucket) {
+  while (!free_.empty() && live_ + bucket + cached_ > peak_live_) {
+    auto oldest = free_.begin();
+    for (auto it = free_.begin(); it != free_.end(); ++it) {
+      if (it->second.order < oldest->second.order) oldest = it;
+    }
+    std::free(oldest->second.block);
+    cached_ -= oldest->first;
+    free_.erase(oldest);
+    ++stats_.evictions;
+  }
 }
 
 bool BlockPool::under_pressure_locked(size_t* cache_limit) {
@@ -91,28 +132,38 @@ bool BlockPool::under_pressure_locked(size_t* cache_limit) {
   return last_memory_.available_bytes < last_memory_.total_bytes / 10;
 }
 
-void BlockPool::give(void* block, size_t bytes) {
-  if (block == nullptr) return;
-  const size_t bucket = bucket_bytes(bytes);
+bool BlockPool::give(void* block, size_t* given_bucket) {
+  if (given_bucket != nullptr) *given_bucket = 0;
+  if (block == nullptr) return true;
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    const auto handed = handed_.find(block);
+    if (handed == handed_.end()) return false;
+    const size_t bucket = handed->second;
+    if (given_bucket != nullptr) *given_bucket = bucket;
+    handed_.erase(handed);
+    live_ -= bucket;
     size_t limit = 0;
     if (under_pressure_locked(&limit)) {
       trim_locked();
     } else if (cached_ + bucket <= limit) {
-      free_.emplace(bucket, block);
+      // The footprint is unchanged (the block moves from handed out to cached), so the bound
+      // the misses keep still holds.
+      free_.emplace(bucket, Cached{block, next_order_++});
       cached_ += bucket;
-      return;
+      return true;
     }
   }
   std::free(block);
+  return true;
 }
 
 int64_t BlockPool::trim_locked() {
   const auto freed = static_cast<int64_t>(cached_);
-  for (auto& [bucket, block] : free_) std::free(block);
+  for (auto& [bucket, cached] : free_) std::free(cached.block);
   free_.clear();
   cached_ = 0;
+  peak_live_ = live_;
   if (freed > 0) ++stats_.trims;
   return freed;
 }
@@ -127,7 +178,31 @@ BlockPoolStats BlockPool::stats() {
   BlockPoolStats s = stats_;
   s.cached_blocks = static_cast<int64_t>(free_.size());
   s.cached_bytes = static_cast<int64_t>(cached_);
+  s.live_bytes = static_cast<int64_t>(live_);
+  s.peak_live_bytes = static_cast<int64_t>(peak_live_);
   return s;
+}
+
+BlockPool& process_block_pool() {
+  static auto* pool = new BlockPool();
+  return *pool;
+}
+
+void* process_pool_take(int64_t nbytes, int at_least) {
+  if (nbytes < 0) return nullptr;
+  try {
+    const auto bytes = static_cast<size_t>(nbytes);
+    return at_least != 0 ? process_block_pool().take_at_least(bytes, nullptr)
+                         : process_block_pool().take(bytes);
+  } catch (const std::bad_alloc&) {
+    return nullptr;
+  }
+}
+
+void process_pool_give(void* block) {
+  // A block the pool did not hand out cannot reach here: the programs give back only what
+  // process_pool_take returned.
+  process_block_pool().give(block);
 }
 
 }  // namespace stax::runtime

@@ -1,17 +1,28 @@
-// A caching pool of large memory blocks (issue 16, point 4): the memory of the outputs Stax
-// hands to PyTorch, kept across calls so that a model called in a loop stops mapping fresh
-// pages for its outputs. PyTorch's CPU allocator gives a large tensor fresh pages on every
-// call (glibc maps blocks above its mmap threshold anew and trims the others): a 64M-element
-// add spent about half its time faulting in its output (105 ms on fresh pages, 49 ms on
-// mapped ones, measured here).
+// A caching pool of large memory blocks (issue 16, point 4; issue 32, point 4): the memory of
+// the outputs Stax hands to PyTorch, of the loaded programs' arenas and of their large scratch
+// blocks, kept across calls so that a model called in a loop stops mapping fresh pages. PyTorch's
+// CPU allocator gives a large tensor fresh pages on every call (glibc maps blocks above its mmap
+// threshold anew and trims the others): a 64M-element add spent about half its time faulting in its
+// output (105 ms on fresh pages, 49 ms on mapped ones, measured here).
 //
 // - Size buckets: a request is rounded up to one of eight sizes per power of two (at most
 //   12.5% more), so outputs whose sizes vary a little (a last batch, a sequence length) share
 //   blocks; a block is reused only for its own bucket.
 // - Huge pages: a block of at least 2 MiB is 2 MiB aligned and advised as transparent huge
 //   pages (MADV_HUGEPAGE), where the kernel allows them: one fault maps 2 MiB instead of 4 KiB.
-// - Bounded: the pool keeps at most `max_cached_bytes` of freed blocks, and no more than half
-//   the memory the system has available; a block that does not fit is freed.
+// - Bounded by what the workload takes again: the pool's footprint (blocks handed out plus
+//   blocks cached) never exceeds the most it has had handed out at once (since the last trim).
+//   A request the cache cannot serve first frees the least recently cached blocks as far as
+//   needed, so at the moment the workload holds the most, nothing sits cached beside it: the
+//   pool adds nothing to the process's peak over what the same tensors would take from the C
+//   library. (A training step's gradients and activations are never live together: without
+//   the rule the pool held both sets, 120 MiB over the default backend on BERT at batch 8.)
+// - Also bounded by `max_cached_bytes` and by half the memory the system has available; a
+//   block that does not fit is freed.
+// - One pool per process (process_block_pool()): outputs, arenas and scratch share its
+//   blocks and its bound, so programs that never run at the same time (a forward and its
+//   backward) reuse one another's memory. Arenas may take a cached block up to twice their
+//   size (take_at_least): the forward's and the backward's arenas become one block.
 // - Trimmed on memory pressure: when the system's available memory falls below a tenth of its
 //   total, or an allocation fails, every cached block is freed (an allocation is then retried
 //   once); trim() frees them on request.
@@ -23,6 +34,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <unordered_map>
 
 namespace stax::runtime {
 
@@ -40,6 +52,9 @@ struct BlockPoolStats {
   int64_t misses = 0;            // requests that allocated
   int64_t huge_page_blocks = 0;  // blocks allocated with MADV_HUGEPAGE accepted
   int64_t trims = 0;             // times the cache was emptied (pressure, failure or trim())
+  int64_t live_bytes = 0;        // handed out and not given back
+  int64_t peak_live_bytes = 0;   // the most handed out at once since the last trim: the bound
+  int64_t evictions = 0;         // cached blocks freed to keep the footprint within that bound
 };
 
 class BlockPool {
@@ -59,14 +74,23 @@ class BlockPool {
   // A block of bucket_bytes(bytes) bytes; throws std::bad_alloc when none can be had even
   // after freeing the cache.
   void* take(size_t bytes);
-  // Gives back a block taken with `bytes` (the same request size, or its bucket).
-  void give(void* block, size_t bytes);
-  // Frees every cached block; returns the bytes freed.
+  // A block of at least `bytes` bytes: a cached block of its bucket, else the smallest cached
+  // one of at most twice that, else a new one. `*granted` (if not null) gets its size.
+  void* take_at_least(size_t bytes, size_t* granted);
+  // Gives back a block from take or take_at_least; `*bucket` (if not null) gets its size. A
+  // block the pool did not hand out is left alone (false).
+  bool give(void* block, size_t* bucket = nullptr);
+  // Frees every cached block and restarts the bound from what is handed out now; returns the
+  // bytes freed.
   int64_t trim();
   BlockPoolStats stats();
 
  private:
   void* allocate(size_t bucket);
+  void* take_bucket(size_t bucket, size_t largest_cached_bucket);
+  // Frees the least recently cached blocks until a new block of `bucket` keeps the footprint
+  // within the bound.
+  void evict_for_locked(size_t bucket);
   int64_t trim_locked();
   // Whether the system is short of memory; MemoryInfo is read at most every 50 ms.
   bool under_pressure_locked(size_t* cache_limit);
@@ -74,11 +98,28 @@ class BlockPool {
   const size_t max_cached_bytes_;
   std::function<MemoryInfo()> memory_;
   std::mutex mutex_;
-  std::multimap<size_t, void*> free_;  // by bucket
+  struct Cached {
+    void* block;
+    uint64_t order;  // when it was cached: the oldest are freed first
+  };
+  std::multimap<size_t, Cached> free_;        // by bucket
+  std::unordered_map<void*, size_t> handed_;  // blocks handed out, and their buckets
   size_t cached_ = 0;
+  size_t live_ = 0;
+  size_t peak_live_ = 0;
+  uint64_t next_order_ = 0;
   BlockPoolStats stats_;
   int64_t last_check_ns_ = 0;
   MemoryInfo last_memory_;
 };
+
+// The process's pool (never destroyed: PyTorch may free a pooled tensor during exit).
+BlockPool& process_block_pool();
+
+// The pool as the loaded programs call it (stax_use_process_pool in stax_kernel_scratch.h):
+// a block of at least `nbytes` bytes (take_at_least when `at_least` is nonzero) or NULL,
+// never an exception across the C boundary; and its return.
+void* process_pool_take(int64_t nbytes, int at_least);
+void process_pool_give(void* block);
 
 }  // namespace stax::runtime

@@ -14,6 +14,13 @@
 // at most kArenaSlots blocks are kept, so calls from many threads at once each get their own
 // block and the extra ones are freed.
 //
+// The process's pool (issue 32, point 4): the runtime that loads a program hands it its block
+// pool (stax_use_process_pool, runtime/block_pool.h) before the first call. The program then
+// keeps nothing of its own: its arena and its large scratch blocks come from that pool and go
+// back to it after each call, so programs that never run at the same time (a forward and its
+// backward) share memory, and one bound covers every program and the outputs. The caches
+// below serve a program loaded without that runtime.
+//
 // What a program holds (its arena blocks, kept and in use; its scratch blocks, cached and live)
 // is what stax_memory_held reports, which the runtime sums over the loaded programs
 // (driver/memory_stats.h, stax.memory_stats()).
@@ -29,6 +36,13 @@
 #include <cstdlib>
 
 #include "stax_kernel_abi.h"  // STAX_KERNEL_EXPORT
+
+extern "C" {
+/* The runtime's block pool: a block of at least `nbytes` bytes, 64-byte aligned (a cached one
+ * of up to twice that when `at_least` is nonzero), or NULL; and its return. */
+typedef void* (*StaxPoolTakeFn)(int64_t nbytes, int at_least);
+typedef void (*StaxPoolGiveFn)(void* block);
+}
 
 namespace stax::scratch {
 namespace {  // each program its own cache: nothing shared across loaded programs
@@ -62,6 +76,17 @@ struct Lock {
 };
 
 constexpr int kArenaSlots = 8;
+
+// The runtime's pool, when the loader supplied it (see stax_use_process_pool).
+struct ProcessPool {
+  StaxPoolTakeFn take;
+  StaxPoolGiveFn give;
+};
+
+inline ProcessPool& process_pool() {
+  static ProcessPool p = {};
+  return p;
+}
 
 struct ArenaPool {
   volatile bool locked;
@@ -134,9 +159,14 @@ static inline void* stax_alloc(int64_t nbytes) {
   if (nbytes < 0) return nullptr;
   size_t rounded = (static_cast<size_t>(nbytes) + kAlignment - 1) & ~(kAlignment - 1);
   if (rounded == 0) rounded = kAlignment;
-  void* block = take_cached(rounded);
-  if (block == nullptr) {
-    block = std::aligned_alloc(kAlignment, rounded + kHeaderBytes);
+  const ProcessPool pool = process_pool();
+  void* block = nullptr;
+  if (pool.take != nullptr && rounded >= kCachedBytes) {
+    block = pool.take(static_cast<int64_t>(rounded + kHeaderBytes), 0);
+    if (block == nullptr) return nullptr;
+  } else {
+    block = take_cached(rounded);
+    if (block == nullptr) block = std::aligned_alloc(kAlignment, rounded + kHeaderBytes);
     if (block == nullptr) return nullptr;
   }
   *static_cast<size_t*>(block) = rounded;
@@ -151,7 +181,12 @@ static inline void stax_free(void* p) {
   void* block = static_cast<char*>(p) - kHeaderBytes;
   const size_t bytes = *static_cast<size_t*>(block);
   __atomic_sub_fetch(&cache().live_bytes, bytes, __ATOMIC_RELAXED);
-  if (!keep(block, bytes)) std::free(block);
+  const ProcessPool pool = process_pool();
+  if (pool.give != nullptr && bytes >= kCachedBytes) {
+    pool.give(block);
+  } else if (!keep(block, bytes)) {
+    std::free(block);
+  }
 }
 
 // The program's arena of `nbytes` (the same on every call of one program), 64-byte aligned;
@@ -160,6 +195,16 @@ static inline void* stax_arena_acquire(int64_t nbytes) {
   using namespace stax::scratch;
   size_t rounded = (static_cast<size_t>(nbytes) + kAlignment - 1) & ~(kAlignment - 1);
   if (rounded == 0) rounded = kAlignment;
+  const ProcessPool pool = process_pool();
+  if (pool.take != nullptr) {
+    void* block = pool.take(static_cast<int64_t>(rounded), 1);
+    if (block != nullptr) {
+      ArenaLock lock;
+      arena_pool().block_bytes = rounded;
+      ++arena_pool().in_use;
+    }
+    return block;
+  }
   {
     ArenaLock lock;
     ArenaPool& p = arena_pool();
@@ -180,6 +225,15 @@ static inline void* stax_arena_acquire(int64_t nbytes) {
 static inline void stax_arena_release(void* block) {
   using namespace stax::scratch;
   if (block == nullptr) return;
+  const ProcessPool pool = process_pool();
+  if (pool.give != nullptr) {
+    {
+      ArenaLock lock;
+      --arena_pool().in_use;
+    }
+    pool.give(block);
+    return;
+  }
   {
     ArenaLock lock;
     ArenaPool& p = arena_pool();
@@ -192,9 +246,16 @@ static inline void stax_arena_release(void* block) {
   std::free(block);
 }
 
+// Hands the program the runtime's pool; called by the loader once, before the first call
+// (the pointers are read without a lock afterwards).
+STAX_KERNEL_EXPORT void stax_use_process_pool(StaxPoolTakeFn take, StaxPoolGiveFn give) {
+  stax::scratch::process_pool() = {take, give};
+}
+
 // The bytes this program holds: its arena blocks (kept for the next calls and held by calls
-// now) and its scratch blocks (cached for the next calls and live). Read by the runtime
-// through dlsym (driver/memory_stats.cpp); every program exports its own.
+// now) and its scratch blocks (cached for the next calls and live). With the process's pool,
+// what it holds now: the arena blocks of the calls running and the live scratch blocks. Read by the
+// runtime through dlsym (driver/memory_stats.cpp); every program exports its own.
 STAX_KERNEL_EXPORT void stax_memory_held(int64_t* arena_bytes, int64_t* scratch_bytes) {
   using namespace stax::scratch;
   {
