@@ -19,6 +19,7 @@ import torch
 
 from . import _C
 from .aten_ops import STAX_DTYPES, TORCH_DTYPES, TextGraph
+from .frozen_weights import FrozenWeights
 from .layouts import dense_order, layout_key, same_layout
 
 
@@ -45,9 +46,11 @@ class _OutputPlan:
 class _Variant:
     """One compilation of a region for one input layout."""
 
-    def __init__(self, compiled, output_pool=True):
+    def __init__(self, compiled, output_pool=True, freezing=None):
         self.compiled = compiled
         self.run = compiled.run
+        # freeze_parameters: the packed convolution weights and their per-call check.
+        self.frozen = None if freezing is None else FrozenWeights.for_program(compiled, freezing)
         bindings = compiled.outputs
         slot_bytes = compiled.output_slot_bytes
         users = [0] * len(slot_bytes)
@@ -139,10 +142,12 @@ def _pooled(sizes, strides, dtype_name, nbytes):
 class Region:
     """A Stax region of an FX graph, callable on PyTorch tensors."""
 
-    def __init__(self, graph: TextGraph, options):
+    def __init__(self, graph: TextGraph, options, freezing=None):
         self.graph = graph
         self.name = graph.name
         self.options = options
+        # freeze_parameters (frozen_weights.py): None when the option is off.
+        self.freezing = freezing
         self.text = graph.text()
         self.graph_returns_tuple = graph.returns_tuple
         self.input_layouts = tuple(
@@ -222,12 +227,16 @@ class Region:
         params = ", ".join(f"a{i}" for i in range(n))
         env = {"general": self.__call__, "run": v.run, "run_releasing": v.compiled.run_releasing,
                "empty_strided": _empty_strided, "threads": self.threads,
-               "get_num_threads": torch.get_num_threads}
+               "get_num_threads": torch.get_num_threads, "frozen": v.frozen}
         checks, allocations = [], []
         for i, (sizes, strides) in enumerate(self.input_layouts):
             env[f"S{i}"], env[f"Z{i}"] = strides, torch.Size(sizes)
             checks.append(f"    if a{i}.stride() != S{i} or a{i}.shape != Z{i}:")
             checks.append(f"        return general({params})")
+        checks.append("    nt = threads or get_num_threads()")
+        if v.frozen is not None:
+            # Packed weights that are not the ones passed, unchanged, are packed again first.
+            checks.append(f"    frozen.check(({params}{',' if n == 1 else ''}), nt)")
         for k, plan in enumerate(v.plans):
             if v.pooled[k]:
                 env[f"A{k}"] = v.allocators[k]
@@ -239,7 +248,7 @@ class Region:
         ins = ", ".join(f"a{i}.data_ptr()" for i in range(n))
         ptrs = ", ".join(f"o{k}.data_ptr()" for k in range(len(v.plans)))
         lines = [f"def call({params}):", *checks, *allocations,
-                 f"    run([{ins}], [{ptrs}], threads or get_num_threads())",
+                 f"    run([{ins}], [{ptrs}], nt)",
                  f"    return [{outs}]"]
         # AOTAutograd's boxed convention (issue 16, point 5): the list of arguments is ours.
         # The inputs move into the run, which drops each after the program's last read of it,
@@ -251,7 +260,7 @@ class Region:
                   *[c.replace(f"general({params})", "general(*args)") for c in checks],
                   "    args.clear()", *allocations,
                   f"    owners = [{params}]", f"    ins = [{ins}]", released,
-                  f"    run_releasing(owners, ins, [{ptrs}], threads or get_num_threads())",
+                  f"    run_releasing(owners, ins, [{ptrs}], nt)",
                   f"    return [{outs}]"]
         exec(compile("\n".join(lines), f"<stax region {self.name}>", "exec"), env)
         boxed = env["call_boxed"]
@@ -274,7 +283,7 @@ class Region:
             # after the first call: where streaming stores pay (streaming_stores.cpp).
             outputs_in_mapped_memory=o.output_pool and o.streaming_stores,
         )
-        return _Variant(compiled, o.output_pool)
+        return _Variant(compiled, o.output_pool, self.freezing)
 
     def _variant_for(self, args):
         layouts = tuple((tuple(a.shape), tuple(a.stride())) for a in args)
@@ -304,9 +313,11 @@ class Region:
             if a.stride() != strides or a.shape != sizes:
                 variant = self._variant_for(args)
                 break
+        threads = self.threads or torch.get_num_threads()
+        if variant.frozen is not None:
+            variant.frozen.check(args, threads)
         slots = [allocate() for allocate in variant.allocators]
-        variant.run([a.data_ptr() for a in args], [t.data_ptr() for t in slots],
-                    self.threads or torch.get_num_threads())
+        variant.run([a.data_ptr() for a in args], [t.data_ptr() for t in slots], threads)
         outs = slots if variant.outputs_are_slots else variant.finish(args, slots)
         for k, (sizes, strides) in variant.relayout.items():
             laid = _empty_strided(sizes, strides, outs[k].dtype)
@@ -317,6 +328,13 @@ class Region:
                     else replay((outs if where == "output" else args)[k])
                     for where, k, replay in self.returned]
         return outs
+
+
+    def frozen_report(self) -> list:
+        """stax.explain's lines on packed weights, per compiled variant (freeze_parameters)."""
+        variants = [self.primary] + [v for v in self._variants.values() if v is not self.primary]
+        return [line for v in variants if v is not None and v.frozen is not None
+                for line in v.frozen.report(self.name)]
 
 
 def _layouts_key(layouts) -> tuple:
