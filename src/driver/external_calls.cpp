@@ -463,7 +463,10 @@ size_t ExternalPlans::pack_weights(size_t site, const void* weights, int num_thr
     throw std::invalid_argument("pack_weights: a negative thread count (" +
                                 std::to_string(num_threads) + ")");
   }
-  // Packed outside the lock: a call meanwhile reads the previous copy or reorders.
+  // The previous copy goes first, so that a failure below leaves the slot empty (calls
+  // reorder) rather than holding weights the caller has just said changed. Packed outside the
+  // lock: calls meanwhile reorder.
+  unpack_weights(site);
   std::shared_ptr<const external::PackedWeights> packed =
       plan.convolution->pack_weights(weights, num_threads);
   const size_t bytes = packed ? packed->bytes() : 0;
