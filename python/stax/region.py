@@ -7,7 +7,9 @@ Stax's output pool, whose pages stay mapped across calls; the rest from PyTorch)
 the generated code on the tensors' memory in place, with the thread count PyTorch has at
 that moment (`torch.get_num_threads()`). Each output comes in the layout
 PyTorch gives its value (layouts.py): Stax writes it so when that layout is dense in some
-order; a view with gaps or overlaps is replayed on its storage root (view_outputs.py).
+order; a view with gaps or overlaps is replayed on its storage root (view_outputs.py). With
+freeze_parameters, each call first checks the convolution weights packed once
+(frozen_weights.py) and packs again those that changed.
 """
 
 from __future__ import annotations
