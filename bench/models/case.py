@@ -5,7 +5,10 @@ Prints one JSON object on its last stdout line. run.py starts one process per ca
 or a hang of one backend loses one case only, and every case starts from a fresh dynamo.
 
 Usage: .venv/bin/python bench/models/case.py MODEL MODE DTYPE --reps N --warmup N
-  MODE: infer-b1, infer-bN (N the batch) or train-bN."""
+  MODE: infer-b1, infer-bN (N the batch) or train-bN.
+  --stax-variant NAME=JSON (repeatable): one more backend, stax with those options, timed in the
+  same round-robin (a before/after of an option measured interleaved), e.g.
+  --stax-variant 'stax-frozen={"freeze_parameters": true}'. --backends: the subset to run."""
 
 from __future__ import annotations
 
@@ -79,7 +82,23 @@ def compare(reference, value, dtype):
     return (ref - val).abs().max().item() / scale
 
 
-def run_case(model_name, mode, dtype_name, reps, warmup):
+def parse_variants(specs) -> dict:
+    """--stax-variant NAME=JSON, each a dict of stax options by backend name."""
+    variants = {}
+    for spec in specs:
+        name, sep, options = spec.partition("=")
+        if not sep or not name or name in BACKENDS:
+            raise SystemExit(f"--stax-variant must be NAME=JSON with a new NAME, got {spec!r}")
+        try:
+            variants[name] = json.loads(options)
+        except json.JSONDecodeError as e:
+            raise SystemExit(f"--stax-variant {name}: options are not JSON ({e})")
+        if not isinstance(variants[name], dict):
+            raise SystemExit(f"--stax-variant {name}: options must be a JSON object")
+    return variants
+
+
+def run_case(model_name, mode, dtype_name, reps, warmup, backends=BACKENDS, variants=None):
     from stax import _C, backend as stax_backend
     from stax.explain_report import ExplainResult
 
@@ -93,14 +112,19 @@ def run_case(model_name, mode, dtype_name, reps, warmup):
 
     result = {"model": model_name, "mode": mode, "dtype": dtype_name, "threads": 2,
               "backends": {}, "errors": {}}
+    variants = variants or {}
     steps, outputs = {}, {}
-    for name in BACKENDS:
-        fn = model if name == "eager" else torch.compile(
-            model, backend=name, dynamic=False)
+    for name in list(backends) + list(variants):
+        if name == "eager":
+            fn = model
+        elif name in variants:
+            fn = torch.compile(model, backend="stax", dynamic=False, options=variants[name])
+        else:
+            fn = torch.compile(model, backend=name, dynamic=False)
         steps[name] = make_step(fn, inputs, training)
 
     records: list = []
-    for name in BACKENDS:
+    for name in list(steps):
         if name == "stax":
             with stax_backend._recorder_lock:
                 stax_backend._recorders.append(records)
@@ -118,8 +142,8 @@ def run_case(model_name, mode, dtype_name, reps, warmup):
                     stax_backend._recorders.remove(records)
 
     if "eager" in outputs:
-        for name in ("inductor", "stax"):
-            if name in outputs:
+        for name in outputs:
+            if name != "eager":
                 result["backends"][name]["max_rel_diff_vs_eager"] = compare(
                     outputs["eager"], outputs[name], dtype)
     if records:
@@ -143,7 +167,8 @@ def run_case(model_name, mode, dtype_name, reps, warmup):
     counters = _C.profile_counters()
     for name, t in times.items():
         result["backends"][name].update(summary(t))
-    if "stax" in times and counters["enabled"]:
+    # The counters are the process's: with variants they sum several stax backends.
+    if "stax" in times and counters["enabled"] and not variants:
         per_call = lambda ns: ns / 1e6 / reps
         total = result["backends"]["stax"]["mean_ms"]
         entry, gemm = per_call(counters["entry_ns"]), per_call(counters["external_ns"])
@@ -162,8 +187,15 @@ def main():
     parser.add_argument("dtype", choices=sorted(DTYPES))
     parser.add_argument("--reps", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--backends", default=",".join(BACKENDS))
+    parser.add_argument("--stax-variant", action="append", default=[], metavar="NAME=JSON")
     args = parser.parse_args()
-    result = run_case(args.model, args.mode, args.dtype, args.reps, args.warmup)
+    backends = [b for b in args.backends.split(",") if b]
+    unknown = sorted(set(backends) - set(BACKENDS))
+    if unknown:
+        raise SystemExit(f"--backends: unknown {', '.join(unknown)} (known: {', '.join(BACKENDS)})")
+    result = run_case(args.model, args.mode, args.dtype, args.reps, args.warmup, backends,
+                      parse_variants(args.stax_variant))
     print(json.dumps(result))
 
 

@@ -46,6 +46,17 @@ def output_pool_stats() -> dict:
 
 
 
+def unfreeze(module=None) -> int:
+    """freeze_parameters=True: drops the packed weights of `module`'s parameters and buffers
+    (an nn.Module, or one tensor; every compiled graph's when None), so that the next call
+    packs them again from their current contents. Needed after writes that bump no version
+    counter (through `p.data`, NumPy, DLPack), which the per-call check cannot see
+    (docs/freeze_parameters.md). Returns how many packed weights were dropped."""
+    from .frozen_weights import unfreeze as _unfreeze
+
+    return _unfreeze(module)
+
+
 def memory_stats() -> dict:
     """What Stax holds besides the tensors it returned, from the C++ side:
 

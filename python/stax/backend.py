@@ -26,6 +26,7 @@ from torch._decomp import core_aten_decompositions, get_decompositions
 
 from . import aten_ops, debug, dynamo_rewrites, half_decompositions, random_ops
 from .aten_ops import Unsupported
+from .frozen_weights import Freezing, ModuleState
 from .options import Options
 from .partition import PartitionReport, node_problem, op_name, partition, translate_region
 from .reinplace import reinplace_scatters
@@ -170,8 +171,10 @@ def _is_counted(node: torch.fx.Node) -> bool:
     return node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload)
 
 
-def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs, options: Options, kind: str):
-    """The steps for one AOTAutograd graph; returns a boxed callable."""
+def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs, options: Options, kind: str,
+                       module_state: ModuleState | None = None):
+    """The steps for one AOTAutograd graph; returns a boxed callable. `module_state`: the
+    Dynamo graph's parameters and buffers, for freeze_parameters."""
     name = _next_graph_name(kind)
     stax_ops = aten_ops.stax_op_params()
     report = PartitionReport()
@@ -192,11 +195,15 @@ def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs, options: Option
 
     # 2. Translate each region to a Stax graph.
     regions: dict[str, Region] = {}
+    freezing = None
+    if options.freeze_parameters and module_state is not None:
+        # AOTAutograd's forward graph trains: weights that require grad change every step.
+        freezing = Freezing(module_state, training=kind == "forward")
     for rname in region_names:
         sub = getattr(fused, rname)
         try:
             text_graph = translate_region(sub, f"{name}_{rname}", stax_ops)
-            regions[rname] = Region(text_graph, options)
+            regions[rname] = Region(text_graph, options, freezing)
             regions[rname].reference = sub  # the region as PyTorch runs it (debugging)
         except Unsupported as e:
             _inline_region(fused, rname, f"translation failed: {e}", report, reasons)
@@ -439,10 +446,13 @@ def _has_symbolic(example_inputs) -> bool:
 
 def _aot(gm, example_inputs, options: Options):
     compiled_inference = []
+    # Which of Dynamo's graph inputs are module buffers (parameters are known by their class):
+    # the tensors freeze_parameters may pack once.
+    module_state = ModuleState(gm, example_inputs) if options.freeze_parameters else None
 
     def compiler(kind):
         def compile_graph(g, ex):
-            fn = compile_aten_graph(g, ex, options, kind)
+            fn = compile_aten_graph(g, ex, options, kind, module_state)
             if kind == "inference":
                 compiled_inference.append((fn, len(ex), _plain_inference_graph()))
             return fn

@@ -84,4 +84,7 @@ def report_text(record) -> str:
     for op, count in sorted(r.fallback_ops.items(), key=lambda kv: (-kv[1], kv[0])):
         reasons = "; ".join(f"{why} (x{c})" for why, c in r.fallback_reasons[op].most_common())
         lines.append(f"  PyTorch runs {op} x{count}: {reasons}")
+    # freeze_parameters: which convolution weights are packed once, and why not where not.
+    for region in record.regions:
+        lines += region.frozen_report()
     return "\n".join(lines)

@@ -44,6 +44,15 @@ class Options:
     # Input mutations written by Stax's program into the inputs' memory (copy_ kept in the
     # graph); False lets AOTAutograd copy the returned values back (before/after measurements).
     mutations_in_place: bool = True
+    # Convolution weights that are nn.Parameters or registered buffers packed once into the
+    # library's format instead of reordered on every call (as the default backend's freezing;
+    # docs/freeze_parameters.md says exactly what it assumes): before each call the weight's
+    # identity, version counter (bumped by in-place ops, optimizer steps, load_state_dict),
+    # data pointer and dtype are compared with the packed ones, and a weight that differs is
+    # packed again. Writes that bump no version counter (through `p.data`, NumPy, DLPack) are
+    # not seen: call stax.unfreeze() after them. Weights that require grad in training are
+    # never packed.
+    freeze_parameters: bool = False
 
     @property
     def cpp_logs(self) -> list:
@@ -76,9 +85,11 @@ class Options:
         output_pool = options.get("output_pool", True)
         streaming_stores = options.get("streaming_stores", True)
         mutations_in_place = options.get("mutations_in_place", True)
+        freeze_parameters = options.get("freeze_parameters", False)
         for name, value in (("debug", debug), ("graph_passes", graph_passes),
                             ("output_pool", output_pool), ("streaming_stores", streaming_stores),
-                            ("mutations_in_place", mutations_in_place)):
+                            ("mutations_in_place", mutations_in_place),
+                            ("freeze_parameters", freeze_parameters)):
             if not isinstance(value, bool):
                 raise ValueError(f"stax: option '{name}' must be a bool, got {value!r}")
         logs = options.get("logs", ())
@@ -99,4 +110,5 @@ class Options:
                        debug_dir=debug_dir, cache_dir=cache_dir, debug=debug,
                        graph_passes=graph_passes, output_pool=output_pool,
                        streaming_stores=streaming_stores,
-                       mutations_in_place=mutations_in_place)
+                       mutations_in_place=mutations_in_place,
+                       freeze_parameters=freeze_parameters)

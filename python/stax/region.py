@@ -7,7 +7,9 @@ Stax's output pool, whose pages stay mapped across calls; the rest from PyTorch)
 the generated code on the tensors' memory in place, with the thread count PyTorch has at
 that moment (`torch.get_num_threads()`). Each output comes in the layout
 PyTorch gives its value (layouts.py): Stax writes it so when that layout is dense in some
-order; a view with gaps or overlaps is replayed on its storage root (view_outputs.py).
+order; a view with gaps or overlaps is replayed on its storage root (view_outputs.py). With
+freeze_parameters, each call first checks the convolution weights packed once
+(frozen_weights.py) and packs again those that changed.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import torch
 
 from . import _C
 from .aten_ops import STAX_DTYPES, TORCH_DTYPES, TextGraph
+from .frozen_weights import FrozenWeights
 from .layouts import dense_order, layout_key, same_layout
 
 
@@ -45,9 +48,11 @@ class _OutputPlan:
 class _Variant:
     """One compilation of a region for one input layout."""
 
-    def __init__(self, compiled, output_pool=True):
+    def __init__(self, compiled, output_pool=True, freezing=None):
         self.compiled = compiled
         self.run = compiled.run
+        # freeze_parameters: the packed convolution weights and their per-call check.
+        self.frozen = None if freezing is None else FrozenWeights.for_program(compiled, freezing)
         bindings = compiled.outputs
         slot_bytes = compiled.output_slot_bytes
         users = [0] * len(slot_bytes)
@@ -160,10 +165,12 @@ POOLED_OUTPUT_BYTES = 1 << 20
 class Region:
     """A Stax region of an FX graph, callable on PyTorch tensors."""
 
-    def __init__(self, graph: TextGraph, options):
+    def __init__(self, graph: TextGraph, options, freezing=None):
         self.graph = graph
         self.name = graph.name
         self.options = options
+        # freeze_parameters (frozen_weights.py): None when the option is off.
+        self.freezing = freezing
         self.text = graph.text()
         self.graph_returns_tuple = graph.returns_tuple
         self.input_layouts = tuple(
@@ -244,12 +251,17 @@ class Region:
         env = {"general": self.__call__, "run": v.run, "run_releasing": v.compiled.run_releasing,
                "run_pooled": v.compiled.run_pooled, "from_dlpack": torch.from_dlpack,
                "layouts": v.pooled_layouts, "empty_strided": _empty_strided,
-               "threads": self.threads, "get_num_threads": torch.get_num_threads}
+               "threads": self.threads, "get_num_threads": torch.get_num_threads,
+               "frozen": v.frozen}
         checks, allocations, pooled = [], [], []
         for i, (sizes, strides) in enumerate(self.input_layouts):
             env[f"S{i}"], env[f"Z{i}"] = strides, torch.Size(sizes)
             checks.append(f"    if a{i}.stride() != S{i} or a{i}.shape != Z{i}:")
             checks.append(f"        return general({params})")
+        checks.append("    nt = threads or get_num_threads()")
+        if v.frozen is not None:
+            # Packed weights that are not the ones passed, unchanged, are packed again first.
+            checks.append(f"    frozen.check(({params}{',' if n == 1 else ''}), nt)")
         for k, plan in enumerate(v.plans):
             if v.pooled[k]:
                 pooled.append(f"    o{k} = from_dlpack(c[{k}])")
@@ -259,13 +271,12 @@ class Region:
         outs = ", ".join(f"o{k}" for k in range(len(v.plans)))
         ins = ", ".join(f"a{i}.data_ptr()" for i in range(n))
         ptrs = ", ".join("0" if v.pooled[k] else f"o{k}.data_ptr()" for k in range(len(v.plans)))
-        threads = "threads or get_num_threads()"
         if pooled:
-            run = f"    c = run_pooled(None, [{ins}], [{ptrs}], layouts, {threads})"
-            run_releasing = f"    c = run_pooled(owners, ins, [{ptrs}], layouts, {threads})"
+            run = f"    c = run_pooled(None, [{ins}], [{ptrs}], layouts, nt)"
+            run_releasing = f"    c = run_pooled(owners, ins, [{ptrs}], layouts, nt)"
         else:
-            run = f"    run([{ins}], [{ptrs}], {threads})"
-            run_releasing = f"    run_releasing(owners, ins, [{ptrs}], {threads})"
+            run = f"    run([{ins}], [{ptrs}], nt)"
+            run_releasing = f"    run_releasing(owners, ins, [{ptrs}], nt)"
         lines = [f"def call({params}):", *checks, *allocations, run, *pooled,
                  f"    return [{outs}]"]
         # AOTAutograd's boxed convention (issue 16, point 5): the list of arguments is ours.
@@ -301,7 +312,7 @@ class Region:
             # after the first call: where streaming stores pay (streaming_stores.cpp).
             outputs_in_mapped_memory=o.output_pool and o.streaming_stores,
         )
-        return _Variant(compiled, o.output_pool)
+        return _Variant(compiled, o.output_pool, self.freezing)
 
     def _variant_for(self, args):
         layouts = tuple((tuple(a.shape), tuple(a.stride())) for a in args)
@@ -331,8 +342,10 @@ class Region:
             if a.stride() != strides or a.shape != sizes:
                 variant = self._variant_for(args)
                 break
-        slots = variant.run_into_slots([a.data_ptr() for a in args],
-                                       self.threads or torch.get_num_threads())
+        threads = self.threads or torch.get_num_threads()
+        if variant.frozen is not None:
+            variant.frozen.check(args, threads)
+        slots = variant.run_into_slots([a.data_ptr() for a in args], threads)
         outs = slots if variant.outputs_are_slots else variant.finish(args, slots)
         for k, (sizes, strides) in variant.relayout.items():
             laid = _empty_strided(sizes, strides, outs[k].dtype)
@@ -343,6 +356,13 @@ class Region:
                     else replay((outs if where == "output" else args)[k])
                     for where, k, replay in self.returned]
         return outs
+
+
+    def frozen_report(self) -> list:
+        """stax.explain's lines on packed weights, per compiled variant (freeze_parameters)."""
+        variants = [self.primary] + [v for v in self._variants.values() if v is not self.primary]
+        return [line for v in variants if v is not None and v.frozen is not None
+                for line in v.frozen.report(self.name)]
 
 
 def _layouts_key(layouts) -> tuple:

@@ -30,6 +30,8 @@
 #include "bindings/output_pool.h"
 #include "driver/compiler.h"
 #include "driver/explain.h"
+#include "driver/external_calls.h"
+#include "driver/frozen_weights.h"
 #include "driver/memory_stats.h"
 #include "driver/profile.h"
 #include "driver/tolerance.h"
@@ -213,6 +215,36 @@ nb::list run_pooled(const CompiledGraph& compiled, nb::object owners, nb::handle
   return result;
 }
 
+// (site, source, input position, input name, why_not) per convolution call reading weights
+// (driver/frozen_weights.h): what freeze_parameters may pack.
+using WeightSiteInfo = std::tuple<size_t, std::string, int, std::string, std::string>;
+std::vector<WeightSiteInfo> weight_site_infos(const CompiledGraph& compiled) {
+  std::vector<WeightSiteInfo> infos;
+  for (const driver::WeightSite& w : driver::weight_sites(compiled.compilation())) {
+    infos.emplace_back(w.site, w.source, w.input, w.input_name, w.why_not);
+  }
+  return infos;
+}
+
+// Packs site `site`'s weights from graph input data at `input_address` (the input's element 0,
+// as run() is given it); returns the packed bytes, 0 when the primitive reads them in place.
+size_t pack_site_weights(const CompiledGraph& compiled, size_t site, uintptr_t input_address,
+                         int num_threads) {
+  for (const driver::WeightSite& w : driver::weight_sites(compiled.compilation())) {
+    if (w.site != site) continue;
+    if (!w.why_not.empty()) {
+      throw std::invalid_argument("pack_weights: site " + std::to_string(site) + " (" + w.source +
+                                  "): " + w.why_not);
+    }
+    if (input_address == 0) throw std::invalid_argument("pack_weights: a null input pointer");
+    const char* weights = reinterpret_cast<const char*>(input_address) + w.offset_bytes;
+    nb::gil_scoped_release release;
+    return compiled.external_plans().pack_weights(site, weights, num_threads);
+  }
+  throw std::invalid_argument("pack_weights: site " + std::to_string(site) +
+                              " is not a convolution reading weights (weight_sites)");
+}
+
 std::vector<InputInfo> input_infos(const CompiledGraph& compiled) {
   std::vector<InputInfo> infos;
   for (const auto& in : compiled.compilation().lowered.inputs) {
@@ -394,6 +426,27 @@ NB_MODULE(_C, m) {
            "the compiled sizes and strides; `outputs` one caller-allocated pointer per output "
            "slot (at least output_slot_bytes[k] bytes). num_threads 0 uses the compile-time "
            "count.")
+      .def_prop_ro("weight_sites", &weight_site_infos,
+                   "(site, source, input, input_name, why_not) per convolution call reading "
+                   "weights: the graph input that is its weights (-1: computed in the graph), "
+                   "and why freeze_parameters may not pack it ('' when it may)")
+      .def("pack_weights", &pack_site_weights, "site"_a, "input"_a, "num_threads"_a,
+           "packs a site's weights once from the data pointer of its weight input (as run() "
+           "gets it) into the primitive's format; calls passing that pointer read the copy "
+           "until unpack_weights. The caller guarantees the weights do not change meanwhile. "
+           "Returns the packed bytes, 0 when the primitive reads the weights in place")
+      .def(
+          "unpack_weights",
+          [](const CompiledGraph& c, size_t site) { c.external_plans().unpack_weights(site); },
+          "site"_a, "drops a site's packed weights: calls reorder them again")
+      .def(
+          "library_call",
+          [](const CompiledGraph& c, size_t site) {
+            return c.external_plans().implementation(site);
+          },
+          "site"_a,
+          "the oneDNN call of a site as explain shows it ('weights packed once (frozen)' while "
+          "packed); '' for Stax's own runtime calls")
       .def_prop_ro("inputs", &input_infos, "(name, dtype, sizes, strides) per graph input")
       .def_prop_ro("outputs", &output_infos,
                    "(from_input, index, dtype, sizes, strides, offset) per graph output; index "

@@ -117,6 +117,9 @@ class CompiledGraph {
     return compilation_->module.outputs;
   }
   const Compilation& compilation() const { return *compilation_; }
+  // The library plans of the loaded program, by call site: freeze_parameters packs weights
+  // into their slots (frozen_weights.h).
+  const driver::ExternalPlans& external_plans() const { return *externals_; }
   const std::string& source() const { return compilation_->module.source; }
   bool cache_hit() const { return cache_hit_; }
   const std::string& library_path() const { return library_path_; }

@@ -346,6 +346,9 @@ ExternalPlans::ExternalPlans(const std::vector<program::ExternalSite>& sites, in
         plan.convolution = external::ConvolutionPlan::create(
             convolution_spec(*site.call, site.output_sizes, site.output_strides, site.dtype),
             num_threads);
+        if (plan.convolution->spec().pass != external::ConvolutionPass::BackwardWeights) {
+          plan.frozen = std::make_unique<FrozenSlot>();
+        }
       } else {
         plan.matmul = external::MatmulPlan::create(
             matmul_spec(*site.call, site.output_sizes, site.output_strides, site.dtype,
@@ -412,8 +415,10 @@ int ExternalPlans::call(void* ctx, int64_t site, const void* const* operands, vo
       external::run_scan(*plan.scan, operands[0], output, indices, num_threads);
     } else if (plan.convolution) {
       const bool has_bias = plan.convolution->spec().bias.has_value();
+      const std::shared_ptr<const external::PackedWeights> packed =
+          plan.frozen ? plan.frozen->get() : nullptr;
       plan.convolution->run(operands[0], operands[1], has_bias ? operands[2] : nullptr, output,
-                            num_threads);
+                            num_threads, packed.get());
     } else {
       const bool has_bias = plan.matmul->spec().bias.has_value();
       plan.matmul->run(operands[0], operands[1], has_bias ? operands[2] : nullptr, output,
@@ -436,6 +441,57 @@ int ExternalPlans::call(void* ctx, int64_t site, const void* const* operands, vo
     }
     return program::kStatusExternalError;
   }
+}
+
+const ExternalPlans::Plan& ExternalPlans::convolution_reading_weights(size_t site) const {
+  if (site >= plans_.size()) {
+    throw std::invalid_argument("no library call site " + std::to_string(site) +
+                                " (the program has " + std::to_string(plans_.size()) + ")");
+  }
+  const Plan& plan = plans_[site];
+  if (!plan.frozen) {
+    throw std::invalid_argument("library call site " + std::to_string(site) + " (" +
+                                sources_[site] +
+                                ") is not a convolution reading weights: nothing to pack");
+  }
+  return plan;
+}
+
+size_t ExternalPlans::pack_weights(size_t site, const void* weights, int num_threads) const {
+  const Plan& plan = convolution_reading_weights(site);
+  if (num_threads < 0) {
+    throw std::invalid_argument("pack_weights: a negative thread count (" +
+                                std::to_string(num_threads) + ")");
+  }
+  // The previous copy goes first, so that a failure below leaves the slot empty (calls
+  // reorder) rather than holding weights the caller has just said changed. Packed outside the
+  // lock: calls meanwhile reorder.
+  unpack_weights(site);
+  std::shared_ptr<const external::PackedWeights> packed =
+      plan.convolution->pack_weights(weights, num_threads);
+  const size_t bytes = packed ? packed->bytes() : 0;
+  std::lock_guard<std::mutex> lock(plan.frozen->mutex);
+  plan.frozen->packed = std::move(packed);
+  return bytes;
+}
+
+void ExternalPlans::unpack_weights(size_t site) const {
+  const Plan& plan = convolution_reading_weights(site);
+  std::lock_guard<std::mutex> lock(plan.frozen->mutex);
+  plan.frozen->packed.reset();
+}
+
+std::string ExternalPlans::implementation(size_t site) const {
+  if (site >= plans_.size()) {
+    throw std::invalid_argument("no library call site " + std::to_string(site));
+  }
+  const Plan& plan = plans_[site];
+  if (plan.convolution) {
+    const std::shared_ptr<const external::PackedWeights> packed =
+        plan.frozen ? plan.frozen->get() : nullptr;
+    return plan.convolution->implementation(packed.get());
+  }
+  return plan.matmul ? plan.matmul->implementation() : "";
 }
 
 }  // namespace stax::driver

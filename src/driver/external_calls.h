@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -75,7 +76,34 @@ class ExternalPlans {
                   int num_threads, char* err, int64_t err_capacity);
   bool empty() const { return plans_.empty(); }
 
+  // freeze_parameters (frozen_weights.h): packs the weights a convolution site reads, at
+  // `weights` (the operand's first element, as the program passes it), into the site's slot;
+  // later calls that pass the same pointer read the packed copy instead of reordering it. The
+  // caller guarantees that the weights do not change while the slot holds it (the bridge checks
+  // version counters and pointers before each call and repacks or unpacks). Returns the packed
+  // bytes, 0 when there is nothing to pack (the primitive reads the weights in place, or no
+  // library call). Throws std::invalid_argument for a site that is not a convolution reading
+  // weights; external::LibraryError when oneDNN fails.
+  size_t pack_weights(size_t site, const void* weights, int num_threads) const;
+  // Empties the site's slot: calls reorder the weights again.
+  void unpack_weights(size_t site) const;
+  // The site's oneDNN call as explain shows it (a convolution's "weights packed once (frozen)"
+  // while its slot holds a copy that the compile-time thread count reads); "" for Stax's own
+  // runtime calls (scatters, scans, attention).
+  std::string implementation(size_t site) const;
+
  private:
+  // The weights packed once for a convolution site; calls and the bridge's repacking may run
+  // on different threads at once.
+  struct FrozenSlot {
+    mutable std::mutex mutex;
+    std::shared_ptr<const external::PackedWeights> packed;
+    std::shared_ptr<const external::PackedWeights> get() const {
+      std::lock_guard<std::mutex> lock(mutex);
+      return packed;
+    }
+  };
+
   // One plan per site: a matrix product, a convolution, a scatter, an attention or a scan (the
   // others are null).
   struct Plan {
@@ -88,8 +116,10 @@ class ExternalPlans {
     size_t operand_count = 0;
     // Bytes of each further result the program does not keep (the call writes it to scratch).
     std::vector<size_t> unkept_bytes;
-    std::vector<bool> kept;  // per further result: whether the program keeps it
+    std::vector<bool> kept;              // per further result: whether the program keeps it
+    std::unique_ptr<FrozenSlot> frozen;  // convolutions reading weights
   };
+  const Plan& convolution_reading_weights(size_t site) const;
   std::vector<Plan> plans_;
   std::vector<std::string> sources_;
 };

@@ -59,6 +59,7 @@
 #include <vector>
 
 #include "external/convolution_internal.h"
+#include "external/convolution_primitive.h"
 #include "external/dnnl_common.h"
 #include "external/spec_check.h"
 
@@ -179,14 +180,25 @@ dnnl::convolution_forward::primitive_desc forward_primitive_desc(const Convoluti
                               attr, cpu_engine());
 }
 
+dnnl::primitive_desc make_primitive_desc(const ConvolutionSpec& spec, Formats formats) {
+  if (spec.pass != ConvolutionPass::Forward) return backward_primitive_desc(spec, formats);
+  return forward_primitive_desc(spec, formats, dnnl::prop_kind::forward_inference,
+                                spec.bias.has_value());
+}
+
 }  // namespace detail
 
 namespace {
 
 using detail::Buffer;
 using detail::cpu_engine;
+using detail::make_primitive_desc;
 using detail::OmpThreads;
+using detail::Operand;
+using detail::Primitive;
+using detail::read_weights;
 using detail::strided_desc;
+using detail::takes_packed;
 using detail::thread_stream;
 using dnnl::memory;
 using Formats = ConvolutionPlan::Formats;
@@ -242,14 +254,6 @@ std::string format_name(const memory::desc& md) {
     return name + std::to_string(b.inner_blks[0]) + "c";
   }
   return "blocked";
-}
-
-// The primitive descriptor of a spec's pass (current OpenMP thread count) with the given
-// formats.
-dnnl::primitive_desc make_primitive_desc(const ConvolutionSpec& spec, Formats formats) {
-  if (spec.pass != ConvolutionPass::Forward) return detail::backward_primitive_desc(spec, formats);
-  return detail::forward_primitive_desc(spec, formats, dnnl::prop_kind::forward_inference,
-                                        spec.bias.has_value());
 }
 
 // The smallest well-formed convolution of a dtype, to ask oneDNN whether it has any.
@@ -410,35 +414,6 @@ Analysis analyze(const ConvolutionSpec& spec, Formats formats) {
   return result;
 }
 
-// A reorder of one operand between the caller's layout and the primitive's format.
-struct Reorder {
-  dnnl::reorder::primitive_desc pd;
-  dnnl::reorder primitive;
-  size_t temporary_offset = 0;  // of the operand in the primitive's format, in the workspace
-
-  Reorder(const memory::desc& from, const memory::desc& to) : pd(make(from, to)), primitive(pd) {}
-
-  static dnnl::reorder::primitive_desc make(const memory::desc& from, const memory::desc& to) {
-    dnnl::primitive_attr attr;
-    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    return dnnl::reorder::primitive_desc(cpu_engine(), from, cpu_engine(), to, attr);
-  }
-};
-
-// One operand of a pass: which of run()'s buffers holds it, which argument of the primitive it
-// is, the caller's layout, the primitive's format, and the reorder between them (in, or out
-// for the result) when they differ.
-struct Operand {
-  enum Slot { A, B, Bias, Result };
-  enum class Kind { Activation, Weights, Bias };
-  Slot slot;
-  int arg;
-  const char* name;
-  Kind kind;
-  memory::desc user, chosen;
-  std::optional<Reorder> reorder;
-};
-
 // The operands of a spec's pass, in run()'s order (ConvolutionPlan::run).
 std::vector<Operand> pass_operands(const ConvolutionSpec& spec, const dnnl::primitive_desc& pd) {
   const memory::data_type dt = *detail::library_dtype(spec.dtype);
@@ -478,77 +453,49 @@ std::vector<Operand> pass_operands(const ConvolutionSpec& spec, const dnnl::prim
   return ops;
 }
 
-// The primitive and reorders of a pass for one thread count, and the workspaces of runs.
-struct Primitive {
-  dnnl::primitive_desc pd;
-  dnnl::primitive primitive;
-  std::vector<Operand> operands;
-  size_t scratchpad_offset = 0;  // one scratchpad, the largest any of the primitives needs
-  std::optional<detail::BufferPool> pool;  // workspaces: temporaries, then the scratchpad
-
-  static size_t round_up(size_t bytes) { return (bytes + 63) / 64 * 64; }
-
-  Primitive(const ConvolutionSpec& spec, dnnl::primitive_desc desc)
-      : pd(std::move(desc)), primitive(pd), operands(pass_operands(spec, pd)) {
-    size_t offset = 0;
-    size_t scratchpad = pd.scratchpad_desc().get_size();
-    for (Operand& op : operands) {
-      if (same_layout(op.user, op.chosen)) continue;
-      if (op.slot == Operand::Result) {
-        op.reorder.emplace(op.chosen, op.user);
-      } else {
-        op.reorder.emplace(op.user, op.chosen);
-      }
-      op.reorder->temporary_offset = offset;
-      offset += round_up(op.chosen.get_size());
-      scratchpad = std::max(scratchpad, op.reorder->pd.scratchpad_desc().get_size());
-    }
-    scratchpad_offset = offset;
-    pool.emplace(offset + round_up(scratchpad));
-  }
-
-  // The format of the input's position (input or grad_input) or the output's.
-  memory::desc chosen(bool input_position) const {
-    for (const Operand& op : operands) {
-      const bool src = op.arg == DNNL_ARG_SRC || op.arg == DNNL_ARG_DIFF_SRC;
-      const bool dst = op.arg == DNNL_ARG_DST || op.arg == DNNL_ARG_DIFF_DST;
-      if (input_position ? src : dst) return op.chosen;
-    }
-    return {};
-  }
-};
-
 }  // namespace
 
-struct ConvolutionPlan::State {
-  ConvolutionSpec spec;
-  Formats formats = Formats::Any;
-  bool library = false;      // false: an operand is empty, no library call
-  bool zero_result = false;  // without a library call: the result is not empty, write zeros
-  std::string implementation;
-  std::string formats_reason;
-  mutable std::mutex mutex;  // guards primitives (created on first use of a thread count)
-  mutable std::map<int, std::unique_ptr<Primitive>> primitives;
+namespace detail {
 
-  // The primitives for `threads`, created on first use; the caller has set the thread count.
-  Primitive& primitive(int threads) const {
-    std::lock_guard<std::mutex> lock(mutex);
-    auto& slot = primitives[threads];
-    if (!slot) {
-      dnnl::primitive_desc pd = make_primitive_desc(spec, formats);
-      // create() checked its own thread count's kernel; another count could pick another.
-      if (std::string defect = detail::known_library_defect(spec, pd); !defect.empty()) {
-        throw LibraryError("convolution " + spec.describe() + ": " + defect);
-      }
-      slot = std::make_unique<Primitive>(spec, std::move(pd));
+Primitive::Primitive(const ConvolutionSpec& spec, dnnl::primitive_desc desc)
+    : pd(std::move(desc)), primitive(pd), operands(pass_operands(spec, pd)) {
+  size_t offset = 0;
+  size_t scratchpad = pd.scratchpad_desc().get_size();
+  for (Operand& op : operands) {
+    if (same_layout(op.user, op.chosen)) continue;
+    if (op.slot == Operand::Result) {
+      op.reorder.emplace(op.chosen, op.user);
+    } else {
+      op.reorder.emplace(op.user, op.chosen);
     }
-    return *slot;
+    op.reorder->temporary_offset = offset;
+    offset += round_up(op.chosen.get_size());
+    scratchpad = std::max(scratchpad, op.reorder->pd.scratchpad_desc().get_size());
   }
-};
+  scratchpad_offset = offset;
+  pool.emplace(offset + round_up(scratchpad));
+}
+
+}  // namespace detail
+
+detail::Primitive& ConvolutionPlan::State::primitive(int threads) const {
+  std::lock_guard<std::mutex> lock(mutex);
+  auto& slot = primitives[threads];
+  if (!slot) {
+    dnnl::primitive_desc pd = detail::make_primitive_desc(spec, formats);
+    // create() checked its own thread count's kernel; another count could pick another.
+    if (std::string defect = detail::known_library_defect(spec, pd); !defect.empty()) {
+      throw LibraryError("convolution " + spec.describe() + ": " + defect);
+    }
+    slot = std::make_unique<detail::Primitive>(spec, std::move(pd));
+  }
+  return *slot;
+}
 
 namespace {
 
-std::string describe_implementation(const ConvolutionSpec& spec, const Primitive& p) {
+// `frozen`: as runs given packed weights (takes_packed) read them.
+std::string describe_implementation(const ConvolutionSpec& spec, const Primitive& p, bool frozen) {
   std::string text = detail::library_version() + " convolution ";
   if (spec.pass != ConvolutionPass::Forward) text += std::string(pass_name(spec.pass)) + " ";
   const std::string src = format_name(p.chosen(true)), dst = format_name(p.chosen(false));
@@ -568,7 +515,13 @@ std::string describe_implementation(const ConvolutionSpec& spec, const Primitive
         }
         break;
       case Operand::Kind::Weights:
-        text += ", " + name + (op.reorder ? " reordered per call" : " in place");
+        if (!op.reorder) {
+          text += ", " + name + " in place";
+        } else {
+          text += ", " + name +
+                  (frozen && op.slot != Operand::Result ? " packed once (frozen)"
+                                                        : " reordered per call");
+        }
         break;
       case Operand::Kind::Bias:
         if (op.reorder) text += ", bias copied";
@@ -622,6 +575,7 @@ std::unique_ptr<ConvolutionPlan> ConvolutionPlan::create(const ConvolutionSpec& 
     }
     auto state = std::make_unique<State>();
     state->spec = spec;
+    state->threads = threads;
     state->formats = analysis.formats;
     state->formats_reason = analysis.reason;
     if (!analysis.pd) {
@@ -630,7 +584,8 @@ std::unique_ptr<ConvolutionPlan> ConvolutionPlan::create(const ConvolutionSpec& 
     } else {
       state->library = true;
       auto primitive = std::make_unique<Primitive>(spec, std::move(*analysis.pd));
-      state->implementation = describe_implementation(spec, *primitive);
+      state->implementation = describe_implementation(spec, *primitive, false);
+      state->implementation_frozen = describe_implementation(spec, *primitive, true);
       state->primitives[threads] = std::move(primitive);
     }
     return std::unique_ptr<ConvolutionPlan>(new ConvolutionPlan(std::move(state)));
@@ -667,7 +622,7 @@ std::string ConvolutionPlan::automatic_formats(const ConvolutionSpec& spec, int 
 }
 
 void ConvolutionPlan::run(const void* a, const void* b, const void* bias, void* result,
-                          int num_threads) const {
+                          int num_threads, const PackedWeights* packed) const {
   const State& s = *state_;
   const ConvolutionSpec& spec = s.spec;
   if (num_threads < 0) {
@@ -700,8 +655,13 @@ void ConvolutionPlan::run(const void* a, const void* b, const void* bias, void* 
     // (the result). oneDNN takes non-const handles; it writes only DST / DIFF_*, TO and the
     // scratchpad.
     std::unordered_map<int, memory> args{{DNNL_ARG_SCRATCHPAD, scratchpad}};
+    const bool frozen = takes_packed(p, packed, b);
     for (const Operand& op : p.operands) {
       void* data = const_cast<void*>(buffers[op.slot]);
+      if (frozen && &op == read_weights(p)) {
+        args.emplace(op.arg, memory(op.chosen, cpu_engine(), packed->contents().data.get()));
+        continue;
+      }
       if (!op.reorder) {
         args.emplace(op.arg, memory(op.chosen, cpu_engine(), data));
         continue;

@@ -17,10 +17,13 @@
 // reorders the caller's input and weights into them and the result back into the caller's
 // output strides, skipping a reorder where the caller's layout already is the chosen one
 // (channels-last activations with nhwc). Weights are reordered on every run, as eager does
-// without prepacking: in training they change between calls. The backward passes choose
-// formats by the same rule (convolution_backward.cpp).
+// without prepacking: in training they change between calls. A caller that can promise they
+// did not (torch.compile's freeze_parameters, docs/freeze_parameters.md) packs them once
+// (pack_weights) and passes the packed copy to run(), which then skips that reorder. The
+// backward passes choose formats by the same rule (convolution_backward.cpp).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -87,6 +90,31 @@ struct ConvolutionSpec {
   std::string describe() const;
 };
 
+// A plan's weights reordered once into the format its primitive reads (ConvolutionPlan::
+// pack_weights), for runs that would otherwise reorder the same weights on every call. It
+// holds a copy: the weights it was packed from may change or go away afterwards, and whether
+// they did is the caller's to know. Immutable once made; threads share it.
+class PackedWeights {
+ public:
+  ~PackedWeights();
+  PackedWeights(const PackedWeights&) = delete;
+  PackedWeights& operator=(const PackedWeights&) = delete;
+  // The caller's weights it was packed from: run() takes the packed copy only for these.
+  const void* source() const { return source_; }
+  // Bytes of the packed copy (the primitive's format pads to its blocks).
+  size_t bytes() const;
+
+  // The format (oneDNN's descriptor) and the data; defined where plans make and read them
+  // (convolution.cpp).
+  struct Contents;
+  PackedWeights(const void* source, std::unique_ptr<Contents> contents);
+  const Contents& contents() const { return *contents_; }
+
+ private:
+  const void* source_;
+  std::unique_ptr<Contents> contents_;
+};
+
 class ConvolutionPlan {
  public:
   // The src/dst memory formats the plan asks oneDNN for (weights always get oneDNN's choice).
@@ -127,7 +155,27 @@ class ConvolutionPlan {
   // `bias` is read only when the spec has one. The result must not overlap the other operands.
   // Thread-safe for concurrent calls of one plan (each run borrows its own temporaries).
   // Throws LibraryError on failure.
-  void run(const void* a, const void* b, const void* bias, void* result, int num_threads) const;
+  void run(const void* a, const void* b, const void* bias, void* result, int num_threads) const {
+    run(a, b, bias, result, num_threads, nullptr);
+  }
+  // The same, reading the weights from `packed` instead of reordering `b` where `packed` was
+  // made from `b` (PackedWeights::source) in the format the primitive for this thread count
+  // reads (takes()); otherwise `b` is reordered as without it. The caller guarantees that the
+  // weights at `b` did not change since they were packed: run() cannot see their contents.
+  void run(const void* a, const void* b, const void* bias, void* result, int num_threads,
+           const PackedWeights* packed) const;
+
+  // The weights a Forward or BackwardData plan reads (`weight`, laid out as spec().weight),
+  // reordered now into the format of the primitive for `num_threads` (0: the caller's
+  // omp_get_max_threads()), for run() to take on later calls. nullptr where there is nothing
+  // to pack: no library call, or a primitive that reads the caller's weights in place. Throws
+  // LibraryError for a BackwardWeights plan (it writes the weights), a null `weight`, or when
+  // oneDNN fails.
+  std::shared_ptr<const PackedWeights> pack_weights(const void* weight, int num_threads = 0) const;
+  // Whether run() on `num_threads` threads reads `packed` (given its source as `b`): the
+  // primitive for that count reads the format it holds. oneDNN may pick another kernel, hence
+  // another weights format, for another thread count.
+  bool takes(const PackedWeights& packed, int num_threads = 0) const;
 
   // "oneDNN 2.6.3 convolution jit:avx512_core (nChw16c), input reordered from nchw, weights
   // reordered per call, output reordered to nchw" or "... brgconv:avx512_core (nhwc), input in
@@ -138,6 +186,9 @@ class ConvolutionPlan {
   // backward pass whose sums have no terms "no library call: grad_weight is zeros
   // (grad_output and input are empty)" and the like.
   std::string implementation() const;
+  // implementation() for runs given `packed` on create()'s thread count: "weights packed once
+  // (frozen)" in place of "weights reordered per call" where the run takes it.
+  std::string implementation(const PackedWeights* packed) const;
   // Which formats the plan asks for, its kernel and why, for explain: "oneDNN's choice (any),
   // kernel brgconv:avx512_core_amx_bf16: oneDNN's kernel for its own formats runs on the CPU's
   // AMX tiles, ...", "blocked (16 channels), kernel jit:avx512_core: measured fastest ...", or
