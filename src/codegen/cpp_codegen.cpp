@@ -89,6 +89,8 @@ GeneratedModule generate_cpp(const scheduler::Schedule& s, const CodegenOptions&
     std::string& where = module.buffer_placement[a->buffer];
     if (a->input >= 0) {
       where = "in place in input " + g.inputs[static_cast<size_t>(a->input)].name;
+    } else if (a->output && a->in_place) {
+      where = "in place of " + a->reuses + ", output slot " + std::to_string(a->slot);
     } else if (a->output) {
       where = "output slot " + std::to_string(a->slot);
     } else if (a->in_place) {

@@ -344,16 +344,33 @@ void run_gemm(GemmCache& cache, const GemmKey& key, const void* a, const void* b
     workspace.extra_scratchpad = allocate(gemm.scratchpad_bytes);
     workspace.scratchpad = static_cast<char*>(workspace.extra_scratchpad.get());
     workspace.scratchpad_bytes = gemm.scratchpad_bytes;
+    for (BoundGemm& bound : workspace.bound) {
+      if (bound.gemm->scratchpad_bytes > 0) bound.scratchpad.set_data_handle(workspace.scratchpad);
+    }
+  }
+  BoundGemm* bound = nullptr;
+  for (BoundGemm& candidate : workspace.bound) {
+    if (candidate.gemm == &gemm) bound = &candidate;
   }
   const dnnl::engine& engine = cpu_engine();
-  std::unordered_map<int, dnnl::memory> args{
-      {DNNL_ARG_SRC, dnnl::memory(gemm.a, engine, const_cast<void*>(a))},
-      {DNNL_ARG_WEIGHTS, dnnl::memory(gemm.b, engine, const_cast<void*>(b))},
-      {DNNL_ARG_DST, dnnl::memory(gemm.c, engine, c)}};
-  if (gemm.scratchpad_bytes > 0) {
-    args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(gemm.scratchpad, engine, workspace.scratchpad));
+  if (bound == nullptr) {
+    BoundGemm& fresh = workspace.bound.emplace_back();
+    fresh.gemm = &gemm;
+    fresh.a = dnnl::memory(gemm.a, engine, const_cast<void*>(a));
+    fresh.b = dnnl::memory(gemm.b, engine, const_cast<void*>(b));
+    fresh.c = dnnl::memory(gemm.c, engine, c);
+    fresh.args = {{DNNL_ARG_SRC, fresh.a}, {DNNL_ARG_WEIGHTS, fresh.b}, {DNNL_ARG_DST, fresh.c}};
+    if (gemm.scratchpad_bytes > 0) {
+      fresh.scratchpad = dnnl::memory(gemm.scratchpad, engine, workspace.scratchpad);
+      fresh.args.emplace(DNNL_ARG_SCRATCHPAD, fresh.scratchpad);
+    }
+    bound = &fresh;
+  } else {
+    bound->a.set_data_handle(const_cast<void*>(a));
+    bound->b.set_data_handle(const_cast<void*>(b));
+    bound->c.set_data_handle(c);
   }
-  gemm.primitive.execute(thread_stream(), args);
+  gemm.primitive.execute(thread_stream(), bound->args);
 }
 
 }  // namespace detail

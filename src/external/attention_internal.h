@@ -68,11 +68,22 @@ class GemmCache {
 };
 
 // Per-thread memory of a run: block buffers and the oneDNN scratchpad.
+// A block product's arguments bound once per thread and run: the memory objects and the
+// argument map oneDNN's execute takes, whose data handles each product only re-points.
+// Building them per product (a map and three or four memory objects) cost more than a
+// bfloat16 128x128x64 product itself on AMX.
+struct BoundGemm {
+  const Gemm* gemm = nullptr;
+  dnnl::memory a, b, c, scratchpad;
+  std::unordered_map<int, dnnl::memory> args;
+};
+
 struct Workspace {
   Buffer buffer;
   Buffer extra_scratchpad;  // only when a product built during the run needs more
   size_t scratchpad_bytes = 0;
   char* scratchpad = nullptr;
+  std::vector<BoundGemm> bound;  // the products this thread ran in this run
 };
 
 // Runs one block product; a, b and c at element 0. k == 0 gives c = 0 (or leaves it when

@@ -138,6 +138,12 @@ class Printer {
            << (a.in_place ? ", in place of " + a.reuses : "") << "\n";
       return;
     }
+    if (a.output && a.in_place) {
+      // The intermediate it takes was allocated as this output (its slot is set already).
+      out_ << type << "* " << a.buffer << " = reinterpret_cast<" << type << "*>(" << a.reuses
+           << ");  // output " << a.slot << ", in place of " << a.reuses << "\n";
+      return;
+    }
     if (!a.reuses.empty()) {
       out_ << type << "* " << a.buffer << " = reinterpret_cast<" << type << "*>(" << a.reuses
            << "); stax_live[" << a.slot << "] = stax_live[" << a.reuse_slot << "]; stax_live["

@@ -69,6 +69,8 @@ struct ExternalSite {
 struct Allocate {
   std::string buffer;
   int64_t bytes = 0;
+  // Allocated by the caller's allocator: a graph output, or an intermediate whose storage an
+  // output takes in place (scheduler/in_place_reuse.h), allocated as that output.
   bool output = false;
   int slot = 0;  // output slot, or the intermediate's index in the live table
   int unit = 0;  // the call (or further result) it is allocated before, counted from 0
@@ -79,7 +81,8 @@ struct Allocate {
   std::string reuses;
   int reuse_slot = 0;
   // The storage is taken in place from a buffer its producer reads for the last time
-  // (scheduler/in_place_reuse.h), not from the free pool.
+  // (scheduler/in_place_reuse.h), not from the free pool. With `output`: an output taking an
+  // intermediate that was allocated as it.
   bool in_place = false;
   // Issue 16, point 6: the position of the graph input whose memory the buffer is (copy_
   // writes it in place; `output` is set too, as it is never freed); -1 otherwise.

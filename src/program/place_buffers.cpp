@@ -23,10 +23,16 @@ void place_buffers(HostProgram& program) {
     output_slot[out.buffer] = static_cast<int>(program.output_slots.size());
     program.output_slots.push_back(out.buffer);
   }
+  // An intermediate whose storage an output takes in place is allocated as that output: the
+  // caller's slot, never freed by the program.
+  std::map<std::string, std::string> output_taking;  // intermediate -> the output taking it
+  for (const scheduler::BufferPlan& p : s.buffers) {
+    if (p.is_output && !p.in_place_of.empty()) output_taking[p.in_place_of] = p.buffer;
+  }
   std::map<std::string, int> live_slot;
   for (const auto& allocations : s.allocate_before) {
     for (const auto& name : allocations) {
-      if (!s.plan_of(name)->is_output) {
+      if (!s.plan_of(name)->is_output && !output_taking.count(name)) {
         live_slot.emplace(name, static_cast<int>(live_slot.size()));
       }
     }
@@ -72,6 +78,16 @@ void place_buffers(HostProgram& program) {
         a.output = plan->is_output;
         if (!plan->input_storage.empty()) {
           a.input = inputs.at(plan->input_storage);
+        } else if (const auto taker = output_taking.find(name); taker != output_taking.end()) {
+          a.output = true;
+          a.slot = output_slot.at(taker->second);
+        } else if (plan->is_output && !plan->in_place_of.empty()) {
+          a.slot = output_slot.at(name);
+          a.reuses = plan->in_place_of;
+          a.in_place = true;
+          program.log.push_back(name + " = " + plan->in_place_of +
+                                "  # in place: " + plan->in_place_reason + "; " +
+                                plan->in_place_of + " is allocated as output " + name);
         } else if (!plan->in_place_of.empty()) {
           a.slot = live_slot.at(name);
           a.reuses = plan->in_place_of;

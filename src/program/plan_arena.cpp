@@ -18,7 +18,7 @@ void plan_arena(HostProgram& program) {
   std::vector<ArenaRequest> requests;
   std::vector<std::string> names;
   for (const Statement& st : program.body) {
-    if (const auto* a = std::get_if<Allocate>(&st); a != nullptr && a->in_place) {
+    if (const auto* a = std::get_if<Allocate>(&st); a != nullptr && a->in_place && !a->output) {
       // Written in place of a buffer it reads for the last time: that buffer's storage, which
       // lives on to this one's last use.
       request_of[a->buffer] = request_of.at(a->reuses);

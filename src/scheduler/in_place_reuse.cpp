@@ -48,7 +48,11 @@ InPlaceCandidates in_place_candidates(const std::vector<SchedulerNode>& nodes,
       const SchedulerNode& writer = nodes[static_cast<size_t>(id)];
       const auto mine = decision_of.find(writer.write.buffer);
       if (mine == decision_of.end() || writer.is_reduction()) continue;
-      if (mine->second->is_output || !mine->second->stored()) continue;
+      // A graph output may take an intermediate's storage too: the intermediate is then
+      // allocated as the output (program/place_buffers.cpp), so that a gradient summed from a
+      // product (the tied embedding of a language model's head: 154 MiB for GPT-2) is not held
+      // twice, as the product's intermediate and as the output.
+      if (!mine->second->stored() || !mine->second->input_storage.empty()) continue;
       std::vector<std::string> olds;
       for (const Access& read : writer.reads) {
         const auto old = decision_of.find(read.buffer);

@@ -3,8 +3,9 @@
 // allocation. Legal when the two have the same dtype and bytes and every read of the old
 // buffer in the fused node is at the element being written, by a node no later in the loop
 // body (read and write indices agree: each element is read before it is overwritten, the
-// argument of Proposition 7.2). Graph outputs, inputs and buffers that never reach memory
-// (elided, localized) take no part.
+// argument of Proposition 7.2). A graph output may take an intermediate's storage (the
+// intermediate is then allocated as the output); outputs are never taken, and inputs and
+// buffers that never reach memory (elided, localized) take no part.
 #pragma once
 
 #include "scheduler/peak_model.h"

@@ -219,18 +219,24 @@ namespace stax {
 namespace {
 
 // Point 9: explain's buffer events say where each allocation lives, and an intermediate in
-// the arena ends its lifetime instead of being freed; without the arena it is freed.
+// the arena ends its lifetime instead of being freed; without the arena it is freed; one that
+// an output takes in place is allocated as that output.
 TEST(MemoryPlan, ExplainBufferEventsNameThePlacement) {
   const ir::Graph g = ir::parse_graph(kProgram);
   for (bool arena : {true, false}) {
     CompileOptions o;
     o.memory_arena = arena;
     const nlohmann::json doc = explain_json(*analyze(g, o));
-    int placed = 0, ended = 0, freed = 0, in_place = 0;
+    int placed = 0, ended = 0, freed = 0, in_place = 0, as_output = 0;
     for (const auto& b : doc["buffers"]) {
       const std::string event = b["event"];
       if (event == "allocate" && !b["output"].get<bool>()) {
         const std::string where = b["placement"];
+        // An output takes its storage in place: allocated as that output, never ended or freed.
+        if (where.rfind("output slot ", 0) == 0) {
+          ++as_output;
+          continue;
+        }
         // A buffer written in place of another takes that one's storage (and arena offset):
         // one storage, whose lifetime ends (or which is freed) once, after the last of them.
         if (where.rfind("in place of ", 0) == 0) {
@@ -245,7 +251,8 @@ TEST(MemoryPlan, ExplainBufferEventsNameThePlacement) {
       freed += event == "free";
     }
     EXPECT_GT(placed, 0);
-    EXPECT_EQ(in_place, 1);  // exp(tanh(z)) in place of z
+    EXPECT_EQ(in_place, 1);   // exp(tanh(z)) in place of z
+    EXPECT_EQ(as_output, 1);  // the output w = v * v in place of v
     EXPECT_EQ(ended, arena ? placed - in_place : 0);
     EXPECT_EQ(freed, arena ? 0 : placed - in_place);
   }

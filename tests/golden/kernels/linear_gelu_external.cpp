@@ -19,7 +19,7 @@ static void kernel0(float* __restrict buf0, const float* __restrict in_x, int nu
 }
 
 // ops of op2: gelu (g)
-static void kernel1(float* __restrict buf1, float* __restrict buf2, int num_threads) {
+static void kernel1(float* buf1, float* buf2, int num_threads) {
   (void)num_threads;
 #pragma omp parallel num_threads(stax_team_size(num_threads))
   {
@@ -67,13 +67,15 @@ if (inputs[2].sizes[0] != 48) { stax_set_error(err, err_capacity, "input 'b' (ar
 if (inputs[2].strides[0] != 1) { stax_set_error(err, err_capacity, "input 'b' (argument 2): dimension 0: expected stride 1, got %lld", (long long)inputs[2].strides[0]); return 1; }
 if (inputs[2].data == nullptr) { stax_set_error(err, err_capacity, "input 'b' (argument 2): data pointer is null"); return 1; }
 const float* in_b = static_cast<const float*>(inputs[2].data);
-char* stax_arena = static_cast<char*>(stax_arena_acquire(36864));
-if (stax_arena == nullptr) { stax_set_error(err, err_capacity, "out of memory allocating the intermediates' arena (36864 bytes)"); return 2; }
+char* stax_arena = static_cast<char*>(stax_arena_acquire(24576));
+if (stax_arena == nullptr) { stax_set_error(err, err_capacity, "out of memory allocating the intermediates' arena (24576 bytes)"); return 2; }
 float* buf0 = reinterpret_cast<float*>(stax_arena + 0);  // 24576 bytes
 kernel0(buf0, in_x, num_threads);
 in_x = nullptr;  // last use of input x
 if (release != nullptr) release(release_ctx, 0);
-float* buf1 = reinterpret_cast<float*>(stax_arena + 24576);  // 12288 bytes
+float* buf1 = static_cast<float*>(alloc(alloc_ctx, 0, 12288));
+outputs[0] = buf1;
+if (buf1 == nullptr) { stax_arena_release(stax_arena); stax_set_error(err, err_capacity, "out of memory allocating buf1 (12288 bytes)"); return 2; }
 {
 const void* stax_operands[3] = {buf0, in_w, in_b};
 const int stax_status = external(external_ctx, 0, stax_operands, buf1, num_threads, err, err_capacity);
@@ -83,9 +85,7 @@ in_b = nullptr;  // last use of input b
 if (release != nullptr) release(release_ctx, 2);
 in_w = nullptr;  // last use of input w
 if (release != nullptr) release(release_ctx, 1);
-float* buf2 = static_cast<float*>(alloc(alloc_ctx, 0, 12288));
-outputs[0] = buf2;
-if (buf2 == nullptr) { stax_arena_release(stax_arena); stax_set_error(err, err_capacity, "out of memory allocating buf2 (12288 bytes)"); return 2; }
+float* buf2 = reinterpret_cast<float*>(buf1);  // output 0, in place of buf1
 kernel1(buf1, buf2, num_threads);
 stax_arena_release(stax_arena);
 (void)outputs;

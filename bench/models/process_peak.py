@@ -1,8 +1,9 @@
-"""Peak memory of one training step (issue 16, point 5): a BERT-style model (bench/models'
-2-layer BERT, hidden 768, 128 tokens) at batch 8, forward and backward, under eager, the
-default backend (inductor) and Stax, with Stax's inputs released at their last use (the
-default), held until each graph returns (as before), and with outputs from PyTorch's allocator
-instead of Stax's output pool (the pool's share).
+"""Process memory of one call of a bench/models case (issue 16, point 5; issue 32, point 4): a
+training step (forward and backward) or an inference call, under eager, the default backend
+(inductor) and Stax, with Stax's inputs released at their last use (the default), held until
+each graph returns (as before), and with outputs from PyTorch's allocator instead of Stax's
+pool (the pool's share). The default case is issue 16's: the 2-layer BERT at batch 8, a
+training step.
 
 Each variant runs in its own process: 3 warm-up steps (compilation, pools and arenas filled),
 then the kernel's peak-RSS mark is reset (/proc/self/clear_refs) and one step runs; the table
@@ -11,7 +12,8 @@ Each process runs with glibc mapping every block above 64 KiB on its own and unm
 freed, so resident memory follows what is live. Stax's pooled outputs and arenas stay resident
 between steps: they are in "before", and the peak is the measure to compare.
 
-Usage: .venv/bin/python bench/models/training_peak.py [--model bert] [--batch 8] [--out FILE]
+Usage: .venv/bin/python bench/models/process_peak.py [--model bert] [--mode train|infer]
+       [--batch 8] [--variants eager,inductor,stax] [--dtype float32] [--out FILE]
 """
 
 import argparse
@@ -31,7 +33,7 @@ def rss_kib(field):
     raise RuntimeError(field)
 
 
-def measure(variant, model_name, batch):
+def measure(variant, model_name, batch, training, dtype_name):
     import torch
 
     sys.path.insert(0, os.path.dirname(__file__))
@@ -39,9 +41,10 @@ def measure(variant, model_name, batch):
     import models
 
     torch.manual_seed(0)
-    model, kind, vocab = models.build(model_name, torch.float32)
-    model.train()
-    inputs = models.make_inputs(kind, vocab, batch, torch.float32)
+    dtype = getattr(torch, dtype_name)
+    model, kind, vocab = models.build(model_name, dtype)
+    model.train(training)
+    inputs = models.make_inputs(kind, vocab, batch, dtype)
     if variant.startswith("stax"):
         import stax.backend
 
@@ -59,7 +62,7 @@ def measure(variant, model_name, batch):
         compiled = torch.compile(model)
     else:
         compiled = model
-    step = case.make_step(compiled, inputs, training=True)
+    step = case.make_step(compiled, inputs, training=training)
     for _ in range(3):
         step()
     import gc
@@ -90,6 +93,9 @@ def main():
     parser.add_argument("--model", default="bert")
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--mode", choices=["train", "infer"], default="train")
+    parser.add_argument("--dtype", default="float32")
+    parser.add_argument("--variants", default=",".join(VARIANTS))
     parser.add_argument("--variant", default="")
     parser.add_argument("--out", default="")
     args = parser.parse_args()
@@ -97,18 +103,21 @@ def main():
         import torch
 
         torch.set_num_threads(args.threads)
-        print(json.dumps(measure(args.variant, args.model, args.batch)))
+        print(json.dumps(measure(args.variant, args.model, args.batch, args.mode == "train",
+                                 args.dtype)))
         return
     rows = []
-    for variant in VARIANTS:
+    for variant in args.variants.split(","):
         # glibc maps every block above 64 KiB on its own and unmaps it when freed, so resident
         # memory follows what is live instead of what the C library keeps for reuse.
         env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="65536", MALLOC_TRIM_THRESHOLD_="0")
         out = subprocess.run([sys.executable, __file__, "--model", args.model, "--batch",
-                              str(args.batch), "--threads", str(args.threads), "--variant",
-                              variant], capture_output=True, text=True, check=True, env=env)
+                              str(args.batch), "--threads", str(args.threads), "--mode",
+                              args.mode, "--dtype", args.dtype, "--variant", variant],
+                             capture_output=True, text=True, check=True, env=env)
         rows.append((variant, json.loads(out.stdout.strip().splitlines()[-1])))
-    lines = [f"Training step of {args.model}, batch {args.batch}, {args.threads} threads "
+    what = "Training step" if args.mode == "train" else "Inference call"
+    lines = [f"{what} of {args.model}, {args.dtype}, batch {args.batch}, {args.threads} threads "
              "(resident memory, MiB)", "",
              "| variant | before the step | peak in the step | increase | Stax's pool / arenas / "
              "scratch after it |", "|---|---|---|---|---|"]
