@@ -12,9 +12,7 @@
 // One key block holding every key is the plain softmax. The scores of a block stay in cache:
 // choose_attention_blocks sizes the block from the L2 size.
 //
-// exp: a Cody-Waite reduction and Cephes's degree-5 polynomial (about 1 ulp), branch free so
-// that GCC vectorizes the loops, compiled for AVX-512, AVX2 and baseline x86-64
-// (target_clones: the loader picks one per machine).
+// The row loops (mask, max, exp, stores) are attention_rows.cpp.
 #include <omp.h>
 #include <unistd.h>
 
@@ -35,13 +33,6 @@
 #include "external/matmul.h"  // LibraryError
 #include "external/spec_check.h"
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define STAX_ATTENTION_CLONES \
-  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define STAX_ATTENTION_CLONES
-#endif
-
 namespace stax::external {
 
 namespace detail {
@@ -50,168 +41,7 @@ namespace {
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
-inline float bf16_bits_to_float(uint16_t bits) {
-  return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16);
-}
-
-// Round to nearest even; NaN stays a quiet NaN. Branch free.
-inline uint16_t float_to_bf16_bits(float f) {
-  const uint32_t u = std::bit_cast<uint32_t>(f);
-  const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-  const uint32_t nan = (u >> 16) | 0x40u;
-  return static_cast<uint16_t>((u & 0x7fffffffu) > 0x7f800000u ? nan : rounded);
-}
-
-// exp(x) in float32: x = n ln2 + r, |r| <= ln2 / 2 (ln2 in two parts), exp(r) by Cephes's
-// polynomial, 2^n through the exponent bits. Below ln(FLT_MIN) (-inf included) gives 0 (no
-// denormals), above 88.37 the largest power; NaN stays NaN.
-inline float exp_poly(float x) {
-  constexpr float kLo = -87.3365478515625f, kHi = 88.3762626647949f;
-  constexpr float kLog2e = 1.44269504088896341f, kShifter = 12582912.0f;  // 1.5 * 2^23
-  float xc = x < kLo ? kLo : x;
-  xc = xc > kHi ? kHi : xc;
-  const float t = xc * kLog2e + kShifter;  // round to nearest integer in the low bits
-  const float n = t - kShifter;
-  const int32_t ni = std::bit_cast<int32_t>(t) - std::bit_cast<int32_t>(kShifter);
-  float r = xc - n * 0.693359375f;
-  r = r - n * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  const float y = p * r * r + r + 1.0f;
-  const float two_n = std::bit_cast<float>(static_cast<uint32_t>(ni + 127) << 23);
-  const float result = x < kLo ? 0.0f : y * two_n;
-  return x != x ? x : result;
-}
-
 }  // namespace
-
-STAX_ATTENTION_CLONES
-void add_mask_row(float* s, int64_t n, const void* mask, bool mask_is_16bit, int64_t stride) {
-  if (mask_is_16bit) {
-    const auto* m = static_cast<const uint16_t*>(mask);
-    if (stride == 1) {
-      for (int64_t j = 0; j < n; ++j) s[j] += bf16_bits_to_float(m[j]);
-    } else {
-      for (int64_t j = 0; j < n; ++j) s[j] += bf16_bits_to_float(m[j * stride]);
-    }
-  } else {
-    const auto* m = static_cast<const float*>(mask);
-    if (stride == 1) {
-      for (int64_t j = 0; j < n; ++j) s[j] += m[j];
-    } else {
-      for (int64_t j = 0; j < n; ++j) s[j] += m[j * stride];
-    }
-  }
-}
-
-STAX_ATTENTION_CLONES
-float row_max(const float* s, int64_t n) {
-  constexpr int kLanes = 16;
-  float lane[kLanes];
-  for (float& l : lane) l = -kInf;
-  int64_t j = 0;
-  for (; j + kLanes <= n; j += kLanes) {
-#pragma GCC unroll 1  // unrolled, the lanes would become scalars the vectorizer leaves alone
-    for (int l = 0; l < kLanes; ++l) lane[l] = s[j + l] > lane[l] ? s[j + l] : lane[l];
-  }
-  float m = -kInf;
-  for (; j < n; ++j) m = s[j] > m ? s[j] : m;
-  for (float l : lane) m = l > m ? l : m;
-  return m;
-}
-
-STAX_ATTENTION_CLONES
-float exp_row(float* s, int64_t n, float ref, uint16_t* p16) {
-  if (p16 != nullptr) {
-    for (int64_t j = 0; j < n; ++j) {
-      const float e = exp_poly(s[j] - ref);
-      s[j] = e;
-      p16[j] = float_to_bf16_bits(e);
-    }
-  } else {
-    for (int64_t j = 0; j < n; ++j) s[j] = exp_poly(s[j] - ref);
-  }
-  // The sum in 16 lanes, then the lanes in order: the same order on every ISA. (A second
-  // pass over a row in L1; with the exp in one loop GCC 12 does not vectorize the AVX2 clone.)
-  constexpr int kLanes = 16;
-  float lane[kLanes] = {};
-  int64_t j = 0;
-  for (; j + kLanes <= n; j += kLanes) {
-#pragma GCC unroll 1
-    for (int l = 0; l < kLanes; ++l) lane[l] += s[j + l];
-  }
-  float sum = 0.0f;
-  for (float l : lane) sum += l;
-  for (; j < n; ++j) sum += s[j];
-  return sum;
-}
-
-STAX_ATTENTION_CLONES
-void softmax_grad_row(float* dp, const float* p, int64_t n, float d, uint16_t* ds16) {
-  if (ds16 != nullptr) {
-    for (int64_t j = 0; j < n; ++j) {
-      const float v = p[j] * (dp[j] - d);
-      dp[j] = v;
-      ds16[j] = float_to_bf16_bits(v);
-    }
-  } else {
-    for (int64_t j = 0; j < n; ++j) dp[j] = p[j] * (dp[j] - d);
-  }
-}
-
-STAX_ATTENTION_CLONES
-void scale_row(float* x, int64_t n, float factor) {
-  for (int64_t j = 0; j < n; ++j) x[j] *= factor;
-}
-
-float dot_row(const void* x, int64_t xs, const void* y, int64_t ys, int64_t n, bool is_16bit) {
-  float sum = 0.0f;
-  if (is_16bit) {
-    const auto* a = static_cast<const uint16_t*>(x);
-    const auto* b = static_cast<const uint16_t*>(y);
-    for (int64_t c = 0; c < n; ++c) {
-      sum += bf16_bits_to_float(a[c * xs]) * bf16_bits_to_float(b[c * ys]);
-    }
-  } else {
-    const auto* a = static_cast<const float*>(x);
-    const auto* b = static_cast<const float*>(y);
-    for (int64_t c = 0; c < n; ++c) sum += a[c * xs] * b[c * ys];
-  }
-  return sum;
-}
-
-STAX_ATTENTION_CLONES
-void store_row(const float* src, int64_t n, float factor, void* dst, int64_t stride,
-               bool is_16bit) {
-  if (is_16bit) {
-    auto* d = static_cast<uint16_t*>(dst);
-    if (src == nullptr) {
-      const uint16_t fill = float_to_bf16_bits(factor);
-      for (int64_t c = 0; c < n; ++c) d[c * stride] = fill;
-    } else if (stride == 1) {
-      for (int64_t c = 0; c < n; ++c) d[c] = float_to_bf16_bits(src[c] * factor);
-    } else {
-      for (int64_t c = 0; c < n; ++c) d[c * stride] = float_to_bf16_bits(src[c] * factor);
-    }
-  } else {
-    auto* d = static_cast<float*>(dst);
-    if (src == nullptr) {
-      for (int64_t c = 0; c < n; ++c) d[c * stride] = factor;
-    } else if (stride == 1) {
-      for (int64_t c = 0; c < n; ++c) d[c] = src[c] * factor;
-    } else {
-      for (int64_t c = 0; c < n; ++c) d[c * stride] = src[c] * factor;
-    }
-  }
-}
-
-float exp_scalar(float x) {
-  return std::exp(x);
-}
 
 View4 View4::of(const StridedOperand& operand) {
   View4 v;
@@ -641,7 +471,7 @@ void AttentionPlan::Impl::forward_item(int64_t item, const char* q_data, const c
       const float old_max = row_max[r];
       const float new_max = std::max(old_max, detail::row_max(row, n));
       const float ref = new_max == -detail::kInf ? 0.0f : new_max;
-      const float sum = detail::exp_row(row, n, ref, p16 ? p16 + r * n : nullptr);
+      const float sum = detail::exp_row(row, n, ref, p16 ? p16 + r * n : nullptr, false);
       if (j0 == 0) {
         row_sum[r] = sum;
       } else {

@@ -11,6 +11,9 @@
 #include <memory>
 #include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "external/attention.h"
 #include "external/dnnl_common.h"
@@ -115,13 +118,19 @@ inline const char* block_rows(const char* data, const View4& view, const Operand
   return scratch;
 }
 
-// The vectorized row loops (attention.cpp; several ISAs, chosen at load time).
+// The vectorized row loops (attention_rows.cpp; several ISAs, chosen at load time).
 // s[j] += mask[j * stride] for j < n (mask float32 or bfloat16 bits).
 void add_mask_row(float* s, int64_t n, const void* mask, bool mask_is_16bit, int64_t stride);
 float row_max(const float* s, int64_t n);
-// s[j] = exp(s[j] - ref), returns the sum (in a fixed order); when p16 is given also writes
-// the values rounded to bfloat16.
-float exp_row(float* s, int64_t n, float ref, uint16_t* p16);
+// s[j] = exp(s[j] - ref), returns the sum (in one order on every ISA); when p16 is given also
+// writes the values rounded to bfloat16, and with keep_float false s may be left as it was
+// (the forward reads only the 16-bit values: a store of the row saved).
+float exp_row(float* s, int64_t n, float ref, uint16_t* p16, bool keep_float = true);
+// Every form of exp_row this CPU runs (the portable clones; AVX-512 with AVX512-BF16 where
+// present), by name, for the tests: each gives exp within its polynomial's error and the sum in
+// the same order.
+using ExpRowFn = float (*)(float* s, int64_t n, float ref, uint16_t* p16, bool keep_float);
+std::vector<std::pair<std::string, ExpRowFn>> exp_row_forms();
 // dp[j] = p[j] * (dp[j] - d); when ds16 is given also the values rounded to bfloat16.
 void softmax_grad_row(float* dp, const float* p, int64_t n, float d, uint16_t* ds16);
 void scale_row(float* x, int64_t n, float factor);
