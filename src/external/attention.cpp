@@ -73,11 +73,39 @@ Operand2 operand_use(const View4& view, bool pack) {
   return use;
 }
 
+namespace {
+
+template <typename T>
+void pack_strided(const T* src, int64_t rs, int64_t cs, int64_t rows, int64_t cols, T* dst) {
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) dst[r * cols + c] = src[r * rs + c * cs];
+  }
+}
+
+}  // namespace
+
 void pack_matrix(const char* src, int64_t rs, int64_t cs, int64_t rows, int64_t cols,
                  size_t element, char* dst) {
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t c = 0; c < cols; ++c) {
-      std::memcpy(dst + (r * cols + c) * element, src + (r * rs + c * cs) * element, element);
+  // Whole rows where they are contiguous (heads of a [B, L, H, E] tensor: rows H * E apart),
+  // else element by element in the element's own type. A memcpy call per 2-byte element
+  // was over half of a bfloat16 forward's time on such heads.
+  if (cs == 1) {
+    const auto row_bytes = static_cast<size_t>(cols) * element;
+    for (int64_t r = 0; r < rows; ++r) {
+      std::memcpy(dst + static_cast<size_t>(r) * row_bytes,
+                  src + r * rs * static_cast<int64_t>(element), row_bytes);
+    }
+  } else if (element == 2) {
+    pack_strided(reinterpret_cast<const uint16_t*>(src), rs, cs, rows, cols,
+                 reinterpret_cast<uint16_t*>(dst));
+  } else if (element == 4) {
+    pack_strided(reinterpret_cast<const uint32_t*>(src), rs, cs, rows, cols,
+                 reinterpret_cast<uint32_t*>(dst));
+  } else {
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t c = 0; c < cols; ++c) {
+        std::memcpy(dst + (r * cols + c) * element, src + (r * rs + c * cs) * element, element);
+      }
     }
   }
 }

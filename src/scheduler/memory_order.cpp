@@ -120,6 +120,9 @@ std::vector<int> in_place_choices(const MemoryDag& dag, const std::vector<int>& 
             dag.buffers[o].producer == mine.producer) {
           continue;
         }
+        // An output takes only a buffer with storage of its own: that buffer is then allocated
+        // as the output, which a buffer continuing a third one's storage cannot be.
+        if (mine.is_output && taken_from[o] >= 0) continue;
         taken[o] = 1;
         taken_from[static_cast<size_t>(k)] = old;
         break;

@@ -180,7 +180,7 @@ MemoryDag random_in_place_dag(std::mt19937& rng, int nodes) {
     }
   }
   for (size_t k = 0; k < dag.buffers.size(); ++k) {
-    if (dag.buffers[k].is_output) continue;
+    // Outputs take in place too (an intermediate allocated as the output).
     for (size_t old = 0; old < dag.buffers.size(); ++old) {
       const auto& o = dag.buffers[old];
       const bool reads = std::count(o.readers.begin(), o.readers.end(), dag.buffers[k].producer);
@@ -253,6 +253,20 @@ TEST(PeakModel, InPlaceChoicesAndMergesOnRandomGraphs) {
     }
   }
   EXPECT_GT(taken, 40);
+}
+
+// An output takes only a buffer with storage of its own (issue 32, point 4): the buffer it takes
+// is allocated as the output. In the chain b0 -> b1 (b1 in place of b0), the output b2 may not
+// take b1, which continues b0's storage; when b1 has its own, it may.
+TEST(PeakModel, AnOutputTakesOnlyABufferWithStorageOfItsOwn) {
+  MemoryDag dag;
+  dag.num_nodes = 3;
+  dag.buffers = {{64, 0, {1}, false}, {64, 1, {2}, false}, {64, 2, {}, true}};
+  const std::vector<int> order = {0, 1, 2};
+  dag.may_take = {{1, 0}, {2, 1}};
+  EXPECT_EQ(in_place_choices(dag, order), (std::vector<int>{-1, 0, -1}));
+  dag.may_take = {{2, 1}};
+  EXPECT_EQ(in_place_choices(dag, order), (std::vector<int>{-1, -1, 1}));
 }
 
 }  // namespace
