@@ -155,12 +155,13 @@ float exp_row_portable(float* s, int64_t n, float ref, uint16_t* p16, bool /*kee
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma"))) inline __m512 exp_poly16(
     __m512 x) {
   const __m512 lo = _mm512_set1_ps(kExpLo), hi = _mm512_set1_ps(kExpHi);
-  __m512 xc = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ), x, _mm512_setzero_ps());
-  xc = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(xc, hi, _CMP_GT_OQ), xc, hi);
+  const __mmask16 below = _mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ);
+  // min(hi, xc) keeps a NaN xc (vminps returns its second operand then), which the steps below
+  // carry to the result: NaN stays NaN without a select of its own.
+  const __m512 xc = _mm512_min_ps(hi, _mm512_mask_blend_ps(below, x, _mm512_setzero_ps()));
   const __m512 shifter = _mm512_set1_ps(12582912.0f);  // 1.5 * 2^23
   const __m512 t = _mm512_fmadd_ps(xc, _mm512_set1_ps(1.44269504088896341f), shifter);
   const __m512 n = _mm512_sub_ps(t, shifter);
-  const __m512i ni = _mm512_sub_epi32(_mm512_castps_si512(t), _mm512_castps_si512(shifter));
   __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), xc);
   r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
   __m512 p = _mm512_set1_ps(1.9875691500e-4f);
@@ -170,11 +171,8 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma"))) inline __m51
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
   const __m512 y = _mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(p, r), r, r), _mm512_set1_ps(1.0f));
-  const __m512 two_n =
-      _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(ni, _mm512_set1_epi32(127)), 23));
-  __m512 result = _mm512_mul_ps(y, two_n);
-  result = _mm512_mask_mov_ps(result, _mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ), _mm512_setzero_ps());
-  return _mm512_mask_mov_ps(result, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), x);  // NaN stays
+  // y * 2^n in one instruction: exact for the normal results, as the exponent bits' product.
+  return _mm512_mask_mov_ps(_mm512_scalef_ps(y, n), below, _mm512_setzero_ps());
 }
 
 // exp, its sum and the rounding to bfloat16 in one pass (AVX512-BF16's conversion rounds to
