@@ -247,20 +247,32 @@ std::vector<Tensor> CompiledGraph::run(const std::vector<Tensor>& inputs,
   return outputs;
 }
 
+namespace {
+
+// The caller's output buffers: one per slot, 64-byte aligned; null only where `null_allowed`
+// (run_into_pooled takes those from the pool).
+void check_output_slots(const std::vector<int64_t>& slot_bytes,
+                        const std::vector<void*>& output_slots, bool null_allowed) {
+  if (output_slots.size() != slot_bytes.size()) {
+    throw InputError("expected " + std::to_string(slot_bytes.size()) + " output buffers, got " +
+                     std::to_string(output_slots.size()));
+  }
+  for (size_t k = 0; k < output_slots.size(); ++k) {
+    if (output_slots[k] == nullptr && !null_allowed) {
+      throw InputError("output buffer " + std::to_string(k) + " is null");
+    }
+    if (reinterpret_cast<uintptr_t>(output_slots[k]) % 64 != 0) {
+      throw InputError("output buffer " + std::to_string(k) + " is not 64-byte aligned");
+    }
+  }
+}
+
+}  // namespace
+
 void CompiledGraph::run_into(const std::vector<const void*>& input_data,
                              const std::vector<void*>& output_slots,
                              const RunOptions& options) const {
-  const auto& module = compilation_->module;
-  if (output_slots.size() != module.output_slot_bytes.size()) {
-    throw InputError("expected " + std::to_string(module.output_slot_bytes.size()) +
-                     " output buffers, got " + std::to_string(output_slots.size()));
-  }
-  for (size_t k = 0; k < output_slots.size(); ++k) {
-    if (output_slots[k] == nullptr || reinterpret_cast<uintptr_t>(output_slots[k]) % 64 != 0) {
-      throw InputError("output buffer " + std::to_string(k) +
-                       (output_slots[k] == nullptr ? " is null" : " is not 64-byte aligned"));
-    }
-  }
+  check_output_slots(compilation_->module.output_slot_bytes, output_slots, false);
   run_entry(input_data, &caller_slot, const_cast<void**>(output_slots.data()), options);
 }
 
@@ -290,15 +302,7 @@ void CompiledGraph::run_into_pooled(const std::vector<const void*>& input_data,
                                     std::vector<void*>& output_slots,
                                     const RunOptions& options) const {
   const auto& module = compilation_->module;
-  if (output_slots.size() != module.output_slot_bytes.size()) {
-    throw InputError("expected " + std::to_string(module.output_slot_bytes.size()) +
-                     " output buffers, got " + std::to_string(output_slots.size()));
-  }
-  for (size_t k = 0; k < output_slots.size(); ++k) {
-    if (reinterpret_cast<uintptr_t>(output_slots[k]) % 64 != 0) {
-      throw InputError("output buffer " + std::to_string(k) + " is not 64-byte aligned");
-    }
-  }
+  check_output_slots(module.output_slot_bytes, output_slots, true);
   PooledSlots pooled{output_slots.data(), &module.output_slot_bytes, {}};
   auto give_back = [&] {
     for (void* block : pooled.taken) runtime::process_block_pool().give(block);
