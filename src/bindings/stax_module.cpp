@@ -121,10 +121,6 @@ void run_compiled(const CompiledGraph& compiled, nb::handle inputs, nb::handle o
   compiled.run_into(input_data, output_slots, options);
 }
 
-// run_compiled for a caller that gives up its inputs (issue 16, point 5): `owners` holds the
-// objects that keep the inputs alive (the tensors), one per input; they move out of the list
-// (which is left empty) and each is dropped when the program is done reading its input, so
-// that memory no one else holds is freed during the run.
 // Takes the input owners out of `owners` (which is left empty) into `held` and returns run
 // options that drop each after the program's last read of its input.
 RunOptions releasing_options(nb::list owners, size_t num_inputs, std::vector<nb::object>& held,
@@ -146,6 +142,10 @@ RunOptions releasing_options(nb::list owners, size_t num_inputs, std::vector<nb:
   return options;
 }
 
+// run_compiled for a caller that gives up its inputs (issue 16, point 5): `owners` holds the
+// objects that keep the inputs alive (the tensors), one per input; they move out of the list
+// (which is left empty) and each is dropped when the program is done reading its input, so
+// that memory no one else holds is freed during the run.
 void run_releasing(const CompiledGraph& compiled, nb::list owners, nb::handle inputs,
                    nb::handle outputs, int num_threads) {
   std::vector<const void*> input_data;

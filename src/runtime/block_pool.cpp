@@ -59,20 +59,15 @@ void* BlockPool::allocate(size_t bucket) {
 
 void* BlockPool::take(size_t bytes) {
   const size_t bucket = bucket_bytes(bytes);
-  return take_bucket(bucket, bucket);
+  return take_bucket(bucket, bucket, nullptr);
 }
 
 void* BlockPool::take_at_least(size_t bytes, size_t* granted) {
   const size_t bucket = bucket_bytes(bytes);
-  void* block = take_bucket(bucket, 2 * bucket);
-  if (granted != nullptr) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    *granted = handed_.at(block);
-  }
-  return block;
+  return take_bucket(bucket, 2 * bucket, granted);
 }
 
-void* BlockPool::take_bucket(size_t bucket, size_t largest_cached_bucket) {
+void* BlockPool::take_bucket(size_t bucket, size_t largest_cached_bucket, size_t* granted) {
   std::lock_guard<std::mutex> lock(mutex_);
   // The most recently freed block of the bucket (its lines may still be in cache), else the
   // smallest cached bucket above it that the caller accepts.
@@ -91,6 +86,7 @@ void* BlockPool::take_bucket(size_t bucket, size_t largest_cached_bucket) {
     live_ += size;
     handed_.emplace(block, size);
     ++stats_.hits;
+    if (granted != nullptr) *granted = size;
     return block;
   }
   ++stats_.misses;
@@ -102,6 +98,7 @@ void* BlockPool::take_bucket(size_t bucket, size_t largest_cached_bucket) {
   live_ += bucket;
   peak_live_ = std::max(peak_live_, live_);  // a trim above restarted the bound
   handed_.emplace(block, bucket);
+  if (granted != nullptr) *granted = bucket;
   return block;
 }
 

@@ -87,7 +87,8 @@ class BlockPool {
 
  private:
   void* allocate(size_t bucket);
-  void* take_bucket(size_t bucket, size_t largest_cached_bucket);
+  // A block of `bucket`, or a cached one of up to `largest_cached_bucket`; its size to *granted.
+  void* take_bucket(size_t bucket, size_t largest_cached_bucket, size_t* granted);
   // Frees the least recently cached blocks until a new block of `bucket` keeps the footprint
   // within the bound.
   void evict_for_locked(size_t bucket);
