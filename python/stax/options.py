@@ -35,6 +35,10 @@ class Options:
     # The graph passes before lowering (the written-out attention as one blocked call); False
     # lowers each graph as written (for before/after measurements).
     graph_passes: bool = True
+    # Intermediates around convolutions stored channels last where the library runs them in
+    # place on that layout (nothing reordered from one convolution to the next); False stores
+    # every intermediate row-major (for before/after measurements).
+    channels_last_intermediates: bool = True
     # Large outputs from Stax's output pool (kept across calls, their pages mapped); False
     # takes them from PyTorch's allocator (for before/after measurements).
     output_pool: bool = True
@@ -86,7 +90,9 @@ class Options:
         streaming_stores = options.get("streaming_stores", True)
         mutations_in_place = options.get("mutations_in_place", True)
         freeze_parameters = options.get("freeze_parameters", False)
+        channels_last_intermediates = options.get("channels_last_intermediates", True)
         for name, value in (("debug", debug), ("graph_passes", graph_passes),
+                            ("channels_last_intermediates", channels_last_intermediates),
                             ("output_pool", output_pool), ("streaming_stores", streaming_stores),
                             ("mutations_in_place", mutations_in_place),
                             ("freeze_parameters", freeze_parameters)):
@@ -108,7 +114,9 @@ class Options:
                 raise ValueError(f"stax: option '{name}' must be a path string, got {value!r}")
         return Options(threads=threads, simd=simd, logs=tuple(dict.fromkeys(logs)),
                        debug_dir=debug_dir, cache_dir=cache_dir, debug=debug,
-                       graph_passes=graph_passes, output_pool=output_pool,
+                       graph_passes=graph_passes,
+                       channels_last_intermediates=channels_last_intermediates,
+                       output_pool=output_pool,
                        streaming_stores=streaming_stores,
                        mutations_in_place=mutations_in_place,
                        freeze_parameters=freeze_parameters)

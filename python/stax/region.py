@@ -307,6 +307,7 @@ class Region:
             cache_dir=o.cache_dir,
             record_ir=o.record_ir,
             graph_passes=o.graph_passes,
+            channels_last_intermediates=o.channels_last_intermediates,
             logs=o.cpp_logs,
             # Large outputs come from the pool and intermediates from the arena, both mapped
             # after the first call: where streaming stores pay (streaming_stores.cpp).

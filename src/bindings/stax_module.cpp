@@ -482,16 +482,19 @@ NB_MODULE(_C, m) {
       "compile",
       [](const std::string& text, const std::string& filename, int num_threads,
          const std::string& simd, const std::string& cache_dir, bool record_ir, bool graph_passes,
-         bool outputs_in_mapped_memory, const std::optional<std::vector<std::string>>& logs) {
+         bool outputs_in_mapped_memory, bool channels_last_intermediates,
+         const std::optional<std::vector<std::string>>& logs) {
         CompileOptions options =
             make_options(num_threads, simd, cache_dir, record_ir, graph_passes, logs);
         options.outputs_in_mapped_memory = outputs_in_mapped_memory;
+        options.channels_last_intermediates = channels_last_intermediates;
         nb::gil_scoped_release release;
         return stax::compile(ir::parse_graph(text, filename), options);
       },
       "text"_a, "filename"_a = "<graph>", nb::kw_only(), "num_threads"_a = 0, "simd"_a = "",
       "cache_dir"_a = "", "record_ir"_a = false, "graph_passes"_a = true,
-      "outputs_in_mapped_memory"_a = false, "logs"_a = nb::none(),
+      "outputs_in_mapped_memory"_a = false, "channels_last_intermediates"_a = true,
+      "logs"_a = nb::none(),
       "Parses Stax graph text and compiles it (lowering, scheduling, C++ generation, JIT). "
       "logs: the topics printed to stderr while compiling (log_topics()); None: those "
       "STAX_LOGS names.");

@@ -12,9 +12,12 @@ namespace stax::cli {
 const char* const kUsage =
     "usage: stax explain FILE [--json] [--ir] [--verbose] [--threads N]\n"
     "                [--simd avx512|avx2|scalar] [--no-graph-passes]\n"
+    "                [--row-major-intermediates]\n"
     "       stax emit FILE [--threads N] [--simd avx512|avx2|scalar] [--no-graph-passes]\n"
+    "                [--row-major-intermediates]\n"
     "       stax run FILE [--inputs IN.json] [--outputs OUT.json] [--json] [--threads N]\n"
     "                [--simd avx512|avx2|scalar] [--eager] [--no-graph-passes]\n"
+    "                [--row-major-intermediates]\n"
     "       stax fuzz [--seconds N | --cases N] [--seed S] [--mode valid|mutate|both]\n"
     "                 [--out DIR] [--no-reduce]   (stax fuzz --help)\n";
 
@@ -43,6 +46,8 @@ const std::vector<OptionSpec>& option_specs() {
       {"--eager", false, {"run"}},
       // Lowers the graph as written (no graph_passes rewrite), for comparisons.
       {"--no-graph-passes", false, {"explain", "emit", "run"}},
+      // Stores every intermediate row-major (no channels-last layout around convolutions).
+      {"--row-major-intermediates", false, {"explain", "emit", "run"}},
   };
   return specs;
 }
@@ -118,6 +123,8 @@ CliArgs parse_cli_args(int argc, char** argv) {
       a.verbose = true;
     } else if (arg == "--no-graph-passes") {
       a.options.graph_passes = false;
+    } else if (arg == "--row-major-intermediates") {
+      a.options.channels_last_intermediates = false;
     } else if (arg == "--threads") {
       a.options.num_threads = parse_threads(value);
     } else if (arg == "--simd") {

@@ -133,7 +133,9 @@ lowering::LoweringOptions lowering_options(const CompileOptions& options) {
   lowering::LoweringOptions lo;
   if (make_target(options).has_library(driver::kMatmulLibrary)) {
     lo.library_for = &driver::library_for;
+    lo.channels_last_output_for = &driver::channels_last_output_for;
   }
+  lo.channels_last_intermediates = options.channels_last_intermediates;
   return lo;
 }
 

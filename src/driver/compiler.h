@@ -52,6 +52,9 @@ struct CompileOptions {
   // Run the graph passes (graph_passes/graph_passes.h) before lowering; false: the graph is
   // lowered as written (what before/after measurements of a pass compare).
   bool graph_passes = true;
+  // Intermediates around library convolutions stored channels last where the library runs
+  // in place on that layout (lowering/channels_last.h); false: row-major.
+  bool channels_last_intermediates = true;
   // The topics the C++ side prints to stderr (program/log_topics.h); none given: the ones
   // STAX_LOGS names. torch.compile's options={"logs": ...} arrive here.
   std::optional<std::vector<std::string>> logs;

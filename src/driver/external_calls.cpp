@@ -304,6 +304,21 @@ std::optional<std::string> library_for(const lowering::ExternalCall& call, std::
   return std::string(kMatmulLibrary);
 }
 
+std::optional<std::string> channels_last_output_for(const lowering::ExternalCall& call) {
+  if (!call.convolution ||
+      call.convolution->direction != lowering::ConvolutionWindow::Direction::Forward) {
+    return std::nullopt;
+  }
+  const std::vector<int64_t>& out_sizes = call.convolution->result_sizes;
+  std::string reason;
+  if (!external::ConvolutionPlan::runs_channels_last_in_place(
+          convolution_spec(call, out_sizes, ir::contiguous_strides(out_sizes), call.a.dtype),
+          &reason)) {
+    return std::nullopt;
+  }
+  return "the library reads and writes that layout in place (" + reason + ")";
+}
+
 ExternalPlans::ExternalPlans(const std::vector<program::ExternalSite>& sites, int num_threads) {
   for (const program::ExternalSite& site : sites) {
     try {

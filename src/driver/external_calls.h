@@ -29,6 +29,10 @@ inline constexpr const char* kConvolutionLibrary = "oneDNN convolution";
 // `why` saying why not (the contraction or convolution is then a loop nest).
 std::optional<std::string> library_for(const lowering::ExternalCall& call, std::string* why);
 
+// For a forward convolution the library runs: why its output is better stored channels last
+// (oneDNN's plan for channels-last operands reads and writes them in place), or nullopt.
+std::optional<std::string> channels_last_output_for(const lowering::ExternalCall& call);
+
 // The library's view of a call site: every operand as a batch of strided matrices.
 external::MatmulSpec matmul_spec(const lowering::ExternalCall& call,
                                  const std::vector<int64_t>& output_sizes,

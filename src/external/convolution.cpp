@@ -560,6 +560,25 @@ bool ConvolutionPlan::supported(const ConvolutionSpec& spec, std::string* why) {
   return analysis.refusal.empty();
 }
 
+bool ConvolutionPlan::runs_channels_last_in_place(const ConvolutionSpec& spec,
+                                                  std::string* reason) {
+  ConvolutionSpec laid = spec;
+  laid.input = TensorLayout::channels_last(spec.input.sizes);
+  laid.output = TensorLayout::channels_last(spec.output.sizes);
+  Analysis analysis;
+  try {
+    analysis = analyze(laid, Formats::Automatic);
+  } catch (const std::exception&) {
+    return false;
+  }
+  if (!analysis.refusal.empty() || !analysis.pd || analysis.formats != Formats::ChannelsLast) {
+    return false;
+  }
+  // "channels-last, kernel brgconv:...": the why after it is the plan's own (explain shows it).
+  if (reason != nullptr) *reason = analysis.reason.substr(0, analysis.reason.find(": "));
+  return true;
+}
+
 std::unique_ptr<ConvolutionPlan> ConvolutionPlan::create(const ConvolutionSpec& spec,
                                                          int num_threads, Formats formats) {
   if (num_threads < 0) {

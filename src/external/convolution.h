@@ -136,6 +136,11 @@ class ConvolutionPlan {
   // pass's gradient of an empty batch, say), is written as zeros. When false, `why` (if not
   // null) says why.
   static bool supported(const ConvolutionSpec& spec, std::string* why);
+  // Whether the plan for this spec with its input and output channels last (as a caller
+  // would store them) reads and writes them in place rather than reordering them into another
+  // format: the measured rule's choice on this CPU (convolution.cpp). When true, `reason` (if
+  // not null) says which kernel and why.
+  static bool runs_channels_last_in_place(const ConvolutionSpec& spec, std::string* reason);
   // Builds the primitive and reorders once, for `num_threads` threads (0:
   // omp_get_max_threads()). Throws LibraryError when there is no plan or oneDNN fails.
   static std::unique_ptr<ConvolutionPlan> create(const ConvolutionSpec& spec, int num_threads = 0,

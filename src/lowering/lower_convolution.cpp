@@ -144,15 +144,27 @@ std::optional<LoweredValue> Lowerer::library_convolution(
       "the target's " + *library + " runs " + op + " on " + std::string(dtype_name(dtype));
   for (size_t k = 0; k < operands.size(); ++k) {
     if (in_place[k]) continue;
-    LoweredValue r = realize(*operands[k].first, std::string(operands[k].second) + " of " + op +
-                                                     ": the library reads stored tensors only");
+    LoweredValue r = realize_for_readers(
+        *operands[k].first, -1,
+        std::string(operands[k].second) + " of " + op + ": the library reads stored tensors only");
     ExternalOperand& into = operand_slot(k);
     into.buffer = r.layout->buffer;
     into.is_input = false;
     into.strides = r.layout->strides;
     into.offset = 0;
   }
-  return add_external_buffer(node, std::move(call), dtype, window.result_sizes);
+  // The output channels last where the library runs this convolution in place on that
+  // layout (channels_last.h), unless a graph output shows it.
+  std::optional<std::vector<int64_t>> strides;
+  if (options_.channels_last_intermediates && options_.channels_last_output_for &&
+      window.direction == ConvolutionWindow::Direction::Forward &&
+      is_image_batch(window.result_sizes) && layout_is_free(node.output.index)) {
+    if (auto why_channels_last = options_.channels_last_output_for(call)) {
+      strides = StoreLoops(window.result_sizes, kImageChannelDim).strides;
+      call.reason += "; its output stored channels last: " + *why_channels_last;
+    }
+  }
+  return add_external_buffer(node, std::move(call), dtype, window.result_sizes, strides);
 }
 
 LoweredValue Lowerer::lower_convolution(const ir::Node& node, const ir::Value& out) {

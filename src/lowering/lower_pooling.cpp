@@ -46,26 +46,6 @@ namespace stax::lowering {
 // What pooling_lowering.h declares.
 namespace pooling {
 
-ResultLoops::ResultLoops(const std::vector<int64_t>& sizes, bool channels_last) {
-  const size_t rank = sizes.size();
-  for (size_t d = 0; d < rank; ++d) order.push_back(d);
-  if (channels_last) {
-    const size_t channel = rank - 3;
-    order.erase(order.begin() + static_cast<int64_t>(channel));
-    order.push_back(channel);
-  }
-  for (size_t d : order) loop_sizes.push_back(sizes[d]);
-  loop_strides = ir::contiguous_strides(loop_sizes);
-  strides.resize(rank);
-  for (size_t k = 0; k < rank; ++k) strides[order[k]] = loop_strides[k];
-}
-
-std::vector<Expr> ResultLoops::logical(const std::vector<Expr>& idx) const {
-  std::vector<Expr> at(idx.size(), Expr(0));
-  for (size_t k = 0; k < idx.size(); ++k) at[order[k]] = idx[k];
-  return at;
-}
-
 LoweredValue empty_result(const std::string& op, int node, DType dtype,
                           std::vector<int64_t> sizes) {
   LoweredValue v;
@@ -113,30 +93,8 @@ std::optional<OpsValue> avg_count(OpsHandler& h, const KernelDim& dim, bool coun
                {end, apply(h, PointwiseOp::Maximum, {start, int64_constant(h, 0)})});
 }
 
-// Whether the value `load` of these sizes ([N, C, H, W] or [C, H, W]) is stored channels
-// last, or computed from operands stored so: some load walks the channels contiguously and
-// none the width.
 bool reads_channels_last(const Loader& load, const std::vector<int64_t>& sizes) {
-  const size_t rank = sizes.size();
-  const size_t channel = rank - 3;
-  if (sizes[channel] < 2) return false;
-  LoadRecorder h;
-  std::vector<Expr> idx;
-  index::RangeMap ranges;
-  for (size_t d = 0; d < rank; ++d) {
-    const std::string var = "i" + std::to_string(d);
-    idx.push_back(Expr::var(var));
-    ranges[var] = sizes[d];
-  }
-  load(h, idx);
-  bool channels = false;
-  for (const auto& [buffer, at] : h.loads) {
-    const std::optional<int64_t> along_w =
-        index::stride(at, "i" + std::to_string(rank - 1), ranges);
-    if (along_w == 1) return false;
-    channels = channels || index::stride(at, "i" + std::to_string(channel), ranges) == 1;
-  }
-  return channels;
+  return sizes.size() >= 3 && lowering::reads_channels_last(load, sizes, sizes.size() - 3);
 }
 
 }  // namespace pooling

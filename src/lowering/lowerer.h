@@ -19,6 +19,7 @@
 #include "ir/op_schema.h"
 #include "ir/pooling_args.h"
 #include "ir/view_strides.h"
+#include "lowering/channels_last.h"
 #include "lowering/lowered_value.h"
 #include "lowering/lowering.h"
 #include "lowering/pointwise_decompositions.h"
@@ -75,6 +76,20 @@ class Lowerer {
       }
     }
     for (ir::ValueRef out : graph.outputs()) outputs_.insert(out.index);
+    // Values a graph output reaches through views: stored in eager's layout, as the output is.
+    for (ir::ValueRef out : graph.outputs()) {
+      for (int idx = out.index; idx >= 0 && seen_by_outputs_.insert(idx).second;) {
+        const int producer = graph.value(ir::ValueRef{idx}).producer;
+        if (producer < 0) break;
+        const ir::Node& p = graph.nodes()[static_cast<size_t>(producer)];
+        const ir::OpSchema* schema = ir::find_op_schema(p.op);
+        if (schema == nullptr || schema->category != ir::OpCategory::View ||
+            !ir::is_tensor_arg(p, 0)) {
+          break;
+        }
+        idx = std::get<ir::ValueRef>(p.args[0]).index;
+      }
+    }
   }
 
   LoweredGraph run() {
@@ -158,6 +173,33 @@ class Lowerer {
     result_.log.push_back(buf.name + " (" + buf.origin + "): " + why);
     return add_buffer(std::move(buf), v.composed);
   }
+
+  // Stores a value that only the program's own kernels and calls read (value `idx`, or -1 for
+  // a private copy an external call reads): channels last where it is an image batch
+  // computed from channels-last data (channels_last.h), else contiguous.
+  LoweredValue realize_for_readers(const LoweredValue& v, int idx, const std::string& why) {
+    if (!options_.channels_last_intermediates || (idx >= 0 && seen_by_outputs_.count(idx)) ||
+        !is_image_batch(v.sizes) || !reads_channels_last(v.loader, v.sizes, kImageChannelDim)) {
+      return realize(v, why);
+    }
+    const StoreLoops loops(v.sizes, kImageChannelDim);
+    ComputedBuffer buf = buffer_storing(v, loops.strides);
+    buf.ranges = loops.loop_sizes;
+    const std::vector<int64_t> loop_strides = loops.loop_strides;
+    buf.output_index = [loop_strides](const std::vector<Expr>& at) {
+      return strided_offset(at, loop_strides);
+    };
+    const Loader loader = v.loader;
+    buf.value = [loader, loops](OpsHandler& h, const std::vector<Expr>& at,
+                                const std::vector<Expr>&) { return loader(h, loops.logical(at)); };
+    result_.log.push_back(buf.name + " (" + buf.origin + "): " + why +
+                          "; stored channels last, as the data it is computed from");
+    return add_buffer(std::move(buf), v.composed);
+  }
+
+  // Whether value `idx` may be stored in a layout of lowering's choice: no graph output
+  // reaches it through views.
+  bool layout_is_free(int idx) const { return !seen_by_outputs_.count(idx); }
 
   // Stores `buf`, whose body computes the nodes of `composed`.
   LoweredValue add_buffer(ComputedBuffer buf, const ComposedNodes& composed) {
@@ -287,7 +329,7 @@ class Lowerer {
       if (outputs_.count(idx) && !result.layout) {
         result = realize(result, "graph output");
       } else if (!result.layout && stored_for_library_.count(idx)) {
-        result = realize(result, stored_for_library_.at(idx));
+        result = realize_for_readers(result, idx, stored_for_library_.at(idx));
       } else if (!result.pure_view || !result.layout) {
         // A view that no strided layout expresses composes index arithmetic; it is priced too.
         const int reads = reads_.count(idx) ? reads_.at(idx) : 0;
@@ -297,7 +339,7 @@ class Lowerer {
           decision.reason += " (" + std::to_string(reads) + " reads, broadcast to " +
                              std::to_string(evaluations) + " evaluations per element)";
         }
-        if (decision.materialize) result = realize(result, decision.reason);
+        if (decision.materialize) result = realize_for_readers(result, idx, decision.reason);
       }
       values_[static_cast<size_t>(idx)] = std::move(result);
     }
@@ -420,6 +462,7 @@ class Lowerer {
   std::string current_node_;  // the node being lowered, for errors and buffer provenance
   // The results after the first of the node being lowered, for ops with several (var_mean).
   std::set<int> outputs_;
+  std::set<int> seen_by_outputs_;
 };
 
 }  // namespace stax::lowering

@@ -22,6 +22,13 @@ struct LoweringOptions {
   // an external call ("oneDNN matmul"), or nullopt with `why` saying why not (then it is a
   // loop nest). Unset: no library, every contraction is a loop nest.
   std::function<std::optional<std::string>(const ExternalCall&, std::string* why)> library_for;
+  // For a call library_for accepted (a forward convolution), why the library would rather
+  // write its output channels last (it runs in place on that layout), or nullopt. Unset: every
+  // call writes a row-major output.
+  std::function<std::optional<std::string>(const ExternalCall&)> channels_last_output_for;
+  // Intermediates stored channels last where that serves (channels_last.h); false: every
+  // value lowering stores is row-major (before/after measurements).
+  bool channels_last_intermediates = true;
 };
 
 LoweredGraph lower(const ir::Graph& graph, const LoweringOptions& options = {});

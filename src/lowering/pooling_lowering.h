@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ir/pooling_args.h"
+#include "lowering/channels_last.h"
 #include "lowering/loop_ir.h"
 #include "lowering/lowered_value.h"
 #include "lowering/ops_handler.h"
@@ -23,14 +24,9 @@ OpsValue int64_constant(OpsHandler& h, int64_t v);
 // The loops over a pooling result or gradient ([N,] C, H, W): row-major, or the channels
 // innermost where the operand read is stored channels last (the kernels then vectorize along
 // contiguous channels, and the result is stored channels last, as eager's kernels store it).
-struct ResultLoops {
-  std::vector<size_t> order;          // loop k runs over result dim order[k]
-  std::vector<int64_t> loop_sizes;    // the loops' extents
-  std::vector<int64_t> loop_strides;  // the result's offset per loop index
-  std::vector<int64_t> strides;       // the result's stride per dim
-  ResultLoops(const std::vector<int64_t>& sizes, bool channels_last);
-  // The result index at loop index idx.
-  std::vector<Expr> logical(const std::vector<Expr>& idx) const;
+struct ResultLoops : StoreLoops {
+  ResultLoops(const std::vector<int64_t>& sizes, bool channels_last)
+      : StoreLoops(sizes, channels_last ? std::optional<size_t>(sizes.size() - 3) : std::nullopt) {}
 };
 
 // The value of an empty result of node `node` (no element to compute, nothing to read).
