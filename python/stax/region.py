@@ -297,6 +297,17 @@ class Region:
         boxed.unboxed = env["call"]  # for callers that pass the arguments themselves
         return env["call"], boxed
 
+    def _analysis_wanted(self) -> bool:
+        """Whether anything will read the program's analysis (explain, the generated source,
+        the kernel IR, freeze_parameters' weight sites); else it is freed once the program is
+        loaded (a few MiB per training graph)."""
+        from . import backend
+
+        o = self.options
+        return bool(o.debug_dir or o.record_ir or o.freeze_parameters
+                    or {"fusion", "schedule", "ir", "output_code"} & set(o.logs)
+                    or backend._recorders)
+
     def _compile_variant(self, layouts, text):
         o = self.options
         compiled = _C.compile(
@@ -308,6 +319,7 @@ class Region:
             record_ir=o.record_ir,
             graph_passes=o.graph_passes,
             channels_last_intermediates=o.channels_last_intermediates,
+            keep_analysis=self._analysis_wanted(),
             logs=o.cpp_logs,
             # Large outputs come from the pool and intermediates from the arena, both mapped
             # after the first call: where streaming stores pay (streaming_stores.cpp).

@@ -223,6 +223,26 @@ def test_explain(cache):
     assert isinstance(document, dict) and document
 
 
+def test_keep_analysis_false_frees_what_only_explain_reads(cache):
+    """torch.compile's bridge compiles with keep_analysis=False unless something will read
+    the analysis (region.py): the program still runs, and explain or source say why not."""
+    kept = _C.compile(GRAPH, num_threads=2, cache_dir=cache)
+    slim = _C.compile(GRAPH, num_threads=2, cache_dir=cache, keep_analysis=False)
+    assert slim.output_slot_bytes == kept.output_slot_bytes
+    assert slim.inputs == kept.inputs and slim.outputs == kept.outputs
+    for read in (lambda c: c.explain(), lambda c: c.source, lambda c: c.ir_log,
+                 lambda c: c.weight_sites):
+        with pytest.raises(Exception, match="without keeping its analysis"):
+            read(slim)
+        read(kept)
+    def sums(c):
+        _, slots = run_small(c)
+        (_, s_slot, *_), (_, t_slot, *_), _ = c.outputs
+        return slots[s_slot].read_floats(ROWS * COLS), slots[t_slot].read_floats(ROWS)
+
+    assert sums(slim) == sums(kept) == expected_sums()
+
+
 def test_op_schemas():
     schemas = dict(_C.op_schemas())
     assert {"add", "sum", "transpose", "neg"} <= schemas.keys()

@@ -247,15 +247,17 @@ size_t pack_site_weights(const CompiledGraph& compiled, size_t site, uintptr_t i
 
 std::vector<InputInfo> input_infos(const CompiledGraph& compiled) {
   std::vector<InputInfo> infos;
-  for (const auto& in : compiled.compilation().lowered.inputs) {
-    infos.emplace_back(in.name, std::string(dtype_name(in.dtype)), in.sizes, in.strides);
+  for (size_t k = 0; k < compiled.input_types().size(); ++k) {
+    const ir::TensorType& t = compiled.input_types()[k];
+    infos.emplace_back(compiled.input_names()[k], std::string(dtype_name(t.dtype)), t.sizes,
+                       t.strides);
   }
   return infos;
 }
 
 std::vector<OutputInfo> output_infos(const CompiledGraph& compiled) {
   std::vector<OutputInfo> infos;
-  for (const auto& out : compiled.compilation().module.outputs) {
+  for (const auto& out : compiled.outputs()) {
     infos.emplace_back(out.from_input, out.index, std::string(dtype_name(out.dtype)), out.sizes,
                        out.strides, out.offset);
   }
@@ -452,12 +454,11 @@ NB_MODULE(_C, m) {
                    "(from_input, index, dtype, sizes, strides, offset) per graph output; index "
                    "is the output slot, or the input position when from_input")
       .def_prop_ro(
-          "output_slot_bytes",
-          [](const CompiledGraph& c) { return c.compilation().module.output_slot_bytes; },
+          "output_slot_bytes", [](const CompiledGraph& c) { return c.output_slot_bytes(); },
           "bytes of each output slot")
       .def_prop_ro("source", &CompiledGraph::source, "the generated C++")
       .def_prop_ro(
-          "arena_bytes", [](const CompiledGraph& c) { return c.compilation().module.arena_bytes; },
+          "arena_bytes", [](const CompiledGraph& c) { return c.arena_bytes(); },
           "bytes of the intermediates' arena (0: none), one block per concurrent call")
       .def_prop_ro("cache_hit", &CompiledGraph::cache_hit,
                    "whether the kernel library came from the cache, without the C++ compiler")
@@ -482,20 +483,23 @@ NB_MODULE(_C, m) {
       "compile",
       [](const std::string& text, const std::string& filename, int num_threads,
          const std::string& simd, const std::string& cache_dir, bool record_ir, bool graph_passes,
-         bool outputs_in_mapped_memory, bool channels_last_intermediates,
+         bool outputs_in_mapped_memory, bool channels_last_intermediates, bool keep_analysis,
          const std::optional<std::vector<std::string>>& logs) {
         CompileOptions options =
             make_options(num_threads, simd, cache_dir, record_ir, graph_passes, logs);
         options.outputs_in_mapped_memory = outputs_in_mapped_memory;
         options.channels_last_intermediates = channels_last_intermediates;
+        options.keep_analysis = keep_analysis;
         nb::gil_scoped_release release;
         return stax::compile(ir::parse_graph(text, filename), options);
       },
       "text"_a, "filename"_a = "<graph>", nb::kw_only(), "num_threads"_a = 0, "simd"_a = "",
       "cache_dir"_a = "", "record_ir"_a = false, "graph_passes"_a = true,
       "outputs_in_mapped_memory"_a = false, "channels_last_intermediates"_a = true,
-      "logs"_a = nb::none(),
+      "keep_analysis"_a = true, "logs"_a = nb::none(),
       "Parses Stax graph text and compiles it (lowering, scheduling, C++ generation, JIT). "
+      "keep_analysis=False frees what only explain, source, ir_log and weight_sites read once "
+      "the program is loaded (those then raise). "
       "logs: the topics printed to stderr while compiling (log_topics()); None: those "
       "STAX_LOGS names.");
 

@@ -184,6 +184,22 @@ CompiledGraph compile_lowered(lowering::LoweredGraph lowered, const CompileOptio
   // The library primitives are built now, once, not on every call.
   out.externals_ = std::make_shared<const driver::ExternalPlans>(
       out.compilation_->module.externals, out.compilation_->module.options.num_threads);
+  if (!options.keep_analysis) {
+    // What running reads: the inputs' and outputs' layouts, the entry point, the options.
+    auto kept = std::make_shared<Compilation>();
+    kept->lowered.name = out.compilation_->lowered.name;
+    kept->lowered.inputs = out.compilation_->lowered.inputs;
+    kept->lowered.outputs = out.compilation_->lowered.outputs;
+    const codegen::GeneratedModule& module = out.compilation_->module;
+    kept->module.entry_point = module.entry_point;
+    kept->module.outputs = module.outputs;
+    kept->module.output_slot_bytes = module.output_slot_bytes;
+    kept->module.arena_bytes = module.arena_bytes;
+    kept->module.options = module.options;
+    kept->module.externals = module.externals;
+    out.compilation_ = std::move(kept);
+    out.analysis_kept_ = false;
+  }
   if (!runtime::cpu_supports(jit.simd)) {
     out.runnable_ = false;
     out.not_runnable_reason_ = "compiled for SIMD level " +
@@ -191,6 +207,16 @@ CompiledGraph compile_lowered(lowering::LoweredGraph lowered, const CompileOptio
                                ", which this CPU does not support";
   }
   return out;
+}
+
+const Compilation& CompiledGraph::compilation() const {
+  if (!analysis_kept_) {
+    throw std::logic_error(
+        "this program was compiled without keeping its analysis (CompileOptions::keep_analysis "
+        "= false; torch.compile keeps it under stax.explain, a debug_dir, the fusion, schedule, "
+        "ir and output_code logs, and freeze_parameters)");
+  }
+  return *compilation_;
 }
 
 CompiledGraph compile(const ir::Graph& graph, const CompileOptions& options) {

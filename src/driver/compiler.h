@@ -55,6 +55,11 @@ struct CompileOptions {
   // Intermediates around library convolutions stored channels last where the library runs
   // in place on that layout (lowering/channels_last.h); false: row-major.
   bool channels_last_intermediates = true;
+  // Keep the analysis (the lowered graph, the schedule, the generated source, the logs) once
+  // the program is loaded, for explain, source() and freeze_parameters' weight sites; false
+  // frees it (a few MiB per training graph; CompiledGraph::compilation() then throws), what
+  // running needs stays.
+  bool keep_analysis = true;
   // The topics the C++ side prints to stderr (program/log_topics.h); none given: the ones
   // STAX_LOGS names. torch.compile's options={"logs": ...} arrive here.
   std::optional<std::vector<std::string>> logs;
@@ -119,11 +124,14 @@ class CompiledGraph {
   const std::vector<codegen::OutputBinding>& outputs() const {
     return compilation_->module.outputs;
   }
-  const Compilation& compilation() const { return *compilation_; }
+  // Throws std::logic_error when compiled with CompileOptions::keep_analysis = false.
+  const Compilation& compilation() const;
+  bool analysis_kept() const { return analysis_kept_; }
+  int64_t arena_bytes() const { return compilation_->module.arena_bytes; }
   // The library plans of the loaded program, by call site: freeze_parameters packs weights
   // into their slots (frozen_weights.h).
   const driver::ExternalPlans& external_plans() const { return *externals_; }
-  const std::string& source() const { return compilation_->module.source; }
+  const std::string& source() const { return compilation().module.source; }
   bool cache_hit() const { return cache_hit_; }
   const std::string& library_path() const { return library_path_; }
 
@@ -140,6 +148,7 @@ class CompiledGraph {
   std::vector<ir::TensorType> input_types_;
   std::vector<std::string> input_names_;
   bool runnable_ = true;
+  bool analysis_kept_ = true;
   std::string not_runnable_reason_;
   bool cache_hit_ = false;
   std::string library_path_;

@@ -33,6 +33,34 @@ TEST(Api, ReadmeExample) {
   EXPECT_NE(text.find("OUTER_LOOP_FUSED depth 1"), std::string::npos) << text;
 }
 
+// CompileOptions::keep_analysis = false: the program runs as before, what running reads stays,
+// and the analysis it freed is refused, not read empty.
+TEST(Api, AProgramCompiledWithoutItsAnalysisRunsAndRefusesExplain) {
+  stax::Graph g("k");
+  auto x = stax::ops::input(g, "x", stax::DType::Float32, {64, 128});
+  auto s = stax::ops::sum(x, {-1}, /*keepdim=*/true);
+  stax::ops::output(g, {x / s, stax::ops::exp(s)});
+  CompileOptions slim;
+  slim.keep_analysis = false;
+  const CompiledGraph kept = stax::compile(g);
+  const CompiledGraph freed = stax::compile(g, slim);
+  EXPECT_TRUE(kept.analysis_kept());
+  EXPECT_FALSE(freed.analysis_kept());
+  EXPECT_THROW((void)freed.compilation(), std::logic_error);
+  EXPECT_THROW((void)freed.source(), std::logic_error);
+  EXPECT_EQ(freed.output_slot_bytes(), kept.output_slot_bytes());
+  EXPECT_EQ(freed.arena_bytes(), kept.arena_bytes());
+  EXPECT_EQ(freed.outputs().size(), 2u);
+  EXPECT_FALSE(explain_text(kept.compilation()).empty());
+  const Tensor input = eager::random_tensor(DType::Float32, {64, 128}, 3);
+  const auto a = kept.run({input});
+  const auto b = freed.run({input});
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t k = 0; k < a.size(); ++k) {
+    EXPECT_TRUE(eager::compare(a[k], b[k], 0.0, 0.0).within_tolerance) << k;
+  }
+}
+
 TEST(Api, WrongSizesStridesAndDtypesAreReported) {
   stax::Graph g("k");
   auto x = stax::ops::input(g, "x", stax::DType::Float32, {4, 8});
