@@ -102,16 +102,13 @@ void* BlockPool::take_bucket(size_t bucket, size_t largest_cached_bucket, size_t
   return block;
 }
 
-// The bound, and at least `bucket` bytes of idle blocks for the `bucket` bytes a miss maps.
 void BlockPool::evict_for_locked(size_t bucket) {
-  size_t freed = 0;
-  while (!free_.empty() && (live_ + bucket + cached_ > peak_live_ || freed < bucket)) {
+  while (!free_.empty() && live_ + bucket + cached_ > peak_live_) {
     auto oldest = free_.begin();
     for (auto it = free_.begin(); it != free_.end(); ++it) {
       if (it->second.order < oldest->second.order) oldest = it;
     }
     std::free(oldest->second.block);
-    freed += oldest->first;
     cached_ -= oldest->first;
     free_.erase(oldest);
     ++stats_.evictions;

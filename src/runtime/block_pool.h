@@ -13,13 +13,10 @@
 // - Bounded by what the workload takes again: the pool's footprint (blocks handed out plus
 //   blocks cached) never exceeds the most it has had handed out at once (since the last trim).
 //   A request the cache cannot serve first frees the least recently cached blocks as far as
-//   needed, and at least its own size of them: the pool grows only when nothing sits idle in
-//   it, so at the moment the workload holds the most, nothing sits cached beside it, and
-//   blocks one part of a step does not take again do not sit beside what the next part
-//   allocates: the pool adds nothing to the process's peak over what the same tensors would
-//   take from the C library. (A training step's gradients and activations are never live
-//   together: without the rule the pool held both sets, 120 MiB over the default backend on
-//   BERT at batch 8.)
+//   needed, so at the moment the workload holds the most, nothing sits cached beside it: the
+//   pool adds nothing to the process's peak over what the same tensors would take from the C
+//   library. (A training step's gradients and activations are never live together: without
+//   the rule the pool held both sets, 120 MiB over the default backend on BERT at batch 8.)
 // - Also bounded by `max_cached_bytes` and by half the memory the system has available; a
 //   block that does not fit is freed.
 // - One pool per process (process_block_pool()): outputs, arenas and scratch share its

@@ -102,32 +102,6 @@ TEST(BlockPool, TheFootprintNeverExceedsTheMostHandedOutAtOnce) {
 
 // An arena takes a cached block of up to twice its size (the forward's arena serves the
 // backward's), never a larger one, and learns the size it got.
-// A miss frees at least its own size of cached blocks, the least recently cached first, even
-// below the bound: the pool grows only when it holds nothing idle. Blocks cached in one part of
-// a step that the next part does not take again (a backward's gradients, the forward's
-// activations of other sizes) would otherwise sit beside what that part allocates, up to the
-// bound (BERT's training step at batch 8: 14 MiB over the process peak of the same tensors
-// from the C library, 2 MiB with this rule; bench/models/MEMORY.md).
-TEST(BlockPool, AMissFreesItsOwnSizeOfCachedBlocks) {
-  BlockPool pool(size_t{1} << 30, plenty);
-  const size_t big = size_t{4} << 20, small = size_t{1} << 20;
-  void* a = pool.take(big);
-  void* b = pool.take(big);
-  void* c = pool.take(big);
-  pool.give(a);
-  pool.give(b);
-  pool.give(c);
-  ASSERT_EQ(pool.stats().cached_bytes, static_cast<int64_t>(3 * big));
-  void* x = pool.take(small);  // at the bound: one big block goes
-  EXPECT_EQ(pool.stats().cached_bytes, static_cast<int64_t>(2 * big));
-  void* y = pool.take(small);  // below the bound (1 + 1 + 8 of 12 MiB), still one goes
-  EXPECT_EQ(pool.stats().cached_bytes, static_cast<int64_t>(big));
-  EXPECT_EQ(pool.stats().evictions, 2);
-  EXPECT_EQ(footprint(pool), static_cast<int64_t>(2 * small + big));
-  pool.give(x);
-  pool.give(y);
-}
-
 TEST(BlockPool, TakeAtLeastServesFromALargerCachedBlockUpToTwice) {
   BlockPool pool(size_t{1} << 30, plenty);
   const size_t big = size_t{6} << 20;
