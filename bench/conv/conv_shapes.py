@@ -62,7 +62,7 @@ def build(build_dir):
     lib = lambda module: os.path.join(build_dir, "src", module, f"libstax_{module}.a")
     subprocess.run(["g++", "-std=c++20", "-O2", "-fPIC", "-shared", "-fopenmp",
                     "-I", os.path.join(ROOT, "src"), os.path.join(HERE, "conv_shim.cpp"),
-                    lib("external"), lib("ir"), "-ldnnl", "-o", out], check=True)
+                    lib("external"), lib("ir"), lib("runtime"), "-ldnnl", "-o", out], check=True)
     shim = ctypes.CDLL(out)
     shim.stax_conv_create.restype = ctypes.c_void_p
     shim.stax_conv_time.restype = ctypes.c_int

@@ -40,7 +40,7 @@ def build_shim(build_dir):
     lib = lambda module: os.path.join(build_dir, "src", module, f"libstax_{module}.a")
     subprocess.run(["g++", "-std=c++20", "-O2", "-fPIC", "-shared", "-fopenmp",
                     "-I", os.path.join(ROOT, "src"), os.path.join(ROOT, "bench", "gemm", "plan_shim.cpp"),
-                    lib("external"), lib("ir"), "-ldnnl", "-o", out], check=True)
+                    lib("external"), lib("ir"), lib("runtime"), "-ldnnl", "-o", out], check=True)
     shim = ctypes.CDLL(out)
     shim.stax_plan_time.restype = ctypes.c_int
     return shim

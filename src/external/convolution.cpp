@@ -326,6 +326,14 @@ struct Candidates {
 Candidates candidates(const ConvolutionSpec& spec, Formats formats, bool matrix_engine) {
   if (formats != Formats::Automatic) return {{formats}, "asked for by the caller"};
   const bool channels_last = spec.input.is_channels_last() && !spec.input.is_contiguous();
+  const int64_t channels_per_group = spec.weight.sizes[1];
+  if (matrix_engine && spec.pass == ConvolutionPass::BackwardWeights && channels_per_group < 16) {
+    return {{Formats::Caller, Formats::Blocked, Formats::ChannelsLast, Formats::Any},
+            "the AMX backward-weights kernel on fewer than 16 input channels per group is slow: "
+            "ViT's patch embedding (3 channels, 16x16 stride 16), bfloat16, 11 ms standalone and "
+            "137-358 ms inside a training step, against 1.1 ms for oneDNN's GEMM-based kernel on "
+            "the caller's layouts and 5.1 ms for eager (bench/conv/RESULTS.md, Xeon with AMX)"};
+  }
   if (matrix_engine) {
     return {channels_last ? std::vector{Formats::ChannelsLast, Formats::Any, Formats::Blocked}
                           : std::vector{Formats::Any, Formats::ChannelsLast, Formats::Blocked},

@@ -220,3 +220,32 @@ TEST(ConvolutionCalls, ATransposedConvolutionIsRefusedByName) {
 
 }  // namespace
 }  // namespace stax
+
+namespace stax {
+namespace {
+
+// An operand dense in neither row-major nor channels-last order (here channels last with a
+// padded batch stride, as the [B, 768, 14, 14] view of ViT's [B, 197, 768] tokens without the
+// first is) is stored by Stax before the call: the library would reorder it element by element
+// (lower_convolution.cpp). A dense channels-last input is still read in place.
+TEST(CompiledConvolutions, OperandsDenseInNoOrderAreStoredFirst) {
+  for (const std::string t : {"f32", "bf16"}) {
+    const ir::Graph g = ir::parse_graph(
+        "def f(x: " + t + "[2, 6, 13, 11] strides=[2000, 1, 66, 6], y: " + t +
+        "[2, 6, 13, 11] strides=[858, 1, 66, 6], w: " + t + "[8, 6, 3, 3]):\n" +
+        "    a = convolution(x, w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1)\n"
+        "    b = convolution(y, w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1)\n"
+        "    return a, b\n");
+    const std::vector<Tensor> inputs = convolution_inputs(g);
+    const CompiledGraph compiled = compile(g, {});
+    std::vector<std::string> read;
+    for (const program::ExternalSite& site : compiled.compilation().module.externals) {
+      read.push_back(site.call->a.is_input ? site.call->a.buffer : "stored");
+    }
+    EXPECT_EQ(read, (std::vector<std::string>{"stored", "y"})) << t;
+    expect_outputs_match(g, compiled.run(inputs), eager::run(g, inputs), t);
+  }
+}
+
+}  // namespace
+}  // namespace stax
