@@ -115,14 +115,21 @@ void BlockPool::evict_for_locked(size_t bucket) {
   }
 }
 
-bool BlockPool::under_pressure_locked(size_t* cache_limit) {
+void BlockPool::refresh_memory_info() {
   const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
                           std::chrono::steady_clock::now().time_since_epoch())
                           .count();
-  if (last_check_ns_ == 0 || now - last_check_ns_ > 50'000'000) {
-    last_memory_ = memory_();
-    last_check_ns_ = now;
-  }
+  int64_t last = last_check_ns_.load(std::memory_order_relaxed);
+  if (last != 0 && now - last <= 50'000'000) return;
+  // One thread reads, the others go on with the last reading: reading /proc/meminfo takes tens
+  // of microseconds, which under the mutex made the threads giving blocks back wait (perf).
+  if (!last_check_ns_.compare_exchange_strong(last, now, std::memory_order_relaxed)) return;
+  const MemoryInfo info = memory_();
+  std::lock_guard<std::mutex> lock(mutex_);
+  last_memory_ = info;
+}
+
+bool BlockPool::under_pressure_locked(size_t* cache_limit) {
   *cache_limit = max_cached_bytes_;
   if (last_memory_.total_bytes <= 0) return false;  // nothing known: the fixed bound only
   *cache_limit = std::min(*cache_limit, static_cast<size_t>(last_memory_.available_bytes / 2));
@@ -132,6 +139,7 @@ bool BlockPool::under_pressure_locked(size_t* cache_limit) {
 bool BlockPool::give(void* block, size_t* given_bucket) {
   if (given_bucket != nullptr) *given_bucket = 0;
   if (block == nullptr) return true;
+  refresh_memory_info();
   {
     std::lock_guard<std::mutex> lock(mutex_);
     const auto handed = handed_.find(block);

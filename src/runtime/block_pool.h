@@ -29,6 +29,7 @@
 // Thread-safe: blocks are given back from whichever thread frees the tensor.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -93,7 +94,9 @@ class BlockPool {
   // within the bound.
   void evict_for_locked(size_t bucket);
   int64_t trim_locked();
-  // Whether the system is short of memory; MemoryInfo is read at most every 50 ms.
+  // Reads MemoryInfo when the last reading is over 50 ms old, outside the mutex.
+  void refresh_memory_info();
+  // Whether the system is short of memory, by the last reading.
   bool under_pressure_locked(size_t* cache_limit);
 
   const size_t max_cached_bytes_;
@@ -110,8 +113,8 @@ class BlockPool {
   size_t peak_live_ = 0;
   uint64_t next_order_ = 0;
   BlockPoolStats stats_;
-  int64_t last_check_ns_ = 0;
-  MemoryInfo last_memory_;
+  std::atomic<int64_t> last_check_ns_{0};
+  MemoryInfo last_memory_;  // under the mutex
 };
 
 // The process's pool (never destroyed: PyTorch may free a pooled tensor during exit).

@@ -9,6 +9,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <future>
 #include <random>
 #include <sstream>
 #include <string>
@@ -182,6 +183,30 @@ TEST(BlockPool, MemoryPressureAndTrimEmptyTheCache) {
   EXPECT_EQ(pool.stats().cached_blocks, 1);
   EXPECT_GT(pool.trim(), 0);
   EXPECT_EQ(pool.stats().cached_bytes, 0);
+}
+
+// The system's memory is read outside the pool's mutex (a /proc/meminfo read takes tens of
+// microseconds, which under the mutex made every thread giving a block back wait): while the
+// reading runs, another thread can use the pool.
+TEST(BlockPool, TheSystemsMemoryIsReadOutsideTheLock) {
+  BlockPool* pool_seen = nullptr;
+  bool other_thread_waited = false;
+  // Kept outside the reading, so that a reading under the mutex makes the test fail, not hang
+  // (a future from std::async waits for its thread when destroyed).
+  std::future<BlockPoolStats> other;
+  BlockPool pool(size_t{1} << 30, [&] {
+    if (pool_seen != nullptr) {
+      other = std::async(std::launch::async, [&] { return pool_seen->stats(); });
+      other_thread_waited = other.wait_for(std::chrono::seconds(2)) != std::future_status::ready;
+    }
+    return MemoryInfo{int64_t{100} << 20, int64_t{50} << 20};
+  });
+  pool_seen = &pool;
+  pool.give(pool.take(1 << 20));  // the first give reads the system's memory
+  ASSERT_TRUE(other.valid());
+  other.get();
+  EXPECT_FALSE(other_thread_waited);
+  EXPECT_EQ(pool.stats().cached_blocks, 1);
 }
 
 // The system's transparent huge page mode: "always", "madvise" or "never".
