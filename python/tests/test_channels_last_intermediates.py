@@ -15,6 +15,7 @@ import torch
 
 import stax
 from eager_comparison import assert_same, summation_tolerance
+from resnet_blocks import BasicBlock
 
 
 class SmallResNet(torch.nn.Module):
@@ -23,7 +24,7 @@ class SmallResNet(torch.nn.Module):
         self.stem = torch.nn.Conv2d(3, 16, 3, 2, 1, bias=False)
         self.bn = torch.nn.BatchNorm2d(16)
         self.pool = torch.nn.MaxPool2d(3, 2, 1)
-        self.blocks = torch.nn.ModuleList([Block(16, 16, 1), Block(16, 32, 2)])
+        self.blocks = torch.nn.ModuleList([BasicBlock(16, 16, 1), BasicBlock(16, 32, 2)])
         self.head = torch.nn.Linear(32, 10)
 
     def forward(self, x):
@@ -31,21 +32,6 @@ class SmallResNet(torch.nn.Module):
         for b in self.blocks:
             y = b(y)
         return self.head(torch.flatten(torch.nn.functional.adaptive_avg_pool2d(y, 1), 1))
-
-
-class Block(torch.nn.Module):
-    def __init__(self, c_in, c_out, stride):
-        super().__init__()
-        self.conv1 = torch.nn.Conv2d(c_in, c_out, 3, stride, 1, bias=False)
-        self.bn1 = torch.nn.BatchNorm2d(c_out)
-        self.conv2 = torch.nn.Conv2d(c_out, c_out, 3, 1, 1, bias=False)
-        self.bn2 = torch.nn.BatchNorm2d(c_out)
-        self.down = (torch.nn.Conv2d(c_in, c_out, 1, stride, bias=False)
-                     if stride != 1 or c_in != c_out else torch.nn.Identity())
-
-    def forward(self, x):
-        y = torch.relu(self.bn1(self.conv1(x)))
-        return torch.relu(self.bn2(self.conv2(y)) + self.down(x))
 
 
 def model(dtype):

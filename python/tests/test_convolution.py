@@ -20,6 +20,7 @@ import torch.nn.functional as F
 
 import stax
 from eager_comparison import assert_same, check_explain, summation_tolerance
+from resnet_blocks import BasicBlock
 
 
 def uniform(*sizes, dtype=torch.float32, seed=0):
@@ -108,24 +109,6 @@ def test_a_kernel_larger_than_the_padded_input_is_refused_as_eager_refuses():
         torch.compile(lambda x, w: F.conv2d(x, w), backend="stax")(x, weight)
     assert "Kernel size" in str(eager_error.value) or "kernel size" in str(eager_error.value)
     assert "convolution" in str(stax_error.value) or "Kernel size" in str(stax_error.value)
-
-
-class BasicBlock(torch.nn.Module):
-    """ResNet's basic block with its downsampling shortcut, inference mode."""
-
-    def __init__(self, c_in, c_out, stride):
-        super().__init__()
-        self.conv1 = torch.nn.Conv2d(c_in, c_out, 3, stride, 1, bias=False)
-        self.bn1 = torch.nn.BatchNorm2d(c_out)
-        self.conv2 = torch.nn.Conv2d(c_out, c_out, 3, 1, 1, bias=False)
-        self.bn2 = torch.nn.BatchNorm2d(c_out)
-        self.down = torch.nn.Sequential(torch.nn.Conv2d(c_in, c_out, 1, stride, bias=False),
-                                        torch.nn.BatchNorm2d(c_out))
-
-    def forward(self, x):
-        y = torch.relu(self.bn1(self.conv1(x)))
-        y = self.bn2(self.conv2(y))
-        return torch.relu(y + self.down(x))
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])

@@ -183,22 +183,7 @@ LoweredValue Lowerer::lower_pooling(const ir::Node& node, const ir::Value& out) 
   // whatever stores it (a graph output) would write the output's dims in another order than
   // the loops computing its reductions.
   auto store = [&](const LoweredValue& v, const std::string& why) {
-    if (!channels_last) return v;
-    ComputedBuffer buf;
-    buf.name = next_buffer_name();
-    buf.dtype = v.dtype;
-    buf.sizes = out_sizes;
-    buf.strides = strides;
-    buf.ranges = loop_sizes;
-    buf.output_index = [loop_strides](const std::vector<Expr>& idx) {
-      return strided_offset(idx, loop_strides);
-    };
-    const Loader load = v.loader;
-    buf.value = [load, logical](OpsHandler& h, const std::vector<Expr>& idx,
-                                const std::vector<Expr>&) { return load(h, logical(idx)); };
-    buf.origin = join(v.origin, "+");
-    result_.log.push_back(buf.name + " (" + buf.origin + "): " + why);
-    return add_buffer(std::move(buf), v.composed);
+    return channels_last ? realize_in_loops(v, loops, why) : v;
   };
 
   // Stores one reduction of `element` over the windows (ridx = (rh, rw) over window()).

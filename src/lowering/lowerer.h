@@ -182,7 +182,13 @@ class Lowerer {
         !is_image_batch(v.sizes) || !reads_channels_last(v.loader, v.sizes, kImageChannelDim)) {
       return realize(v, why);
     }
-    const StoreLoops loops(v.sizes, kImageChannelDim);
+    return realize_in_loops(v, StoreLoops(v.sizes, kImageChannelDim),
+                            why + "; stored channels last, as the data it is computed from");
+  }
+
+  // Stores `v` by loops in the order `loops` gives, densely in that order (channels_last.h).
+  LoweredValue realize_in_loops(const LoweredValue& v, const StoreLoops& loops,
+                                const std::string& why) {
     ComputedBuffer buf = buffer_storing(v, loops.strides);
     buf.ranges = loops.loop_sizes;
     const std::vector<int64_t> loop_strides = loops.loop_strides;
@@ -192,8 +198,7 @@ class Lowerer {
     const Loader loader = v.loader;
     buf.value = [loader, loops](OpsHandler& h, const std::vector<Expr>& at,
                                 const std::vector<Expr>&) { return loader(h, loops.logical(at)); };
-    result_.log.push_back(buf.name + " (" + buf.origin + "): " + why +
-                          "; stored channels last, as the data it is computed from");
+    result_.log.push_back(buf.name + " (" + buf.origin + "): " + why);
     return add_buffer(std::move(buf), v.composed);
   }
 
