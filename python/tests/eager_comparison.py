@@ -64,6 +64,21 @@ def assert_same(actual, expected, where="output", **tolerance):
         assert actual == expected, f"{where}: {actual!r} != {expected!r}"
 
 
+def training_step_matches_eager(module, loss, x, **tolerance):
+    """loss(x) and the gradients of module's parameters from backward(), compiled with the
+    stax backend (compiled afresh) against eager, within `tolerance`."""
+    module.zero_grad()
+    expected = loss(x)
+    expected.backward()
+    want = {k: p.grad.clone() for k, p in module.named_parameters()}
+    module.zero_grad()
+    torch._dynamo.reset()
+    actual = torch.compile(loss, backend="stax")(x)
+    actual.backward()
+    assert_same(actual, expected, **tolerance)
+    assert_same({k: p.grad for k, p in module.named_parameters()}, want, "grad", **tolerance)
+
+
 def compile_counted(fn, backend, **compile_kwargs):
     """torch.compile(fn) through a CountingBackend; returns (compiled fn, counter)."""
     counter = CountingBackend(backend)
