@@ -42,6 +42,7 @@
 #include "external/matmul.h"
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <new>
@@ -52,6 +53,7 @@
 
 #include "external/dnnl_common.h"
 #include "external/host_loops.h"
+#include "external/matmul_weights_form.h"
 #include "external/post_ops.h"
 #include "external/spec_check.h"
 
@@ -135,9 +137,11 @@ bool bias_is_row(const MatmulSpec& spec) {
 
 // The primitive descriptor of a library form; `binary_arguments` (if not null) gets the
 // operands of the spec's binary post-ops (post_ops.h).
+// With `packed_weights`, B's format is the library's choice (format_tag::any): run() reorders
+// B into it (matmul_weights_form.h).
 dnnl::matmul::primitive_desc make_primitive_desc(
     const MatmulSpec& spec, Form form,
-    std::vector<detail::BinaryArgument>* binary_arguments = nullptr) {
+    std::vector<detail::BinaryArgument>* binary_arguments = nullptr, bool packed_weights = false) {
   const memory::data_type dt = *library_dtype(spec.dtype);
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -148,7 +152,8 @@ dnnl::matmul::primitive_desc make_primitive_desc(
   if (binary_arguments != nullptr) *binary_arguments = std::move(arguments);
   if (post_ops.len() > 0) attr.set_post_ops(post_ops);
   const memory::desc a = operand_desc(spec.a, dt, spec, false);
-  const memory::desc b = operand_desc(spec.b, dt, spec, false);
+  memory::desc b = operand_desc(spec.b, dt, spec, false);
+  if (packed_weights) b = memory::desc(b.dims(), dt, memory::format_tag::any);
   const memory::desc c = operand_desc(spec.c, dt, spec, false);
   if (form == Form::BiasInLibrary) {
     const memory::desc bias = operand_desc(*spec.bias, dt, spec, true);
@@ -276,30 +281,162 @@ Analysis analyze(const MatmulSpec& spec) {
   return result;
 }
 
-// One oneDNN primitive for one thread count, with its pool of scratchpads.
+// One oneDNN primitive for one thread count, with its pool of scratchpads; with packed
+// weights, the reorder of B from its given layout into the primitive's and the pool of the
+// packed copies.
 struct Primitive {
   dnnl::matmul::primitive_desc pd;
   std::vector<detail::BinaryArgument> binary_arguments;
   dnnl::matmul matmul;
   size_t scratchpad_bytes = 0;
   detail::BufferPool pool;
+  std::optional<memory::desc> given_weights;
+  std::optional<dnnl::reorder> pack;
+  detail::BufferPool packed_pool;
 
-  Primitive(dnnl::matmul::primitive_desc desc, std::vector<detail::BinaryArgument> binaries)
+  Primitive(dnnl::matmul::primitive_desc desc, std::vector<detail::BinaryArgument> binaries,
+            std::optional<memory::desc> given)
       : pd(std::move(desc)),
         binary_arguments(std::move(binaries)),
         matmul(pd),
         scratchpad_bytes(pd.scratchpad_desc().get_size()),
-        pool(scratchpad_bytes) {}
+        pool(scratchpad_bytes),
+        given_weights(std::move(given)),
+        packed_pool(given_weights ? pd.weights_desc().get_size() : 0) {
+    if (given_weights) {
+      pack.emplace(dnnl::reorder::primitive_desc(cpu_engine(), *given_weights, cpu_engine(),
+                                                 pd.weights_desc()));
+    }
+  }
 };
 
 std::string library_name() {
   return detail::library_version() + " matmul";
 }
 
+// Runs one library form of `spec` (the spec the library computes: the plan's own, or its
+// transpose) with primitive `p`: the bias copy of BiasThenSum, the per-batch calls, the
+// post-op operands. The caller has set the thread count.
+void execute(const MatmulSpec& spec, Form form, Primitive& p, const void* a, const void* b,
+             const void* bias, void* c, std::span<const void* const> post_operands, int threads) {
+  if (form == Form::BiasThenSum) detail::copy_bias(spec, bias, c, threads);
+  dnnl::stream& stream = thread_stream();
+  // oneDNN takes non-const handles; it writes only DST, the scratchpad and the packed B.
+  Buffer packed;
+  if (p.pack) packed = p.packed_pool.take();
+  memory weights(p.pd.weights_desc(), cpu_engine(), p.pack ? packed.get() : const_cast<void*>(b));
+  if (p.pack) {
+    memory given(*p.given_weights, cpu_engine(), const_cast<void*>(b));
+    p.pack->execute(stream, given, weights);
+  }
+  std::unordered_map<int, memory> args{
+      {DNNL_ARG_SRC, memory(p.pd.src_desc(), cpu_engine(), const_cast<void*>(a))},
+      {DNNL_ARG_WEIGHTS, weights},
+      {DNNL_ARG_DST, memory(p.pd.dst_desc(), cpu_engine(), c)}};
+  if (form == Form::BiasInLibrary) {
+    args.emplace(DNNL_ARG_BIAS, memory(p.pd.bias_desc(), cpu_engine(), const_cast<void*>(bias)));
+  }
+  auto binary_slot = [&](size_t i) {
+    return DNNL_ARG_ATTR_MULTIPLE_POST_OP(p.binary_arguments[i].library_index) | DNNL_ARG_SRC_1;
+  };
+  // The operand of each binary post-op: one of post_operands, or a constant of the plan.
+  auto operand_data = [&](const detail::BinaryArgument& argument, int64_t batch) -> void* {
+    if (argument.operand < 0) return const_cast<float*>(&argument.constant);
+    return const_cast<char*>(static_cast<const char*>(post_operands[argument.operand])) +
+           batch * argument.batch_stride_bytes;
+  };
+  for (size_t i = 0; i < p.binary_arguments.size(); ++i) {
+    args.emplace(binary_slot(i), memory(p.binary_arguments[i].desc, cpu_engine(),
+                                        operand_data(p.binary_arguments[i], 0)));
+  }
+  Buffer scratchpad;
+  if (p.scratchpad_bytes > 0) {
+    scratchpad = p.pool.take();
+    args.emplace(DNNL_ARG_SCRATCHPAD,
+                 memory(p.pd.scratchpad_desc(), cpu_engine(), scratchpad.get()));
+  }
+  const int64_t batches = per_batch_calls(spec) ? spec.c.sizes[0] : 1;
+  const int64_t element = static_cast<int64_t>(dtype_size(spec.dtype));
+  for (int64_t batch = 0; batch < batches; ++batch) {
+    if (batch > 0) {
+      args.at(DNNL_ARG_DST)
+          .set_data_handle(static_cast<char*>(c) + batch * spec.c.strides[0] * element);
+      if (form == Form::BiasInLibrary && !detail::broadcasts(*spec.bias, 0, batches)) {
+        args.at(DNNL_ARG_BIAS)
+            .set_data_handle(const_cast<char*>(static_cast<const char*>(bias)) +
+                             batch * spec.bias->strides[0] * element);
+      }
+      for (size_t i = 0; i < p.binary_arguments.size(); ++i) {
+        args.at(binary_slot(i)).set_data_handle(operand_data(p.binary_arguments[i], batch));
+      }
+    }
+    p.matmul.execute(stream, args);
+  }
+  stream.wait();
+}
+
+std::unique_ptr<Primitive> make_primitive(const MatmulSpec& spec, Form form, bool packed_weights) {
+  std::vector<detail::BinaryArgument> binaries;
+  auto pd = make_primitive_desc(spec, form, &binaries, packed_weights);
+  std::optional<memory::desc> given;
+  if (packed_weights) given = operand_desc(spec.b, *library_dtype(spec.dtype), spec, false);
+  return std::make_unique<Primitive>(std::move(pd), std::move(binaries), std::move(given));
+}
+
+// A 64-byte aligned memory of `elements` ones (float32 or bfloat16; zeros for other dtypes):
+// the operands measure_weights_forms times on, written so that the library reads real pages
+// rather than the kernel's shared zero page.
+struct ScratchOperand {
+  std::unique_ptr<void, decltype(&std::free)> memory{nullptr, &std::free};
+  ScratchOperand(int64_t elements, DType dtype) {
+    const size_t element = dtype_size(dtype);
+    const size_t bytes =
+        (static_cast<size_t>(std::max<int64_t>(elements, 1)) * element + 63) / 64 * 64;
+    memory.reset(std::aligned_alloc(64, bytes));
+    if (!memory) throw std::bad_alloc();
+    auto* out = static_cast<unsigned char*>(memory.get());
+    std::memset(out, 0, bytes);
+    const float one = 1.0f;
+    const uint16_t bf16_one = detail::float_to_bf16(1.0f);
+    if (dtype == DType::Float32 || dtype == DType::BFloat16) {
+      for (size_t i = 0; i + element <= bytes; i += element) {
+        std::memcpy(out + i, element == 4 ? static_cast<const void*>(&one) : &bf16_one, element);
+      }
+    }
+  }
+  void* data() const { return memory.get(); }
+};
+
+// Times the direct and the packed weights form of `spec` on scratch operands
+// (matmul_weights_form.h): whether the packed one wins, and the note explain shows.
+std::string measure_weights_forms(const MatmulSpec& spec, Form form, Primitive& direct,
+                                  Primitive& packed, int threads, bool* wins) {
+  const ScratchOperand a(detail::layout_extent(spec.a), spec.dtype);
+  const ScratchOperand b(detail::layout_extent(spec.b), spec.dtype);
+  const ScratchOperand c(detail::layout_extent(spec.c), spec.dtype);
+  std::optional<ScratchOperand> bias;
+  if (spec.bias) bias.emplace(detail::layout_extent(*spec.bias), spec.dtype);
+  std::vector<ScratchOperand> operands;
+  for (const PostOp& op : spec.post_ops) {
+    if (op.operand) operands.emplace_back(detail::layout_extent(*op.operand), op.operand_dtype);
+  }
+  std::vector<const void*> operand_data;
+  for (const ScratchOperand& operand : operands) operand_data.push_back(operand.data());
+  const void* bias_data = bias ? bias->data() : nullptr;
+  auto run_with = [&](Primitive& p) {
+    return [&] {
+      execute(spec, form, p, a.data(), b.data(), bias_data, c.data(), operand_data, threads);
+    };
+  };
+  return detail::measure_weights_form(detail::weights_form_key(spec, threads), run_with(direct),
+                                      run_with(packed), wins);
+}
+
 }  // namespace
 
 struct MatmulPlan::State {
   MatmulSpec spec;
+  bool packed_weights = false;  // B reordered into the library's layout on every run
   Form form = Form::NoOutput;
   std::string implementation;
   mutable std::mutex mutex;  // guards primitives (created on first use of a thread count)
@@ -309,11 +446,7 @@ struct MatmulPlan::State {
   Primitive& primitive(int threads) const {
     std::lock_guard<std::mutex> lock(mutex);
     auto& slot = primitives[threads];
-    if (!slot) {
-      std::vector<detail::BinaryArgument> binaries;
-      auto pd = make_primitive_desc(spec, form, &binaries);
-      slot = std::make_unique<Primitive>(std::move(pd), std::move(binaries));
-    }
+    if (!slot) slot = make_primitive(spec, form, packed_weights);
     return *slot;
   }
 };
@@ -329,7 +462,8 @@ bool MatmulPlan::supported(const MatmulSpec& spec, std::string* why) {
   return analysis.refusal.empty();
 }
 
-std::unique_ptr<MatmulPlan> MatmulPlan::create(const MatmulSpec& spec, int num_threads) {
+std::unique_ptr<MatmulPlan> MatmulPlan::create(const MatmulSpec& spec, int num_threads,
+                                               MatmulWeights weights) {
   if (num_threads < 0) {
     throw LibraryError("matmul " + spec.describe() + ": a negative thread count");
   }
@@ -344,14 +478,39 @@ std::unique_ptr<MatmulPlan> MatmulPlan::create(const MatmulSpec& spec, int num_t
     state->spec = spec;
     state->form = analysis.form;
     state->implementation = form_note(analysis.form, spec);
-    if (analysis.pd) {
-      state->implementation =
-          library_name() + " " + std::string(analysis.pd->impl_info_str()) + state->implementation;
-      std::vector<detail::BinaryArgument> binaries;
-      make_primitive_desc(spec, analysis.form, &binaries);
-      state->primitives[threads] =
-          std::make_unique<Primitive>(std::move(*analysis.pd), std::move(binaries));
+    if (!analysis.pd) {
+      if (weights == MatmulWeights::Packed) {
+        throw LibraryError("matmul " + spec.describe() +
+                           ": packed weights were asked for a plan without a library call");
+      }
+      return std::unique_ptr<MatmulPlan>(new MatmulPlan(std::move(state)));
     }
+    auto chosen = make_primitive(spec, analysis.form, false);
+    std::string why = "B read in place: asked for";
+    if (weights != MatmulWeights::Direct) {
+      why = weights == MatmulWeights::Packed ? "" : detail::weights_form_not_measured(spec);
+      if (why.empty()) {
+        auto packed = make_primitive(spec, analysis.form, true);
+        if (is_reference(packed->pd)) {
+          if (weights == MatmulWeights::Packed) {
+            throw LibraryError("matmul " + spec.describe() +
+                               ": oneDNN has only its reference kernel for packed weights");
+          }
+          why = "B read in place: the library has no fast kernel for it packed";
+        } else {
+          bool wins = weights == MatmulWeights::Packed;
+          why = wins ? "B packed by the library on every run: asked for"
+                     : measure_weights_forms(spec, analysis.form, *chosen, *packed, threads, &wins);
+          if (wins) {
+            state->packed_weights = true;
+            chosen = std::move(packed);
+          }
+        }
+      }
+    }
+    state->implementation = library_name() + " " + std::string(chosen->pd.impl_info_str()) +
+                            state->implementation + "; " + why;
+    state->primitives[threads] = std::move(chosen);
     return std::unique_ptr<MatmulPlan>(new MatmulPlan(std::move(state)));
   } catch (const dnnl::error& e) {
     throw LibraryError("matmul " + spec.describe() + ": oneDNN failed: " + e.what());
@@ -365,6 +524,9 @@ MatmulPlan::~MatmulPlan() = default;
 
 const MatmulSpec& MatmulPlan::spec() const {
   return state_->spec;
+}
+bool MatmulPlan::packs_weights() const {
+  return state_->packed_weights;
 }
 std::string MatmulPlan::implementation() const {
   return state_->implementation;
@@ -397,54 +559,7 @@ void MatmulPlan::run(const void* a, const void* b, const void* bias, void* c, in
       return;
     }
     Primitive& p = s.primitive(threads);
-    if (s.form == Form::BiasThenSum) detail::copy_bias(spec, bias, c, threads);
-    // oneDNN takes non-const handles; it writes only DST and the scratchpad.
-    std::unordered_map<int, memory> args{
-        {DNNL_ARG_SRC, memory(p.pd.src_desc(), cpu_engine(), const_cast<void*>(a))},
-        {DNNL_ARG_WEIGHTS, memory(p.pd.weights_desc(), cpu_engine(), const_cast<void*>(b))},
-        {DNNL_ARG_DST, memory(p.pd.dst_desc(), cpu_engine(), c)}};
-    if (s.form == Form::BiasInLibrary) {
-      args.emplace(DNNL_ARG_BIAS, memory(p.pd.bias_desc(), cpu_engine(), const_cast<void*>(bias)));
-    }
-    auto binary_slot = [&](size_t i) {
-      return DNNL_ARG_ATTR_MULTIPLE_POST_OP(p.binary_arguments[i].library_index) | DNNL_ARG_SRC_1;
-    };
-    // The operand of each binary post-op: one of post_operands, or a constant of the plan.
-    auto operand_data = [&](const detail::BinaryArgument& argument, int64_t batch) -> void* {
-      if (argument.operand < 0) return const_cast<float*>(&argument.constant);
-      return const_cast<char*>(static_cast<const char*>(post_operands[argument.operand])) +
-             batch * argument.batch_stride_bytes;
-    };
-    for (size_t i = 0; i < p.binary_arguments.size(); ++i) {
-      args.emplace(binary_slot(i), memory(p.binary_arguments[i].desc, cpu_engine(),
-                                          operand_data(p.binary_arguments[i], 0)));
-    }
-    Buffer scratchpad;
-    if (p.scratchpad_bytes > 0) {
-      scratchpad = p.pool.take();
-      args.emplace(DNNL_ARG_SCRATCHPAD,
-                   memory(p.pd.scratchpad_desc(), cpu_engine(), scratchpad.get()));
-    }
-    dnnl::stream& stream = thread_stream();
-    const int64_t batches = per_batch_calls(spec) ? spec.c.sizes[0] : 1;
-    const int64_t element = static_cast<int64_t>(dtype_size(spec.dtype));
-    for (int64_t batch = 0; batch < batches; ++batch) {
-      if (batch > 0) {
-        args.at(DNNL_ARG_DST)
-            .set_data_handle(static_cast<char*>(c) + batch * spec.c.strides[0] * element);
-        if (s.form == Form::BiasInLibrary && !detail::broadcasts(*spec.bias, 0, batches)) {
-          args.at(DNNL_ARG_BIAS)
-              .set_data_handle(const_cast<char*>(static_cast<const char*>(bias)) +
-                               batch * spec.bias->strides[0] * element);
-        }
-        for (size_t i = 0; i < p.binary_arguments.size(); ++i) {
-          args.at(binary_slot(i)).set_data_handle(operand_data(p.binary_arguments[i], batch));
-        }
-      }
-      p.matmul.execute(stream, args);
-    }
-    stream.wait();
-    scratchpad.reset();
+    execute(spec, s.form, p, a, b, bias, c, post_operands, threads);
   } catch (const dnnl::error& e) {
     throw LibraryError("matmul " + spec.describe() + ": oneDNN failed: " + e.what());
   } catch (const std::bad_alloc&) {

@@ -102,6 +102,12 @@ class LibraryError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// How a plan hands B to the library (matmul_weights_form.h): in place (Direct), or reordered
+// on every run into the layout the library's kernel prefers (Packed). Measured (the default)
+// times both once per shape and process where B's columns are contiguous; Direct and Packed
+// force one form (tests and benchmarks: each form runs on every machine).
+enum class MatmulWeights : uint8_t { Measured, Direct, Packed };
+
 class MatmulPlan {
  public:
   // Whether a library plan exists for the spec on this machine: the dtype is one oneDNN
@@ -113,8 +119,10 @@ class MatmulPlan {
   // When false, `why` (if not null) says why.
   static bool supported(const MatmulSpec& spec, std::string* why);
   // Builds the library primitive once, for `num_threads` threads (0: omp_get_max_threads()).
-  // Throws LibraryError when supported() is false or oneDNN fails.
-  static std::unique_ptr<MatmulPlan> create(const MatmulSpec& spec, int num_threads = 0);
+  // Throws LibraryError when supported() is false or oneDNN fails, or when `weights` is
+  // Packed and the library has no fast kernel for that form.
+  static std::unique_ptr<MatmulPlan> create(const MatmulSpec& spec, int num_threads = 0,
+                                            MatmulWeights weights = MatmulWeights::Measured);
 
   ~MatmulPlan();
   MatmulPlan(const MatmulPlan&) = delete;
@@ -132,8 +140,11 @@ class MatmulPlan {
            std::span<const void* const> post_operands = {}) const;
 
   // "oneDNN 2.6.3 matmul brg:avx512_core_amx_bf16, bias added by the library" for explain;
-  // "no library call: K == 0, c = beta * bias" for empty products.
+  // "no library call: K == 0, c = beta * bias" for empty products; then the form and why.
   std::string implementation() const;
+  // Whether run() reorders B into the library's layout before the product (a workspace of
+  // B's size from the process's pool).
+  bool packs_weights() const;
   const MatmulSpec& spec() const;
 
  private:

@@ -162,17 +162,28 @@ MatmulSpec make_spec(DType dt, MatrixLayout a, MatrixLayout b, int64_t batch, in
 
 const DType kDtypes[] = {DType::Float32, DType::BFloat16};
 
+// Every spec runs in each way a plan may hand B to the library (B in place, B packed on every
+// run, and the plan's measured choice), so that each path runs on every machine whatever the
+// measurement picks there.
 void check(const MatmulSpec& spec, const std::string& what, uint32_t seed = 1,
            std::vector<int> threads = {1, 2}) {
   std::string why;
   ASSERT_TRUE(MatmulPlan::supported(spec, &why)) << what << " " << spec.describe() << ": " << why;
-  auto plan = MatmulPlan::create(spec, threads.front());
-  for (int t : threads) {
-    Case c(spec);
-    c.fill(seed);
-    c.run(*plan, t);
-    c.expect_matches_reference(what + " (" + std::to_string(t) + " threads, " +
-                               plan->implementation() + ")");
+  for (MatmulWeights weights :
+       {MatmulWeights::Direct, MatmulWeights::Packed, MatmulWeights::Measured}) {
+    auto plan = MatmulPlan::create(spec, threads.front(), weights);
+    EXPECT_EQ(plan->packs_weights(),
+              weights == MatmulWeights::Packed ||
+                  (weights == MatmulWeights::Measured &&
+                   plan->implementation().find("B packed") != std::string::npos))
+        << plan->implementation();
+    for (int t : threads) {
+      Case c(spec);
+      c.fill(seed);
+      c.run(*plan, t);
+      c.expect_matches_reference(what + " (" + std::to_string(t) + " threads, " +
+                                 plan->implementation() + ")");
+    }
   }
 }
 
@@ -524,6 +535,36 @@ TEST(Matmul, Describe) {
   EXPECT_EQ(s.describe(),
             "bf16 [2x128x768] @ [2x768x3072]^T -> [2x128x3072] + "
             "0.5*bias[2x128x3072](strides 0,0,1)");
+}
+
+// matmul_weights_form.h: where B's columns are contiguous a float32 or bfloat16 plan times B
+// in place against B packed, once per shape, layout and thread count in the process (a second
+// plan of the same spec reports the same measurement, not a new one); where its rows are (a
+// linear layer's weight) the library packs it inside its kernel and nothing is measured; and
+// a measurement that would allocate more than its budget keeps B in place unmeasured.
+TEST(Matmul, WeightsFormIsMeasuredOncePerShapeWhereBsColumnsAreContiguous) {
+  for (DType dt : kDtypes) {
+    const MatmulSpec row_major_b =
+        make_spec(dt, contiguous(1, 96, 80), contiguous(1, 80, 112), 1, 96, 112);
+    const std::string first = MatmulPlan::create(row_major_b, 2)->implementation();
+    EXPECT_NE(first.find("measured when planned"), std::string::npos) << first;
+    EXPECT_EQ(MatmulPlan::create(row_major_b, 2)->implementation(), first);
+    check(row_major_b, "row-major b, measured");
+
+    const MatmulSpec weight =
+        make_spec(dt, contiguous(1, 96, 80), column_major(1, 80, 112), 1, 96, 112);
+    const auto plan = MatmulPlan::create(weight, 2);
+    EXPECT_FALSE(plan->packs_weights());
+    EXPECT_NE(plan->implementation().find("B's columns are not contiguous"), std::string::npos)
+        << plan->implementation();
+
+    // 4096 x 4608 float32 B alone is 72 MiB: planned (no data is touched), never measured.
+    const MatmulSpec large =
+        make_spec(dt, contiguous(1, 8, 4096), contiguous(1, 4096, 4608), 1, 8, 4608);
+    const std::string note = MatmulPlan::create(large, 2)->implementation();
+    EXPECT_NE(note.find(dt == DType::Float32 ? "unmeasured" : "measured"), std::string::npos)
+        << note;
+  }
 }
 
 }  // namespace

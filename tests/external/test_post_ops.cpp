@@ -130,13 +130,15 @@ struct PostOpRun {
     for (const auto& v : operands) p.push_back(v.data());
     return p;
   }
-  void run(int threads) {
+  // Both plans hand B to the library the same way (`weights`), so that the products they
+  // apply the post-ops to are the same bits.
+  void run(int threads, MatmulWeights weights = MatmulWeights::Direct) {
     MatmulSpec without = spec;
     without.post_ops.clear();
     plain.assign(extent(spec.c), kNan);
-    MatmulPlan::create(without, threads)
+    MatmulPlan::create(without, threads, weights)
         ->run(a.data(), b.data(), bias.data(), plain.data(), threads);
-    auto plan = MatmulPlan::create(spec, threads);
+    auto plan = MatmulPlan::create(spec, threads, weights);
     const auto pointers = operand_pointers();
     plan->run(a.data(), b.data(), bias.data(), c.data(), threads, pointers);
   }
@@ -174,10 +176,13 @@ struct PostOpRun {
 void check(const MatmulSpec& spec, const std::string& what, uint32_t seed = 1) {
   std::string why;
   ASSERT_TRUE(MatmulPlan::supported(spec, &why)) << what << ": " << spec.describe() << ": " << why;
-  for (int threads : {1, 2}) {
-    PostOpRun r(spec, seed);
-    r.run(threads);
-    r.expect_eager(what + " (" + std::to_string(threads) + " threads)");
+  for (MatmulWeights weights : {MatmulWeights::Direct, MatmulWeights::Packed}) {
+    for (int threads : {1, 2}) {
+      PostOpRun r(spec, seed);
+      r.run(threads, weights);
+      r.expect_eager(what + " (" + std::to_string(threads) + " threads, B " +
+                     (weights == MatmulWeights::Packed ? "packed" : "in place") + ")");
+    }
   }
 }
 

@@ -1,0 +1,105 @@
+// The direct or packed weights form of a matmul plan (matmul_weights_form.h says why).
+#include "external/matmul_weights_form.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <sstream>
+
+#include "external/dnnl_common.h"
+
+namespace stax::external::detail {
+
+std::string weights_form_not_measured(const MatmulSpec& spec) {
+  if (spec.b.strides[2] != 1 || spec.b.sizes[2] < 2) {
+    return "B's columns are not contiguous: the library packs it inside its kernel";
+  }
+  if (measurement_bytes(spec) > kMeasurementBudgetBytes) {
+    return "operands above the " + std::to_string(kMeasurementBudgetBytes >> 20) +
+           " MiB a measurement may allocate: B direct, unmeasured";
+  }
+  return "";
+}
+
+int64_t layout_extent(const MatrixLayout& layout) {
+  int64_t extent = 1;
+  for (int d = 0; d < 3; ++d) {
+    if (layout.sizes[d] == 0) return 0;
+    extent += (layout.sizes[d] - 1) * layout.strides[d];
+  }
+  return extent;
+}
+
+int64_t measurement_bytes(const MatmulSpec& spec) {
+  const auto element = static_cast<int64_t>(dtype_size(spec.dtype));
+  int64_t bytes = (layout_extent(spec.a) + layout_extent(spec.b) + layout_extent(spec.c)) * element;
+  if (spec.bias) bytes += layout_extent(*spec.bias) * element;
+  for (const PostOp& op : spec.post_ops) {
+    if (op.operand) {
+      bytes += layout_extent(*op.operand) * static_cast<int64_t>(dtype_size(op.operand_dtype));
+    }
+  }
+  return bytes;
+}
+
+namespace {
+
+double seconds_of(const std::function<void()>& run) {
+  const auto start = std::chrono::steady_clock::now();
+  run();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+std::string milliseconds(double seconds) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g ms", seconds * 1e3);
+  return text;
+}
+
+}  // namespace
+
+std::string measure_weights_form(const std::string& key, const std::function<void()>& direct,
+                                 const std::function<void()>& packed, bool* packed_wins) {
+  static ProbeAnswers<std::string> answers;
+  // The answer's first character is the decision ('P' packed, 'D' direct), the rest the note.
+  const std::string answer = answers.get(key, [&]() -> std::string {
+    direct();
+    packed();
+    double best_direct = seconds_of(direct), best_packed = seconds_of(packed);
+    for (int round = 1; round < 3; ++round) {
+      best_direct = std::min(best_direct, seconds_of(direct));
+      best_packed = std::min(best_packed, seconds_of(packed));
+    }
+    const bool wins = best_packed < 0.9 * best_direct;
+    return std::string(wins ? "P" : "D") +
+           (wins ? "B packed by the library on every run" : "B read in place") +
+           " (measured when planned: " + milliseconds(best_packed) + " packed, reorder included, " +
+           "against " + milliseconds(best_direct) + " in place)";
+  });
+  *packed_wins = answer[0] == 'P';
+  return answer.substr(1);
+}
+
+std::string weights_form_key(const MatmulSpec& spec, int threads) {
+  std::ostringstream key;
+  auto layout = [&key](const MatrixLayout& l) {
+    for (int d = 0; d < 3; ++d) key << l.sizes[d] << ',' << l.strides[d] << ',';
+    key << ';';
+  };
+  key << static_cast<int>(spec.dtype) << ';' << threads << ';' << spec.alpha << ';' << spec.beta
+      << ';';
+  layout(spec.a);
+  layout(spec.b);
+  layout(spec.c);
+  if (spec.bias) layout(*spec.bias);
+  key << '|';
+  for (const PostOp& op : spec.post_ops) {
+    key << static_cast<int>(op.kind) << ',' << op.alpha << ',' << op.beta << ',' << op.operand_first
+        << ',' << static_cast<int>(op.operand_dtype) << ',';
+    if (op.operand) layout(*op.operand);
+    key << '/';
+  }
+  return key.str();
+}
+
+}  // namespace stax::external::detail

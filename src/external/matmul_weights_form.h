@@ -1,0 +1,57 @@
+// How a matmul plan hands B (oneDNN's "weights") to the library: as it lies in memory
+// ("direct"), or reordered on every run into the layout the library's kernel prefers
+// (format_tag::any; "packed"), into a workspace of the process's pool. Internal to
+// src/external.
+//
+// Why a plan chooses at all: oneDNN 2.6's float32 kernels (brg:avx512_core) read a B whose
+// columns are contiguous (row-major B: GPT-2's Conv1D weights, and the activations and
+// weights the backward products read) in place, and for some shapes that runs at half the
+// rate of the same kernel on its own blocked layout, even with the reorder paid on every run.
+// Measured on the Intel Xeon with AMX, 2 threads, float32 (bench/gemm/RESULTS.md, "Direct or
+// packed weights"): 394x768x3072 16.5 ms direct against 0.7 + 6.3 packed; ViT's weight
+// gradient 768x394x3072 14.4 against 0.2 + 6.1; but 128x768x50257 51 against 19 + 40 (the
+// reorder of 154 MB is memory-bound) and 128x768x2304 even. No rule over the sizes separates
+// them and the blocking behind it is the library's, so a plan measures both forms once per
+// shape and process (`measure_weights_form`) wherever B's columns are contiguous. Where its
+// rows are (a linear layer's weight, B = W^T), the library packs B itself inside the kernel
+// and the direct form is kept unmeasured.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "external/matmul.h"
+
+namespace stax::external::detail {
+
+// Whether a plan measures the packed form against the direct one: B's columns contiguous
+// (unit column stride, more than one column), and the scratch operands of a measurement
+// within kMeasurementBudgetBytes. Empty when it does; otherwise why not, for explain.
+std::string weights_form_not_measured(const MatmulSpec& spec);
+
+// Elements a layout spans in memory: 1 + sum of (size - 1) * stride; 0 when it is empty.
+int64_t layout_extent(const MatrixLayout& layout);
+
+// The bytes of scratch operands a measurement allocates and frees around its timing (a, b, c,
+// bias, post-op operands). Above kMeasurementBudgetBytes the direct form is kept unmeasured:
+// a plan may be built while a training step's activations are alive (the backward graph
+// loads after the forward ran), and its measurement must not raise the process's peak by
+// much. The largest model products measured fit (BERT-base at 1024 tokens, 1024x768x3072:
+// 25 MB); GPT-2's LM head (154 MB of weights) does not, and measured faster direct.
+int64_t measurement_bytes(const MatmulSpec& spec);
+inline constexpr int64_t kMeasurementBudgetBytes = int64_t{64} << 20;
+
+// Times `direct` and `packed` (each runs its form once on scratch operands) interleaved: one
+// untimed run each, then the best of three each. The packed form wins only under 0.9 of the
+// direct form's time: within that margin the two are this measurement's noise, and the
+// direct form (no workspace, no reorder) is kept, so that a plan's choice repeats from one
+// process to the next. Memoized per `key` for the process. Returns the note explain shows;
+// `packed_wins` gets the decision.
+std::string measure_weights_form(const std::string& key, const std::function<void()>& direct,
+                                 const std::function<void()>& packed, bool* packed_wins);
+
+// The memo key of a spec planned for `threads`: every size, stride, scalar and post-op.
+std::string weights_form_key(const MatmulSpec& spec, int threads);
+
+}  // namespace stax::external::detail
