@@ -39,6 +39,10 @@ class Options:
     # place on that layout (nothing reordered from one convolution to the next); False stores
     # every intermediate row-major (for before/after measurements).
     channels_last_intermediates: bool = True
+    # Library matrix products whose B has contiguous columns (GPT-2's Conv1D weights, most
+    # backward products) time B in place against B packed into the library's layout once per
+    # shape and keep the faster; False keeps B in place (for before/after measurements).
+    measure_matmul_weights: bool = True
     # Large outputs from Stax's output pool (kept across calls, their pages mapped); False
     # takes them from PyTorch's allocator (for before/after measurements).
     output_pool: bool = True
@@ -91,8 +95,10 @@ class Options:
         mutations_in_place = options.get("mutations_in_place", True)
         freeze_parameters = options.get("freeze_parameters", False)
         channels_last_intermediates = options.get("channels_last_intermediates", True)
+        measure_matmul_weights = options.get("measure_matmul_weights", True)
         for name, value in (("debug", debug), ("graph_passes", graph_passes),
                             ("channels_last_intermediates", channels_last_intermediates),
+                            ("measure_matmul_weights", measure_matmul_weights),
                             ("output_pool", output_pool), ("streaming_stores", streaming_stores),
                             ("mutations_in_place", mutations_in_place),
                             ("freeze_parameters", freeze_parameters)):
@@ -116,6 +122,7 @@ class Options:
                        debug_dir=debug_dir, cache_dir=cache_dir, debug=debug,
                        graph_passes=graph_passes,
                        channels_last_intermediates=channels_last_intermediates,
+                       measure_matmul_weights=measure_matmul_weights,
                        output_pool=output_pool,
                        streaming_stores=streaming_stores,
                        mutations_in_place=mutations_in_place,

@@ -319,6 +319,7 @@ class Region:
             record_ir=o.record_ir,
             graph_passes=o.graph_passes,
             channels_last_intermediates=o.channels_last_intermediates,
+            measure_matmul_weights=o.measure_matmul_weights,
             keep_analysis=self._analysis_wanted(),
             logs=o.cpp_logs,
             # Large outputs come from the pool and intermediates from the arena, both mapped

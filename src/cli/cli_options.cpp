@@ -12,12 +12,12 @@ namespace stax::cli {
 const char* const kUsage =
     "usage: stax explain FILE [--json] [--ir] [--verbose] [--threads N]\n"
     "                [--simd avx512|avx2|scalar] [--no-graph-passes]\n"
-    "                [--row-major-intermediates]\n"
+    "                [--row-major-intermediates] [--matmul-weights-in-place]\n"
     "       stax emit FILE [--threads N] [--simd avx512|avx2|scalar] [--no-graph-passes]\n"
-    "                [--row-major-intermediates]\n"
+    "                [--row-major-intermediates] [--matmul-weights-in-place]\n"
     "       stax run FILE [--inputs IN.json] [--outputs OUT.json] [--json] [--threads N]\n"
     "                [--simd avx512|avx2|scalar] [--eager] [--no-graph-passes]\n"
-    "                [--row-major-intermediates]\n"
+    "                [--row-major-intermediates] [--matmul-weights-in-place]\n"
     "       stax fuzz [--seconds N | --cases N] [--seed S] [--mode valid|mutate|both]\n"
     "                 [--out DIR] [--no-reduce]   (stax fuzz --help)\n";
 
@@ -48,6 +48,7 @@ const std::vector<OptionSpec>& option_specs() {
       {"--no-graph-passes", false, {"explain", "emit", "run"}},
       // Stores every intermediate row-major (no channels-last layout around convolutions).
       {"--row-major-intermediates", false, {"explain", "emit", "run"}},
+      {"--matmul-weights-in-place", false, {"explain", "emit", "run"}},
   };
   return specs;
 }
@@ -125,6 +126,8 @@ CliArgs parse_cli_args(int argc, char** argv) {
       a.options.graph_passes = false;
     } else if (arg == "--row-major-intermediates") {
       a.options.channels_last_intermediates = false;
+    } else if (arg == "--matmul-weights-in-place") {
+      a.options.measure_matmul_weights = false;
     } else if (arg == "--threads") {
       a.options.num_threads = parse_threads(value);
     } else if (arg == "--simd") {

@@ -265,10 +265,16 @@ int main(int argc, char** argv) {
     const stax::ir::Graph graph = stax::ir::parse_graph_file(args.file);
     if (args.command == "explain") {
       const auto c = stax::analyze(graph, args.options);
+      // The library plans as a run would build them (no kernel is compiled): explain shows
+      // each product's kernel and how its B is handed over on this machine.
+      const stax::driver::ExternalPlans plans(c->module.externals, c->module.options.num_threads,
+                                              args.options.measure_matmul_weights
+                                                  ? stax::external::MatmulWeights::Measured
+                                                  : stax::external::MatmulWeights::Direct);
       if (args.json_output) {
-        std::cout << stax::explain_json(*c).dump(2) << "\n";
+        std::cout << stax::explain_json(*c, &plans).dump(2) << "\n";
       } else {
-        std::cout << stax::explain_text(*c, args.verbose);
+        std::cout << stax::explain_text(*c, args.verbose, &plans);
       }
       return 0;
     }

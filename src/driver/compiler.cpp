@@ -183,7 +183,9 @@ CompiledGraph compile_lowered(lowering::LoweredGraph lowered, const CompileOptio
                            r.library->function<driver::MemoryHeldFn>("stax_memory_held"));
   // The library primitives are built now, once, not on every call.
   out.externals_ = std::make_shared<const driver::ExternalPlans>(
-      out.compilation_->module.externals, out.compilation_->module.options.num_threads);
+      out.compilation_->module.externals, out.compilation_->module.options.num_threads,
+      options.measure_matmul_weights ? external::MatmulWeights::Measured
+                                     : external::MatmulWeights::Direct);
   if (!options.keep_analysis) {
     // What running reads: the inputs' and outputs' layouts, the entry point, the options.
     auto kept = std::make_shared<Compilation>();

@@ -55,6 +55,10 @@ struct CompileOptions {
   // Intermediates around library convolutions stored channels last where the library runs
   // in place on that layout (lowering/channels_last.h); false: row-major.
   bool channels_last_intermediates = true;
+  // Library matrix products whose B has contiguous columns time B in place against B packed
+  // into the library's layout, once per shape, and keep the faster (matmul_weights_form.h);
+  // false keeps B in place unmeasured (what before/after measurements compare).
+  bool measure_matmul_weights = true;
   // Keep the analysis (the lowered graph, the schedule, the generated source, the logs) once
   // the program is loaded, for explain, source() and freeze_parameters' weight sites; false
   // frees it (a few MiB per training graph; CompiledGraph::compilation() then throws), what

@@ -36,7 +36,7 @@ std::string source_ops_text(const json& ops) {
 
 }  // namespace
 
-json explain_json(const Compilation& c) {
+json explain_json(const Compilation& c, const driver::ExternalPlans* plans) {
   const auto& s = c.schedule;
   json doc;
   doc["graph"] = c.lowered.name;
@@ -161,6 +161,10 @@ json explain_json(const Compilation& c) {
                                              e.call->attention->backward)
               .reason;
     }
+    if (plans != nullptr && !e.call->convolution && !e.call->attention && !e.call->scatter &&
+        !e.call->scan) {
+      externals.back()["plan"] = plans->implementation(k);
+    }
     if (e.call->convolution) {
       const lowering::ConvolutionWindow& w = *e.call->convolution;
       externals.back()["window"] = {{"stride", w.stride},
@@ -250,8 +254,8 @@ json explain_json(const Compilation& c) {
   return doc;
 }
 
-std::string explain_text(const Compilation& c, bool verbose) {
-  const json doc = explain_json(c);
+std::string explain_text(const Compilation& c, bool verbose, const driver::ExternalPlans* plans) {
+  const json doc = explain_json(c, plans);
   std::ostringstream out;
   out << "graph " << doc["graph"].get<std::string>() << "\n";
   out << "target: " << doc["target"].get<std::string>() << "\n";
@@ -374,6 +378,9 @@ std::string explain_text(const Compilation& c, bool verbose) {
       }
       if (e.contains("formats")) {
         out << "    formats " << e["formats"].get<std::string>() << "\n";
+      }
+      if (e.contains("plan") && !e["plan"].get<std::string>().empty()) {
+        out << "    plan: " << e["plan"].get<std::string>() << "\n";
       }
       if (e.contains("blocks")) {
         const auto& b = e["blocks"];

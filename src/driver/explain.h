@@ -13,10 +13,16 @@
 #include <nlohmann/json.hpp>
 
 #include "driver/compiler.h"
+#include "driver/external_calls.h"
 
 namespace stax {
 
-nlohmann::json explain_json(const Compilation& compilation);
-std::string explain_text(const Compilation& compilation, bool verbose = false);
+// With `plans` (the loaded program's library plans), each matrix product also shows its
+// plan: the library's kernel and how B is handed to it (measured on this machine when the
+// plan was built, external/matmul_weights_form.h).
+nlohmann::json explain_json(const Compilation& compilation,
+                            const driver::ExternalPlans* plans = nullptr);
+std::string explain_text(const Compilation& compilation, bool verbose = false,
+                         const driver::ExternalPlans* plans = nullptr);
 
 }  // namespace stax

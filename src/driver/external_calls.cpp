@@ -319,7 +319,8 @@ std::optional<std::string> channels_last_output_for(const lowering::ExternalCall
   return "the library reads and writes that layout in place (" + reason + ")";
 }
 
-ExternalPlans::ExternalPlans(const std::vector<program::ExternalSite>& sites, int num_threads) {
+ExternalPlans::ExternalPlans(const std::vector<program::ExternalSite>& sites, int num_threads,
+                             external::MatmulWeights matmul_weights) {
   for (const program::ExternalSite& site : sites) {
     try {
       Plan plan;
@@ -368,7 +369,7 @@ ExternalPlans::ExternalPlans(const std::vector<program::ExternalSite>& sites, in
         plan.matmul = external::MatmulPlan::create(
             matmul_spec(*site.call, site.output_sizes, site.output_strides, site.dtype,
                         site.epilogue),
-            num_threads);
+            num_threads, matmul_weights);
       }
       plans_.push_back(std::move(plan));
     } catch (const external::LibraryError& e) {

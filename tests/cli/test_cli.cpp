@@ -202,6 +202,39 @@ TEST(Cli, RunExpOfGemmMatches) {
   }
 }
 
+// A matrix product whose B is row-major: explain shows its plan, B timed in place against
+// packed when planned (external/matmul_weights_form.h); with --matmul-weights-in-place, B in
+// place as asked, unmeasured. A product with a transposed B (a linear layer's weight) is
+// never measured. Both runs compute what eager computes.
+TEST(Cli, ExplainShowsHowEachProductHandsBToTheLibrary) {
+  const auto program = temp_file("row_major_b.stax",
+                                 "def g(x: f32[64, 96], w: f32[96, 160], v: f32[72, 160]):\n"
+                                 "    h = mm(x, w)\n"
+                                 "    t = transpose(v, 0, 1)\n"
+                                 "    o = mm(h, t)\n"
+                                 "    return o\n");
+  const Result measured = run("explain " + program.string());
+  ASSERT_EQ(measured.status, 0) << measured.out;
+  const size_t first = measured.out.find("    plan: ");
+  ASSERT_NE(first, std::string::npos) << measured.out;
+  const size_t second = measured.out.find("    plan: ", first + 1);
+  ASSERT_NE(second, std::string::npos) << measured.out;
+  const std::string row_major = measured.out.substr(first, measured.out.find('\n', first) - first);
+  const std::string weight = measured.out.substr(second, measured.out.find('\n', second) - second);
+  EXPECT_NE(row_major.find("measured when planned"), std::string::npos) << row_major;
+  EXPECT_NE(weight.find("B's columns are not contiguous"), std::string::npos) << weight;
+
+  const Result in_place = run("explain " + program.string() + " --matmul-weights-in-place");
+  ASSERT_EQ(in_place.status, 0) << in_place.out;
+  EXPECT_NE(in_place.out.find("B read in place: asked for"), std::string::npos) << in_place.out;
+  EXPECT_EQ(in_place.out.find("measured when planned"), std::string::npos) << in_place.out;
+  for (const char* option : {"", " --matmul-weights-in-place"}) {
+    const Result r = run("run " + program.string() + option);
+    EXPECT_EQ(r.status, 0) << option << "\n" << r.out;
+    EXPECT_EQ(r.out.find("MISMATCH"), std::string::npos) << r.out;
+  }
+}
+
 // Issue 32, point 4: hostile sizes (2^32, zero-size dims, products that overflow int64) in
 // every family of ops that multiply sizes: contractions, convolutions (forward and backward),
 // pooling and attention. Each is explained without a crash and its run is refused with a
