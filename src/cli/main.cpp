@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <iostream>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -266,15 +267,30 @@ int main(int argc, char** argv) {
     if (args.command == "explain") {
       const auto c = stax::analyze(graph, args.options);
       // The library plans as a run would build them (no kernel is compiled): explain shows
-      // each product's kernel and how its B is handed over on this machine.
-      const stax::driver::ExternalPlans plans(c->module.externals, c->module.options.num_threads,
-                                              args.options.measure_matmul_weights
-                                                  ? stax::external::MatmulWeights::Measured
-                                                  : stax::external::MatmulWeights::Direct);
+      // each product's kernel and how its B is handed over on this machine. A plan the
+      // library refuses (a size it cannot take) is what a run would report; explain still
+      // explains the rest and says so.
+      std::optional<stax::driver::ExternalPlans> plans;
+      std::string plans_refused;
+      try {
+        plans.emplace(c->module.externals, c->module.options.num_threads,
+                      args.options.measure_matmul_weights ? stax::external::MatmulWeights::Measured
+                                                          : stax::external::MatmulWeights::Direct,
+                      stax::library_plan_dir(args.options));
+      } catch (const std::exception& e) {
+        plans_refused = e.what();
+      }
+      const stax::driver::ExternalPlans* shown = plans ? &*plans : nullptr;
       if (args.json_output) {
-        std::cout << stax::explain_json(*c, &plans).dump(2) << "\n";
+        nlohmann::json doc = stax::explain_json(*c, shown);
+        if (!plans_refused.empty()) doc["library_plans_refused"] = plans_refused;
+        std::cout << doc.dump(2) << "\n";
       } else {
-        std::cout << stax::explain_text(*c, args.verbose, &plans);
+        std::cout << stax::explain_text(*c, args.verbose, shown);
+        if (!plans_refused.empty()) {
+          std::cout << "\nlibrary plans: not built, a run would stop here: " << plans_refused
+                    << "\n";
+        }
       }
       return 0;
     }

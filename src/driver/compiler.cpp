@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <thread>
 
@@ -156,6 +157,12 @@ lowering::LoweredGraph lower_graph(const ir::Graph& graph, const CompileOptions&
   return lowered;
 }
 
+std::string library_plan_dir(const CompileOptions& options) {
+  runtime::JitOptions jit;
+  jit.cache_dir = options.cache_dir;
+  return (std::filesystem::path(runtime::resolve_cache_dir(jit)) / "library-plans").string();
+}
+
 std::shared_ptr<const Compilation> analyze(const ir::Graph& graph, const CompileOptions& options) {
   return analyze_lowered(lower_graph(graph, options), options);
 }
@@ -185,7 +192,8 @@ CompiledGraph compile_lowered(lowering::LoweredGraph lowered, const CompileOptio
   out.externals_ = std::make_shared<const driver::ExternalPlans>(
       out.compilation_->module.externals, out.compilation_->module.options.num_threads,
       options.measure_matmul_weights ? external::MatmulWeights::Measured
-                                     : external::MatmulWeights::Direct);
+                                     : external::MatmulWeights::Direct,
+      library_plan_dir(options));
   if (!options.keep_analysis) {
     // What running reads: the inputs' and outputs' layouts, the entry point, the options.
     auto kept = std::make_shared<Compilation>();

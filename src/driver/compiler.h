@@ -79,6 +79,10 @@ struct Compilation {
   codegen::GeneratedModule module;
 };
 
+// Where library plans keep what they measured on this machine (external/measurement_cache.h):
+// library-plans/ in the kernel cache directory that `options` resolves to.
+std::string library_plan_dir(const CompileOptions& options);
+
 std::shared_ptr<const Compilation> analyze(const ir::Graph& graph,
                                            const CompileOptions& options = {});
 // The same from a lowered graph (e.g. one built directly in tests).

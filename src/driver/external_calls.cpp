@@ -320,7 +320,8 @@ std::optional<std::string> channels_last_output_for(const lowering::ExternalCall
 }
 
 ExternalPlans::ExternalPlans(const std::vector<program::ExternalSite>& sites, int num_threads,
-                             external::MatmulWeights matmul_weights) {
+                             external::MatmulWeights matmul_weights,
+                             const std::string& measurement_dir) {
   for (const program::ExternalSite& site : sites) {
     try {
       Plan plan;
@@ -369,7 +370,7 @@ ExternalPlans::ExternalPlans(const std::vector<program::ExternalSite>& sites, in
         plan.matmul = external::MatmulPlan::create(
             matmul_spec(*site.call, site.output_sizes, site.output_strides, site.dtype,
                         site.epilogue),
-            num_threads, matmul_weights);
+            num_threads, matmul_weights, measurement_dir);
       }
       plans_.push_back(std::move(plan));
     } catch (const external::LibraryError& e) {

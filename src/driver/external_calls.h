@@ -73,8 +73,10 @@ class ExternalPlans {
   // Builds every site's plan; throws external::LibraryError naming the site's graph node.
   // `num_threads`: the count the program was compiled for (a run with another builds one
   // more primitive on first use).
+  // `measurement_dir`: where matmul plans keep what they measure (MatmulPlan::create).
   ExternalPlans(const std::vector<program::ExternalSite>& sites, int num_threads,
-                external::MatmulWeights matmul_weights = external::MatmulWeights::Measured);
+                external::MatmulWeights matmul_weights = external::MatmulWeights::Measured,
+                const std::string& measurement_dir = "");
   // The StaxExternalFn the generated wrapper calls, with `this` as its context: 0, or the
   // wrapper's status for the failure (program::kStatusIndexError, ...).
   static int call(void* ctx, int64_t site, const void* const* operands, void* output,

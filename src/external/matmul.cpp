@@ -410,7 +410,8 @@ struct ScratchOperand {
 // Times the direct and the packed weights form of `spec` on scratch operands
 // (matmul_weights_form.h): whether the packed one wins, and the note explain shows.
 std::string measure_weights_forms(const MatmulSpec& spec, Form form, Primitive& direct,
-                                  Primitive& packed, int threads, bool* wins) {
+                                  Primitive& packed, int threads, const std::string& directory,
+                                  bool* wins) {
   const ScratchOperand a(detail::layout_extent(spec.a), spec.dtype);
   const ScratchOperand b(detail::layout_extent(spec.b), spec.dtype);
   const ScratchOperand c(detail::layout_extent(spec.c), spec.dtype);
@@ -428,8 +429,8 @@ std::string measure_weights_forms(const MatmulSpec& spec, Form form, Primitive& 
       execute(spec, form, p, a.data(), b.data(), bias_data, c.data(), operand_data, threads);
     };
   };
-  return detail::measure_weights_form(detail::weights_form_key(spec, threads), run_with(direct),
-                                      run_with(packed), wins);
+  return detail::measure_weights_form(detail::weights_form_key(spec, threads), directory,
+                                      run_with(direct), run_with(packed), wins);
 }
 
 }  // namespace
@@ -463,7 +464,8 @@ bool MatmulPlan::supported(const MatmulSpec& spec, std::string* why) {
 }
 
 std::unique_ptr<MatmulPlan> MatmulPlan::create(const MatmulSpec& spec, int num_threads,
-                                               MatmulWeights weights) {
+                                               MatmulWeights weights,
+                                               const std::string& measurement_dir) {
   if (num_threads < 0) {
     throw LibraryError("matmul " + spec.describe() + ": a negative thread count");
   }
@@ -500,7 +502,8 @@ std::unique_ptr<MatmulPlan> MatmulPlan::create(const MatmulSpec& spec, int num_t
         } else {
           bool wins = weights == MatmulWeights::Packed;
           why = wins ? "B packed by the library on every run: asked for"
-                     : measure_weights_forms(spec, analysis.form, *chosen, *packed, threads, &wins);
+                     : measure_weights_forms(spec, analysis.form, *chosen, *packed, threads,
+                                             measurement_dir, &wins);
           if (wins) {
             state->packed_weights = true;
             chosen = std::move(packed);

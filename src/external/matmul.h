@@ -120,9 +120,12 @@ class MatmulPlan {
   static bool supported(const MatmulSpec& spec, std::string* why);
   // Builds the library primitive once, for `num_threads` threads (0: omp_get_max_threads()).
   // Throws LibraryError when supported() is false or oneDNN fails, or when `weights` is
-  // Packed and the library has no fast kernel for that form.
+  // Packed and the library has no fast kernel for that form. A Measured plan keeps its
+  // measurement for the process and, when `measurement_dir` is not empty, in a small file
+  // there that later processes on this machine read instead of measuring again.
   static std::unique_ptr<MatmulPlan> create(const MatmulSpec& spec, int num_threads = 0,
-                                            MatmulWeights weights = MatmulWeights::Measured);
+                                            MatmulWeights weights = MatmulWeights::Measured,
+                                            const std::string& measurement_dir = "");
 
   ~MatmulPlan();
   MatmulPlan(const MatmulPlan&) = delete;

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "external/dnnl_common.h"
+#include "external/measurement_cache.h"
 
 namespace stax::external::detail {
 
@@ -58,26 +59,31 @@ std::string milliseconds(double seconds) {
 
 }  // namespace
 
-std::string measure_weights_form(const std::string& key, const std::function<void()>& direct,
+std::string measure_weights_form(const std::string& key, const std::string& directory,
+                                 const std::function<void()>& direct,
                                  const std::function<void()>& packed, bool* packed_wins) {
-  static ProbeAnswers<std::string> answers;
   // The answer's first character is the decision ('P' packed, 'D' direct), the rest the note.
-  const std::string answer = answers.get(key, [&]() -> std::string {
-    direct();
-    packed();
-    double best_direct = seconds_of(direct), best_packed = seconds_of(packed);
-    for (int round = 1; round < 3; ++round) {
-      best_direct = std::min(best_direct, seconds_of(direct));
-      best_packed = std::min(best_packed, seconds_of(packed));
-    }
-    const bool wins = best_packed < 0.9 * best_direct;
-    return std::string(wins ? "P" : "D") +
-           (wins ? "B packed by the library on every run" : "B read in place") +
-           " (measured when planned: " + milliseconds(best_packed) + " packed, reorder included, " +
-           "against " + milliseconds(best_direct) + " in place)";
-  });
+  bool from_disk = false;
+  const std::string answer = measured_once(
+      key, directory,
+      [&]() -> std::string {
+        direct();
+        packed();
+        double best_direct = seconds_of(direct), best_packed = seconds_of(packed);
+        for (int round = 1; round < 3; ++round) {
+          best_direct = std::min(best_direct, seconds_of(direct));
+          best_packed = std::min(best_packed, seconds_of(packed));
+        }
+        const bool wins = best_packed < 0.9 * best_direct;
+        return std::string(wins ? "P" : "D") +
+               (wins ? "B packed by the library on every run" : "B read in place") +
+               " (measured when planned: " + milliseconds(best_packed) +
+               " packed, reorder included, " + "against " + milliseconds(best_direct) +
+               " in place)";
+      },
+      &from_disk);
   *packed_wins = answer[0] == 'P';
-  return answer.substr(1);
+  return answer.substr(1) + (from_disk ? ", read from the plan cache" : "");
 }
 
 std::string weights_form_key(const MatmulSpec& spec, int threads) {

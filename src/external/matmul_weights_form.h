@@ -45,10 +45,12 @@ inline constexpr int64_t kMeasurementBudgetBytes = int64_t{64} << 20;
 // Times `direct` and `packed` (each runs its form once on scratch operands) interleaved: one
 // untimed run each, then the best of three each. The packed form wins only under 0.9 of the
 // direct form's time: within that margin the two are this measurement's noise, and the
-// direct form (no workspace, no reorder) is kept, so that a plan's choice repeats from one
-// process to the next. Memoized per `key` for the process. Returns the note explain shows;
-// `packed_wins` gets the decision.
-std::string measure_weights_form(const std::string& key, const std::function<void()>& direct,
+// direct form (no workspace, no reorder) is kept. Kept per `key` for the process and, when
+// `directory` is not empty, on disk (measurement_cache.h): later processes on this machine
+// read the decision instead of measuring. Returns the note explain shows; `packed_wins` gets
+// the decision.
+std::string measure_weights_form(const std::string& key, const std::string& directory,
+                                 const std::function<void()>& direct,
                                  const std::function<void()>& packed, bool* packed_wins);
 
 // The memo key of a spec planned for `threads`: every size, stride, scalar and post-op.

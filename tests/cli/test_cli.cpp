@@ -20,8 +20,14 @@ struct Result {
 };
 
 // A hang is a failure too: `timeout` ends the run (status 124) long before ctest would.
+Result run_with_env(const std::string& env, const std::string& args);
 Result run(const std::string& args) {
-  const std::string cmd = "timeout 120 " + std::string(STAX_CLI_PATH) + " " + args + " 2>&1";
+  return run_with_env("", args);
+}
+
+// The same with environment assignments ("NAME=value ") before the command.
+Result run_with_env(const std::string& env, const std::string& args) {
+  const std::string cmd = env + "timeout 120 " + std::string(STAX_CLI_PATH) + " " + args + " 2>&1";
   FILE* pipe = popen(cmd.c_str(), "r");
   std::string out;
   std::array<char, 4096> buf{};
@@ -228,6 +234,18 @@ TEST(Cli, ExplainShowsHowEachProductHandsBToTheLibrary) {
   ASSERT_EQ(in_place.status, 0) << in_place.out;
   EXPECT_NE(in_place.out.find("B read in place: asked for"), std::string::npos) << in_place.out;
   EXPECT_EQ(in_place.out.find("measured when planned"), std::string::npos) << in_place.out;
+  // A later process reads the measurement from the cache directory instead of measuring.
+  const auto cache = std::filesystem::temp_directory_path() /
+                     ("stax-cli-test-" + std::to_string(getpid())) / "plan-cache";
+  std::filesystem::remove_all(cache);
+  const std::string with_cache = "STAX_CACHE_DIR=" + cache.string() + " ";
+  const Result measuring = run_with_env(with_cache, "explain " + program.string());
+  ASSERT_EQ(measuring.status, 0) << measuring.out;
+  EXPECT_EQ(measuring.out.find("read from the plan cache"), std::string::npos) << measuring.out;
+  EXPECT_TRUE(std::filesystem::exists(cache / "library-plans"));
+  const Result reading = run_with_env(with_cache, "explain " + program.string());
+  ASSERT_EQ(reading.status, 0) << reading.out;
+  EXPECT_NE(reading.out.find("read from the plan cache"), std::string::npos) << reading.out;
   for (const char* option : {"", " --matmul-weights-in-place"}) {
     const Result r = run("run " + program.string() + option);
     EXPECT_EQ(r.status, 0) << option << "\n" << r.out;
