@@ -46,6 +46,35 @@ extern "C" int stax_plan_run(int bf16, const int64_t* a, const int64_t* b, const
 // For bench/models/gemm_efficiency.py: builds the plan once, as a compiled graph does when it
 // is loaded, then times `reps` runs after `warmup` untimed ones, each run's nanoseconds into
 // `ns`.
+// The same with the way B is handed to the library forced (`weights`: MatmulWeights's value,
+// 0 measured, 1 in place, 2 packed; bench/gemm/weights_form.py); `implementation` (if not
+// null) gets the plan's note, up to `capacity` bytes.
+extern "C" int stax_plan_time_weights(int bf16, const int64_t* a, const int64_t* b,
+                                      const int64_t* c, const void* a_data, const void* b_data,
+                                      void* c_data, int threads, int weights, int warmup, int reps,
+                                      double* ns, char* implementation, int capacity) {
+  try {
+    const auto plan =
+        stax::external::MatmulPlan::create(spec_of(bf16, a, b, c, nullptr, 1.0, 0.0), threads,
+                                           static_cast<stax::external::MatmulWeights>(weights));
+    if (implementation != nullptr && capacity > 0) {
+      std::snprintf(implementation, static_cast<size_t>(capacity), "%s",
+                    plan->implementation().c_str());
+    }
+    for (int i = 0; i < warmup; ++i) plan->run(a_data, b_data, nullptr, c_data, threads);
+    for (int i = 0; i < reps; ++i) {
+      const auto start = std::chrono::steady_clock::now();
+      plan->run(a_data, b_data, nullptr, c_data, threads);
+      ns[i] = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start)
+                  .count();
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 1;
+  }
+}
+
 extern "C" int stax_plan_time(int bf16, const int64_t* a, const int64_t* b, const int64_t* c,
                               const int64_t* bias, double alpha, double beta, const void* a_data,
                               const void* b_data, const void* bias_data, void* c_data, int threads,

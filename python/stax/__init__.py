@@ -40,8 +40,10 @@ def output_pool_stats() -> dict:
     """The pool's counters: cached_blocks, cached_bytes, hits, misses, huge_page_blocks
     (blocks advised as transparent huge pages), trims, live_bytes (handed out now: outputs
     alive, arenas and scratch of running calls), peak_live_bytes (the most handed out at once
-    since the last trim, which bounds live plus cached bytes) and evictions (cached blocks
-    freed to keep that bound)."""
+    since the last trim, which bounds live plus cached bytes), evictions (cached blocks, or
+    the ends of them, freed to keep that bound), splits (requests served by a piece of a
+    larger cached block) and allocated_bytes (fresh memory the misses took, whose pages the
+    first use faults in)."""
     return _C.output_pool_stats()
 
 

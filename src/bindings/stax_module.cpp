@@ -355,6 +355,9 @@ nb::dict pool_stats_dict() {
   d["live_bytes"] = s.live_bytes;
   d["peak_live_bytes"] = s.peak_live_bytes;
   d["evictions"] = s.evictions;
+  d["splits"] = s.splits;
+  d["allocated_bytes"] = s.allocated_bytes;
+  d["assembled"] = s.assembled;
   return d;
 }
 

@@ -12,6 +12,7 @@
 #include <new>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace stax::runtime {
 
@@ -47,14 +48,37 @@ size_t BlockPool::bucket_bytes(size_t bytes) {
   return (bytes + step - 1) / step * step;
 }
 
-void* BlockPool::allocate(size_t bucket) {
+void* BlockPool::allocate(size_t bucket, bool mapped) {
+  if (!mapped) {
+    void* block = nullptr;
+    return posix_memalign(&block, kMinAlignment, bucket) == 0 ? block : nullptr;
+  }
   const bool huge = bucket >= kHugePageBytes;
-  void* block = nullptr;
-  if (posix_memalign(&block, huge ? kHugePageBytes : kMinAlignment, bucket) != 0) return nullptr;
-  // Transparent huge pages where the system grants them on request (its "madvise" mode, this
-  // machine's); where it refuses (THP off) the block keeps ordinary pages.
-  if (huge && madvise(block, bucket, MADV_HUGEPAGE) == 0) ++stats_.huge_page_blocks;
+  // A huge-page block is cut out of a mapping one huge page larger, at its first 2 MiB
+  // boundary; the ends are given back.
+  const size_t span = huge ? bucket + kHugePageBytes : bucket;
+  void* mapping = mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mapping == MAP_FAILED) return nullptr;
+  char* block = static_cast<char*>(mapping);
+  if (huge) {
+    const uintptr_t at = reinterpret_cast<uintptr_t>(mapping);
+    const size_t head = (kHugePageBytes - at % kHugePageBytes) % kHugePageBytes;
+    if (head > 0) munmap(mapping, head);
+    block += head;
+    if (span - head > bucket) munmap(block + bucket, span - head - bucket);
+    // Transparent huge pages where the system grants them on request (its "madvise" mode,
+    // this machine's); where it refuses (THP off) the block keeps ordinary pages.
+    if (madvise(block, bucket, MADV_HUGEPAGE) == 0) ++stats_.huge_page_blocks;
+  }
   return block;
+}
+
+void BlockPool::release(char* block, size_t bytes, bool mapped) {
+  if (mapped) {
+    munmap(block, bytes);
+  } else {
+    std::free(block);
+  }
 }
 
 void* BlockPool::take(size_t bytes) {
@@ -67,38 +91,176 @@ void* BlockPool::take_at_least(size_t bytes, size_t* granted) {
   return take_bucket(bucket, 2 * bucket, granted);
 }
 
+void BlockPool::cache_locked(char* block, size_t bytes, bool mapped) {
+  if (mapped) {
+    // Merged with the cached mapped blocks right before and after it in memory.
+    auto next = free_.lower_bound(block);
+    if (next != free_.begin()) {
+      auto prev = std::prev(next);
+      if (prev->second.mapped && prev->first + prev->second.size == block) {
+        block = prev->first;
+        bytes += prev->second.size;
+        uncache_locked(prev);
+      }
+    }
+    next = free_.lower_bound(block + bytes);
+    if (next != free_.end() && next->first == block + bytes && next->second.mapped) {
+      bytes += next->second.size;
+      uncache_locked(next);
+    }
+  }
+  free_.emplace(block, Cached{bytes, next_order_++, mapped});
+  free_sizes_.emplace(bytes, block);
+  cached_ += bytes;
+}
+
+void BlockPool::uncache_locked(FreeMap::iterator it) {
+  auto [first, last] = free_sizes_.equal_range(it->second.size);
+  for (auto s = first; s != last; ++s) {
+    if (s->second == it->first) {
+      free_sizes_.erase(s);
+      break;
+    }
+  }
+  cached_ -= it->second.size;
+  free_.erase(it);
+}
+
+BlockPool::FreeMap::iterator BlockPool::find_cached_locked(size_t bucket,
+                                                           size_t largest_cached_bucket) {
+  // Large requests take mapped blocks, small ones the C library's (a small piece left of a
+  // mapped block waits to merge again).
+  const bool large = bucket >= kSplitBytes;
+  // The most recently cached block of the bucket (its lines may still be in cache).
+  auto found = free_.end();
+  auto [first, last] = free_sizes_.equal_range(bucket);
+  for (auto s = first; s != last; ++s) {
+    auto it = free_.find(s->second);
+    if (it->second.mapped != large) continue;
+    if (found == free_.end() || it->second.order > found->second.order) found = it;
+  }
+  if (found != free_.end()) return found;
+  // Else the smallest larger block: any mapped one for a large request (cut to the bucket),
+  // one of at most `largest_cached_bucket` for a small one.
+  for (auto s = last; s != free_sizes_.end(); ++s) {
+    if (!large && s->first > largest_cached_bucket) break;
+    auto it = free_.find(s->second);
+    if (it->second.mapped == large) return it;
+  }
+  return free_.end();
+}
+
 void* BlockPool::take_bucket(size_t bucket, size_t largest_cached_bucket, size_t* granted) {
   std::lock_guard<std::mutex> lock(mutex_);
-  // The most recently freed block of the bucket (its lines may still be in cache), else the
-  // smallest cached bucket above it that the caller accepts.
-  auto [first, last] = free_.equal_range(bucket);
-  auto found = free_.end();
-  if (first != last) {
-    found = std::prev(last);
-  } else if (last != free_.end() && last->first <= largest_cached_bucket) {
-    found = last;
-  }
+  const bool large = bucket >= kSplitBytes;
+  auto found = find_cached_locked(bucket, largest_cached_bucket);
   if (found != free_.end()) {
-    const size_t size = found->first;
-    void* block = found->second.block;
-    free_.erase(found);
-    cached_ -= size;
-    live_ += size;
-    handed_.emplace(block, size);
+    char* block = found->first;
+    const size_t size = found->second.size;
+    const uint64_t order = found->second.order;
+    uncache_locked(found);
+    size_t handed = size;
+    if (large && size > bucket) {
+      // The head is handed out; the rest stays cached, as old as the block it was part of.
+      handed = bucket;
+      free_.emplace(block + bucket, Cached{size - bucket, order, true});
+      free_sizes_.emplace(size - bucket, block + bucket);
+      cached_ += size - bucket;
+      ++stats_.splits;
+    }
+    live_ += handed;
+    handed_.emplace(block, Handed{handed, large});
     ++stats_.hits;
-    if (granted != nullptr) *granted = size;
+    if (granted != nullptr) *granted = handed;
     return block;
+  }
+  if (large) {
+    if (char* block = assemble_locked(bucket)) {
+      live_ += bucket;
+      peak_live_ = std::max(peak_live_, live_);
+      handed_.emplace(block, Handed{bucket, true});
+      if (granted != nullptr) *granted = bucket;
+      return block;
+    }
   }
   ++stats_.misses;
   peak_live_ = std::max(peak_live_, live_ + bucket);
   evict_for_locked(bucket);
-  void* block = allocate(bucket);
-  if (block == nullptr && trim_locked() > 0) block = allocate(bucket);
+  void* block = allocate(bucket, large);
+  if (block == nullptr && trim_locked() > 0) block = allocate(bucket, large);
   if (block == nullptr) throw std::bad_alloc();
+  stats_.allocated_bytes += static_cast<int64_t>(bucket);
   live_ += bucket;
   peak_live_ = std::max(peak_live_, live_);  // a trim above restarted the bound
-  handed_.emplace(block, bucket);
+  handed_.emplace(block, Handed{bucket, large});
   if (granted != nullptr) *granted = bucket;
+  return block;
+}
+
+char* BlockPool::assemble_locked(size_t bucket) {
+  // The cached mapped blocks, largest first, until they cover the request (of the last only
+  // its head).
+  struct Piece {
+    char* at;
+    size_t bytes;
+  };
+  std::vector<Piece> pieces;
+  size_t covered = 0;
+  for (auto s = free_sizes_.rbegin(); s != free_sizes_.rend() && covered < bucket; ++s) {
+    const Cached& c = free_.at(s->second);
+    if (!c.mapped) continue;
+    pieces.push_back({s->second, std::min(c.size, bucket - covered)});
+    covered += pieces.back().bytes;
+  }
+  if (pieces.empty()) return nullptr;
+  // A range of the request's size (2 MiB aligned from 2 MiB) reserved without memory, into
+  // which the pieces' pages are moved.
+  const bool huge = bucket >= kHugePageBytes;
+  const size_t span = huge ? bucket + kHugePageBytes : bucket;
+  void* reserved =
+      mmap(nullptr, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (reserved == MAP_FAILED) return nullptr;
+  char* block = static_cast<char*>(reserved);
+  if (huge) {
+    const size_t head =
+        (kHugePageBytes - reinterpret_cast<uintptr_t>(reserved) % kHugePageBytes) % kHugePageBytes;
+    if (head > 0) munmap(reserved, head);
+    block += head;
+    if (span - head > bucket) munmap(block + bucket, span - head - bucket);
+  }
+  size_t moved = 0;
+  for (const Piece& piece : pieces) {
+    auto it = free_.find(piece.at);
+    const Cached c = it->second;
+    if (mremap(piece.at, piece.bytes, piece.bytes, MREMAP_MAYMOVE | MREMAP_FIXED, block + moved) ==
+        MAP_FAILED) {
+      break;  // the rest is mapped fresh below
+    }
+    uncache_locked(it);
+    if (piece.bytes < c.size) {
+      // The piece's tail stays cached where it was, as old as the block it was part of.
+      free_.emplace(piece.at + piece.bytes, Cached{c.size - piece.bytes, c.order, true});
+      free_sizes_.emplace(c.size - piece.bytes, piece.at + piece.bytes);
+      cached_ += c.size - piece.bytes;
+    }
+    moved += piece.bytes;
+  }
+  if (moved < bucket) {
+    // Fresh pages for the rest: a miss, within the bound as any other.
+    ++stats_.misses;
+    peak_live_ = std::max(peak_live_, live_ + bucket);
+    evict_for_locked(bucket);
+    if (mmap(block + moved, bucket - moved, PROT_READ | PROT_WRITE,
+             MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED) {
+      munmap(block, bucket);  // the moved pages go with it: they were cached, not live
+      return nullptr;
+    }
+    stats_.allocated_bytes += static_cast<int64_t>(bucket - moved);
+  } else {
+    ++stats_.hits;
+  }
+  ++stats_.assembled;
+  if (huge && madvise(block, bucket, MADV_HUGEPAGE) == 0) ++stats_.huge_page_blocks;
   return block;
 }
 
@@ -108,10 +270,22 @@ void BlockPool::evict_for_locked(size_t bucket) {
     for (auto it = free_.begin(); it != free_.end(); ++it) {
       if (it->second.order < oldest->second.order) oldest = it;
     }
-    std::free(oldest->second.block);
-    cached_ -= oldest->first;
-    free_.erase(oldest);
+    char* block = oldest->first;
+    const Cached c = oldest->second;
+    const size_t over = live_ + bucket + cached_ - peak_live_;
+    uncache_locked(oldest);
     ++stats_.evictions;
+    // Of a mapped block only the pages the bound needs, from its end; its head stays cached.
+    const size_t page = 4096;
+    const size_t freed = c.mapped ? std::min(c.size, (over + page - 1) / page * page) : c.size;
+    if (c.mapped && freed < c.size) {
+      munmap(block + (c.size - freed), freed);
+      free_.emplace(block, Cached{c.size - freed, c.order, true});
+      free_sizes_.emplace(c.size - freed, block);
+      cached_ += c.size - freed;
+    } else {
+      release(block, c.size, c.mapped);
+    }
   }
 }
 
@@ -140,33 +314,36 @@ bool BlockPool::give(void* block, size_t* given_bucket) {
   if (given_bucket != nullptr) *given_bucket = 0;
   if (block == nullptr) return true;
   refresh_memory_info();
+  size_t bytes = 0;
+  bool mapped = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     const auto handed = handed_.find(block);
     if (handed == handed_.end()) return false;
-    const size_t bucket = handed->second;
-    if (given_bucket != nullptr) *given_bucket = bucket;
+    bytes = handed->second.size;
+    mapped = handed->second.mapped;
+    if (given_bucket != nullptr) *given_bucket = bytes;
     handed_.erase(handed);
-    live_ -= bucket;
+    live_ -= bytes;
     size_t limit = 0;
     if (under_pressure_locked(&limit)) {
       trim_locked();
-    } else if (cached_ + bucket <= limit) {
+    } else if (cached_ + bytes <= limit) {
       // The footprint is unchanged (the block moves from handed out to cached), so the bound
       // the misses keep still holds.
-      free_.emplace(bucket, Cached{block, next_order_++});
-      cached_ += bucket;
+      cache_locked(static_cast<char*>(block), bytes, mapped);
       return true;
     }
   }
-  std::free(block);
+  release(static_cast<char*>(block), bytes, mapped);
   return true;
 }
 
 int64_t BlockPool::trim_locked() {
   const auto freed = static_cast<int64_t>(cached_);
-  for (auto& [bucket, cached] : free_) std::free(cached.block);
+  for (auto& [block, cached] : free_) release(block, cached.size, cached.mapped);
   free_.clear();
+  free_sizes_.clear();
   cached_ = 0;
   peak_live_ = live_;
   if (freed > 0) ++stats_.trims;

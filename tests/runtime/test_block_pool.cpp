@@ -1,6 +1,7 @@
 // The process's pool of large blocks (issue 16, point 4; issue 32, point 4;
 // runtime/block_pool.h): buckets at most 12.5% above a request, reuse within a bucket, the
-// footprint bounded by the most handed out at once, arenas taking a larger cached block, the
+// footprint bounded by the most handed out at once, large requests served by pieces of cached
+// blocks, by merged ones and by cached pages moved together, partial eviction, the
 // bound on cached bytes (fixed and half the available memory), trimming under memory pressure
 // and on request, and huge pages for large blocks where the system grants them.
 #include "runtime/block_pool.h"
@@ -56,7 +57,8 @@ TEST(BlockPool, AGivenBlockServesTheNextRequestOfItsBucket) {
   EXPECT_EQ(s.misses, 2);
   pool.give(b);
   pool.give(c);
-  EXPECT_EQ(pool.stats().cached_blocks, 2);
+  // Both cached (as one block where the two lie side by side in memory).
+  EXPECT_EQ(pool.stats().cached_bytes, 2 * static_cast<int64_t>(BlockPool::bucket_bytes(1000000)));
 }
 
 // Live plus cached bytes, which the rule keeps within the peak handed out.
@@ -92,7 +94,9 @@ TEST(BlockPool, TheFootprintNeverExceedsTheMostHandedOutAtOnce) {
     EXPECT_LE(s.live_bytes + s.cached_bytes, s.peak_live_bytes) << "step " << step;
   }
   EXPECT_EQ(most, static_cast<int64_t>(activation + gradient));
-  EXPECT_GT(pool.stats().evictions, 0);
+  // After the first step every request is served from pages the pool already has: the
+  // gradient's block is the activation's pages moved together, not fresh memory.
+  EXPECT_EQ(pool.stats().allocated_bytes, static_cast<int64_t>(activation + gradient));
   // What fits is still reused: one activation given and taken again is a hit.
   const int64_t hits = pool.stats().hits;
   pool.give(pool.take(activation));
@@ -101,30 +105,101 @@ TEST(BlockPool, TheFootprintNeverExceedsTheMostHandedOutAtOnce) {
   pool.give(grad);
 }
 
-// An arena takes a cached block of up to twice its size (the forward's arena serves the
-// backward's), never a larger one, and learns the size it got.
-TEST(BlockPool, TakeAtLeastServesFromALargerCachedBlockUpToTwice) {
+// A large request takes the head of a larger cached block and leaves the rest cached; blocks
+// given back merge with their cached neighbours, so the whole block serves a request of its
+// size again. Small blocks (the C library's) take a cached block of up to twice their bucket
+// only through take_at_least, never a larger one.
+TEST(BlockPool, LargeRequestsTakePiecesAndGivenBlocksMerge) {
   BlockPool pool(size_t{1} << 30, plenty);
   const size_t big = size_t{6} << 20;
-  void* block = pool.take(big);
+  char* block = static_cast<char*>(pool.take(big));
   pool.give(block);
   size_t granted = 0;
   void* arena = pool.take_at_least(size_t{4} << 20, &granted);
   EXPECT_EQ(arena, block);
-  EXPECT_EQ(granted, big);
-  EXPECT_EQ(pool.stats().hits, 1);
+  EXPECT_EQ(granted, size_t{4} << 20);
+  void* rest = pool.take(size_t{2} << 20);
+  EXPECT_EQ(rest, block + (size_t{4} << 20));
+  BlockPoolStats s = pool.stats();
+  EXPECT_EQ(s.hits, 2);
+  EXPECT_EQ(s.splits, 1);
+  EXPECT_EQ(s.misses, 1);
+  EXPECT_EQ(s.cached_bytes, 0);
   pool.give(arena);
-  // (Addresses are not compared below: a block freed to keep the bound may come back from the
-  // C library at the same address.)
-  void* small = pool.take_at_least(size_t{2} << 20, &granted);  // 6 MiB is over twice 2 MiB
-  EXPECT_EQ(granted, size_t{2} << 20);
-  EXPECT_EQ(pool.stats().hits, 1);
-  EXPECT_EQ(pool.stats().misses, 2);
-  pool.give(small);
-  // A plain take wants its own bucket.
-  pool.give(pool.take(size_t{4} << 20));
-  EXPECT_EQ(pool.stats().hits, 1);
-  EXPECT_EQ(pool.stats().misses, 3);
+  pool.give(rest);
+  s = pool.stats();
+  EXPECT_EQ(s.cached_blocks, 1);
+  EXPECT_EQ(s.cached_bytes, static_cast<int64_t>(big));
+  EXPECT_EQ(pool.take(big), block);
+  pool.give(block);
+
+  const size_t small = size_t{16} << 10;
+  ASSERT_LT(small, BlockPool::kSplitBytes);
+  void* s16 = pool.take(small);
+  pool.give(s16);
+  EXPECT_EQ(pool.take_at_least(size_t{10} << 10, &granted), s16);
+  EXPECT_EQ(granted, small);
+  pool.give(s16);
+  const int64_t misses = pool.stats().misses;
+  void* own = pool.take(size_t{10} << 10);  // a plain take wants its own bucket
+  EXPECT_EQ(pool.stats().misses, misses + 1);
+  pool.give(own);
+}
+
+// A large request no single cached block serves takes the pages of the cached blocks, moved
+// side by side (their contents come along: no fresh, zeroed page), and only what they do not
+// cover is fresh memory.
+TEST(BlockPool, ALargeRequestIsAssembledFromCachedPages) {
+  BlockPool pool(size_t{1} << 30, plenty);
+  const size_t part = size_t{4} << 20;
+  char* a = static_cast<char*>(pool.take(part));
+  char* b = static_cast<char*>(pool.take(part));
+  char* c = static_cast<char*>(pool.take(part));
+  std::memset(a, 1, part);
+  std::memset(c, 2, part);
+  pool.give(a);
+  pool.give(c);  // b, still handed out, keeps a and c apart
+  const int64_t allocated = pool.stats().allocated_bytes;
+  char* joined = static_cast<char*>(pool.take(2 * part));
+  BlockPoolStats s = pool.stats();
+  EXPECT_EQ(s.allocated_bytes, allocated) << "fresh memory for a request the cache covers";
+  EXPECT_EQ(s.assembled, 1);
+  EXPECT_EQ(s.cached_bytes, 0);
+  int64_t ones = 0, twos = 0;
+  for (size_t i = 0; i < 2 * part; i += 4096) {
+    ones += joined[i] == 1;
+    twos += joined[i] == 2;
+  }
+  EXPECT_EQ(ones, static_cast<int64_t>(part / 4096));
+  EXPECT_EQ(twos, static_cast<int64_t>(part / 4096));
+  std::memset(joined, 3, 2 * part);  // the whole range is writable memory
+  // Wider than the cache holds: its pages and fresh ones for the rest.
+  pool.give(joined);
+  char* wider = static_cast<char*>(pool.take(3 * part));
+  s = pool.stats();
+  EXPECT_EQ(s.assembled, 2);
+  EXPECT_EQ(s.allocated_bytes, allocated + static_cast<int64_t>(part));
+  EXPECT_LE(s.live_bytes + s.cached_bytes, s.peak_live_bytes);
+  std::memset(wider, 4, 3 * part);
+  pool.give(wider);
+  pool.give(b);
+}
+
+// A small request that misses frees cached bytes for the bound: of a large cached block only
+// what the bound needs, whole pages from its end.
+TEST(BlockPool, EvictionUnmapsOnlyWhatTheBoundNeeds) {
+  BlockPool pool(size_t{1} << 30, plenty);
+  const size_t big = size_t{4} << 20, small = size_t{32} << 10;
+  pool.give(pool.take(big));
+  void* s32 = pool.take(small);
+  const BlockPoolStats s = pool.stats();
+  EXPECT_EQ(s.evictions, 1);
+  EXPECT_EQ(s.cached_bytes, static_cast<int64_t>(big - small));
+  EXPECT_EQ(s.live_bytes + s.cached_bytes, s.peak_live_bytes);
+  pool.give(s32);
+  void* again = pool.take(size_t{7} << 19);  // 3.5 MiB: the cached head serves it
+  EXPECT_EQ(pool.stats().misses, s.misses);
+  pool.give(again);
 }
 
 TEST(BlockPool, ABlockThePoolDidNotHandOutIsLeftAlone) {
@@ -152,7 +227,7 @@ TEST(BlockPool, CachedBytesStayWithinTheBound) {
   void* blocks[3] = {pool.take(bytes), pool.take(bytes), pool.take(bytes)};
   for (void* b : blocks) pool.give(b);
   const BlockPoolStats s = pool.stats();
-  EXPECT_EQ(s.cached_blocks, 2);
+  EXPECT_EQ(s.cached_bytes, 2 * static_cast<int64_t>(bytes));  // the third did not fit
   EXPECT_LE(s.cached_bytes, int64_t{2} << 20);
   // Half the available memory bounds the cache too.
   BlockPool tight(size_t{1} << 30, [] { return MemoryInfo{int64_t{20} << 20, int64_t{3} << 20}; });
@@ -160,7 +235,7 @@ TEST(BlockPool, CachedBytesStayWithinTheBound) {
   void* y = tight.take(1 << 20);
   tight.give(x);
   tight.give(y);
-  EXPECT_EQ(tight.stats().cached_blocks, 1);  // 1.5 MiB allowed
+  EXPECT_EQ(tight.stats().cached_bytes, int64_t{1} << 20);  // 1.5 MiB allowed
 }
 
 TEST(BlockPool, MemoryPressureAndTrimEmptyTheCache) {
