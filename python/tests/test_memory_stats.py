@@ -10,6 +10,7 @@ import gc
 import torch
 
 import stax
+from eager_comparison import assert_same, summation_tolerance
 from stax.region import POOLED_OUTPUT_BYTES
 
 
@@ -45,7 +46,12 @@ def test_a_programs_arena_comes_from_the_pool_and_goes_back_after_each_call():
     assert again["misses"] == taken["misses"] and again["hits"] > taken["hits"]
     assert again["cached_bytes"] == taken["cached_bytes"]
     torch.testing.assert_close(second, first)
-    torch.testing.assert_close(first, fn(x), rtol=1e-5, atol=1e-3)
+    # A sum of all 509 x 263 exponentials (and of a column's) in another order than eager's:
+    # the tolerance of such a sum, whose partial sums are bounded by the sum of all terms
+    # (length times their mean). A fixed rtol of 1e-5 failed on about one random input in ten.
+    expected = fn(x)
+    mean_term = float(torch.exp(x).mean())
+    assert_same(first, expected, **summation_tolerance(torch.float32, 509 * 263, mean_term))
 
 
 def test_trimming_the_pool_drops_its_cached_bytes_to_zero():
@@ -81,3 +87,30 @@ def test_library_workspaces_go_back_to_the_pool_after_each_call():
     assert again["misses"] == stats["output_pool"]["misses"]
     assert again["hits"] > stats["output_pool"]["hits"]
     torch.testing.assert_close(second, first)
+
+
+def test_a_training_step_maps_no_fresh_memory_once_warm():
+    """A training step takes blocks of one set of sizes in the forward (activations) and of
+    others in the backward (gradients): the pool serves the later steps from pages it already
+    has (pieces of cached blocks, merged ones, cached pages moved together), so no step after
+    the first ones maps fresh memory, which its library calls would otherwise fault in."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(384, 1536), torch.nn.GELU(),
+                                torch.nn.Linear(1536, 384), torch.nn.LayerNorm(384))
+    x = torch.randn(4, 96, 384)
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="stax")
+
+    def step():
+        compiled(x).square().mean().backward()
+        model.zero_grad(set_to_none=True)
+
+    for _ in range(3):
+        step()
+    warm = stax.memory_stats()["output_pool"]
+    for _ in range(3):
+        step()
+    after = stax.memory_stats()["output_pool"]
+    assert after["hits"] > warm["hits"]
+    assert after["allocated_bytes"] == warm["allocated_bytes"], (warm, after)
+    assert after["live_bytes"] + after["cached_bytes"] <= after["peak_live_bytes"]

@@ -111,7 +111,7 @@ void BlockPool::cache_locked(char* block, size_t bytes, bool mapped) {
   }
   free_.emplace(block, Cached{bytes, next_order_++, mapped});
   free_sizes_.emplace(bytes, block);
-  cached_ += bytes;
+  budgets_[mapped].cached += bytes;
 }
 
 void BlockPool::uncache_locked(FreeMap::iterator it) {
@@ -122,7 +122,7 @@ void BlockPool::uncache_locked(FreeMap::iterator it) {
       break;
     }
   }
-  cached_ -= it->second.size;
+  budgets_[it->second.mapped].cached -= it->second.size;
   free_.erase(it);
 }
 
@@ -165,10 +165,10 @@ void* BlockPool::take_bucket(size_t bucket, size_t largest_cached_bucket, size_t
       handed = bucket;
       free_.emplace(block + bucket, Cached{size - bucket, order, true});
       free_sizes_.emplace(size - bucket, block + bucket);
-      cached_ += size - bucket;
+      budgets_[1].cached += size - bucket;
       ++stats_.splits;
     }
-    live_ += handed;
+    budgets_[large].live += handed;
     handed_.emplace(block, Handed{handed, large});
     ++stats_.hits;
     if (granted != nullptr) *granted = handed;
@@ -176,22 +176,24 @@ void* BlockPool::take_bucket(size_t bucket, size_t largest_cached_bucket, size_t
   }
   if (large) {
     if (char* block = assemble_locked(bucket)) {
-      live_ += bucket;
-      peak_live_ = std::max(peak_live_, live_);
+      Budget& b = budgets_[1];
+      b.live += bucket;
+      b.peak = std::max(b.peak, b.live);
       handed_.emplace(block, Handed{bucket, true});
       if (granted != nullptr) *granted = bucket;
       return block;
     }
   }
   ++stats_.misses;
-  peak_live_ = std::max(peak_live_, live_ + bucket);
-  evict_for_locked(bucket);
+  Budget& budget = budgets_[large];
+  budget.peak = std::max(budget.peak, budget.live + bucket);
+  evict_for_locked(bucket, large);
   void* block = allocate(bucket, large);
   if (block == nullptr && trim_locked() > 0) block = allocate(bucket, large);
   if (block == nullptr) throw std::bad_alloc();
-  stats_.allocated_bytes += static_cast<int64_t>(bucket);
-  live_ += bucket;
-  peak_live_ = std::max(peak_live_, live_);  // a trim above restarted the bound
+  if (large) stats_.allocated_bytes += static_cast<int64_t>(bucket);
+  budget.live += bucket;
+  budget.peak = std::max(budget.peak, budget.live);  // a trim above restarted the bound
   handed_.emplace(block, Handed{bucket, large});
   if (granted != nullptr) *granted = bucket;
   return block;
@@ -241,15 +243,15 @@ char* BlockPool::assemble_locked(size_t bucket) {
       // The piece's tail stays cached where it was, as old as the block it was part of.
       free_.emplace(piece.at + piece.bytes, Cached{c.size - piece.bytes, c.order, true});
       free_sizes_.emplace(c.size - piece.bytes, piece.at + piece.bytes);
-      cached_ += c.size - piece.bytes;
+      budgets_[1].cached += c.size - piece.bytes;
     }
     moved += piece.bytes;
   }
   if (moved < bucket) {
     // Fresh pages for the rest: a miss, within the bound as any other.
     ++stats_.misses;
-    peak_live_ = std::max(peak_live_, live_ + bucket);
-    evict_for_locked(bucket);
+    budgets_[1].peak = std::max(budgets_[1].peak, budgets_[1].live + bucket);
+    evict_for_locked(bucket, true);
     if (mmap(block + moved, bucket - moved, PROT_READ | PROT_WRITE,
              MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED) {
       munmap(block, bucket);  // the moved pages go with it: they were cached, not live
@@ -264,29 +266,37 @@ char* BlockPool::assemble_locked(size_t bucket) {
   return block;
 }
 
-void BlockPool::evict_for_locked(size_t bucket) {
-  while (!free_.empty() && live_ + bucket + cached_ > peak_live_) {
-    auto oldest = free_.begin();
+void BlockPool::evict_for_locked(size_t bucket, bool mapped) {
+  Budget& b = budgets_[mapped];
+  while (b.cached > 0 && b.live + bucket + b.cached > b.peak) {
+    auto oldest = free_.end();
     for (auto it = free_.begin(); it != free_.end(); ++it) {
-      if (it->second.order < oldest->second.order) oldest = it;
+      if (it->second.mapped == mapped &&
+          (oldest == free_.end() || it->second.order < oldest->second.order)) {
+        oldest = it;
+      }
     }
     char* block = oldest->first;
     const Cached c = oldest->second;
-    const size_t over = live_ + bucket + cached_ - peak_live_;
+    const size_t over = b.live + bucket + b.cached - b.peak;
     uncache_locked(oldest);
     ++stats_.evictions;
     // Of a mapped block only the pages the bound needs, from its end; its head stays cached.
     const size_t page = 4096;
-    const size_t freed = c.mapped ? std::min(c.size, (over + page - 1) / page * page) : c.size;
-    if (c.mapped && freed < c.size) {
+    const size_t freed = mapped ? std::min(c.size, (over + page - 1) / page * page) : c.size;
+    if (freed < c.size) {
       munmap(block + (c.size - freed), freed);
       free_.emplace(block, Cached{c.size - freed, c.order, true});
       free_sizes_.emplace(c.size - freed, block);
-      cached_ += c.size - freed;
+      b.cached += c.size - freed;
     } else {
-      release(block, c.size, c.mapped);
+      release(block, c.size, mapped);
     }
   }
+}
+
+size_t BlockPool::cached_bytes_locked() const {
+  return budgets_[0].cached + budgets_[1].cached;
 }
 
 void BlockPool::refresh_memory_info() {
@@ -324,11 +334,11 @@ bool BlockPool::give(void* block, size_t* given_bucket) {
     mapped = handed->second.mapped;
     if (given_bucket != nullptr) *given_bucket = bytes;
     handed_.erase(handed);
-    live_ -= bytes;
+    budgets_[mapped].live -= bytes;
     size_t limit = 0;
     if (under_pressure_locked(&limit)) {
       trim_locked();
-    } else if (cached_ + bytes <= limit) {
+    } else if (cached_bytes_locked() + bytes <= limit) {
       // The footprint is unchanged (the block moves from handed out to cached), so the bound
       // the misses keep still holds.
       cache_locked(static_cast<char*>(block), bytes, mapped);
@@ -340,12 +350,14 @@ bool BlockPool::give(void* block, size_t* given_bucket) {
 }
 
 int64_t BlockPool::trim_locked() {
-  const auto freed = static_cast<int64_t>(cached_);
+  const auto freed = static_cast<int64_t>(cached_bytes_locked());
   for (auto& [block, cached] : free_) release(block, cached.size, cached.mapped);
   free_.clear();
   free_sizes_.clear();
-  cached_ = 0;
-  peak_live_ = live_;
+  for (Budget& b : budgets_) {
+    b.cached = 0;
+    b.peak = b.live;
+  }
   if (freed > 0) ++stats_.trims;
   return freed;
 }
@@ -359,9 +371,9 @@ BlockPoolStats BlockPool::stats() {
   std::lock_guard<std::mutex> lock(mutex_);
   BlockPoolStats s = stats_;
   s.cached_blocks = static_cast<int64_t>(free_.size());
-  s.cached_bytes = static_cast<int64_t>(cached_);
-  s.live_bytes = static_cast<int64_t>(live_);
-  s.peak_live_bytes = static_cast<int64_t>(peak_live_);
+  s.cached_bytes = static_cast<int64_t>(cached_bytes_locked());
+  s.live_bytes = static_cast<int64_t>(budgets_[0].live + budgets_[1].live);
+  s.peak_live_bytes = static_cast<int64_t>(budgets_[0].peak + budgets_[1].peak);
   return s;
 }
 

@@ -28,7 +28,8 @@
 //   huge pages (MADV_HUGEPAGE), where the kernel allows them: one fault maps 2 MiB instead of
 //   4 KiB. (A piece of a block keeps the pages it was mapped with.)
 // - Bounded by what the workload takes again: the pool's footprint (blocks handed out plus
-//   blocks cached) never exceeds the most it has had handed out at once (since the last trim).
+//   blocks cached) never exceeds the most it has had handed out at once (since the last trim),
+//   for large and for small blocks apart (a small block never takes a page of a large one).
 //   A request the cache cannot serve first frees the least recently cached blocks as far as
 //   needed (of a large block only as much as needed, from its end), so at the moment the workload
 //   holds the most, nothing sits cached beside it: the pool adds nothing to the process's peak over
@@ -73,9 +74,10 @@ struct BlockPoolStats {
   int64_t trims = 0;             // times the cache was emptied (pressure, failure or trim())
   int64_t live_bytes = 0;        // handed out and not given back
   int64_t peak_live_bytes = 0;   // the most handed out at once since the last trim: the bound
+                                 // (kept for large and small blocks apart: the sum)
   int64_t evictions = 0;         // cached blocks freed to keep the footprint within that bound
   int64_t splits = 0;            // hits served by the head of a larger cached block
-  int64_t allocated_bytes = 0;   // bytes of fresh blocks the misses allocated (pages to fault)
+  int64_t allocated_bytes = 0;   // fresh memory the misses of large blocks mapped (to fault in)
   int64_t assembled = 0;         // large requests served by cached blocks' pages moved together
 };
 
@@ -134,9 +136,9 @@ class BlockPool {
   FreeMap::iterator find_cached_locked(size_t bucket, size_t largest_cached_bucket);
   void cache_locked(char* block, size_t bytes, bool mapped);
   void uncache_locked(FreeMap::iterator it);
-  // Frees the least recently cached blocks until a new block of `bucket` keeps the footprint
-  // within the bound.
-  void evict_for_locked(size_t bucket);
+  // Frees the least recently cached blocks of the kind (mapped or not) until a new block of
+  // `bucket` keeps that kind's footprint within its bound.
+  void evict_for_locked(size_t bucket, bool mapped);
   int64_t trim_locked();
   // Reads MemoryInfo when the last reading is over 50 ms old, outside the mutex.
   void refresh_memory_info();
@@ -153,9 +155,14 @@ class BlockPool {
     bool mapped;
   };
   std::unordered_map<void*, Handed> handed_;  // blocks handed out
-  size_t cached_ = 0;
-  size_t live_ = 0;
-  size_t peak_live_ = 0;
+  // The bound, kept for the pool's mapped blocks and for the C library's apart (so a small
+  // block never takes a page a large request will want again): bytes handed out, cached, and
+  // the most handed out at once since the last trim.
+  struct Budget {
+    size_t live = 0, cached = 0, peak = 0;
+  };
+  Budget budgets_[2];  // [mapped]
+  size_t cached_bytes_locked() const;
   uint64_t next_order_ = 0;
   BlockPoolStats stats_;
   std::atomic<int64_t> last_check_ns_{0};
