@@ -22,7 +22,8 @@ import os
 import subprocess
 import sys
 
-VARIANTS = ["eager", "inductor", "stax", "stax (inputs held)", "stax (no output pool)"]
+VARIANTS = ["eager", "inductor", "stax", "stax (inputs held)", "stax (no output pool)",
+            "stax (matmul B in place)"]
 
 
 def rss_kib(field):
@@ -57,6 +58,9 @@ def measure(variant, model_name, batch, training, dtype_name):
             stax.region.Region._straight_line_call = lambda self: (straight(self)[0], None)
         # The output pool's share of the footprint: outputs from PyTorch's allocator instead.
         options = {"output_pool": False} if variant == "stax (no output pool)" else None
+        # The workspaces of products whose B is packed on every run (matmul_weights_form.h).
+        if variant == "stax (matmul B in place)":
+            options = {"measure_matmul_weights": False}
         compiled = torch.compile(model, backend="stax", options=options)
     elif variant == "inductor":
         compiled = torch.compile(model)
