@@ -28,6 +28,18 @@ stax::external::MatmulSpec spec_of(int bf16, const int64_t* a, const int64_t* b,
   return spec;
 }
 
+// `warmup` untimed runs of a plan, then `reps` timed ones, each run's nanoseconds into `ns`.
+void time_runs(const stax::external::MatmulPlan& plan, const void* a, const void* b,
+               const void* bias, void* c, int threads, int warmup, int reps, double* ns) {
+  for (int i = 0; i < warmup; ++i) plan.run(a, b, bias, c, threads);
+  for (int i = 0; i < reps; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    plan.run(a, b, bias, c, threads);
+    ns[i] =
+        std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
+  }
+}
+
 }  // namespace
 
 extern "C" int stax_plan_run(int bf16, const int64_t* a, const int64_t* b, const int64_t* c,
@@ -61,13 +73,7 @@ extern "C" int stax_plan_time_weights(int bf16, const int64_t* a, const int64_t*
       std::snprintf(implementation, static_cast<size_t>(capacity), "%s",
                     plan->implementation().c_str());
     }
-    for (int i = 0; i < warmup; ++i) plan->run(a_data, b_data, nullptr, c_data, threads);
-    for (int i = 0; i < reps; ++i) {
-      const auto start = std::chrono::steady_clock::now();
-      plan->run(a_data, b_data, nullptr, c_data, threads);
-      ns[i] = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start)
-                  .count();
-    }
+    time_runs(*plan, a_data, b_data, nullptr, c_data, threads, warmup, reps, ns);
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s\n", e.what());
@@ -82,13 +88,7 @@ extern "C" int stax_plan_time(int bf16, const int64_t* a, const int64_t* b, cons
   try {
     const auto plan =
         stax::external::MatmulPlan::create(spec_of(bf16, a, b, c, bias, alpha, beta), threads);
-    for (int i = 0; i < warmup; ++i) plan->run(a_data, b_data, bias_data, c_data, threads);
-    for (int i = 0; i < reps; ++i) {
-      const auto start = std::chrono::steady_clock::now();
-      plan->run(a_data, b_data, bias_data, c_data, threads);
-      ns[i] = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start)
-                  .count();
-    }
+    time_runs(*plan, a_data, b_data, bias_data, c_data, threads, warmup, reps, ns);
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s\n", e.what());
