@@ -33,9 +33,11 @@ fi
 # without it. transformers: python/tests/test_transformers_bert.py builds a tiny BertModel
 # from its config (random weights, nothing downloaded at run time). expecttest: torch's OpInfo
 # database (python/tests/test_opinfo_half.py) imports it. pytest-xdist: scripts/test.sh runs
-# the tests on every core.
+# the tests on every core. mkl: MKL's BLAS, which float32 products whose B has contiguous
+# columns measure against oneDNN and take where it is faster (src/external/blas_library.h;
+# loaded at run time on libgomp, never needed to build).
 requirements=(torch==2.13.0 numpy pytest pytest-xdist expecttest nanobind scikit-build-core
-  transformers)
+  transformers mkl==2026.2.0)
 if ! "$venv/bin/python" - "${requirements[@]}" <<'EOF' 2>/dev/null; then
 import sys
 from importlib.metadata import version

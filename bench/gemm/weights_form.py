@@ -37,7 +37,9 @@ SHAPES = [
     (1024, 256, 1024, True),   # LLaMA-style: dW of a 1024 x 1024 projection
     (8, 768, 768, False),      # a few rows
 ]
-FORMS = {"in place": 1, "packed": 2, "measured": 0}
+FORMS = {"in place": 1, "packed": 2, "blas": 3, "measured": 0}
+# The BLAS (MKL's sgemm, src/external/blas_library.h) takes float32 products only.
+FORMS_OF = {torch.float32: FORMS, torch.bfloat16: {k: v for k, v in FORMS.items() if k != "blas"}}
 
 
 def plan_ms(shim, a, b, weights, reps):
@@ -73,30 +75,36 @@ def main():
     parser.add_argument("--build", default=os.path.join(ROOT, "build"))
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    # The MKL that scripts/setup_python.sh installed next to this interpreter.
+    os.environ.setdefault("STAX_BLAS_LIBRARY", os.path.join(sys.prefix, "lib", "libmkl_rt.so.3"))
     shim = build_shim(args.build)
     shim.stax_plan_time_weights.restype = ctypes.c_int
-    print("| dtype | M x K x N | a | in place ms | packed ms | measured ms (choice) | eager ms "
-          "| in place / eager | measured / eager |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| dtype | M x K x N | a | in place ms | packed ms | BLAS ms | measured ms (choice) "
+          "| eager ms | in place / eager | measured / eager |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for dtype in (torch.float32, torch.bfloat16):
         for m, k, n, a_transposed in SHAPES:
             torch.manual_seed(0)
             a = (torch.randn(k, m).t() if a_transposed else torch.randn(m, k)).to(dtype)
             b = torch.randn(k, n).to(dtype)
-            times = {name: [] for name in list(FORMS) + ["eager"]}
+            forms = FORMS_OF[dtype]
+            times = {name: [] for name in list(forms) + ["eager"]}
             choice = ""
             for _ in range(args.rounds):
-                for name, weights in FORMS.items():
+                for name, weights in forms.items():
                     ms, note = plan_ms(shim, a, b, weights, args.reps)
                     times[name].append(ms)
                     if name == "measured":
-                        choice = "packed" if "B packed" in note else "in place"
+                        choice = ("packed" if "B packed" in note else
+                                  "BLAS" if "by the BLAS's sgemm" in note else "in place")
                 times["eager"].append(eager_ms(a, b, args.reps))
             med = {name: statistics.median(v) for name, v in times.items()}
+            blas = f"{med['blas']:.3f}" if "blas" in med else "-"
             print(f"| {str(dtype).removeprefix('torch.')} | {m}x{k}x{n} | "
                   f"{'a^T' if a_transposed else 'a'} | {med['in place']:.3f} | "
-                  f"{med['packed']:.3f} | {med['measured']:.3f} ({choice}) | {med['eager']:.3f} | "
-                  f"{med['in place'] / med['eager']:.2f} | {med['measured'] / med['eager']:.2f} |",
+                  f"{med['packed']:.3f} | {blas} | {med['measured']:.3f} ({choice}) | "
+                  f"{med['eager']:.3f} | {med['in place'] / med['eager']:.2f} | "
+                  f"{med['measured'] / med['eager']:.2f} |",
                   flush=True)
 
 

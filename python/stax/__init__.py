@@ -6,9 +6,33 @@ it too, through the `torch_dynamo_backends` entry point):
     model = torch.compile(model, backend="stax")
 """
 
+import os as _os
+import sys as _sys
+
 from . import _C
 
 __version__ = _C.__version__
+
+
+def _point_at_blas() -> None:
+    """MKL's libmkl_rt, where PyPI's `mkl` put it in this environment, is where the C++ side
+    looks for the BLAS first (after STAX_BLAS_LIBRARY): float32 products whose B has
+    contiguous columns measure it against oneDNN (src/external/blas_library.h)."""
+    for name in ("libmkl_rt.so.3", "libmkl_rt.so.2"):
+        path = _os.path.join(_sys.prefix, "lib", name)
+        if _os.path.exists(path):
+            _C.set_blas_library_path(path)
+            return
+
+
+_point_at_blas()
+
+
+def blas_library() -> tuple:
+    """(description, why): the BLAS float32 products may be handed to ("oneMKL 2026 Update 2
+    (path, GNU OpenMP layer)"), loaded on first use; description empty, and why saying why,
+    when there is none."""
+    return _C.blas_library()
 
 
 def _register_backend() -> None:

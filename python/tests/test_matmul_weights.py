@@ -1,9 +1,12 @@
 """How a library matrix product hands B to oneDNN (src/external/matmul_weights_form.h): where
 B's columns are contiguous (GPT-2's Conv1D weight [in, out], the products of a backward
 graph) the plan times B in place against B packed into the library's layout when it is built,
-and keeps the faster; `measure_matmul_weights=False` keeps B in place. Either way the results
-are eager's within a summation's tolerance, and stax.explain names the choice and its
-measurement."""
+and, in float32, against the whole product by the BLAS (MKL's sgemm, src/external/
+blas_library.h) where one is loaded, and keeps the fastest; `measure_matmul_weights=False`
+keeps B in place. Either way the results are eager's within a summation's tolerance, and
+stax.explain names the choice and its measurement."""
+
+import os
 
 import pytest
 import torch
@@ -39,6 +42,8 @@ def test_row_major_weights_match_eager_and_explain_says_how(measure):
     (plan,) = compiled_plans(module, x, measure_matmul_weights=measure)
     if measure:
         assert "measured when planned" in plan, plan
+        # The BLAS is one of the forms timed wherever the process has one.
+        assert ("by the BLAS" in plan) == bool(stax.blas_library()[0]), plan
     else:
         assert "B read in place: asked for" in plan, plan
     compiled = torch.compile(module, backend="stax",
@@ -69,3 +74,13 @@ def test_the_option_must_be_a_bool():
     with pytest.raises(Exception, match="option 'measure_matmul_weights' must be a bool"):
         torch.compile(torch.nn.Linear(4, 4), backend="stax",
                       options={"measure_matmul_weights": "yes"})(torch.randn(2, 4))
+
+
+def test_the_blas_is_found_in_this_environment():
+    """`import stax` points the C++ side at the MKL that scripts/setup_python.sh installed into
+    this environment; the test command says it must be there (STAX_EXPECT_BLAS=1)."""
+    description, why = stax.blas_library()
+    if os.environ.get("STAX_EXPECT_BLAS") == "1":
+        assert "GNU OpenMP layer" in description, why
+    else:
+        assert description or why

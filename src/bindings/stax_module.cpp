@@ -36,6 +36,7 @@
 #include "driver/profile.h"
 #include "driver/tolerance.h"
 #include "eager/interpreter.h"
+#include "external/matmul.h"
 #include "ir/dtype.h"
 #include "ir/graph.h"
 #include "ir/index_rule.h"
@@ -604,4 +605,16 @@ NB_MODULE(_C, m) {
         "trims");
   m.def("output_pool_trim", &output_pool_trim,
         "frees every block the output pool keeps; returns the bytes freed");
+  m.def("set_blas_library_path", &external::set_blas_library_path, "path"_a,
+        "a path to look for the BLAS (MKL's libmkl_rt) at before the loader's path; effective "
+        "before the BLAS is first looked for");
+  m.def(
+      "blas_library",
+      [] {
+        std::string why;
+        std::string description = external::blas_description(&why);
+        return std::make_pair(description, why);
+      },
+      "(description, why): the BLAS float32 products may be handed to, loaded on first use; "
+      "description empty and why saying why when there is none");
 }

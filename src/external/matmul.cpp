@@ -53,6 +53,7 @@
 
 #include "external/dnnl_common.h"
 #include "external/host_loops.h"
+#include "external/matmul_blas.h"
 #include "external/matmul_weights_form.h"
 #include "external/post_ops.h"
 #include "external/spec_check.h"
@@ -407,11 +408,12 @@ struct ScratchOperand {
   void* data() const { return memory.get(); }
 };
 
-// Times the direct and the packed weights form of `spec` on scratch operands
-// (matmul_weights_form.h): whether the packed one wins, and the note explain shows.
+// Times the forms of `spec` on scratch operands (matmul_weights_form.h): `direct` first,
+// `packed` where not null, the BLAS where not null. Returns the note explain shows; `chosen`
+// gets the decision.
 std::string measure_weights_forms(const MatmulSpec& spec, Form form, Primitive& direct,
-                                  Primitive& packed, int threads, const std::string& directory,
-                                  bool* wins) {
+                                  Primitive* packed, const detail::BlasLibrary* blas, int threads,
+                                  const std::string& directory, MatmulWeights* chosen) {
   const ScratchOperand a(detail::layout_extent(spec.a), spec.dtype);
   const ScratchOperand b(detail::layout_extent(spec.b), spec.dtype);
   const ScratchOperand c(detail::layout_extent(spec.c), spec.dtype);
@@ -429,15 +431,27 @@ std::string measure_weights_forms(const MatmulSpec& spec, Form form, Primitive& 
       execute(spec, form, p, a.data(), b.data(), bias_data, c.data(), operand_data, threads);
     };
   };
+  // In order of preference (matmul_weights_form.h).
+  std::vector<detail::WeightsFormCandidate> candidates{{MatmulWeights::Direct, run_with(direct)}};
+  if (blas != nullptr) {
+    candidates.push_back({MatmulWeights::Blas, [&] {
+                            detail::run_blas_product(*blas, spec, a.data(), b.data(), bias_data,
+                                                     c.data(), threads);
+                          }});
+  }
+  if (packed != nullptr) candidates.push_back({MatmulWeights::Packed, run_with(*packed)});
   return detail::measure_weights_form(detail::weights_form_key(spec, threads), directory,
-                                      run_with(direct), run_with(packed), wins);
+                                      candidates, chosen);
 }
 
 }  // namespace
 
 struct MatmulPlan::State {
   MatmulSpec spec;
-  bool packed_weights = false;  // B reordered into the library's layout on every run
+  // Direct; Packed: B reordered into the library's layout on every run; Blas: the product by
+  // `blas` (no oneDNN primitive).
+  MatmulWeights weights = MatmulWeights::Direct;
+  const detail::BlasLibrary* blas = nullptr;
   Form form = Form::NoOutput;
   std::string implementation;
   mutable std::mutex mutex;  // guards primitives (created on first use of a thread count)
@@ -447,7 +461,7 @@ struct MatmulPlan::State {
   Primitive& primitive(int threads) const {
     std::lock_guard<std::mutex> lock(mutex);
     auto& slot = primitives[threads];
-    if (!slot) slot = make_primitive(spec, form, packed_weights);
+    if (!slot) slot = make_primitive(spec, form, weights == MatmulWeights::Packed);
     return *slot;
   }
 };
@@ -487,27 +501,52 @@ std::unique_ptr<MatmulPlan> MatmulPlan::create(const MatmulSpec& spec, int num_t
       }
       return std::unique_ptr<MatmulPlan>(new MatmulPlan(std::move(state)));
     }
+    if (weights == MatmulWeights::Blas) {
+      std::string why = detail::blas_refusal(spec);
+      const detail::BlasLibrary* blas = why.empty() ? detail::blas_library(&why) : nullptr;
+      if (blas == nullptr) {
+        throw LibraryError("matmul " + spec.describe() + ": the BLAS was asked for: " + why);
+      }
+      state->weights = MatmulWeights::Blas;
+      state->blas = blas;
+      state->implementation = blas->description() + " sgemm" + state->implementation +
+                              "; the product by the BLAS: asked for";
+      return std::unique_ptr<MatmulPlan>(new MatmulPlan(std::move(state)));
+    }
     auto chosen = make_primitive(spec, analysis.form, false);
     std::string why = "B read in place: asked for";
-    if (weights != MatmulWeights::Direct) {
-      why = weights == MatmulWeights::Packed ? "" : detail::weights_form_not_measured(spec);
+    if (weights == MatmulWeights::Packed) {
+      auto packed = make_primitive(spec, analysis.form, true);
+      if (is_reference(packed->pd)) {
+        throw LibraryError("matmul " + spec.describe() +
+                           ": oneDNN has only its reference kernel for packed weights");
+      }
+      why = "B packed by the library on every run: asked for";
+      state->weights = MatmulWeights::Packed;
+      chosen = std::move(packed);
+    } else if (weights == MatmulWeights::Measured) {
+      why = detail::weights_form_not_measured(spec);
       if (why.empty()) {
         auto packed = make_primitive(spec, analysis.form, true);
-        if (is_reference(packed->pd)) {
-          if (weights == MatmulWeights::Packed) {
-            throw LibraryError("matmul " + spec.describe() +
-                               ": oneDNN has only its reference kernel for packed weights");
-          }
-          why = "B read in place: the library has no fast kernel for it packed";
+        if (is_reference(packed->pd)) packed.reset();
+        const detail::BlasLibrary* blas =
+            detail::blas_refusal(spec).empty() ? detail::blas_library() : nullptr;
+        MatmulWeights form = MatmulWeights::Direct;
+        if (!packed && blas == nullptr) {
+          why =
+              "B read in place: the library has no fast kernel for it packed, and the BLAS "
+              "does not take it";
         } else {
-          bool wins = weights == MatmulWeights::Packed;
-          why = wins ? "B packed by the library on every run: asked for"
-                     : measure_weights_forms(spec, analysis.form, *chosen, *packed, threads,
-                                             measurement_dir, &wins);
-          if (wins) {
-            state->packed_weights = true;
-            chosen = std::move(packed);
-          }
+          why = measure_weights_forms(spec, analysis.form, *chosen, packed.get(), blas, threads,
+                                      measurement_dir, &form);
+        }
+        state->weights = form;
+        if (form == MatmulWeights::Packed) chosen = std::move(packed);
+        if (form == MatmulWeights::Blas) {
+          state->blas = blas;
+          state->implementation =
+              blas->description() + " sgemm" + state->implementation + "; " + why;
+          return std::unique_ptr<MatmulPlan>(new MatmulPlan(std::move(state)));
         }
       }
     }
@@ -529,7 +568,10 @@ const MatmulSpec& MatmulPlan::spec() const {
   return state_->spec;
 }
 bool MatmulPlan::packs_weights() const {
-  return state_->packed_weights;
+  return state_->weights == MatmulWeights::Packed;
+}
+MatmulWeights MatmulPlan::weights_form() const {
+  return state_->weights;
 }
 std::string MatmulPlan::implementation() const {
   return state_->implementation;
@@ -559,6 +601,10 @@ void MatmulPlan::run(const void* a, const void* b, const void* bias, void* c, in
   try {
     if (s.form == Form::NoProduct) {
       detail::fill_scaled_bias(spec, bias, c, threads);
+      return;
+    }
+    if (s.blas != nullptr) {
+      detail::run_blas_product(*s.blas, spec, a, b, bias, c, threads);
       return;
     }
     Primitive& p = s.primitive(threads);

@@ -103,10 +103,21 @@ class LibraryError : public std::runtime_error {
 };
 
 // How a plan hands B to the library (matmul_weights_form.h): in place (Direct), or reordered
-// on every run into the layout the library's kernel prefers (Packed). Measured (the default)
-// times both once per shape and process where B's columns are contiguous; Direct and Packed
-// force one form (tests and benchmarks: each form runs on every machine).
-enum class MatmulWeights : uint8_t { Measured, Direct, Packed };
+// on every run into the layout the library's kernel prefers (Packed), or the whole product
+// to the BLAS where one is loaded (Blas: float32 without post-ops; blas_library.h). Measured
+// (the default) times them once per shape and process where B's columns are contiguous;
+// Direct, Packed and Blas force one form (tests and benchmarks: each form runs on every
+// machine that has it).
+enum class MatmulWeights : uint8_t { Measured, Direct, Packed, Blas };
+
+// The BLAS that float32 plans may hand their product to (MatmulWeights::Blas): its
+// description ("oneMKL 2026 Update 2 (path, GNU OpenMP layer)"), or empty when none is loaded
+// and then `why` (if not null) says why. Loads it on first use: where it is looked for is
+// blas_library.h's STAX_BLAS_LIBRARY, then set_blas_library_path()'s path, then the loader's.
+std::string blas_description(std::string* why = nullptr);
+// A path to look for the BLAS at before the loader's path (the Python bridge passes its
+// environment's lib/libmkl_rt.so.3); takes effect only before the BLAS is first looked for.
+void set_blas_library_path(const std::string& path);
 
 class MatmulPlan {
  public:
@@ -120,7 +131,8 @@ class MatmulPlan {
   static bool supported(const MatmulSpec& spec, std::string* why);
   // Builds the library primitive once, for `num_threads` threads (0: omp_get_max_threads()).
   // Throws LibraryError when supported() is false or oneDNN fails, or when `weights` is
-  // Packed and the library has no fast kernel for that form. A Measured plan keeps its
+  // Packed and the library has no fast kernel for that form, or Blas and the BLAS cannot
+  // compute the spec (none loaded, or matmul_blas.h's conditions). A Measured plan keeps its
   // measurement for the process and, when `measurement_dir` is not empty, in a small file
   // there that later processes on this machine read instead of measuring again.
   static std::unique_ptr<MatmulPlan> create(const MatmulSpec& spec, int num_threads = 0,
@@ -148,6 +160,8 @@ class MatmulPlan {
   // Whether run() reorders B into the library's layout before the product (a workspace of
   // B's size from the process's pool).
   bool packs_weights() const;
+  // The form run() uses: Direct, Packed or Blas (never Measured).
+  MatmulWeights weights_form() const;
   const MatmulSpec& spec() const;
 
  private:

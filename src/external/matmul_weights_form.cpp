@@ -1,4 +1,4 @@
-// The direct or packed weights form of a matmul plan (matmul_weights_form.h says why).
+// The direct, packed or BLAS form of a matmul plan (matmul_weights_form.h says why).
 #include "external/matmul_weights_form.h"
 
 #include <algorithm>
@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "external/blas_library.h"
 #include "external/dnnl_common.h"
 #include "external/measurement_cache.h"
 
@@ -59,30 +60,67 @@ std::string milliseconds(double seconds) {
 
 }  // namespace
 
+namespace {
+
+char form_code(MatmulWeights form) {
+  return form == MatmulWeights::Packed ? 'P' : form == MatmulWeights::Blas ? 'B' : 'D';
+}
+
+std::string form_label(MatmulWeights form) {
+  switch (form) {
+    case MatmulWeights::Packed:
+      return "packed, reorder included";
+    case MatmulWeights::Blas:
+      return "by the BLAS";
+    default:
+      return "in place";
+  }
+}
+
+std::string decision_note(MatmulWeights form) {
+  switch (form) {
+    case MatmulWeights::Packed:
+      return "B packed by the library on every run";
+    case MatmulWeights::Blas:
+      return "the product by the BLAS's sgemm, B in place";
+    default:
+      return "B read in place";
+  }
+}
+
+}  // namespace
+
 std::string measure_weights_form(const std::string& key, const std::string& directory,
-                                 const std::function<void()>& direct,
-                                 const std::function<void()>& packed, bool* packed_wins) {
-  // The answer's first character is the decision ('P' packed, 'D' direct), the rest the note.
+                                 const std::vector<WeightsFormCandidate>& candidates,
+                                 MatmulWeights* chosen) {
+  // The answer's first character is the decision (form_code), the rest the note.
   bool from_disk = false;
   const std::string answer = measured_once(
       key, directory,
       [&]() -> std::string {
-        direct();
-        packed();
-        double best_direct = seconds_of(direct), best_packed = seconds_of(packed);
-        for (int round = 1; round < 3; ++round) {
-          best_direct = std::min(best_direct, seconds_of(direct));
-          best_packed = std::min(best_packed, seconds_of(packed));
+        std::vector<double> best(candidates.size());
+        for (const WeightsFormCandidate& candidate : candidates) candidate.run();
+        for (int round = 0; round < kMeasuredRounds; ++round) {
+          for (size_t i = 0; i < candidates.size(); ++i) {
+            const double seconds = seconds_of(candidates[i].run);
+            best[i] = round == 0 ? seconds : std::min(best[i], seconds);
+          }
         }
-        const bool wins = best_packed < 0.9 * best_direct;
-        return std::string(wins ? "P" : "D") +
-               (wins ? "B packed by the library on every run" : "B read in place") +
-               " (measured when planned: " + milliseconds(best_packed) +
-               " packed, reorder included, " + "against " + milliseconds(best_direct) +
-               " in place)";
+        const double fastest = *std::min_element(best.begin(), best.end());
+        size_t winner = 0;
+        while (0.9 * best[winner] > fastest) ++winner;
+        std::string times;
+        for (size_t i = 0; i < candidates.size(); ++i) {
+          times +=
+              (i == 0 ? "" : ", ") + milliseconds(best[i]) + " " + form_label(candidates[i].form);
+        }
+        const MatmulWeights form = candidates[winner].form;
+        return form_code(form) + decision_note(form) + " (measured when planned: " + times + ")";
       },
       &from_disk);
-  *packed_wins = answer[0] == 'P';
+  *chosen = answer[0] == 'P'   ? MatmulWeights::Packed
+            : answer[0] == 'B' ? MatmulWeights::Blas
+                               : MatmulWeights::Direct;
   return answer.substr(1) + (from_disk ? ", read from the plan cache" : "");
 }
 
@@ -92,8 +130,8 @@ std::string weights_form_key(const MatmulSpec& spec, int threads) {
     for (int d = 0; d < 3; ++d) key << l.sizes[d] << ',' << l.strides[d] << ',';
     key << ';';
   };
-  key << static_cast<int>(spec.dtype) << ';' << threads << ';' << spec.alpha << ';' << spec.beta
-      << ';';
+  key << blas_identity() << ';' << static_cast<int>(spec.dtype) << ';' << threads << ';'
+      << spec.alpha << ';' << spec.beta << ';';
   layout(spec.a);
   layout(spec.b);
   layout(spec.c);

@@ -15,11 +15,16 @@
 // shape and process (`measure_weights_form`) wherever B's columns are contiguous. Where its
 // rows are (a linear layer's weight, B = W^T), the library packs B itself inside the kernel
 // and the direct form is kept unmeasured.
+// A float32 product without post-ops is also timed through the BLAS where one is loaded
+// (blas_library.h: MKL's sgemm, which is eager's float32 torch.mm; matmul_blas.h), since
+// packing closes only part of the gap: 394x3072x768 in place 1.17x eager, packed 1.19x,
+// MKL 0.88x.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "external/matmul.h"
 
@@ -42,18 +47,27 @@ int64_t layout_extent(const MatrixLayout& layout);
 int64_t measurement_bytes(const MatmulSpec& spec);
 inline constexpr int64_t kMeasurementBudgetBytes = int64_t{64} << 20;
 
-// Times `direct` and `packed` (each runs its form once on scratch operands) interleaved: one
-// untimed run each, then the best of three each. The packed form wins only under 0.9 of the
-// direct form's time: within that margin the two are this measurement's noise, and the
-// direct form (no workspace, no reorder) is kept. Kept per `key` for the process and, when
-// `directory` is not empty, on disk (measurement_cache.h): later processes on this machine
-// read the decision instead of measuring. Returns the note explain shows; `packed_wins` gets
-// the decision.
-std::string measure_weights_form(const std::string& key, const std::string& directory,
-                                 const std::function<void()>& direct,
-                                 const std::function<void()>& packed, bool* packed_wins);
+// One way to run a plan's product, timed against the others.
+struct WeightsFormCandidate {
+  MatmulWeights form;         // Direct, Packed or Blas
+  std::function<void()> run;  // runs the product once on scratch operands
+};
 
-// The memo key of a spec planned for `threads`: every size, stride, scalar and post-op.
+// Times the candidates interleaved: one untimed run each, then the best of kMeasuredRounds
+// each. They come in order of preference (Direct, B in place through oneDNN; then Blas, no
+// workspace; then Packed, a reorder into a workspace of B's size on every run), and the first
+// within 10% of the fastest is kept: within that margin the forms are this measurement's
+// noise (on the shared 2-core machine, best-of-3 put packed and the BLAS within 1% where
+// steady runs had the BLAS 10% ahead). Kept per `key` for the process and, when `directory`
+// is not empty, on disk (measurement_cache.h): later processes on this machine read the
+// decision instead of measuring. Returns the note explain shows; `chosen` gets the decision.
+inline constexpr int kMeasuredRounds = 5;
+std::string measure_weights_form(const std::string& key, const std::string& directory,
+                                 const std::vector<WeightsFormCandidate>& candidates,
+                                 MatmulWeights* chosen);
+
+// The memo key of a spec planned for `threads`: every size, stride, scalar and post-op, and
+// the BLAS the process loaded (blas_library.h), which a decision depends on.
 std::string weights_form_key(const MatmulSpec& spec, int threads);
 
 }  // namespace stax::external::detail

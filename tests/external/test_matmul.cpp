@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -19,6 +21,7 @@
 
 #include "external/host_loops.h"
 #include "external/matmul.h"
+#include "external/matmul_blas.h"
 
 namespace stax::external {
 namespace {
@@ -162,16 +165,33 @@ MatmulSpec make_spec(DType dt, MatrixLayout a, MatrixLayout b, int64_t batch, in
 
 const DType kDtypes[] = {DType::Float32, DType::BFloat16};
 
+// Whether the BLAS takes `spec` in this process (one loaded, and matmul_blas.h's conditions).
+bool blas_takes(const MatmulSpec& spec) {
+  return !blas_description().empty() && detail::blas_refusal(spec).empty();
+}
+
 // Every spec runs in each way a plan may hand B to the library (B in place, B packed on every
-// run, and the plan's measured choice), so that each path runs on every machine whatever the
-// measurement picks there.
+// run, the whole product to the BLAS where it takes it, and the plan's measured choice), so
+// that each path runs on every machine whatever the measurement picks there.
 void check(const MatmulSpec& spec, const std::string& what, uint32_t seed = 1,
            std::vector<int> threads = {1, 2}) {
   std::string why;
   ASSERT_TRUE(MatmulPlan::supported(spec, &why)) << what << " " << spec.describe() << ": " << why;
-  for (MatmulWeights weights :
-       {MatmulWeights::Direct, MatmulWeights::Packed, MatmulWeights::Measured}) {
+  const bool has_product = spec.a.sizes[2] > 0 && spec.c.sizes[0] > 0 && spec.c.sizes[1] > 0 &&
+                           spec.c.sizes[2] > 0 &&
+                           !(spec.alpha == 0.0 && spec.alpha_zero_skips_product);
+  if (has_product && !blas_takes(spec)) {
+    EXPECT_THROW(MatmulPlan::create(spec, threads.front(), MatmulWeights::Blas), LibraryError)
+        << what;
+  }
+  std::vector<MatmulWeights> forms{MatmulWeights::Direct, MatmulWeights::Packed,
+                                   MatmulWeights::Measured};
+  if (blas_takes(spec)) forms.push_back(MatmulWeights::Blas);
+  for (MatmulWeights weights : forms) {
     auto plan = MatmulPlan::create(spec, threads.front(), weights);
+    if (weights != MatmulWeights::Measured && has_product) {
+      EXPECT_EQ(plan->weights_form(), weights) << plan->implementation();
+    }
     EXPECT_EQ(plan->packs_weights(),
               weights == MatmulWeights::Packed ||
                   (weights == MatmulWeights::Measured &&
@@ -272,27 +292,30 @@ TEST(Matmul, EagerEpilogueRoundingOnExactInputs) {
         s.bias = row_bias ? MatrixLayout{{1, m, n}, {0, 0, 1}} : contiguous(1, m, n);
         s.alpha = alpha;
         s.beta = beta;
-        auto plan = MatmulPlan::create(s, 1);
-        Case c(s);
-        c.fill(7, /*exact=*/true);
-        std::mt19937 rng(3);  // a bias that is not exact: the epilogue rounds
-        std::normal_distribution<float> normal;
-        for (size_t o = 0; o < c.bias->elements(); ++o) c.bias->set_offset(o, normal(rng));
-        c.run(*plan, 1);
-        const float a32 = static_cast<float>(alpha), b32 = static_cast<float>(beta);
-        int differ = 0;
-        for (int64_t i = 0; i < m; ++i) {
-          for (int64_t j = 0; j < n; ++j) {
-            double acc = 0;
-            for (int64_t kk = 0; kk < k; ++kk) acc += double(c.a.at(0, i, kk)) * c.b.at(0, kk, j);
-            const float bias = c.bias->at(0, i, j);
-            float want = std::fmaf(b32, bias, a32 * static_cast<float>(acc));
-            if (dt == DType::BFloat16) want = bf16_to_float(float_to_bf16(want));
-            const float got = c.c.at(0, i, j);
-            differ += std::memcmp(&got, &want, sizeof(float)) != 0;
+        for (MatmulWeights form : {MatmulWeights::Direct, MatmulWeights::Blas}) {
+          if (form == MatmulWeights::Blas && !blas_takes(s)) continue;
+          auto plan = MatmulPlan::create(s, 1, form);
+          Case c(s);
+          c.fill(7, /*exact=*/true);
+          std::mt19937 rng(3);  // a bias that is not exact: the epilogue rounds
+          std::normal_distribution<float> normal;
+          for (size_t o = 0; o < c.bias->elements(); ++o) c.bias->set_offset(o, normal(rng));
+          c.run(*plan, 1);
+          const float a32 = static_cast<float>(alpha), b32 = static_cast<float>(beta);
+          int differ = 0;
+          for (int64_t i = 0; i < m; ++i) {
+            for (int64_t j = 0; j < n; ++j) {
+              double acc = 0;
+              for (int64_t kk = 0; kk < k; ++kk) acc += double(c.a.at(0, i, kk)) * c.b.at(0, kk, j);
+              const float bias = c.bias->at(0, i, j);
+              float want = std::fmaf(b32, bias, a32 * static_cast<float>(acc));
+              if (dt == DType::BFloat16) want = bf16_to_float(float_to_bf16(want));
+              const float got = c.c.at(0, i, j);
+              differ += std::memcmp(&got, &want, sizeof(float)) != 0;
+            }
           }
+          EXPECT_EQ(differ, 0) << s.describe() << " (" << plan->implementation() << ")";
         }
-        EXPECT_EQ(differ, 0) << s.describe() << " (" << plan->implementation() << ")";
       }
     }
   }
@@ -565,6 +588,120 @@ TEST(Matmul, WeightsFormIsMeasuredOncePerShapeWhereBsColumnsAreContiguous) {
     EXPECT_NE(note.find(dt == DType::Float32 ? "unmeasured" : "measured"), std::string::npos)
         << note;
   }
+}
+
+// blas_library.h: the test command (scripts/test.sh) points STAX_BLAS_LIBRARY at the MKL that
+// scripts/setup_python.sh installed and sets STAX_EXPECT_BLAS=1, so that the BLAS paths above
+// run there rather than being skipped because nothing was found.
+TEST(Blas, LoadsWhereTheTestCommandPutsIt) {
+  const char* expect = std::getenv("STAX_EXPECT_BLAS");
+  std::string why;
+  const std::string description = blas_description(&why);
+  if (expect != nullptr && std::string(expect) == "1") {
+    ASSERT_FALSE(description.empty()) << why;
+    EXPECT_NE(description.find("GNU OpenMP layer"), std::string::npos) << description;
+  } else if (description.empty()) {
+    EXPECT_FALSE(why.empty());
+  }
+}
+
+// Where nothing loads, every candidate that failed is named, and plans keep oneDNN. A child
+// process (gtest re-runs this binary for the death test) so that the parent's loaded BLAS is
+// not the one asked.
+TEST(Blas, AMissingLibraryIsReportedAndPlansKeepOneDnn) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        setenv("STAX_BLAS_LIBRARY", "/nonexistent/libmkl_rt.so.3", 1);
+        std::string why;
+        const bool none = blas_description(&why).empty();
+        const MatmulSpec spec =
+            make_spec(DType::Float32, contiguous(1, 16, 24), contiguous(1, 24, 32), 1, 16, 32);
+        const auto plan = MatmulPlan::create(spec, 1);
+        std::fprintf(stderr, "%s | %s", why.c_str(), plan->implementation().c_str());
+        std::exit(none && plan->weights_form() != MatmulWeights::Blas ? 0 : 1);
+      },
+      testing::ExitedWithCode(0), "no MKL found .*/nonexistent/libmkl_rt.so.3.* \\| oneDNN");
+  EXPECT_EXIT(
+      {
+        setenv("STAX_BLAS_LIBRARY", "none", 1);
+        std::string why;
+        const bool none = blas_description(&why).empty();
+        std::fprintf(stderr, "%s", why.c_str());
+        std::exit(none ? 0 : 1);
+      },
+      testing::ExitedWithCode(0), "turned off");
+}
+
+// matmul_blas.h: what the BLAS takes (float32, no post-ops, one matrix, rows or columns), and
+// why not otherwise, whatever is loaded.
+TEST(Blas, TakesFloat32ProductsOfOneMatrixWithoutPostOps) {
+  const MatmulSpec plain =
+      make_spec(DType::Float32, contiguous(1, 16, 24), contiguous(1, 24, 32), 1, 16, 32);
+  EXPECT_EQ(detail::blas_refusal(plain), "");
+  MatmulSpec s = plain;
+  s.a = column_major(1, 16, 24);
+  s.b = column_major(1, 24, 32);
+  EXPECT_EQ(detail::blas_refusal(s), "") << "both transposed";
+  s = plain;
+  s.dtype = DType::BFloat16;
+  EXPECT_NE(detail::blas_refusal(s).find("float32"), std::string::npos);
+  s = plain;
+  s.post_ops.push_back(PostOp{});
+  EXPECT_NE(detail::blas_refusal(s).find("post-ops"), std::string::npos);
+  s = make_spec(DType::Float32, contiguous(2, 16, 24), contiguous(2, 24, 32), 2, 16, 32);
+  EXPECT_NE(detail::blas_refusal(s).find("batch"), std::string::npos);
+  s = plain;
+  s.a = MatrixLayout{{1, 16, 24}, {0, 48, 2}};  // every other column: neither form
+  EXPECT_NE(detail::blas_refusal(s).find("neither by rows nor by columns"), std::string::npos);
+  s = plain;
+  s.c = column_major(1, 16, 32);
+  EXPECT_NE(detail::blas_refusal(s).find("c not stored by rows"), std::string::npos);
+  s = plain;
+  s.alpha = 0.0;  // baddbmm's and bfloat16 addmm's 0 * (a @ b): NaN where a holds inf
+  EXPECT_NE(detail::blas_refusal(s).find("alpha == 0"), std::string::npos);
+  // Scales: MKL's epilogue rounds unlike eager's fma(beta, bias, alpha * acc)
+  // (EagerEpilogueRoundingOnExactInputs runs the BLAS where it takes the spec).
+  s = plain;
+  s.alpha = 0.5;
+  EXPECT_NE(detail::blas_refusal(s).find("alpha or beta"), std::string::npos);
+  s = plain;
+  s.bias = MatrixLayout{{1, 16, 32}, {0, 0, 1}};
+  EXPECT_EQ(detail::blas_refusal(s), "") << "a linear layer's addmm";
+  s.beta = 0.5;
+  EXPECT_NE(detail::blas_refusal(s).find("alpha or beta"), std::string::npos);
+  s.beta = 0.0;
+  EXPECT_EQ(detail::blas_refusal(s), "") << "beta == 0: the bias is not read";
+  s = plain;
+  s.b = MatrixLayout{{1, 24, 32}, {0, 0, 1}};  // one row broadcast: no leading dimension
+  EXPECT_NE(detail::blas_refusal(s).find("neither"), std::string::npos);
+}
+
+// The BLAS form of addmm is eager's: the bias copied into c, then alpha * a @ b + beta * c
+// (beta == 0: the bias never read, NaN included); every bias shape, sliced operands, a single
+// row or column, and the library's parallel sizes. Without a BLAS, check() asserts that a plan
+// asked for it is refused.
+TEST(Blas, ComputesEagersAddmm) {
+  const int64_t m = 37, k = 29, n = 45;
+  const MatrixLayout biases[] = {MatrixLayout{{1, m, n}, {0, 0, 1}}, contiguous(1, m, n),
+                                 MatrixLayout{{1, m, n}, {0, 1, 0}},
+                                 MatrixLayout{{1, 1, 1}, {1, 1, 1}}, column_major(1, m, n)};
+  for (const MatrixLayout& bias : biases) {
+    for (auto [alpha, beta] : {std::pair{1.0, 1.0}, {0.5, 1.0}, {1.0, 0.25}, {-1.5, 0.0}}) {
+      MatmulSpec s = make_spec(DType::Float32, column_major(1, m, k), contiguous(1, k, n), 1, m, n);
+      s.bias = bias;
+      s.alpha = alpha;
+      s.beta = beta;
+      check(s, "addmm through the BLAS");
+    }
+  }
+  check(make_spec(DType::Float32, contiguous(1, 1, k), contiguous(1, k, n), 1, 1, n), "one row");
+  check(make_spec(DType::Float32, contiguous(1, m, k), contiguous(1, k, 1), 1, m, 1), "one column");
+  check(make_spec(DType::Float32, MatrixLayout{{1, m, k}, {0, k + 5, 1}},
+                  MatrixLayout{{1, k, n}, {0, n + 3, 1}}, 1, m, n),
+        "a and b sliced");
+  check(make_spec(DType::Float32, contiguous(1, 256, 512), contiguous(1, 512, 384), 1, 256, 384),
+        "parallel sizes", 5);
 }
 
 }  // namespace
