@@ -75,8 +75,9 @@ def main():
     parser.add_argument("--build", default=os.path.join(ROOT, "build"))
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    # The MKL that scripts/setup_python.sh installed next to this interpreter.
-    os.environ.setdefault("STAX_BLAS_LIBRARY", os.path.join(sys.prefix, "lib", "libmkl_rt.so.3"))
+    # The BLAS the torch.compile bridge uses: the MKL inside PyTorch (python/stax/__init__.py).
+    os.environ.setdefault("STAX_BLAS_LIBRARY",
+                          os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cpu.so"))
     shim = build_shim(args.build)
     shim.stax_plan_time_weights.restype = ctypes.c_int
     print("| dtype | M x K x N | a | in place ms | packed ms | BLAS ms | measured ms (choice) "

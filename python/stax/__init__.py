@@ -15,9 +15,20 @@ __version__ = _C.__version__
 
 
 def _point_at_blas() -> None:
-    """MKL's libmkl_rt, where PyPI's `mkl` put it in this environment, is where the C++ side
-    looks for the BLAS first (after STAX_BLAS_LIBRARY): float32 products whose B has
-    contiguous columns measure it against oneDNN (src/external/blas_library.h)."""
+    """Where the C++ side looks for the BLAS first (after STAX_BLAS_LIBRARY): the MKL inside
+    PyTorch's libtorch_cpu when torch was built with it (eager's own float32 torch.mm, already
+    in memory), else MKL's libmkl_rt where PyPI's `mkl` put it in this environment. Float32
+    products whose B has contiguous columns measure it against oneDNN
+    (src/external/blas_library.h)."""
+    try:
+        import torch
+    except ImportError:  # PyTorch is optional for the C++ API's bindings
+        torch = None
+    if torch is not None and torch.backends.mkl.is_available():
+        path = _os.path.join(_os.path.dirname(torch.__file__), "lib", "libtorch_cpu.so")
+        if _os.path.exists(path):
+            _C.set_blas_library_path(path)
+            return
     for name in ("libmkl_rt.so.3", "libmkl_rt.so.2"):
         path = _os.path.join(_sys.prefix, "lib", name)
         if _os.path.exists(path):

@@ -43,6 +43,10 @@ class Options:
     # backward products) time B in place against B packed into the library's layout once per
     # shape and keep the faster; False keeps B in place (for before/after measurements).
     measure_matmul_weights: bool = True
+    # Those products in float32 without post-ops also time the BLAS (MKL's sgemm: the MKL
+    # inside PyTorch, src/external/blas_library.h) and take it where it is faster; False keeps
+    # every product on oneDNN (for before/after measurements).
+    matmul_blas: bool = True
     # Large outputs from Stax's output pool (kept across calls, their pages mapped); False
     # takes them from PyTorch's allocator (for before/after measurements).
     output_pool: bool = True
@@ -96,9 +100,11 @@ class Options:
         freeze_parameters = options.get("freeze_parameters", False)
         channels_last_intermediates = options.get("channels_last_intermediates", True)
         measure_matmul_weights = options.get("measure_matmul_weights", True)
+        matmul_blas = options.get("matmul_blas", True)
         for name, value in (("debug", debug), ("graph_passes", graph_passes),
                             ("channels_last_intermediates", channels_last_intermediates),
                             ("measure_matmul_weights", measure_matmul_weights),
+                            ("matmul_blas", matmul_blas),
                             ("output_pool", output_pool), ("streaming_stores", streaming_stores),
                             ("mutations_in_place", mutations_in_place),
                             ("freeze_parameters", freeze_parameters)):
@@ -123,6 +129,7 @@ class Options:
                        graph_passes=graph_passes,
                        channels_last_intermediates=channels_last_intermediates,
                        measure_matmul_weights=measure_matmul_weights,
+                       matmul_blas=matmul_blas,
                        output_pool=output_pool,
                        streaming_stores=streaming_stores,
                        mutations_in_place=mutations_in_place,

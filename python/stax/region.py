@@ -320,6 +320,7 @@ class Region:
             graph_passes=o.graph_passes,
             channels_last_intermediates=o.channels_last_intermediates,
             measure_matmul_weights=o.measure_matmul_weights,
+            matmul_blas=o.matmul_blas,
             keep_analysis=self._analysis_wanted(),
             logs=o.cpp_logs,
             # Large outputs come from the pool and intermediates from the arena, both mapped

@@ -69,18 +69,35 @@ def test_training_gradients_match_eager():
         assert_same(p.grad, expected, name, **summation_tolerance(torch.float32, 384, magnitude))
 
 
+def test_matmul_blas_false_keeps_every_product_on_onednn():
+    torch.manual_seed(2)
+    module, x = Conv1D(192, 576), torch.randn(2, 48, 192)
+    (plan,) = compiled_plans(module, x, matmul_blas=False)
+    assert "measured when planned" in plan and "by the BLAS" not in plan, plan
+    compiled = torch.compile(module, backend="stax", options={"matmul_blas": False})
+    with torch.no_grad():
+        magnitude = float(x.abs().max() * module.weight.abs().max())
+        assert_same(compiled(x), module(x), **summation_tolerance(torch.float32, 192, magnitude))
+
+
 def test_the_option_must_be_a_bool():
     # Dynamo wraps the backend's ValueError in BackendCompilerFailed.
     with pytest.raises(Exception, match="option 'measure_matmul_weights' must be a bool"):
         torch.compile(torch.nn.Linear(4, 4), backend="stax",
                       options={"measure_matmul_weights": "yes"})(torch.randn(2, 4))
+    with pytest.raises(Exception, match="option 'matmul_blas' must be a bool"):
+        torch.compile(torch.nn.Linear(4, 4), backend="stax",
+                      options={"matmul_blas": 1})(torch.randn(2, 4))
 
 
-def test_the_blas_is_found_in_this_environment():
-    """`import stax` points the C++ side at the MKL that scripts/setup_python.sh installed into
-    this environment; the test command says it must be there (STAX_EXPECT_BLAS=1)."""
+def test_the_blas_is_the_mkl_eager_runs():
+    """`import stax` points the C++ side at the MKL inside PyTorch (eager's float32 torch.mm,
+    already in memory) where torch has one, else at the libmkl_rt of this environment; the test
+    command says one must be found (STAX_EXPECT_BLAS=1)."""
     description, why = stax.blas_library()
     if os.environ.get("STAX_EXPECT_BLAS") == "1":
-        assert "GNU OpenMP layer" in description, why
+        assert "the process's libgomp" in description, why
+        if torch.backends.mkl.is_available() and "STAX_BLAS_LIBRARY" not in os.environ:
+            assert "libtorch_cpu" in description, description
     else:
         assert description or why

@@ -490,20 +490,23 @@ NB_MODULE(_C, m) {
       [](const std::string& text, const std::string& filename, int num_threads,
          const std::string& simd, const std::string& cache_dir, bool record_ir, bool graph_passes,
          bool outputs_in_mapped_memory, bool channels_last_intermediates, bool keep_analysis,
-         bool measure_matmul_weights, const std::optional<std::vector<std::string>>& logs) {
+         bool measure_matmul_weights, bool matmul_blas,
+         const std::optional<std::vector<std::string>>& logs) {
         CompileOptions options =
             make_options(num_threads, simd, cache_dir, record_ir, graph_passes, logs);
         options.outputs_in_mapped_memory = outputs_in_mapped_memory;
         options.channels_last_intermediates = channels_last_intermediates;
         options.keep_analysis = keep_analysis;
         options.measure_matmul_weights = measure_matmul_weights;
+        options.matmul_blas = matmul_blas;
         nb::gil_scoped_release release;
         return stax::compile(ir::parse_graph(text, filename), options);
       },
       "text"_a, "filename"_a = "<graph>", nb::kw_only(), "num_threads"_a = 0, "simd"_a = "",
       "cache_dir"_a = "", "record_ir"_a = false, "graph_passes"_a = true,
       "outputs_in_mapped_memory"_a = false, "channels_last_intermediates"_a = true,
-      "keep_analysis"_a = true, "measure_matmul_weights"_a = true, "logs"_a = nb::none(),
+      "keep_analysis"_a = true, "measure_matmul_weights"_a = true, "matmul_blas"_a = true,
+      "logs"_a = nb::none(),
       "Parses Stax graph text and compiles it (lowering, scheduling, C++ generation, JIT). "
       "keep_analysis=False frees what only explain, source, ir_log and weight_sites read once "
       "the program is loaded (those then raise). "

@@ -274,9 +274,7 @@ int main(int argc, char** argv) {
       std::string plans_refused;
       try {
         plans.emplace(c->module.externals, c->module.options.num_threads,
-                      args.options.measure_matmul_weights ? stax::external::MatmulWeights::Measured
-                                                          : stax::external::MatmulWeights::Direct,
-                      stax::library_plan_dir(args.options));
+                      stax::matmul_weights(args.options), stax::library_plan_dir(args.options));
       } catch (const std::exception& e) {
         plans_refused = e.what();
       }

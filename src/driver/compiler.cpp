@@ -163,6 +163,12 @@ std::string library_plan_dir(const CompileOptions& options) {
   return (std::filesystem::path(runtime::resolve_cache_dir(jit)) / "library-plans").string();
 }
 
+external::MatmulWeights matmul_weights(const CompileOptions& options) {
+  if (!options.measure_matmul_weights) return external::MatmulWeights::Direct;
+  return options.matmul_blas ? external::MatmulWeights::Measured
+                             : external::MatmulWeights::MeasuredWithoutBlas;
+}
+
 std::shared_ptr<const Compilation> analyze(const ir::Graph& graph, const CompileOptions& options) {
   return analyze_lowered(lower_graph(graph, options), options);
 }
@@ -191,9 +197,7 @@ CompiledGraph compile_lowered(lowering::LoweredGraph lowered, const CompileOptio
   // The library primitives are built now, once, not on every call.
   out.externals_ = std::make_shared<const driver::ExternalPlans>(
       out.compilation_->module.externals, out.compilation_->module.options.num_threads,
-      options.measure_matmul_weights ? external::MatmulWeights::Measured
-                                     : external::MatmulWeights::Direct,
-      library_plan_dir(options));
+      matmul_weights(options), library_plan_dir(options));
   if (!options.keep_analysis) {
     // What running reads: the inputs' and outputs' layouts, the entry point, the options.
     auto kept = std::make_shared<Compilation>();

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "codegen/cpp_codegen.h"
+#include "external/matmul.h"
 #include "ir/graph.h"
 #include "lowering/lowering.h"
 #include "program/log_topics.h"
@@ -59,6 +60,9 @@ struct CompileOptions {
   // into the library's layout, once per shape, and keep the faster (matmul_weights_form.h);
   // false keeps B in place unmeasured (what before/after measurements compare).
   bool measure_matmul_weights = true;
+  // Measured products may also be handed to the BLAS (external/blas_library.h) where it is
+  // faster; false keeps every product on oneDNN (before/after measurements).
+  bool matmul_blas = true;
   // Keep the analysis (the lowered graph, the schedule, the generated source, the logs) once
   // the program is loaded, for explain, source() and freeze_parameters' weight sites; false
   // frees it (a few MiB per training graph; CompiledGraph::compilation() then throws), what
@@ -82,6 +86,9 @@ struct Compilation {
 // Where library plans keep what they measured on this machine (external/measurement_cache.h):
 // library-plans/ in the kernel cache directory that `options` resolves to.
 std::string library_plan_dir(const CompileOptions& options);
+// How the library plans of a program compiled with `options` hand B over: measured (with or
+// without the BLAS) or in place.
+external::MatmulWeights matmul_weights(const CompileOptions& options);
 
 std::shared_ptr<const Compilation> analyze(const ir::Graph& graph,
                                            const CompileOptions& options = {});

@@ -15,20 +15,23 @@
 
 namespace stax::external::detail {
 
-// MKL's C interface, as its mkl_cblas.h and mkl_service.h declare it (LP64: int sizes).
+// MKL's Fortran-style sgemm (column-major; every argument by address, LP64 ints) and its
+// service functions, as mkl_blas.h and mkl_service.h declare them. The Fortran entry because
+// every MKL exports it: libmkl_rt and the MKL linked into PyTorch's libtorch_cpu (which
+// exports no CBLAS). The layer setters exist in libmkl_rt only.
 struct BlasLibrary::Functions {
-  void (*sgemm)(int layout, int trans_a, int trans_b, int m, int n, int k, float alpha,
-                const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc);
+  void (*sgemm)(const char* trans_a, const char* trans_b, const int* m, const int* n, const int* k,
+                const float* alpha, const float* a, const int* lda, const float* b, const int* ldb,
+                const float* beta, float* c, const int* ldc);
   int (*set_num_threads_local)(int threads);
-  int (*set_threading_layer)(int layer);
-  int (*set_interface_layer)(int layer);
-  void (*set_dynamic)(int dynamic);
   void (*get_version_string)(char* buffer, int length);
+  int (*set_threading_layer)(int layer) = nullptr;
+  int (*set_interface_layer)(int layer) = nullptr;
+  void (*set_dynamic)(int dynamic) = nullptr;
 };
 
 namespace {
 
-constexpr int kRowMajor = 101, kNoTrans = 111, kTrans = 112;
 constexpr int kThreadingGnu = 3;   // MKL_THREADING_GNU
 constexpr int kInterfaceLp64 = 0;  // MKL_INTERFACE_LP64
 
@@ -92,49 +95,67 @@ const BlasLibrary* blas_library(std::string* why) {
     result->library = open_first(candidates, &result->why);
     if (!result->library) return result;
     BlasLibrary::Functions& f = result->functions;
+    const runtime::SharedLibrary& lib = *result->library;
     try {
-      using Lib = runtime::SharedLibrary;
-      const Lib& lib = *result->library;
-      f.sgemm = lib.function<decltype(f.sgemm)>("cblas_sgemm");
+      f.sgemm = lib.function<decltype(f.sgemm)>("sgemm_");
       f.set_num_threads_local =
           lib.function<decltype(f.set_num_threads_local)>("MKL_Set_Num_Threads_Local");
+      f.get_version_string = lib.function<decltype(f.get_version_string)>("MKL_Get_Version_String");
+    } catch (const std::exception& e) {
+      result->why = lib.path() + " holds no MKL: " + e.what();
+      return result;
+    }
+    std::string layer_note;
+    if (lib.has_symbol("MKL_Set_Threading_Layer")) {
+      // MKL's single dynamic library: its layers are chosen at run time, before any other
+      // call (once MKL has run, they are fixed).
       f.set_threading_layer =
           lib.function<decltype(f.set_threading_layer)>("MKL_Set_Threading_Layer");
       f.set_interface_layer =
           lib.function<decltype(f.set_interface_layer)>("MKL_Set_Interface_Layer");
       f.set_dynamic = lib.function<decltype(f.set_dynamic)>("MKL_Set_Dynamic");
-      f.get_version_string = lib.function<decltype(f.get_version_string)>("MKL_Get_Version_String");
-    } catch (const std::exception& e) {
-      result->why = std::string("not MKL's single dynamic library: ") + e.what();
-      return result;
+      f.set_interface_layer(kInterfaceLp64);
+      if (const int layer = f.set_threading_layer(kThreadingGnu); layer != kThreadingGnu) {
+        result->why = lib.path() + " runs on another OpenMP layer (" + std::to_string(layer) +
+                      ") than the process's libgomp: loaded before Stax with other settings";
+        return result;
+      }
+      // The thread count asked for, as eager's MKL calls run (MKL_VERBOSE: Dyn:0).
+      f.set_dynamic(0);
+      layer_note = "its GNU OpenMP layer: the process's libgomp";
+    } else {
+      // An MKL linked into another library (PyTorch's): its threading is fixed at link time.
+      // It is the process's libgomp only if the OpenMP it calls resolves there.
+      void* gomp = ::dlopen("libgomp.so.1", RTLD_NOW | RTLD_NOLOAD);
+      void* own =
+          lib.has_symbol("omp_get_max_threads") ? lib.symbol("omp_get_max_threads") : nullptr;
+      const bool shared =
+          gomp != nullptr && own != nullptr && own == ::dlsym(gomp, "omp_get_max_threads");
+      if (gomp != nullptr) ::dlclose(gomp);
+      if (!shared) {
+        result->why = "the MKL in " + lib.path() +
+                      " does not run on the process's libgomp (its OpenMP resolves elsewhere)";
+        return result;
+      }
+      layer_note = "linked to the process's libgomp";
     }
-    // Before any other call: once MKL has run, its layers are fixed.
-    f.set_interface_layer(kInterfaceLp64);
-    if (const int layer = f.set_threading_layer(kThreadingGnu); layer != kThreadingGnu) {
-      result->why = result->library->path() + " runs on another OpenMP layer (" +
-                    std::to_string(layer) +
-                    ") than the process's libgomp: loaded before Stax with other settings";
-      return result;
-    }
-    // The thread count asked for, as eager's MKL calls run (MKL_VERBOSE: Dyn:0).
-    f.set_dynamic(0);
     char version[256] = {};
     f.get_version_string(version, sizeof version - 1);
     std::string description(version);
-    if (const size_t product = description.find(" Product build"); product != std::string::npos) {
+    // "... Version 2026.2-Product Build 20260915 for Intel(R) 64 architecture applications":
+    // the version is what a reader needs.
+    if (const size_t product = description.find("Product Build"); product != std::string::npos) {
       description.resize(product);
+      while (!description.empty() && (description.back() == '-' || description.back() == ' ')) {
+        description.pop_back();
+      }
     }
-    description += " (" + result->library->path() + ", GNU OpenMP layer)";
+    description += " (" + lib.path() + ", " + layer_note + ")";
     result->blas.reset(new BlasLibrary(&result->functions, description));
     return result;
   }();
   if (why != nullptr) *why = loaded->why;
   return loaded->blas.get();
-}
-
-std::string blas_identity() {
-  const BlasLibrary* blas = blas_library();
-  return blas != nullptr ? blas->description() : "no BLAS";
 }
 
 bool BlasLibrary::fits(int64_t value) {
@@ -149,12 +170,16 @@ void BlasLibrary::sgemm(bool a_transposed, bool b_transposed, int64_t m, int64_t
       throw std::invalid_argument("sgemm: a size or leading dimension above MKL's 32-bit range");
     }
   }
+  // Row-major c = op(a) op(b) is column-major c^T = op(b)^T op(a)^T: the Fortran call takes
+  // b first, and each matrix as stored is its transpose in column-major terms.
+  const char trans_a = a_transposed ? 'T' : 'N', trans_b = b_transposed ? 'T' : 'N';
+  const int rows = static_cast<int>(n), cols = static_cast<int>(m), depth = static_cast<int>(k);
+  const int ld_b = static_cast<int>(ldb), ld_a = static_cast<int>(lda),
+            ld_c = static_cast<int>(ldc);
   // Per call and per calling thread: the caller's count, restored after.
   const int previous = functions_->set_num_threads_local(threads);
-  functions_->sgemm(kRowMajor, a_transposed ? kTrans : kNoTrans, b_transposed ? kTrans : kNoTrans,
-                    static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), alpha, a,
-                    static_cast<int>(lda), b, static_cast<int>(ldb), beta, c,
-                    static_cast<int>(ldc));
+  functions_->sgemm(&trans_b, &trans_a, &rows, &cols, &depth, &alpha, b, &ld_b, a, &ld_a, &beta, c,
+                    &ld_c);
   functions_->set_num_threads_local(previous);
 }
 

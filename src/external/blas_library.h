@@ -1,7 +1,9 @@
-// The BLAS a float32 matrix product may be handed to instead of oneDNN: Intel MKL's single
-// dynamic library (libmkl_rt), loaded at run time where it is installed (PyPI's `mkl`, which
-// scripts/setup_python.sh installs into the virtual environment), never needed to build or
-// run Stax. Internal to src/external.
+// The BLAS a float32 matrix product may be handed to instead of oneDNN: Intel MKL's sgemm,
+// loaded at run time, never needed to build or run Stax. Either the MKL already in the
+// process inside PyTorch's libtorch_cpu (the torch.compile bridge names it: eager's own
+// float32 torch.mm, no second copy of MKL's code and buffers in memory), or MKL's single
+// dynamic library libmkl_rt (PyPI's `mkl`, Debian's libmkl-rt) for C++ programs.
+// Internal to src/external.
 //
 // Why a second library: oneDNN 2.6's float32 kernels read a B with contiguous columns
 // (row-major B: GPT-2's Conv1D weights, the backward products dX = dY W and dW = dY^T X)
@@ -10,10 +12,10 @@
 // shapes measured 0.88-1.07x eager (Intel Xeon with AMX, 2 threads). Whether it is faster for
 // a given product on a given CPU is the plan's measurement (matmul_weights_form.h), not a rule.
 //
-// Threads: MKL runs on its GNU OpenMP layer, so its threads are libgomp's, the process's one
-// OpenMP runtime (shared with Stax's kernels, oneDNN and PyTorch). A library that cannot be
-// put on that layer (another part of the process loaded MKL on Intel's OpenMP first) is not
-// used, and why is reported.
+// Threads: MKL must run on libgomp, the process's one OpenMP runtime (shared with Stax's
+// kernels, oneDNN and PyTorch). libmkl_rt is put on its GNU OpenMP layer; an MKL linked into
+// another library is used only if its OpenMP calls resolve to the process's libgomp. Either
+// way a library that cannot is not used, and why is reported.
 #pragma once
 
 #include <cstdint>
@@ -32,7 +34,8 @@ class BlasLibrary {
              int64_t ldc, int threads) const;
   static bool fits(int64_t value);
 
-  // "oneMKL 2026 Update 2 (libmkl_rt.so.3, GNU OpenMP layer)".
+  // "Intel(R) oneAPI Math Kernel Library Version 2026.2 (.../libmkl_rt.so.3, GNU OpenMP
+  // layer)".
   const std::string& description() const { return description_; }
 
   struct Functions;  // blas_library.cpp
@@ -51,8 +54,5 @@ class BlasLibrary {
 // (matmul.h);
 // the sonames libmkl_rt.so.3 and libmkl_rt.so.2 on the dynamic loader's path.
 const BlasLibrary* blas_library(std::string* why = nullptr);
-
-// What a measured decision depends on: the BLAS's description, or "no BLAS".
-std::string blas_identity();
 
 }  // namespace stax::external::detail

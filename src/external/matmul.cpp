@@ -440,7 +440,7 @@ std::string measure_weights_forms(const MatmulSpec& spec, Form form, Primitive& 
                           }});
   }
   if (packed != nullptr) candidates.push_back({MatmulWeights::Packed, run_with(*packed)});
-  return detail::measure_weights_form(detail::weights_form_key(spec, threads), directory,
+  return detail::measure_weights_form(detail::weights_form_key(spec, threads, blas), directory,
                                       candidates, chosen);
 }
 
@@ -524,13 +524,16 @@ std::unique_ptr<MatmulPlan> MatmulPlan::create(const MatmulSpec& spec, int num_t
       why = "B packed by the library on every run: asked for";
       state->weights = MatmulWeights::Packed;
       chosen = std::move(packed);
-    } else if (weights == MatmulWeights::Measured) {
+    } else if (weights == MatmulWeights::Measured ||
+               weights == MatmulWeights::MeasuredWithoutBlas) {
       why = detail::weights_form_not_measured(spec);
       if (why.empty()) {
         auto packed = make_primitive(spec, analysis.form, true);
         if (is_reference(packed->pd)) packed.reset();
         const detail::BlasLibrary* blas =
-            detail::blas_refusal(spec).empty() ? detail::blas_library() : nullptr;
+            weights == MatmulWeights::Measured && detail::blas_refusal(spec).empty()
+                ? detail::blas_library()
+                : nullptr;
         MatmulWeights form = MatmulWeights::Direct;
         if (!packed && blas == nullptr) {
           why =

@@ -107,8 +107,9 @@ class LibraryError : public std::runtime_error {
 // to the BLAS where one is loaded (Blas: float32 without post-ops; blas_library.h). Measured
 // (the default) times them once per shape and process where B's columns are contiguous;
 // Direct, Packed and Blas force one form (tests and benchmarks: each form runs on every
-// machine that has it).
-enum class MatmulWeights : uint8_t { Measured, Direct, Packed, Blas };
+// machine that has it); MeasuredWithoutBlas times the oneDNN forms only (before/after
+// measurements of the BLAS).
+enum class MatmulWeights : uint8_t { Measured, Direct, Packed, Blas, MeasuredWithoutBlas };
 
 // The BLAS that float32 plans may hand their product to (MatmulWeights::Blas): its
 // description ("oneMKL 2026 Update 2 (path, GNU OpenMP layer)"), or empty when none is loaded

@@ -124,14 +124,14 @@ std::string measure_weights_form(const std::string& key, const std::string& dire
   return answer.substr(1) + (from_disk ? ", read from the plan cache" : "");
 }
 
-std::string weights_form_key(const MatmulSpec& spec, int threads) {
+std::string weights_form_key(const MatmulSpec& spec, int threads, const BlasLibrary* blas) {
   std::ostringstream key;
   auto layout = [&key](const MatrixLayout& l) {
     for (int d = 0; d < 3; ++d) key << l.sizes[d] << ',' << l.strides[d] << ',';
     key << ';';
   };
-  key << blas_identity() << ';' << static_cast<int>(spec.dtype) << ';' << threads << ';'
-      << spec.alpha << ';' << spec.beta << ';';
+  key << (blas != nullptr ? blas->description() : "no BLAS") << ';' << static_cast<int>(spec.dtype)
+      << ';' << threads << ';' << spec.alpha << ';' << spec.beta << ';';
   layout(spec.a);
   layout(spec.b);
   layout(spec.c);

@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "external/blas_library.h"
 #include "external/matmul.h"
 
 namespace stax::external::detail {
@@ -67,7 +68,7 @@ std::string measure_weights_form(const std::string& key, const std::string& dire
                                  MatmulWeights* chosen);
 
 // The memo key of a spec planned for `threads`: every size, stride, scalar and post-op, and
-// the BLAS the process loaded (blas_library.h), which a decision depends on.
-std::string weights_form_key(const MatmulSpec& spec, int threads);
+// the BLAS timed with the oneDNN forms (blas_library.h; none: nullptr).
+std::string weights_form_key(const MatmulSpec& spec, int threads, const BlasLibrary* blas);
 
 }  // namespace stax::external::detail
