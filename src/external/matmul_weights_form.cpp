@@ -99,8 +99,11 @@ std::string measure_weights_form(const std::string& key, const std::string& dire
       key, directory,
       [&]() -> std::string {
         std::vector<double> best(candidates.size());
-        for (const WeightsFormCandidate& candidate : candidates) candidate.run();
-        for (int round = 0; round < kMeasuredRounds; ++round) {
+        const double first = seconds_of(candidates[0].run);
+        for (size_t i = 1; i < candidates.size(); ++i) candidates[i].run();
+        const int rounds = std::clamp(static_cast<int>(kMeasuredSeconds / std::max(first, 1e-6)),
+                                      kMinRounds, kMaxRounds);
+        for (int round = 0; round < rounds; ++round) {
           for (size_t i = 0; i < candidates.size(); ++i) {
             const double seconds = seconds_of(candidates[i].run);
             best[i] = round == 0 ? seconds : std::min(best[i], seconds);

@@ -54,15 +54,19 @@ struct WeightsFormCandidate {
   std::function<void()> run;  // runs the product once on scratch operands
 };
 
-// Times the candidates interleaved: one untimed run each, then the best of kMeasuredRounds
-// each. They come in order of preference (Direct, B in place through oneDNN; then Blas, no
+// Times the candidates interleaved: one untimed run each, then the best of as many rounds as
+// give the first candidate about kMeasuredSeconds of runs, at least kMinRounds and at most
+// kMaxRounds (a best of 3 picked the slower form on about one shape in five on the shared
+// 2-core machine; more rounds for the short products, whose timings vary the most). They come
+// in order of preference (Direct, B in place through oneDNN; then Blas, no
 // workspace; then Packed, a reorder into a workspace of B's size on every run), and the first
 // within 10% of the fastest is kept: within that margin the forms are this measurement's
 // noise (on the shared 2-core machine, best-of-3 put packed and the BLAS within 1% where
 // steady runs had the BLAS 10% ahead). Kept per `key` for the process and, when `directory`
 // is not empty, on disk (measurement_cache.h): later processes on this machine read the
 // decision instead of measuring. Returns the note explain shows; `chosen` gets the decision.
-inline constexpr int kMeasuredRounds = 5;
+inline constexpr double kMeasuredSeconds = 0.03;
+inline constexpr int kMinRounds = 5, kMaxRounds = 15;
 std::string measure_weights_form(const std::string& key, const std::string& directory,
                                  const std::vector<WeightsFormCandidate>& candidates,
                                  MatmulWeights* chosen);
