@@ -111,7 +111,7 @@ std::string measure_weights_form(const std::string& key, const std::string& dire
         }
         const double fastest = *std::min_element(best.begin(), best.end());
         size_t winner = 0;
-        while (0.9 * best[winner] > fastest) ++winner;
+        while ((1.0 - kNoiseMargin) * best[winner] > fastest) ++winner;
         std::string times;
         for (size_t i = 0; i < candidates.size(); ++i) {
           times +=

@@ -60,12 +60,15 @@ struct WeightsFormCandidate {
 // 2-core machine; more rounds for the short products, whose timings vary the most). They come
 // in order of preference (Direct, B in place through oneDNN; then Blas, no
 // workspace; then Packed, a reorder into a workspace of B's size on every run), and the first
-// within 10% of the fastest is kept: within that margin the forms are this measurement's
-// noise (on the shared 2-core machine, best-of-3 put packed and the BLAS within 1% where
-// steady runs had the BLAS 10% ahead). Kept per `key` for the process and, when `directory`
+// within kNoiseMargin of the fastest is kept: within it the forms are this measurement's
+// noise. 10% kept B in place on shapes where the BLAS ran 11-15% faster in steady runs
+// (128x768x2304, 256x1024x2752: 1.10-1.13x eager), with best-of-3 it had also put packed and
+// the BLAS within 1% where steady runs had the BLAS 10% ahead; with the adaptive rounds 5%
+// separated them. Kept per `key` for the process and, when `directory`
 // is not empty, on disk (measurement_cache.h): later processes on this machine read the
 // decision instead of measuring. Returns the note explain shows; `chosen` gets the decision.
 inline constexpr double kMeasuredSeconds = 0.03;
+inline constexpr double kNoiseMargin = 0.05;
 inline constexpr int kMinRounds = 5, kMaxRounds = 15;
 std::string measure_weights_form(const std::string& key, const std::string& directory,
                                  const std::vector<WeightsFormCandidate>& candidates,
