@@ -1,7 +1,8 @@
 """Large region outputs come from Stax's output pool (src/bindings/output_pool.h): ordinary
 PyTorch tensors whose memory goes back to the pool when PyTorch frees them, so the next call
-reuses it with its pages mapped. A tensor still alive is never handed out again, small
-outputs keep PyTorch's allocator, and the pool refuses a request its block cannot hold."""
+reuses it with its pages mapped, outputs that view one buffer included. A tensor still alive
+is never handed out again, small outputs keep PyTorch's allocator, and the pool refuses a
+request its block cannot hold."""
 
 import gc
 
@@ -43,9 +44,31 @@ def test_a_freed_output_is_reused_and_a_live_one_never(dtype):
     assert torch.equal(second, y * 2) and torch.equal(third, x * 2)
 
 
+def test_outputs_that_view_one_slot_come_from_the_pool():
+    """A buffer several outputs view (chunks of one product, a slice at an offset) is raw
+    bytes of the pool, as a whole output is: the next call reuses it, no fresh memory."""
+    def whole_and_tail(x):
+        y = x * 2
+        return y, y[1:]
+
+    fn = compiled(whole_and_tail)
+    x = torch.arange(1 << 18, dtype=torch.float32)  # 1 MiB
+    for _ in range(2):  # the second call meets the first call's freed block
+        before = stax.output_pool_stats()
+        a, b = fn(x)
+        after = stax.output_pool_stats()
+        assert after["hits"] + after["misses"] > before["hits"] + before["misses"]
+        assert torch.equal(a, x * 2) and torch.equal(b, x[1:] * 2)
+        assert a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
+        del a, b
+        gc.collect()
+    assert after["allocated_bytes"] == before["allocated_bytes"]
+    assert after["hits"] > before["hits"]
+
+
 def test_small_and_boolean_outputs_keep_pytorchs_allocator():
     before = _C.output_pool_cached()
-    small = compiled(lambda x: x + 1)(torch.ones(16))
+    small = compiled(lambda x: x + 1)(torch.ones(POOLED_OUTPUT_BYTES // 4 - 1))
     flags = compiled(lambda x: x > 0)(torch.ones(POOLED_OUTPUT_BYTES))
     del small, flags
     gc.collect()
