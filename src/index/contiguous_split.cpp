@@ -45,7 +45,12 @@ void gather_periods(const Expr& e, const std::string& var, int64_t& period, bool
       found = true;
       const int64_t k = linear_coefficient(a.arg, var);
       if (k == 0) continue;  // var only inside a nested atom: that atom decides
-      period = std::gcd(period, a.divisor / std::gcd(k < 0 ? -k : k, a.divisor));
+      const auto divisor = a.constant_divisor();
+      if (!divisor) {
+        period = 1;  // a period that is a size symbol: no constant split exists
+        continue;
+      }
+      period = std::gcd(period, *divisor / std::gcd(k < 0 ? -k : k, *divisor));
     }
   }
 }

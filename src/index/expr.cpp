@@ -108,7 +108,7 @@ int compare_atoms(const Atom& a, const Atom& b) {
   if (a.kind == AtomKind::kVar) return compare_names(a.name, b.name);
   int c = compare_exprs(a.arg, b.arg);
   if (c != 0) return c;
-  return compare_int(a.divisor, b.divisor);
+  return compare_exprs(a.divisor, b.divisor);
 }
 
 int compare_factors(const std::vector<Atom>& a, const std::vector<Atom>& b) {
@@ -281,26 +281,65 @@ bool operator<(const Expr& a, const Expr& b) {
   return detail::compare_exprs(a, b) < 0;
 }
 
-Expr floordiv(const Expr& a, int64_t divisor) {
-  if (divisor <= 0) throw std::invalid_argument("stax::index: floordiv by a non-positive divisor");
-  if (divisor == 1) return a;
-  if (auto c = a.constant_value()) return Expr(detail::floordiv_int(*c, divisor));
+namespace {
+
+// A divisor of floordiv/mod: a constant, or c * s0 * s1 ... with c >= 1 over variables (size
+// symbols; the caller vouches that they are positive where the expression is used).
+void check_divisor(const Expr& divisor, const char* op) {
+  if (auto c = divisor.constant_value()) {
+    if (*c <= 0) {
+      throw std::invalid_argument(std::string("stax::index: ") + op + " by a non-positive divisor");
+    }
+    return;
+  }
+  const ExprNode& n = divisor.node();
+  bool monomial = n.constant == 0 && n.terms.size() == 1 && n.terms[0].coeff >= 1;
+  if (monomial) {
+    for (const Atom& a : n.terms[0].factors) monomial = monomial && a.kind == AtomKind::kVar;
+  }
+  if (!monomial) {
+    throw std::invalid_argument(std::string("stax::index: ") + op + " by " + to_string(divisor) +
+                                ": a divisor is a positive constant or a product of sizes");
+  }
+}
+
+Expr division_atom(AtomKind kind, const Expr& a, const Expr& divisor) {
   Atom atom;
-  atom.kind = AtomKind::kFloorDiv;
+  atom.kind = kind;
   atom.arg = a;
   atom.divisor = divisor;
   return detail::atom_expr(std::move(atom));
 }
 
+}  // namespace
+
+Expr floordiv(const Expr& a, int64_t divisor) {
+  return floordiv(a, Expr(divisor));
+}
+
 Expr mod(const Expr& a, int64_t divisor) {
-  if (divisor <= 0) throw std::invalid_argument("stax::index: mod by a non-positive divisor");
-  if (divisor == 1) return Expr();
-  if (auto c = a.constant_value()) return Expr(detail::mod_int(*c, divisor));
-  Atom atom;
-  atom.kind = AtomKind::kMod;
-  atom.arg = a;
-  atom.divisor = divisor;
-  return detail::atom_expr(std::move(atom));
+  return mod(a, Expr(divisor));
+}
+
+Expr floordiv(const Expr& a, const Expr& divisor) {
+  check_divisor(divisor, "floordiv");
+  if (divisor == Expr(1)) return a;
+  if (a == divisor) return Expr(1);
+  auto c = a.constant_value();
+  auto d = divisor.constant_value();
+  if (c && d) return Expr(detail::floordiv_int(*c, *d));
+  if (c && *c == 0) return Expr();
+  return division_atom(AtomKind::kFloorDiv, a, divisor);
+}
+
+Expr mod(const Expr& a, const Expr& divisor) {
+  check_divisor(divisor, "mod");
+  if (divisor == Expr(1) || a == divisor) return Expr();
+  auto c = a.constant_value();
+  auto d = divisor.constant_value();
+  if (c && d) return Expr(detail::mod_int(*c, *d));
+  if (c && *c == 0) return Expr();
+  return division_atom(AtomKind::kMod, a, divisor);
 }
 
 namespace {
@@ -310,9 +349,15 @@ int64_t eval_atom(const Atom& a, const std::map<std::string, int64_t>& values) {
     case AtomKind::kVar:
       return values.at(a.name);
     case AtomKind::kFloorDiv:
-      return detail::floordiv_int(evaluate(a.arg, values), a.divisor);
-    case AtomKind::kMod:
-      return detail::mod_int(evaluate(a.arg, values), a.divisor);
+    case AtomKind::kMod: {
+      const int64_t d = evaluate(a.divisor, values);
+      if (d <= 0) {
+        throw std::domain_error("stax::index: a divisor evaluated to " + std::to_string(d) + " (" +
+                                to_string(a.divisor) + ")");
+      }
+      const int64_t x = evaluate(a.arg, values);
+      return a.kind == AtomKind::kFloorDiv ? detail::floordiv_int(x, d) : detail::mod_int(x, d);
+    }
   }
   return 0;
 }
@@ -324,6 +369,7 @@ void collect_vars(const Expr& e, std::set<std::string>& out) {
         out.insert(a.name);
       } else {
         collect_vars(a.arg, out);
+        collect_vars(a.divisor, out);
       }
     }
   }
@@ -351,7 +397,10 @@ std::set<std::string> free_vars(const Expr& e) {
 bool depends_on(const Expr& e, const std::string& var) {
   for (const Term& t : e.node().terms) {
     for (const Atom& a : t.factors) {
-      if (a.kind == AtomKind::kVar ? a.name == var : depends_on(a.arg, var)) return true;
+      if (a.kind == AtomKind::kVar ? a.name == var
+                                   : depends_on(a.arg, var) || depends_on(a.divisor, var)) {
+        return true;
+      }
     }
   }
   return false;
@@ -371,16 +420,36 @@ Expr substitute(const Expr& e, const std::map<std::string, Expr>& replacements) 
           break;
         }
         case AtomKind::kFloorDiv:
-          p = p * floordiv(substitute(a.arg, replacements), a.divisor);
+          p = p * floordiv(substitute(a.arg, replacements), substitute(a.divisor, replacements));
           break;
         case AtomKind::kMod:
-          p = p * mod(substitute(a.arg, replacements), a.divisor);
+          p = p * mod(substitute(a.arg, replacements), substitute(a.divisor, replacements));
           break;
       }
     }
     sum = sum + p;
   }
   return sum;
+}
+
+Domain::Domain(const RangeMap& ranges) {
+  for (const auto& [name, extent] : ranges) extents.emplace_hint(extents.end(), name, extent);
+}
+
+Domain::Domain(std::map<std::string, Expr> loop_extents, SymbolTable size_symbols)
+    : extents(std::move(loop_extents)), symbols(std::move(size_symbols)) {
+  for (const auto& [name, facts] : symbols) {
+    if (facts.lo < 0 || facts.hi < facts.lo || facts.multiple_of < 1) {
+      throw std::invalid_argument("stax::index: size symbol " + name + " has range [" +
+                                  std::to_string(facts.lo) + ", " + std::to_string(facts.hi) +
+                                  "] multiple of " + std::to_string(facts.multiple_of) +
+                                  "; a size lies in [lo, hi] with 0 <= lo <= hi");
+    }
+    if (extents.count(name) != 0) {
+      throw std::invalid_argument("stax::index: " + name +
+                                  " is both a loop variable and a size symbol");
+    }
+  }
 }
 
 }  // namespace stax::index

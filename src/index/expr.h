@@ -1,5 +1,7 @@
-// Symbolic integer index expressions over loop variables (the index algebra of lowering and
-// scheduling): constants, variables, +, *, floor division and modulo by positive constants.
+// Symbolic integer index expressions over loop variables and size symbols (the index algebra
+// of lowering and scheduling): constants, variables, +, *, floor division and modulo by
+// positive constants or by positive monomials of size symbols (issue 33: sizes known only at
+// run time, `s0`, `s1`, ..., with what is known of them).
 //
 // Every Expr is kept in a canonical polynomial form as it is built: a constant plus a sorted
 // sum of coefficient * monomial terms, where a monomial is a sorted product of atoms
@@ -9,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <optional>
@@ -24,6 +27,26 @@ struct ExprNode;
 
 // Ranges of loop variables: name -> extent n, meaning the variable takes values 0..n-1.
 using RangeMap = std::map<std::string, int64_t>;
+
+// What is known of a size symbol: its value lies in [lo, hi] (lo >= 0: it is a size) and is a
+// multiple of `multiple_of`; `hint` is the example value it had when the program was
+// compiled, for heuristics only, never for a proof.
+struct SizeSymbol {
+  int64_t lo = 0;
+  int64_t hi = INT64_MAX;
+  int64_t multiple_of = 1;
+  int64_t hint = 0;
+  friend bool operator==(const SizeSymbol&, const SizeSymbol&) = default;
+};
+using SymbolTable = std::map<std::string, SizeSymbol>;
+
+class Expr;
+
+// Where the variables of an index expression range: each loop variable over
+// [0, extent - 1], its extent an expression over size symbols; each size symbol as its
+// SizeSymbol says. Rules that hold "within the domain" hold for every value of the symbols
+// that their facts allow and every point of the loops at those values.
+struct Domain;
 
 class Expr {
  public:
@@ -55,16 +78,32 @@ class Expr {
   std::shared_ptr<const detail::ExprNode> node_;
 };
 
+struct Domain {
+  Domain() = default;
+  Domain(const RangeMap& ranges);  // NOLINT(google-explicit-constructor): constant extents
+  // {{"i0", 64}, {"i1", 128}}: constant extents written in place.
+  Domain(std::initializer_list<RangeMap::value_type> ranges)  // NOLINT(google-explicit-constructor)
+      : Domain(RangeMap(ranges)) {}
+  Domain(std::map<std::string, Expr> loop_extents, SymbolTable size_symbols);
+  std::map<std::string, Expr> extents;
+  SymbolTable symbols;
+};
+
 // floor(a / divisor) and a - divisor * floor(a / divisor) (Python semantics), divisor > 0.
 // Throws std::invalid_argument for a non-positive divisor.
 Expr floordiv(const Expr& a, int64_t divisor);
 Expr mod(const Expr& a, int64_t divisor);
+// The same by a divisor that is a constant or a monomial c * s0 * s1 ... (c >= 1) of size
+// symbols, which the caller guarantees positive where the expression is used (sizes of
+// dimensions with at least one element). Throws std::invalid_argument for any other divisor.
+Expr floordiv(const Expr& a, const Expr& divisor);
+Expr mod(const Expr& a, const Expr& divisor);
 
 // Readable form, e.g. "128*i0 + i1", "(c0 // 128)", "(c0 % 128)".
 std::string to_string(const Expr& e);
 // C++ source form for generated code. Floor division and modulo are emitted as plain `/` and
 // `%` when the ranges prove the dividend non-negative, else as stax_floordiv / stax_mod calls.
-std::string to_cpp(const Expr& e, const RangeMap& ranges);
+std::string to_cpp(const Expr& e, const Domain& domain);
 
 // Value at a point; every free variable must be bound (throws std::out_of_range otherwise).
 int64_t evaluate(const Expr& e, const std::map<std::string, int64_t>& values);
@@ -76,24 +115,37 @@ int64_t count_divisions(const Expr& e, int64_t limit);
 bool depends_on(const Expr& e, const std::string& var);
 Expr substitute(const Expr& e, const std::map<std::string, Expr>& replacements);
 
-// Closed interval [lo, hi] containing every value of e when each variable v ranges over
-// [0, ranges[v] - 1]. Variables missing from `ranges` make the bound unknown (nullopt).
+// Closed interval [lo, hi] containing every value of e within the domain (each loop variable
+// over [0, extent - 1], each size symbol within its facts). Variables missing from the domain
+// make the bound unknown (nullopt).
 struct Interval {
   int64_t lo;
   int64_t hi;
 };
-std::optional<Interval> bounds(const Expr& e, const RangeMap& ranges);
+std::optional<Interval> bounds(const Expr& e, const Domain& domain);
+
+// Whether e >= 0 everywhere within the domain: kProved, kRefuted (e < 0 somewhere in it, for a
+// domain whose symbols and loops are not empty), or kUnknown. Beyond interval bounds it
+// reasons about loop variables against their symbolic extents (i < s0 gives s0 - 1 - i >= 0).
+enum class Truth { kProved, kRefuted, kUnknown };
+Truth is_nonnegative(const Expr& e, const Domain& domain);
+// a == b everywhere within the domain when simplify(a - b) is 0 (kProved); kRefuted when
+// a - b is a nonzero constant; kUnknown otherwise (a guard would be needed).
+Truth equal_within(const Expr& a, const Expr& b, const Domain& domain);
 
 // Range-aware simplification to a canonical form: equal indices over the given ranges get the
 // same form wherever the rules below can show it. Rules: floordiv/mod of a sum split into the
 // part divisible by the divisor and a remainder whose bounds are known; x // c -> 0 and
 // x % c -> x when 0 <= x < c; nested floordiv merged; c*(e // c) + e % c -> e; variables of
 // extent 1 replaced by 0.
-Expr simplify(const Expr& e, const RangeMap& ranges);
+Expr simplify(const Expr& e, const Domain& domain);
 
 // e(var + 1) - e(var) when it is the same constant for every value of the other variables
 // (the access stride used for vectorization decisions); nullopt when it is not constant.
-std::optional<int64_t> stride(const Expr& e, const std::string& var, const RangeMap& ranges);
+std::optional<int64_t> stride(const Expr& e, const std::string& var, const Domain& domain);
+// The same when the stride is an expression over size symbols (s1*768 for the outer loop of a
+// [s0, s1, 768] tensor); nullopt when it depends on a loop variable.
+std::optional<Expr> symbolic_stride(const Expr& e, const std::string& var, const Domain& domain);
 
 // A loop variable with its extent, in loop order (outermost first).
 struct LoopVar {

@@ -18,9 +18,9 @@ int64_t checked_neg(int64_t a);
 int64_t floordiv_int(int64_t a, int64_t b);
 int64_t mod_int(int64_t a, int64_t b);
 
-// Like bounds(), but sound for expressions with variables missing from `ranges`: a mod atom is
+// Like bounds(), but sound for expressions with variables missing from the domain: a mod atom is
 // always within [0, divisor - 1] whatever its argument; only sub-expressions that need an
 // unknown variable's range are unknown.
-std::optional<Interval> partial_bounds(const Expr& e, const RangeMap& ranges);
+std::optional<Interval> partial_bounds(const Expr& e, const Domain& domain);
 
 }  // namespace stax::index::detail

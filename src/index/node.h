@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,12 +14,17 @@ namespace stax::index::detail {
 
 enum class AtomKind : uint8_t { kVar, kFloorDiv, kMod };
 
-// An indivisible factor of a monomial: a variable, floordiv(arg, divisor) or mod(arg, divisor).
+// An indivisible factor of a monomial: a variable (a loop variable or a size symbol),
+// floordiv(arg, divisor) or mod(arg, divisor).
 struct Atom {
   AtomKind kind = AtomKind::kVar;
-  std::string name;     // kVar only
-  Expr arg;             // kFloorDiv / kMod: the dividend (never a constant)
-  int64_t divisor = 0;  // kFloorDiv / kMod: always > 1
+  std::string name;  // kVar only
+  Expr arg;          // kFloorDiv / kMod: the dividend (never a constant)
+  // kFloorDiv / kMod: a constant > 1, or a positive monomial over size symbols (c * s0 * s1...,
+  // c >= 1) whose value is positive wherever the expression is used.
+  Expr divisor;
+  // The divisor's value when it is a constant (every divisor before size symbols).
+  std::optional<int64_t> constant_divisor() const { return divisor.constant_value(); }
 };
 
 // coeff * factors[0] * factors[1] * ...; repeated atoms are powers.

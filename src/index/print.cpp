@@ -19,7 +19,7 @@ namespace {
 
 class Printer {
  public:
-  Printer(bool cpp, const RangeMap* ranges) : cpp_(cpp), ranges_(ranges) {}
+  Printer(bool cpp, const Domain* domain) : cpp_(cpp), domain_(domain) {}
 
   std::string expr(const Expr& e) const {
     const ExprNode& n = e.node();
@@ -74,15 +74,16 @@ class Printer {
   std::string atom(const Atom& a) const {
     if (a.kind == AtomKind::kVar) return a.name;
     bool is_div = a.kind == AtomKind::kFloorDiv;
-    std::string d = integer(a.divisor);
+    // A symbolic divisor (c*s0*...) is positive by floordiv's contract, as a constant one is.
+    std::string d = a.constant_divisor() ? integer(*a.constant_divisor()) : operand(a.divisor);
     if (!cpp_) return "(" + operand(a.arg) + (is_div ? " // " : " % ") + d + ")";
-    auto b = detail::partial_bounds(a.arg, *ranges_);
+    auto b = detail::partial_bounds(a.arg, *domain_);
     if (b && b->lo >= 0) return "(" + operand(a.arg) + (is_div ? " / " : " % ") + d + ")";
     return std::string(is_div ? "stax_floordiv(" : "stax_mod(") + expr(a.arg) + ", " + d + ")";
   }
 
   bool cpp_;
-  const RangeMap* ranges_;
+  const Domain* domain_;
 };
 
 }  // namespace
@@ -91,8 +92,8 @@ std::string to_string(const Expr& e) {
   return Printer(false, nullptr).expr(e);
 }
 
-std::string to_cpp(const Expr& e, const RangeMap& ranges) {
-  return Printer(true, &ranges).expr(e);
+std::string to_cpp(const Expr& e, const Domain& domain) {
+  return Printer(true, &domain).expr(e);
 }
 
 }  // namespace stax::index

@@ -12,7 +12,12 @@
 //     the bounds of r lie within [m*c, m*c + c - 1]; mod(mod(x, d), c) -> mod(x, c) when c | d;
 //     r = g*h + l as above gives g*mod(h, c/g) + l;
 //   - recombination: k*c*floordiv(x, c) + k*mod(x, c) -> k*x and
-//     k*c*mod(floordiv(x, c), c2) + k*mod(x, c) -> k*mod(x, c*c2) (also times a common monomial).
+//     k*c*mod(floordiv(x, c), c2) + k*mod(x, c) -> k*mod(x, c*c2) (also times a common monomial);
+//   - by a symbolic divisor d = c*s0*s1... (issue 33): the terms that d divides go to the
+//     quotient; the rest r gives floordiv 0 and mod r when 0 <= r <= d - 1 is proved
+//     (is_nonnegative, which compares loop variables with their symbolic extents);
+//     floordiv(floordiv(x, d1), d) -> floordiv(x, d1*d); d*floordiv(x, d) + mod(x, d) -> x.
+// A size symbol whose facts pin one value becomes that value.
 // Every rule is an identity over the integers except those that use bounds, which hold for all
 // points within the ranges, so the value never changes there.
 #include <algorithm>
@@ -107,9 +112,29 @@ bool atom_less(const Atom& a, const Atom& b) {
   return detail::compare_atoms(a, b) < 0;
 }
 
+// a = d*quotient + rest for a symbolic divisor d = c*M (M a monomial of size symbols): the
+// quotient takes the terms whose coefficient c divides and whose monomial contains M.
+Split split_by_monomial(const Expr& a, const Expr& d) {
+  const Term& dt = d.node().terms[0];
+  std::vector<Term> q;
+  std::vector<Term> r;
+  for (const Term& t : a.node().terms) {
+    if (t.coeff % dt.coeff == 0 && std::includes(t.factors.begin(), t.factors.end(),
+                                                 dt.factors.begin(), dt.factors.end(), atom_less)) {
+      std::vector<Atom> left;
+      std::set_difference(t.factors.begin(), t.factors.end(), dt.factors.begin(), dt.factors.end(),
+                          std::back_inserter(left), atom_less);
+      q.push_back({t.coeff / dt.coeff, std::move(left)});
+    } else {
+      r.push_back(t);
+    }
+  }
+  return {detail::make_expr(0, std::move(q)), detail::make_expr(a.node().constant, std::move(r))};
+}
+
 class Simplifier {
  public:
-  explicit Simplifier(const RangeMap& ranges) : ranges_(ranges) {}
+  explicit Simplifier(const Domain& domain) : domain_(domain) {}
 
   // One bottom-up pass (see the file comment).
   Expr pass(const Expr& e) {
@@ -130,22 +155,57 @@ class Simplifier {
 
  private:
   std::optional<Interval> bounds_of(const Expr& e) const {
-    return detail::partial_bounds(e, ranges_);
+    return detail::partial_bounds(e, domain_);
   }
 
   Expr atom(const Atom& a) {
     switch (a.kind) {
       case AtomKind::kVar: {
-        auto it = ranges_.find(a.name);
-        if (it != ranges_.end() && it->second == 1) return Expr();
+        auto it = domain_.extents.find(a.name);
+        if (it != domain_.extents.end() && it->second == Expr(1)) return Expr();
+        auto sym = domain_.symbols.find(a.name);
+        if (sym != domain_.symbols.end() && sym->second.lo == sym->second.hi) {
+          return Expr(sym->second.lo);
+        }
         return Expr::var(a.name);
       }
       case AtomKind::kFloorDiv:
-        return fdiv(pass(a.arg), a.divisor);
+        return fdiv_any(pass(a.arg), pass(a.divisor));
       case AtomKind::kMod:
-        return fmod(pass(a.arg), a.divisor);
+        return fmod_any(pass(a.arg), pass(a.divisor));
     }
     return Expr();
+  }
+
+  Expr fdiv_any(const Expr& a, const Expr& d) {
+    if (auto c = d.constant_value()) return fdiv(a, *c);
+    if (a.is_constant() && a.constant_value() == 0) return Expr();
+    Split s = split_by_monomial(a, d);
+    return s.quotient + fdiv_rest_by_symbols(s.rest, d);
+  }
+
+  Expr fmod_any(const Expr& a, const Expr& d) {
+    if (auto c = d.constant_value()) return fmod(a, *c);
+    if (a.is_constant() && a.constant_value() == 0) return Expr();
+    Expr r = split_by_monomial(a, d).rest;
+    if (within_one_period(r, d)) return r;
+    return mod(r, d);
+  }
+
+  // 0 <= r <= d - 1 everywhere within the domain.
+  bool within_one_period(const Expr& r, const Expr& d) const {
+    return is_nonnegative(r, domain_) == Truth::kProved &&
+           is_nonnegative(d - Expr(1) - r, domain_) == Truth::kProved;
+  }
+
+  Expr fdiv_rest_by_symbols(const Expr& r, const Expr& d) {
+    if (r.is_constant() && r.constant_value() == 0) return Expr();
+    if (within_one_period(r, d)) return Expr();
+    // floordiv(floordiv(x, d1), d) = floordiv(x, d1*d) for positive d1 and d.
+    if (const Atom* a = detail::as_single_atom(r); a != nullptr && a->kind == AtomKind::kFloorDiv) {
+      return fdiv_any(a->arg, a->divisor * d);
+    }
+    return floordiv(r, d);
   }
 
   // floordiv(a, c) for an already simplified a.
@@ -175,16 +235,20 @@ class Simplifier {
       const Atom& a = t.factors[0];
       int64_t dc = 0;
       int64_t kd = 0;
-      if (t.coeff == 1 && t.factors.size() == 1 && a.kind == AtomKind::kFloorDiv &&
-          !__builtin_mul_overflow(a.divisor, c, &dc) &&
-          !__builtin_mul_overflow(r.node().constant, a.divisor, &kd)) {
-        return fdiv(a.arg + Expr(kd), dc);
+      if (t.coeff == 1 && t.factors.size() == 1 && a.kind == AtomKind::kFloorDiv) {
+        auto inner = a.constant_divisor();
+        if (!inner) return fdiv_any(a.arg + Expr(r.node().constant) * a.divisor, a.divisor * c);
+        if (!__builtin_mul_overflow(*inner, c, &dc) &&
+            !__builtin_mul_overflow(r.node().constant, *inner, &kd)) {
+          return fdiv(a.arg + Expr(kd), dc);
+        }
       }
     }
     // floordiv(mod(x, d), c) = mod(floordiv(x, c), d / c) when c divides d.
-    if (const Atom* a = detail::as_single_atom(r);
-        a != nullptr && a->kind == AtomKind::kMod && a->divisor % c == 0) {
-      return fmod(fdiv(a->arg, c), a->divisor / c);
+    if (const Atom* a = detail::as_single_atom(r); a != nullptr && a->kind == AtomKind::kMod &&
+                                                   a->constant_divisor() &&
+                                                   *a->constant_divisor() % c == 0) {
+      return fmod(fdiv(a->arg, c), *a->constant_divisor() / c);
     }
     if (auto hl = high_low(r, c)) return fdiv(hl->high, c / hl->g);
     return floordiv(r, c);
@@ -211,8 +275,9 @@ class Simplifier {
       if (m == detail::floordiv_int(b->hi, c)) return r - Expr(detail::checked_mul(m, c));
     }
     // mod(mod(x, d), c) = mod(x, c) when c divides d.
-    if (const Atom* a = detail::as_single_atom(r);
-        a != nullptr && a->kind == AtomKind::kMod && a->divisor % c == 0) {
+    if (const Atom* a = detail::as_single_atom(r); a != nullptr && a->kind == AtomKind::kMod &&
+                                                   a->constant_divisor() &&
+                                                   *a->constant_divisor() % c == 0) {
       return fmod(a->arg, c);
     }
     if (auto hl = high_low(r, c)) return Expr(hl->g) * fmod(hl->high, c / hl->g) + hl->low;
@@ -274,13 +339,20 @@ class Simplifier {
         const Atom& m = t.factors[fi];
         if (m.kind != AtomKind::kMod) continue;
         if (fi > 0 && detail::compare_atoms(t.factors[fi - 1], m) == 0) continue;
-        int64_t kc = 0;
-        if (__builtin_mul_overflow(t.coeff, m.divisor, &kc)) continue;
         std::vector<Atom> rest = t.factors;
         rest.erase(rest.begin() + static_cast<std::ptrdiff_t>(fi));
         Expr rest_e = rest.empty() ? Expr(t.coeff) : term_expr(t.coeff, rest);
         Expr mod_term = term_expr(t.coeff, t.factors);
-        Expr q = fdiv(m.arg, m.divisor);
+        auto divisor = m.constant_divisor();
+        if (!divisor) {
+          // k*m*mod(x, d) + k*m*d*floordiv(x, d) -> k*m*x for a symbolic d.
+          Expr partner = rest_e * m.divisor * fdiv_any(m.arg, m.divisor);
+          if (contains_terms(e, partner)) return e - mod_term - partner + rest_e * m.arg;
+          continue;
+        }
+        int64_t kc = 0;
+        if (__builtin_mul_overflow(t.coeff, *divisor, &kc)) continue;
+        Expr q = fdiv(m.arg, *divisor);
         Expr partner = (rest.empty() ? Expr(kc) : term_expr(kc, rest)) * q;
         if (contains_terms(e, partner)) return e - mod_term - partner + rest_e * m.arg;
         for (size_t ui = 0; ui < terms.size(); ++ui) {
@@ -293,9 +365,12 @@ class Simplifier {
           std::vector<Atom> left;
           std::set_difference(u.factors.begin(), u.factors.end(), rest.begin(), rest.end(),
                               std::back_inserter(left), atom_less);
-          if (left.size() != 1 || left[0].kind != AtomKind::kMod || left[0].arg != q) continue;
+          if (left.size() != 1 || left[0].kind != AtomKind::kMod || left[0].arg != q ||
+              !left[0].constant_divisor()) {
+            continue;
+          }
           int64_t cc = 0;
-          if (__builtin_mul_overflow(m.divisor, left[0].divisor, &cc)) continue;
+          if (__builtin_mul_overflow(*divisor, *left[0].constant_divisor(), &cc)) continue;
           return e - mod_term - term_expr(u.coeff, u.factors) + rest_e * mod(m.arg, cc);
         }
       }
@@ -303,7 +378,7 @@ class Simplifier {
     return std::nullopt;
   }
 
-  const RangeMap& ranges_;
+  const Domain& domain_;
   std::map<Expr, Expr> pass_memo_;
   std::map<std::pair<Expr, int64_t>, Expr> div_memo_;
   std::map<std::pair<Expr, int64_t>, Expr> mod_memo_;
@@ -311,8 +386,8 @@ class Simplifier {
 
 }  // namespace
 
-Expr simplify(const Expr& e, const RangeMap& ranges) {
-  Simplifier s(ranges);
+Expr simplify(const Expr& e, const Domain& domain) {
+  Simplifier s(domain);
   Expr cur = e;
   for (int i = 0; i < kMaxPasses; ++i) {
     Expr next = s.pass(cur);
@@ -322,16 +397,46 @@ Expr simplify(const Expr& e, const RangeMap& ranges) {
   return cur;
 }
 
-std::optional<int64_t> stride(const Expr& e, const std::string& var, const RangeMap& ranges) {
-  if (!depends_on(e, var)) return 0;
-  // Only consecutive pairs (v, v + 1) inside the range matter: let v range over [0, n - 2].
-  RangeMap shifted_ranges = ranges;
-  auto it = shifted_ranges.find(var);
-  if (it != shifted_ranges.end() && it->second >= 2) --it->second;
+namespace {
+
+// e(var + 1) - e(var), simplified where both points lie in the loop (var over [0, n - 2]).
+std::optional<Expr> step(const Expr& e, const std::string& var, const Domain& domain) {
+  if (!depends_on(e, var)) return Expr();
+  Domain shifted_domain = domain;
+  auto it = shifted_domain.extents.find(var);
+  if (it != shifted_domain.extents.end()) {
+    auto n = it->second.constant_value();
+    if (!n) {
+      it->second = it->second - Expr(1);
+    } else if (*n >= 2) {
+      it->second = Expr(*n - 1);
+    }
+  }
   Expr shifted = substitute(e, {{var, Expr::var(var) + Expr(1)}});
-  Expr diff =
-      simplify(simplify(shifted, shifted_ranges) - simplify(e, shifted_ranges), shifted_ranges);
-  return diff.constant_value();
+  return simplify(simplify(shifted, shifted_domain) - simplify(e, shifted_domain), shifted_domain);
+}
+
+}  // namespace
+
+std::optional<int64_t> stride(const Expr& e, const std::string& var, const Domain& domain) {
+  auto diff = step(e, var, domain);
+  if (!diff) return std::nullopt;
+  return diff->constant_value();
+}
+
+std::optional<Expr> symbolic_stride(const Expr& e, const std::string& var, const Domain& domain) {
+  auto diff = step(e, var, domain);
+  if (!diff) return std::nullopt;
+  for (const std::string& v : free_vars(*diff)) {
+    if (domain.symbols.count(v) == 0) return std::nullopt;
+  }
+  return diff;
+}
+
+Truth equal_within(const Expr& a, const Expr& b, const Domain& domain) {
+  Expr diff = simplify(a - b, domain);
+  if (auto c = diff.constant_value()) return *c == 0 ? Truth::kProved : Truth::kRefuted;
+  return Truth::kUnknown;
 }
 
 }  // namespace stax::index

@@ -45,7 +45,9 @@ std::optional<Reach> atom_reach(const Atom& a, const index::RangeMap& ranges) {
   }
   const auto dividend = reach(a.arg, ranges);
   if (!dividend) return std::nullopt;
-  const Wide d = a.divisor;
+  const auto divisor = a.constant_divisor();
+  if (!divisor) return std::nullopt;  // a size symbol: its reach is not proved here
+  const Wide d = *divisor;
   Reach r{std::max(dividend->largest, d), 0, d - 1};  // d mod c is within [0, c - 1]
   if (a.kind == AtomKind::kFloorDiv) {
     auto floor_div = [d](Wide x) { return x >= 0 ? x / d : -((-x + d - 1) / d); };
