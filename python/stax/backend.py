@@ -19,6 +19,8 @@ import operator
 import os
 import re
 import threading
+import time
+import warnings
 
 import torch
 from torch._dynamo.backends.common import aot_autograd
@@ -502,13 +504,23 @@ def _plain_inference_graph() -> bool:
 
 
 class _PerShape:
-    """A Dynamo graph with symbolic sizes, compiled for each concrete shape it meets."""
+    """A Dynamo graph with symbolic sizes, compiled for each concrete shape it meets (until
+    Stax compiles symbolic programs, issue 33). Bounded as Dynamo bounds its own recompiles:
+    past `torch._dynamo.config.recompile_limit` shapes of one graph, a new shape runs the graph
+    in PyTorch, with one warning, and the compiled shapes stay. Every compile and every shape
+    past the limit is logged under the "recompiles" topic, with the shape and the time taken."""
 
     def __init__(self, gm, options):
         self.gm = gm
         self.options = options
         self.compiled = {}
+        self.shapes_in_pytorch = set()
         self.lock = threading.Lock()
+        self.warned = False
+        _PerShape.count += 1
+        self.name = f"symbolic graph {_PerShape.count}"
+
+    count = 0
 
     @staticmethod
     def key(args):
@@ -518,6 +530,10 @@ class _PerShape:
             for a in args
         )
 
+    @staticmethod
+    def shapes(args) -> str:
+        return ", ".join(str(list(a.shape)) if isinstance(a, torch.Tensor) else repr(a) for a in args)
+
     def __call__(self, *args):
         k = self.key(args)
         fn = self.compiled.get(k)
@@ -525,9 +541,33 @@ class _PerShape:
             with self.lock:
                 fn = self.compiled.get(k)
                 if fn is None:
-                    fn = _aot(self.gm, list(args), self.options)
-                    self.compiled[k] = fn
+                    fn = self._compile_or_refuse(k, args)
         return fn(*args)
+
+    def _compile_or_refuse(self, k, args):
+        limit = torch._dynamo.config.recompile_limit
+        if len(self.compiled) >= limit:
+            if k not in self.shapes_in_pytorch:
+                self.shapes_in_pytorch.add(k)
+                debug.log(self.options, "recompiles",
+                          f"stax: {self.name}: shapes ({self.shapes(args)}) run in PyTorch: "
+                          f"{len(self.compiled)} shapes compiled, the recompile limit "
+                          f"(torch._dynamo.config.recompile_limit = {limit})")
+            if not self.warned:
+                self.warned = True
+                warnings.warn(
+                    f"stax: a graph with symbolic sizes met more than {limit} shapes "
+                    "(torch._dynamo.config.recompile_limit); further shapes run in PyTorch. "
+                    "Stax compiles such graphs per concrete shape for now: pad or bucket the "
+                    "sizes, or raise the limit.", stacklevel=3)
+            return self.gm
+        start = time.perf_counter()
+        fn = _aot(self.gm, list(args), self.options)
+        self.compiled[k] = fn
+        debug.log(self.options, "recompiles",
+                  f"stax: {self.name}: compiled for shapes ({self.shapes(args)}) in "
+                  f"{time.perf_counter() - start:.2f} s ({len(self.compiled)} of at most {limit})")
+        return fn
 
 
 def stax_backend(gm: torch.fx.GraphModule, example_inputs, options: dict | None = None, **kwargs):

@@ -1,7 +1,8 @@
 """Debug output as PyTorch users expect it.
 
 STAX_LOGS=fusion,schedule,ir,output_code (or options={"logs": ...}) prints those to stderr;
-"graph" prints each ATen graph and "fallback" the ops left to PyTorch with their reasons.
+"graph" prints each ATen graph, "fallback" the ops left to PyTorch with their reasons and
+"recompiles" each compile of a graph with symbolic sizes for a new shape (backend._PerShape).
 STAX_DEBUG_DIR=path (or options={"debug_dir": path}) writes, per graph, into path/<graph>/:
 the FX graph (fx_graph.py), per region the Stax graph text (<region>.stax, runnable with
 `stax run`), its fusion and schedule log (<region>.explain.txt), its kernel IR after every

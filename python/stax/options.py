@@ -10,7 +10,7 @@ from . import _C
 
 SIMD_LEVELS = ("", "avx512", "avx2", "scalar")
 # Topics this package prints; "ir" from the IR the C++ side records (Options.record_ir).
-PYTHON_LOG_TOPICS = ("fusion", "schedule", "ir", "output_code", "graph", "fallback")
+PYTHON_LOG_TOPICS = ("fusion", "schedule", "ir", "output_code", "graph", "fallback", "recompiles")
 # One configuration serves both sides: the C++ side prints its other topics ("graph_passes",
 # "program") as this package's options name them (Options.cpp_logs), not from STAX_LOGS.
 CPP_LOG_TOPICS = tuple(t for t in _C.log_topics() if t not in PYTHON_LOG_TOPICS)

@@ -79,3 +79,38 @@ def test_strides_of_size_one_dimensions_share_a_variant(is_stax):
     (out,) = region(other)
     assert_same(out, (x * 2).exp())
     assert len(region._variants) == 1, "a variant was compiled for a size-1 stride"
+
+
+def test_shapes_past_the_recompile_limit_run_in_pytorch(is_stax, monkeypatch, capfd):
+    """A graph with symbolic sizes is compiled per concrete shape (until symbolic programs,
+    issue 33) at most torch._dynamo.config.recompile_limit times; later shapes run in PyTorch
+    with one warning and stay right, and each compile and refusal is logged under
+    "recompiles"."""
+    if not is_stax:
+        return
+    import stax.backend
+
+    compiles = []
+    real_aot = stax.backend._aot
+
+    def counted_aot(*args, **kwargs):
+        compiles.append(1)
+        return real_aot(*args, **kwargs)
+
+    monkeypatch.setattr(stax.backend, "_aot", counted_aot)
+    torch._dynamo.reset()
+    with torch._dynamo.config.patch(recompile_limit=2):
+        compiled = torch.compile(normalize_rows, backend="stax", dynamic=True,
+                                 options={"logs": ["recompiles"]})
+        with pytest.warns(UserWarning, match="recompile_limit") as warned:
+            for shape in ((8, 16), (5, 7), (3, 9), (4, 4), (3, 9), (8, 16)):
+                x = random_values(shape, torch.float32, -2, 2)
+                assert_same(compiled(x), normalize_rows(x), f"shape {shape}")
+    torch._dynamo.reset()
+    assert len(compiles) == 2, "a shape past the limit was compiled, or a compiled one again"
+    assert len([w for w in warned if "recompile_limit" in str(w.message)]) == 1
+    err = capfd.readouterr().err
+    assert err.count("compiled for shapes") == 2, err
+    assert err.count("run in PyTorch") == 2, err  # (3, 9) and (4, 4), each logged once
+    # Dynamo passes the symbolic sizes as ints ahead of the tensor: "(8, 16, [8, 16])".
+    assert "[8, 16])" in err and "[4, 4])" in err, err
