@@ -1,0 +1,181 @@
+"""Shapes that change (issue 33's targets): what a new size costs each backend.
+
+1. New lengths: a bench/models text model (2 layers, batch 1) called at 16 sequence lengths in
+   turn; per backend the first call at each length (ms), the compiles it took (Dynamo graphs;
+   for Stax also its own per-shape compiles), and the median of 5 calls at the last length.
+2. Greedy decoding: `model.generate(max_new_tokens=N, do_sample=False)` with the model's
+   forward compiled, transformers' default dynamic KV cache and its static cache
+   (`cache_implementation="static"`); ms per new token on a second generate (the first warms
+   up), and the compiles of both.
+
+Eager, the default backend (inductor) and Stax in one process, one after the other
+(`torch._dynamo.reset()` between them), 2 threads, run under `chrt -f 1`. Prints a Markdown
+table per part.
+
+Usage: chrt -f 1 .venv/bin/python bench/dynamic/shapes.py [--model gpt2] [--lengths 64:80]
+       [--new-tokens 64]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "models"))
+
+import torch  # noqa: E402
+
+import models  # noqa: E402
+
+BACKENDS = ("eager", "inductor", "stax")
+
+
+class Counted:
+    """A torch.compile backend that counts the graphs Dynamo hands it (and, for Stax, the
+    per-shape compiles of graphs with symbolic sizes)."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.graphs = 0
+        self.stax_compiles = 0
+        if name == "stax":
+            import stax.backend
+
+            real = stax.backend._aot
+
+            def counted(*args, **kwargs):
+                self.stax_compiles += 1
+                return real(*args, **kwargs)
+
+            stax.backend._aot = counted
+
+    def __call__(self, gm, example_inputs):
+        self.graphs += 1
+        if self.name == "inductor":
+            from torch._inductor.compile_fx import compile_fx
+
+            return compile_fx(gm, example_inputs)
+        from stax.backend import stax_backend
+
+        return stax_backend(gm, example_inputs)
+
+    def compiles(self) -> str:
+        if self.name == "stax":
+            return f"{self.graphs} graphs, {self.stax_compiles} compiles"
+        return f"{self.graphs} graphs"
+
+
+def compiled_forward(model, backend: str):
+    if backend == "eager":
+        return model.forward, None
+    torch._dynamo.reset()
+    counter = Counted(backend)
+    return torch.compile(model.forward, backend=counter), counter
+
+
+def new_lengths(model_name: str, lengths: list[int]) -> None:
+    model, _, vocab = models.build(model_name, torch.float32)
+    model.eval()
+    g = torch.Generator().manual_seed(1)
+    inputs = {n: torch.randint(0, vocab, (1, n), generator=g) for n in lengths}
+    rows = {}
+    for backend in BACKENDS:
+        forward, counter = compiled_forward(model, backend)
+        firsts = []
+        with torch.no_grad():
+            for n in lengths:
+                start = time.perf_counter()
+                forward(input_ids=inputs[n])
+                firsts.append((time.perf_counter() - start) * 1e3)
+            steady = []
+            for _ in range(5):
+                start = time.perf_counter()
+                forward(input_ids=inputs[lengths[-1]])
+                steady.append((time.perf_counter() - start) * 1e3)
+        rows[backend] = (firsts, statistics.median(steady), counter.compiles() if counter else "-")
+    print(f"\n### {model_name}, batch 1, lengths {lengths[0]}..{lengths[-1]} in turn\n")
+    print("| backend | first call at each length, ms | median of lengths 3.. | "
+          "steady call at the last length, ms | compiles |")
+    print("|---|---|---|---|---|")
+    for backend, (firsts, steady, compiles) in rows.items():
+        shown = " ".join(f"{t:.0f}" for t in firsts)
+        print(f"| {backend} | {shown} | {statistics.median(firsts[2:]):.0f} | {steady:.1f} | "
+              f"{compiles} |", flush=True)
+
+
+def decoding(model_name: str, new_tokens: int) -> None:
+    from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    if model_name == "gpt2":
+        cfg = GPT2Config(n_embd=768, n_head=12, n_layer=2, n_positions=1024,
+                         attn_implementation="eager")
+        model = GPT2LMHeadModel(cfg)
+    else:
+        cfg = LlamaConfig(hidden_size=1024, intermediate_size=2752, num_attention_heads=16,
+                          num_key_value_heads=16, num_hidden_layers=2, vocab_size=32000,
+                          attn_implementation="eager")
+        model = LlamaForCausalLM(cfg)
+    model.eval()
+    prompt = torch.randint(0, cfg.vocab_size, (1, 32), generator=torch.Generator().manual_seed(2))
+    print(f"\n### {model_name}, greedy decoding of {new_tokens} tokens after a 32-token prompt\n")
+    print("| cache | backend | ms per token (second generate) | first generate, s | compiles | "
+          "tokens equal eager's |")
+    print("|---|---|---|---|---|---|")
+    for cache in ("dynamic", "static"):
+        extra = {"cache_implementation": "static"} if cache == "static" else {}
+        reference = None
+        for backend in BACKENDS:
+            original = model.forward
+            forward, counter = compiled_forward(model, backend)
+            model.forward = forward
+            try:
+                with torch.no_grad():
+                    start = time.perf_counter()
+                    out = model.generate(prompt, max_new_tokens=new_tokens, min_new_tokens=new_tokens,
+                                         do_sample=False, **extra)
+                    first = time.perf_counter() - start
+                    start = time.perf_counter()
+                    out = model.generate(prompt, max_new_tokens=new_tokens, min_new_tokens=new_tokens,
+                                         do_sample=False, **extra)
+                    per_token = (time.perf_counter() - start) * 1e3 / new_tokens
+            finally:
+                model.forward = original
+            if reference is None:
+                reference = out
+            same = "yes" if torch.equal(out, reference) else "no"
+            print(f"| {cache} | {backend} | {per_token:.1f} | {first:.1f} | "
+                  f"{counter.compiles() if counter else '-'} | {same} |", flush=True)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model", default="gpt2", choices=("gpt2", "llama"))
+    parser.add_argument("--lengths", default="64:80", help="first:end (end excluded)")
+    parser.add_argument("--new-tokens", type=int, default=64)
+    parser.add_argument("--parts", default="lengths,decoding")
+    args = parser.parse_args()
+    torch.set_num_threads(2)
+    first, end = (int(v) for v in args.lengths.split(":"))
+    print(f"CPU: {_cpu()}; torch {torch.__version__}; 2 threads; "
+          f"recompile_limit {torch._dynamo.config.recompile_limit}")
+    if "lengths" in args.parts:
+        new_lengths(args.model, list(range(first, end)))
+    if "decoding" in args.parts:
+        decoding(args.model, args.new_tokens)
+
+
+def _cpu() -> str:
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return "unknown"
+
+
+if __name__ == "__main__":
+    main()
