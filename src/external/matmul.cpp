@@ -409,10 +409,12 @@ struct ScratchOperand {
 };
 
 // Times the forms of `spec` on scratch operands (matmul_weights_form.h): `direct` first,
-// `packed` where not null, the BLAS where not null. Returns the note explain shows; `chosen`
-// gets the decision.
-std::string measure_weights_forms(const MatmulSpec& spec, Form form, Primitive& direct,
-                                  Primitive* packed, const detail::BlasLibrary* blas, int threads,
+// `packed` where not null, the BLAS where not null, all of them planned for `spec`, which is
+// `planned` or its first columns (detail::measurement_spec); the decision is kept under
+// `planned`'s key. Returns the note explain shows; `chosen` gets the decision.
+std::string measure_weights_forms(const MatmulSpec& planned, const MatmulSpec& spec, Form form,
+                                  Primitive& direct, Primitive* packed,
+                                  const detail::BlasLibrary* blas, int threads,
                                   const std::string& directory, MatmulWeights* chosen) {
   const ScratchOperand a(detail::layout_extent(spec.a), spec.dtype);
   const ScratchOperand b(detail::layout_extent(spec.b), spec.dtype);
@@ -440,8 +442,14 @@ std::string measure_weights_forms(const MatmulSpec& spec, Form form, Primitive& 
                           }});
   }
   if (packed != nullptr) candidates.push_back({MatmulWeights::Packed, run_with(*packed)});
-  return detail::measure_weights_form(detail::weights_form_key(spec, threads, blas), directory,
-                                      candidates, chosen);
+  std::string note = detail::measure_weights_form(detail::weights_form_key(planned, threads, blas),
+                                                  directory, candidates, chosen);
+  if (spec.c.sizes[2] != planned.c.sizes[2]) {
+    note += "; timed on its first " + std::to_string(spec.c.sizes[2]) + " of " +
+            std::to_string(planned.c.sizes[2]) + " columns (operands within the measurement's " +
+            std::to_string(detail::kMeasurementBudgetBytes >> 20) + " MiB)";
+  }
+  return note;
 }
 
 }  // namespace
@@ -526,31 +534,50 @@ std::unique_ptr<MatmulPlan> MatmulPlan::create(const MatmulSpec& spec, int num_t
       chosen = std::move(packed);
     } else if (weights == MatmulWeights::Measured ||
                weights == MatmulWeights::MeasuredWithoutBlas) {
-      why = detail::weights_form_not_measured(spec);
-      if (why.empty()) {
-        auto packed = make_primitive(spec, analysis.form, true);
+      // matmul_weights_form.h: B packed where its columns are contiguous, the BLAS where it
+      // takes the spec, timed against B in place.
+      std::string blas_why = "not asked for";
+      const detail::BlasLibrary* blas = nullptr;
+      if (weights == MatmulWeights::Measured) {
+        blas_why = detail::blas_refusal(spec);
+        if (blas_why.empty()) blas = detail::blas_library(&blas_why);
+      }
+      const bool packable = detail::b_columns_contiguous(spec);
+      const std::optional<MatmulSpec> timed = detail::measurement_spec(spec);
+      std::unique_ptr<Primitive> packed;
+      if (packable && timed) {
+        packed = make_primitive(spec, analysis.form, true);
         if (is_reference(packed->pd)) packed.reset();
-        const detail::BlasLibrary* blas =
-            weights == MatmulWeights::Measured && detail::blas_refusal(spec).empty()
-                ? detail::blas_library()
-                : nullptr;
-        MatmulWeights form = MatmulWeights::Direct;
-        if (!packed && blas == nullptr) {
-          why =
-              "B read in place: the library has no fast kernel for it packed, and the BLAS "
-              "does not take it";
-        } else {
-          why = measure_weights_forms(spec, analysis.form, *chosen, packed.get(), blas, threads,
-                                      measurement_dir, &form);
-        }
-        state->weights = form;
-        if (form == MatmulWeights::Packed) chosen = std::move(packed);
-        if (form == MatmulWeights::Blas) {
-          state->blas = blas;
-          state->implementation =
-              blas->description() + " sgemm" + state->implementation + "; " + why;
-          return std::unique_ptr<MatmulPlan>(new MatmulPlan(std::move(state)));
-        }
+      }
+      MatmulWeights form = MatmulWeights::Direct;
+      if (!timed) {
+        why = "B read in place, unmeasured: operands above the " +
+              std::to_string(detail::kMeasurementBudgetBytes >> 20) +
+              " MiB a measurement may allocate, and more than one matrix";
+      } else if (!packed && blas == nullptr) {
+        why = std::string("B read in place: ") +
+              (packable ? "the library has no fast kernel for it packed"
+                        : "B's columns are not contiguous (the library packs it inside its "
+                          "kernel)") +
+              ", and the BLAS does not take it (" + blas_why + ")";
+      } else if (timed->c.sizes[2] == spec.c.sizes[2]) {
+        why = measure_weights_forms(spec, spec, analysis.form, *chosen, packed.get(), blas, threads,
+                                    measurement_dir, &form);
+      } else {
+        // The forms are timed on the first columns, each planned for them.
+        const Form timed_form = analyze(*timed).form;
+        auto timed_direct = make_primitive(*timed, timed_form, false);
+        std::unique_ptr<Primitive> timed_packed;
+        if (packed) timed_packed = make_primitive(*timed, timed_form, true);
+        why = measure_weights_forms(spec, *timed, timed_form, *timed_direct, timed_packed.get(),
+                                    blas, threads, measurement_dir, &form);
+      }
+      state->weights = form;
+      if (form == MatmulWeights::Packed) chosen = std::move(packed);
+      if (form == MatmulWeights::Blas) {
+        state->blas = blas;
+        state->implementation = blas->description() + " sgemm" + state->implementation + "; " + why;
+        return std::unique_ptr<MatmulPlan>(new MatmulPlan(std::move(state)));
       }
     }
     state->implementation = library_name() + " " + std::string(chosen->pd.impl_info_str()) +

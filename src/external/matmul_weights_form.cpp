@@ -12,15 +12,45 @@
 
 namespace stax::external::detail {
 
-std::string weights_form_not_measured(const MatmulSpec& spec) {
-  if (spec.b.strides[2] != 1 || spec.b.sizes[2] < 2) {
-    return "B's columns are not contiguous: the library packs it inside its kernel";
+bool b_columns_contiguous(const MatmulSpec& spec) {
+  return spec.b.strides[2] == 1 && spec.b.sizes[2] >= 2;
+}
+
+std::optional<MatmulSpec> measurement_spec(const MatmulSpec& spec) {
+  if (measurement_bytes(spec) <= kMeasurementBudgetBytes) return spec;
+  constexpr int64_t kColumnStep = 64;
+  const int64_t n = spec.c.sizes[2];
+  if (spec.c.sizes[0] != 1 || n <= kColumnStep) return std::nullopt;
+  // Narrows every layout with N columns to `columns`; a layout whose rows are contiguous and
+  // at least N long gets rows of `columns` elements (its extent shrinks with N).
+  auto narrowed = [&](int64_t columns) {
+    MatmulSpec m = spec;
+    auto narrow = [&](MatrixLayout& l) {
+      if (l.sizes[2] != n) return;
+      l.sizes[2] = columns;
+      if (l.strides[2] == 1 && l.strides[1] >= n) l.strides[1] = columns;
+    };
+    narrow(m.b);
+    narrow(m.c);
+    if (m.bias) narrow(*m.bias);
+    for (PostOp& op : m.post_ops) {
+      if (op.operand) narrow(*op.operand);
+    }
+    return m;
+  };
+  // Bytes grow with the columns: the widest multiple of kColumnStep that fits, by bisection.
+  int64_t lo = 0;
+  int64_t hi = (n - 1) / kColumnStep;
+  while (lo < hi) {
+    const int64_t mid = (lo + hi + 1) / 2;
+    if (measurement_bytes(narrowed(mid * kColumnStep)) <= kMeasurementBudgetBytes) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
   }
-  if (measurement_bytes(spec) > kMeasurementBudgetBytes) {
-    return "operands above the " + std::to_string(kMeasurementBudgetBytes >> 20) +
-           " MiB a measurement may allocate: B direct, unmeasured";
-  }
-  return "";
+  if (lo == 0) return std::nullopt;
+  return narrowed(lo * kColumnStep);
 }
 
 int64_t layout_extent(const MatrixLayout& layout) {

@@ -18,11 +18,18 @@
 // A float32 product without post-ops is also timed through the BLAS where one is loaded
 // (blas_library.h: MKL's sgemm, which is eager's float32 torch.mm; matmul_blas.h), since
 // packing closes only part of the gap: 394x3072x768 in place 1.17x eager, packed 1.19x,
-// MKL 0.88x.
+// MKL 0.88x. That holds for a linear layer's weight too (B's rows contiguous, nothing to
+// pack): at a few rows, a decoding step's products, oneDNN 2.6 took 1.7-3.4x MKL's time
+// (1x768x768 0.066 ms against 0.019, 1x768x50257 9.0 against 6.3), at 128 rows 0.91-1.07x, so
+// such plans time B in place against the BLAS.
+// A product whose operands exceed the measurement's budget is timed on its first columns
+// (measurement_spec): a product's time per column is its time per column at any width here,
+// and GPT-2's LM head (154 MB of weights) is the product a decoding step spends most on.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,20 +38,25 @@
 
 namespace stax::external::detail {
 
-// Whether a plan measures the packed form against the direct one: B's columns contiguous
-// (unit column stride, more than one column), and the scratch operands of a measurement
-// within kMeasurementBudgetBytes. Empty when it does; otherwise why not, for explain.
-std::string weights_form_not_measured(const MatmulSpec& spec);
+// Whether B can be packed by the plan (B's columns contiguous: unit column stride, more than
+// one column); otherwise the library packs it inside its kernel.
+bool b_columns_contiguous(const MatmulSpec& spec);
+
+// The spec a measurement times for `spec`: `spec` itself when its scratch operands fit
+// kMeasurementBudgetBytes; else, for one matrix (batch 1), the same product on its first N'
+// columns (N' a multiple of 64, the widest that fits; row-major operands get rows of N'
+// elements); nullopt when neither fits.
+std::optional<MatmulSpec> measurement_spec(const MatmulSpec& spec);
 
 // Elements a layout spans in memory: 1 + sum of (size - 1) * stride; 0 when it is empty.
 int64_t layout_extent(const MatrixLayout& layout);
 
 // The bytes of scratch operands a measurement allocates and frees around its timing (a, b, c,
-// bias, post-op operands). Above kMeasurementBudgetBytes the direct form is kept unmeasured:
-// a plan may be built while a training step's activations are alive (the backward graph
-// loads after the forward ran), and its measurement must not raise the process's peak by
-// much. The largest model products measured fit (BERT-base at 1024 tokens, 1024x768x3072:
-// 25 MB); GPT-2's LM head (154 MB of weights) does not, and measured faster direct.
+// bias, post-op operands). At most kMeasurementBudgetBytes are allocated: a plan may be built
+// while a training step's activations are alive (the backward graph loads after the forward
+// ran), and its measurement must not raise the process's peak by much. The largest model
+// products fit whole (BERT-base at 1024 tokens, 1024x768x3072: 25 MB); GPT-2's LM head (154 MB
+// of weights) is timed on its first columns (measurement_spec).
 int64_t measurement_bytes(const MatmulSpec& spec);
 inline constexpr int64_t kMeasurementBudgetBytes = int64_t{64} << 20;
 

@@ -22,6 +22,7 @@
 #include "external/host_loops.h"
 #include "external/matmul.h"
 #include "external/matmul_blas.h"
+#include "external/matmul_weights_form.h"
 
 namespace stax::external {
 namespace {
@@ -561,11 +562,13 @@ TEST(Matmul, Describe) {
 }
 
 // matmul_weights_form.h: where B's columns are contiguous a float32 or bfloat16 plan times B
-// in place against B packed, once per shape, layout and thread count in the process (a second
-// plan of the same spec reports the same measurement, not a new one); where its rows are (a
-// linear layer's weight) the library packs it inside its kernel and nothing is measured; and
-// a measurement that would allocate more than its budget keeps B in place unmeasured.
-TEST(Matmul, WeightsFormIsMeasuredOncePerShapeWhereBsColumnsAreContiguous) {
+// in place against B packed (and the BLAS where it takes the spec), once per shape, layout and
+// thread count in the process (a second plan of the same spec reports the same measurement,
+// not a new one); where its rows are (a linear layer's weight) the library packs it inside its
+// kernel, and only the BLAS is timed against it; a product whose operands exceed the
+// measurement's budget is timed on its first columns, and one of several matrices that does is
+// kept in place unmeasured.
+TEST(Matmul, WeightsFormIsMeasuredOncePerShapeWhereThereIsAChoice) {
   for (DType dt : kDtypes) {
     const MatmulSpec row_major_b =
         make_spec(dt, contiguous(1, 96, 80), contiguous(1, 80, 112), 1, 96, 112);
@@ -584,15 +587,46 @@ TEST(Matmul, WeightsFormIsMeasuredOncePerShapeWhereBsColumnsAreContiguous) {
         make_spec(dt, contiguous(1, 96, 80), column_major(1, 80, 112), 1, 96, 112);
     const auto plan = MatmulPlan::create(weight, 2);
     EXPECT_FALSE(plan->packs_weights());
-    EXPECT_NE(plan->implementation().find("B's columns are not contiguous"), std::string::npos)
-        << plan->implementation();
+    if (blas_takes(weight)) {
+      EXPECT_NE(plan->implementation().find("measured when planned"), std::string::npos)
+          << plan->implementation();
+      EXPECT_EQ(plan->implementation().find("packed, reorder included"), std::string::npos)
+          << plan->implementation();
+    } else {
+      EXPECT_NE(plan->implementation().find("B's columns are not contiguous"), std::string::npos)
+          << plan->implementation();
+    }
+    const auto weight_on_onednn = MatmulPlan::create(weight, 2, MatmulWeights::MeasuredWithoutBlas);
+    EXPECT_NE(weight_on_onednn->implementation().find("B's columns are not contiguous"),
+              std::string::npos)
+        << weight_on_onednn->implementation();
+    check(weight, "column-major b, measured");
 
-    // 4096 x 4608 float32 B alone is 72 MiB: planned (no data is touched), never measured.
+    // 8 x 4096 x 4608: float32 B alone is 72 MiB, timed on its first columns (bfloat16's 36 MiB
+    // fit whole); the plan runs the whole product.
     const MatmulSpec large =
         make_spec(dt, contiguous(1, 8, 4096), contiguous(1, 4096, 4608), 1, 8, 4608);
     const std::string note = MatmulPlan::create(large, 2)->implementation();
-    EXPECT_NE(note.find(dt == DType::Float32 ? "unmeasured" : "measured"), std::string::npos)
-        << note;
+    EXPECT_NE(note.find("measured when planned"), std::string::npos) << note;
+    EXPECT_EQ(note.find("of 4608 columns") != std::string::npos, dt == DType::Float32) << note;
+    const auto narrowed = detail::measurement_spec(large);
+    ASSERT_TRUE(narrowed.has_value());
+    EXPECT_LE(detail::measurement_bytes(*narrowed), detail::kMeasurementBudgetBytes);
+    EXPECT_EQ(narrowed->c.sizes[2] % 64, 0);
+    if (dt == DType::Float32) {
+      EXPECT_LT(narrowed->c.sizes[2], 4608);
+      // The widest multiple of 64 that fits.
+      EXPECT_GT(detail::measurement_bytes(make_spec(dt, contiguous(1, 8, 4096),
+                                                    contiguous(1, 4096, narrowed->c.sizes[2] + 64),
+                                                    1, 8, narrowed->c.sizes[2] + 64)),
+                detail::kMeasurementBudgetBytes);
+    }
+    // Two such matrices (72 MiB of B in bfloat16 too): nothing narrower is timed, B in place
+    // unmeasured.
+    const MatmulSpec batched =
+        make_spec(dt, contiguous(2, 8, 4096), contiguous(2, 4096, 4608), 2, 8, 4608);
+    const std::string batched_note = MatmulPlan::create(batched, 2)->implementation();
+    EXPECT_NE(batched_note.find("unmeasured"), std::string::npos) << batched_note;
   }
 }
 
