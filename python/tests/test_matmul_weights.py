@@ -53,6 +53,26 @@ def test_row_major_weights_match_eager_and_explain_says_how(measure):
         assert_same(compiled(x), module(x), **summation_tolerance(torch.float32, 192, magnitude))
 
 
+def test_linear_weights_at_one_row_are_timed_against_the_blas():
+    """A linear layer's weight (B's rows contiguous, nothing to pack) at a decoding step's one
+    row: oneDNN 2.6 took 1.7-3.4x MKL's time there, so the plan times B in place against the
+    BLAS wherever the process has one (bench/gemm/RESULTS.md, "A linear layer's weight")."""
+    torch.manual_seed(3)
+    module, x = torch.nn.Linear(192, 576), torch.randn(1, 192)
+    (plan,) = compiled_plans(module, x)
+    if stax.blas_library()[0]:
+        assert "measured when planned" in plan and "by the BLAS" in plan, plan
+        assert "packed" not in plan, plan
+    else:
+        assert "B's columns are not contiguous" in plan, plan
+    (on_onednn,) = compiled_plans(module, x, matmul_blas=False)
+    assert "B's columns are not contiguous" in on_onednn and "by the BLAS" not in on_onednn
+    compiled = torch.compile(module, backend="stax")
+    with torch.no_grad():
+        magnitude = float(x.abs().max() * module.weight.abs().max())
+        assert_same(compiled(x), module(x), **summation_tolerance(torch.float32, 192, magnitude))
+
+
 def test_training_gradients_match_eager():
     """The backward graph's products read row-major B (dY^T X, dY W): measured forms, eager's
     gradients."""
