@@ -2,6 +2,10 @@
 // (dependence normalization), merge_loops() merges the loops of a whole nest for all of its
 // indices at once. Both share the merge test below.
 //
+// Extents may be expressions over size symbols (issue 33): a loop pair merges when both
+// extents are proved at least 1 and the inner one may divide (a constant or a product of
+// sizes); the merged extent is their product.
+//
 // Merge test for adjacent loops a (outer) and b (inner, extent nb): substitute a = c // nb,
 // b = c % nb for a fresh c of extent na*nb, simplify, and accept when the result has no more
 // floordiv/mod atoms involving c than the index had involving a or b. For an index without
@@ -33,7 +37,7 @@ namespace {
 
 struct Loop {
   std::string name;
-  int64_t extent = 0;
+  Expr extent;
   bool used = true;  // collapse only merges used loops and drops unused ones at the end
 };
 
@@ -42,6 +46,7 @@ struct MergeState {
   std::vector<Expr> indices;             // indices in the current loop variables
   std::map<std::string, Expr> old_expr;  // original loop variable -> expression in current ones
   std::set<std::string> taken;           // names that fresh variables must avoid
+  SymbolTable symbols;                   // the size symbols extents may use
   int fresh_counter = 0;
 };
 
@@ -58,10 +63,18 @@ int count_atoms(const Expr& e, const std::string& a, const std::string& b) {
   return n;
 }
 
-RangeMap ranges_of(const std::vector<Loop>& loops) {
-  RangeMap r;
-  for (const Loop& l : loops) r[l.name] = l.extent;
-  return r;
+Domain domain_of(const std::vector<Loop>& loops, const SymbolTable& symbols) {
+  std::map<std::string, Expr> extents;
+  for (const Loop& l : loops) extents[l.name] = l.extent;
+  return Domain(std::move(extents), symbols);
+}
+
+// A loop that may run no iteration (an extent below 1, or an expression not known to be at
+// least 1) is never merged: its extent is not a divisor.
+bool mergeable_extent(const Expr& extent, const SymbolTable& symbols) {
+  if (!is_divisor(extent)) return false;
+  if (extent.is_constant()) return true;
+  return is_nonnegative(extent - Expr(1), Domain({}, symbols)) == Truth::kProved;
 }
 
 std::string fresh_name(MergeState& st) {
@@ -80,10 +93,23 @@ void merge_adjacent(MergeState& st, const std::function<bool(const Loop&, const 
   for (size_t p = st.loops.size() < 2 ? 0 : st.loops.size() - 1; p-- > 0;) {
     const Loop a = st.loops[p];
     const Loop b = st.loops[p + 1];
-    int64_t extent = 0;
-    if (a.extent < 1 || b.extent < 1 || !allowed(a, b) ||
-        __builtin_mul_overflow(a.extent, b.extent, &extent)) {
+    if (!mergeable_extent(a.extent, st.symbols) || !mergeable_extent(b.extent, st.symbols) ||
+        !allowed(a, b)) {
       continue;
+    }
+    Expr extent;
+    auto na = a.extent.constant_value();
+    auto nb = b.extent.constant_value();
+    if (na && nb) {
+      int64_t product = 0;
+      if (__builtin_mul_overflow(*na, *nb, &product)) continue;
+      extent = Expr(product);
+    } else {
+      try {
+        extent = a.extent * b.extent;
+      } catch (const std::overflow_error&) {
+        continue;
+      }
     }
     std::string c = fresh_name(st);
     Expr cv = Expr::var(c);
@@ -91,7 +117,7 @@ void merge_adjacent(MergeState& st, const std::function<bool(const Loop&, const 
     std::vector<Loop> loops = st.loops;
     loops[p] = Loop{c, extent, a.used || b.used};
     loops.erase(loops.begin() + static_cast<std::ptrdiff_t>(p) + 1);
-    RangeMap ranges = ranges_of(loops);
+    const Domain ranges = domain_of(loops, st.symbols);
     std::vector<Expr> indices;
     bool ok = true;
     for (const Expr& idx : st.indices) {
@@ -142,10 +168,10 @@ std::set<std::string> outside_vars(const std::vector<Expr>& indices,
   return out;
 }
 
-RangeMap ranges_of(const std::vector<LoopVar>& loop_vars) {
-  RangeMap r;
-  for (const LoopVar& l : loop_vars) r[l.name] = l.extent;
-  return r;
+Domain domain_of(const std::vector<LoopVar>& loop_vars, const SymbolTable& symbols) {
+  std::map<std::string, Expr> extents;
+  for (const LoopVar& l : loop_vars) extents[l.name] = l.extent;
+  return Domain(std::move(extents), symbols);
 }
 
 std::vector<LoopVar> as_loop_vars(const std::vector<Loop>& loops) {
@@ -158,16 +184,17 @@ std::vector<LoopVar> as_loop_vars(const std::vector<Loop>& loops) {
 }  // namespace
 
 CollapseResult collapse_with_mapping(const Expr& e, const std::vector<LoopVar>& loop_vars,
-                                     const std::string& prefix) {
+                                     const std::string& prefix, const SymbolTable& symbols) {
   std::set<std::string> outside = outside_vars({e}, loop_vars);
   MergeState st;
-  st.indices = {simplify(e, ranges_of(loop_vars))};
+  st.symbols = symbols;
+  st.indices = {simplify(e, domain_of(loop_vars, symbols))};
   st.taken = free_vars(e);
   CollapseResult result;
   // Loops of extent 1 do not affect the iteration order: drop them (the variable is 0).
   for (const LoopVar& l : loop_vars) {
     st.taken.insert(l.name);
-    if (l.extent == 1) {
+    if (l.extent == Expr(1)) {
       result.old_to_new[l.name] = Expr();
       continue;
     }
@@ -183,7 +210,7 @@ CollapseResult collapse_with_mapping(const Expr& e, const std::vector<LoopVar>& 
   }
   st.loops = std::move(survivors);
   auto rename = rename_loops(st, prefix, outside);
-  RangeMap ranges = ranges_of(st.loops);
+  const Domain ranges = domain_of(st.loops, symbols);
   result.collapsed.index = simplify(substitute(st.indices[0], rename), ranges);
   result.collapsed.vars = as_loop_vars(st.loops);
   for (auto& [old, expr] : st.old_expr) {
@@ -193,15 +220,16 @@ CollapseResult collapse_with_mapping(const Expr& e, const std::vector<LoopVar>& 
 }
 
 CollapsedIndex collapse(const Expr& e, const std::vector<LoopVar>& loop_vars,
-                        const std::string& prefix) {
-  return collapse_with_mapping(e, loop_vars, prefix).collapsed;
+                        const std::string& prefix, const SymbolTable& symbols) {
+  return collapse_with_mapping(e, loop_vars, prefix, symbols).collapsed;
 }
 
 MergedLoops merge_loops(const std::vector<LoopVar>& loop_vars, const std::vector<Expr>& indices,
-                        const std::string& prefix) {
+                        const std::string& prefix, const SymbolTable& symbols) {
   std::set<std::string> outside = outside_vars(indices, loop_vars);
-  RangeMap full = ranges_of(loop_vars);
+  const Domain full = domain_of(loop_vars, symbols);
   MergeState st;
+  st.symbols = symbols;
   for (const Expr& idx : indices) {
     st.indices.push_back(simplify(idx, full));
     for (const std::string& v : free_vars(idx)) st.taken.insert(v);
@@ -209,7 +237,7 @@ MergedLoops merge_loops(const std::vector<LoopVar>& loop_vars, const std::vector
   MergedLoops result;
   for (const LoopVar& l : loop_vars) {
     st.taken.insert(l.name);
-    if (l.extent == 1) {
+    if (l.extent == Expr(1)) {
       result.old_to_new[l.name] = Expr();
       continue;
     }
@@ -218,7 +246,7 @@ MergedLoops merge_loops(const std::vector<LoopVar>& loop_vars, const std::vector
   }
   merge_adjacent(st, [](const Loop&, const Loop&) { return true; });
   auto rename = rename_loops(st, prefix, outside);
-  RangeMap ranges = ranges_of(st.loops);
+  const Domain ranges = domain_of(st.loops, symbols);
   result.vars = as_loop_vars(st.loops);
   for (auto& [old, expr] : st.old_expr) {
     result.old_to_new[old] = simplify(substitute(expr, rename), ranges);

@@ -292,12 +292,7 @@ void check_divisor(const Expr& divisor, const char* op) {
     }
     return;
   }
-  const ExprNode& n = divisor.node();
-  bool monomial = n.constant == 0 && n.terms.size() == 1 && n.terms[0].coeff >= 1;
-  if (monomial) {
-    for (const Atom& a : n.terms[0].factors) monomial = monomial && a.kind == AtomKind::kVar;
-  }
-  if (!monomial) {
+  if (!is_divisor(divisor)) {
     throw std::invalid_argument(std::string("stax::index: ") + op + " by " + to_string(divisor) +
                                 ": a divisor is a positive constant or a product of sizes");
   }
@@ -430,6 +425,24 @@ Expr substitute(const Expr& e, const std::map<std::string, Expr>& replacements) 
     sum = sum + p;
   }
   return sum;
+}
+
+bool is_divisor(const Expr& e) {
+  if (auto c = e.constant_value()) return *c >= 1;
+  const ExprNode& n = e.node();
+  if (n.constant != 0 || n.terms.size() != 1 || n.terms[0].coeff < 1) return false;
+  for (const Atom& a : n.terms[0].factors) {
+    if (a.kind != AtomKind::kVar) return false;
+  }
+  return true;
+}
+
+int64_t static_extent(const LoopVar& loop, const char* stage) {
+  if (auto n = loop.extent.constant_value()) return *n;
+  throw std::invalid_argument(std::string(stage) + ": loop " + loop.name + " runs over " +
+                              to_string(loop.extent) +
+                              ", a size known only at run time; symbolic sizes are not "
+                              "supported here yet");
 }
 
 Domain::Domain(const RangeMap& ranges) {

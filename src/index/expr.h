@@ -147,12 +147,21 @@ std::optional<int64_t> stride(const Expr& e, const std::string& var, const Domai
 // [s0, s1, 768] tensor); nullopt when it depends on a loop variable.
 std::optional<Expr> symbolic_stride(const Expr& e, const std::string& var, const Domain& domain);
 
-// A loop variable with its extent, in loop order (outermost first).
+// A loop variable with its extent (a constant, or an expression over size symbols), in loop
+// order (outermost first).
 struct LoopVar {
   std::string name;
-  int64_t extent;
+  Expr extent;
   friend bool operator==(const LoopVar&, const LoopVar&) = default;
 };
+
+// The extent of a loop for a stage that does not handle size symbols yet: its constant value;
+// throws std::invalid_argument naming `stage`, the loop and the extent when it is symbolic
+// (docs/symbolic_sizes.md: a symbolic program is refused there, never compiled at a hint).
+int64_t static_extent(const LoopVar& loop, const char* stage);
+
+// Whether `e` may divide in floordiv/mod: a positive constant or c * s0 * s1 ... (c >= 1).
+bool is_divisor(const Expr& e);
 
 // Dimension collapsing for dependence normalization (Example 7.1): drops the variables the
 // index does not use, merges adjacent used variables (outer a, inner b) whenever the index
@@ -164,8 +173,10 @@ struct CollapsedIndex {
   std::vector<LoopVar> vars;
   friend bool operator==(const CollapsedIndex&, const CollapsedIndex&) = default;
 };
+// Extents may be expressions over the size symbols in `symbols` (a loop over [s0, s1] merges
+// into one over s0*s1 where s1 may divide); without symbols every extent is a constant.
 CollapsedIndex collapse(const Expr& e, const std::vector<LoopVar>& loop_vars,
-                        const std::string& prefix = "c");
+                        const std::string& prefix = "c", const SymbolTable& symbols = {});
 
 // collapse() together with the substitution it applied: for every loop variable of extent 1
 // the value 0, and for every loop variable the collapsed index still uses its expression in
@@ -177,7 +188,8 @@ struct CollapseResult {
   std::map<std::string, Expr> old_to_new;
 };
 CollapseResult collapse_with_mapping(const Expr& e, const std::vector<LoopVar>& loop_vars,
-                                     const std::string& prefix = "c");
+                                     const std::string& prefix = "c",
+                                     const SymbolTable& symbols = {});
 
 // Loop simplification for a whole loop nest: merges adjacent loops (outer a, inner b) when
 // *every* index in `indices` depends on them only through extent(b)*a + b (or on neither),
@@ -190,7 +202,7 @@ struct MergedLoops {
   std::map<std::string, Expr> old_to_new;
 };
 MergedLoops merge_loops(const std::vector<LoopVar>& loop_vars, const std::vector<Expr>& indices,
-                        const std::string& prefix);
+                        const std::string& prefix, const SymbolTable& symbols = {});
 
 // Where to split a loop `var` (its extent in `ranges`) that the indices reach through floor
 // division or modulo: the period d such that, with var = d*hi + lo (hi < extent/d, lo < d),

@@ -17,9 +17,12 @@ namespace stax::scheduler {
 using index::Expr;
 using index::LoopVar;
 
+// The scheduler works on constant extents until it is made symbolic (docs/symbolic_sizes.md).
+constexpr const char* kStage = "scheduler";
+
 int64_t MemoryDep::numel() const {
   int64_t n = 1;
-  for (const auto& v : ranges) n *= v.extent;
+  for (const auto& v : ranges) n *= index::static_extent(v, kStage);
   return n;
 }
 
@@ -31,7 +34,7 @@ std::string MemoryDep::to_string() const {
   std::ostringstream out;
   out << "MemoryDep('" << buffer << "', " << index::to_string(index) << ", {";
   for (size_t k = 0; k < ranges.size(); ++k) {
-    out << (k ? ", " : "") << ranges[k].name << ": " << ranges[k].extent;
+    out << (k ? ", " : "") << ranges[k].name << ": " << index::to_string(ranges[k].extent);
   }
   out << "})";
   return out.str();
@@ -72,20 +75,20 @@ MemoryDep normalize_dep(const std::string& buffer, const Expr& idx,
 
 std::vector<int64_t> SchedulerNode::sizes() const {
   std::vector<int64_t> out;
-  for (const auto& v : vars) out.push_back(v.extent);
+  for (const auto& v : vars) out.push_back(index::static_extent(v, kStage));
   return out;
 }
 
 std::vector<int64_t> SchedulerNode::reduction_sizes() const {
   std::vector<int64_t> out;
-  for (const auto& v : reduction_vars) out.push_back(v.extent);
+  for (const auto& v : reduction_vars) out.push_back(index::static_extent(v, kStage));
   return out;
 }
 
 index::RangeMap SchedulerNode::ranges() const {
   index::RangeMap r;
-  for (const auto& v : vars) r[v.name] = v.extent;
-  for (const auto& v : reduction_vars) r[v.name] = v.extent;
+  for (const auto& v : vars) r[v.name] = index::static_extent(v, kStage);
+  for (const auto& v : reduction_vars) r[v.name] = index::static_extent(v, kStage);
   return r;
 }
 
@@ -107,8 +110,8 @@ std::vector<Expr> as_exprs(const std::vector<LoopVar>& vars) {
 
 index::RangeMap range_map(const std::vector<LoopVar>& a, const std::vector<LoopVar>& b) {
   index::RangeMap r;
-  for (const auto& v : a) r[v.name] = v.extent;
-  for (const auto& v : b) r[v.name] = v.extent;
+  for (const auto& v : a) r[v.name] = index::static_extent(v, kStage);
+  for (const auto& v : b) r[v.name] = index::static_extent(v, kStage);
   return r;
 }
 

@@ -129,12 +129,13 @@ Placement place(const FusedNode& fused, const SchedulerNode& node) {
       for (const index::LoopVar& v : node.vars) {
         Expr combined(0);
         int64_t covered = 1;
-        while (fine < extents.size() && (covered < v.extent || extents[fine] == 1) &&
-               covered * extents[fine] <= v.extent) {
+        const int64_t extent = index::static_extent(v, "scheduler");
+        while (fine < extents.size() && (covered < extent || extents[fine] == 1) &&
+               covered * extents[fine] <= extent) {
           combined = combined * Expr(extents[fine]) + p.pointwise[fine];
           covered *= extents[fine++];
         }
-        if (covered != v.extent) throw std::logic_error(node.name + " does not fit " + fused.name);
+        if (covered != extent) throw std::logic_error(node.name + " does not fit " + fused.name);
         regrouped.push_back(combined);
       }
       p.pointwise = regrouped;
@@ -159,7 +160,8 @@ std::vector<LoopVar> nest_inner_loops(const FusedNode& fused, size_t nest) {
 index::RangeMap nest_ranges(const FusedNode& fused, size_t nest) {
   index::RangeMap r;
   for (size_t j = 0; j < fused.outer.size(); ++j) r["x" + std::to_string(j)] = fused.outer[j];
-  for (const LoopVar& v : nest_inner_loops(fused, nest)) r[v.name] = v.extent;
+  for (const LoopVar& v : nest_inner_loops(fused, nest))
+    r[v.name] = index::static_extent(v, "scheduler");
   return r;
 }
 

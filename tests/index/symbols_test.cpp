@@ -5,6 +5,7 @@
 // the symbols that their facts allow.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstdint>
 #include <random>
 #include <stdexcept>
@@ -108,6 +109,95 @@ TEST(SizeSymbols, GeneratedCodeDividesBySizes) {
   const Domain d = tensor_domain();
   EXPECT_EQ(to_cpp(floordiv(i1, s0), d), "(i1 / s0)");
   EXPECT_EQ(to_cpp(mod(i1 - 5, 2 * s0), d), "stax_mod(i1 - 5, (2*s0))");
+}
+
+TEST(SizeSymbols, LoopsOverSymbolicExtentsCollapseAndMerge) {
+  const SymbolTable sizes{{"s0", {1, 64, 1, 8}}, {"s1", {2, 4096, 1, 128}}};
+  const std::vector<LoopVar> loops{{"i0", s0}, {"i1", s1}, {"i2", Expr(768)}};
+  // Definition 7.2's normalization of a contiguous [s0, s1, 768] access: one loop.
+  const CollapsedIndex c = collapse(768 * s1 * i0 + 768 * i1 + i2, loops, "c", sizes);
+  EXPECT_EQ(c.index, c0);
+  ASSERT_EQ(c.vars.size(), 1u);
+  EXPECT_EQ(c.vars[0].extent, 768 * s0 * s1);
+  // A transposed read keeps its loops apart (i1 steps by 768*s0, not by i2's 768).
+  const MergedLoops t = merge_loops(loops, {768 * s0 * i1 + 768 * i0 + i2}, "x", sizes);
+  EXPECT_EQ(t.vars.size(), 3u);
+  // Only the last two loops of [s0, s1, 768] read as [s0, s1*768] merge.
+  const MergedLoops inner = merge_loops(loops, {768 * s1 * s1 * i0 + 768 * i1 + i2}, "x", sizes);
+  ASSERT_EQ(inner.vars.size(), 2u);
+  EXPECT_EQ(inner.vars[1].extent, 768 * s1);
+  // A loop that may run no iteration (s2 may be 0) merges with nothing.
+  const SymbolTable maybe_empty{{"s2", {0, 64, 1, 8}}};
+  const Expr s2 = Expr::var("s2");
+  const MergedLoops e = merge_loops({{"i0", s2}, {"i1", Expr(4)}}, {4 * i0 + i1}, "x", maybe_empty);
+  EXPECT_EQ(e.vars.size(), 2u);
+  EXPECT_THROW(static_extent(c.vars[0], "a stage"), std::invalid_argument);
+  EXPECT_EQ(static_extent(LoopVar{"i", Expr(5)}, "a stage"), 5);
+}
+
+TEST(SizeSymbols, MergedLoopsWalkTheSameSpaceInOrderForEverySize) {
+  // merge_loops over [i0: s0, i1: s1, i2: 3] for random indices: for every value of the
+  // symbols, the new loops enumerate exactly the old points in the old order, and every index
+  // keeps its value.
+  const SymbolTable sizes{{"s0", {1, 4, 1, 2}}, {"s1", {1, 4, 1, 3}}};
+  const std::vector<LoopVar> loops{{"i0", s0}, {"i1", s1}, {"i2", Expr(3)}};
+  std::mt19937 rng(20261207);
+  auto pick = [&rng](int n) { return std::uniform_int_distribution<int>(0, n - 1)(rng); };
+  const Expr strides_row_major[3] = {3 * s1, Expr(3), Expr(1)};
+  int merged = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    // A row-major form with loops dropped, permuted or scaled now and then, and a division.
+    Expr index = Expr(pick(3));
+    for (int k = 0; k < 3; ++k) {
+      if (pick(5) == 0) continue;
+      Expr stride = strides_row_major[pick(4) == 0 ? pick(3) : k];
+      index = index + stride * Expr::var("i" + std::to_string(k));
+    }
+    if (pick(4) == 0) index = floordiv(index, s1);
+    if (pick(5) == 0) index = mod(index, 2 * s0);
+    const MergedLoops m = merge_loops(loops, {index}, "m", sizes);
+    merged += m.vars.size() < 3;
+    const Expr rewritten = substitute(index, m.old_to_new);
+    for (int64_t v0 = 1; v0 <= 4; ++v0) {
+      for (int64_t v1 = 1; v1 <= 4; ++v1) {
+        const std::map<std::string, int64_t> at{{"s0", v0}, {"s1", v1}};
+        // The old points in order.
+        std::vector<std::array<int64_t, 3>> old_points;
+        for (int64_t a = 0; a < v0; ++a) {
+          for (int64_t b = 0; b < v1; ++b) {
+            for (int64_t c = 0; c < 3; ++c) old_points.push_back({a, b, c});
+          }
+        }
+        // The new points in order, mapped back.
+        std::vector<int64_t> extents;
+        for (const LoopVar& l : m.vars) extents.push_back(evaluate(l.extent, at));
+        std::vector<int64_t> point(extents.size(), 0);
+        size_t seen = 0;
+        bool done = false;
+        for (int64_t e : extents) done = done || e == 0;
+        while (!done) {
+          std::map<std::string, int64_t> values = at;
+          for (size_t k = 0; k < extents.size(); ++k) values[m.vars[k].name] = point[k];
+          ASSERT_LT(seen, old_points.size()) << to_string(index);
+          const auto& old = old_points[seen++];
+          for (int k = 0; k < 3; ++k) {
+            const std::string name = "i" + std::to_string(k);
+            auto it = m.old_to_new.find(name);
+            ASSERT_NE(it, m.old_to_new.end()) << name;
+            ASSERT_EQ(evaluate(it->second, values), old[k]) << to_string(index) << " " << name;
+          }
+          std::map<std::string, int64_t> old_values = at;
+          for (int k = 0; k < 3; ++k) old_values["i" + std::to_string(k)] = old[k];
+          ASSERT_EQ(evaluate(rewritten, values), evaluate(index, old_values)) << to_string(index);
+          size_t k = extents.size();
+          while (k > 0 && ++point[k - 1] == extents[k - 1]) point[--k] = 0;
+          done = k == 0;
+        }
+        ASSERT_EQ(seen, old_points.size()) << to_string(index);
+      }
+    }
+  }
+  EXPECT_GT(merged, 20);  // the row-major forms merge
 }
 
 // --- brute force -------------------------------------------------------------------------
