@@ -553,7 +553,7 @@ std::unique_ptr<MatmulPlan> MatmulPlan::create(const MatmulSpec& spec, int num_t
       if (!timed) {
         why = "B read in place, unmeasured: operands above the " +
               std::to_string(detail::kMeasurementBudgetBytes >> 20) +
-              " MiB a measurement may allocate, and more than one matrix";
+              " MiB a measurement may allocate, and no narrower product of one matrix fits";
       } else if (!packed && blas == nullptr) {
         why = std::string("B read in place: ") +
               (packable ? "the library has no fast kernel for it packed"

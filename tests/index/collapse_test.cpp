@@ -9,10 +9,6 @@
 namespace stax::index {
 namespace {
 
-const Expr i0 = Expr::var("i0");
-const Expr i1 = Expr::var("i1");
-const Expr i2 = Expr::var("i2");
-const Expr c0 = Expr::var("c0");
 const Expr c1 = Expr::var("c1");
 
 TEST(Collapse, Example71) {

@@ -7,10 +7,6 @@
 namespace stax::index {
 namespace {
 
-const Expr i0 = Expr::var("i0");
-const Expr i1 = Expr::var("i1");
-const Expr i2 = Expr::var("i2");
-const Expr c0 = Expr::var("c0");
 const Expr x = Expr::var("x");
 
 TEST(Simplify, ExtentOneVariablesBecomeZero) {

@@ -11,14 +11,11 @@
 #include <stdexcept>
 
 #include "index/expr.h"
+#include "test_util.h"
 
 namespace stax::index {
 namespace {
 
-const Expr i0 = Expr::var("i0");
-const Expr i1 = Expr::var("i1");
-const Expr i2 = Expr::var("i2");
-const Expr c0 = Expr::var("c0");
 const Expr s0 = Expr::var("s0");
 const Expr s1 = Expr::var("s1");
 

@@ -1,4 +1,5 @@
-// Test helpers for the index algebra: readable gtest output for Expr and collapse results.
+// Test helpers for the index algebra: common loop variables, readable gtest output for Expr
+// and collapse results.
 #pragma once
 
 #include <ostream>
@@ -6,6 +7,12 @@
 #include "index/expr.h"
 
 namespace stax::index {
+
+// The loop variables most tests index with.
+inline const Expr i0 = Expr::var("i0");
+inline const Expr i1 = Expr::var("i1");
+inline const Expr i2 = Expr::var("i2");
+inline const Expr c0 = Expr::var("c0");
 
 inline void PrintTo(const Expr& e, std::ostream* os) {
   *os << to_string(e);
