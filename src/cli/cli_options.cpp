@@ -10,12 +10,14 @@
 namespace stax::cli {
 
 const char* const kUsage =
-    "usage: stax explain FILE [--json] [--ir] [--verbose] [--threads N]\n"
+    "usage: stax explain FILE [--json] [--ir] [--verbose] [--threads N] [--sizes s0=N,...]\n"
     "                [--simd avx512|avx2|scalar] [--no-graph-passes]\n"
     "                [--row-major-intermediates] [--matmul-weights-in-place]\n"
     "       stax emit FILE [--threads N] [--simd avx512|avx2|scalar] [--no-graph-passes]\n"
+    "                [--sizes s0=N,...]\n"
     "                [--row-major-intermediates] [--matmul-weights-in-place]\n"
     "       stax run FILE [--inputs IN.json] [--outputs OUT.json] [--json] [--threads N]\n"
+    "                [--sizes s0=N,...]\n"
     "                [--simd avx512|avx2|scalar] [--eager] [--no-graph-passes]\n"
     "                [--row-major-intermediates] [--matmul-weights-in-place]\n"
     "       stax fuzz [--seconds N | --cases N] [--seed S] [--mode valid|mutate|both]\n"
@@ -49,8 +51,34 @@ const std::vector<OptionSpec>& option_specs() {
       // Stores every intermediate row-major (no channels-last layout around convolutions).
       {"--row-major-intermediates", false, {"explain", "emit", "run"}},
       {"--matmul-weights-in-place", false, {"explain", "emit", "run"}},
+      // The values of the size symbols of a graph with symbolic sizes (x: f32[s0, 128]).
+      {"--sizes", true, {"explain", "emit", "run"}},
   };
   return specs;
+}
+
+// "s0=37,s1=5"
+std::map<std::string, int64_t> parse_sizes(const std::string& text) {
+  std::map<std::string, int64_t> sizes;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t end = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, end - start);
+    const size_t eq = item.find('=');
+    const std::string name = item.substr(0, eq);
+    const std::string number = eq == std::string::npos ? "" : item.substr(eq + 1);
+    int64_t value = 0;
+    const auto [ptr, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
+    if (eq == std::string::npos || name.empty() || number.empty() || ec != std::errc() ||
+        ptr != number.data() + number.size() || value < 0) {
+      throw UsageError("--sizes takes SYMBOL=N,... with N >= 0 (s0=37,s1=5), got '" + item + "'");
+    }
+    if (!sizes.emplace(name, value).second) {
+      throw UsageError("--sizes gives " + name + " twice");
+    }
+    start = end + 1;
+  }
+  return sizes;
 }
 
 std::string joined(const std::vector<std::string>& words) {
@@ -135,6 +163,8 @@ CliArgs parse_cli_args(int argc, char** argv) {
       if (!a.options.simd) {
         throw UsageError("--simd must be avx512, avx2 or scalar, got '" + value + "'");
       }
+    } else if (arg == "--sizes") {
+      a.sizes = parse_sizes(value);
     } else if (arg == "--inputs" || arg == "--outputs") {
       if (value.empty()) throw UsageError("option " + arg + " needs a file name, got ''");
       (arg == "--inputs" ? a.inputs_path : a.outputs_path) = value;

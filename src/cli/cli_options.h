@@ -3,6 +3,8 @@
 // given twice, a missing or malformed value) is a UsageError naming the option and the value.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -27,6 +29,8 @@ struct CliArgs {
   // run --eager: only the eager interpreter (no compilation, no comparison), e.g. for ops
   // that lowering does not handle yet; --outputs writes its results.
   bool eager_only = false;
+  // --sizes s0=37,s1=5: the values of a symbolic graph's size symbols (issue 33).
+  std::map<std::string, int64_t> sizes;
   CompileOptions options;
 };
 

@@ -26,6 +26,7 @@
 #include "eager/json_file.h"
 #include "eager/tensor_io.h"
 #include "fuzz/fuzz_command.h"
+#include "graph_passes/bind_sizes.h"
 #include "ir/graph.h"
 
 namespace {
@@ -249,6 +250,33 @@ int eager_run_command(const CliArgs& args, const stax::ir::Graph& graph) {
   return 0;
 }
 
+// A graph with symbolic sizes (issue 33) runs at the sizes --sizes gives, or, for `run`
+// without them, at the symbols' hints (said on stderr). Until the compiled path takes symbols
+// itself (docs/symbolic_sizes.md), explain and emit need --sizes and show the bound graph.
+stax::ir::Graph symbols_bound(stax::ir::Graph graph, const CliArgs& args) {
+  if (!graph.is_symbolic()) {
+    if (!args.sizes.empty()) {
+      throw std::invalid_argument("--sizes: graph '" + graph.name() + "' has no size symbols");
+    }
+    return graph;
+  }
+  std::map<std::string, int64_t> sizes = args.sizes;
+  if (sizes.empty() && args.command == "run") {
+    std::string said;
+    for (const auto& [name, facts] : graph.size_symbols()) {
+      sizes.emplace(name, facts.hint);
+      said += (said.empty() ? "" : ",") + name + "=" + std::to_string(facts.hint);
+    }
+    std::cerr << "stax: running at the size symbols' hints (--sizes " << said << ")\n";
+  }
+  if (sizes.empty()) {
+    throw std::invalid_argument("graph '" + graph.name() +
+                                "' has symbolic sizes; give their values with --sizes s0=N,... "
+                                "(symbolic programs are not compiled yet)");
+  }
+  return stax::graph_passes::bind_sizes(graph, sizes);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -263,7 +291,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    const stax::ir::Graph graph = stax::ir::parse_graph_file(args.file);
+    const stax::ir::Graph graph = symbols_bound(stax::ir::parse_graph_file(args.file), args);
     if (args.command == "explain") {
       const auto c = stax::analyze(graph, args.options);
       // The library plans as a run would build them (no kernel is compiled): explain shows

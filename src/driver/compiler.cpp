@@ -177,7 +177,7 @@ CompiledGraph compile_lowered(lowering::LoweredGraph lowered, const CompileOptio
   CompiledGraph out;
   out.compilation_ = analyze_lowered(std::move(lowered), options);
   for (const auto& in : out.compilation_->lowered.inputs) {
-    out.input_types_.push_back({in.dtype, in.sizes, in.strides});
+    out.input_types_.push_back({in.dtype, in.sizes, in.strides, {}, {}});
     out.input_names_.push_back(in.name);
   }
   runtime::JitOptions jit;

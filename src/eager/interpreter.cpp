@@ -4,6 +4,9 @@
 // inferred for it.
 #include "eager/interpreter.h"
 
+#include "graph_passes/bind_sizes.h"
+#include "ir/symbolic_shapes.h"
+
 #include <functional>
 #include <new>
 #include <stdexcept>
@@ -173,6 +176,20 @@ AllocationError allocation_failure(const ir::Graph& graph, const ir::Node& node,
 
 std::vector<Tensor> run(const ir::Graph& graph, const std::vector<Tensor>& inputs,
                         std::vector<Tensor>* all_values) {
+  if (graph.is_symbolic()) {
+    // Issue 33: the graph of this call's sizes; a value has the same index in both graphs.
+    if (inputs.size() != graph.inputs().size()) check_inputs(graph, inputs);
+    std::vector<std::vector<int64_t>> sizes;
+    for (const Tensor& t : inputs)
+      sizes.push_back(t.defined() ? t.sizes() : std::vector<int64_t>{});
+    std::map<std::string, int64_t> values;
+    try {
+      values = ir::sizes_of_call(graph, sizes);
+    } catch (const ir::GraphError& e) {
+      throw std::invalid_argument("eager: graph '" + graph.name() + "': " + e.what());
+    }
+    return run(graph_passes::bind_sizes(graph, values), inputs, all_values);
+  }
   check_inputs(graph, inputs);
   std::vector<Tensor> values(graph.values().size());
   for (size_t i = 0; i < inputs.size(); ++i) {

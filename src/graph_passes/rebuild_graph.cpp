@@ -7,12 +7,30 @@
 
 namespace stax::graph_passes {
 
-GraphRebuild::GraphRebuild(const ir::Graph& from)
+GraphRebuild::GraphRebuild(const ir::Graph& from, const std::map<std::string, int64_t>* bound_sizes)
     : from_(from), to_(from.name()), map_(from.values().size(), -1) {
+  if (!bound_sizes) {
+    for (const auto& [name, facts] : from.size_symbols()) to_.declare_size_symbol(name, facts);
+  }
   for (ir::ValueRef in : from.inputs()) {
     const ir::Value& v = from.value(in);
-    map_[static_cast<size_t>(in.index)] =
-        to_.add_input(v.name, v.type.dtype, v.type.sizes, v.type.strides).index;
+    ir::ValueRef made;
+    if (!v.type.is_symbolic()) {
+      made = to_.add_input(v.name, v.type.dtype, v.type.sizes, v.type.strides);
+    } else if (!bound_sizes) {
+      made = to_.add_symbolic_input(v.name, v.type.dtype, v.type.symbolic_sizes,
+                                    v.type.symbolic_strides);
+    } else {
+      std::vector<int64_t> sizes, strides;
+      for (const index::Expr& e : v.type.symbolic_sizes) {
+        sizes.push_back(index::evaluate(e, *bound_sizes));
+      }
+      for (const index::Expr& e : v.type.symbolic_strides) {
+        strides.push_back(index::evaluate(e, *bound_sizes));
+      }
+      made = to_.add_input(v.name, v.type.dtype, std::move(sizes), std::move(strides));
+    }
+    map_[static_cast<size_t>(in.index)] = made.index;
   }
 }
 

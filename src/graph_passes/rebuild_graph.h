@@ -3,6 +3,8 @@
 // graph's.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -12,8 +14,11 @@ namespace stax::graph_passes {
 
 class GraphRebuild {
  public:
-  // The new graph has `from`'s name and inputs; nodes are added by the caller.
-  explicit GraphRebuild(const ir::Graph& from);
+  // The new graph has `from`'s name, size symbols and inputs; nodes are added by the caller.
+  // With `bound_sizes`, every size symbol takes its value there instead (bind_sizes.h): the
+  // new graph is static.
+  explicit GraphRebuild(const ir::Graph& from,
+                        const std::map<std::string, int64_t>* bound_sizes = nullptr);
 
   // Copies node `k` of the old graph (and, for a multi-result op, its further results, which
   // follow it); returns the index of the last old node copied.

@@ -11,6 +11,7 @@
 #include "ir/checked_arith.h"
 #include "ir/index_rule.h"
 #include "ir/op_schema.h"
+#include "ir/symbolic_shapes.h"
 #include "ir/text_format.h"
 
 namespace stax::ir {
@@ -331,7 +332,126 @@ TensorType Graph::infer_result(const Node& node, const std::string& out_name) co
                      std::string(dtype_name(type.dtype)) + "): " + *problem);
   }
   type.strides = contiguous_strides(type.sizes);
+  const std::vector<ValueRef> operands = tensor_operands(node);
+  if (std::any_of(operands.begin(), operands.end(),
+                  [&](ValueRef v) { return value(v).type.is_symbolic(); })) {
+    // The static rule above ran at the symbols' hints; the symbolic rule must agree with it
+    // there (a cheap check of every symbolic rule on every graph).
+    std::vector<index::Expr> sizes = infer_symbolic_sizes(*this, node, type.sizes);
+    if (sizes_at_hints(sizes, size_symbols_) != type.sizes) {
+      throw std::logic_error(node.op + ": the symbolic sizes " + format_symbolic_sizes(sizes) +
+                             " of '" + out_name + "' are not " + format_sizes(type.sizes) +
+                             " at the symbols' hints");
+    }
+    if (std::any_of(sizes.begin(), sizes.end(),
+                    [](const index::Expr& e) { return !e.is_constant(); })) {
+      type.symbolic_strides = ir::contiguous_strides(sizes);
+      type.symbolic_sizes = std::move(sizes);
+    }
+  }
   return type;
+}
+
+void Graph::declare_size_symbol(const std::string& name, index::SizeSymbol facts) {
+  if (!is_size_symbol_name(name)) {
+    throw GraphError("size symbol '" + name + "': size symbols are named s0, s1, ...");
+  }
+  if (size_symbols_.count(name) != 0) {
+    throw GraphError("size symbol '" + name + "' is declared twice");
+  }
+  if (facts.lo < 0 || facts.hi < facts.lo || facts.multiple_of < 1) {
+    throw GraphError("size symbol '" + name + "': its range [" + std::to_string(facts.lo) + ", " +
+                     std::to_string(facts.hi) +
+                     "] must be non-empty and non-negative, and its divisor at least 1");
+  }
+  if (facts.hint < facts.lo || facts.hint > facts.hi || facts.hint % facts.multiple_of != 0) {
+    throw GraphError("size symbol '" + name + "': its hint " + std::to_string(facts.hint) +
+                     " is not a value it may take");
+  }
+  size_symbols_.emplace(name, facts);
+}
+
+ValueRef Graph::add_symbolic_input(const std::string& name, DType dtype,
+                                   std::vector<index::Expr> sizes,
+                                   std::optional<std::vector<index::Expr>> strides) {
+  // A refusal leaves the graph as it was, the symbols this input would declare included.
+  const index::SymbolTable symbols_before = size_symbols_;
+  try {
+    return add_checked_symbolic_input(name, dtype, std::move(sizes), std::move(strides));
+  } catch (...) {
+    size_symbols_ = symbols_before;
+    throw;
+  }
+}
+
+ValueRef Graph::add_checked_symbolic_input(const std::string& name, DType dtype,
+                                           std::vector<index::Expr> sizes,
+                                           std::optional<std::vector<index::Expr>> strides) {
+  const std::string what = "input '" + name + "'";
+  auto declare_symbols = [&](const std::vector<index::Expr>& exprs) {
+    for (const index::Expr& e : exprs) {
+      for (const std::string& symbol : index::free_vars(e)) {
+        if (!is_size_symbol_name(symbol)) {
+          throw GraphError(what + ": '" + symbol + "' is not a size symbol (s0, s1, ...)");
+        }
+        if (size_symbols_.count(symbol) == 0) {
+          declare_size_symbol(symbol, default_size_symbol());
+        }
+      }
+    }
+  };
+  // The text format writes sizes as integers or symbols and strides as products of them.
+  for (const index::Expr& e : sizes) {
+    if (!e.is_constant() && !e.as_var()) {
+      throw GraphError(what + ": size " + index::to_string(e) +
+                       " must be an integer or a size symbol");
+    }
+  }
+  for (const index::Expr& e : strides ? *strides : std::vector<index::Expr>{}) {
+    if (!e.is_constant() && !index::is_divisor(e)) {
+      throw GraphError(what + ": stride " + index::to_string(e) +
+                       " must be an integer or a product of size symbols and an integer");
+    }
+  }
+  declare_symbols(sizes);
+  if (strides) declare_symbols(*strides);
+  for (const index::Expr& e : sizes) {
+    if (e.is_constant()) continue;  // add_input refuses negative constants with its own message
+    if (index::is_nonnegative(e, index::Domain({}, size_symbols_)) != index::Truth::kProved) {
+      throw GraphError(what + ": size " + index::to_string(e) + " may be negative");
+    }
+  }
+  std::optional<std::vector<int64_t>> strides_at_hints;
+  if (strides) strides_at_hints = sizes_at_hints(*strides, size_symbols_);
+  const ValueRef ref =
+      add_input(name, dtype, sizes_at_hints(sizes, size_symbols_), std::move(strides_at_hints));
+  const bool symbolic =
+      std::any_of(sizes.begin(), sizes.end(),
+                  [](const index::Expr& e) { return !e.is_constant(); }) ||
+      (strides && std::any_of(strides->begin(), strides->end(),
+                              [](const index::Expr& e) { return !e.is_constant(); }));
+  if (!symbolic) return ref;
+  TensorType& type = values_[static_cast<size_t>(ref.index)].type;
+  try {
+    for (const index::Expr& e : strides ? *strides : std::vector<index::Expr>{}) {
+      if (index::is_nonnegative(e, index::Domain({}, size_symbols_)) != index::Truth::kProved) {
+        throw GraphError(what + ": stride " + index::to_string(e) + " may be negative");
+      }
+    }
+    type.symbolic_strides = strides ? std::move(*strides) : ir::contiguous_strides(sizes);
+    type.symbolic_sizes = std::move(sizes);
+  } catch (...) {
+    value_index_.erase(name);
+    values_.pop_back();
+    inputs_.pop_back();
+    throw;
+  }
+  return ref;
+}
+
+bool Graph::is_symbolic() const {
+  return std::any_of(values_.begin(), values_.end(),
+                     [](const Value& v) { return v.type.is_symbolic(); });
 }
 
 ValueRef Graph::append_node(Node node, const std::string& out_name, TensorType type) {
@@ -489,8 +609,9 @@ bool same_arg(const Graph& ga, const Arg& a, const Graph& gb, const Arg& b) {
 }  // namespace
 
 bool operator==(const Graph& a, const Graph& b) {
-  if (a.name_ != b.name_ || a.inputs_.size() != b.inputs_.size() ||
-      a.nodes_.size() != b.nodes_.size() || a.outputs_.size() != b.outputs_.size()) {
+  if (a.name_ != b.name_ || a.size_symbols_ != b.size_symbols_ ||
+      a.inputs_.size() != b.inputs_.size() || a.nodes_.size() != b.nodes_.size() ||
+      a.outputs_.size() != b.outputs_.size()) {
     return false;
   }
   for (size_t i = 0; i < a.inputs_.size(); ++i) {

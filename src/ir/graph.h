@@ -12,6 +12,7 @@
 #include <variant>
 #include <vector>
 
+#include "index/expr.h"
 #include "ir/dtype.h"
 #include "ir/scalar.h"
 
@@ -25,8 +26,16 @@ class GraphError : public std::runtime_error {
 // Sizes of a value plus, for graph inputs, the strides it must be passed with (elements).
 struct TensorType {
   DType dtype = DType::Float32;
+  // The sizes and strides; for a symbolic type, their values at the symbols' hints, which only
+  // heuristics and stages that first bind the sizes (bind_sizes) may read.
   std::vector<int64_t> sizes;
   std::vector<int64_t> strides;  // always filled; contiguous unless given explicitly
+  // Issue 33 (ir/symbolic_shapes.h): for a type whose sizes are known only at run time, every
+  // dim's size and stride as an expression over the graph's size symbols (constants where the
+  // dim is static); empty for a static type.
+  std::vector<index::Expr> symbolic_sizes;
+  std::vector<index::Expr> symbolic_strides;
+  bool is_symbolic() const { return !symbolic_sizes.empty(); }
   int64_t numel() const;
   friend bool operator==(const TensorType&, const TensorType&) = default;
 };
@@ -81,6 +90,16 @@ class Graph {
   // Adds a graph input. Strides, when given, must have one entry per dimension.
   ValueRef add_input(const std::string& name, DType dtype, std::vector<int64_t> sizes,
                      std::optional<std::vector<int64_t>> strides = std::nullopt);
+  // Issue 33: an input whose sizes (and strides) are expressions over size symbols (s0, s1,
+  // ...). Symbols not declared before take default_size_symbol()'s facts. Inputs whose
+  // expressions are all constants are static inputs.
+  ValueRef add_symbolic_input(const std::string& name, DType dtype, std::vector<index::Expr> sizes,
+                              std::optional<std::vector<index::Expr>> strides = std::nullopt);
+  // What is known of a size symbol; declare it before an input uses it.
+  void declare_size_symbol(const std::string& name, index::SizeSymbol facts);
+  const index::SymbolTable& size_symbols() const { return size_symbols_; }
+  // Whether any value's sizes are known only at run time.
+  bool is_symbolic() const;
   // Adds a node. `args` are positional in schema order; `kwargs` bind by parameter name.
   // Missing parameters take their schema default. The output is named `name` or, if empty,
   // a fresh name. Throws GraphError on unknown op, missing/extra/ill-typed args, or shapes
@@ -113,6 +132,9 @@ class Graph {
                  std::vector<std::pair<std::string, Arg>> kwargs) const;
   std::string fresh_or_checked_name(const std::string& op, const std::string& name) const;
   TensorType infer_result(const Node& node, const std::string& out_name) const;
+  ValueRef add_checked_symbolic_input(const std::string& name, DType dtype,
+                                      std::vector<index::Expr> sizes,
+                                      std::optional<std::vector<index::Expr>> strides);
   ValueRef append_node(Node node, const std::string& out_name, TensorType type);
 
   std::string name_;
@@ -121,6 +143,7 @@ class Graph {
   std::vector<Node> nodes_;
   std::vector<ValueRef> inputs_;
   std::vector<ValueRef> outputs_;
+  index::SymbolTable size_symbols_;
 };
 
 // A graph input that copy_ writes in place (issue 16, point 6): its position among the

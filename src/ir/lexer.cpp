@@ -154,6 +154,8 @@ class Lexer {
         return push_simple(TokKind::Colon, ":", 1);
       case '=':
         return push_simple(TokKind::Equals, "=", 1);
+      case '*':
+        return push_simple(TokKind::Star, "*", 1);
       case '"':
       case '\'':
         return lex_string();

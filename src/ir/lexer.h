@@ -20,6 +20,7 @@ enum class TokKind : uint8_t {
   Comma,
   Colon,
   Equals,
+  Star,     // products of sizes in strides (strides=[1, s0])
   Newline,  // end of a logical line (newlines inside brackets are skipped)
   End,
 };

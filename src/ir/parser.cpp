@@ -9,6 +9,7 @@
 #include "ir/graph.h"
 #include "ir/lexer.h"
 #include "ir/op_schema.h"
+#include "ir/symbolic_shapes.h"
 #include "ir/text_format.h"
 
 namespace stax::ir {
@@ -32,13 +33,24 @@ class Parser {
     if (name.kind != TokKind::Ident || !is_valid_value_name(name.text)) fail(name, "a graph name");
     Graph graph(name.text);
     expect(TokKind::LParen, "'('");
+    std::vector<InputSpec> inputs;
     while (peek().kind != TokKind::RParen) {
-      parse_input(graph);
+      inputs.push_back(parse_input());
       if (peek().kind != TokKind::Comma) break;
       next();
     }
     expect(TokKind::RParen, "',' or ')'");
-    expect(TokKind::Colon, "':'");
+    // The facts of the size symbols come after the inputs that use them, and hold for them.
+    if (is_keyword(peek(), "where")) {
+      next();
+      do {
+        if (peek().kind == TokKind::Comma) next();
+        parse_size_fact(graph);
+      } while (peek().kind == TokKind::Comma);
+    }
+    for (InputSpec& input : inputs) add_input(graph, input);
+    expect(TokKind::Colon,
+           is_keyword(peek(), "where") || inputs.empty() ? "':'" : "':' or 'where'");
     expect(TokKind::Newline, "end of line");
     parse_body(graph);
     const Token& end = peek();
@@ -143,25 +155,95 @@ class Parser {
     return list;
   }
 
-  // x: f32[64, 128] strides=[1, 64]
-  void parse_input(Graph& graph) {
-    const Token& name = new_value_name("an input name");
+  // x: f32[64, 128] strides=[1, 64]; x: f32[s0, 128]; x: f32[128, s0] strides=[1, 128]
+  struct InputSpec {
+    const Token* name = nullptr;
+    DType dtype = DType::Float32;
+    std::vector<index::Expr> sizes;
+    std::optional<std::vector<index::Expr>> strides;
+  };
+  InputSpec parse_input() {
+    InputSpec input;
+    input.name = &new_value_name("an input name");
     expect(TokKind::Colon, "':'");
     const Token& dtype_tok = next();
     std::optional<DType> dtype;
     if (dtype_tok.kind == TokKind::Ident) dtype = parse_dtype(dtype_tok.text);
     if (!dtype) fail(dtype_tok, "a dtype such as f32, bf16, i64 or bool");
-    std::vector<int64_t> sizes = parse_int_list();
-    std::optional<std::vector<int64_t>> strides;
+    input.dtype = *dtype;
+    input.sizes = parse_size_list(/*products=*/false);
     if (peek().kind == TokKind::Ident && peek().text == "strides") {
       next();
       expect(TokKind::Equals, "'='");
-      strides = parse_int_list();
+      input.strides = parse_size_list(/*products=*/true);
     }
+    return input;
+  }
+
+  void add_input(Graph& graph, InputSpec& input) {
     try {
-      graph.add_input(name.text, *dtype, std::move(sizes), std::move(strides));
+      graph.add_symbolic_input(input.name->text, input.dtype, std::move(input.sizes),
+                               std::move(input.strides));
     } catch (const GraphError& e) {
-      fail_graph(name, e);
+      fail_graph(*input.name, e);
+    }
+  }
+
+  // A size is an integer or a size symbol (s0); a stride may also be a product of them (128*s0).
+  std::vector<index::Expr> parse_size_list(bool products) {
+    expect(TokKind::LBracket, "'['");
+    std::vector<index::Expr> values;
+    while (peek().kind != TokKind::RBracket) {
+      index::Expr value = parse_size_factor();
+      while (products && peek().kind == TokKind::Star) {
+        next();
+        value = value * parse_size_factor();
+      }
+      values.push_back(value);
+      if (peek().kind != TokKind::Comma) break;
+      next();
+    }
+    expect(TokKind::RBracket, products ? "'*', ',' or ']'" : "',' or ']'");
+    return values;
+  }
+
+  index::Expr parse_size_factor() {
+    const Token& t = next();
+    if (t.kind == TokKind::Int) return index::Expr(t.int_value);
+    if (t.kind == TokKind::Ident && is_size_symbol_name(t.text)) return index::Expr::var(t.text);
+    fail(t, "an integer or a size symbol (s0, s1, ...)");
+  }
+
+  // s0: [2, 4096] multiple_of=8 hint=64 (each of the last two may be left out)
+  void parse_size_fact(Graph& graph) {
+    const Token& symbol = next();
+    if (symbol.kind != TokKind::Ident || !is_size_symbol_name(symbol.text)) {
+      fail(symbol, "a size symbol (s0, s1, ...)");
+    }
+    expect(TokKind::Colon, "':'");
+    const Token& open = peek();
+    const std::vector<int64_t> range = parse_int_list();
+    if (range.size() != 2) fail(open, "a range [lo, hi]");
+    index::SizeSymbol facts = default_size_symbol();
+    facts.lo = range[0];
+    facts.hi = range[1];
+    bool hint_given = false;
+    while (is_keyword(peek(), "multiple_of") || is_keyword(peek(), "hint")) {
+      const std::string key = next().text;
+      expect(TokKind::Equals, "'='");
+      const Token& value = expect(TokKind::Int, "an integer");
+      if (key == "hint") {
+        facts.hint = value.int_value;
+        hint_given = true;
+      } else {
+        facts.multiple_of = value.int_value;
+      }
+    }
+    if (!hint_given) facts.hint = default_hint(facts);
+    try {
+      graph.declare_size_symbol(symbol.text, facts);
+    } catch (const GraphError& e) {
+      fail_graph(symbol, e);
     }
   }
 

@@ -7,6 +7,7 @@
 
 #include "ir/graph.h"
 #include "ir/op_schema.h"
+#include "ir/symbolic_shapes.h"
 #include "ir/text_format.h"
 
 namespace stax::ir {
@@ -31,6 +32,14 @@ std::string format_sizes(const std::vector<int64_t>& sizes) {
 }
 
 std::string format_type(const TensorType& type) {
+  if (type.is_symbolic()) {
+    std::string text =
+        std::string(dtype_name(type.dtype)) + format_symbolic_sizes(type.symbolic_sizes);
+    if (type.symbolic_strides != contiguous_strides(type.symbolic_sizes)) {
+      text += " strides=" + format_symbolic_sizes(type.symbolic_strides);
+    }
+    return text;
+  }
   std::string text = std::string(dtype_name(type.dtype)) + format_sizes(type.sizes);
   if (type.strides != contiguous_strides(type.sizes))
     text += " strides=" + format_sizes(type.strides);
@@ -106,7 +115,17 @@ std::string print_graph(const Graph& graph) {
     const Value& v = graph.value(graph.inputs()[i]);
     out << (i > 0 ? ", " : "") << v.name << ": " << format_type(v.type);
   }
-  out << "):\n";
+  out << ")";
+  // The facts of the size symbols that differ from what an undeclared symbol gets.
+  const char* separator = " where ";
+  for (const auto& [name, facts] : graph.size_symbols()) {
+    if (facts == default_size_symbol()) continue;
+    out << separator << name << ": [" << facts.lo << ", " << facts.hi << "]";
+    if (facts.multiple_of != 1) out << " multiple_of=" << facts.multiple_of;
+    if (facts.hint != default_hint(facts)) out << " hint=" << facts.hint;
+    separator = ", ";
+  }
+  out << ":\n";
   const std::vector<Node>& nodes = graph.nodes();
   for (size_t n = 0; n < nodes.size(); ++n) {
     const Node& node = nodes[n];

@@ -7,6 +7,20 @@
 namespace stax::lowering {
 
 LoweredGraph lower(const ir::Graph& graph, const LoweringOptions& options) {
+  // Issue 33 (docs/symbolic_sizes.md): lowering does not take size symbols yet; a symbolic
+  // graph is refused here, never lowered at its hints.
+  if (graph.is_symbolic()) {
+    std::string symbols;
+    for (const auto& entry : graph.size_symbols()) {
+      symbols += (symbols.empty() ? "" : ", ") + entry.first;
+    }
+    throw std::invalid_argument("lowering: graph '" + graph.name() +
+                                "' has sizes known only at "
+                                "run time (" +
+                                symbols +
+                                "), which lowering does not take yet; "
+                                "bind them first (graph_passes::bind_sizes, stax --sizes)");
+  }
   return Lowerer(graph, options).run();
 }
 

@@ -776,3 +776,53 @@ TEST(CliHugeOutputs, ReductionOverAHugeBroadcastIsRefusedNotAttempted) {
 }
 
 }  // namespace
+
+namespace {
+
+// Issue 33: a program with a size symbol runs at the sizes --sizes gives (or at its hints);
+// explain and emit need the sizes until symbolic programs are compiled.
+TEST(Cli, SymbolicProgramsRunAtTheSizesGiven) {
+  const auto program = temp_file("rows.stax",
+                                 "def rows(x: f32[s0, 24]) where s0: [1, 4096] hint=40:\n"
+                                 "    m = amax(x, dim=[1], keepdim=True)\n"
+                                 "    d = sub(x, m)\n"
+                                 "    e = exp(d)\n"
+                                 "    s = sum(e, dim=[1], keepdim=True)\n"
+                                 "    y = div(e, s)\n"
+                                 "    return y\n");
+  for (const char* sizes : {"s0=1", "s0=37", "s0=4096"}) {
+    const Result r = run("run " + program.string() + " --sizes " + sizes);
+    EXPECT_EQ(r.status, 0) << sizes << "\n" << r.out;
+    EXPECT_NE(r.out.find("median time"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("MISMATCH"), std::string::npos) << r.out;
+  }
+  const Result at_hints = run("run " + program.string());
+  EXPECT_EQ(at_hints.status, 0) << at_hints.out;
+  EXPECT_NE(at_hints.out.find("running at the size symbols' hints (--sizes s0=40)"),
+            std::string::npos)
+      << at_hints.out;
+  const Result explained = run("explain " + program.string() + " --sizes s0=37");
+  EXPECT_EQ(explained.status, 0) << explained.out;
+  const Result unbound = run("emit " + program.string());
+  EXPECT_EQ(unbound.status, 2);
+  EXPECT_NE(unbound.out.find("graph 'rows' has symbolic sizes; give their values with --sizes"),
+            std::string::npos)
+      << unbound.out;
+  const Result broken = run("run " + program.string() + " --sizes s0=5000");
+  EXPECT_EQ(broken.status, 2);
+  EXPECT_NE(broken.out.find("size symbol s0 = 5000 breaks its facts (s0 in [1, 4096])"),
+            std::string::npos)
+      << broken.out;
+  const Result unknown = run("run " + program.string() + " --sizes s1=5");
+  EXPECT_NE(unknown.out.find("'s1' is not a size symbol of graph 'rows'"), std::string::npos)
+      << unknown.out;
+  const Result malformed = run("run " + program.string() + " --sizes s0=-3");
+  EXPECT_EQ(malformed.status, 2);
+  EXPECT_NE(malformed.out.find("--sizes takes SYMBOL=N,... with N >= 0 (s0=37,s1=5), got 's0=-3'"),
+            std::string::npos)
+      << malformed.out;
+  const Result static_graph = run("run " + example("example_7_1.stax") + " --sizes s0=3");
+  EXPECT_NE(static_graph.out.find("--sizes: graph"), std::string::npos) << static_graph.out;
+}
+
+}  // namespace

@@ -147,7 +147,7 @@ TEST(MovementIr, ArgumentsFollowPyTorch) {
   // cat of legacy empties only is 1-D empty with the promoted dtype; bool + int8 is int8.
   auto b = ops::input(g, "b", DType::Bool, {0});
   auto i8 = ops::input(g, "i8", DType::Int8, {0});
-  EXPECT_EQ(ops::cat({b, i8}, 5).type(), (TensorType{DType::Int8, {0}, {1}}));
+  EXPECT_EQ(ops::cat({b, i8}, 5).type(), (TensorType{DType::Int8, {0}, {1}, {}, {}}));
   // Pads: "Length of pad should be no more than twice the number of dimensions".
   EXPECT_THROW(ops::constant_pad_nd(x, {1, 1, 1, 1}), GraphError);
   EXPECT_THROW(ops::constant_pad_nd(x, {-6, -6}), GraphError);

@@ -48,11 +48,11 @@ TEST(ParseErrorTest, Syntax) {
   EXPECT_EQ(parse_error(kHeader + "    p = permute(x, [True, 2])\n    return p\n"),
             "t.stax:2:27: expected True or False, found '2'");
   EXPECT_EQ(parse_error("def f(x: f32[1.5]):\n    return x\n"),
-            "t.stax:1:14: expected an integer, found '1.5'");
+            "t.stax:1:14: expected an integer or a size symbol (s0, s1, ...), found '1.5'");
   EXPECT_EQ(parse_error("def f(x: f32[1] stride=[1]):\n    return x\n"),
             "t.stax:1:17: expected ',' or ')', found 'stride'");
   EXPECT_EQ(parse_error("def f(x: f32[1])\n    return x\n"),
-            "t.stax:1:17: expected ':', found end of line");
+            "t.stax:1:17: expected ':' or 'where', found end of line");
   EXPECT_EQ(parse_error("def f(x: f32[1]):\nreturn x\n"),
             "t.stax:2:1: expected an indented statement or 'return', found 'return'");
   EXPECT_EQ(parse_error(kHeader + "    p = exp(x)\n"),

@@ -299,7 +299,7 @@ TEST(RoundTripTest, EveryOpAndLiteral) {
     for (const Node& n : g.nodes()) used = used || n.op == op;
     EXPECT_TRUE(used) << op;
   }
-  EXPECT_EQ(type_of(g, "h"), (TensorType{DType::Float16, {4, 1, 3}, {1, 4, 4}}));
+  EXPECT_EQ(type_of(g, "h"), (TensorType{DType::Float16, {4, 1, 3}, {1, 4, 4}, {}, {}}));
   EXPECT_EQ(type_of(g, "a2"), type(DType::Int64, {2, 3}));
   EXPECT_EQ(type_of(g, "a4"), type(DType::Float32, {2, 3}));
   EXPECT_EQ(type_of(g, "a5"), type(DType::Float32, {2, 3}));
@@ -570,7 +570,7 @@ TEST(TextFormatTest, FormatHelpers) {
   EXPECT_EQ(format_arg(g, true), "True");
   EXPECT_EQ(format_arg(g, std::vector<int64_t>{}), "[]");
   EXPECT_EQ(format_arg(g, std::string("a'b\\c\n")), "'a\\'b\\\\c\\n'");
-  EXPECT_EQ(format_type(TensorType{DType::BFloat16, {2, 3}, {1, 2}}), "bf16[2, 3] strides=[1, 2]");
+  EXPECT_EQ(format_type(TensorType{DType::BFloat16, {2, 3}, {1, 2}, {}, {}}), "bf16[2, 3] strides=[1, 2]");
   EXPECT_EQ(format_type(type(DType::Bool, {})), "bool[]");
   EXPECT_TRUE(is_valid_value_name("_a1"));
   EXPECT_FALSE(is_valid_value_name("return"));

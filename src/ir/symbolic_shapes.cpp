@@ -1,0 +1,333 @@
+// Symbolic shape rules, the overflow check over the symbols' ranges, and binding sizes (see
+// symbolic_shapes.h). The rules are by op family; a family without one refuses a symbolic
+// operand by name, so that no op silently computes its result at the hints.
+#include "ir/symbolic_shapes.h"
+
+#include <algorithm>
+#include <climits>
+
+#include "ir/checked_arith.h"
+#include "ir/op_schema.h"
+#include "ir/text_format.h"
+
+namespace stax::ir {
+
+using index::Expr;
+
+bool is_size_symbol_name(const std::string& name) {
+  return name.size() >= 2 && name[0] == 's' &&
+         std::all_of(name.begin() + 1, name.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+index::SizeSymbol default_size_symbol() {
+  index::SizeSymbol facts;
+  facts.lo = 0;
+  facts.hi = INT32_MAX;
+  facts.multiple_of = 1;
+  facts.hint = 64;
+  return facts;
+}
+
+int64_t default_hint(const index::SizeSymbol& facts) {
+  const int64_t m = std::max<int64_t>(facts.multiple_of, 1);
+  const int64_t clamped = std::clamp(default_size_symbol().hint, facts.lo, facts.hi);
+  const int64_t up = (clamped + m - 1) / m * m;
+  if (up <= facts.hi) return up;
+  return clamped / m * m;
+}
+
+std::vector<Expr> contiguous_strides(const std::vector<Expr>& sizes) {
+  std::vector<Expr> strides(sizes.size(), Expr(1));
+  for (size_t i = sizes.size(); i-- > 1;) strides[i - 1] = strides[i] * sizes[i];
+  return strides;
+}
+
+std::vector<int64_t> sizes_at_hints(const std::vector<Expr>& sizes,
+                                    const index::SymbolTable& symbols) {
+  std::map<std::string, int64_t> hints;
+  for (const auto& [name, facts] : symbols) hints.emplace(name, facts.hint);
+  std::vector<int64_t> values;
+  values.reserve(sizes.size());
+  for (const Expr& e : sizes) values.push_back(index::evaluate(e, hints));
+  return values;
+}
+
+std::string format_symbolic_sizes(const std::vector<Expr>& sizes) {
+  std::string text = "[";
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (i > 0) text += ", ";
+    text += index::to_string(sizes[i]);
+  }
+  return text + "]";
+}
+
+namespace {
+
+std::vector<Expr> symbolic_sizes_of(const TensorType& type) {
+  if (type.is_symbolic()) return type.symbolic_sizes;
+  return std::vector<Expr>(type.sizes.begin(), type.sizes.end());
+}
+
+[[noreturn]] void refuse(const Node& node, const std::string& why) {
+  throw GraphError(node.op + ": " + why);
+}
+
+// PyTorch broadcasting where it does not depend on the symbols' values: equal sizes, or one of
+// them the constant 1. A symbol against another size would broadcast only where they are
+// equal (or where the symbol is 1), which a guard would have to decide; refused.
+std::vector<Expr> broadcast(const Node& node, const std::vector<std::vector<Expr>>& shapes) {
+  size_t rank = 0;
+  for (const auto& shape : shapes) rank = std::max(rank, shape.size());
+  std::vector<Expr> out(rank, Expr(1));
+  for (size_t d = 0; d < rank; ++d) {
+    for (const auto& shape : shapes) {
+      if (shape.size() + d < rank) continue;
+      const Expr& size = shape[shape.size() + d - rank];
+      if (size == Expr(1) || size == out[d]) continue;
+      if (out[d] == Expr(1)) {
+        out[d] = size;
+        continue;
+      }
+      refuse(node, "dim " + std::to_string(d) + " broadcasts sizes " + index::to_string(out[d]) +
+                       " and " + index::to_string(size) +
+                       ", which agree only for some values of the size symbols");
+    }
+  }
+  return out;
+}
+
+std::optional<size_t> param_position(const OpSchema& schema, const std::string& name) {
+  for (size_t i = 0; i < schema.params.size(); ++i) {
+    if (schema.params[i].name == name) return i;
+  }
+  return std::nullopt;
+}
+
+std::vector<Expr> reduced(const Graph& graph, const Node& node, const OpSchema& schema) {
+  const std::vector<Expr> self = symbolic_sizes_of(tensor_arg(graph, node, 0).type);
+  const std::optional<size_t> dim_at = param_position(schema, "dim");
+  const std::optional<size_t> keepdim_at = param_position(schema, "keepdim");
+  if (!dim_at || !keepdim_at) refuse(node, "has no symbolic shape rule yet");
+  std::optional<std::vector<int64_t>> dims;
+  const Arg& dim_arg = node.args[*dim_at];
+  if (const auto* list = std::get_if<std::vector<int64_t>>(&dim_arg)) dims = *list;
+  if (const auto* one = std::get_if<int64_t>(&dim_arg)) dims = std::vector<int64_t>{*one};
+  const std::vector<int64_t> reduced_dims = reduction_dims(dims, self.size(), node.op);
+  const bool keepdim = std::get<bool>(node.args[*keepdim_at]);
+  // Reductions without an identity refuse an empty dim; with a symbol there it must be proved
+  // non-empty.
+  const bool needs_elements =
+      node.op == "amax" || node.op == "amin" || node.op == "argmax" || node.op == "argmin";
+  std::vector<Expr> out;
+  for (size_t i = 0; i < self.size(); ++i) {
+    const bool is_reduced = std::find(reduced_dims.begin(), reduced_dims.end(),
+                                      static_cast<int64_t>(i)) != reduced_dims.end();
+    if (!is_reduced) {
+      out.push_back(self[i]);
+      continue;
+    }
+    if (needs_elements &&
+        index::is_nonnegative(self[i] - 1, index::Domain({}, graph.size_symbols())) !=
+            index::Truth::kProved) {
+      refuse(node, "reduces dim " + std::to_string(i) + " of size " + index::to_string(self[i]) +
+                       ", which may be 0 (the reduction has no identity; declare its symbol at "
+                       "least 1)");
+    }
+    if (keepdim) out.push_back(Expr(1));
+  }
+  return out;
+}
+
+std::vector<Expr> viewed(const Graph& graph, const Node& node) {
+  const std::vector<Expr> self = symbolic_sizes_of(tensor_arg(graph, node, 0).type);
+  const size_t rank = self.size();
+  if (node.op == "permute") {
+    std::vector<Expr> out;
+    const std::vector<int64_t> dims = int_list_arg(node, 1).value_or(std::vector<int64_t>{});
+    for (int64_t d : dims) {
+      out.push_back(self[static_cast<size_t>(normalize_dim(d, rank, node.op))]);
+    }
+    return out;
+  }
+  if (node.op == "transpose") {
+    std::vector<Expr> out = self;
+    if (rank == 0) return out;
+    std::swap(out[static_cast<size_t>(normalize_dim(int_arg(node, 1), rank, node.op))],
+              out[static_cast<size_t>(normalize_dim(int_arg(node, 2), rank, node.op))]);
+    return out;
+  }
+  if (node.op == "unsqueeze") {
+    std::vector<Expr> out = self;
+    const int64_t dim = normalize_dim(int_arg(node, 1), rank + 1, node.op);
+    out.insert(out.begin() + dim, Expr(1));
+    return out;
+  }
+  refuse(node, "has no symbolic shape rule yet (its operand '" + tensor_arg(graph, node, 0).name +
+                   "' has sizes " + format_symbolic_sizes(self) + ")");
+}
+
+// mm, bmm, addmm, baddbmm: the shared dims must be the same expression.
+std::vector<Expr> contracted(const Graph& graph, const Node& node) {
+  const bool with_bias = node.op == "addmm" || node.op == "baddbmm";
+  const std::vector<Expr> a = symbolic_sizes_of(tensor_arg(graph, node, with_bias ? 1 : 0).type);
+  const std::vector<Expr> b = symbolic_sizes_of(tensor_arg(graph, node, with_bias ? 2 : 1).type);
+  std::vector<Expr> out;
+  auto same = [&](const Expr& x, const Expr& y, const std::string& what) {
+    if (x != y) {
+      refuse(node, what + " " + index::to_string(x) + " and " + index::to_string(y) +
+                       " agree only for some values of the size symbols");
+    }
+  };
+  if (a.size() == 2) {
+    same(a[1], b[0], "the shared dims");
+    out = {a[0], b[1]};
+  } else {
+    same(a[0], b[0], "the batch dims");
+    same(a[2], b[1], "the shared dims");
+    out = {a[0], a[1], b[2]};
+  }
+  if (with_bias) {
+    const std::vector<Expr> bias = symbolic_sizes_of(tensor_arg(graph, node, 0).type);
+    if (broadcast(node, {bias, out}) != out)
+      refuse(node, "the bias does not broadcast to " + format_symbolic_sizes(out));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<Expr> infer_symbolic_sizes(const Graph& graph, const Node& node,
+                                       const std::vector<int64_t>& at_hints) {
+  const OpSchema& schema = *find_op_schema(node.op);
+  std::vector<Expr> sizes;
+  switch (schema.category) {
+    case OpCategory::Pointwise: {
+      std::vector<std::vector<Expr>> shapes;
+      for (ValueRef v : tensor_operands(node)) {
+        shapes.push_back(symbolic_sizes_of(graph.value(v).type));
+      }
+      sizes = broadcast(node, shapes);
+      break;
+    }
+    case OpCategory::Reduction:
+      sizes = reduced(graph, node, schema);
+      break;
+    case OpCategory::View:
+      sizes = viewed(graph, node);
+      break;
+    case OpCategory::Contraction:
+      sizes = contracted(graph, node);
+      break;
+    case OpCategory::Mutation:
+      sizes = symbolic_sizes_of(tensor_arg(graph, node, 0).type);
+      break;
+    case OpCategory::Copy:
+      if (node.op == "clone" || node.op == "contiguous") {
+        sizes = symbolic_sizes_of(tensor_arg(graph, node, 0).type);
+        break;
+      }
+      [[fallthrough]];
+    default:
+      refuse(node, "has no symbolic shape rule yet (an operand's sizes are symbolic)");
+  }
+  (void)at_hints;
+  return sizes;
+}
+
+void check_extents_at(const Graph& graph, const std::map<std::string, int64_t>& values) {
+  for (const Value& value : graph.values()) {
+    if (!value.type.is_symbolic()) continue;
+    std::vector<int64_t> sizes, strides;
+    std::optional<std::string> problem;
+    try {
+      for (const Expr& e : value.type.symbolic_sizes) sizes.push_back(index::evaluate(e, values));
+      for (const Expr& e : value.type.symbolic_strides) {
+        strides.push_back(index::evaluate(e, values));
+      }
+      problem = layout_problem(value.type.dtype, sizes, strides);
+      if (!problem) problem = contiguous_layout_problem(value.type.dtype, sizes);
+    } catch (const std::overflow_error&) {
+      problem = "a size or stride overflows int64";
+    }
+    if (problem) {
+      throw GraphError("'" + value.name + "' (" + std::string(dtype_name(value.type.dtype)) +
+                       ", sizes " + format_symbolic_sizes(value.type.symbolic_sizes) +
+                       "): " + *problem + " at these sizes");
+    }
+  }
+}
+
+void check_size_values(const Graph& graph, const std::map<std::string, int64_t>& values,
+                       bool require_all) {
+  for (const auto& [name, value] : values) {
+    if (graph.size_symbols().count(name) == 0) {
+      throw GraphError("'" + name + "' is not a size symbol of graph '" + graph.name() + "'");
+    }
+  }
+  for (const auto& [name, facts] : graph.size_symbols()) {
+    auto it = values.find(name);
+    if (it == values.end()) {
+      if (require_all) throw GraphError("no value for size symbol " + name);
+      continue;
+    }
+    const int64_t v = it->second;
+    if (v < facts.lo || v > facts.hi || v % facts.multiple_of != 0) {
+      std::string range =
+          name + " in [" + std::to_string(facts.lo) + ", " + std::to_string(facts.hi) + "]";
+      if (facts.multiple_of > 1) range += " and a multiple of " + std::to_string(facts.multiple_of);
+      throw GraphError("size symbol " + name + " = " + std::to_string(v) + " breaks its facts (" +
+                       range + ")");
+    }
+  }
+}
+
+std::map<std::string, int64_t> sizes_of_call(const Graph& graph,
+                                             const std::vector<std::vector<int64_t>>& input_sizes) {
+  if (input_sizes.size() != graph.inputs().size()) {
+    throw GraphError("graph '" + graph.name() + "' takes " + std::to_string(graph.inputs().size()) +
+                     " inputs, got " + std::to_string(input_sizes.size()));
+  }
+  std::map<std::string, int64_t> values;
+  // First the dims that are one symbol give the symbols' values; then every dim must agree.
+  for (size_t k = 0; k < input_sizes.size(); ++k) {
+    const TensorType& type = graph.value(graph.inputs()[k]).type;
+    if (!type.is_symbolic() || input_sizes[k].size() != type.symbolic_sizes.size()) continue;
+    for (size_t d = 0; d < input_sizes[k].size(); ++d) {
+      if (std::optional<std::string> symbol = type.symbolic_sizes[d].as_var()) {
+        values.emplace(*symbol, input_sizes[k][d]);
+      }
+    }
+  }
+  for (size_t k = 0; k < input_sizes.size(); ++k) {
+    const Value& input = graph.value(graph.inputs()[k]);
+    const std::vector<Expr> expected = symbolic_sizes_of(input.type);
+    const std::string what = "input '" + input.name + "'";
+    if (input_sizes[k].size() != expected.size()) {
+      throw GraphError(what + ": expected " + std::to_string(expected.size()) + " dims " +
+                       format_symbolic_sizes(expected) + ", got " + format_sizes(input_sizes[k]));
+    }
+    for (size_t d = 0; d < expected.size(); ++d) {
+      int64_t want = 0;
+      try {
+        want = index::evaluate(expected[d], values);
+      } catch (const std::out_of_range&) {
+        throw GraphError(what + ": dim " + std::to_string(d) + " has size " +
+                         index::to_string(expected[d]) +
+                         ", whose symbols no input dim gives alone");
+      }
+      if (want != input_sizes[k][d]) {
+        const std::string must = expected[d].is_constant()
+                                     ? std::to_string(want)
+                                     : index::to_string(expected[d]) + " = " + std::to_string(want);
+        throw GraphError(what + ": dim " + std::to_string(d) + " has size " +
+                         std::to_string(input_sizes[k][d]) + " but must be " + must + " (sizes " +
+                         format_symbolic_sizes(expected) + ")");
+      }
+    }
+  }
+  check_size_values(graph, values, /*require_all=*/false);
+  check_extents_at(graph, values);
+  return values;
+}
+
+}  // namespace stax::ir

@@ -1,0 +1,66 @@
+// Sizes known only at run time in the graph IR (issue 33, docs/symbolic_sizes.md): a dimension
+// of a graph input may be a size symbol (`s0`) with what is known of it (index::SizeSymbol);
+// the result types of the ops follow as expressions over the symbols. This file holds the
+// symbolic shape rules of the op families that have one, the check that a symbolic type holds
+// at the symbols' hints (the static rules ran there), and binding the symbols to values, which
+// turns a symbolic graph into the static graph of one call.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "index/expr.h"
+#include "ir/graph.h"
+
+namespace stax::ir {
+
+// Whether `name` may name a size symbol: s0, s1, ... (as Dynamo names its sizes). The loop
+// variables of the index algebra have other names (i0, r0, c0, ...), so a symbol never clashes
+// with one.
+bool is_size_symbol_name(const std::string& name);
+
+// The facts of a symbol the text format or the C++ API did not declare: any size up to what an
+// int32 holds, hinted at 64 (a heuristic for tile and vector choices, never for a proof).
+index::SizeSymbol default_size_symbol();
+// The hint of a symbol declared without one: default_size_symbol()'s, moved into its range
+// and up to its divisor (down where that leaves the range).
+int64_t default_hint(const index::SizeSymbol& facts);
+
+// The contiguous strides of symbolic sizes (row-major, last dim stride 1).
+std::vector<index::Expr> contiguous_strides(const std::vector<index::Expr>& sizes);
+
+// Values of the expressions at the symbols' hints.
+std::vector<int64_t> sizes_at_hints(const std::vector<index::Expr>& sizes,
+                                    const index::SymbolTable& symbols);
+
+// "[s0, 128]"
+std::string format_symbolic_sizes(const std::vector<index::Expr>& sizes);
+
+// The symbolic sizes of `node`'s result in `graph`, whose static rule gave `at_hints`. Throws
+// GraphError naming the op when its family has no symbolic rule yet or when the result's sizes
+// depend on the symbols' values in a way the rule cannot express (a broadcast of s0 against
+// 128 holds only where s0 == 128).
+std::vector<index::Expr> infer_symbolic_sizes(const Graph& graph, const Node& node,
+                                              const std::vector<int64_t>& at_hints);
+
+// Throws GraphError naming the value when, at these values of the symbols, its sizes, strides,
+// element count or bytes overflow int64 (issue 33: a symbolic program takes every size its
+// symbols' facts allow whose tensors int64 can count; the others are refused per call, so that
+// no symbol needs a range declared to be compiled).
+void check_extents_at(const Graph& graph, const std::map<std::string, int64_t>& values);
+
+// Throws GraphError naming the symbol when a value breaks its facts (range, divisibility) or
+// names no symbol of the graph, and, with require_all, when a symbol has no value.
+void check_size_values(const Graph& graph, const std::map<std::string, int64_t>& values,
+                       bool require_all);
+
+// The symbols' values a call with these input sizes gives, read from the inputs' dims that are
+// exactly one symbol; throws GraphError naming the input and dimension whose size contradicts
+// another or a constant dim, the symbol whose value breaks its facts, or the value whose
+// tensor int64 cannot count (check_extents_at). `input_sizes` has one entry per graph input.
+std::map<std::string, int64_t> sizes_of_call(const Graph& graph,
+                                             const std::vector<std::vector<int64_t>>& input_sizes);
+
+}  // namespace stax::ir

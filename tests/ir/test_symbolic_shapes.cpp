@@ -1,0 +1,222 @@
+// Tests of sizes known only at run time in the graph IR (issue 33, ir/symbolic_shapes.h): the
+// text format of symbols and their facts, the symbolic shape rules against the static rules at
+// every size (brute force over the symbols' values), refusals by name, binding, and reading a
+// call's sizes.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "graph_passes/bind_sizes.h"
+#include "ir/symbolic_shapes.h"
+#include "ir/text_format.h"
+#include "test_util.h"
+
+namespace stax::ir {
+namespace {
+
+using index::Expr;
+
+const TensorType& type_of(const Graph& g, const std::string& name) {
+  return g.value(*g.find_value(name)).type;
+}
+
+std::string parse_error(const std::string& text) {
+  try {
+    parse_graph(text, "t.stax");
+  } catch (const ParseError& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+
+// Every op family with a symbolic rule, on two symbols.
+const char* const kProgram =
+    "def f(x: f32[s0, 16], b: f32[16], y: f32[s1, s0, 16], w: f32[16, 8]) where s0: [2, 64] "
+    "multiple_of=2 hint=6, s1: [1, 5]:\n"
+    "    a = add(x, b)\n"
+    "    e = exp(a)\n"
+    "    s = sum(e, dim=[-1], keepdim=True)\n"
+    "    d = div(e, s)\n"
+    "    m = mean(y, dim=[0])\n"
+    "    z = mul(m, d)\n"
+    "    t = transpose(z, 0, 1)\n"
+    "    u = unsqueeze(t, 0)\n"
+    "    p = permute(y, [2, 0, 1])\n"
+    "    g = mm(z, w)\n"
+    "    h = addmm(b, t, x)\n"
+    "    r = amax(y, dim=[1])\n"
+    "    c = clone(p)\n"
+    "    return d, u, c, g, h, r\n";
+
+TEST(SymbolicShapes, TypesAreExpressionsOverTheSymbolsAndHoldAtTheHints) {
+  const Graph g = parse_graph(kProgram, "t.stax");
+  EXPECT_TRUE(g.is_symbolic());
+  ASSERT_EQ(g.size_symbols().size(), 2u);
+  EXPECT_EQ(g.size_symbols().at("s0"), (index::SizeSymbol{2, 64, 2, 6}));
+  EXPECT_EQ(g.size_symbols().at("s1").hint, 5);  // the default hint 64, moved into [1, 5]
+  const Expr s0 = Expr::var("s0"), s1 = Expr::var("s1");
+  EXPECT_EQ(type_of(g, "a").symbolic_sizes, (std::vector<Expr>{s0, 16}));
+  EXPECT_EQ(type_of(g, "a").sizes, (std::vector<int64_t>{6, 16}));
+  EXPECT_EQ(type_of(g, "s").symbolic_sizes, (std::vector<Expr>{s0, 1}));
+  EXPECT_EQ(type_of(g, "m").symbolic_sizes, (std::vector<Expr>{s0, 16}));
+  EXPECT_EQ(type_of(g, "u").symbolic_sizes, (std::vector<Expr>{1, 16, s0}));
+  EXPECT_EQ(type_of(g, "u").symbolic_strides, (std::vector<Expr>{16 * s0, s0, 1}));
+  EXPECT_EQ(type_of(g, "p").symbolic_sizes, (std::vector<Expr>{16, s1, s0}));
+  EXPECT_EQ(type_of(g, "y").symbolic_strides, (std::vector<Expr>{16 * s0, 16, 1}));
+  EXPECT_EQ(type_of(g, "g").symbolic_sizes, (std::vector<Expr>{s0, 8}));
+  EXPECT_EQ(type_of(g, "r").symbolic_sizes, (std::vector<Expr>{s1, 16}));
+  // A product over the symbolic dim is static.
+  EXPECT_FALSE(type_of(g, "h").is_symbolic());
+  EXPECT_EQ(type_of(g, "h").sizes, (std::vector<int64_t>{16, 16}));
+}
+
+TEST(SymbolicShapes, PrintAndParseRoundTrip) {
+  const Graph g = parse_graph(kProgram, "t.stax");
+  const std::string text = print_graph(g);
+  EXPECT_NE(text.find("def f(x: f32[s0, 16], b: f32[16], y: f32[s1, s0, 16], w: f32[16, 8]) "
+                      "where s0: [2, 64] multiple_of=2 hint=6, s1: [1, 5]:"),
+            std::string::npos)
+      << text;
+  const Graph again = parse_graph(text, "printed.stax");
+  EXPECT_TRUE(again == g) << text;
+  // Strides as products of symbols; a symbol with every default fact is not declared.
+  const Graph t = parse_graph(
+      "def t(x: f32[s1, s0] strides=[1, s1], v: f32[4, s2] strides=[2*s2, 2]):\n"
+      "    y = neg(x)\n    return y\n",
+      "t.stax");
+  EXPECT_EQ(type_of(t, "x").symbolic_strides, (std::vector<Expr>{1, Expr::var("s1")}));
+  EXPECT_EQ(type_of(t, "v").symbolic_strides, (std::vector<Expr>{2 * Expr::var("s2"), 2}));
+  EXPECT_EQ(t.size_symbols().at("s2"), default_size_symbol());
+  EXPECT_TRUE(parse_graph(print_graph(t), "p.stax") == t) << print_graph(t);
+  EXPECT_EQ(print_graph(t).find("where"), std::string::npos);
+}
+
+// The property the symbolic rules must have: at every value of the symbols their result
+// evaluates to what the static rules give for the bound graph.
+TEST(SymbolicShapes, SymbolicRulesAgreeWithTheStaticRulesAtEverySize) {
+  const Graph g = parse_graph(kProgram, "t.stax");
+  for (int64_t s0 = 2; s0 <= 64; s0 += 2) {
+    for (int64_t s1 = 1; s1 <= 5; ++s1) {
+      const std::map<std::string, int64_t> values = {{"s0", s0}, {"s1", s1}};
+      const Graph bound = graph_passes::bind_sizes(g, values);
+      ASSERT_FALSE(bound.is_symbolic());
+      ASSERT_EQ(bound.values().size(), g.values().size());
+      for (size_t v = 0; v < g.values().size(); ++v) {
+        const TensorType& symbolic = g.values()[v].type;
+        const TensorType& concrete = bound.values()[v].type;
+        if (!symbolic.is_symbolic()) {
+          EXPECT_EQ(symbolic, concrete) << g.values()[v].name;
+          continue;
+        }
+        std::vector<int64_t> sizes, strides;
+        for (const Expr& e : symbolic.symbolic_sizes) sizes.push_back(index::evaluate(e, values));
+        for (const Expr& e : symbolic.symbolic_strides) {
+          strides.push_back(index::evaluate(e, values));
+        }
+        EXPECT_EQ(sizes, concrete.sizes) << g.values()[v].name << " at s0=" << s0 << " s1=" << s1;
+        EXPECT_EQ(strides, concrete.strides) << g.values()[v].name;
+      }
+    }
+  }
+}
+
+TEST(SymbolicShapes, BindingChecksTheFactsByName) {
+  const Graph g = parse_graph(kProgram, "t.stax");
+  auto bind_error = [&](std::map<std::string, int64_t> values) -> std::string {
+    try {
+      graph_passes::bind_sizes(g, values);
+    } catch (const GraphError& e) {
+      return e.what();
+    }
+    return "<no error>";
+  };
+  EXPECT_EQ(bind_error({{"s0", 7}, {"s1", 2}}),
+            "size symbol s0 = 7 breaks its facts (s0 in [2, 64] and a multiple of 2)");
+  EXPECT_EQ(bind_error({{"s0", 66}, {"s1", 2}}),
+            "size symbol s0 = 66 breaks its facts (s0 in [2, 64] and a multiple of 2)");
+  EXPECT_EQ(bind_error({{"s0", 4}}), "no value for size symbol s1");
+  EXPECT_EQ(bind_error({{"s0", 4}, {"s1", 1}, {"s2", 3}}),
+            "'s2' is not a size symbol of graph 'f'");
+  // Bound at the sizes it would have been written with, the graph is that static graph.
+  const Graph bound = graph_passes::bind_sizes(g, {{"s0", 4}, {"s1", 3}});
+  std::string text = kProgram;
+  text = text.substr(text.find(":\n"));
+  const Graph written = parse_graph(
+      "def f(x: f32[4, 16], b: f32[16], y: f32[3, 4, 16], w: f32[16, 8])" + text, "t.stax");
+  EXPECT_EQ(print_graph(bound), print_graph(written));
+}
+
+TEST(SymbolicShapes, CallSizesAreReadFromTheInputsAndCheckedByDimension) {
+  const Graph g = parse_graph(kProgram, "t.stax");
+  EXPECT_EQ(sizes_of_call(g, {{10, 16}, {16}, {3, 10, 16}, {16, 8}}),
+            (std::map<std::string, int64_t>{{"s0", 10}, {"s1", 3}}));
+  auto call_error = [&](std::vector<std::vector<int64_t>> sizes) -> std::string {
+    try {
+      sizes_of_call(g, sizes);
+    } catch (const GraphError& e) {
+      return e.what();
+    }
+    return "<no error>";
+  };
+  EXPECT_EQ(call_error({{10, 16}, {16}, {3, 12, 16}, {16, 8}}),
+            "input 'y': dim 1 has size 12 but must be s0 = 10 (sizes [s1, s0, 16])");
+  EXPECT_EQ(call_error({{10, 15}, {16}, {3, 10, 16}, {16, 8}}),
+            "input 'x': dim 1 has size 15 but must be 16 (sizes [s0, 16])");
+  EXPECT_EQ(call_error({{10, 16}, {16}, {3, 10}, {16, 8}}),
+            "input 'y': expected 3 dims [s1, s0, 16], got [3, 10]");
+  EXPECT_EQ(call_error({{9, 16}, {16}, {3, 9, 16}, {16, 8}}),
+            "size symbol s0 = 9 breaks its facts (s0 in [2, 64] and a multiple of 2)");
+  EXPECT_EQ(call_error({{10, 16}}), "graph 'f' takes 4 inputs, got 1");
+}
+
+TEST(SymbolicShapes, RulesThatWouldDependOnTheSymbolsValuesAreRefusedByName) {
+  using testing::infer_error;
+  EXPECT_EQ(infer_error("x: f32[s0], y: f32[s1]", "add(x, y)"),
+            "add: dim 0 broadcasts sizes s0 and s1, which agree only for some values of the size "
+            "symbols");
+  EXPECT_EQ(infer_error("x: f32[s0], y: f32[64]", "add(x, y)"),
+            "add: dim 0 broadcasts sizes s0 and 64, which agree only for some values of the size "
+            "symbols");
+  EXPECT_EQ(infer_error("x: f32[s0, s1], y: f32[s0, 4]", "mm(x, y)"),
+            "mm: the shared dims s1 and s0 agree only for some values of the size symbols");
+  // A view to constant sizes would hold only at the hint.
+  EXPECT_EQ(infer_error("x: f32[s0, 4]", "view(x, [256])"),
+            "view: has no symbolic shape rule yet (its operand 'x' has sizes [s0, 4])");
+  EXPECT_EQ(infer_error("x: f32[s0, 4]", "cat([x, x])"),
+            "cat: has no symbolic shape rule yet (an operand's sizes are symbolic)");
+  // amax has no identity: its symbolic dim must be proved non-empty.
+  EXPECT_EQ(infer_error("x: f32[s0, 4]", "amax(x, dim=[0])"),
+            "amax: reduces dim 0 of size s0, which may be 0 (the reduction has no identity; "
+            "declare its symbol at least 1)");
+  const Graph nonempty = parse_graph(
+      "def t(x: f32[s0, 4]) where s0: [1, 100]:\n    r = amax(x, dim=[0])\n    return r\n", "t");
+  EXPECT_EQ(type_of(nonempty, "r").sizes, (std::vector<int64_t>{4}));
+}
+
+TEST(SymbolicShapes, BadSymbolsAndFactsAreParseErrors) {
+  EXPECT_EQ(parse_error("def f(x: f32[batch, 4]):\n    return x\n"),
+            "t.stax:1:14: expected an integer or a size symbol (s0, s1, ...), found 'batch'");
+  EXPECT_EQ(parse_error("def f(x: f32[s0]) where s0: [8, 4]:\n    return x\n"),
+            "t.stax:1:25: size symbol 's0': its range [8, 4] must be non-empty and non-negative, "
+            "and its divisor at least 1");
+  EXPECT_EQ(parse_error("def f(x: f32[s0]) where s0: [8, 16] hint=3:\n    return x\n"),
+            "t.stax:1:25: size symbol 's0': its hint 3 is not a value it may take");
+  EXPECT_EQ(parse_error("def f(x: f32[s0]) where s0: [8]:\n    return x\n"),
+            "t.stax:1:29: expected a range [lo, hi], found '['");
+  EXPECT_EQ(parse_error("def f(x: f32[s0]) where s0: [1, 8], s0: [1, 9]:\n    return x\n"),
+            "t.stax:1:37: size symbol 's0' is declared twice");
+  // Sizes whose tensors int64 cannot count are refused per call, by value (the symbols need no
+  // declared range to be compiled).
+  const Graph g =
+      parse_graph("def f(x: f32[s0, s1, s2]):\n    y = unsqueeze(x, 0)\n    return y\n", "t.stax");
+  EXPECT_EQ(sizes_of_call(g, {{1 << 20, 1 << 20, 1 << 10}}).at("s2"), 1 << 10);
+  try {
+    sizes_of_call(g, {{1 << 30, 1 << 30, 1 << 10}});
+    ADD_FAILURE() << "no error";
+  } catch (const GraphError& e) {
+    EXPECT_EQ(std::string(e.what()).substr(0, 29), "'x' (f32, sizes [s0, s1, s2])") << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace stax::ir
