@@ -8,7 +8,7 @@
 namespace stax::graph_passes {
 
 GraphRebuild::GraphRebuild(const ir::Graph& from, const std::map<std::string, int64_t>* bound_sizes)
-    : from_(from), to_(from.name()), map_(from.values().size(), -1) {
+    : from_(from), to_(from.name()), map_(from.values().size(), -1), bound_sizes_(bound_sizes) {
   if (!bound_sizes) {
     for (const auto& [name, facts] : from.size_symbols()) to_.declare_size_symbol(name, facts);
   }
@@ -47,6 +47,15 @@ void GraphRebuild::map(ir::ValueRef old, ir::ValueRef replacement) {
 
 ir::Arg GraphRebuild::mapped(const ir::Arg& arg) const {
   if (const auto* v = std::get_if<ir::ValueRef>(&arg)) return (*this)[*v];
+  if (bound_sizes_ != nullptr) {
+    if (const auto* s = std::get_if<ir::SymInt>(&arg))
+      return index::evaluate(s->expr, *bound_sizes_);
+    if (const auto* l = std::get_if<ir::SymIntList>(&arg)) {
+      std::vector<int64_t> values;
+      for (const index::Expr& e : l->items) values.push_back(index::evaluate(e, *bound_sizes_));
+      return values;
+    }
+  }
   if (const auto* list = std::get_if<ir::TensorList>(&arg)) {
     ir::TensorList out;
     for (const auto& item : list->items) {

@@ -42,6 +42,7 @@ class GraphRebuild {
   const ir::Graph& from_;
   ir::Graph to_;
   std::vector<int> map_;  // old value index -> new value index (-1: none yet)
+  const std::map<std::string, int64_t>* bound_sizes_ = nullptr;
 };
 
 }  // namespace stax::graph_passes

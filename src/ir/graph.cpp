@@ -54,6 +54,10 @@ std::string describe_arg_kind(const Arg& arg) {
       return "a string";
     case 7:
       return "a tensor list";
+    case 8:
+      return "a symbolic int";
+    case 9:
+      return "a symbolic int list";
   }
   return "?";
 }
@@ -114,6 +118,9 @@ ValueRef Graph::add_input(const std::string& name, DType dtype, std::vector<int6
     throw GraphError("input: invalid value name '" + name + "' (expected an identifier)");
   }
   if (find_value(name)) throw GraphError("input: duplicate value name '" + name + "'");
+  if (size_symbols_.count(name) != 0) {
+    throw GraphError("input: value name '" + name + "' is the name of a size symbol");
+  }
   for (int64_t s : sizes) {
     if (s < 0) {
       throw GraphError("input '" + name + "': sizes " + format_sizes(sizes) +
@@ -177,6 +184,39 @@ Arg convert_arg(const Graph& graph, const std::string& op, const Param& param, A
     if (auto* i = std::get_if<int64_t>(&a)) return std::vector<int64_t>{*i};
     return std::nullopt;
   };
+  // Symbolic ints keep their expressions, checked against the graph's symbols and valued at
+  // their hints; all-constant ones become plain ints.
+  auto at_hint = [&](const index::Expr& e) {
+    for (const std::string& symbol : index::free_vars(e)) {
+      if (graph.size_symbols().count(symbol) == 0) {
+        throw GraphError(where + ": '" + symbol + "' is not a size symbol of the graph");
+      }
+    }
+    return sizes_at_hints({e}, graph.size_symbols())[0];
+  };
+  auto as_sym_int = [&](const Arg& a) -> std::optional<Arg> {
+    const auto* s = std::get_if<SymInt>(&a);
+    if (!s) return std::nullopt;
+    if (s->expr.is_constant()) return Arg(*s->expr.constant_value());
+    return Arg(SymInt{s->expr, at_hint(s->expr)});
+  };
+  auto as_sym_int_list = [&](const Arg& a) -> std::optional<Arg> {
+    const SymIntList* l = std::get_if<SymIntList>(&a);
+    SymIntList one;
+    if (const auto* s = std::get_if<SymInt>(&a)) {
+      one.items = {s->expr};
+      l = &one;
+    }
+    if (!l) return std::nullopt;
+    SymIntList out{l->items, {}};
+    bool constant = true;
+    for (const index::Expr& e : out.items) {
+      out.at_hints.push_back(at_hint(e));
+      constant = constant && e.is_constant();
+    }
+    if (constant) return Arg(out.at_hints);
+    return Arg(std::move(out));
+  };
 
   switch (param.kind) {
     case ParamKind::Tensor:
@@ -197,6 +237,7 @@ Arg convert_arg(const Graph& graph, const std::string& op, const Param& param, A
       throw fail();
     case ParamKind::Int:
       if (auto* i = std::get_if<int64_t>(&arg)) return *i;
+      if (auto sym = as_sym_int(arg)) return *sym;
       if (auto* s = std::get_if<Scalar>(&arg); s && s->is_int()) return s->int_value();
       throw fail();
     case ParamKind::Bool:
@@ -205,10 +246,12 @@ Arg convert_arg(const Graph& graph, const std::string& op, const Param& param, A
       throw fail();
     case ParamKind::IntList:
       if (auto l = as_int_list(arg)) return *l;
+      if (auto sym = as_sym_int_list(arg)) return *sym;
       throw fail();
     case ParamKind::OptionalIntList:
       if (std::holds_alternative<None>(arg)) return arg;
       if (auto l = as_int_list(arg)) return *l;
+      if (auto sym = as_sym_int_list(arg)) return *sym;
       throw fail();
     case ParamKind::BoolList:
       // The parser reads [True, False] as [1, 0]; nothing else is a bool.
@@ -231,6 +274,7 @@ Arg convert_arg(const Graph& graph, const std::string& op, const Param& param, A
       throw fail();
     case ParamKind::OptionalInt:
       if (std::holds_alternative<None>(arg) || std::holds_alternative<int64_t>(arg)) return arg;
+      if (auto sym = as_sym_int(arg)) return *sym;
       if (auto* s = std::get_if<Scalar>(&arg); s && s->is_int()) return s->int_value();
       throw fail();
     case ParamKind::TensorList:
@@ -320,6 +364,9 @@ std::string Graph::fresh_or_checked_name(const std::string& op, const std::strin
     throw GraphError(op + ": invalid value name '" + name + "' (expected an identifier)");
   }
   if (find_value(name)) throw GraphError(op + ": duplicate value name '" + name + "'");
+  if (size_symbols_.count(name) != 0) {
+    throw GraphError(op + ": value name '" + name + "' is the name of a size symbol");
+  }
   return name;
 }
 
@@ -334,7 +381,10 @@ TensorType Graph::infer_result(const Node& node, const std::string& out_name) co
   type.strides = contiguous_strides(type.sizes);
   const std::vector<ValueRef> operands = tensor_operands(node);
   if (std::any_of(operands.begin(), operands.end(),
-                  [&](ValueRef v) { return value(v).type.is_symbolic(); })) {
+                  [&](ValueRef v) { return value(v).type.is_symbolic(); }) ||
+      std::any_of(node.args.begin(), node.args.end(), [](const Arg& a) {
+        return std::holds_alternative<SymInt>(a) || std::holds_alternative<SymIntList>(a);
+      })) {
     // The static rule above ran at the symbols' hints; the symbolic rule must agree with it
     // there (a cheap check of every symbolic rule on every graph).
     std::vector<index::Expr> sizes = infer_symbolic_sizes(*this, node, type.sizes);
@@ -358,6 +408,9 @@ void Graph::declare_size_symbol(const std::string& name, index::SizeSymbol facts
   }
   if (size_symbols_.count(name) != 0) {
     throw GraphError("size symbol '" + name + "' is declared twice");
+  }
+  if (find_value(name)) {
+    throw GraphError("size symbol '" + name + "' is the name of a value");
   }
   if (facts.lo < 0 || facts.hi < facts.lo || facts.multiple_of < 1) {
     throw GraphError("size symbol '" + name + "': its range [" + std::to_string(facts.lo) + ", " +

@@ -57,10 +57,25 @@ struct TensorList {
   friend bool operator==(const TensorList&, const TensorList&) = default;
 };
 
-// One argument: a tensor, a scalar, an int, a bool, an int list, a string, None, or a tensor
-// list.
+// Issue 33: an int argument, or an int list, that is an expression over the graph's size
+// symbols (view(x, [s0, 12, 64]), narrow(x, 0, 0, s0)), with its value at the symbols' hints,
+// which the static shape rules read. One whose expressions are all constants is a plain int
+// (list).
+struct SymInt {
+  index::Expr expr;
+  int64_t at_hint = 0;
+  friend bool operator==(const SymInt&, const SymInt&) = default;
+};
+struct SymIntList {
+  std::vector<index::Expr> items;
+  std::vector<int64_t> at_hints;
+  friend bool operator==(const SymIntList&, const SymIntList&) = default;
+};
+
+// One argument: a tensor, a scalar, an int, a bool, an int list, a string, None, a tensor
+// list, or a symbolic int or int list.
 using Arg = std::variant<None, ValueRef, Scalar, int64_t, bool, std::vector<int64_t>, std::string,
-                         TensorList>;
+                         TensorList, SymInt, SymIntList>;
 
 struct Node {
   std::string op;

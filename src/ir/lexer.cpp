@@ -169,6 +169,16 @@ class Lexer {
       if (word == "inf" || word == "nan") return lex_number();
       return push_simple(TokKind::Ident, word, word.size());
     }
+    // '-' starts a number (-1, -2.5, -inf) except in size expressions: after a name or an
+    // integer (s0 - 1) or before a name other than inf and nan (-s0 + 3).
+    const bool after_operand = !tokens_.empty() && (tokens_.back().kind == TokKind::Ident ||
+                                                    tokens_.back().kind == TokKind::Int);
+    if (c == '-' &&
+        (after_operand || (is_ident_start(peek(1)) && src_.compare(pos_ + 1, 3, "inf") != 0 &&
+                           src_.compare(pos_ + 1, 3, "nan") != 0))) {
+      return push_simple(TokKind::Minus, "-", 1);
+    }
+    if (c == '+') return push_simple(TokKind::Plus, "+", 1);
     if (is_digit(c) || c == '-' || (c == '.' && is_digit(peek(1)))) return lex_number();
     std::string found(1, c);
     if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) {

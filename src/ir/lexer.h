@@ -20,7 +20,9 @@ enum class TokKind : uint8_t {
   Comma,
   Colon,
   Equals,
-  Star,     // products of sizes in strides (strides=[1, s0])
+  Star,  // size expressions: products (strides=[1, 2*s0]) and sums (s0 + 1, s0 - 1)
+  Plus,
+  Minus,
   Newline,  // end of a logical line (newlines inside brackets are skipped)
   End,
 };

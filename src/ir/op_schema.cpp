@@ -97,6 +97,7 @@ const Scalar& scalar_arg(const Node& node, size_t position) {
 }
 
 int64_t int_arg(const Node& node, size_t position) {
+  if (const auto* s = std::get_if<SymInt>(&arg_at(node, position))) return s->at_hint;
   const auto* i = std::get_if<int64_t>(&arg_at(node, position));
   if (!i) wrong_kind(node, position, "an int");
   return *i;
@@ -111,9 +112,25 @@ bool bool_arg(const Node& node, size_t position) {
 std::optional<std::vector<int64_t>> int_list_arg(const Node& node, size_t position) {
   const Arg& arg = arg_at(node, position);
   if (std::holds_alternative<None>(arg)) return std::nullopt;
+  if (const auto* s = std::get_if<SymIntList>(&arg)) return s->at_hints;
   const auto* l = std::get_if<std::vector<int64_t>>(&arg);
   if (!l) wrong_kind(node, position, "an int list");
   return *l;
+}
+
+std::optional<std::vector<index::Expr>> symbolic_int_list_arg(const Node& node, size_t position) {
+  const Arg& arg = arg_at(node, position);
+  if (const auto* s = std::get_if<SymIntList>(&arg)) return s->items;
+  std::optional<std::vector<int64_t>> values = int_list_arg(node, position);
+  if (!values) return std::nullopt;
+  return std::vector<index::Expr>(values->begin(), values->end());
+}
+
+std::optional<index::Expr> symbolic_optional_int_arg(const Node& node, size_t position) {
+  if (const auto* s = std::get_if<SymInt>(&arg_at(node, position))) return s->expr;
+  std::optional<int64_t> value = optional_int_arg(node, position);
+  if (!value) return std::nullopt;
+  return index::Expr(*value);
 }
 
 std::optional<std::string> string_arg(const Node& node, size_t position) {
@@ -127,6 +144,7 @@ std::optional<std::string> string_arg(const Node& node, size_t position) {
 std::optional<int64_t> optional_int_arg(const Node& node, size_t position) {
   const Arg& arg = arg_at(node, position);
   if (std::holds_alternative<None>(arg)) return std::nullopt;
+  if (const auto* s = std::get_if<SymInt>(&arg)) return s->at_hint;
   const auto* i = std::get_if<int64_t>(&arg);
   if (!i) wrong_kind(node, position, "an int or None");
   return *i;

@@ -91,6 +91,11 @@ std::optional<std::vector<int64_t>> int_list_arg(const Node& node, size_t positi
 std::optional<std::string> string_arg(const Node& node, size_t position);
 // For OptionalInt parameters None yields nullopt.
 std::optional<int64_t> optional_int_arg(const Node& node, size_t position);
+// Issue 33: int_arg, optional_int_arg and int_list_arg give a symbolic argument's value at the
+// hints (what the static shape rules read); these give its expressions (constants for a plain
+// int).
+std::optional<std::vector<index::Expr>> symbolic_int_list_arg(const Node& node, size_t position);
+std::optional<index::Expr> symbolic_optional_int_arg(const Node& node, size_t position);
 // For OptionalTensor parameters None yields nullopt.
 std::optional<ValueRef> optional_tensor_arg(const Node& node, size_t position);
 // The entries of a TensorList / OptionalTensorList argument (None entries as nullopt).

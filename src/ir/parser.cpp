@@ -135,7 +135,7 @@ class Parser {
   // with optional None entries ([a, None, b]).
   Arg parse_list(const Graph& graph) {
     const Token& after = toks_[pos_ + 1];
-    if (after.kind != TokKind::Ident) return parse_int_list();
+    if (after.kind != TokKind::Ident || is_symbol(graph, after)) return parse_size_args(graph);
     if (after.text == "True" || after.text == "False") return parse_bool_list();
     next();  // '['
     TensorList list;
@@ -212,6 +212,60 @@ class Parser {
     if (t.kind == TokKind::Int) return index::Expr(t.int_value);
     if (t.kind == TokKind::Ident && is_size_symbol_name(t.text)) return index::Expr::var(t.text);
     fail(t, "an integer or a size symbol (s0, s1, ...)");
+  }
+
+  // A size symbol of the graph, where a value of that name is not defined (the graph refuses
+  // values named as its symbols).
+  static bool is_symbol(const Graph& graph, const Token& t) {
+    return t.kind == TokKind::Ident && graph.size_symbols().count(t.text) != 0 &&
+           !graph.find_value(t.text);
+  }
+
+  // A list of ints or size expressions ([s0, 12, 64], [-1, 12*s0]): an int list when every
+  // entry is a constant.
+  Arg parse_size_args(const Graph& graph) {
+    expect(TokKind::LBracket, "'['");
+    SymIntList list;
+    bool constant = true;
+    while (peek().kind != TokKind::RBracket) {
+      list.items.push_back(parse_size_expr(graph));
+      constant = constant && list.items.back().is_constant();
+      if (peek().kind != TokKind::Comma) break;
+      next();
+    }
+    expect(TokKind::RBracket, "',' or ']'");
+    if (!constant) return list;
+    std::vector<int64_t> values;
+    for (const index::Expr& e : list.items) values.push_back(*e.constant_value());
+    return values;
+  }
+
+  // sum := ['-'] product (('+' | '-') product)*; product := factor ('*' factor)*;
+  // factor := an integer or a size symbol of the graph.
+  index::Expr parse_size_expr(const Graph& graph) {
+    index::Expr sum;
+    bool negative = false;
+    if (peek().kind == TokKind::Minus) {
+      next();
+      negative = true;
+    }
+    while (true) {
+      index::Expr product = parse_arg_factor(graph);
+      while (peek().kind == TokKind::Star) {
+        next();
+        product = product * parse_arg_factor(graph);
+      }
+      sum = negative ? sum - product : sum + product;
+      if (peek().kind != TokKind::Plus && peek().kind != TokKind::Minus) return sum;
+      negative = next().kind == TokKind::Minus;
+    }
+  }
+
+  index::Expr parse_arg_factor(const Graph& graph) {
+    const Token& t = next();
+    if (t.kind == TokKind::Int) return index::Expr(t.int_value);
+    if (is_symbol(graph, t)) return index::Expr::var(t.text);
+    fail(t, "an integer or a size symbol of the graph");
   }
 
   // s0: [2, 4096] multiple_of=8 hint=64 (each of the last two may be left out)
@@ -295,8 +349,11 @@ class Parser {
     const Token& t = peek();
     switch (t.kind) {
       case TokKind::Int:
-        next();
-        return t.int_value;
+      case TokKind::Minus: {
+        index::Expr e = parse_size_expr(graph);
+        if (e.is_constant()) return *e.constant_value();
+        return SymInt{e, 0};
+      }
       case TokKind::Float:
         next();
         return Scalar(t.float_value);
@@ -310,6 +367,10 @@ class Parser {
         if (t.text == "True") return true;
         if (t.text == "False") return false;
         if (t.text == "None") return None{};
+        if (is_symbol(graph, t)) {
+          --pos_;
+          return SymInt{parse_size_expr(graph), 0};
+        }
         return lookup(graph, t);
       default:
         fail(t, "an argument value");

@@ -83,6 +83,8 @@ std::string format_arg(const Graph& graph, const Arg& arg) {
     std::string operator()(bool b) const { return b ? "True" : "False"; }
     std::string operator()(const std::vector<int64_t>& l) const { return format_sizes(l); }
     std::string operator()(const std::string& s) const { return quote(s); }
+    std::string operator()(const SymInt& s) const { return index::to_string(s.expr); }
+    std::string operator()(const SymIntList& l) const { return format_symbolic_sizes(l.items); }
     std::string operator()(const TensorList& l) const {
       std::string text = "[";
       for (size_t k = 0; k < l.items.size(); ++k) {

@@ -156,6 +156,112 @@ std::vector<Expr> viewed(const Graph& graph, const Node& node) {
               out[static_cast<size_t>(normalize_dim(int_arg(node, 2), rank, node.op))]);
     return out;
   }
+  const index::Domain domain({}, graph.size_symbols());
+  auto proved_nonnegative = [&](const Expr& e) {
+    return index::is_nonnegative(e, domain) == index::Truth::kProved;
+  };
+  auto product = [](const std::vector<Expr>& sizes) {
+    Expr p(1);
+    for (const Expr& e : sizes) p = p * e;
+    return p;
+  };
+  if (node.op == "view" || node.op == "reshape") {
+    std::vector<Expr> out = *symbolic_int_list_arg(node, 1);
+    const Expr numel = product(self);
+    auto inferred = std::find(out.begin(), out.end(), Expr(-1));
+    if (inferred != out.end()) {
+      Expr known(1);
+      for (auto it = out.begin(); it != out.end(); ++it) {
+        if (it != inferred) known = known * *it;
+      }
+      if (!index::is_divisor(known)) {
+        refuse(node, "can't infer the -1 of " + format_symbolic_sizes(out) + " from " +
+                         index::to_string(numel) + " elements");
+      }
+      *inferred = index::simplify(index::floordiv(numel, known), domain);
+    }
+    if (product(out) != numel) {
+      refuse(node, "sizes " + format_symbolic_sizes(out) + " hold as many elements as " +
+                       format_symbolic_sizes(self) + " only for some values of the size symbols");
+    }
+    // A view of a layout that is not contiguous may exist at some sizes only; the static rule
+    // checked the hints, and a bound graph checks each call's sizes.
+    if (node.op == "view" &&
+        tensor_arg(graph, node, 0).type.symbolic_strides != contiguous_strides(self) &&
+        tensor_arg(graph, node, 0).type.is_symbolic()) {
+      refuse(node, "of a non-contiguous layout with symbolic sizes has no symbolic rule yet");
+    }
+    return out;
+  }
+  if (node.op == "expand") {
+    std::vector<Expr> out = *symbolic_int_list_arg(node, 1);
+    const size_t lead = out.size() - rank;
+    for (size_t d = 0; d < rank; ++d) {
+      Expr& want = out[lead + d];
+      if (want == Expr(-1) || want == self[d]) {
+        want = self[d];
+      } else if (self[d] != Expr(1)) {
+        refuse(node, "dim " + std::to_string(lead + d) + " expands size " +
+                         index::to_string(self[d]) + " to " + index::to_string(want) +
+                         ", which holds only for some values of the size symbols");
+      }
+    }
+    return out;
+  }
+  if (node.op == "slice" || node.op == "narrow" || node.op == "select") {
+    const size_t dim = static_cast<size_t>(normalize_dim(int_arg(node, 1), rank, node.op));
+    const Expr size = self[dim];
+    // A negative constant counts from the end, as PyTorch's.
+    auto from_end = [&](Expr e) {
+      return e.is_constant() && *e.constant_value() < 0 ? e + size : e;
+    };
+    Expr start, end;
+    int64_t step = 1;
+    if (node.op == "slice") {
+      start = from_end(symbolic_optional_int_arg(node, 2).value_or(Expr(0)));
+      std::optional<Expr> given_end = symbolic_optional_int_arg(node, 3);
+      end = given_end && *given_end != Expr(INT64_MAX) ? from_end(*given_end) : size;
+      step = int_arg(node, 4);
+    } else if (node.op == "narrow") {
+      start = from_end(*symbolic_optional_int_arg(node, 2));
+      end = start + *symbolic_optional_int_arg(node, 3);
+    } else {
+      start = from_end(*symbolic_optional_int_arg(node, 2));
+      end = start + 1;
+    }
+    // PyTorch clamps a slice's bounds into the dim; without a proof of where they lie the
+    // clamp would depend on the symbols' values.
+    if (!proved_nonnegative(start) || !proved_nonnegative(end - start) ||
+        !proved_nonnegative(size - end)) {
+      refuse(node, "of dim " + std::to_string(dim) + " (size " + index::to_string(size) +
+                       ") from " + index::to_string(start) + " to " + index::to_string(end) +
+                       " is in range only for some values of the size symbols");
+    }
+    std::vector<Expr> out = self;
+    if (node.op == "select") {
+      out.erase(out.begin() + static_cast<std::ptrdiff_t>(dim));
+      return out;
+    }
+    out[dim] = step == 1 ? end - start
+                         : index::simplify(index::floordiv(end - start + (step - 1), step), domain);
+    return out;
+  }
+  if (node.op == "squeeze") {
+    std::optional<std::vector<int64_t>> dims = int_list_arg(node, 1);
+    std::vector<Expr> out;
+    for (size_t d = 0; d < rank; ++d) {
+      const bool named = !dims || std::any_of(dims->begin(), dims->end(), [&](int64_t k) {
+        return normalize_dim(k, rank, node.op) == static_cast<int64_t>(d);
+      });
+      if (named && self[d] == Expr(1)) continue;
+      if (named && !self[d].is_constant() && !proved_nonnegative(self[d] - 2)) {
+        refuse(node, "dim " + std::to_string(d) + " of size " + index::to_string(self[d]) +
+                         " may be 1 (squeezed) or not, depending on the size symbols");
+      }
+      out.push_back(self[d]);
+    }
+    return out;
+  }
   if (node.op == "unsqueeze") {
     std::vector<Expr> out = self;
     const int64_t dim = normalize_dim(int_arg(node, 1), rank + 1, node.op);
@@ -194,6 +300,31 @@ std::vector<Expr> contracted(const Graph& graph, const Node& node) {
   return out;
 }
 
+// cat: the operands agree on every other dim, and their sizes along `dim` add up. A 1-D
+// operand of size 0 takes no part (PyTorch's legacy rule).
+std::vector<Expr> concatenated(const Graph& graph, const Node& node) {
+  std::vector<std::vector<Expr>> shapes;
+  for (const auto& item : tensor_list_arg(node, 0)) {
+    const TensorType& type = graph.value(*item).type;
+    if (!type.is_symbolic() && type.sizes == std::vector<int64_t>{0}) continue;
+    shapes.push_back(symbolic_sizes_of(type));
+  }
+  std::vector<Expr> out = shapes.at(0);
+  const size_t dim = static_cast<size_t>(normalize_dim(int_arg(node, 1), out.size(), node.op));
+  for (size_t k = 1; k < shapes.size(); ++k) {
+    for (size_t d = 0; d < out.size(); ++d) {
+      if (d == dim) {
+        out[d] = out[d] + shapes[k][d];
+      } else if (shapes[k][d] != out[d]) {
+        refuse(node, "dim " + std::to_string(d) + " of its operands has sizes " +
+                         index::to_string(out[d]) + " and " + index::to_string(shapes[k][d]) +
+                         ", which agree only for some values of the size symbols");
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<Expr> infer_symbolic_sizes(const Graph& graph, const Node& node,
@@ -224,6 +355,22 @@ std::vector<Expr> infer_symbolic_sizes(const Graph& graph, const Node& node,
     case OpCategory::Copy:
       if (node.op == "clone" || node.op == "contiguous") {
         sizes = symbolic_sizes_of(tensor_arg(graph, node, 0).type);
+        break;
+      }
+      if (node.op == "cat") {
+        sizes = concatenated(graph, node);
+        break;
+      }
+      if (node.op == "embedding") {
+        sizes = symbolic_sizes_of(tensor_arg(graph, node, 1).type);
+        sizes.push_back(symbolic_sizes_of(tensor_arg(graph, node, 0).type).at(1));
+        break;
+      }
+      if (node.op == "index_select") {
+        sizes = symbolic_sizes_of(tensor_arg(graph, node, 0).type);
+        const int64_t dim = normalize_dim(int_arg(node, 1), sizes.size(), node.op);
+        const std::vector<Expr> index = symbolic_sizes_of(tensor_arg(graph, node, 2).type);
+        if (!sizes.empty()) sizes[static_cast<size_t>(dim)] = index.empty() ? Expr(1) : index[0];
         break;
       }
       [[fallthrough]];

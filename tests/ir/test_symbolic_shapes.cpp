@@ -120,6 +120,82 @@ TEST(SymbolicShapes, SymbolicRulesAgreeWithTheStaticRulesAtEverySize) {
   }
 }
 
+// A transformer block's shapes: size arguments that are expressions over the symbols.
+const char* const kBlock =
+    "def blk(ids: i64[1, s0], wte: f32[100, 32], x: f32[1, s0, 32], w: f32[32, 96],\n"
+    "        mask: f32[1, 1, 64, 64]) where s0: [2, 64] hint=9:\n"
+    "    e = embedding(wte, ids)\n"
+    "    h = add(e, x)\n"
+    "    f = view(h, [s0, 32])\n"
+    "    q = mm(f, w)\n"
+    "    q3 = view(q, [1, s0, 3, 32])\n"
+    "    p = permute(q3, [0, 2, 1, 3])\n"
+    "    r = reshape(p, [3, -1, 32])\n"
+    "    m = slice(mask, 2, 0, s0)\n"
+    "    m2 = slice(m, 3, 0, s0)\n"
+    "    sq = squeeze(m2, [0])\n"
+    "    c = cat([h, x], 1)\n"
+    "    g = view(c, [-1, 32])\n"
+    "    sel = select(h, 1, -1)\n"
+    "    ex = expand(sel, [s0, 32])\n"
+    "    n = narrow(h, 1, 1, s0 - 1)\n"
+    "    t = slice(h, 1, 1, -1, 2)\n"
+    "    ids1 = view(ids, [s0])\n"
+    "    i = index_select(wte, 0, ids1)\n"
+    "    return r, sq, g, ex, n, t, i\n";
+
+TEST(SymbolicShapes, SizeArgumentsAreExpressions) {
+  const Graph g = parse_graph(kBlock, "t.stax");
+  const Expr s0 = Expr::var("s0");
+  EXPECT_EQ(type_of(g, "e").symbolic_sizes, (std::vector<Expr>{1, s0, 32}));
+  EXPECT_EQ(type_of(g, "r").symbolic_sizes, (std::vector<Expr>{3, s0, 32}));
+  EXPECT_EQ(type_of(g, "sq").symbolic_sizes, (std::vector<Expr>{1, s0, s0}));
+  EXPECT_EQ(type_of(g, "g").symbolic_sizes, (std::vector<Expr>{2 * s0, 32}));
+  EXPECT_EQ(type_of(g, "ex").symbolic_sizes, (std::vector<Expr>{s0, 32}));
+  EXPECT_EQ(type_of(g, "n").symbolic_sizes, (std::vector<Expr>{1, s0 - 1, 32}));
+  EXPECT_EQ(type_of(g, "sel").sizes, (std::vector<int64_t>{1, 32}));
+  EXPECT_EQ(type_of(g, "i").symbolic_sizes, (std::vector<Expr>{s0, 32}));
+  EXPECT_FALSE(type_of(g, "sel").is_symbolic());
+  EXPECT_TRUE(parse_graph(print_graph(g), "p.stax") == g) << print_graph(g);
+  for (int64_t v = 2; v <= 64; ++v) {
+    const std::map<std::string, int64_t> values = {{"s0", v}};
+    const Graph bound = graph_passes::bind_sizes(g, values);
+    for (size_t k = 0; k < g.values().size(); ++k) {
+      const TensorType& symbolic = g.values()[k].type;
+      if (!symbolic.is_symbolic()) continue;
+      std::vector<int64_t> sizes;
+      for (const Expr& e : symbolic.symbolic_sizes) sizes.push_back(index::evaluate(e, values));
+      EXPECT_EQ(sizes, bound.values()[k].type.sizes) << g.values()[k].name << " at s0=" << v;
+    }
+  }
+  // The strided slice of every other element from 1 to s0 - 1.
+  const Graph at = graph_passes::bind_sizes(g, {{"s0", 10}});
+  EXPECT_EQ(type_of(at, "t").sizes, (std::vector<int64_t>{1, 4, 32}));
+}
+
+TEST(SymbolicShapes, SizeArgumentsThatHoldOnlySometimesAreRefused) {
+  using testing::infer_error;
+  EXPECT_EQ(infer_error("x: f32[s0, 4]", "reshape(x, [128, 2])"),
+            "reshape: sizes [128, 2] hold as many elements as [s0, 4] only for some values of the "
+            "size symbols");
+  EXPECT_EQ(infer_error("x: f32[s0, 64]", "slice(x, 0, 0, 64)"),
+            "slice: of dim 0 (size s0) from 0 to 64 is in range only for some values of the size "
+            "symbols");
+  EXPECT_EQ(infer_error("x: f32[1, 4], y: f32[s0]", "expand(x, [s0, 4])"), "<no error>");
+  EXPECT_EQ(infer_error("x: f32[s1, 4], y: f32[s0]", "expand(x, [s0, 4])"),
+            "expand: dim 0 expands size s1 to s0, which holds only for some values of the size "
+            "symbols");
+  EXPECT_EQ(infer_error("x: f32[s0, 4]", "squeeze(x)"),
+            "squeeze: dim 0 of size s0 may be 1 (squeezed) or not, depending on the size "
+            "symbols");
+  EXPECT_EQ(infer_error("x: f32[s0, s1], y: f32[s0, s0]", "cat([x, y], 0)"),
+            "cat: dim 1 of its operands has sizes s1 and s0, which agree only for some values of "
+            "the size symbols");
+  // A value may not take a symbol's name, so that an argument names one or the other.
+  EXPECT_EQ(parse_error("def f(x: f32[s0]):\n    s0 = neg(x)\n    return s0\n"),
+            "t.stax:2:5: neg: value name 's0' is the name of a size symbol");
+}
+
 TEST(SymbolicShapes, BindingChecksTheFactsByName) {
   const Graph g = parse_graph(kProgram, "t.stax");
   auto bind_error = [&](std::map<std::string, int64_t> values) -> std::string {
@@ -181,9 +257,10 @@ TEST(SymbolicShapes, RulesThatWouldDependOnTheSymbolsValuesAreRefusedByName) {
             "mm: the shared dims s1 and s0 agree only for some values of the size symbols");
   // A view to constant sizes would hold only at the hint.
   EXPECT_EQ(infer_error("x: f32[s0, 4]", "view(x, [256])"),
-            "view: has no symbolic shape rule yet (its operand 'x' has sizes [s0, 4])");
-  EXPECT_EQ(infer_error("x: f32[s0, 4]", "cat([x, x])"),
-            "cat: has no symbolic shape rule yet (an operand's sizes are symbolic)");
+            "view: sizes [256] hold as many elements as [s0, 4] only for some values of the size "
+            "symbols");
+  EXPECT_EQ(infer_error("x: f32[s0, 4]", "flip(x, [0])"),
+            "flip: has no symbolic shape rule yet (an operand's sizes are symbolic)");
   // amax has no identity: its symbolic dim must be proved non-empty.
   EXPECT_EQ(infer_error("x: f32[s0, 4]", "amax(x, dim=[0])"),
             "amax: reduces dim 0 of size s0, which may be 0 (the reduction has no identity; "
