@@ -13,10 +13,14 @@ from __future__ import annotations
 
 import math
 import operator
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import torch
+
+from . import symbolic_sizes
+from .symbolic_sizes import SymbolFacts, Unsupported
 
 aten = torch.ops.aten
 prims = torch.ops.prims
@@ -49,8 +53,7 @@ _PLACEMENT_ARGS = {
 }
 
 
-class Unsupported(Exception):
-    """A node Stax does not run; the message is the reason shown by explain."""
+# Unsupported: a node Stax does not run; the message is the reason shown by explain.
 
 
 # Stax's op registry, from the extension module (the C++ registry is the truth):
@@ -84,6 +87,8 @@ class TextGraph:
     # What the region returns, per value: ("output", k, replay) is output k, ("input", i,
     # replay) input i, each through replay (a view_outputs.ViewReplay) unless it is None.
     returned: list = field(default_factory=list)
+    # The size symbols the graph's types and arguments use, with their facts (issue 33).
+    symbols: SymbolFacts = field(default_factory=SymbolFacts)
     _counter: int = 0
 
     def fresh(self, hint: str) -> str:
@@ -96,15 +101,24 @@ class TextGraph:
         self.origins.append(origin)
 
     def text(self) -> str:
-        params = ", ".join(f"{n}: {tensor_type_text(v)}" for n, v in self.inputs)
-        lines = [f"def {self.name}({params}):"]
+        params = ", ".join(f"{n}: {tensor_type_text(v, self.symbols)}" for n, v in self.inputs)
+        lines = [f"def {self.name}({params}){self.symbols.where_clause()}:"]
         lines += self.statements
         lines.append("    return " + ", ".join(self.outputs))
         return "\n".join(lines) + "\n"
 
 
-def tensor_type_text(t: Any) -> str:
+def tensor_type_text(t: Any, symbols: SymbolFacts | None = None) -> str:
     dtype = STAX_DTYPES[t.dtype]
+    if symbols is not None and symbolic_sizes.has_symbolic_layout(t):
+        # Issue 33: sizes and strides as expressions over size symbols; the strides are
+        # written out unless they are the contiguous ones of the sizes.
+        sizes = [symbols.text(s) for s in t.shape]
+        strides = [symbols.text(s) for s in t.stride()]
+        text = f"{dtype}[{', '.join(sizes)}]"
+        if not t.is_contiguous():
+            text += " strides=[" + ", ".join(strides) + "]"
+        return text
     sizes = ", ".join(str(int(s)) for s in t.shape)
     text = f"{dtype}[{sizes}]"
     strides = [int(s) for s in t.stride()]
@@ -121,10 +135,20 @@ def contiguous_strides(sizes: list[int]) -> list[int]:
     return list(reversed(strides))
 
 
+# The size symbols of the graph being translated (partition.translate_region, per thread),
+# for the SymInt arguments literal() spells.
+_translating = threading.local()
+
+
 def literal(value: Any, names: Callable[[Any], str]) -> str:
     """The text-format spelling of one argument value."""
     if isinstance(value, torch.fx.Node):
         return names(value)
+    if isinstance(value, torch.SymInt):
+        symbols = getattr(_translating, "symbols", None)
+        if symbols is None:
+            raise Unsupported("a symbolic size outside a symbolic translation")
+        return symbols.text(value)
     if value is None:
         return "None"
     if isinstance(value, bool):

@@ -17,7 +17,7 @@ import torch
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 
-from . import aten_ops, layouts, view_outputs
+from . import aten_ops, layouts, symbolic_sizes, view_outputs
 from .aten_ops import TextGraph, Unsupported
 
 aten = torch.ops.aten
@@ -57,9 +57,16 @@ def _tensor_problem(t) -> str | None:
         return f"dtype {t.dtype}"
     if t.layout != torch.strided:
         return f"layout {t.layout}"
-    for s in list(t.shape) + list(t.stride()) + [t.storage_offset()]:
-        if not isinstance(s, int):
-            return "symbolic sizes"
+    if not isinstance(t.storage_offset(), int):
+        return "a symbolic storage offset"
+    if symbolic_sizes.has_symbolic_layout(t):
+        # Issue 33: sizes Stax's text spells (sums and products of backed size symbols).
+        try:
+            facts = symbolic_sizes.SymbolFacts()
+            for s in list(t.shape) + list(t.stride()):
+                facts.text(s)
+        except Unsupported as e:
+            return f"symbolic sizes: {e}"
     return None
 
 
@@ -78,6 +85,13 @@ def node_problem(node: torch.fx.Node, stax_ops) -> str | None:
             return "reads a module attribute that is not a tensor"
         val = inp.meta.get("val")
         if node.target is operator.getitem:
+            continue
+        if symbolic_sizes.is_symbolic_value(val):
+            # A size argument (view's, expand's): spelled as an expression (issue 33).
+            try:
+                symbolic_sizes.SymbolFacts().text(val)
+            except Unsupported as e:
+                return f"input {inp.name} is {e}"
             continue
         for v in _fake_values(val):
             problem = _tensor_problem(v)
@@ -99,10 +113,13 @@ def node_problem(node: torch.fx.Node, stax_ops) -> str | None:
         # Stax buffer need not share with eager's.
         return "as_strided of a computed value"
     scratch = TextGraph("probe")
+    aten_ops._translating.symbols = scratch.symbols
     try:
         aten_ops.translate_node(node, lambda n: n.name, scratch, stax_ops)
     except Unsupported as e:
         return str(e)
+    finally:
+        aten_ops._translating.symbols = None
     return None
 
 
@@ -197,8 +214,21 @@ def translate_region(sub: torch.fx.GraphModule, name: str, stax_ops) -> TextGrap
             raise Unsupported(f"{n.name} has several results")
         return value
 
+    aten_ops._translating.symbols = graph.symbols
+    try:
+        _translate_nodes(sub, graph, names, stax_name, name_of, stax_ops)
+    finally:
+        aten_ops._translating.symbols = None
+    return graph
+
+
+def _translate_nodes(sub, graph, names, stax_name, name_of, stax_ops):
     for node in sub.graph.nodes:
-        if node.op == "placeholder":
+        if node.op == "placeholder" and symbolic_sizes.is_symbolic_value(node.meta.get("val")):
+            # A size the region is given (issue 33): its uses spell the expression; the
+            # value comes from the inputs' sizes at run time, not as an input.
+            names[node] = graph.symbols.text(node.meta["val"])
+        elif node.op == "placeholder":
             s = stax_name(node.name)
             names[node] = s
             graph.inputs.append((s, node.meta["val"]))
@@ -217,7 +247,6 @@ def translate_region(sub: torch.fx.GraphModule, name: str, stax_ops) -> TextGrap
                 graph.returned.append(_returned_value(o, graph, inputs, name_of))
         else:
             raise Unsupported(f"{node.op} node in a region")
-    return graph
 
 
 def _returned_value(node: torch.fx.Node, graph: TextGraph, inputs, name_of):

@@ -12,6 +12,7 @@
 // IndexError; everything else, the C++ compiler's failures (runtime::CompileError, whose
 // message holds the compiler output) included, RuntimeError.
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/map.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
@@ -21,6 +22,7 @@
 #include <Python.h>
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -37,6 +39,7 @@
 #include "driver/tolerance.h"
 #include "eager/interpreter.h"
 #include "external/matmul.h"
+#include "graph_passes/bind_sizes.h"
 #include "ir/dtype.h"
 #include "ir/graph.h"
 #include "ir/index_rule.h"
@@ -271,8 +274,12 @@ std::vector<OutputInfo> output_infos(const CompiledGraph& compiled) {
 // returns each output as (dtype, sizes, its elements in row-major order as bytes).
 using EagerOutput = std::tuple<std::string, std::vector<int64_t>, nb::bytes>;
 std::vector<EagerOutput> run_eager(const std::string& text, nb::handle inputs,
-                                   const std::string& filename) {
-  const ir::Graph graph = ir::parse_graph(text, filename);
+                                   const std::string& filename,
+                                   const std::map<std::string, int64_t>& sizes) {
+  // A graph with size symbols runs as the graph of the sizes given (issue 33).
+  const ir::Graph parsed = ir::parse_graph(text, filename);
+  const ir::Graph graph =
+      parsed.is_symbolic() || !sizes.empty() ? graph_passes::bind_sizes(parsed, sizes) : parsed;
   std::vector<const void*> addresses;
   read_addresses(inputs, "inputs", addresses);
   if (addresses.size() != graph.inputs().size()) {
@@ -552,9 +559,11 @@ NB_MODULE(_C, m) {
         "(op name, [(parameter name, keyword_only)]) for every op Stax implements, parameters "
         "in schema order");
   m.def("eager_run", &run_eager, "text"_a, "inputs"_a, "filename"_a = "<graph>",
+        "sizes"_a = std::map<std::string, int64_t>{},
         "Runs graph text in the eager interpreter (the oracle): `inputs` are data pointers "
-        "laid out with the graph's declared sizes and strides; returns (dtype, sizes, bytes) "
-        "per output, the bytes row-major.");
+        "laid out with the graph's declared sizes and strides, its size symbols (if any) "
+        "taking the values `sizes` gives; returns (dtype, sizes, bytes) per output, the bytes "
+        "row-major.");
   m.def("output_tolerances", &tolerances_of, "text"_a, "filename"_a = "<graph>",
         "(rtol, atol) per graph output: how closely compiled results must match eager's");
   m.def("compiler_invocations", &runtime::compiler_invocations,

@@ -234,6 +234,7 @@ Arg convert_arg(const Graph& graph, const std::string& op, const Param& param, A
       throw fail();
     case ParamKind::Scalar:
       if (auto s = as_scalar(arg)) return *s;
+      if (auto sym = as_sym_int(arg)) return *sym;
       throw fail();
     case ParamKind::Int:
       if (auto* i = std::get_if<int64_t>(&arg)) return *i;

@@ -90,7 +90,8 @@ bool is_tensor_arg(const Node& node, size_t position) {
   return std::holds_alternative<ValueRef>(arg_at(node, position));
 }
 
-const Scalar& scalar_arg(const Node& node, size_t position) {
+Scalar scalar_arg(const Node& node, size_t position) {
+  if (const auto* sym = std::get_if<SymInt>(&arg_at(node, position))) return Scalar(sym->at_hint);
   const auto* s = std::get_if<Scalar>(&arg_at(node, position));
   if (!s) wrong_kind(node, position, "a scalar");
   return *s;

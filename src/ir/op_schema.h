@@ -83,7 +83,8 @@ std::vector<std::string> registered_op_names();
 // Helpers for reading bound arguments of a node (args are in schema order).
 const Value& tensor_arg(const Graph& graph, const Node& node, size_t position);
 bool is_tensor_arg(const Node& node, size_t position);
-const Scalar& scalar_arg(const Node& node, size_t position);
+// A symbolic int (arange's end) gives its value at the hints.
+Scalar scalar_arg(const Node& node, size_t position);
 int64_t int_arg(const Node& node, size_t position);
 bool bool_arg(const Node& node, size_t position);
 // For OptionalIntList parameters None yields nullopt.

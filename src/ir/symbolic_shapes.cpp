@@ -138,7 +138,8 @@ std::vector<Expr> reduced(const Graph& graph, const Node& node, const OpSchema& 
   return out;
 }
 
-std::vector<Expr> viewed(const Graph& graph, const Node& node) {
+std::vector<Expr> viewed(const Graph& graph, const Node& node,
+                         const std::vector<int64_t>& at_hints) {
   const std::vector<Expr> self = symbolic_sizes_of(tensor_arg(graph, node, 0).type);
   const size_t rank = self.size();
   if (node.op == "permute") {
@@ -246,6 +247,17 @@ std::vector<Expr> viewed(const Graph& graph, const Node& node) {
                          : index::simplify(index::floordiv(end - start + (step - 1), step), domain);
     return out;
   }
+  if (node.op == "split" || node.op == "split_with_sizes") {
+    // Along a static dim every result has a static size there (the static rule's).
+    const size_t dim = static_cast<size_t>(normalize_dim(int_arg(node, 2), rank, node.op));
+    if (!self[dim].is_constant()) {
+      refuse(node, "of dim " + std::to_string(dim) + " of size " + index::to_string(self[dim]) +
+                       " has no symbolic rule yet");
+    }
+    std::vector<Expr> out = self;
+    out[dim] = Expr(at_hints.at(dim));
+    return out;
+  }
   if (node.op == "squeeze") {
     std::optional<std::vector<int64_t>> dims = int_list_arg(node, 1);
     std::vector<Expr> out;
@@ -300,6 +312,73 @@ std::vector<Expr> contracted(const Graph& graph, const Node& node) {
   return out;
 }
 
+// Factories: the sizes argument (full, zeros, ones), the operand's sizes (*_like, fill),
+// arange's count (end - start at step 1, from a start and step that are plain numbers).
+std::vector<Expr> made(const Graph& graph, const Node& node, const std::vector<int64_t>& at_hints) {
+  if (node.op == "full" || node.op == "zeros" || node.op == "ones") {
+    return *symbolic_int_list_arg(node, 0);
+  }
+  if (node.op == "full_like" || node.op == "zeros_like" || node.op == "ones_like" ||
+      node.op == "fill") {
+    return symbolic_sizes_of(tensor_arg(graph, node, 0).type);
+  }
+  if (node.op == "arange") {
+    auto bound = [&](size_t position) -> std::optional<Expr> {
+      if (const auto* sym = std::get_if<SymInt>(&node.args[position])) return sym->expr;
+      const Scalar s = scalar_arg(node, position);
+      if (s.is_int()) return Expr(s.int_value());
+      return std::nullopt;
+    };
+    const std::optional<Expr> start = bound(0), end = bound(1), step = bound(2);
+    if (start && end && step == Expr(1)) {
+      const Expr count = *end - *start;
+      if (index::is_nonnegative(count, index::Domain({}, graph.size_symbols())) ==
+          index::Truth::kProved) {
+        return {count};
+      }
+    }
+    refuse(node, "from " + (start ? index::to_string(*start) : "a float") + " to " +
+                     (end ? index::to_string(*end) : "a float") +
+                     " has no symbolic count unless its bounds are ints, its step 1 and "
+                     "its end proved at least its start");
+  }
+  (void)at_hints;
+  refuse(node, "has no symbolic shape rule yet (its arguments are symbolic)");
+}
+
+// Attention: [B, Hq, Lq, Ev] and the logsumexp [B, Hq, Lq]; a backward's gradients have their
+// operands' sizes. The keys and values must have one length, and a mask must broadcast to the
+// scores [B, Hq, Lq, Lk], whatever the sizes.
+std::vector<Expr> attended(const Graph& graph, const Node& node) {
+  const bool backward = node.op == "_scaled_dot_product_flash_attention_for_cpu_backward";
+  const size_t first = backward ? 1 : 0;
+  const std::vector<Expr> query = symbolic_sizes_of(tensor_arg(graph, node, first).type);
+  const std::vector<Expr> key = symbolic_sizes_of(tensor_arg(graph, node, first + 1).type);
+  const std::vector<Expr> value = symbolic_sizes_of(tensor_arg(graph, node, first + 2).type);
+  if (query.size() != 4 || key.size() != 4 || value.size() != 4) {
+    refuse(node, "has a symbolic rule for 4-D operands only");
+  }
+  if (key[2] != value[2] || key[0] != query[0] || value[0] != query[0]) {
+    refuse(node, "key and value lengths " + index::to_string(key[2]) + " and " +
+                     index::to_string(value[2]) +
+                     " (or the batches) agree only for some values "
+                     "of the size symbols");
+  }
+  const OpSchema& schema = *find_op_schema(node.op);
+  const std::optional<size_t> mask_at = param_position(schema, "attn_mask");
+  if (mask_at) {
+    if (std::optional<ValueRef> mask = optional_tensor_arg(node, *mask_at)) {
+      const std::vector<Expr> scores = {query[0], query[1], query[2], key[2]};
+      if (broadcast(node, {symbolic_sizes_of(graph.value(*mask).type), scores}) != scores) {
+        refuse(node, "the mask does not broadcast to the scores " + format_symbolic_sizes(scores));
+      }
+    }
+  }
+  if (backward) return node.result_index == 0 ? query : node.result_index == 1 ? key : value;
+  if (node.result_index == 0) return {query[0], query[1], query[2], value[3]};
+  return {query[0], query[1], query[2]};
+}
+
 // cat: the operands agree on every other dim, and their sizes along `dim` add up. A 1-D
 // operand of size 0 takes no part (PyTorch's legacy rule).
 std::vector<Expr> concatenated(const Graph& graph, const Node& node) {
@@ -344,10 +423,16 @@ std::vector<Expr> infer_symbolic_sizes(const Graph& graph, const Node& node,
       sizes = reduced(graph, node, schema);
       break;
     case OpCategory::View:
-      sizes = viewed(graph, node);
+      sizes = viewed(graph, node, at_hints);
       break;
     case OpCategory::Contraction:
       sizes = contracted(graph, node);
+      break;
+    case OpCategory::Factory:
+      sizes = made(graph, node, at_hints);
+      break;
+    case OpCategory::Attention:
+      sizes = attended(graph, node);
       break;
     case OpCategory::Mutation:
       sizes = symbolic_sizes_of(tensor_arg(graph, node, 0).type);

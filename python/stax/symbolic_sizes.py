@@ -1,0 +1,114 @@
+"""Sizes known only at run time, as the text format spells them (issue 33).
+
+Dynamo's symbolic graphs carry sizes as SymInts: a sympy expression over the ShapeEnv's
+symbols (`s0`, `s1`, ...) with what the ShapeEnv knows of each (its range and the example
+value, the hint). A Stax graph writes the same sizes as expressions over size symbols
+(`f32[s0, 768]`, `view(x, [s0, 12, 64])`) and declares the facts in a `where` clause
+(ir/symbolic_shapes.h). This module turns one into the other and collects the facts of the
+symbols a translation uses; it never takes a SymInt's hint as its value (that would
+specialize the graph silently): what it cannot spell is `Unsupported`.
+"""
+
+from __future__ import annotations
+
+import re
+
+import sympy
+import torch
+
+# What an undeclared symbol may be in Stax (ir::default_size_symbol): a ShapeEnv range with
+# no upper bound is clipped to it.
+MAX_SIZE = 2**31 - 1
+_SYMBOL_NAME = re.compile(r"s[0-9]+\Z")
+
+
+class Unsupported(Exception):
+    pass
+
+
+class SymbolFacts:
+    """The size symbols one Stax graph uses: name -> (lo, hi, hint)."""
+
+    def __init__(self):
+        self.facts: dict[str, tuple[int, int, int]] = {}
+
+    def where_clause(self) -> str:
+        if not self.facts:
+            return ""
+        parts = [f"{name}: [{lo}, {hi}] hint={hint}"
+                 for name, (lo, hi, hint) in sorted(self.facts.items(), key=lambda kv: int(kv[0][1:]))]
+        return " where " + ", ".join(parts)
+
+    def _record(self, symbol: sympy.Symbol, shape_env) -> str:
+        name = str(symbol)
+        if not _SYMBOL_NAME.match(name):
+            raise Unsupported(f"size symbol {name} (Stax takes backed sizes s0, s1, ...)")
+        if name in self.facts:
+            return name
+        if shape_env is None or symbol not in shape_env.var_to_val:
+            raise Unsupported(f"size symbol {name} without a hint")
+        hint = int(shape_env.var_to_val[symbol])
+        lo, hi = 0, MAX_SIZE
+        value_range = shape_env.var_to_range.get(symbol)
+        if value_range is not None:
+            lo = max(lo, _bound(value_range.lower, 0))
+            hi = min(hi, _bound(value_range.upper, MAX_SIZE))
+        if not lo <= hint <= hi:
+            raise Unsupported(f"size symbol {name}: its hint {hint} is outside [{lo}, {hi}]")
+        self.facts[name] = (lo, hi, hint)
+        return name
+
+    def text(self, size) -> str:
+        """The text of one size: an int, or a SymInt's expression over size symbols."""
+        if isinstance(size, int):
+            return str(size)
+        if not isinstance(size, torch.SymInt):
+            raise Unsupported(f"a size of type {type(size).__name__}")
+        node = size.node
+        expr = node.expr
+        if expr.is_Integer:
+            return str(int(expr))
+        return self._expr_text(expr, getattr(node, "shape_env", None))
+
+    def _expr_text(self, expr, shape_env) -> str:
+        if expr.is_Integer:
+            return str(int(expr))
+        if expr.is_Symbol:
+            return self._record(expr, shape_env)
+        if expr.is_Add:
+            terms = [self._expr_text(t, shape_env) for t in expr.as_ordered_terms()]
+            text = terms[0]
+            for t in terms[1:]:
+                text += f" - {t[1:]}" if t.startswith("-") else f" + {t}"
+            return text
+        if expr.is_Mul:
+            factors = []
+            for f in expr.as_ordered_factors():
+                if f.is_Pow and f.exp.is_Integer and int(f.exp) > 0:
+                    factors += [self._expr_text(f.base, shape_env)] * int(f.exp)
+                else:
+                    factors.append(self._expr_text(f, shape_env))
+            if factors[0] == "-1":
+                return "-" + "*".join(factors[1:])
+            return "*".join(factors)
+        if expr.is_Pow and expr.exp.is_Integer and int(expr.exp) > 0:
+            return "*".join([self._expr_text(expr.base, shape_env)] * int(expr.exp))
+        raise Unsupported(f"size expression {expr} (Stax takes sums and products of sizes)")
+
+
+def _bound(value, default: int) -> int:
+    """A ShapeEnv range's bound as an int; an infinite one (int_oo) is `default`."""
+    if isinstance(value, int):
+        return value
+    if getattr(value, "is_Integer", False):
+        return int(value)
+    return default
+
+
+def is_symbolic_value(value) -> bool:
+    """Whether a node's value is a SymInt that is not a constant."""
+    return isinstance(value, torch.SymInt) and not value.node.expr.is_Integer
+
+
+def has_symbolic_layout(t) -> bool:
+    return any(not isinstance(s, int) for s in list(t.shape) + list(t.stride()))
