@@ -87,8 +87,10 @@ class TextGraph:
     # What the region returns, per value: ("output", k, replay) is output k, ("input", i,
     # replay) input i, each through replay (a view_outputs.ViewReplay) unless it is None.
     returned: list = field(default_factory=list)
-    # The size symbols the graph's types and arguments use, with their facts (issue 33).
+    # The size symbols the graph's types and arguments use, with their facts (issue 33), and
+    # which of the region's arguments are the graph's inputs (the others are sizes).
     symbols: SymbolFacts = field(default_factory=SymbolFacts)
+    tensor_positions: list = field(default_factory=list)
     _counter: int = 0
 
     def fresh(self, hint: str) -> str:

@@ -19,8 +19,6 @@ import operator
 import os
 import re
 import threading
-import time
-import warnings
 
 import torch
 from torch._dynamo.backends.common import aot_autograd
@@ -33,6 +31,7 @@ from .options import Options
 from .partition import PartitionReport, node_problem, op_name, partition, translate_region
 from .reinplace import reinplace_scatters
 from .region import Region
+from .symbolic_region import SymbolicRegion
 
 aten = torch.ops.aten
 
@@ -205,7 +204,11 @@ def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs, options: Option
         sub = getattr(fused, rname)
         try:
             text_graph = translate_region(sub, f"{name}_{rname}", stax_ops)
-            regions[rname] = Region(text_graph, options, freezing)
+            if text_graph.symbols.facts:
+                # Sizes known only at run time (issue 33): translated once, run at any size.
+                regions[rname] = SymbolicRegion(text_graph, options, freezing, reference=sub)
+            else:
+                regions[rname] = Region(text_graph, options, freezing)
             regions[rname].reference = sub  # the region as PyTorch runs it (debugging)
         except Unsupported as e:
             _inline_region(fused, rname, f"translation failed: {e}", report, reasons)
@@ -503,73 +506,6 @@ def _plain_inference_graph() -> bool:
     return True
 
 
-class _PerShape:
-    """A Dynamo graph with symbolic sizes, compiled for each concrete shape it meets (until
-    Stax compiles symbolic programs, issue 33). Bounded as Dynamo bounds its own recompiles:
-    past `torch._dynamo.config.recompile_limit` shapes of one graph, a new shape runs the graph
-    in PyTorch, with one warning, and the compiled shapes stay. Every compile and every shape
-    past the limit is logged under the "recompiles" topic, with the shape and the time taken."""
-
-    def __init__(self, gm, options):
-        self.gm = gm
-        self.options = options
-        self.compiled = {}
-        self.shapes_in_pytorch = set()
-        self.lock = threading.Lock()
-        self.warned = False
-        _PerShape.count += 1
-        self.name = f"symbolic graph {_PerShape.count}"
-
-    count = 0
-
-    @staticmethod
-    def key(args):
-        return tuple(
-            (tuple(a.shape), a.stride(), a.dtype, a.requires_grad) if isinstance(a, torch.Tensor)
-            else (type(a), a)
-            for a in args
-        )
-
-    @staticmethod
-    def shapes(args) -> str:
-        return ", ".join(str(list(a.shape)) if isinstance(a, torch.Tensor) else repr(a) for a in args)
-
-    def __call__(self, *args):
-        k = self.key(args)
-        fn = self.compiled.get(k)
-        if fn is None:
-            with self.lock:
-                fn = self.compiled.get(k)
-                if fn is None:
-                    fn = self._compile_or_refuse(k, args)
-        return fn(*args)
-
-    def _compile_or_refuse(self, k, args):
-        limit = torch._dynamo.config.recompile_limit
-        if len(self.compiled) >= limit:
-            if k not in self.shapes_in_pytorch:
-                self.shapes_in_pytorch.add(k)
-                debug.log(self.options, "recompiles",
-                          f"stax: {self.name}: shapes ({self.shapes(args)}) run in PyTorch: "
-                          f"{len(self.compiled)} shapes compiled, the recompile limit "
-                          f"(torch._dynamo.config.recompile_limit = {limit})")
-            if not self.warned:
-                self.warned = True
-                warnings.warn(
-                    f"stax: a graph with symbolic sizes met more than {limit} shapes "
-                    "(torch._dynamo.config.recompile_limit); further shapes run in PyTorch. "
-                    "Stax compiles such graphs per concrete shape for now: pad or bucket the "
-                    "sizes, or raise the limit.", stacklevel=3)
-            return self.gm
-        start = time.perf_counter()
-        fn = _aot(self.gm, list(args), self.options)
-        self.compiled[k] = fn
-        debug.log(self.options, "recompiles",
-                  f"stax: {self.name}: compiled for shapes ({self.shapes(args)}) in "
-                  f"{time.perf_counter() - start:.2f} s ({len(self.compiled)} of at most {limit})")
-        return fn
-
-
 def stax_backend(gm: torch.fx.GraphModule, example_inputs, options: dict | None = None, **kwargs):
     """torch.compile(fn, backend="stax", options={...}): see options.py for the options."""
     if kwargs:
@@ -577,6 +513,5 @@ def stax_backend(gm: torch.fx.GraphModule, example_inputs, options: dict | None 
     opts = Options.parse(options)
     dynamo_rewrites.restore_addcdiv(gm)
     if _has_symbolic(example_inputs):
-        debug.log(opts, "graph", "stax: symbolic sizes; compiling per concrete shape")
-        return _PerShape(gm, opts)
+        debug.log(opts, "graph", "stax: symbolic sizes: traced once, each region compiled per size")
     return _aot(gm, example_inputs, opts)

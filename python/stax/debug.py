@@ -2,7 +2,7 @@
 
 STAX_LOGS=fusion,schedule,ir,output_code (or options={"logs": ...}) prints those to stderr;
 "graph" prints each ATen graph, "fallback" the ops left to PyTorch with their reasons and
-"recompiles" each compile of a graph with symbolic sizes for a new shape (backend._PerShape).
+"recompiles" each compile of a region with symbolic sizes for new sizes (symbolic_region.py).
 STAX_DEBUG_DIR=path (or options={"debug_dir": path}) writes, per graph, into path/<graph>/:
 the FX graph (fx_graph.py), per region the Stax graph text (<region>.stax, runnable with
 `stax run`), its fusion and schedule log (<region>.explain.txt), its kernel IR after every
@@ -52,6 +52,8 @@ def report_graph(options, record, fused) -> None:
     wanted = options.debug_dir or {"fusion", "schedule"} & set(options.logs)
     for region in record.regions if wanted or {"ir", "output_code"} & set(options.logs) else ():
         variant = region.primary
+        if variant is None:
+            continue  # a region with symbolic sizes that compiles at its first call
         # The fusion log and the debug files list every refused pair with its reason.
         explain = variant.compiled.explain(verbose=True) if wanted else ""
         fusion, schedule = _split_explain(explain)

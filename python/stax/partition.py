@@ -223,15 +223,26 @@ def translate_region(sub: torch.fx.GraphModule, name: str, stax_ops) -> TextGrap
 
 
 def _translate_nodes(sub, graph, names, stax_name, name_of, stax_ops):
+    position = 0
     for node in sub.graph.nodes:
-        if node.op == "placeholder" and symbolic_sizes.is_symbolic_value(node.meta.get("val")):
-            # A size the region is given (issue 33): its uses spell the expression; the
-            # value comes from the inputs' sizes at run time, not as an input.
-            names[node] = graph.symbols.text(node.meta["val"])
+        val = node.meta.get("val")
+        if node.op == "placeholder" and (symbolic_sizes.is_symbolic_value(val)
+                                         or isinstance(val, (int, torch.SymInt))):
+            # A size the region is given (issue 33): its uses spell the expression (or the
+            # int, in a region traced at one call's sizes); the value comes from the inputs'
+            # sizes at run time, not as an input.
+            names[node] = graph.symbols.text(val)
+            position += 1
         elif node.op == "placeholder":
             s = stax_name(node.name)
             names[node] = s
             graph.inputs.append((s, node.meta["val"]))
+            graph.tensor_positions.append(position)
+            val = node.meta["val"]
+            if isinstance(val, torch.Tensor) and symbolic_sizes.has_symbolic_layout(val):
+                for size in list(val.shape) + list(val.stride()):
+                    graph.symbols.text(size)  # records the symbols and their facts
+            position += 1
         elif node.op == "call_function":
             result = aten_ops.translate_node(node, name_of, graph, stax_ops)
             if isinstance(result, tuple) and result and result[0] == "getitem":

@@ -45,9 +45,13 @@ class SymbolFacts:
             raise Unsupported(f"size symbol {name} (Stax takes backed sizes s0, s1, ...)")
         if name in self.facts:
             return name
-        if shape_env is None or symbol not in shape_env.var_to_val:
+        # The example values (torch renamed var_to_val to backed_var_to_val).
+        hints = getattr(shape_env, "backed_var_to_val", None)
+        if hints is None and shape_env is not None:
+            hints = shape_env.var_to_val
+        if hints is None or symbol not in hints:
             raise Unsupported(f"size symbol {name} without a hint")
-        hint = int(shape_env.var_to_val[symbol])
+        hint = int(hints[symbol])
         lo, hi = 0, MAX_SIZE
         value_range = shape_env.var_to_range.get(symbol)
         if value_range is not None:

@@ -564,6 +564,14 @@ NB_MODULE(_C, m) {
         "laid out with the graph's declared sizes and strides, its size symbols (if any) "
         "taking the values `sizes` gives; returns (dtype, sizes, bytes) per output, the bytes "
         "row-major.");
+  m.def(
+      "check_graph",
+      [](const std::string& text, const std::string& filename) {
+        ir::parse_graph(text, filename);
+      },
+      "text"_a, "filename"_a = "<graph>",
+      "Parses graph text (its shape rules, symbolic ones included, run); raises what the parser "
+      "or a shape rule refuses.");
   m.def("output_tolerances", &tolerances_of, "text"_a, "filename"_a = "<graph>",
         "(rtol, atol) per graph output: how closely compiled results must match eager's");
   m.def("compiler_invocations", &runtime::compiler_invocations,

@@ -231,6 +231,7 @@ Arg convert_arg(const Graph& graph, const std::string& op, const Param& param, A
         return arg;
       }
       if (auto s = as_scalar(arg)) return *s;
+      if (auto sym = as_sym_int(arg)) return *sym;  // div(grad, s0): a mean's gradient
       throw fail();
     case ParamKind::Scalar:
       if (auto s = as_scalar(arg)) return *s;
@@ -454,11 +455,12 @@ ValueRef Graph::add_checked_symbolic_input(const std::string& name, DType dtype,
       }
     }
   };
-  // The text format writes sizes as integers or symbols and strides as products of them.
+  // The text format writes sizes and strides as integers or products of symbols and an
+  // integer (the rows of a flattened [2, s0] batch are 2*s0).
   for (const index::Expr& e : sizes) {
-    if (!e.is_constant() && !e.as_var()) {
+    if (!e.is_constant() && !index::is_divisor(e)) {
       throw GraphError(what + ": size " + index::to_string(e) +
-                       " must be an integer or a size symbol");
+                       " must be an integer or a product of size symbols and an integer");
     }
   }
   for (const index::Expr& e : strides ? *strides : std::vector<index::Expr>{}) {

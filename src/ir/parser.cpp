@@ -171,7 +171,7 @@ class Parser {
     if (dtype_tok.kind == TokKind::Ident) dtype = parse_dtype(dtype_tok.text);
     if (!dtype) fail(dtype_tok, "a dtype such as f32, bf16, i64 or bool");
     input.dtype = *dtype;
-    input.sizes = parse_size_list(/*products=*/false);
+    input.sizes = parse_size_list(/*products=*/true);
     if (peek().kind == TokKind::Ident && peek().text == "strides") {
       next();
       expect(TokKind::Equals, "'='");

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <set>
 
 #include "ir/checked_arith.h"
 #include "ir/op_schema.h"
@@ -438,7 +439,10 @@ std::vector<Expr> infer_symbolic_sizes(const Graph& graph, const Node& node,
       sizes = symbolic_sizes_of(tensor_arg(graph, node, 0).type);
       break;
     case OpCategory::Copy:
-      if (node.op == "clone" || node.op == "contiguous") {
+      // slice_scatter and select_scatter give self's sizes; the window src must fill is
+      // checked by the static rule where the sizes are bound (bind_sizes, each call).
+      if (node.op == "clone" || node.op == "contiguous" || node.op == "slice_scatter" ||
+          node.op == "select_scatter") {
         sizes = symbolic_sizes_of(tensor_arg(graph, node, 0).type);
         break;
       }
@@ -525,8 +529,15 @@ std::map<std::string, int64_t> sizes_of_call(const Graph& graph,
     const TensorType& type = graph.value(graph.inputs()[k]).type;
     if (!type.is_symbolic() || input_sizes[k].size() != type.symbolic_sizes.size()) continue;
     for (size_t d = 0; d < input_sizes[k].size(); ++d) {
-      if (std::optional<std::string> symbol = type.symbolic_sizes[d].as_var()) {
-        values.emplace(*symbol, input_sizes[k][d]);
+      // A dim c*s (c >= 1) gives s = size / c; whether c divides it is checked below, with
+      // every dim.
+      const Expr& size = type.symbolic_sizes[d];
+      const std::set<std::string> symbols = index::free_vars(size);
+      if (symbols.size() != 1) continue;
+      const std::string& symbol = *symbols.begin();
+      const int64_t c = index::evaluate(size, {{symbol, 1}});
+      if (c >= 1 && size == c * Expr::var(symbol)) {
+        values.emplace(symbol, input_sizes[k][d] / c);
       }
     }
   }

@@ -245,6 +245,23 @@ TEST(SymbolicShapes, CallSizesAreReadFromTheInputsAndCheckedByDimension) {
   EXPECT_EQ(call_error({{10, 16}}), "graph 'f' takes 4 inputs, got 1");
 }
 
+// A backward graph's input holds a flattened [2, s0] batch: its rows are 2*s0.
+TEST(SymbolicShapes, AnInputDimThatIsAMultipleOfASymbolGivesIt) {
+  const Graph g = parse_graph(
+      "def f(x: f32[2*s0, 4], y: f32[2, s0, 4]):\n    v = view(y, [2*s0, 4])\n"
+      "    z = add(x, v)\n    return z\n",
+      "t.stax");
+  EXPECT_EQ(type_of(g, "z").symbolic_sizes, (std::vector<Expr>{2 * Expr::var("s0"), 4}));
+  EXPECT_EQ(sizes_of_call(g, {{14, 4}, {2, 7, 4}}).at("s0"), 7);
+  try {
+    sizes_of_call(g, {{15, 4}, {2, 7, 4}});
+    ADD_FAILURE() << "no error";
+  } catch (const GraphError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "input 'x': dim 0 has size 15 but must be 2*s0 = 14 (sizes [2*s0, 4])");
+  }
+}
+
 TEST(SymbolicShapes, RulesThatWouldDependOnTheSymbolsValuesAreRefusedByName) {
   using testing::infer_error;
   EXPECT_EQ(infer_error("x: f32[s0], y: f32[s1]", "add(x, y)"),

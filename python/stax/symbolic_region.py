@@ -1,0 +1,202 @@
+"""A region of a graph with symbolic sizes (issue 33): translated once, run at any size.
+
+Dynamo hands a graph with symbolic sizes after a shape changed (automatic dynamic), or from
+the start with `dynamic=True` / `mark_dynamic`. AOTAutograd traces it once and the bridge
+translates each region once into a Stax graph with size symbols (symbolic_sizes.py). Stax's
+compiled path does not take symbols yet (docs/symbolic_sizes.md), so a call at new sizes binds
+the symbols to them and compiles that static graph: a C++ compile per size, but no retrace, no
+partition and no translation. The sizes compiled per region are bounded like Dynamo's own
+recompiles (`torch._dynamo.config.recompile_limit`); past the bound new sizes run the region in
+PyTorch, with one warning. Every compile and every refusal is logged under "recompiles".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import threading
+import time
+import warnings
+
+import torch
+
+from . import _C, aten_ops, debug
+from .aten_ops import TextGraph
+from .region import Region
+from .symbolic_sizes import SymbolFacts, Unsupported
+
+
+def _value_at(size, values: dict[str, int]) -> int:
+    if isinstance(size, int):
+        return size
+    expr = size.node.expr
+    return int(expr.xreplace({s: values[str(s)] for s in expr.free_symbols}))
+
+
+def _bound_layout(fake, values: dict[str, int]) -> torch.Tensor:
+    """A meta tensor with `fake`'s layout at these sizes (what Region reads of a value)."""
+    shape = [_value_at(s, values) for s in fake.shape]
+    stride = [_value_at(s, values) for s in fake.stride()]
+    return torch.empty_strided(shape, stride, dtype=fake.dtype, device="meta")
+
+
+class SymbolicRegion:
+    """The Region interface (fast_call, boxed_call, compile) over a symbolic TextGraph."""
+
+    def __init__(self, graph: TextGraph, options, freezing=None, reference=None):
+        if any(replay is not None for _, _, replay in graph.returned):
+            raise Unsupported("an output is a view replayed on a value with symbolic sizes")
+        self.graph = graph
+        self.name = graph.name
+        self.options = options
+        self.freezing = freezing
+        self.reference = reference
+        self.text = graph.text()
+        self.graph_returns_tuple = graph.returns_tuple
+        identity = [("output", k, None) for k in range(len(graph.outputs))]
+        self.num_returned = len(graph.returned or identity)
+        # Which of the region's arguments are tensors (the others are sizes Dynamo passes as
+        # ints, which the tensors' sizes give as well), and where each symbol is one dim.
+        self.tensor_positions = list(graph.tensor_positions)
+        # A dim of size c*s (the rows of a flattened [2, s] batch) gives s as well.
+        self.symbol_dims = {}
+        for k, (_, fake) in enumerate(graph.inputs):
+            for d, size in enumerate(fake.shape):
+                if not isinstance(size, torch.SymInt):
+                    continue
+                coeff, rest = size.node.expr.as_coeff_Mul()
+                if rest.is_Symbol and coeff.is_Integer and int(coeff) > 0:
+                    self.symbol_dims.setdefault(str(rest), (k, d, int(coeff)))
+        missing = set(graph.symbols.facts) - set(self.symbol_dims)
+        if missing:
+            raise Unsupported(f"size symbols {sorted(missing)} are no input's dim")
+        self.instances: dict[tuple, Region] = {}
+        self.sizes_in_pytorch: set[tuple] = set()
+        self.warned = False
+        self._lock = threading.Lock()
+        self.boxed_call = None
+        self.fast_call = self.__call__
+        # Whether Stax's shape rules take the graph with its symbols (ir/symbolic_shapes.h);
+        # where an op has no symbolic rule yet, each size's graph is traced and translated
+        # from the region as PyTorch runs it instead of bound from the symbolic text.
+        self.symbolic_refused = None
+        try:
+            _C.check_graph(self.text, self.name)
+        except ValueError as e:
+            self.symbolic_refused = str(e).splitlines()[0]
+            debug.log(options, "recompiles",
+                      f"stax: {self.name}: each size is traced again: {self.symbolic_refused}")
+
+    def compile(self):
+        """Compiles the graph at the sizes it was traced with (the symbols' hints); a graph
+        traced again per size is compiled at its first call."""
+        if self.symbolic_refused is None:
+            hints = {name: hint for name, (_, _, hint) in self.graph.symbols.facts.items()}
+            self._instance(hints, None)
+        return self
+
+    @property
+    def primary(self):
+        """The compiled variant of the first sizes compiled (what debug logs and explain show),
+        or None before any."""
+        first = next(iter(self.instances.values()), None)
+        return first.primary if first is not None else None
+
+    def frozen_report(self) -> list:
+        return [line for region in self.instances.values() for line in region.frozen_report()]
+
+    def _bound_graph(self, values: dict[str, int]) -> TextGraph:
+        def bind(statement: str) -> str:
+            return re.sub(r"\bs[0-9]+\b",
+                          lambda m: str(values[m.group(0)]) if m.group(0) in values else m.group(0),
+                          statement)
+
+        g = self.graph
+        return dataclasses.replace(
+            g,
+            inputs=[(n, _bound_layout(v, values)) for n, v in g.inputs],
+            statements=[bind(s) for s in g.statements],
+            origins=list(g.origins),
+            outputs=list(g.outputs),
+            offset_guards=dict(g.offset_guards),
+            output_vals=[_bound_layout(v, values) for v in g.output_vals],
+            returned=list(g.returned),
+            symbols=SymbolFacts(),
+        )
+
+    def _traced_graph(self, args) -> TextGraph:
+        """The region traced at these arguments' sizes and translated (static)."""
+        from torch.fx.experimental.proxy_tensor import make_fx
+
+        from . import partition
+
+        from torch._subclasses.fake_tensor import FakeTensorMode
+        from torch.fx.passes.fake_tensor_prop import FakeTensorProp
+
+        traced = make_fx(self.reference, tracing_mode="fake")(*args)
+        # The translation reads every node's value (its fake tensor).
+        FakeTensorProp(traced, FakeTensorMode(allow_non_fake_inputs=True)).propagate(*args)
+        return partition.translate_region(traced, self.name, aten_ops.stax_op_params())
+
+    def _instance(self, values: dict[str, int], args) -> Region:
+        start = time.perf_counter()
+        graph = self._bound_graph(values) if args is None else self._traced_graph(args)
+        region = Region(graph, self.options, self.freezing)
+        region.compile()
+        key = tuple(sorted(values.items()))
+        self.instances[key] = region
+        limit = torch._dynamo.config.recompile_limit
+        debug.log(self.options, "recompiles",
+                  f"stax: {self.name}: compiled for sizes {_spelled(values)} in "
+                  f"{time.perf_counter() - start:.2f} s ({len(self.instances)} of at most {limit})")
+        return region
+
+    def _sizes(self, tensors) -> dict[str, int]:
+        return {name: int(tensors[k].shape[d]) // c for name, (k, d, c) in self.symbol_dims.items()}
+
+    def __call__(self, *args):
+        tensors = [args[i] for i in self.tensor_positions]
+        values = self._sizes(tensors)
+        region = self.instances.get(tuple(sorted(values.items())))
+        if region is None:
+            with self._lock:
+                region = self.instances.get(tuple(sorted(values.items())))
+                if region is None:
+                    region = self._new_sizes(values, args)
+        if region is None:
+            outs = self.reference(*args)
+            return list(outs) if isinstance(outs, (list, tuple)) else [outs]
+        return region.fast_call(*tensors)
+
+    def _new_sizes(self, values: dict[str, int], args) -> Region | None:
+        limit = torch._dynamo.config.recompile_limit
+        key = tuple(sorted(values.items()))
+        if len(self.instances) < limit and key not in self.sizes_in_pytorch:
+            try:
+                return self._instance(values, None if self.symbolic_refused is None else args)
+            except (ValueError, RuntimeError, Unsupported) as e:
+                # Stax refuses the graph at these sizes: they run in PyTorch, as a refused
+                # region of a static graph does.
+                self.sizes_in_pytorch.add(key)
+                debug.log(self.options, "fallback",
+                          f"stax: {self.name}: sizes {_spelled(values)} run in PyTorch: "
+                          f"{str(e).splitlines()[0]}")
+                return None
+        if key not in self.sizes_in_pytorch:
+            self.sizes_in_pytorch.add(key)
+            debug.log(self.options, "recompiles",
+                      f"stax: {self.name}: sizes {_spelled(values)} run in PyTorch: "
+                      f"{len(self.instances)} sizes compiled, the recompile limit "
+                      f"(torch._dynamo.config.recompile_limit = {limit})")
+        if not self.warned:
+            self.warned = True
+            warnings.warn(
+                f"stax: a region with symbolic sizes met more than {limit} sizes "
+                "(torch._dynamo.config.recompile_limit); further sizes run in PyTorch. Stax "
+                "compiles such regions per size for now: pad or bucket the sizes, or raise "
+                "the limit.", stacklevel=4)
+        return None
+
+
+def _spelled(values: dict[str, int]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(values.items(), key=lambda kv: int(kv[0][1:])))
