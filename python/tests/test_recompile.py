@@ -180,3 +180,29 @@ def test_training_at_changing_lengths_is_right_and_traced_once_per_graph(is_stax
             assert_same(p.grad, q.grad, f"grad {name} at {length}", rtol=1e-4, atol=1e-6)
     torch._dynamo.reset()
     assert len(traces) == 2, "a static graph and one symbolic graph"
+
+
+def test_mark_dynamic_gives_one_symbolic_graph_for_every_size(backend, is_stax, capfd):
+    """torch._dynamo.mark_dynamic(x, 0): Dynamo hands one graph whose rows are a symbol from
+    the first call, and every later row count runs it (with Stax, its region compiled per
+    size, logged); a changed column count, not marked, is a new graph."""
+    torch._dynamo.reset()
+    options = {"options": {"logs": ["recompiles"]}} if is_stax else {}
+    if is_stax:
+        compiled = torch.compile(normalize_rows, backend="stax", **options)
+        counter = None
+    else:
+        compiled, counter = compile_counted(normalize_rows, backend)
+    for rows in (6, 9, 4, 6):
+        x = random_values((rows, 10), torch.float32, -2, 2)
+        torch._dynamo.mark_dynamic(x, 0)
+        assert_same(compiled(x), normalize_rows(x), f"{rows} rows")
+    if counter is not None:
+        assert counter.graphs == 1
+    if is_stax:
+        err = capfd.readouterr().err
+        # One region, compiled at 6, 9 and 4 rows (6 again reuses its program); the columns
+        # stay a constant.
+        assert err.count("compiled for sizes") == 3, err
+        assert "=10" not in err, err
+    torch._dynamo.reset()

@@ -250,6 +250,39 @@ int eager_run_command(const CliArgs& args, const stax::ir::Graph& graph) {
   return 0;
 }
 
+// The size symbols' values the inputs file gives: each given input's nesting is its sizes,
+// and a dim of size c*s (c >= 1) gives s. Symbols no given input shows are named.
+std::map<std::string, int64_t> sizes_of_given_inputs(const stax::ir::Graph& graph,
+                                                     const std::string& path) {
+  const json given = read_inputs_file(graph, path);
+  std::map<std::string, int64_t> sizes;
+  for (stax::ir::ValueRef ref : graph.inputs()) {
+    const stax::ir::Value& input = graph.value(ref);
+    if (!given.contains(input.name) || !input.type.is_symbolic()) continue;
+    const json* level = &given[input.name];
+    for (const stax::index::Expr& dim : input.type.symbolic_sizes) {
+      if (!level->is_array()) break;
+      const std::set<std::string> symbols = stax::index::free_vars(dim);
+      if (symbols.size() == 1) {
+        const std::string& symbol = *symbols.begin();
+        const int64_t c = stax::index::evaluate(dim, {{symbol, 1}});
+        if (c >= 1 && dim == c * stax::index::Expr::var(symbol)) {
+          sizes.emplace(symbol, static_cast<int64_t>(level->size()) / c);
+        }
+      }
+      if (level->empty()) break;
+      level = &(*level)[0];
+    }
+  }
+  for (const auto& entry : graph.size_symbols()) {
+    if (sizes.count(entry.first) == 0) {
+      throw std::invalid_argument(path + ": no input given there has a dim of size " + entry.first +
+                                  "; give its value with --sizes");
+    }
+  }
+  return sizes;
+}
+
 // A graph with symbolic sizes (issue 33) runs at the sizes --sizes gives, or, for `run`
 // without them, at the symbols' hints (said on stderr). Until the compiled path takes symbols
 // itself (docs/symbolic_sizes.md), explain and emit need --sizes and show the bound graph.
@@ -261,6 +294,9 @@ stax::ir::Graph symbols_bound(stax::ir::Graph graph, const CliArgs& args) {
     return graph;
   }
   std::map<std::string, int64_t> sizes = args.sizes;
+  if (sizes.empty() && args.command == "run" && args.inputs_path) {
+    sizes = sizes_of_given_inputs(graph, *args.inputs_path);
+  }
   if (sizes.empty() && args.command == "run") {
     std::string said;
     for (const auto& [name, facts] : graph.size_symbols()) {

@@ -821,6 +821,21 @@ TEST(Cli, SymbolicProgramsRunAtTheSizesGiven) {
   EXPECT_NE(malformed.out.find("--sizes takes SYMBOL=N,... with N >= 0 (s0=37,s1=5), got 's0=-3'"),
             std::string::npos)
       << malformed.out;
+  // The inputs file's values give the sizes: 5 rows.
+  const auto inputs =
+      temp_file("rows_in.json", "{\"x\": [[1, 2, 3], [4, 5, 6], [7, 8, 9], [1, 1, 1], [2, 2, 2]]}");
+  const auto outputs = temp_file("rows_out.json", "");
+  const auto sums = temp_file("sums.stax",
+                              "def sums(x: f32[s0, 3]) where s0: [1, 100]:\n"
+                              "    s = sum(x, dim=[1])\n"
+                              "    return s\n");
+  const Result given = run("run " + sums.string() + " --inputs " + inputs.string() + " --outputs " +
+                           outputs.string());
+  EXPECT_EQ(given.status, 0) << given.out;
+  std::ifstream written(outputs);
+  const std::string text((std::istreambuf_iterator<char>(written)),
+                         std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("[6.0,15.0,24.0,3.0,6.0]"), std::string::npos) << text;
   const Result static_graph = run("run " + example("example_7_1.stax") + " --sizes s0=3");
   EXPECT_NE(static_graph.out.find("--sizes: graph"), std::string::npos) << static_graph.out;
 }
