@@ -5,13 +5,17 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <list>
+#include <mutex>
 #include <thread>
 
 #include "driver/external_calls.h"
 #include "driver/memory_stats.h"
 #include "driver/profile.h"
+#include "graph_passes/bind_sizes.h"
 #include "graph_passes/graph_passes.h"
 #include "ir/index_rule.h"
+#include "ir/symbolic_shapes.h"
 #include "program/pipeline.h"
 #include "runtime/block_pool.h"
 #include "runtime/jit.h"
@@ -233,12 +237,81 @@ const Compilation& CompiledGraph::compilation() const {
   return *compilation_;
 }
 
+// The programs of a graph with size symbols, by the sizes they were compiled for, the least
+// recently used first. Shared by the copies of one CompiledGraph.
+struct CompiledGraph::SymbolicPrograms {
+  ir::Graph graph;
+  CompileOptions options;
+  std::map<std::string, int64_t> hints;
+  std::mutex mutex;
+  std::list<std::pair<std::map<std::string, int64_t>, std::shared_ptr<const CompiledGraph>>>
+      programs;
+};
+
 CompiledGraph compile(const ir::Graph& graph, const CompileOptions& options) {
-  return compile_lowered(lower_graph(graph, options), options);
+  if (!graph.is_symbolic()) return compile_lowered(lower_graph(graph, options), options);
+  if (options.max_symbolic_sizes < 1) {
+    throw std::invalid_argument("CompileOptions::max_symbolic_sizes must be at least 1, got " +
+                                std::to_string(options.max_symbolic_sizes));
+  }
+  // The program at the hints: what a static caller of this object (run_into, explain) gets.
+  std::map<std::string, int64_t> hints;
+  for (const auto& [name, facts] : graph.size_symbols()) hints.emplace(name, facts.hint);
+  CompiledGraph out = compile(graph_passes::bind_sizes(graph, hints), options);
+  out.symbolic_ = std::make_shared<CompiledGraph::SymbolicPrograms>();
+  out.symbolic_->graph = graph;
+  out.symbolic_->options = options;
+  out.symbolic_->hints = hints;
+  return out;
+}
+
+std::vector<std::map<std::string, int64_t>> CompiledGraph::compiled_sizes() const {
+  std::vector<std::map<std::string, int64_t>> sizes;
+  if (!symbolic_) return sizes;
+  sizes.push_back(symbolic_->hints);
+  const std::lock_guard<std::mutex> lock(symbolic_->mutex);
+  for (const auto& entry : symbolic_->programs) sizes.push_back(entry.first);
+  return sizes;
+}
+
+std::shared_ptr<const CompiledGraph> CompiledGraph::program_for(
+    const std::vector<Tensor>& inputs) const {
+  std::vector<std::vector<int64_t>> sizes;
+  for (const Tensor& t : inputs) sizes.push_back(t.defined() ? t.sizes() : std::vector<int64_t>{});
+  std::map<std::string, int64_t> values;
+  try {
+    values = ir::sizes_of_call(symbolic_->graph, sizes);
+  } catch (const ir::GraphError& e) {
+    throw InputError(e.what());
+  }
+  if (values == symbolic_->hints) return nullptr;
+  SymbolicPrograms& s = *symbolic_;
+  const std::lock_guard<std::mutex> lock(s.mutex);
+  for (auto it = s.programs.begin(); it != s.programs.end(); ++it) {
+    if (it->first == values) {
+      s.programs.splice(s.programs.end(), s.programs, it);  // now the most recently used
+      return s.programs.back().second;
+    }
+  }
+  auto program = std::make_shared<const CompiledGraph>(
+      compile(graph_passes::bind_sizes(s.graph, values), s.options));
+  // The hints' program is this object; the others share max_symbolic_sizes - 1 places (a
+  // program evicted while a call runs it lives until that call returns).
+  while (!s.programs.empty() &&
+         static_cast<int>(s.programs.size()) >= s.options.max_symbolic_sizes - 1) {
+    s.programs.pop_front();
+  }
+  if (s.options.max_symbolic_sizes > 1) s.programs.emplace_back(values, program);
+  return program;
 }
 
 std::vector<Tensor> CompiledGraph::run(const std::vector<Tensor>& inputs,
                                        const RunOptions& options) const {
+  if (symbolic_) {
+    if (const std::shared_ptr<const CompiledGraph> program = program_for(inputs)) {
+      return program->run(inputs, options);
+    }
+  }
   if (!runnable_) throw std::runtime_error(not_runnable_reason_);
   check_thread_count(options.num_threads);
   if (inputs.size() != input_types_.size()) {

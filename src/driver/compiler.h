@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -71,6 +72,10 @@ struct CompileOptions {
   // The topics the C++ side prints to stderr (program/log_topics.h); none given: the ones
   // STAX_LOGS names. torch.compile's options={"logs": ...} arrive here.
   std::optional<std::vector<std::string>> logs;
+  // Issue 33: a graph with size symbols keeps the programs of at most this many sizes (the
+  // symbols' hints always among them); a call at other sizes compiles theirs in place of the
+  // one used least recently.
+  int max_symbolic_sizes = 8;
 };
 
 // CompileOptions::logs, or STAX_LOGS's topics where it is not set.
@@ -109,6 +114,13 @@ struct RunOptions {
   std::function<void(size_t input)> on_input_released = nullptr;
 };
 
+// A compiled graph. For a graph with size symbols (issue 33) it is the program of the sizes at
+// the symbols' hints, and run() takes inputs of any sizes the symbols' facts allow: each call
+// reads the symbols' values from its inputs (ir::sizes_of_call) and runs the program of those
+// sizes, compiled at the first call with them (CompileOptions::max_symbolic_sizes are kept).
+// Until the compiled path takes symbols itself (docs/symbolic_sizes.md) a new size costs a
+// compile. The other members (run_into, input_types, compilation, ...) are the hints'
+// program's.
 class CompiledGraph {
  public:
   std::vector<Tensor> run(const std::vector<Tensor>& inputs) const { return run(inputs, {}); }
@@ -149,8 +161,16 @@ class CompiledGraph {
   const std::string& source() const { return compilation().module.source; }
   bool cache_hit() const { return cache_hit_; }
   const std::string& library_path() const { return library_path_; }
+  bool is_symbolic() const { return symbolic_ != nullptr; }
+  // The sizes whose programs a symbolic graph holds now (empty for a static graph).
+  std::vector<std::map<std::string, int64_t>> compiled_sizes() const;
 
  private:
+  struct SymbolicPrograms;
+  friend CompiledGraph compile(const ir::Graph& graph, const CompileOptions& options);
+  // The program of a symbolic graph at these inputs' sizes; null at the hints (this one).
+  std::shared_ptr<const CompiledGraph> program_for(const std::vector<Tensor>& inputs) const;
+  std::shared_ptr<SymbolicPrograms> symbolic_;
   // run_into's and run_into_pooled's call of the entry: `alloc` gives slot k's memory.
   void run_entry(const std::vector<const void*>& input_data,
                  void* (*alloc)(void* ctx, int64_t slot, int64_t nbytes), void* alloc_ctx,
