@@ -91,6 +91,8 @@ class TextGraph:
     # which of the region's arguments are the graph's inputs (the others are sizes).
     symbols: SymbolFacts = field(default_factory=SymbolFacts)
     tensor_positions: list = field(default_factory=list)
+    # Why an input's symbolic sizes cannot be spelled (a floor division), or None.
+    unspellable: str | None = None
     _counter: int = 0
 
     def fresh(self, hint: str) -> str:

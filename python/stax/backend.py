@@ -204,7 +204,7 @@ def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs, options: Option
         sub = getattr(fused, rname)
         try:
             text_graph = translate_region(sub, f"{name}_{rname}", stax_ops)
-            if text_graph.symbols.facts:
+            if text_graph.symbols.facts or text_graph.unspellable:
                 # Sizes known only at run time (issue 33): translated once, run at any size.
                 regions[rname] = SymbolicRegion(text_graph, options, freezing, reference=sub)
             else:

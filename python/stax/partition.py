@@ -59,14 +59,10 @@ def _tensor_problem(t) -> str | None:
         return f"layout {t.layout}"
     if not isinstance(t.storage_offset(), int):
         return "a symbolic storage offset"
-    if symbolic_sizes.has_symbolic_layout(t):
-        # Issue 33: sizes Stax's text spells (sums and products of backed size symbols).
-        try:
-            facts = symbolic_sizes.SymbolFacts()
-            for s in list(t.shape) + list(t.stride()):
-                facts.text(s)
-        except Unsupported as e:
-            return f"symbolic sizes: {e}"
+    # Issue 33: symbolic sizes are taken. Stax's shape rules compute a region's intermediate
+    # sizes (a convolution's floor divisions included); only its inputs' sizes and its size
+    # arguments are spelled, and a region whose inputs its text cannot spell is translated per
+    # size instead (symbolic_region.py).
     return None
 
 
@@ -240,8 +236,11 @@ def _translate_nodes(sub, graph, names, stax_name, name_of, stax_ops):
             graph.tensor_positions.append(position)
             val = node.meta["val"]
             if isinstance(val, torch.Tensor) and symbolic_sizes.has_symbolic_layout(val):
-                for size in list(val.shape) + list(val.stride()):
-                    graph.symbols.text(size)  # records the symbols and their facts
+                try:
+                    for size in list(val.shape) + list(val.stride()):
+                        graph.symbols.text(size)  # records the symbols and their facts
+                except Unsupported as e:
+                    graph.unspellable = f"input {s}: {e}"
             position += 1
         elif node.op == "call_function":
             result = aten_ops.translate_node(node, name_of, graph, stax_ops)

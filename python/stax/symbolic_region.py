@@ -51,7 +51,7 @@ class SymbolicRegion:
         self.options = options
         self.freezing = freezing
         self.reference = reference
-        self.text = graph.text()
+        self.text = "" if graph.unspellable else graph.text()
         self.graph_returns_tuple = graph.returns_tuple
         identity = [("output", k, None) for k in range(len(graph.outputs))]
         self.num_returned = len(graph.returned or identity)
@@ -68,7 +68,7 @@ class SymbolicRegion:
                 if rest.is_Symbol and coeff.is_Integer and int(coeff) > 0:
                     self.symbol_dims.setdefault(str(rest), (k, d, int(coeff)))
         missing = set(graph.symbols.facts) - set(self.symbol_dims)
-        if missing:
+        if missing and not graph.unspellable:
             raise Unsupported(f"size symbols {sorted(missing)} are no input's dim")
         self.instances: dict[tuple, Region] = {}
         self.sizes_in_pytorch: set[tuple] = set()
@@ -79,11 +79,13 @@ class SymbolicRegion:
         # Whether Stax's shape rules take the graph with its symbols (ir/symbolic_shapes.h);
         # where an op has no symbolic rule yet, each size's graph is traced and translated
         # from the region as PyTorch runs it instead of bound from the symbolic text.
-        self.symbolic_refused = None
+        self.symbolic_refused = graph.unspellable
         try:
-            _C.check_graph(self.text, self.name)
+            if self.symbolic_refused is None:
+                _C.check_graph(self.text, self.name)
         except ValueError as e:
             self.symbolic_refused = str(e).splitlines()[0]
+        if self.symbolic_refused is not None:
             debug.log(options, "recompiles",
                       f"stax: {self.name}: each size is traced again: {self.symbolic_refused}")
 
@@ -152,6 +154,10 @@ class SymbolicRegion:
         return region
 
     def _sizes(self, tensors) -> dict[str, int]:
+        """The symbols' values; for a region traced per size, its inputs' sizes by position
+        (what a trace specializes on)."""
+        if self.symbolic_refused is not None:
+            return {f"input{k}": tuple(t.shape) for k, t in enumerate(tensors)}
         return {name: int(tensors[k].shape[d]) // c for name, (k, d, c) in self.symbol_dims.items()}
 
     def __call__(self, *args):
@@ -198,5 +204,10 @@ class SymbolicRegion:
         return None
 
 
-def _spelled(values: dict[str, int]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in sorted(values.items(), key=lambda kv: int(kv[0][1:])))
+def _spelled(values: dict) -> str:
+    def order(kv):
+        digits = "".join(c for c in kv[0] if c.isdigit())
+        return (kv[0].rstrip("0123456789"), int(digits or 0))
+
+    return ", ".join(f"{k}={list(v) if isinstance(v, tuple) else v}"
+                     for k, v in sorted(values.items(), key=order))

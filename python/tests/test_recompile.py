@@ -206,3 +206,30 @@ def test_mark_dynamic_gives_one_symbolic_graph_for_every_size(backend, is_stax, 
         assert err.count("compiled for sizes") == 3, err
         assert "=10" not in err, err
     torch._dynamo.reset()
+
+
+def test_images_of_several_sizes_run_one_symbolic_graph(is_stax, capfd):
+    """A convolution, pooling and normalization block at three image sizes, height and width
+    marked dynamic: one symbolic graph, whose region Stax binds and compiles per size (the
+    convolutions' and poolings' floor divisions are Stax's symbolic rules); right at each."""
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3, stride=2, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
+        torch.nn.MaxPool2d(3, stride=2, padding=1), torch.nn.Conv2d(8, 4, 1),
+        torch.nn.AdaptiveAvgPool2d(1)).eval()
+    torch._dynamo.reset()
+    if is_stax:
+        compiled = torch.compile(net, backend="stax", options={"logs": ["recompiles"]})
+    else:
+        compiled = torch.compile(net)
+    with torch.no_grad():
+        for size in (20, 27, 33):
+            x = torch.randn(2, 3, size, size + 4)
+            torch._dynamo.mark_dynamic(x, 2)
+            torch._dynamo.mark_dynamic(x, 3)
+            assert_same(compiled(x), net(x), f"{size}x{size + 4}", rtol=1e-5, atol=1e-5)
+    torch._dynamo.reset()
+    if is_stax:
+        err = capfd.readouterr().err
+        assert err.count("compiled for sizes") == 3, err
+        assert "traced again" not in err, err

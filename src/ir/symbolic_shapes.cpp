@@ -380,6 +380,81 @@ std::vector<Expr> attended(const Graph& graph, const Node& node) {
   return {query[0], query[1], query[2]};
 }
 
+// A window's output length over an input of `size`: floor((size + 2*padding - dilation*(kernel
+// - 1) - 1) / stride) + 1, refused unless the window is proved to fit (PyTorch refuses an
+// empty output).
+Expr window_length(const Node& node, const Graph& graph, const Expr& size, int64_t kernel,
+                   int64_t stride, int64_t padding, int64_t dilation) {
+  const index::Domain domain({}, graph.size_symbols());
+  const Expr reach = size + 2 * padding - dilation * (kernel - 1) - 1;
+  if (index::is_nonnegative(reach, domain) != index::Truth::kProved) {
+    refuse(node, "a window of " + std::to_string(kernel) + " over a dim of size " +
+                     index::to_string(size) + " fits only for some values of the size symbols");
+  }
+  return index::simplify(index::floordiv(reach, stride), domain) + 1;
+}
+
+// Convolutions and poolings over [N, C, spatial...]: the spatial dims follow the window (floor
+// mode); a backward's gradients have their operands' sizes; an adaptive pooling's output is
+// its argument.
+std::vector<Expr> windowed(const Graph& graph, const Node& node) {
+  auto list = [&](size_t position) {
+    return int_list_arg(node, position).value_or(std::vector<int64_t>{});
+  };
+  auto at = [](const std::vector<int64_t>& v, size_t d, int64_t fallback) {
+    return v.empty() ? fallback : v[v.size() == 1 ? 0 : d];
+  };
+  if (node.op == "convolution") {
+    const std::vector<Expr> input = symbolic_sizes_of(tensor_arg(graph, node, 0).type);
+    const TensorType& weight = tensor_arg(graph, node, 1).type;
+    if (std::get<bool>(node.args[6]) || weight.is_symbolic()) {
+      refuse(node, "has a symbolic rule for forward convolutions with static weights only");
+    }
+    const std::vector<int64_t> stride = list(3), padding = list(4), dilation = list(5);
+    std::vector<Expr> out = {input[0], Expr(weight.sizes[0])};
+    for (size_t d = 2; d < input.size(); ++d) {
+      out.push_back(window_length(node, graph, input[d], weight.sizes[d], at(stride, d - 2, 1),
+                                  at(padding, d - 2, 0), at(dilation, d - 2, 1)));
+    }
+    return out;
+  }
+  if (node.op == "max_pool2d_with_indices" || node.op == "avg_pool2d") {
+    const bool max = node.op == "max_pool2d_with_indices";
+    const bool ceil_mode = std::get<bool>(node.args[max ? 5 : 4]);
+    if (ceil_mode) refuse(node, "in ceil mode has no symbolic rule yet");
+    std::vector<Expr> out = symbolic_sizes_of(tensor_arg(graph, node, 0).type);
+    const std::vector<int64_t> kernel = list(1), given_stride = list(2), padding = list(3);
+    const std::vector<int64_t> dilation = max ? list(4) : std::vector<int64_t>{1};
+    const std::vector<int64_t>& stride = given_stride.empty() ? kernel : given_stride;
+    for (size_t d = out.size() - 2; d < out.size(); ++d) {
+      const size_t k = d - (out.size() - 2);
+      out[d] = window_length(node, graph, out[d], at(kernel, k, 1), at(stride, k, 1),
+                             at(padding, k, 0), at(dilation, k, 1));
+    }
+    return out;
+  }
+  if (node.op == "_adaptive_avg_pool2d") {
+    std::vector<Expr> out = symbolic_sizes_of(tensor_arg(graph, node, 0).type);
+    const std::vector<int64_t> size = list(1);
+    for (size_t k = 0; k < 2 && k < size.size(); ++k) out[out.size() - 2 + k] = Expr(size[k]);
+    return out;
+  }
+  if (node.op == "max_pool2d_with_indices_backward" || node.op == "avg_pool2d_backward" ||
+      node.op == "_adaptive_avg_pool2d_backward") {
+    return symbolic_sizes_of(tensor_arg(graph, node, 1).type);
+  }
+  if (node.op == "convolution_backward") {
+    // A result output_mask leaves out is an empty [0]; grad_bias has the output's channels.
+    const auto& mask = std::get<std::vector<int64_t>>(node.args[10]);
+    if (mask.at(static_cast<size_t>(node.result_index)) == 0) return {Expr(0)};
+    if (node.result_index == 2) {
+      return {symbolic_sizes_of(tensor_arg(graph, node, 0).type).at(1)};
+    }
+    return symbolic_sizes_of(tensor_arg(graph, node, node.result_index == 0 ? 1 : 2).type);
+  }
+  refuse(node, "has no symbolic shape rule yet (an operand's sizes are symbolic)");
+}
+
 // cat: the operands agree on every other dim, and their sizes along `dim` add up. A 1-D
 // operand of size 0 takes no part (PyTorch's legacy rule).
 std::vector<Expr> concatenated(const Graph& graph, const Node& node) {
@@ -434,6 +509,10 @@ std::vector<Expr> infer_symbolic_sizes(const Graph& graph, const Node& node,
       break;
     case OpCategory::Attention:
       sizes = attended(graph, node);
+      break;
+    case OpCategory::Convolution:
+    case OpCategory::Pooling:
+      sizes = windowed(graph, node);
       break;
     case OpCategory::Mutation:
       sizes = symbolic_sizes_of(tensor_arg(graph, node, 0).type);

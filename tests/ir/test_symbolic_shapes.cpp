@@ -196,6 +196,43 @@ TEST(SymbolicShapes, SizeArgumentsThatHoldOnlySometimesAreRefused) {
             "t.stax:2:5: neg: value name 's0' is the name of a size symbol");
 }
 
+// Images of any height and width through convolutions and poolings (floor mode): the spatial
+// sizes are floor divisions of the symbols, equal to the static rules' at every size.
+TEST(SymbolicShapes, WindowsOverSymbolicImagesAgreeWithTheStaticRules) {
+  const Graph g = parse_graph(
+      "def net(x: f32[2, 3, s0, s1], w: f32[8, 3, 3, 3], w2: f32[4, 8, 1, 1]) where s0: [8, 40], "
+      "s1: [8, 40]:\n"
+      "    c = convolution(x, w, None, [2, 2], [1, 1], [1, 1], False, [0, 0], 1)\n"
+      "    r = relu(c)\n"
+      "    p, i = max_pool2d_with_indices(r, [3, 3], [2, 2], [1, 1])\n"
+      "    c2 = convolution(p, w2, None, [1], [0], [1], False, [0], 1)\n"
+      "    a = avg_pool2d(c2, [2, 2])\n"
+      "    q = _adaptive_avg_pool2d(c2, [1, 1])\n"
+      "    return a, q, i\n",
+      "t.stax");
+  EXPECT_TRUE(type_of(g, "a").is_symbolic());
+  EXPECT_FALSE(type_of(g, "q").is_symbolic());
+  for (int64_t h = 8; h <= 40; h += 3) {
+    for (int64_t w = 8; w <= 40; ++w) {
+      const std::map<std::string, int64_t> values = {{"s0", h}, {"s1", w}};
+      const Graph bound = graph_passes::bind_sizes(g, values);
+      for (size_t k = 0; k < g.values().size(); ++k) {
+        const TensorType& symbolic = g.values()[k].type;
+        if (!symbolic.is_symbolic()) continue;
+        std::vector<int64_t> sizes;
+        for (const Expr& e : symbolic.symbolic_sizes) sizes.push_back(index::evaluate(e, values));
+        EXPECT_EQ(sizes, bound.values()[k].type.sizes)
+            << g.values()[k].name << " at " << h << "x" << w;
+      }
+    }
+  }
+  // A window that fits only some images is refused by name.
+  EXPECT_EQ(parse_error("def f(x: f32[1, 1, s0, 8]) where s0: [1, 40]:\n"
+                        "    a = avg_pool2d(x, [4, 4])\n    return a\n"),
+            "t.stax:2:5: avg_pool2d: a window of 4 over a dim of size s0 fits only for some values "
+            "of the size symbols");
+}
+
 TEST(SymbolicShapes, BindingChecksTheFactsByName) {
   const Graph g = parse_graph(kProgram, "t.stax");
   auto bind_error = [&](std::map<std::string, int64_t> values) -> std::string {
