@@ -89,5 +89,6 @@ def report_text(record) -> str:
         lines.append(f"  PyTorch runs {op} x{count}: {reasons}")
     # freeze_parameters: which convolution weights are packed once, and why not where not.
     for region in record.regions:
+        lines += region.sizes_report()
         lines += region.frozen_report()
     return "\n".join(lines)

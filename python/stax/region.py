@@ -384,6 +384,10 @@ class Region:
         return outs
 
 
+    def sizes_report(self) -> list:
+        """A static region's sizes need no report (SymbolicRegion's has one)."""
+        return []
+
     def frozen_report(self) -> list:
         """stax.explain's lines on packed weights, per compiled variant (freeze_parameters)."""
         variants = [self.primary] + [v for v in self._variants.values() if v is not self.primary]

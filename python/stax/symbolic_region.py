@@ -104,6 +104,21 @@ class SymbolicRegion:
         first = next(iter(self.instances.values()), None)
         return first.primary if first is not None else None
 
+    def sizes_report(self) -> list:
+        """stax.explain's and the fallback log's lines on this region's sizes: its symbols and
+        what is known of them, the sizes compiled so far, those left to PyTorch."""
+        facts = ", ".join(f"{n} in [{lo}, {hi}] (hint {hint})"
+                          for n, (lo, hi, hint) in sorted(self.graph.symbols.facts.items()))
+        how = (f"traced again per size ({self.symbolic_refused})" if self.symbolic_refused
+               else f"bound from one symbolic graph ({facts})")
+        lines = [f"  region {self.name}: sizes known at run time, {how}"]
+        compiled = "; ".join(_spelled(dict(k)) for k in self.instances)
+        lines.append(f"    compiled for sizes: {compiled or 'none yet'}")
+        if self.sizes_in_pytorch:
+            left = "; ".join(_spelled(dict(k)) for k in sorted(self.sizes_in_pytorch))
+            lines.append(f"    run in PyTorch: {left}")
+        return lines
+
     def frozen_report(self) -> list:
         return [line for region in self.instances.values() for line in region.frozen_report()]
 

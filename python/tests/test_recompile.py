@@ -233,3 +233,24 @@ def test_images_of_several_sizes_run_one_symbolic_graph(is_stax, capfd):
         err = capfd.readouterr().err
         assert err.count("compiled for sizes") == 3, err
         assert "traced again" not in err, err
+
+
+def test_explain_shows_a_symbolic_region_and_its_compiled_sizes(is_stax):
+    if not is_stax:
+        return
+    import re
+
+    import stax
+
+    x = random_values((6, 10), torch.float32, -2, 2)
+    torch._dynamo.mark_dynamic(x, 0)
+    report = stax.explain(normalize_rows, x)
+    text = str(report)
+    assert re.search(r"sizes known at run time, bound from one symbolic graph \(s\d+ in \[2, \d+\] "
+                     r"\(hint 6\)\)", text), text
+    assert re.search(r"compiled for sizes: s\d+=6", text), text
+    (graph,) = report.graphs
+    (region,) = graph.regions
+    assert_same(region(random_values((9, 10), torch.float32, -2, 2))[0].shape, torch.Size([9, 10]))
+    assert re.search(r"compiled for sizes: s\d+=6; s\d+=9", str(report)), str(report)
+    torch._dynamo.reset()
