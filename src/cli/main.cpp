@@ -28,6 +28,7 @@
 #include "fuzz/fuzz_command.h"
 #include "graph_passes/bind_sizes.h"
 #include "ir/graph.h"
+#include "ir/symbolic_shapes.h"
 
 namespace {
 
@@ -262,13 +263,8 @@ std::map<std::string, int64_t> sizes_of_given_inputs(const stax::ir::Graph& grap
     const json* level = &given[input.name];
     for (const stax::index::Expr& dim : input.type.symbolic_sizes) {
       if (!level->is_array()) break;
-      const std::set<std::string> symbols = stax::index::free_vars(dim);
-      if (symbols.size() == 1) {
-        const std::string& symbol = *symbols.begin();
-        const int64_t c = stax::index::evaluate(dim, {{symbol, 1}});
-        if (c >= 1 && dim == c * stax::index::Expr::var(symbol)) {
-          sizes.emplace(symbol, static_cast<int64_t>(level->size()) / c);
-        }
+      if (const auto m = stax::ir::symbol_multiple(dim)) {
+        sizes.emplace(m->symbol, static_cast<int64_t>(level->size()) / m->factor);
       }
       if (level->empty()) break;
       level = &(*level)[0];

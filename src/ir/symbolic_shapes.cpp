@@ -315,7 +315,7 @@ std::vector<Expr> contracted(const Graph& graph, const Node& node) {
 
 // Factories: the sizes argument (full, zeros, ones), the operand's sizes (*_like, fill),
 // arange's count (end - start at step 1, from a start and step that are plain numbers).
-std::vector<Expr> made(const Graph& graph, const Node& node, const std::vector<int64_t>& at_hints) {
+std::vector<Expr> made(const Graph& graph, const Node& node) {
   if (node.op == "full" || node.op == "zeros" || node.op == "ones") {
     return *symbolic_int_list_arg(node, 0);
   }
@@ -343,7 +343,6 @@ std::vector<Expr> made(const Graph& graph, const Node& node, const std::vector<i
                      " has no symbolic count unless its bounds are ints, its step 1 and "
                      "its end proved at least its start");
   }
-  (void)at_hints;
   refuse(node, "has no symbolic shape rule yet (its arguments are symbolic)");
 }
 
@@ -505,7 +504,7 @@ std::vector<Expr> infer_symbolic_sizes(const Graph& graph, const Node& node,
       sizes = contracted(graph, node);
       break;
     case OpCategory::Factory:
-      sizes = made(graph, node, at_hints);
+      sizes = made(graph, node);
       break;
     case OpCategory::Attention:
       sizes = attended(graph, node);
@@ -545,7 +544,6 @@ std::vector<Expr> infer_symbolic_sizes(const Graph& graph, const Node& node,
     default:
       refuse(node, "has no symbolic shape rule yet (an operand's sizes are symbolic)");
   }
-  (void)at_hints;
   return sizes;
 }
 
@@ -596,6 +594,15 @@ void check_size_values(const Graph& graph, const std::map<std::string, int64_t>&
   }
 }
 
+std::optional<SymbolMultiple> symbol_multiple(const Expr& size) {
+  const std::set<std::string> symbols = index::free_vars(size);
+  if (symbols.size() != 1) return std::nullopt;
+  const std::string& symbol = *symbols.begin();
+  const int64_t factor = index::evaluate(size, {{symbol, 1}});
+  if (factor < 1 || size != factor * Expr::var(symbol)) return std::nullopt;
+  return SymbolMultiple{symbol, factor};
+}
+
 std::map<std::string, int64_t> sizes_of_call(const Graph& graph,
                                              const std::vector<std::vector<int64_t>>& input_sizes) {
   if (input_sizes.size() != graph.inputs().size()) {
@@ -611,12 +618,8 @@ std::map<std::string, int64_t> sizes_of_call(const Graph& graph,
       // A dim c*s (c >= 1) gives s = size / c; whether c divides it is checked below, with
       // every dim.
       const Expr& size = type.symbolic_sizes[d];
-      const std::set<std::string> symbols = index::free_vars(size);
-      if (symbols.size() != 1) continue;
-      const std::string& symbol = *symbols.begin();
-      const int64_t c = index::evaluate(size, {{symbol, 1}});
-      if (c >= 1 && size == c * Expr::var(symbol)) {
-        values.emplace(symbol, input_sizes[k][d] / c);
+      if (const std::optional<SymbolMultiple> m = symbol_multiple(size)) {
+        values.emplace(m->symbol, input_sizes[k][d] / m->factor);
       }
     }
   }

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,13 @@ void check_extents_at(const Graph& graph, const std::map<std::string, int64_t>& 
 // names no symbol of the graph, and, with require_all, when a symbol has no value.
 void check_size_values(const Graph& graph, const std::map<std::string, int64_t>& values,
                        bool require_all);
+
+// A size that is c * s for one symbol s and c >= 1 (s0, 2*s0): the dim of that size gives s.
+struct SymbolMultiple {
+  std::string symbol;
+  int64_t factor = 1;
+};
+std::optional<SymbolMultiple> symbol_multiple(const index::Expr& size);
 
 // The symbols' values a call with these input sizes gives, read from the inputs' dims that are
 // exactly one symbol; throws GraphError naming the input and dimension whose size contradicts
