@@ -192,7 +192,7 @@ Arg convert_arg(const Graph& graph, const std::string& op, const Param& param, A
         throw GraphError(where + ": '" + symbol + "' is not a size symbol of the graph");
       }
     }
-    return sizes_at_hints({e}, graph.size_symbols())[0];
+    return index::values_at_hints({e}, graph.size_symbols())[0];
   };
   auto as_sym_int = [&](const Arg& a) -> std::optional<Arg> {
     const auto* s = std::get_if<SymInt>(&a);
@@ -390,8 +390,8 @@ TensorType Graph::infer_result(const Node& node, const std::string& out_name) co
     // The static rule above ran at the symbols' hints; the symbolic rule must agree with it
     // there (a cheap check of every symbolic rule on every graph).
     std::vector<index::Expr> sizes = infer_symbolic_sizes(*this, node, type.sizes);
-    if (sizes_at_hints(sizes, size_symbols_) != type.sizes) {
-      throw std::logic_error(node.op + ": the symbolic sizes " + format_symbolic_sizes(sizes) +
+    if (index::values_at_hints(sizes, size_symbols_) != type.sizes) {
+      throw std::logic_error(node.op + ": the symbolic sizes " + index::format_exprs(sizes) +
                              " of '" + out_name + "' are not " + format_sizes(type.sizes) +
                              " at the symbols' hints");
     }
@@ -478,9 +478,9 @@ ValueRef Graph::add_checked_symbolic_input(const std::string& name, DType dtype,
     }
   }
   std::optional<std::vector<int64_t>> strides_at_hints;
-  if (strides) strides_at_hints = sizes_at_hints(*strides, size_symbols_);
+  if (strides) strides_at_hints = index::values_at_hints(*strides, size_symbols_);
   const ValueRef ref =
-      add_input(name, dtype, sizes_at_hints(sizes, size_symbols_), std::move(strides_at_hints));
+      add_input(name, dtype, index::values_at_hints(sizes, size_symbols_), std::move(strides_at_hints));
   const bool symbolic =
       std::any_of(sizes.begin(), sizes.end(),
                   [](const index::Expr& e) { return !e.is_constant(); }) ||

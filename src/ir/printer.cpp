@@ -34,9 +34,9 @@ std::string format_sizes(const std::vector<int64_t>& sizes) {
 std::string format_type(const TensorType& type) {
   if (type.is_symbolic()) {
     std::string text =
-        std::string(dtype_name(type.dtype)) + format_symbolic_sizes(type.symbolic_sizes);
+        std::string(dtype_name(type.dtype)) + index::format_exprs(type.symbolic_sizes);
     if (type.symbolic_strides != contiguous_strides(type.symbolic_sizes)) {
-      text += " strides=" + format_symbolic_sizes(type.symbolic_strides);
+      text += " strides=" + index::format_exprs(type.symbolic_strides);
     }
     return text;
   }
@@ -84,7 +84,7 @@ std::string format_arg(const Graph& graph, const Arg& arg) {
     std::string operator()(const std::vector<int64_t>& l) const { return format_sizes(l); }
     std::string operator()(const std::string& s) const { return quote(s); }
     std::string operator()(const SymInt& s) const { return index::to_string(s.expr); }
-    std::string operator()(const SymIntList& l) const { return format_symbolic_sizes(l.items); }
+    std::string operator()(const SymIntList& l) const { return index::format_exprs(l.items); }
     std::string operator()(const TensorList& l) const {
       std::string text = "[";
       for (size_t k = 0; k < l.items.size(); ++k) {

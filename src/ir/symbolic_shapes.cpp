@@ -37,31 +37,6 @@ int64_t default_hint(const index::SizeSymbol& facts) {
   return clamped / m * m;
 }
 
-std::vector<Expr> contiguous_strides(const std::vector<Expr>& sizes) {
-  std::vector<Expr> strides(sizes.size(), Expr(1));
-  for (size_t i = sizes.size(); i-- > 1;) strides[i - 1] = strides[i] * sizes[i];
-  return strides;
-}
-
-std::vector<int64_t> sizes_at_hints(const std::vector<Expr>& sizes,
-                                    const index::SymbolTable& symbols) {
-  std::map<std::string, int64_t> hints;
-  for (const auto& [name, facts] : symbols) hints.emplace(name, facts.hint);
-  std::vector<int64_t> values;
-  values.reserve(sizes.size());
-  for (const Expr& e : sizes) values.push_back(index::evaluate(e, hints));
-  return values;
-}
-
-std::string format_symbolic_sizes(const std::vector<Expr>& sizes) {
-  std::string text = "[";
-  for (size_t i = 0; i < sizes.size(); ++i) {
-    if (i > 0) text += ", ";
-    text += index::to_string(sizes[i]);
-  }
-  return text + "]";
-}
-
 namespace {
 
 std::vector<Expr> symbolic_sizes_of(const TensorType& type) {
@@ -177,14 +152,14 @@ std::vector<Expr> viewed(const Graph& graph, const Node& node,
         if (it != inferred) known = known * *it;
       }
       if (!index::is_divisor(known)) {
-        refuse(node, "can't infer the -1 of " + format_symbolic_sizes(out) + " from " +
+        refuse(node, "can't infer the -1 of " + index::format_exprs(out) + " from " +
                          index::to_string(numel) + " elements");
       }
       *inferred = index::simplify(index::floordiv(numel, known), domain);
     }
     if (product(out) != numel) {
-      refuse(node, "sizes " + format_symbolic_sizes(out) + " hold as many elements as " +
-                       format_symbolic_sizes(self) + " only for some values of the size symbols");
+      refuse(node, "sizes " + index::format_exprs(out) + " hold as many elements as " +
+                       index::format_exprs(self) + " only for some values of the size symbols");
     }
     // A view of a layout that is not contiguous may exist at some sizes only; the static rule
     // checked the hints, and a bound graph checks each call's sizes.
@@ -282,7 +257,7 @@ std::vector<Expr> viewed(const Graph& graph, const Node& node,
     return out;
   }
   refuse(node, "has no symbolic shape rule yet (its operand '" + tensor_arg(graph, node, 0).name +
-                   "' has sizes " + format_symbolic_sizes(self) + ")");
+                   "' has sizes " + index::format_exprs(self) + ")");
 }
 
 // mm, bmm, addmm, baddbmm: the shared dims must be the same expression.
@@ -308,7 +283,7 @@ std::vector<Expr> contracted(const Graph& graph, const Node& node) {
   if (with_bias) {
     const std::vector<Expr> bias = symbolic_sizes_of(tensor_arg(graph, node, 0).type);
     if (broadcast(node, {bias, out}) != out)
-      refuse(node, "the bias does not broadcast to " + format_symbolic_sizes(out));
+      refuse(node, "the bias does not broadcast to " + index::format_exprs(out));
   }
   return out;
 }
@@ -370,7 +345,7 @@ std::vector<Expr> attended(const Graph& graph, const Node& node) {
     if (std::optional<ValueRef> mask = optional_tensor_arg(node, *mask_at)) {
       const std::vector<Expr> scores = {query[0], query[1], query[2], key[2]};
       if (broadcast(node, {symbolic_sizes_of(graph.value(*mask).type), scores}) != scores) {
-        refuse(node, "the mask does not broadcast to the scores " + format_symbolic_sizes(scores));
+        refuse(node, "the mask does not broadcast to the scores " + index::format_exprs(scores));
       }
     }
   }
@@ -564,7 +539,7 @@ void check_extents_at(const Graph& graph, const std::map<std::string, int64_t>& 
     }
     if (problem) {
       throw GraphError("'" + value.name + "' (" + std::string(dtype_name(value.type.dtype)) +
-                       ", sizes " + format_symbolic_sizes(value.type.symbolic_sizes) +
+                       ", sizes " + index::format_exprs(value.type.symbolic_sizes) +
                        "): " + *problem + " at these sizes");
     }
   }
@@ -629,7 +604,7 @@ std::map<std::string, int64_t> sizes_of_call(const Graph& graph,
     const std::string what = "input '" + input.name + "'";
     if (input_sizes[k].size() != expected.size()) {
       throw GraphError(what + ": expected " + std::to_string(expected.size()) + " dims " +
-                       format_symbolic_sizes(expected) + ", got " + format_sizes(input_sizes[k]));
+                       index::format_exprs(expected) + ", got " + format_sizes(input_sizes[k]));
     }
     for (size_t d = 0; d < expected.size(); ++d) {
       int64_t want = 0;
@@ -646,7 +621,7 @@ std::map<std::string, int64_t> sizes_of_call(const Graph& graph,
                                      : index::to_string(expected[d]) + " = " + std::to_string(want);
         throw GraphError(what + ": dim " + std::to_string(d) + " has size " +
                          std::to_string(input_sizes[k][d]) + " but must be " + must + " (sizes " +
-                         format_symbolic_sizes(expected) + ")");
+                         index::format_exprs(expected) + ")");
       }
     }
   }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "index/expr.h"
+#include "index/shape_exprs.h"
 #include "ir/graph.h"
 
 namespace stax::ir {
@@ -29,15 +30,8 @@ index::SizeSymbol default_size_symbol();
 // and up to its divisor (down where that leaves the range).
 int64_t default_hint(const index::SizeSymbol& facts);
 
-// The contiguous strides of symbolic sizes (row-major, last dim stride 1).
-std::vector<index::Expr> contiguous_strides(const std::vector<index::Expr>& sizes);
-
-// Values of the expressions at the symbols' hints.
-std::vector<int64_t> sizes_at_hints(const std::vector<index::Expr>& sizes,
-                                    const index::SymbolTable& symbols);
-
-// "[s0, 128]"
-std::string format_symbolic_sizes(const std::vector<index::Expr>& sizes);
+// Symbolic contiguous strides (index/shape_exprs.h), beside the static ones of graph.h.
+using index::contiguous_strides;
 
 // The symbolic sizes of `node`'s result in `graph`, whose static rule gave `at_hints`. Throws
 // GraphError naming the op when its family has no symbolic rule yet or when the result's sizes
