@@ -9,6 +9,7 @@
 
 #include <iostream>
 
+#include "index/shape_exprs.h"
 #include "ir/checked_arith.h"
 #include "ir/graph.h"
 #include "kernel/ir_builder.h"
@@ -21,6 +22,10 @@ namespace stax::codegen {
 
 namespace {
 
+// Issue 33: code generation runs on scheduled static programs only (the scheduler refuses
+// symbolic ones); a symbolic size reaching it is named, never read at a hint.
+constexpr const char* kStage = "code generation";
+
 // Every input layout and every buffer must pass layout_problem (ir/checked_arith.h). Then
 // each offset a kernel computes in int64, a sum of index * stride terms over one buffer, and
 // each partial sum of it, is at most that buffer's strided extent, and every byte count the
@@ -29,13 +34,17 @@ namespace {
 void check_layouts(const lowering::LoweredGraph& g) {
   const std::string where = "code generation of graph '" + g.name + "': ";
   for (const auto& in : g.inputs) {
-    if (std::optional<std::string> problem = layout_problem(in.dtype, in.sizes, in.strides)) {
+    if (std::optional<std::string> problem =
+            layout_problem(in.dtype, index::static_values(in.sizes, kStage),
+                           index::static_values(in.strides, kStage))) {
       throw std::invalid_argument(where + "input '" + in.name + "' (" +
                                   std::string(dtype_name(in.dtype)) + "): " + *problem);
     }
   }
   for (const auto& b : g.buffers) {
-    if (std::optional<std::string> problem = layout_problem(b.dtype, b.sizes, b.strides)) {
+    if (std::optional<std::string> problem =
+            layout_problem(b.dtype, index::static_values(b.sizes, kStage),
+                           index::static_values(b.strides, kStage))) {
       throw std::invalid_argument(where + "buffer '" + b.name + "' (" +
                                   std::string(dtype_name(b.dtype)) + ", for " + b.source +
                                   "): " + *problem);
@@ -109,9 +118,9 @@ GeneratedModule generate_cpp(const scheduler::Schedule& s, const CodegenOptions&
   for (const auto& out : g.outputs) {
     OutputBinding b;
     b.dtype = out.dtype;
-    b.sizes = out.sizes;
-    b.strides = out.strides;
-    b.offset = out.offset;
+    b.sizes = index::static_values(out.sizes, kStage);
+    b.strides = index::static_values(out.strides, kStage);
+    b.offset = index::static_value(out.offset, kStage);
     if (out.is_input) {
       b.from_input = true;
       for (size_t i = 0; i < g.inputs.size(); ++i) {
@@ -126,7 +135,8 @@ GeneratedModule generate_cpp(const scheduler::Schedule& s, const CodegenOptions&
   }
   for (const std::string& buffer : host.output_slots) {
     const auto* buf = g.find_buffer(buffer);
-    module.output_slot_bytes.push_back(checked_byte_size(buf->sizes, buf->dtype).value());
+    module.output_slot_bytes.push_back(
+        checked_byte_size(index::static_values(buf->sizes, kStage), buf->dtype).value());
   }
   return module;
 }

@@ -181,7 +181,11 @@ CompiledGraph compile_lowered(lowering::LoweredGraph lowered, const CompileOptio
   CompiledGraph out;
   out.compilation_ = analyze_lowered(std::move(lowered), options);
   for (const auto& in : out.compilation_->lowered.inputs) {
-    out.input_types_.push_back({in.dtype, in.sizes, in.strides, {}, {}});
+    out.input_types_.push_back({in.dtype,
+                                index::static_values(in.sizes, "compile_lowered"),
+                                index::static_values(in.strides, "compile_lowered"),
+                                {},
+                                {}});
     out.input_names_.push_back(in.name);
   }
   runtime::JitOptions jit;

@@ -37,12 +37,15 @@ int64_t default_hint(const index::SizeSymbol& facts) {
   return clamped / m * m;
 }
 
-namespace {
-
 std::vector<Expr> symbolic_sizes_of(const TensorType& type) {
-  if (type.is_symbolic()) return type.symbolic_sizes;
-  return std::vector<Expr>(type.sizes.begin(), type.sizes.end());
+  return type.is_symbolic() ? type.symbolic_sizes : index::to_exprs(type.sizes);
 }
+
+std::vector<Expr> symbolic_strides_of(const TensorType& type) {
+  return type.is_symbolic() ? type.symbolic_strides : index::to_exprs(type.strides);
+}
+
+namespace {
 
 [[noreturn]] void refuse(const Node& node, const std::string& why) {
   throw GraphError(node.op + ": " + why);
@@ -186,34 +189,11 @@ std::vector<Expr> viewed(const Graph& graph, const Node& node,
     return out;
   }
   if (node.op == "slice" || node.op == "narrow" || node.op == "select") {
-    const size_t dim = static_cast<size_t>(normalize_dim(int_arg(node, 1), rank, node.op));
-    const Expr size = self[dim];
-    // A negative constant counts from the end, as PyTorch's.
-    auto from_end = [&](Expr e) {
-      return e.is_constant() && *e.constant_value() < 0 ? e + size : e;
-    };
-    Expr start, end;
-    int64_t step = 1;
-    if (node.op == "slice") {
-      start = from_end(symbolic_optional_int_arg(node, 2).value_or(Expr(0)));
-      std::optional<Expr> given_end = symbolic_optional_int_arg(node, 3);
-      end = given_end && *given_end != Expr(INT64_MAX) ? from_end(*given_end) : size;
-      step = int_arg(node, 4);
-    } else if (node.op == "narrow") {
-      start = from_end(*symbolic_optional_int_arg(node, 2));
-      end = start + *symbolic_optional_int_arg(node, 3);
-    } else {
-      start = from_end(*symbolic_optional_int_arg(node, 2));
-      end = start + 1;
-    }
-    // PyTorch clamps a slice's bounds into the dim; without a proof of where they lie the
-    // clamp would depend on the symbols' values.
-    if (!proved_nonnegative(start) || !proved_nonnegative(end - start) ||
-        !proved_nonnegative(size - end)) {
-      refuse(node, "of dim " + std::to_string(dim) + " (size " + index::to_string(size) +
-                       ") from " + index::to_string(start) + " to " + index::to_string(end) +
-                       " is in range only for some values of the size symbols");
-    }
+    const SymbolicWindow w = symbolic_window(graph, node);
+    const size_t dim = static_cast<size_t>(w.dim);
+    const Expr& start = w.start;
+    const Expr& end = w.end;
+    const int64_t step = w.step;
     std::vector<Expr> out = self;
     if (node.op == "select") {
       out.erase(out.begin() + static_cast<std::ptrdiff_t>(dim));
@@ -455,6 +435,41 @@ std::vector<Expr> concatenated(const Graph& graph, const Node& node) {
 }
 
 }  // namespace
+
+SymbolicWindow symbolic_window(const Graph& graph, const Node& node) {
+  const std::vector<Expr> self = symbolic_sizes_of(tensor_arg(graph, node, 0).type);
+  const size_t rank = self.size();
+  SymbolicWindow w;
+  w.dim = normalize_dim(int_arg(node, 1), rank, node.op);
+  const Expr size = self[static_cast<size_t>(w.dim)];
+  // A negative constant counts from the end, as PyTorch's.
+  auto from_end = [&](Expr e) { return e.is_constant() && *e.constant_value() < 0 ? e + size : e; };
+  if (node.op == "slice") {
+    w.start = from_end(symbolic_optional_int_arg(node, 2).value_or(Expr(0)));
+    std::optional<Expr> given_end = symbolic_optional_int_arg(node, 3);
+    w.end = given_end && *given_end != Expr(INT64_MAX) ? from_end(*given_end) : size;
+    w.step = int_arg(node, 4);
+  } else if (node.op == "narrow") {
+    w.start = from_end(*symbolic_optional_int_arg(node, 2));
+    w.end = w.start + *symbolic_optional_int_arg(node, 3);
+  } else {
+    w.start = from_end(*symbolic_optional_int_arg(node, 2));
+    w.end = w.start + 1;
+  }
+  // PyTorch clamps a slice's bounds into the dim; without a proof of where they lie the
+  // clamp would depend on the symbols' values.
+  const index::Domain domain({}, graph.size_symbols());
+  auto proved_nonnegative = [&](const Expr& e) {
+    return index::is_nonnegative(e, domain) == index::Truth::kProved;
+  };
+  if (!proved_nonnegative(w.start) || !proved_nonnegative(w.end - w.start) ||
+      !proved_nonnegative(size - w.end)) {
+    refuse(node, "of dim " + std::to_string(w.dim) + " (size " + index::to_string(size) +
+                     ") from " + index::to_string(w.start) + " to " + index::to_string(w.end) +
+                     " is in range only for some values of the size symbols");
+  }
+  return w;
+}
 
 std::vector<Expr> infer_symbolic_sizes(const Graph& graph, const Node& node,
                                        const std::vector<int64_t>& at_hints) {

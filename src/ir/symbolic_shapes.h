@@ -33,6 +33,22 @@ int64_t default_hint(const index::SizeSymbol& facts);
 // Symbolic contiguous strides (index/shape_exprs.h), beside the static ones of graph.h.
 using index::contiguous_strides;
 
+// A type's sizes and strides as expressions: its symbolic ones, or its static ones as
+// constants. Stages that compile one program for every size read types only through these.
+std::vector<index::Expr> symbolic_sizes_of(const TensorType& type);
+std::vector<index::Expr> symbolic_strides_of(const TensorType& type);
+
+// The window slice, narrow and select take along `dim`: [start, end) by `step` (select: the
+// one index start), negative constants counted from the end. Throws GraphError naming the op
+// when the window lies within the dim only for some values of the size symbols.
+struct SymbolicWindow {
+  int64_t dim = 0;
+  index::Expr start;
+  index::Expr end;
+  int64_t step = 1;
+};
+SymbolicWindow symbolic_window(const Graph& graph, const Node& node);
+
 // The symbolic sizes of `node`'s result in `graph`, whose static rule gave `at_hints`. Throws
 // GraphError naming the op when its family has no symbolic rule yet or when the result's sizes
 // depend on the symbols' values in a way the rule cannot express (a broadcast of s0 against

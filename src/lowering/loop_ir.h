@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "index/expr.h"
+#include "index/shape_exprs.h"
 #include "ir/dtype.h"
 #include "ir/index_rule.h"
 #include "ir/scan_args.h"
@@ -42,11 +43,14 @@ class Loader {
   std::shared_ptr<const Function> function_;
 };
 
+// Sizes, strides and loop ranges of the loop-level program are expressions over the graph's
+// size symbols (issue 33; constants where a dim is static): LoweredGraph::symbols says what
+// is known of each.
 struct InputBuffer {
   std::string name;
   DType dtype;
-  std::vector<int64_t> sizes;
-  std::vector<int64_t> strides;
+  std::vector<index::Expr> sizes;
+  std::vector<index::Expr> strides;
 };
 
 // An operand of an external call: a strided view of a graph input or a computed buffer,
@@ -190,10 +194,10 @@ struct ExternalCall {
 struct ComputedBuffer {
   std::string name;
   DType dtype;
-  std::vector<int64_t> sizes;    // logical sizes of the stored tensor
-  std::vector<int64_t> strides;  // its layout (contiguous)
-  std::vector<int64_t> ranges;
-  std::vector<int64_t> reduction_ranges;  // empty for a pointwise buffer
+  std::vector<index::Expr> sizes;    // logical sizes of the stored tensor
+  std::vector<index::Expr> strides;  // its layout (contiguous)
+  std::vector<index::Expr> ranges;
+  std::vector<index::Expr> reduction_ranges;  // empty for a pointwise buffer
   std::optional<ReductionType> reduction;
   // Storage offset written at pointwise loop index `index` (a function of the loop vars).
   std::function<index::Expr(const std::vector<index::Expr>& index)> output_index;
@@ -217,7 +221,7 @@ struct ComputedBuffer {
 
   bool is_reduction() const { return reduction.has_value(); }
   bool is_external() const { return external != nullptr; }
-  int64_t numel() const;
+  index::Expr numel() const;
   // Runs the whole body under a handler: the value, the reduction, and the store.
   void run_body(OpsHandler& handler, const std::vector<index::Expr>& index,
                 const std::vector<index::Expr>& reduction_index) const;
@@ -228,9 +232,9 @@ struct OutputSpec {
   std::string buffer;
   bool is_input = false;
   DType dtype;
-  std::vector<int64_t> sizes;
-  std::vector<int64_t> strides;
-  int64_t offset = 0;
+  std::vector<index::Expr> sizes;
+  std::vector<index::Expr> strides;
+  index::Expr offset = 0;
 };
 
 struct LoweredGraph {
@@ -238,10 +242,14 @@ struct LoweredGraph {
   std::vector<InputBuffer> inputs;
   std::vector<ComputedBuffer> buffers;  // in a valid execution order
   std::vector<OutputSpec> outputs;
+  // The size symbols the sizes above are expressions over, with their facts (the graph's).
+  index::SymbolTable symbols;
   // Lowering decisions worth explaining: which values were materialized and why.
   std::vector<std::string> log;
 
   const InputBuffer* find_input(const std::string& name) const;
+  // Whether some size, stride or loop range is an expression over the symbols.
+  bool is_symbolic() const;
   const ComputedBuffer* find_buffer(const std::string& name) const;
 };
 

@@ -67,8 +67,9 @@ LoweredValue Lowerer::lower_further_result(const ir::Node& node, const ir::Value
   const LoweredValue& call_value = it->second;
   ExternalCall call;
   call.op = node.op;
-  call.a = ExternalOperand{call_value.layout->buffer,  false, call_value.dtype, call_value.sizes,
-                           call_value.layout->strides, 0};
+  call.a = ExternalOperand{
+      call_value.layout->buffer,           false, call_value.dtype, call_value.static_sizes(),
+      call_value.layout->static_strides(), 0};
   call.result_of = ResultOf{call_value.layout->buffer, node.result_index};
   call.library = library;
   call.reason = "result " + std::to_string(node.result_index) + " of the call that writes " +

@@ -67,7 +67,7 @@ bool library_readable(const std::vector<int64_t>& sizes, const std::vector<int64
 
 }  // namespace
 
-LoweredValue Lowerer::sum_of_products(const ir::Node& node, const std::vector<int64_t>& out_sizes,
+LoweredValue Lowerer::sum_of_products(const ir::Node& node, const std::vector<Expr>& out_sizes,
                                       size_t a_pos, size_t b_pos, DType acc) {
   const LoweredValue& va = value(std::get<ir::ValueRef>(node.args[a_pos]).index);
   const LoweredValue& vb = value(std::get<ir::ValueRef>(node.args[b_pos]).index);
@@ -77,11 +77,11 @@ LoweredValue Lowerer::sum_of_products(const ir::Node& node, const std::vector<in
   sum.name = next_buffer_name();
   sum.dtype = acc;
   sum.sizes = out_sizes;
-  sum.strides = ir::contiguous_strides(out_sizes);
+  sum.strides = index::contiguous_strides(out_sizes);
   sum.ranges = out_sizes;
   sum.reduction_ranges = {va.sizes.back()};
   sum.reduction = ReductionType::Sum;
-  const std::vector<int64_t> strides = sum.strides;
+  const std::vector<Expr> strides = sum.strides;
   sum.output_index = [strides](const std::vector<Expr>& idx) {
     return strided_offset(idx, strides);
   };
@@ -200,7 +200,7 @@ std::vector<ir::ValueRef> Lowerer::library_matrix_operands(const ir::Node& node)
 LoweredValue Lowerer::lower_contraction(const ir::Node& node, const ir::Value& out) {
   const ContractionShape shape = contraction_shape(node.op);
   const DType dtype = out.type.dtype;
-  const std::vector<int64_t>& out_sizes = out.type.sizes;
+  const std::vector<int64_t>& out_sizes = out.type.sizes;  // a static node (lowerer.h)
   auto operand_value = [&](size_t pos) -> const LoweredValue& {
     return value(std::get<ir::ValueRef>(node.args[pos]).index);
   };
@@ -220,16 +220,17 @@ LoweredValue Lowerer::lower_contraction(const ir::Node& node, const ir::Value& o
           v.layout->is_input,
           v.dtype,
           at_sizes,
-          broadcast ? broadcast_strides(v.sizes, v.layout->strides, at_sizes) : v.layout->strides,
-          v.layout->offset};
+          broadcast ? broadcast_strides(v.static_sizes(), v.layout->static_strides(), at_sizes)
+                    : v.layout->static_strides(),
+          v.layout->static_offset()};
       if (!library_readable(op.sizes, op.strides)) return std::nullopt;
       return op;
     };
     const LoweredValue& va = operand_value(shape.a_pos);
     const LoweredValue& vb = operand_value(shape.b_pos);
     // Operands stored contiguously first where the library cannot read them as they are.
-    std::optional<ExternalOperand> a = as_operand(va, va.sizes, false);
-    std::optional<ExternalOperand> b = as_operand(vb, vb.sizes, false);
+    std::optional<ExternalOperand> a = as_operand(va, va.static_sizes(), false);
+    std::optional<ExternalOperand> b = as_operand(vb, vb.static_sizes(), false);
     std::optional<ExternalOperand> bias;  // as read in place, if it can be
     std::optional<ExternalOperand> bias_operand;
     if (reads_bias) {
@@ -237,8 +238,8 @@ LoweredValue Lowerer::lower_contraction(const ir::Node& node, const ir::Value& o
       bias_operand = bias ? *bias : contiguous_operand(operand_value(0).dtype, out_sizes);
     }
     ExternalCall call =
-        contraction_call(node.op, scalars, a ? *a : contiguous_operand(va.dtype, va.sizes),
-                         b ? *b : contiguous_operand(vb.dtype, vb.sizes), bias_operand);
+        contraction_call(node.op, scalars, a ? *a : contiguous_operand(va.dtype, va.static_sizes()),
+                         b ? *b : contiguous_operand(vb.dtype, vb.static_sizes()), bias_operand);
     std::string why;
     std::optional<std::string> library = options_.library_for(call, &why);
     if (library) {
@@ -253,10 +254,11 @@ LoweredValue Lowerer::lower_contraction(const ir::Node& node, const ir::Value& o
                                         ": the library reads only strided matrices");
         into.buffer = r.layout->buffer;
         into.strides =
-            broadcast ? broadcast_strides(v.sizes, r.layout->strides, at_sizes) : r.layout->strides;
+            broadcast ? broadcast_strides(v.static_sizes(), r.layout->static_strides(), at_sizes)
+                      : r.layout->static_strides();
       };
-      store_unreadable(va, a.has_value(), va.sizes, false, "a", call.a);
-      store_unreadable(vb, b.has_value(), vb.sizes, false, "mat2", call.b);
+      store_unreadable(va, a.has_value(), va.static_sizes(), false, "a", call.a);
+      store_unreadable(vb, b.has_value(), vb.static_sizes(), false, "mat2", call.b);
       if (reads_bias) {
         store_unreadable(operand_value(0), bias.has_value(), out_sizes, true, "bias", *call.bias);
       }
@@ -268,7 +270,8 @@ LoweredValue Lowerer::lower_contraction(const ir::Node& node, const ir::Value& o
   // The loop nest: a sum of products in the accumulation dtype.
   const DType acc = accumulation_dtype(dtype);
   std::optional<LoweredValue> summed;
-  if (!skips_product) summed = sum_of_products(node, out_sizes, shape.a_pos, shape.b_pos, acc);
+  if (!skips_product)
+    summed = sum_of_products(node, index::to_exprs(out_sizes), shape.a_pos, shape.b_pos, acc);
 
   // The epilogue: alpha * sum + beta * bias, in the accumulation dtype, then the dtype.
   if (summed && !reads_bias && alpha.equals(1.0) && acc == dtype) return *summed;
@@ -278,12 +281,12 @@ LoweredValue Lowerer::lower_contraction(const ir::Node& node, const ir::Value& o
   if (reads_bias) {
     const LoweredValue& vc = operand_value(0);
     lc = vc.loader;
-    c_map = broadcast_index(vc.sizes, out_sizes);
+    c_map = broadcast_index(vc.sizes, index::to_exprs(out_sizes));
   }
   const bool scale = !alpha.equals(1.0);
   LoweredValue v;
   v.dtype = dtype;
-  v.sizes = out_sizes;
+  v.sizes = index::to_exprs(out_sizes);
   if (summed) v.stats = summed->stats;
   if (scale) v.stats += op_stats(PointwiseOp::Mul);
   if (reads_bias) {
@@ -330,9 +333,9 @@ LoweredValue Lowerer::add_external_buffer(const ir::Node& node, ExternalCall cal
   ComputedBuffer buf;
   buf.name = next_buffer_name();
   buf.dtype = dtype;
-  buf.sizes = sizes;
-  buf.strides = strides ? *strides : ir::contiguous_strides(sizes);
-  buf.ranges = sizes;
+  buf.sizes = index::to_exprs(sizes);
+  buf.strides = index::to_exprs(strides ? *strides : ir::contiguous_strides(sizes));
+  buf.ranges = index::to_exprs(sizes);
   buf.origin = node.op;
   result_.log.push_back(buf.name + " (" + node.op + "): an external call, " + call.reason);
   buf.external = std::make_shared<const ExternalCall>(std::move(call));

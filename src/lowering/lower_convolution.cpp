@@ -127,13 +127,14 @@ std::optional<LoweredValue> Lowerer::library_convolution(
   std::vector<std::optional<ExternalOperand>> in_place;
   std::vector<std::vector<int64_t>> sizes;
   for (const auto& [v, role] : operands) {
-    sizes.push_back(v->sizes);
-    if (!v->layout || !library_reads_in_place(v->sizes, v->layout->strides)) {
+    sizes.push_back(v->static_sizes());
+    if (!v->layout || !library_reads_in_place(v->static_sizes(), v->layout->static_strides())) {
       in_place.emplace_back();
       continue;
     }
-    in_place.push_back(ExternalOperand{v->layout->buffer, v->layout->is_input, v->dtype, v->sizes,
-                                       v->layout->strides, v->layout->offset});
+    in_place.push_back(ExternalOperand{v->layout->buffer, v->layout->is_input, v->dtype,
+                                       v->static_sizes(), v->layout->static_strides(),
+                                       v->layout->static_offset()});
   }
   ExternalCall call = contiguous_call(node.op, window, dtype, sizes);
   auto operand_slot = [&call](size_t k) -> ExternalOperand& {
@@ -168,7 +169,7 @@ std::optional<LoweredValue> Lowerer::library_convolution(
     ExternalOperand& into = operand_slot(k);
     into.buffer = r.layout->buffer;
     into.is_input = false;
-    into.strides = r.layout->strides;
+    into.strides = r.layout->static_strides();
     into.offset = 0;
   }
   // The output channels last where the library runs this convolution in place on that
@@ -215,13 +216,13 @@ LoweredValue Lowerer::lower_convolution(const ir::Node& node, const ir::Value& o
   ComputedBuffer sum;
   sum.name = next_buffer_name();
   sum.dtype = acc;
-  sum.sizes = out_sizes;
-  sum.strides = ir::contiguous_strides(out_sizes);
-  sum.ranges = out_sizes;
+  sum.sizes = index::to_exprs(out_sizes);
+  sum.strides = index::to_exprs(ir::contiguous_strides(out_sizes));
+  sum.ranges = index::to_exprs(out_sizes);
   sum.reduction_ranges = {in_channels_per_group};
   for (size_t d = 0; d < spatial; ++d) sum.reduction_ranges.push_back(c.weight_sizes[2 + d]);
   sum.reduction = ReductionType::Sum;
-  const std::vector<int64_t> strides = sum.strides;
+  const std::vector<Expr> strides = sum.strides;
   sum.output_index = [strides](const std::vector<Expr>& idx) {
     return strided_offset(idx, strides);
   };
@@ -266,7 +267,7 @@ LoweredValue Lowerer::lower_convolution(const ir::Node& node, const ir::Value& o
   const Loader load_bias = vbias ? vbias->loader : Loader();
   LoweredValue v;
   v.dtype = dtype;
-  v.sizes = out_sizes;
+  v.sizes = index::to_exprs(out_sizes);
   v.stats = summed.stats;
   if (vbias) {
     v.stats += vbias->stats;

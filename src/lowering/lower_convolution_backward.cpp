@@ -59,7 +59,7 @@ LoweredValue Lowerer::lower_convolution_backward(const ir::Node& node, const ir:
     // Not computed (eager returns None): the empty tensor of its type, read by no one.
     LoweredValue v;
     v.dtype = dtype;
-    v.sizes = sizes;
+    v.sizes = index::to_exprs(sizes);
     v.loader = [dtype](OpsHandler& h, const std::vector<Expr>&) {
       return h.constant(ir::Scalar(int64_t{0}), dtype);
     };
@@ -89,11 +89,11 @@ LoweredValue Lowerer::lower_convolution_backward(const ir::Node& node, const ir:
   ComputedBuffer sum;
   sum.name = next_buffer_name();
   sum.dtype = acc;
-  sum.sizes = sizes;
-  sum.strides = ir::contiguous_strides(sizes);
-  sum.ranges = sizes;
+  sum.sizes = index::to_exprs(sizes);
+  sum.strides = index::to_exprs(ir::contiguous_strides(sizes));
+  sum.ranges = index::to_exprs(sizes);
   sum.reduction = ReductionType::Sum;
-  const std::vector<int64_t> strides = sum.strides;
+  const std::vector<Expr> strides = sum.strides;
   sum.output_index = [strides](const std::vector<Expr>& idx) {
     return strided_offset(idx, strides);
   };
@@ -178,7 +178,7 @@ LoweredValue Lowerer::lower_convolution_backward(const ir::Node& node, const ir:
   if (acc == dtype) return summed;
   LoweredValue v;
   v.dtype = dtype;
-  v.sizes = sizes;
+  v.sizes = index::to_exprs(sizes);
   v.stats = summed.stats;
   const Loader load_sum = summed.loader;
   v.loader = [load_sum, dtype](OpsHandler& h, const std::vector<Expr>& idx) {

@@ -46,9 +46,18 @@ LoweredValue Lowerer::lower_factory(const ir::Node& node, const ir::Value& out) 
   const ir::FactoryArgs args = ir::factory_args(graph_, node);
   LoweredValue v;
   v.dtype = out.type.dtype;
-  v.sizes = out.type.sizes;
+  v.sizes = sizes_of(out.type);
   v.origin = {node.op};
-  if (args.is_range) {
+  if (const auto* start = std::get_if<ir::SymInt>(&node.args[0]); args.is_range && start) {
+    // Issue 33: arange(s0, s0 + n) (positions after a cache of s0 tokens): a start known only
+    // at run time, with a step of 1 and int bounds (the graph's shape rule requires them).
+    const Expr first = start->expr;
+    const DType dtype = args.dtype;
+    v.loader = [first, dtype](OpsHandler& h, const std::vector<Expr>& idx) {
+      return convert(h, h.index_value(first + idx.at(0), DType::Int64), dtype);
+    };
+    v.stats.cheap_ops += 2;
+  } else if (args.is_range) {
     v.loader = [args](OpsHandler& h, const std::vector<Expr>& idx) {
       return range_element(h, args, idx.at(0));
     };

@@ -32,6 +32,7 @@ BodyStats mask_stats(int bounded_sides) {
 }  // namespace
 
 LoweredValue Lowerer::lower_cat(const ir::Node& node, const ir::Value& out) {
+  refuse_symbolic_sizes(node);
   const ir::CatArgs c = ir::cat_args(graph_, node);
   struct Region {
     Loader loader;
@@ -91,6 +92,7 @@ LoweredValue Lowerer::lower_cat(const ir::Node& node, const ir::Value& out) {
 }
 
 LoweredValue Lowerer::lower_scatter_window(const ir::Node& node, const ir::Value& out) {
+  refuse_symbolic_sizes(node);
   const ir::ScatterWindowArgs a = ir::scatter_window_args(graph_, node);
   const LoweredValue& self = value(std::get<ir::ValueRef>(node.args[0]).index);
   const LoweredValue& src = value(std::get<ir::ValueRef>(node.args[1]).index);
@@ -98,7 +100,7 @@ LoweredValue Lowerer::lower_scatter_window(const ir::Node& node, const ir::Value
   const auto dim = static_cast<size_t>(a.window.dim);
   const int64_t start = a.window.start, step = a.window.step, length = a.window.length;
   const int64_t end = start + (length - 1) * step + 1;  // past the window's last index
-  const int64_t size = v.sizes[dim];
+  const int64_t size = index::static_value(v.sizes[dim], "lowering " + node.op);
   const bool selected = a.selected;
   const bool covers_all = length == size && step == 1;
   v.stats += src.stats;
@@ -138,16 +140,17 @@ LoweredValue Lowerer::lower_scatter_window(const ir::Node& node, const ir::Value
 }
 
 LoweredValue Lowerer::lower_pad(const ir::Node& node, const ir::Value& out) {
+  refuse_symbolic_sizes(node);
   const ir::PadArgs p = ir::pad_args(graph_, node);
   const LoweredValue& src = value(std::get<ir::ValueRef>(node.args[0]).index);
-  const std::vector<int64_t>& in_sizes = src.sizes;
-  std::vector<int64_t> offsets;
+  const std::vector<int64_t> in_sizes = index::static_values(src.sizes, "lowering " + node.op);
+  std::vector<Expr> offsets;
   int bounded_sides = 0;
   for (size_t d = 0; d < in_sizes.size(); ++d) {
     offsets.push_back(-p.before[d]);
     bounded_sides += (p.before[d] > 0) + (p.after[d] > 0);
   }
-  LoweredValue v = remapped(src, out.type.sizes, shift_index(offsets));
+  LoweredValue v = remapped(src, sizes_of(out.type), shift_index(offsets));
   append_unique(v.origin, node.op);
   v.composed = composed_over_operands(node);
   if (bounded_sides == 0) {
@@ -189,6 +192,7 @@ LoweredValue Lowerer::lower_pad(const ir::Node& node, const ir::Value& out) {
 }
 
 LoweredValue Lowerer::lower_flip_roll(const ir::Node& node, const ir::Value& out) {
+  refuse_symbolic_sizes(node);
   const LoweredValue& src = value(std::get<ir::ValueRef>(node.args[0]).index);
   IndexMap map;
   if (node.op == "flip") {
@@ -197,7 +201,7 @@ LoweredValue Lowerer::lower_flip_roll(const ir::Node& node, const ir::Value& out
     const ir::RollArgs r = ir::roll_args(graph_, node);
     map = r.flattened ? flat_roll_index(src.sizes, r.flat_shift) : roll_index(src.sizes, r.shifts);
   }
-  LoweredValue v = remapped(src, out.type.sizes, map);
+  LoweredValue v = remapped(src, sizes_of(out.type), map);
   append_unique(v.origin, node.op);
   v.composed = composed_over_operands(node);
   v.stats.index_divisions = measure_index_divisions(v.loader, v.sizes.size());
@@ -205,6 +209,7 @@ LoweredValue Lowerer::lower_flip_roll(const ir::Node& node, const ir::Value& out
 }
 
 LoweredValue Lowerer::lower_indirect(const ir::Node& node, const ir::Value& out) {
+  refuse_symbolic_sizes(node);
   const ir::IndirectArgs a = ir::indirect_args(graph_, node);
   const LoweredValue& source = value(a.source.index);
   LoweredValue v = computed_value(node, out);
@@ -237,8 +242,8 @@ LoweredValue Lowerer::lower_indirect(const ir::Node& node, const ir::Value& out)
     ComputedBuffer buf;
     buf.name = next_buffer_name();
     buf.dtype = index.dtype;
-    buf.sizes = index_value.type.sizes;
-    buf.strides = ir::contiguous_strides(buf.sizes);
+    buf.sizes = sizes_of(index_value.type);
+    buf.strides = index::contiguous_strides(buf.sizes);
     buf.ranges = buf.sizes;
     const auto strides = buf.strides;
     buf.output_index = [strides](const std::vector<Expr>& idx) {

@@ -29,7 +29,7 @@ bool reads_input_only_where_written(const Loader& load, const std::string& input
   }
   LoadRecorder recorder;
   load(recorder, idx);
-  const Expr written = index::simplify(strided_offset(idx, strides), ranges);
+  const Expr written = index::simplify(strided_offset(idx, index::to_exprs(strides)), ranges);
   for (const auto& [buffer, at] : recorder.loads) {
     if (buffer != input) continue;
     if (recorder.indirect || index::simplify(at, ranges) != written) return false;
@@ -43,7 +43,7 @@ LoweredValue Lowerer::lower_copy_in_place(const ir::Node& node, const ir::Value&
   const auto self = std::get<ir::ValueRef>(node.args[0]);
   const ir::Value& input = graph_.value(self);
   LoweredValue v = computed_value(node, out);
-  v.loader = operand(node, 1, out.type.dtype, out.type.sizes);
+  v.loader = operand(node, 1, out.type.dtype, sizes_of(out.type));
   v.stats = operand_stats(node);
   if (!reads_input_only_where_written(v.loader, input.name, input.type.sizes, input.type.strides)) {
     v = realize(v, "read from input " + input.name + " away from the element " +
@@ -51,7 +51,7 @@ LoweredValue Lowerer::lower_copy_in_place(const ir::Node& node, const ir::Value&
                        " writes: stored apart so that no element is overwritten before it is "
                        "read");
   }
-  ComputedBuffer buf = buffer_storing(v, input.type.strides);
+  ComputedBuffer buf = buffer_storing(v, strides_of(input.type));
   buf.origin = v.origin.empty() ? "copy_" : buf.origin;
   buf.mutated_input = input.name;
   result_.log.push_back(buf.name + " (" + buf.origin + "): written into input " + input.name +

@@ -53,7 +53,7 @@ OpsValue finish(OpsHandler& h, OpsValue r, DType result, const std::string& op) 
 }  // namespace
 
 Loader Lowerer::pointwise_operand(const ir::Node& node, const OperandSpec& spec, DType compute,
-                                  const std::vector<int64_t>& out_sizes) {
+                                  const std::vector<Expr>& out_sizes) {
   const DType m = opmath_dtype(compute);
   if (!ir::is_tensor_arg(node, spec.position)) {
     const ir::Scalar s = ir::scalar_arg(node, spec.position);
@@ -88,7 +88,7 @@ LoweredValue Lowerer::lower_pointwise(const ir::Node& node, const ir::Value& out
 
   std::vector<Loader> operands;
   for (const OperandSpec& spec : recipe.operands) {
-    operands.push_back(pointwise_operand(node, spec, typing.compute, out.type.sizes));
+    operands.push_back(pointwise_operand(node, spec, typing.compute, v.sizes));
   }
   const auto compose = recipe.compose;
   const DType result = out.type.dtype;

@@ -50,7 +50,7 @@ LoweredValue empty_result(const std::string& op, int node, DType dtype,
                           std::vector<int64_t> sizes) {
   LoweredValue v;
   v.dtype = dtype;
-  v.sizes = std::move(sizes);
+  v.sizes = index::to_exprs(std::move(sizes));
   v.loader = [dtype](OpsHandler& h, const std::vector<Expr>&) {
     return h.constant(ir::Scalar(int64_t{0}), dtype);
   };
@@ -195,13 +195,13 @@ LoweredValue Lowerer::lower_pooling(const ir::Node& node, const ir::Value& out) 
     ComputedBuffer buf;
     buf.name = next_buffer_name();
     buf.dtype = reduction_result_dtype(type, value_dtype);
-    buf.sizes = out_sizes;
-    buf.strides = strides;
-    buf.ranges = loop_sizes;
+    buf.sizes = index::to_exprs(out_sizes);
+    buf.strides = index::to_exprs(strides);
+    buf.ranges = index::to_exprs(loop_sizes);
     buf.reduction_ranges = {window[0], window[1]};
     buf.reduction = type;
     buf.output_index = [loop_strides](const std::vector<Expr>& idx) {
-      return strided_offset(idx, loop_strides);
+      return strided_offset(idx, index::to_exprs(loop_strides));
     };
     buf.value = [element = std::move(element), logical](OpsHandler& h, const std::vector<Expr>& idx,
                                                         const std::vector<Expr>& ridx) {
@@ -225,7 +225,7 @@ LoweredValue Lowerer::lower_pooling(const ir::Node& node, const ir::Value& out) 
                           finish) {
     LoweredValue v;
     v.dtype = dtype;
-    v.sizes = out_sizes;
+    v.sizes = index::to_exprs(out_sizes);
     v.origin = {node.op};
     v.composed = ComposedNodes(self, {});
     v.stats = stats;

@@ -224,7 +224,7 @@ LoweredValue Lowerer::lower_pooling_backward(const ir::Node& node, const ir::Val
   std::vector<std::string> origin = grad.origin;
   origin.push_back(what);
   auto output_index = [loop_strides](const std::vector<Expr>& idx) {
-    return strided_offset(idx, loop_strides);
+    return strided_offset(idx, index::to_exprs(loop_strides));
   };
 
   if (a.window_elements() <= kMaxUnrolledTerms) {
@@ -233,9 +233,9 @@ LoweredValue Lowerer::lower_pooling_backward(const ir::Node& node, const ir::Val
     ComputedBuffer buf;
     buf.name = next_buffer_name();
     buf.dtype = result;
-    buf.sizes = sizes;
-    buf.strides = strides;
-    buf.ranges = loop_sizes;
+    buf.sizes = index::to_exprs(sizes);
+    buf.strides = index::to_exprs(strides);
+    buf.ranges = index::to_exprs(loop_sizes);
     buf.output_index = output_index;
     buf.value = [term = std::move(term), logical, window, acc, result](
                     OpsHandler& h, const std::vector<Expr>& idx, const std::vector<Expr>&) {
@@ -263,9 +263,9 @@ LoweredValue Lowerer::lower_pooling_backward(const ir::Node& node, const ir::Val
   ComputedBuffer buf;
   buf.name = next_buffer_name();
   buf.dtype = reduction_result_dtype(ReductionType::Sum, acc);
-  buf.sizes = sizes;
-  buf.strides = strides;
-  buf.ranges = loop_sizes;
+  buf.sizes = index::to_exprs(sizes);
+  buf.strides = index::to_exprs(strides);
+  buf.ranges = index::to_exprs(loop_sizes);
   buf.reduction_ranges = {window[0], window[1]};
   buf.reduction = ReductionType::Sum;
   buf.output_index = output_index;
@@ -286,7 +286,7 @@ LoweredValue Lowerer::lower_pooling_backward(const ir::Node& node, const ir::Val
   // that whatever stores it writes the dims in the loops' order).
   LoweredValue v;
   v.dtype = result;
-  v.sizes = sizes;
+  v.sizes = index::to_exprs(sizes);
   v.origin = {node.op};
   v.composed = ComposedNodes(self, {});
   v.stats = sum.stats;
@@ -298,9 +298,9 @@ LoweredValue Lowerer::lower_pooling_backward(const ir::Node& node, const ir::Val
   ComputedBuffer rounded;
   rounded.name = next_buffer_name();
   rounded.dtype = result;
-  rounded.sizes = sizes;
-  rounded.strides = strides;
-  rounded.ranges = loop_sizes;
+  rounded.sizes = index::to_exprs(sizes);
+  rounded.strides = index::to_exprs(strides);
+  rounded.ranges = index::to_exprs(loop_sizes);
   rounded.output_index = output_index;
   const Loader load_v = v.loader;
   rounded.value = [load_v, logical](OpsHandler& h, const std::vector<Expr>& idx,
@@ -356,9 +356,9 @@ LoweredValue Lowerer::lower_max_pool_backward_scatter(const ir::Node& node,
   // The contiguous [leading..., H * W] buffer read as the contiguous [leading..., H, W] it is.
   LoweredValue v = add_external_buffer(node, std::move(call), out.type.dtype, flat);
   const std::vector<int64_t> strides = ir::contiguous_strides(sizes);
-  v.sizes = sizes;
-  v.layout->strides = strides;
-  v.loader = make_load(v.layout->buffer, v.dtype, strides, 0);
+  v.sizes = index::to_exprs(sizes);
+  v.layout->strides = index::to_exprs(strides);
+  v.loader = make_load(v.layout->buffer, v.dtype, index::to_exprs(strides), 0);
   return v;
 }
 

@@ -39,12 +39,18 @@ OpsValue round_through(OpsHandler& h, OpsValue x, DType dtype) {
 
 // Whether PyTorch's CPU var/std (not var_mean) of this result takes its two-pass path: a
 // float32 or float64 result of one element (every dim of size > 1 reduced). Other results,
-// and f16/bf16 ones, are Welford's, in double.
-bool two_pass_variance(DType result, const std::vector<int64_t>& out_sizes) {
+// and f16/bf16 ones, are Welford's, in double. A result whose element count is a symbol takes
+// Welford's at every size: where the symbol is 1 at run time the two differ in rounding only.
+bool two_pass_variance(DType result, const std::vector<Expr>& out_sizes) {
   if (result != DType::Float32 && result != DType::Float64) return false;
-  int64_t numel = 1;
-  for (int64_t s : out_sizes) numel *= s;
-  return numel == 1;
+  return index::product(out_sizes) == Expr(1);
+}
+
+// The element count `count` as a value of `dtype`: a constant, or the count computed at run
+// time from the size symbols.
+OpsValue count_value(OpsHandler& h, const Expr& count, DType dtype) {
+  if (const auto c = count.constant_value()) return h.constant(static_cast<double>(*c), dtype);
+  return convert(h, h.index_value(count, DType::Int64), dtype);
 }
 
 // Which dims a reduction node reduces, and the index maps between the input, the kept loop
@@ -52,13 +58,13 @@ bool two_pass_variance(DType result, const std::vector<int64_t>& out_sizes) {
 struct ReducedDims {
   std::vector<bool> reduced;  // per input dim
   bool keepdim = false;
-  int64_t count = 1;  // input elements per output element
+  Expr count = 1;  // input elements per output element
 
-  ReducedDims(const ir::Node& node, const std::vector<int64_t>& in_sizes, size_t keepdim_position)
+  ReducedDims(const ir::Node& node, const std::vector<Expr>& in_sizes, size_t keepdim_position)
       : reduced(in_sizes.size(), false), keepdim(ir::bool_arg(node, keepdim_position)) {
     for (int64_t d : ir::reduction_dims(ir::int_list_arg(node, 1), in_sizes.size(), node.op)) {
       reduced[static_cast<size_t>(d)] = true;
-      count *= in_sizes[static_cast<size_t>(d)];
+      count = count * in_sizes[static_cast<size_t>(d)];
     }
   }
 
@@ -111,7 +117,8 @@ LoweredValue Lowerer::lower_reduction(const ir::Node& node, const ir::Value& out
   const ir::Value& in = ir::tensor_arg(graph_, node, 0);
   const LoweredValue& src = value(std::get<ir::ValueRef>(node.args[0]).index);
   const bool variance = node.op == "var" || node.op == "std" || node.op == "var_mean";
-  const ReducedDims dims(node, in.type.sizes, variance ? 3 : 2);
+  const std::vector<Expr> in_sizes = sizes_of(in.type);
+  const ReducedDims dims(node, in_sizes, variance ? 3 : 2);
   const DType result = out.type.dtype;
   const Loader x = src.loader;
   const DType from = src.dtype;
@@ -124,13 +131,13 @@ LoweredValue Lowerer::lower_reduction(const ir::Node& node, const ir::Value& out
     ComputedBuffer buf;
     buf.name = next_buffer_name();
     buf.dtype = reduction_result_dtype(type, value_dtype);
-    buf.sizes = out.type.sizes;
-    buf.strides = ir::contiguous_strides(out.type.sizes);
+    buf.sizes = sizes_of(out.type);
+    buf.strides = index::contiguous_strides(buf.sizes);
     buf.reduction = type;
-    for (size_t d = 0; d < in.type.sizes.size(); ++d) {
-      (dims.reduced[d] ? buf.reduction_ranges : buf.ranges).push_back(in.type.sizes[d]);
+    for (size_t d = 0; d < in_sizes.size(); ++d) {
+      (dims.reduced[d] ? buf.reduction_ranges : buf.ranges).push_back(in_sizes[d]);
     }
-    const std::vector<int64_t> strides = buf.strides;
+    const std::vector<Expr> strides = buf.strides;
     const ReducedDims where = dims;
     buf.output_index = [strides, where](const std::vector<Expr>& idx) {
       return strided_offset(where.output_index(idx), strides);
@@ -171,12 +178,13 @@ LoweredValue Lowerer::lower_reduction(const ir::Node& node, const ir::Value& out
       return with_epilogue(stored, result, node.op, self, to_result, {});
     }
     // PyTorch's mean: the sum rounded to the dtype, divided by N in the compute dtype.
-    const double count = static_cast<double>(dims.count);
+    const Expr count = dims.count;
     return with_epilogue(stored, result, "mean", self,
                          [count, result](OpsHandler& h, OpsValue sum) {
                            const OpsValue rounded = round_through(h, sum, result);
-                           const OpsValue mean = apply(h, PointwiseOp::Div,
-                                                       {rounded, h.constant(count, rounded.dtype)});
+                           const OpsValue mean =
+                               apply(h, PointwiseOp::Div,
+                                     {rounded, count_value(h, count, rounded.dtype)});
                            return convert(h, mean, result);
                          },
                          {PointwiseOp::Div});
@@ -219,35 +227,55 @@ LoweredValue Lowerer::lower_reduction(const ir::Node& node, const ir::Value& out
       // mean of nothing is NaN (not the accumulator's 0).
       LoweredValue mean =
           reduce(ReductionType::WelfordMean, accumulate, input_as(accumulate), "mean");
-      const bool empty = dims.count == 0;
-      return with_epilogue(mean, result, "mean", self,
-                           [empty, result](OpsHandler& h, OpsValue m) {
-                             return convert(h, empty ? h.constant(NAN, m.dtype) : m, result);
-                           },
-                           {});
+      const Expr count = dims.count;
+      return with_epilogue(
+          mean, result, "mean", self,
+          [count, result](OpsHandler& h, OpsValue m) {
+            if (count.is_constant()) {
+              return convert(h, count == Expr(0) ? h.constant(NAN, m.dtype) : m, result);
+            }
+            const OpsValue empty =
+                apply(h, PointwiseOp::Eq,
+                      {count_value(h, count, DType::Int64), h.constant(0.0, DType::Int64)});
+            return convert(h, apply(h, PointwiseOp::Where, {empty, h.constant(NAN, m.dtype), m}),
+                           result);
+          },
+          {});
     }
     // PyTorch's divisor max(0, N - correction): inf (or NaN for M2 = 0) when N <= correction.
-    const double divisor =
-        std::max(0.0, static_cast<double>(dims.count) - ir::scalar_arg(node, 2).as_double());
+    // With N known only at run time it is computed there; the sum of squares of nothing is 0,
+    // so 0 / max(0, 0 - correction) gives eager's NaN for an empty reduction.
+    const double correction = ir::scalar_arg(node, 2).as_double();
+    const Expr count = dims.count;
     const bool take_sqrt = node.op == "std";
-    const bool empty = dims.count == 0;  // PyTorch's var of nothing is NaN, any correction
-    auto finish = [divisor, take_sqrt, empty, result](OpsHandler& h, OpsValue sum_of_squares) {
+    const bool empty = count == Expr(0);  // PyTorch's var of nothing is NaN, any correction
+    auto finish = [count, correction, take_sqrt, empty, result](OpsHandler& h,
+                                                                OpsValue sum_of_squares) {
       if (empty) return convert(h, h.constant(NAN, sum_of_squares.dtype), result);
-      OpsValue v =
-          apply(h, PointwiseOp::Div, {sum_of_squares, h.constant(divisor, sum_of_squares.dtype)});
+      const DType d = sum_of_squares.dtype;
+      OpsValue divisor;
+      if (const auto n = count.constant_value()) {
+        divisor = h.constant(std::max(0.0, static_cast<double>(*n) - correction), d);
+      } else {
+        divisor = apply(
+            h, PointwiseOp::Maximum,
+            {apply(h, PointwiseOp::Sub, {count_value(h, count, d), h.constant(correction, d)}),
+             h.constant(0.0, d)});
+      }
+      OpsValue v = apply(h, PointwiseOp::Div, {sum_of_squares, divisor});
       if (take_sqrt) v = apply(h, PointwiseOp::Sqrt, {v});
       return convert(h, v, result);
     };
-    if (node.op != "var_mean" && two_pass_variance(result, out.type.sizes)) {
+    if (node.op != "var_mean" && two_pass_variance(result, sizes_of(out.type))) {
       // PyTorch's var/std of a whole float32/float64 tensor: mean() in the dtype first, then
       // the sum of (x - mean)^2 in double. Its mean rounds (and can overflow to inf where the
       // variance would not), so this is eager's answer, not Welford's.
       LoweredValue sum = reduce(ReductionType::Sum, result, input_as(result), "sum");
-      const double count = static_cast<double>(dims.count);
+      const Expr count = dims.count;
       const Loader mean_at =
           with_epilogue(sum, result, "mean", self,
                         [count](OpsHandler& h, OpsValue s) {
-                          return apply(h, PointwiseOp::Div, {s, h.constant(count, s.dtype)});
+                          return apply(h, PointwiseOp::Div, {s, count_value(h, count, s.dtype)});
                         },
                         {PointwiseOp::Div})
               .loader;

@@ -22,13 +22,14 @@ LoweredValue Lowerer::lower_scan(const ir::Node& node, const ir::Value& out) {
     s.input = stored_operand(a.self, role);
   } else {
     LoweredValue converted = computed_value(node, out);
-    converted.loader = operand(node, 0, a.dtype, out.type.sizes);
+    converted.loader = operand(node, 0, a.dtype, sizes_of(out.type));
     converted.stats = value(a.self.index).stats;
     converted.stats += load_stats();
     const LoweredValue stored = realize(
         converted, role + " in " + std::string(dtype_name(a.dtype)) + ", eager's conversion");
-    s.input = ExternalOperand{stored.layout->buffer,  false, a.dtype, stored.sizes,
-                              stored.layout->strides, 0};
+    s.input =
+        ExternalOperand{stored.layout->buffer,           false, a.dtype, stored.static_sizes(),
+                        stored.layout->static_strides(), 0};
   }
   ExternalCall call;
   call.op = node.op;

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "index/shape_exprs.h"
 #include "lowering/composed_nodes.h"
 #include "lowering/loop_ir.h"
 #include "lowering/materialization.h"
@@ -15,13 +16,21 @@ namespace stax::lowering {
 struct StridedLayout {
   std::string buffer;
   bool is_input = false;
-  std::vector<int64_t> strides;
-  int64_t offset = 0;
+  std::vector<index::Expr> strides;
+  index::Expr offset = 0;
+  // For the op families whose lowering does not take size symbols yet (issue 33): they lower
+  // static nodes only (Lowerer::refuse_symbolic_sizes), whose layouts are constants.
+  std::vector<int64_t> static_strides() const {
+    return index::static_values(strides, "lowering", "a stride");
+  }
+  int64_t static_offset() const { return index::static_value(offset, "lowering", "an offset"); }
 };
 
 struct LoweredValue {
   DType dtype = DType::Float32;
-  std::vector<int64_t> sizes;
+  std::vector<index::Expr> sizes;
+  // The sizes as constants, for the op families that lower static nodes only (above).
+  std::vector<int64_t> static_sizes() const { return index::static_values(sizes, "lowering"); }
   Loader loader;
   // Set while the value only reads stored data, through index rewrites that a strided
   // layout can express.

@@ -14,10 +14,12 @@
 #include <unordered_map>
 #include <vector>
 
+#include "index/shape_exprs.h"
 #include "ir/convolution_args.h"
 #include "ir/eager_storage.h"
 #include "ir/op_schema.h"
 #include "ir/pooling_args.h"
+#include "ir/symbolic_shapes.h"
 #include "ir/view_strides.h"
 #include "lowering/channels_last.h"
 #include "lowering/lowered_value.h"
@@ -94,6 +96,7 @@ class Lowerer {
 
   LoweredGraph run() {
     result_.name = graph_.name();
+    result_.symbols = graph_.size_symbols();
     find_values_stored_for_libraries();
     for (ir::ValueRef in : graph_.inputs()) lower_input(in);
     for (const ir::Node& node : graph_.nodes()) {
@@ -124,19 +127,29 @@ class Lowerer {
 
   void lower_input(ir::ValueRef ref) {
     const ir::Value& in = graph_.value(ref);
-    result_.inputs.push_back(InputBuffer{in.name, in.type.dtype, in.type.sizes, in.type.strides});
+    result_.inputs.push_back(
+        InputBuffer{in.name, in.type.dtype, sizes_of(in.type), strides_of(in.type)});
     LoweredValue v;
     v.dtype = in.type.dtype;
-    v.sizes = in.type.sizes;
-    v.layout = StridedLayout{in.name, true, in.type.strides, 0};
+    v.sizes = sizes_of(in.type);
+    v.layout = StridedLayout{in.name, true, strides_of(in.type), 0};
     v.pure_view = true;
-    v.loader = make_load(in.name, in.type.dtype, in.type.strides, 0);
+    v.loader = make_load(in.name, in.type.dtype, strides_of(in.type), 0);
     v.stats = load_stats();
     values_[static_cast<size_t>(ref.index)] = std::move(v);
   }
 
-  static Loader make_load(const std::string& buffer, DType dtype, std::vector<int64_t> strides,
-                          int64_t offset) {
+  // A value's sizes and strides as expressions over the size symbols (issue 33): its symbolic
+  // ones, or its static ones as constants. Lowering reads sizes only through these (the
+  // type's integers are values at the hints, which a program for every size must not use).
+  static std::vector<Expr> sizes_of(const ir::TensorType& type) {
+    return ir::symbolic_sizes_of(type);
+  }
+  static std::vector<Expr> strides_of(const ir::TensorType& type) {
+    return ir::symbolic_strides_of(type);
+  }
+  static Loader make_load(const std::string& buffer, DType dtype, std::vector<Expr> strides,
+                          Expr offset) {
     return [buffer, dtype, strides, offset](OpsHandler& h, const std::vector<Expr>& idx) {
       return h.load(buffer, strided_offset(idx, strides, offset), dtype);
     };
@@ -150,7 +163,7 @@ class Lowerer {
   }
 
   // A new pointwise buffer storing `v` laid out with `strides` (not added yet).
-  ComputedBuffer buffer_storing(const LoweredValue& v, std::vector<int64_t> strides) const {
+  ComputedBuffer buffer_storing(const LoweredValue& v, std::vector<Expr> strides) const {
     ComputedBuffer buf;
     buf.name = next_buffer_name();
     buf.dtype = v.dtype;
@@ -169,7 +182,7 @@ class Lowerer {
 
   // Stores a value into a new contiguous buffer and returns the value that reads it back.
   LoweredValue realize(const LoweredValue& v, const std::string& why) {
-    ComputedBuffer buf = buffer_storing(v, ir::contiguous_strides(v.sizes));
+    ComputedBuffer buf = buffer_storing(v, index::contiguous_strides(v.sizes));
     result_.log.push_back(buf.name + " (" + buf.origin + "): " + why);
     return add_buffer(std::move(buf), v.composed);
   }
@@ -178,20 +191,22 @@ class Lowerer {
   // a private copy an external call reads): channels last where it is an image batch
   // computed from channels-last data (channels_last.h), else contiguous.
   LoweredValue realize_for_readers(const LoweredValue& v, int idx, const std::string& why) {
+    const auto sizes = index::constant_values(v.sizes);  // images of static sizes only, so far
     if (!options_.channels_last_intermediates || (idx >= 0 && seen_by_outputs_.count(idx)) ||
-        !is_image_batch(v.sizes) || !reads_channels_last(v.loader, v.sizes, kImageChannelDim)) {
+        !sizes || !is_image_batch(*sizes) ||
+        !reads_channels_last(v.loader, *sizes, kImageChannelDim)) {
       return realize(v, why);
     }
-    return realize_in_loops(v, StoreLoops(v.sizes, kImageChannelDim),
+    return realize_in_loops(v, StoreLoops(*sizes, kImageChannelDim),
                             why + "; stored channels last, as the data it is computed from");
   }
 
   // Stores `v` by loops in the order `loops` gives, densely in that order (channels_last.h).
   LoweredValue realize_in_loops(const LoweredValue& v, const StoreLoops& loops,
                                 const std::string& why) {
-    ComputedBuffer buf = buffer_storing(v, loops.strides);
-    buf.ranges = loops.loop_sizes;
-    const std::vector<int64_t> loop_strides = loops.loop_strides;
+    ComputedBuffer buf = buffer_storing(v, index::to_exprs(loops.strides));
+    buf.ranges = index::to_exprs(loops.loop_sizes);
+    const std::vector<Expr> loop_strides = index::to_exprs(loops.loop_strides);
     buf.output_index = [loop_strides](const std::vector<Expr>& at) {
       return strided_offset(at, loop_strides);
     };
@@ -227,7 +242,7 @@ class Lowerer {
   // A loader for operand `pos` broadcast to `out_sizes` and converted to `dtype` (a scalar
   // literal becomes a constant of `dtype`).
   Loader operand(const ir::Node& node, size_t pos, DType dtype,
-                 const std::vector<int64_t>& out_sizes) {
+                 const std::vector<Expr>& out_sizes) {
     if (!ir::is_tensor_arg(node, pos)) {
       const ir::Scalar scalar = ir::scalar_arg(node, pos);
       return [scalar, dtype](OpsHandler& h, const std::vector<Expr>&) {
@@ -245,6 +260,28 @@ class Lowerer {
     };
   }
 
+  // Whether `node` reads or makes sizes known only at run time (issue 33).
+  bool has_symbolic_sizes(const ir::Node& node) const {
+    if (graph_.value(node.output).type.is_symbolic()) return true;
+    for (ir::ValueRef ref : ir::tensor_operands(node)) {
+      if (graph_.value(ref).type.is_symbolic()) return true;
+    }
+    for (const ir::Arg& arg : node.args) {
+      if (std::holds_alternative<ir::SymInt>(arg) || std::holds_alternative<ir::SymIntList>(arg)) {
+        return true;
+      }
+    }
+    return false;
+  }
+  // Refuses a node of symbolic sizes whose lowering does not take them yet, by name, so that
+  // no size at the symbols' hints is baked into a program meant for every size.
+  void refuse_symbolic_sizes(const ir::Node& node) const {
+    if (has_symbolic_sizes(node)) {
+      throw std::invalid_argument("lowering " + node.op +
+                                  ": sizes known only at run time are not taken by this op's "
+                                  "lowering yet");
+    }
+  }
   // The graph position of `node`.
   int node_index(const ir::Node& node) const { return graph_.value(node.output).producer; }
 
@@ -271,7 +308,7 @@ class Lowerer {
   LoweredValue computed_value(const ir::Node& node, const ir::Value& out) const {
     LoweredValue v;
     v.dtype = out.type.dtype;
-    v.sizes = out.type.sizes;
+    v.sizes = sizes_of(out.type);
     v.origin = operand_origin(node);
     append_unique(v.origin, node.op);
     v.composed = composed_over_operands(node);
@@ -282,6 +319,17 @@ class Lowerer {
     const ir::Value& out = graph_.value(node.output);
     const ir::OpSchema* schema = ir::find_op_schema(node.op);
     if (schema == nullptr) throw std::invalid_argument("lowering: unknown op " + node.op);
+    // Issue 33: the families whose lowering reads sizes as expressions so far.
+    switch (schema->category) {
+      case ir::OpCategory::Pointwise:
+      case ir::OpCategory::Reduction:
+      case ir::OpCategory::View:
+      case ir::OpCategory::Copy:
+      case ir::OpCategory::Factory:
+        break;
+      default:
+        refuse_symbolic_sizes(node);
+    }
     LoweredValue v;
     switch (schema->category) {
       case ir::OpCategory::Pointwise:
@@ -376,7 +424,7 @@ class Lowerer {
   LoweredValue lower_pointwise(const ir::Node& node, const ir::Value& out);
   // Operand `spec` of a pointwise node read as the recipe asks (lower_pointwise.cpp).
   Loader pointwise_operand(const ir::Node& node, const OperandSpec& spec, DType compute,
-                           const std::vector<int64_t>& out_sizes);
+                           const std::vector<Expr>& out_sizes);
   LoweredValue lower_reduction(const ir::Node& node, const ir::Value& out);
   LoweredValue lower_view(const ir::Node& node, const ir::Value& out);
   LoweredValue lower_copy(const ir::Node& node);
@@ -441,19 +489,37 @@ class Lowerer {
   LoweredValue lower_max_pool_backward_scatter(const ir::Node& node, const ir::PoolingArgs& a,
                                                const ir::Value& out);
   // The stored sum over k of a[..., i, k] * mat2[..., k, j] in `acc` (lower_contraction.cpp).
-  LoweredValue sum_of_products(const ir::Node& node, const std::vector<int64_t>& out_sizes,
+  LoweredValue sum_of_products(const ir::Node& node, const std::vector<Expr>& out_sizes,
                                size_t a_pos, size_t b_pos, DType acc);
   // A value that reads `src` through `map` (an index rewrite, no computation).
-  static LoweredValue remapped(const LoweredValue& src, const std::vector<int64_t>& sizes,
+  static LoweredValue remapped(const LoweredValue& src, const std::vector<Expr>& sizes,
                                IndexMap map);
   // Stores a value into a new buffer of the given strides.
-  LoweredValue realize_strided(const LoweredValue& v, const std::vector<int64_t>& strides,
+  LoweredValue realize_strided(const LoweredValue& v, const std::vector<Expr>& strides,
                                const std::string& why);
   // Where the eager interpreter keeps a value (ir/eager_storage.h). Lowering follows it
   // wherever storage is observable: `view` is refused exactly when eager refuses it, and
   // as_strided reads the base's storage.
   using EagerLayout = ir::EagerLayout;
   const EagerLayout& eager_layout(int value_index) { return eager_layouts_.of(value_index); }
+  // The strides eager gives a value, as expressions. For a value of symbolic sizes eager's
+  // layout is known at the hints only; where it is contiguous there (and no symbol's hint is
+  // 1, which would hide a transpose) it is contiguous at every size. Other layouts of symbolic
+  // values are refused by name.
+  std::vector<Expr> eager_strides(int value_index) {
+    const ir::TensorType& type = graph_.value(ir::ValueRef{value_index}).type;
+    const EagerLayout& layout = eager_layout(value_index);
+    if (!type.is_symbolic()) return index::to_exprs(layout.strides);
+    bool hints_above_one = true;
+    for (const auto& [name, facts] : graph_.size_symbols()) hints_above_one &= facts.hint >= 2;
+    if (hints_above_one && layout.strides == ir::contiguous_strides(type.sizes)) {
+      return index::contiguous_strides(type.symbolic_sizes);
+    }
+    throw std::invalid_argument("lowering: '" + graph_.value(ir::ValueRef{value_index}).name +
+                                "' of sizes " + index::format_exprs(type.symbolic_sizes) +
+                                " is not contiguous in eager; such layouts of sizes known only "
+                                "at run time are not derived yet");
+  }
   ir::EagerLayouts eager_layouts_;
 
   const ir::Graph& graph_;

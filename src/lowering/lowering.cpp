@@ -7,27 +7,29 @@
 namespace stax::lowering {
 
 LoweredGraph lower(const ir::Graph& graph, const LoweringOptions& options) {
-  // Issue 33 (docs/symbolic_sizes.md): lowering does not take size symbols yet; a symbolic
-  // graph is refused here, never lowered at its hints.
-  if (graph.is_symbolic()) {
-    std::string symbols;
-    for (const auto& entry : graph.size_symbols()) {
-      symbols += (symbols.empty() ? "" : ", ") + entry.first;
-    }
-    throw std::invalid_argument("lowering: graph '" + graph.name() +
-                                "' has sizes known only at "
-                                "run time (" +
-                                symbols +
-                                "), which lowering does not take yet; "
-                                "bind them first (graph_passes::bind_sizes, stax --sizes)");
-  }
   return Lowerer(graph, options).run();
 }
 
-int64_t ComputedBuffer::numel() const {
-  int64_t n = 1;
-  for (int64_t s : sizes) n *= s;
-  return n;
+index::Expr ComputedBuffer::numel() const {
+  return index::product(sizes);
+}
+
+bool LoweredGraph::is_symbolic() const {
+  for (const auto& in : inputs) {
+    if (!index::all_constant(in.sizes) || !index::all_constant(in.strides)) return true;
+  }
+  for (const auto& b : buffers) {
+    for (const auto* list : {&b.sizes, &b.strides, &b.ranges, &b.reduction_ranges}) {
+      if (!index::all_constant(*list)) return true;
+    }
+  }
+  for (const auto& out : outputs) {
+    if (!index::all_constant(out.sizes) || !index::all_constant(out.strides) ||
+        !out.offset.is_constant()) {
+      return true;
+    }
+  }
+  return false;
 }
 
 std::vector<const ExternalOperand*> ExternalCall::operands() const {

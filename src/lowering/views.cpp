@@ -4,6 +4,8 @@
 #include <optional>
 #include <stdexcept>
 
+#include "index/shape_exprs.h"
+
 namespace stax::lowering {
 
 using index::Expr;
@@ -35,13 +37,12 @@ IndexMap squeeze_index(const std::vector<bool>& removed) {
   };
 }
 
-IndexMap broadcast_index(const std::vector<int64_t>& in_sizes,
-                         const std::vector<int64_t>& out_sizes) {
+IndexMap broadcast_index(const std::vector<Expr>& in_sizes, const std::vector<Expr>& out_sizes) {
   return [in_sizes, out_sizes](const std::vector<Expr>& out) {
     std::vector<Expr> in;
     const size_t lead = out_sizes.size() - in_sizes.size();
     for (size_t d = 0; d < in_sizes.size(); ++d) {
-      const bool broadcast = in_sizes[d] == 1 && out_sizes[lead + d] != 1;
+      const bool broadcast = in_sizes[d] == Expr(1) && out_sizes[lead + d] != Expr(1);
       in.push_back(broadcast ? Expr(0) : out[lead + d]);
     }
     return in;
@@ -57,31 +58,44 @@ struct ReshapeGroup {
 };
 
 // The reshape cut into its smallest independent groups (e.g. (4, 768, 196) -> (4, 768, 14, 14)
-// is {4}->{4}, {768}->{768}, {196}->{14, 14}); nullopt when a size is 0 (no element to map).
-std::optional<std::vector<ReshapeGroup>> reshape_groups(const std::vector<int64_t>& in_sizes,
-                                                        const std::vector<int64_t>& out_sizes) {
-  for (int64_t s : in_sizes) {
-    if (s == 0) return std::nullopt;
+// is {4}->{4}, {768}->{768}, {196}->{14, 14}); nullopt when a size is 0 (no element to map) or
+// when no grouping has equal products at every size. Which side takes the next dim is decided
+// at the hints; a group closes only where its products are equal as expressions.
+std::optional<std::vector<ReshapeGroup>> reshape_groups(const std::vector<Expr>& in_sizes,
+                                                        const std::vector<Expr>& out_sizes,
+                                                        const index::SymbolTable& symbols) {
+  for (const auto* sizes : {&in_sizes, &out_sizes}) {
+    for (const Expr& s : *sizes) {
+      if (s == Expr(0)) return std::nullopt;
+    }
   }
-  for (int64_t s : out_sizes) {
-    if (s == 0) return std::nullopt;
-  }
+  const auto hints = index::hint_values(symbols);
+  auto at_hint = [&](const Expr& e) -> std::optional<int64_t> {
+    if (const auto c = e.constant_value()) return c;
+    for (const auto& name : index::free_vars(e)) {
+      if (!hints.count(name)) return std::nullopt;
+    }
+    return index::evaluate(e, hints);
+  };
   std::vector<ReshapeGroup> groups;
   size_t i = 0;
   size_t j = 0;
   while (i < in_sizes.size() || j < out_sizes.size()) {
     ReshapeGroup g{i, i, j, j};
-    int64_t in_product = 1;
-    int64_t out_product = 1;
+    Expr in_product(1);
+    Expr out_product(1);
     do {
+      const auto in_value = at_hint(in_product);
+      const auto out_value = at_hint(out_product);
+      if (!in_value || !out_value) return std::nullopt;
       const bool take_in =
-          i < in_sizes.size() && (in_product <= out_product || j == out_sizes.size());
+          i < in_sizes.size() && (*in_value <= *out_value || j == out_sizes.size());
       if (take_in) {
-        in_product *= in_sizes[i++];
+        in_product = in_product * in_sizes[i++];
       } else if (j < out_sizes.size()) {
-        out_product *= out_sizes[j++];
+        out_product = out_product * out_sizes[j++];
       } else {
-        return std::nullopt;  // element counts differ: lowering checked them, keep the flat form
+        return std::nullopt;  // no grouping holds at every size: keep the flat form
       }
     } while (in_product != out_product);
     g.in_end = i;
@@ -93,26 +107,26 @@ std::optional<std::vector<ReshapeGroup>> reshape_groups(const std::vector<int64_
 
 // Row-major reshape of the output index `out[out_begin, out_end)` to input sizes
 // `in_sizes[in_begin, in_end)`, through the group's flat index.
-void reshape_group(const std::vector<int64_t>& in_sizes, const std::vector<int64_t>& out_sizes,
+void reshape_group(const std::vector<Expr>& in_sizes, const std::vector<Expr>& out_sizes,
                    const ReshapeGroup& g, const std::vector<Expr>& out, std::vector<Expr>& in) {
   Expr flat(0);
-  int64_t stride = 1;
+  Expr stride(1);
   for (size_t k = g.out_end; k-- > g.out_begin;) {
-    flat = flat + out[k] * Expr(stride);
-    stride *= out_sizes[k];
+    flat = flat + out[k] * stride;
+    stride = stride * out_sizes[k];
   }
-  stride = 1;
+  stride = Expr(1);
   for (size_t d = g.in_end; d-- > g.in_begin;) {
     in[d] = d == g.in_begin ? index::floordiv(flat, stride)
                             : index::mod(index::floordiv(flat, stride), in_sizes[d]);
-    stride *= in_sizes[d];
+    stride = stride * in_sizes[d];
   }
 }
 
 }  // namespace
 
-IndexMap reshape_index(const std::vector<int64_t>& in_sizes,
-                       const std::vector<int64_t>& out_sizes) {
+IndexMap reshape_index(const std::vector<Expr>& in_sizes, const std::vector<Expr>& out_sizes,
+                       const index::SymbolTable& symbols) {
   // Each group of dims is reshaped on its own, not through the whole tensor's flat index. Over
   // in-range indices both are equal, and the simplifier reduces the flat form to this when the
   // loop ranges prove every index in range. But an index shifted by an operand region of cat or
@@ -121,7 +135,8 @@ IndexMap reshape_index(const std::vector<int64_t>& in_sizes,
   // cat([cls, patches.transpose(1, 2)]) made the channel index of the convolution load
   // (c + (x - 1 + 195) // 196 + 767) % 768, with no constant stride along c, so each layernorm
   // over the residual stream ran scalar. Grouped, the channel index stays c.
-  const std::optional<std::vector<ReshapeGroup>> groups = reshape_groups(in_sizes, out_sizes);
+  const std::optional<std::vector<ReshapeGroup>> groups =
+      reshape_groups(in_sizes, out_sizes, symbols);
   const ReshapeGroup whole{0, in_sizes.size(), 0, out_sizes.size()};
   return [in_sizes, out_sizes, groups, whole](const std::vector<Expr>& out) {
     std::vector<Expr> in(in_sizes.size());
@@ -134,68 +149,67 @@ IndexMap reshape_index(const std::vector<int64_t>& in_sizes,
   };
 }
 
-IndexMap window_index(int64_t dim, int64_t start, int64_t step) {
+IndexMap window_index(int64_t dim, const Expr& start, int64_t step) {
   return [dim, start, step](const std::vector<Expr>& out) {
     std::vector<Expr> in = out;
-    in[static_cast<size_t>(dim)] = Expr(start) + out[static_cast<size_t>(dim)] * Expr(step);
+    in[static_cast<size_t>(dim)] = start + out[static_cast<size_t>(dim)] * Expr(step);
     return in;
   };
 }
 
-IndexMap select_index(int64_t dim, int64_t index) {
+IndexMap select_index(int64_t dim, const Expr& index) {
   return [dim, index](const std::vector<Expr>& out) {
     std::vector<Expr> in = out;
-    in.insert(in.begin() + dim, Expr(index));
+    in.insert(in.begin() + dim, index);
     return in;
   };
 }
 
-IndexMap flip_index(const std::vector<int64_t>& sizes, const std::vector<bool>& flipped) {
+IndexMap flip_index(const std::vector<Expr>& sizes, const std::vector<bool>& flipped) {
   return [sizes, flipped](const std::vector<Expr>& out) {
     std::vector<Expr> in = out;
     for (size_t d = 0; d < in.size(); ++d) {
-      if (flipped[d]) in[d] = Expr(sizes[d] - 1) - out[d];
+      if (flipped[d]) in[d] = sizes[d] - Expr(1) - out[d];
     }
     return in;
   };
 }
 
-IndexMap roll_index(const std::vector<int64_t>& sizes, const std::vector<int64_t>& shifts) {
+IndexMap roll_index(const std::vector<Expr>& sizes, const std::vector<int64_t>& shifts) {
   return [sizes, shifts](const std::vector<Expr>& out) {
     std::vector<Expr> in = out;
     for (size_t d = 0; d < in.size(); ++d) {
       // out - shift, brought into [0, size): the dividend stays non-negative.
-      if (shifts[d] != 0) in[d] = index::mod(out[d] + Expr(sizes[d] - shifts[d]), sizes[d]);
+      if (shifts[d] != 0) in[d] = index::mod(out[d] + sizes[d] - Expr(shifts[d]), sizes[d]);
     }
     return in;
   };
 }
 
-IndexMap flat_roll_index(const std::vector<int64_t>& sizes, int64_t flat_shift) {
-  int64_t numel = 1;
-  for (int64_t s : sizes) numel *= s;
+IndexMap flat_roll_index(const std::vector<Expr>& sizes, int64_t flat_shift) {
+  const Expr numel = index::product(sizes);
   // reshape_index(in, out) maps an index of `out` sizes to one of `in` sizes.
-  IndexMap flatten = reshape_index(std::vector<int64_t>{numel}, sizes);
-  IndexMap unflatten = reshape_index(sizes, std::vector<int64_t>{numel});
+  IndexMap flatten = reshape_index(std::vector<Expr>{numel}, sizes);
+  IndexMap unflatten = reshape_index(sizes, std::vector<Expr>{numel});
   return [numel, flat_shift, unflatten, flatten](const std::vector<Expr>& out) {
     const Expr flat = flatten(out)[0];
     if (flat_shift == 0) return out;
-    return unflatten({index::mod(flat + Expr(numel - flat_shift), numel)});
+    return unflatten({index::mod(flat + numel - Expr(flat_shift), numel)});
   };
 }
 
-IndexMap shift_index(const std::vector<int64_t>& offsets) {
+IndexMap shift_index(const std::vector<Expr>& offsets) {
   return [offsets](const std::vector<Expr>& out) {
     std::vector<Expr> in = out;
-    for (size_t d = 0; d < in.size(); ++d) in[d] = out[d] + Expr(offsets[d]);
+    for (size_t d = 0; d < in.size(); ++d) in[d] = out[d] + offsets[d];
     return in;
   };
 }
 
-Expr strided_offset(const std::vector<Expr>& idx, const std::vector<int64_t>& strides,
-                    int64_t offset) {
-  Expr result(offset);
-  for (size_t k = 0; k < idx.size(); ++k) result = result + idx[k] * Expr(strides[k]);
+Expr strided_offset(const std::vector<Expr>& idx, const std::vector<Expr>& strides,
+                    const Expr& offset) {
+  Expr result = offset;
+  for (size_t k = 0; k < idx.size(); ++k) result = result + idx[k] * strides[k];
   return result;
 }
 

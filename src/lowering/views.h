@@ -20,27 +20,34 @@ IndexMap unsqueeze_index(int64_t dim);
 // removed[d]: input dim d (of size 1) is dropped by the squeeze.
 IndexMap squeeze_index(const std::vector<bool>& removed);
 // Broadcasting/expand: `in_sizes` aligned to the right of `out_sizes`; size-1 dims read 0.
-IndexMap broadcast_index(const std::vector<int64_t>& in_sizes,
-                         const std::vector<int64_t>& out_sizes);
-// Reshape of the logical (row-major) element order.
-IndexMap reshape_index(const std::vector<int64_t>& in_sizes, const std::vector<int64_t>& out_sizes);
+// Sizes are expressions over size symbols (issue 33): a dim of size 1 against one of another
+// size broadcasts (the graph's shape rules proved that the other is not 1 only at run time).
+IndexMap broadcast_index(const std::vector<index::Expr>& in_sizes,
+                         const std::vector<index::Expr>& out_sizes);
+// Reshape of the logical (row-major) element order. `symbols` gives the hints that choose how
+// the dims group; every group is checked by equality of its products, so the map holds at every
+// size. Divisions are by sizes, which must be constants or monomials of symbols.
+IndexMap reshape_index(const std::vector<index::Expr>& in_sizes,
+                       const std::vector<index::Expr>& out_sizes,
+                       const index::SymbolTable& symbols = {});
 
 // slice/narrow/split: input index start + step * k along dim for output index k.
-IndexMap window_index(int64_t dim, int64_t start, int64_t step);
+IndexMap window_index(int64_t dim, const index::Expr& start, int64_t step);
 // select: the input dim `dim` is fixed at `index`.
-IndexMap select_index(int64_t dim, int64_t index);
+IndexMap select_index(int64_t dim, const index::Expr& index);
 // flip: flipped[d] reverses dim d of the given sizes.
-IndexMap flip_index(const std::vector<int64_t>& sizes, const std::vector<bool>& flipped);
+IndexMap flip_index(const std::vector<index::Expr>& sizes, const std::vector<bool>& flipped);
 // roll: per-dim shifts in [0, size) (floor division and modulo), or with `flat_shift` the
 // roll of the row-major flattening.
-IndexMap roll_index(const std::vector<int64_t>& sizes, const std::vector<int64_t>& shifts);
-IndexMap flat_roll_index(const std::vector<int64_t>& sizes, int64_t flat_shift);
+IndexMap roll_index(const std::vector<index::Expr>& sizes, const std::vector<int64_t>& shifts);
+IndexMap flat_roll_index(const std::vector<index::Expr>& sizes, int64_t flat_shift);
 // Shifts every dim by `offsets` (input index = output index + offsets): the operand regions of
 // cat and constant_pad_nd.
-IndexMap shift_index(const std::vector<int64_t>& offsets);
+IndexMap shift_index(const std::vector<index::Expr>& offsets);
 
 // Storage offset of a logical index under strides.
-index::Expr strided_offset(const std::vector<index::Expr>& idx, const std::vector<int64_t>& strides,
-                           int64_t offset = 0);
+index::Expr strided_offset(const std::vector<index::Expr>& idx,
+                           const std::vector<index::Expr>& strides,
+                           const index::Expr& offset = index::Expr(0));
 
 }  // namespace stax::lowering

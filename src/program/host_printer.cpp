@@ -4,6 +4,7 @@
 #include <map>
 #include <sstream>
 
+#include "index/shape_exprs.h"
 #include "ir/checked_arith.h"
 #include "kernel/printer.h"
 
@@ -94,7 +95,14 @@ class Printer {
     out_ << "if (num_threads < 1) { stax_set_error(err, err_capacity, \"num_threads must be at "
             "least 1, got %d\", num_threads); return 1; }\n";
     for (size_t i = 0; i < g_.inputs.size(); ++i) {
-      const auto& in = g_.inputs[i];
+      const auto& given = g_.inputs[i];
+      // Issue 33: static inputs only so far (the scheduler refuses symbolic programs).
+      const struct {
+        const std::string& name;
+        DType dtype;
+        std::vector<int64_t> sizes, strides;
+      } in{given.name, given.dtype, index::static_values(given.sizes, "the host program"),
+           index::static_values(given.strides, "the host program")};
       const std::string arg = "inputs[" + std::to_string(i) + "]";
       const std::string who = "input '" + in.name + "' (argument " + std::to_string(i) + ")";
       out_ << "if (" << arg << ".ndim != " << in.sizes.size() << ") { stax_set_error(err, "

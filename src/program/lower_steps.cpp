@@ -3,6 +3,7 @@
 // plan the runtime builds once, when the program is loaded.
 #include <stdexcept>
 
+#include "index/shape_exprs.h"
 #include "ir/graph.h"
 #include "kernel/ir_builder.h"
 #include "program/pipeline.h"
@@ -39,8 +40,8 @@ void lower_steps(HostProgram& program, const kernel::PipelineOptions& kernel_opt
       ExternalSite site;
       site.output = last.buffer->name;
       site.call = first.buffer->external;
-      site.output_sizes = last.buffer->sizes;
-      site.output_strides = last.buffer->strides;
+      site.output_sizes = index::static_values(last.buffer->sizes, "the host program");
+      site.output_strides = index::static_values(last.buffer->strides, "the host program");
       site.dtype = last.buffer->dtype;
       site.source = first.buffer->source;
       site.epilogue = fused.epilogue;
@@ -59,8 +60,8 @@ void lower_steps(HostProgram& program, const kernel::PipelineOptions& kernel_opt
           site.further_strides.resize(k + 1);
         }
         site.further_results[k] = n.buffer->name;
-        site.further_sizes[k] = n.buffer->sizes;
-        site.further_strides[k] = n.buffer->strides;
+        site.further_sizes[k] = index::static_values(n.buffer->sizes, "the host program");
+        site.further_strides[k] = index::static_values(n.buffer->strides, "the host program");
       }
       program.externals.push_back(std::move(site));
       std::string epilogue;

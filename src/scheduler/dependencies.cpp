@@ -94,7 +94,7 @@ index::RangeMap SchedulerNode::ranges() const {
 
 namespace {
 
-std::vector<LoopVar> make_vars(const std::vector<int64_t>& extents, const std::string& prefix) {
+std::vector<LoopVar> make_vars(const std::vector<Expr>& extents, const std::string& prefix) {
   std::vector<LoopVar> vars;
   for (size_t k = 0; k < extents.size(); ++k) {
     vars.push_back({prefix + std::to_string(k), extents[k]});

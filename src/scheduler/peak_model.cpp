@@ -6,6 +6,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "index/shape_exprs.h"
 #include "scheduler/fusion_rules.h"
 #include "scheduler/in_place_reuse.h"
 
@@ -67,7 +68,8 @@ std::vector<StorageDecision> decide_storage(const std::vector<SchedulerNode>& no
       StorageDecision d;
       d.buffer = n.write.buffer;
       d.node = id;
-      d.bytes = n.buffer->numel() * static_cast<int64_t>(dtype_size(n.buffer->dtype));
+      d.bytes = index::static_value(n.buffer->numel(), "memory planning") *
+                static_cast<int64_t>(dtype_size(n.buffer->dtype));
       d.group = static_cast<int>(g);
       d.producer = d.group;
       d.input_storage = n.buffer->mutated_input;

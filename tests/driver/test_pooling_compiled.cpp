@@ -304,10 +304,12 @@ TEST(CompiledPoolingLayouts, ChannelsLastInputsGiveChannelsLastResults) {
   ASSERT_EQ(outputs.size(), 4u);
   // [2, 32, 8, 7] channels last: strides [56 * 32, 1, 7 * 32, 32].
   const std::vector<int64_t> channels_last = {1792, 1, 224, 32};
-  EXPECT_EQ(outputs[0].strides, channels_last);
-  EXPECT_EQ(outputs[1].strides, channels_last);
-  EXPECT_EQ(outputs[2].strides, (std::vector<int64_t>{1344, 1, 192, 32}));  // [2, 32, 7, 6]
-  EXPECT_EQ(outputs[3].strides, (std::vector<int64_t>{1792, 56, 7, 1}));
+  EXPECT_EQ(stax::index::static_values(outputs[0].strides, "test"), channels_last);
+  EXPECT_EQ(stax::index::static_values(outputs[1].strides, "test"), channels_last);
+  EXPECT_EQ(stax::index::static_values(outputs[2].strides, "test"),
+            (std::vector<int64_t>{1344, 1, 192, 32}));  // [2, 32, 7, 6]
+  EXPECT_EQ(stax::index::static_values(outputs[3].strides, "test"),
+            (std::vector<int64_t>{1792, 56, 7, 1}));
   const std::vector<Tensor> inputs = pooling_inputs(g);
   const std::vector<Tensor> expected = eager::run(g, inputs);
   CompileOptions o;
@@ -334,9 +336,10 @@ TEST(CompiledPoolingLayouts, ChannelsLastGradientsGiveChannelsLastResults) {
   const std::vector<lowering::OutputSpec>& outputs = c->lowered.outputs;
   ASSERT_EQ(outputs.size(), 3u);
   const std::vector<int64_t> channels_last = {6240, 1, 416, 32};
-  EXPECT_EQ(outputs[0].strides, channels_last);
-  EXPECT_EQ(outputs[1].strides, channels_last);
-  EXPECT_EQ(outputs[2].strides, (std::vector<int64_t>{6240, 195, 13, 1}));
+  EXPECT_EQ(stax::index::static_values(outputs[0].strides, "test"), channels_last);
+  EXPECT_EQ(stax::index::static_values(outputs[1].strides, "test"), channels_last);
+  EXPECT_EQ(stax::index::static_values(outputs[2].strides, "test"),
+            (std::vector<int64_t>{6240, 195, 13, 1}));
   const std::vector<Tensor> inputs = pooling_inputs(g);
   const std::vector<Tensor> expected = eager::run(g, inputs);
   CompileOptions o;

@@ -99,12 +99,14 @@ inline lowering::ComputedBuffer make_buffer(
   lowering::ComputedBuffer b;
   b.name = name;
   b.dtype = dtype;
-  b.sizes = output_sizes.empty() && reduction_sizes.empty() ? sizes : output_sizes;
-  std::vector<int64_t> strides(b.sizes.size(), 1);
-  for (size_t d = b.sizes.size(); d-- > 1;) strides[d - 1] = strides[d] * b.sizes[d];
-  b.strides = strides;
-  b.ranges = sizes;
-  b.reduction_ranges = std::move(reduction_sizes);
+  const std::vector<int64_t> stored =
+      output_sizes.empty() && reduction_sizes.empty() ? sizes : output_sizes;
+  std::vector<int64_t> strides(stored.size(), 1);
+  for (size_t d = stored.size(); d-- > 1;) strides[d - 1] = strides[d] * stored[d];
+  b.sizes = index::to_exprs(stored);
+  b.strides = index::to_exprs(strides);
+  b.ranges = index::to_exprs(sizes);
+  b.reduction_ranges = index::to_exprs(reduction_sizes);
   b.reduction = reduction;
   b.output_index = [strides](const std::vector<index::Expr>& idx) {
     index::Expr e(0);
@@ -134,7 +136,7 @@ inline lowering::LoweredGraph make_graph(
   for (const auto& [name, dtype, sizes] : inputs) {
     std::vector<int64_t> strides(sizes.size(), 1);
     for (size_t d = sizes.size(); d-- > 1;) strides[d - 1] = strides[d] * sizes[d];
-    g.inputs.push_back({name, dtype, sizes, strides});
+    g.inputs.push_back({name, dtype, index::to_exprs(sizes), index::to_exprs(strides)});
   }
   for (auto& b : buffers) {
     g.outputs.push_back({b.name, false, b.dtype, b.sizes, b.strides, 0});

@@ -62,12 +62,14 @@ class EvaluatingHandler final : public OpsHandler {
   std::vector<std::pair<ReductionType, DType>> reductions;
   // Set by the driver: position of the current element among the reduced elements.
   int64_t reduction_position = 0;
+  // The size symbols' values (issue 33: a symbolic loop program evaluated at one size).
+  std::map<std::string, int64_t> symbols;
 
   void begin_reduction() { state_ = {}; }
 
   OpsValue load(const std::string& buffer, const index::Expr& index, DType dtype) override {
     const auto& data = storage.at(buffer);
-    const int64_t offset = index::evaluate(index, {});
+    const int64_t offset = index::evaluate(index, symbols);
     if (offset < 0 || offset >= static_cast<int64_t>(data.size())) {
       throw std::out_of_range("evaluating handler: load of " + buffer + " at " +
                               std::to_string(offset) + " is out of range");
@@ -79,7 +81,7 @@ class EvaluatingHandler final : public OpsHandler {
   }
   OpsValue to_dtype(OpsValue value, DType dtype) override { return make(at(value), dtype); }
   OpsValue index_value(const index::Expr& index, DType dtype) override {
-    return make(static_cast<double>(index::evaluate(index, {})), dtype);
+    return make(static_cast<double>(index::evaluate(index, symbols)), dtype);
   }
   index::Expr indirect_index(OpsValue, const ir::IndexRule& rule) override {
     throw std::logic_error("evaluating handler: indirect indices are not supported (" +
@@ -128,6 +130,12 @@ class EvaluatingHandler final : public OpsHandler {
         break;
       case PointwiseOp::Where:
         r = a(0) != 0 ? a(1) : a(2);
+        break;
+      case PointwiseOp::Maximum:
+        r = std::isnan(a(0)) || std::isnan(a(1)) ? NAN : std::max(a(0), a(1));
+        break;
+      case PointwiseOp::Eq:
+        r = a(0) == a(1) ? 1 : 0;
         break;
       default:
         throw std::logic_error("evaluating handler: op " + std::string(op_info(op).name) +
@@ -228,7 +236,7 @@ class EvaluatingHandler final : public OpsHandler {
     return {static_cast<int>(values_.size() - 1), dtype};
   }
   void write(const std::string& buffer, const index::Expr& index, OpsValue value) {
-    storage.at(buffer).at(static_cast<size_t>(index::evaluate(index, {}))) = at(value);
+    storage.at(buffer).at(static_cast<size_t>(index::evaluate(index, symbols))) = at(value);
   }
 
   std::vector<double> values_;
@@ -237,10 +245,15 @@ class EvaluatingHandler final : public OpsHandler {
 
 // Runs every buffer of `graph` on `inputs` (one per graph input, any layout; their elements
 // are copied into storage with the declared strides) and returns each output's elements in
-// row-major order.
+// row-major order. Sizes, strides and ranges are evaluated at h.symbols.
 inline std::vector<std::vector<double>> evaluate_lowered(const LoweredGraph& graph,
                                                          const std::vector<Tensor>& inputs,
                                                          EvaluatingHandler& h) {
+  auto values = [&](const std::vector<index::Expr>& exprs) {
+    std::vector<int64_t> out;
+    for (const index::Expr& e : exprs) out.push_back(index::evaluate(e, h.symbols));
+    return out;
+  };
   auto extent = [](const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
     int64_t last = 0;
     for (size_t d = 0; d < sizes.size(); ++d) {
@@ -260,37 +273,40 @@ inline std::vector<std::vector<double>> evaluate_lowered(const LoweredGraph& gra
   for (size_t i = 0; i < graph.inputs.size(); ++i) {
     const InputBuffer& in = graph.inputs[i];
     auto& data = h.storage[in.name];
-    data.assign(static_cast<size_t>(extent(in.sizes, in.strides)), 0.0);
-    for_each_index(in.sizes, [&](int64_t, const std::vector<int64_t>& idx) {
+    const std::vector<int64_t> sizes = values(in.sizes), strides = values(in.strides);
+    data.assign(static_cast<size_t>(extent(sizes, strides)), 0.0);
+    for_each_index(sizes, [&](int64_t, const std::vector<int64_t>& idx) {
       int64_t offset = 0;
-      for (size_t d = 0; d < idx.size(); ++d) offset += idx[d] * in.strides[d];
+      for (size_t d = 0; d < idx.size(); ++d) offset += idx[d] * strides[d];
       data[static_cast<size_t>(offset)] = inputs.at(i).get(idx);
     });
   }
   for (const ComputedBuffer& buf : graph.buffers) {
-    h.storage[buf.name].assign(static_cast<size_t>(buf.numel()), 0.0);
-    for_each_index(buf.ranges, [&](int64_t, const std::vector<int64_t>& idx) {
+    h.storage[buf.name].assign(static_cast<size_t>(index::evaluate(buf.numel(), h.symbols)), 0.0);
+    for_each_index(values(buf.ranges), [&](int64_t, const std::vector<int64_t>& idx) {
       if (!buf.is_reduction()) {
         buf.run_body(h, exprs(idx), {});
         return;
       }
       h.begin_reduction();
       const index::Expr out = buf.output_index(exprs(idx));
-      h.storage[buf.name].at(static_cast<size_t>(index::evaluate(out, {}))) =
+      h.storage[buf.name].at(static_cast<size_t>(index::evaluate(out, h.symbols))) =
           round_to_dtype(EvaluatingHandler::identity(*buf.reduction), buf.dtype);
-      for_each_index(buf.reduction_ranges, [&](int64_t p, const std::vector<int64_t>& ridx) {
-        h.reduction_position = p;
-        buf.run_body(h, exprs(idx), exprs(ridx));
-      });
+      for_each_index(values(buf.reduction_ranges),
+                     [&](int64_t p, const std::vector<int64_t>& ridx) {
+                       h.reduction_position = p;
+                       buf.run_body(h, exprs(idx), exprs(ridx));
+                     });
     });
   }
   std::vector<std::vector<double>> outputs;
   for (const OutputSpec& out : graph.outputs) {
     const auto& data = h.storage.at(out.buffer);
     std::vector<double> elements;
-    for_each_index(out.sizes, [&](int64_t, const std::vector<int64_t>& idx) {
-      int64_t offset = out.offset;
-      for (size_t d = 0; d < idx.size(); ++d) offset += idx[d] * out.strides[d];
+    const std::vector<int64_t> strides = values(out.strides);
+    for_each_index(values(out.sizes), [&](int64_t, const std::vector<int64_t>& idx) {
+      int64_t offset = index::evaluate(out.offset, h.symbols);
+      for (size_t d = 0; d < idx.size(); ++d) offset += idx[d] * strides[d];
       elements.push_back(data.at(static_cast<size_t>(offset)));
     });
     outputs.push_back(std::move(elements));

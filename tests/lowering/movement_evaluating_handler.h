@@ -103,15 +103,17 @@ class MovementEvaluatingHandler final : public OpsHandler {
     for (size_t k = 0; k < graph.inputs.size(); ++k) buffers[graph.inputs[k].name] = inputs.at(k);
     for (const ComputedBuffer& buf : graph.buffers) {
       if (buf.is_reduction()) throw std::logic_error("EvaluatingHandler: reduction buffer");
-      buffers[buf.name] = Tensor::empty_strided(buf.dtype, buf.sizes, buf.strides);
+      buffers[buf.name] = Tensor::empty_strided(buf.dtype, index::static_values(buf.sizes, "test"),
+                                                index::static_values(buf.strides, "test"));
+      const std::vector<int64_t> ranges = index::static_values(buf.ranges, "test");
       int64_t n = 1;
-      for (int64_t r : buf.ranges) n *= r;
+      for (int64_t r : ranges) n *= r;
       std::vector<index::Expr> idx;
       for (size_t d = 0; d < buf.ranges.size(); ++d) {
         idx.push_back(index::Expr::var("i" + std::to_string(d)));
       }
       for (int64_t p = 0; p < n; ++p) {
-        const std::vector<int64_t> at = unravel_index(p, buf.ranges);
+        const std::vector<int64_t> at = unravel_index(p, ranges);
         vars.clear();
         indirect_count_ = 0;
         for (size_t d = 0; d < at.size(); ++d) vars["i" + std::to_string(d)] = at[d];
@@ -122,7 +124,9 @@ class MovementEvaluatingHandler final : public OpsHandler {
     std::vector<Tensor> out;
     for (const OutputSpec& o : graph.outputs) {
       const Tensor& base = buffers.at(o.buffer);
-      out.push_back(base.as_strided(o.sizes, o.strides, base.offset() + o.offset));
+      out.push_back(base.as_strided(index::static_values(o.sizes, "test"),
+                                    index::static_values(o.strides, "test"),
+                                    base.offset() + index::static_value(o.offset, "test")));
     }
     return out;
   }

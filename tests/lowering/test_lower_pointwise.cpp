@@ -40,26 +40,29 @@ Tensor evaluate_lowered(const LoweredGraph& lowered, const std::vector<Tensor>& 
   }
   for (const ComputedBuffer& buf : lowered.buffers) {
     EXPECT_FALSE(buf.is_reduction()) << buf.name;
-    h.storage[buf.name] = Tensor::empty(buf.dtype, {buf.numel()});
+    h.storage[buf.name] = Tensor::empty(buf.dtype, {index::static_value(buf.numel(), "test")});
     std::vector<index::Expr> idx;
     for (size_t d = 0; d < buf.ranges.size(); ++d) {
       idx.push_back(index::Expr::var("i" + std::to_string(d)));
     }
+    const std::vector<int64_t> ranges = index::static_values(buf.ranges, "test");
     int64_t count = 1;
-    for (int64_t r : buf.ranges) count *= r;
+    for (int64_t r : ranges) count *= r;
     for (int64_t p = 0; p < count; ++p) {
-      const std::vector<int64_t> at = unravel_index(p, buf.ranges);
+      const std::vector<int64_t> at = unravel_index(p, ranges);
       for (size_t d = 0; d < at.size(); ++d) h.vars["i" + std::to_string(d)] = at[d];
       buf.run_body(h, idx, {});
     }
   }
   const OutputSpec& out = lowered.outputs.at(0);
   const Tensor& storage = h.storage.at(out.buffer);
-  Tensor result = Tensor::empty(out.dtype, out.sizes);
+  const std::vector<int64_t> out_sizes = index::static_values(out.sizes, "test");
+  const std::vector<int64_t> out_strides = index::static_values(out.strides, "test");
+  Tensor result = Tensor::empty(out.dtype, out_sizes);
   for (int64_t p = 0; p < result.numel(); ++p) {
-    const std::vector<int64_t> at = unravel_index(p, out.sizes);
-    int64_t offset = out.offset;
-    for (size_t d = 0; d < at.size(); ++d) offset += at[d] * out.strides[d];
+    const std::vector<int64_t> at = unravel_index(p, out_sizes);
+    int64_t offset = index::static_value(out.offset, "test");
+    for (size_t d = 0; d < at.size(); ++d) offset += at[d] * out_strides[d];
     if (is_floating(out.dtype)) {
       result.set(at, storage.get({offset}));
     } else {
