@@ -4,6 +4,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "index/shape_exprs.h"
 #include "kernel/kernel_ir_visitor.h"
 #include "scheduler/fusion_rules.h"
 
@@ -13,6 +14,10 @@ using index::Expr;
 using lowering::OpsValue;
 
 namespace {
+
+// Code generation reads constant extents until it is made symbolic (issue 33; the host
+// program refuses symbolic schedules at its entry).
+constexpr const char* kCodeGeneration = "code generation";
 
 bool is_16bit_float(DType d) {
   return d == DType::Float16 || d == DType::BFloat16;
@@ -427,7 +432,7 @@ Kernel build_kernel(const scheduler::Schedule& s, const scheduler::FusedNode& f,
   for (size_t j = 0; j < f.outer.size(); ++j) {
     const std::string x = "x" + std::to_string(j);
     zero_outer[x] = Expr(0);
-    k.ranges[x] = f.outer[j];
+    k.ranges[x] = index::static_value(f.outer[j], kCodeGeneration);
   }
   Block outer_body;
   // Slices of the buffers that live within one outer iteration (private to the thread).
@@ -465,10 +470,12 @@ Kernel build_kernel(const scheduler::Schedule& s, const scheduler::FusedNode& f,
     std::vector<std::pair<std::string, int64_t>> pointwise, reduction;
     std::vector<std::string> reduction_vars;
     for (size_t j = 0; j < n.sizes.size(); ++j) {
-      pointwise.push_back({var_name("x" + std::to_string(f.outer.size() + j)), n.sizes[j]});
+      pointwise.push_back({var_name("x" + std::to_string(f.outer.size() + j)),
+                           index::static_value(n.sizes[j], kCodeGeneration)});
     }
     for (size_t j = 0; j < n.reduction_sizes.size(); ++j) {
-      reduction.push_back({var_name("r" + std::to_string(j)), n.reduction_sizes[j]});
+      reduction.push_back({var_name("r" + std::to_string(j)),
+                           index::static_value(n.reduction_sizes[j], kCodeGeneration)});
       reduction_vars.push_back(reduction.back().first);
     }
     NestBuilder builder(k, s, reduction_vars, renamed_ranges, zero_outer, next_error_code);
@@ -500,7 +507,7 @@ Kernel build_kernel(const scheduler::Schedule& s, const scheduler::FusedNode& f,
   }
   std::vector<std::pair<std::string, int64_t>> outer;
   for (size_t j = 0; j < f.outer.size(); ++j)
-    outer.push_back({"x" + std::to_string(j), f.outer[j]});
+    outer.push_back({"x" + std::to_string(j), index::static_value(f.outer[j], kCodeGeneration)});
   k.body.push_back(make_comment(f.name + ": " + f.group_string()));
   for (Stmt& st : nest_loops(outer, std::move(outer_body), LoopRole::Outer, -1)) {
     k.body.push_back(std::move(st));

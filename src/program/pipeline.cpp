@@ -10,6 +10,19 @@ namespace stax::program {
 HostProgram build_host_program(const scheduler::Schedule& schedule,
                                const kernel::PipelineOptions& kernel_options,
                                const MemoryOptions& memory, const LogTopics& logs) {
+  // Issue 33 (docs/symbolic_sizes.md): lowering and the scheduler take size symbols, code
+  // generation and the host program not yet; a symbolic schedule is refused here by name,
+  // never compiled at its hints.
+  if (schedule.graph->is_symbolic()) {
+    std::string symbols;
+    for (const auto& entry : schedule.graph->symbols) {
+      symbols += (symbols.empty() ? "" : ", ") + entry.first;
+    }
+    throw std::invalid_argument("code generation: graph '" + schedule.graph->name +
+                                "' has sizes known only at run time (" + symbols +
+                                "), which code generation does not take yet; bind them first "
+                                "(graph_passes::bind_sizes, stax --sizes)");
+  }
   HostProgram program;
   program.schedule = &schedule;
   const bool log = logs.enabled("program");

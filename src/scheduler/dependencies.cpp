@@ -17,17 +17,18 @@ namespace stax::scheduler {
 using index::Expr;
 using index::LoopVar;
 
-// The scheduler works on constant extents until it is made symbolic (docs/symbolic_sizes.md).
-constexpr const char* kStage = "scheduler";
+// The stages after the scheduler read constant extents (SchedulerNode::ranges) until they are
+// made symbolic (docs/symbolic_sizes.md).
+constexpr const char* kStage = "code generation";
 
-int64_t MemoryDep::numel() const {
-  int64_t n = 1;
-  for (const auto& v : ranges) n *= index::static_extent(v, kStage);
-  return n;
+int64_t MemoryDep::numel(const index::SymbolTable& symbols) const {
+  Expr n(1);
+  for (const auto& v : ranges) n = n * v.extent;
+  return index::value_at_hints(n, symbols);
 }
 
-int64_t MemoryDep::bytes() const {
-  return numel() * static_cast<int64_t>(dtype_size(dtype));
+int64_t MemoryDep::bytes(const index::SymbolTable& symbols) const {
+  return numel(symbols) * static_cast<int64_t>(dtype_size(dtype));
 }
 
 std::string MemoryDep::to_string() const {
@@ -68,21 +69,29 @@ std::string WeakDep::to_string() const {
 }
 
 MemoryDep normalize_dep(const std::string& buffer, const Expr& idx,
-                        const std::vector<LoopVar>& loops, DType dtype) {
-  index::CollapsedIndex c = index::collapse(idx, loops, "c");
+                        const std::vector<LoopVar>& loops, DType dtype,
+                        const index::SymbolTable& symbols) {
+  index::CollapsedIndex c = index::collapse(idx, loops, "c", symbols);
   return MemoryDep{buffer, c.index, c.vars, dtype};
 }
 
-std::vector<int64_t> SchedulerNode::sizes() const {
-  std::vector<int64_t> out;
-  for (const auto& v : vars) out.push_back(index::static_extent(v, kStage));
+std::vector<Expr> SchedulerNode::sizes() const {
+  std::vector<Expr> out;
+  for (const auto& v : vars) out.push_back(v.extent);
   return out;
 }
 
-std::vector<int64_t> SchedulerNode::reduction_sizes() const {
-  std::vector<int64_t> out;
-  for (const auto& v : reduction_vars) out.push_back(index::static_extent(v, kStage));
+std::vector<Expr> SchedulerNode::reduction_sizes() const {
+  std::vector<Expr> out;
+  for (const auto& v : reduction_vars) out.push_back(v.extent);
   return out;
+}
+
+index::Domain SchedulerNode::domain() const {
+  std::map<std::string, Expr> extents;
+  for (const auto& v : vars) extents[v.name] = v.extent;
+  for (const auto& v : reduction_vars) extents[v.name] = v.extent;
+  return index::Domain(std::move(extents), symbols);
 }
 
 index::RangeMap SchedulerNode::ranges() const {
@@ -108,11 +117,12 @@ std::vector<Expr> as_exprs(const std::vector<LoopVar>& vars) {
   return out;
 }
 
-index::RangeMap range_map(const std::vector<LoopVar>& a, const std::vector<LoopVar>& b) {
-  index::RangeMap r;
-  for (const auto& v : a) r[v.name] = index::static_extent(v, kStage);
-  for (const auto& v : b) r[v.name] = index::static_extent(v, kStage);
-  return r;
+index::Domain domain_of(const std::vector<LoopVar>& a, const std::vector<LoopVar>& b,
+                        const index::SymbolTable& symbols) {
+  std::map<std::string, Expr> extents;
+  for (const auto& v : a) extents[v.name] = v.extent;
+  for (const auto& v : b) extents[v.name] = v.extent;
+  return index::Domain(std::move(extents), symbols);
 }
 
 }  // namespace
@@ -186,25 +196,27 @@ SchedulerNode make_external_node(SchedulerNode node, const lowering::ComputedBuf
 
 }  // namespace
 
-SchedulerNode make_scheduler_node(int id, const lowering::ComputedBuffer& buffer) {
+SchedulerNode make_scheduler_node(int id, const lowering::ComputedBuffer& buffer,
+                                  const index::SymbolTable& symbols) {
   SchedulerNode node;
   node.id = id;
   node.name = "op" + std::to_string(id);
   node.buffer = &buffer;
+  node.symbols = symbols;
   if (buffer.is_external()) return make_external_node(std::move(node), buffer);
 
   // Record with the buffer's own loop variables to find which loops can be merged.
   const auto pw = make_vars(buffer.ranges, "i");
   const auto red = make_vars(buffer.reduction_ranges, "j");
-  const auto raw_ranges = range_map(pw, red);
+  const index::Domain raw_ranges = domain_of(pw, red, symbols);
   RecordingHandler raw;
   buffer.run_body(raw, as_exprs(pw), as_exprs(red));
   std::vector<Expr> indices;
   for (const auto& r : raw.loads) indices.push_back(index::simplify(r.index, raw_ranges));
   for (const auto& s : raw.stores) indices.push_back(index::simplify(s.index, raw_ranges));
 
-  index::MergedLoops merged_pw = index::merge_loops(pw, indices, "x");
-  index::MergedLoops merged_red = index::merge_loops(red, indices, "r");
+  index::MergedLoops merged_pw = index::merge_loops(pw, indices, "x", symbols);
+  index::MergedLoops merged_red = index::merge_loops(red, indices, "r", symbols);
   node.vars = merged_pw.vars;
   node.reduction_vars = merged_red.vars;
   if (buffer.is_reduction() && node.reduction_vars.empty()) {
@@ -218,7 +230,7 @@ SchedulerNode make_scheduler_node(int id, const lowering::ComputedBuffer& buffer
   // Record again over the simplified loops.
   RecordingHandler rec;
   node.run_body(rec, as_exprs(node.vars), as_exprs(node.reduction_vars));
-  const index::RangeMap ranges = node.ranges();
+  const index::Domain ranges = node.domain();
   std::vector<LoopVar> all_loops = node.vars;
   all_loops.insert(all_loops.end(), node.reduction_vars.begin(), node.reduction_vars.end());
 
@@ -228,10 +240,10 @@ SchedulerNode make_scheduler_node(int id, const lowering::ComputedBuffer& buffer
   // index over the loops. Its Access keeps the real index: fusion compares that with the
   // producer's write index, which never contains an indirect variable, so a node never
   // shares a loop with the producer of what it reads indirectly (Proposition 7.2).
-  index::RangeMap reach = ranges;
+  index::Domain reach = ranges;
   std::set<std::string> indirect_vars;
   for (const auto& ind : rec.indirect) {
-    reach[ind.var] = ind.size;
+    reach.extents[ind.var] = Expr(ind.size);
     indirect_vars.insert(ind.var);
   }
   auto is_indirect = [&](const Expr& idx) {
@@ -245,7 +257,7 @@ SchedulerNode make_scheduler_node(int id, const lowering::ComputedBuffer& buffer
     Expr idx = index::simplify(r.index, ranges);
     if (!seen.insert({r.buffer, idx}).second) continue;
     node.reads.push_back({r.buffer, idx, r.dtype});
-    MemoryDep dep = normalize_dep(r.buffer, idx, all_loops, r.dtype);
+    MemoryDep dep = normalize_dep(r.buffer, idx, all_loops, r.dtype, symbols);
     if (is_indirect(idx)) {
       const std::optional<index::Interval> b = index::bounds(idx, reach);
       if (!b || b->lo < 0) {
@@ -260,7 +272,7 @@ SchedulerNode make_scheduler_node(int id, const lowering::ComputedBuffer& buffer
   }
   const auto& st = rec.stores.at(0);
   node.write = {st.buffer, index::simplify(st.index, ranges), st.dtype};
-  node.write_dep = normalize_dep(st.buffer, node.write.index, all_loops, st.dtype);
+  node.write_dep = normalize_dep(st.buffer, node.write.index, all_loops, st.dtype, symbols);
   return node;
 }
 

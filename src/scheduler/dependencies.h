@@ -24,9 +24,9 @@ struct MemoryDep {
   index::Expr index;
   std::vector<index::LoopVar> ranges;
   DType dtype = DType::Float32;
-
-  int64_t numel() const;
-  int64_t bytes() const;
+  // Element count and bytes at the size symbols' hints (issue 33: for scores, never proofs).
+  int64_t numel(const index::SymbolTable& symbols) const;
+  int64_t bytes(const index::SymbolTable& symbols) const;
   std::string to_string() const;  // MemoryDep('buf1', c0, {c0: 64})
   friend bool operator==(const MemoryDep& a, const MemoryDep& b);
   friend bool operator<(const MemoryDep& a, const MemoryDep& b);
@@ -91,11 +91,19 @@ struct SchedulerNode {
   // The original buffer loop variables in terms of the simplified ones.
   std::map<std::string, index::Expr> original_index;
 
+  // The size symbols its extents are expressions over, with their facts (issue 33).
+  index::SymbolTable symbols;
+
   bool is_reduction() const { return buffer->is_reduction(); }
   bool is_external() const { return kind == NodeKind::External; }
-  std::vector<int64_t> sizes() const;
-  std::vector<int64_t> reduction_sizes() const;
-  index::RangeMap ranges() const;  // vars and reduction_vars
+  std::vector<index::Expr> sizes() const;  // the extents of vars
+  std::vector<index::Expr> reduction_sizes() const;
+  // Where vars and reduction_vars range, with the symbols' facts: what proofs over the node's
+  // indices use.
+  index::Domain domain() const;
+  // vars and reduction_vars as constants, for the stages that do not take symbols yet (they
+  // throw naming the loop otherwise).
+  index::RangeMap ranges() const;
   // Runs the node's body with its simplified loop variables replaced by `pointwise` and
   // `reduction` (e.g. the loop variables of the kernel that the node was fused into).
   void run_body(lowering::OpsHandler& handler, const std::vector<index::Expr>& pointwise,
@@ -104,8 +112,10 @@ struct SchedulerNode {
   std::vector<std::string> buffers() const;
 };
 
-// Builds the node of `buffer` (loop simplification, recording, normalization).
-SchedulerNode make_scheduler_node(int id, const lowering::ComputedBuffer& buffer);
+// Builds the node of `buffer` (loop simplification, recording, normalization); `symbols`: the
+// lowered graph's.
+SchedulerNode make_scheduler_node(int id, const lowering::ComputedBuffer& buffer,
+                                  const index::SymbolTable& symbols = {});
 
 // Definition 7.1's weak dependences: a node writing a graph input in place (its buffer's
 // mutated_input) runs after every other node that reads the input's old contents.
@@ -128,6 +138,7 @@ std::string in_place_conflict(const SchedulerNode& writer, const MemoryDep& writ
 
 // Normalizes an index over the given loops into a MemoryDep (dimension collapsing).
 MemoryDep normalize_dep(const std::string& buffer, const index::Expr& index,
-                        const std::vector<index::LoopVar>& loops, DType dtype);
+                        const std::vector<index::LoopVar>& loops, DType dtype,
+                        const index::SymbolTable& symbols = {});
 
 }  // namespace stax::scheduler

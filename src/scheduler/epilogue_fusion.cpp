@@ -36,7 +36,7 @@ namespace {
 // value of the chain (and constants), so that the body is x -> op1 -> op2 -> ... -> store.
 class ChainMatcher final : public lowering::OpsHandler {
  public:
-  ChainMatcher(std::string input, index::Expr at, index::RangeMap ranges)
+  ChainMatcher(std::string input, index::Expr at, index::Domain ranges)
       : input_(std::move(input)), at_(std::move(at)), ranges_(std::move(ranges)) {}
 
   std::vector<EpilogueOp> chain;
@@ -133,7 +133,7 @@ class ChainMatcher final : public lowering::OpsHandler {
 
   std::string input_;
   index::Expr at_;  // the node's write index, simplified over its ranges
-  index::RangeMap ranges_;
+  index::Domain ranges_;
   int next_id_ = 0;
   int chain_value_ = -1;
   std::map<int, double> constants_;
@@ -153,7 +153,7 @@ const SchedulerNode* lone_pointwise_node(const std::vector<SchedulerNode>& nodes
 EpilogueMatch match_epilogue(const SchedulerNode& node, const std::string& input) {
   std::vector<index::Expr> pointwise;
   for (const auto& v : node.vars) pointwise.push_back(index::Expr::var(v.name));
-  ChainMatcher matcher(input, node.write.index, node.ranges());
+  ChainMatcher matcher(input, node.write.index, node.domain());
   EpilogueMatch m;
   try {
     node.run_body(matcher, pointwise, {});
@@ -232,7 +232,7 @@ void fuse_epilogues(const std::vector<SchedulerNode>& nodes, std::vector<FusedNo
     log.lines.push_back(who + ": runs " + consumer->name + " (" + chain +
                         ") as its epilogue, writing " + consumer->write.buffer +
                         " directly: saves a pass over " + out + " (" +
-                        std::to_string(call.write_dep.bytes()) +
+                        std::to_string(call.write_dep.bytes(call.symbols)) +
                         " bytes written, read and written again), adds no traffic");
     FusedNode& f = groups[g];
     f.nests[0].nodes.push_back(consumer->id);

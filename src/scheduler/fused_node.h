@@ -16,10 +16,11 @@
 
 namespace stax::scheduler {
 
+// Extents are expressions over the size symbols (issue 33; constants where static).
 struct LoopNest {
-  std::vector<int64_t> sizes;            // pointwise ranges inside the outer loops
-  std::vector<int64_t> reduction_sizes;  // empty for a pointwise nest
-  std::vector<int> nodes;                // scheduler node ids, in execution order
+  std::vector<index::Expr> sizes;            // pointwise ranges inside the outer loops
+  std::vector<index::Expr> reduction_sizes;  // empty for a pointwise nest
+  std::vector<int> nodes;                    // scheduler node ids, in execution order
 };
 
 // One op of an external call's epilogue (epilogue_fusion.h), applied to x, the value so far.
@@ -34,7 +35,7 @@ struct EpilogueOp {
 
 struct FusedNode {
   std::string name;  // op0, or op0_op1 after fusion
-  std::vector<int64_t> outer;
+  std::vector<index::Expr> outer;
   std::vector<LoopNest> nests;
   bool outer_loop_fused = false;
   // An external call with an epilogue: nests[0].nodes is {the call, the pointwise node it
@@ -48,8 +49,8 @@ struct FusedNode {
   bool runs_before(int first, int second) const;
   bool has_reduction() const;
   // The iteration group (pointwise ranges, reduction ranges) of a single-nest node.
-  std::vector<int64_t> pointwise_ranges() const;  // outer ++ nests[0].sizes
-  std::vector<int64_t> reduction_ranges() const { return nests.at(0).reduction_sizes; }
+  std::vector<index::Expr> pointwise_ranges() const;  // outer ++ nests[0].sizes
+  std::vector<index::Expr> reduction_ranges() const { return nests.at(0).reduction_sizes; }
   // "((64,), (128,))" for a single nest; "outer (64,): ((), (128,)) ; ((128,), ())" otherwise.
   std::string group_string() const;
   // SchedulerNode, FusedSchedulerNode or OuterLoopFusedSchedulerNode (the fusion log's names).
@@ -59,6 +60,9 @@ struct FusedNode {
   std::vector<lowering::SourceOp> source_ops(const std::vector<SchedulerNode>& nodes) const;
 };
 
-std::string sizes_string(const std::vector<int64_t>& sizes);  // "(64, 128)", "(64,)", "()"
+std::string sizes_string(const std::vector<index::Expr>& sizes);  // "(64, 128)", "(s0,)", "()"
+inline std::string sizes_string(const std::vector<int64_t>& sizes) {
+  return sizes_string(std::vector<index::Expr>(sizes.begin(), sizes.end()));
+}
 
 }  // namespace stax::scheduler

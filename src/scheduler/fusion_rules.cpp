@@ -28,9 +28,9 @@ bool ranks_higher(const FusionScore& x, const FusionScore& y) {
   return x.distance < y.distance;
 }
 
-std::string sizes_string(const std::vector<int64_t>& sizes) {
+std::string sizes_string(const std::vector<Expr>& sizes) {
   std::string out = "(";
-  for (size_t k = 0; k < sizes.size(); ++k) out += (k ? ", " : "") + std::to_string(sizes[k]);
+  for (size_t k = 0; k < sizes.size(); ++k) out += (k ? ", " : "") + index::to_string(sizes[k]);
   if (sizes.size() == 1) out += ",";
   return out + ")";
 }
@@ -65,8 +65,8 @@ bool FusedNode::has_reduction() const {
   return false;
 }
 
-std::vector<int64_t> FusedNode::pointwise_ranges() const {
-  std::vector<int64_t> out = outer;
+std::vector<Expr> FusedNode::pointwise_ranges() const {
+  std::vector<Expr> out = outer;
   out.insert(out.end(), nests.at(0).sizes.begin(), nests.at(0).sizes.end());
   return out;
 }
@@ -111,7 +111,7 @@ Placement place(const FusedNode& fused, const SchedulerNode& node) {
     for (size_t j = 0; j < nest.reduction_sizes.size(); ++j) {
       red.push_back(Expr::var("r" + std::to_string(j)));
     }
-    std::vector<int64_t> extents = fused.outer;
+    std::vector<Expr> extents = fused.outer;
     extents.insert(extents.end(), nest.sizes.begin(), nest.sizes.end());
     if (node.is_reduction() || nest.reduction_sizes.empty()) {
       p.reduction = red;
@@ -124,16 +124,28 @@ Placement place(const FusedNode& fused, const SchedulerNode& node) {
       // The node's loops are a coarsening of the nest's (its loop simplification merged
       // loops that the nest keeps apart): each of its variables is the row-major combination
       // of a run of the nest's variables.
+      // With symbolic extents a run closes where its product equals the node's extent as an
+      // expression (extents are at least 1 where loops run, so products only grow).
       std::vector<Expr> regrouped;
       size_t fine = 0;
+      const auto constant = index::constant_values(extents);
       for (const index::LoopVar& v : node.vars) {
         Expr combined(0);
-        int64_t covered = 1;
-        const int64_t extent = index::static_extent(v, "scheduler");
-        while (fine < extents.size() && (covered < extent || extents[fine] == 1) &&
-               covered * extents[fine] <= extent) {
-          combined = combined * Expr(extents[fine]) + p.pointwise[fine];
-          covered *= extents[fine++];
+        Expr covered(1);
+        const Expr& extent = v.extent;
+        auto more = [&] {
+          if (fine >= extents.size()) return false;
+          const auto c = covered.constant_value();
+          const auto e = extent.constant_value();
+          if (constant && c && e) {
+            const int64_t f = (*constant)[fine];
+            return (*c < *e || f == 1) && *c * f <= *e;
+          }
+          return covered != extent || extents[fine] == Expr(1);
+        };
+        while (more()) {
+          combined = combined * extents[fine] + p.pointwise[fine];
+          covered = covered * extents[fine++];
         }
         if (covered != extent) throw std::logic_error(node.name + " does not fit " + fused.name);
         regrouped.push_back(combined);
@@ -157,11 +169,22 @@ std::vector<LoopVar> nest_inner_loops(const FusedNode& fused, size_t nest) {
   return loops;
 }
 
+index::Domain nest_domain(const FusedNode& fused, size_t nest, const index::SymbolTable& symbols) {
+  std::map<std::string, Expr> extents;
+  for (size_t j = 0; j < fused.outer.size(); ++j) extents["x" + std::to_string(j)] = fused.outer[j];
+  for (const LoopVar& v : nest_inner_loops(fused, nest)) extents[v.name] = v.extent;
+  return index::Domain(std::move(extents), symbols);
+}
+
 index::RangeMap nest_ranges(const FusedNode& fused, size_t nest) {
   index::RangeMap r;
-  for (size_t j = 0; j < fused.outer.size(); ++j) r["x" + std::to_string(j)] = fused.outer[j];
-  for (const LoopVar& v : nest_inner_loops(fused, nest))
-    r[v.name] = index::static_extent(v, "scheduler");
+  for (size_t j = 0; j < fused.outer.size(); ++j) {
+    r["x" + std::to_string(j)] =
+        index::static_extent({"x" + std::to_string(j), fused.outer[j]}, "code generation");
+  }
+  for (const LoopVar& v : nest_inner_loops(fused, nest)) {
+    r[v.name] = index::static_extent(v, "code generation");
+  }
   return r;
 }
 
@@ -172,17 +195,29 @@ Expr placed_index(const FusedNode& fused, const SchedulerNode& node, const Expr&
   for (size_t k = 0; k < node.reduction_vars.size(); ++k) {
     rename[node.reduction_vars[k].name] = p.reduction.at(k);
   }
-  return index::simplify(index::substitute(idx, rename), nest_ranges(fused, p.nest));
+  return index::simplify(index::substitute(idx, rename), nest_domain(fused, p.nest, node.symbols));
 }
 
-bool coarsens(const std::vector<int64_t>& coarse, const std::vector<int64_t>& fine) {
+bool coarsens(const std::vector<Expr>& coarse, const std::vector<Expr>& fine) {
   if (coarse.size() >= fine.size()) return false;
-  size_t j = 0;
-  for (int64_t c : coarse) {
-    int64_t covered = 1;
-    while (j < fine.size() && covered * fine[j] <= c && (covered < c || fine[j] == 1)) {
-      covered *= fine[j++];
+  const auto c_values = index::constant_values(coarse);
+  const auto f_values = index::constant_values(fine);
+  if (c_values && f_values) {
+    size_t j = 0;
+    for (int64_t c : *c_values) {
+      int64_t covered = 1;
+      const auto& f = *f_values;
+      while (j < f.size() && covered * f[j] <= c && (covered < c || f[j] == 1)) covered *= f[j++];
+      if (covered != c) return false;
     }
+    return j == f_values->size();
+  }
+  // Symbolic extents: a run closes where its product equals the coarse extent as an
+  // expression; trailing extents of 1 join it.
+  size_t j = 0;
+  for (const Expr& c : coarse) {
+    Expr covered(1);
+    while (j < fine.size() && (covered != c || fine[j] == Expr(1))) covered = covered * fine[j++];
     if (covered != c) return false;
   }
   return j == fine.size();
@@ -250,7 +285,7 @@ FusionScore FusionRules::score(const FusedNode& a, const FusedNode& b) const {
   const GroupSummary& sa = summary(a);
   const GroupSummary& sb = summary(b);
   for (const MemoryDep& d : sa.deps) {
-    if (sb.deps.count(d)) s.shared_bytes += d.bytes();
+    if (sb.deps.count(d)) s.shared_bytes += d.bytes(nodes_.front().symbols);
   }
   for (const auto& name : sa.buffers) s.shared_buffers += static_cast<int>(sb.buffers.count(name));
   s.type = (a.has_reduction() == b.has_reduction() && s.shared_bytes > 0) ? 1 : 0;
@@ -289,8 +324,8 @@ std::string FusionRules::check_accesses(const FusedNode& fused, const FusedNode&
         if (pw.nest > pr.nest) {
           return reader.name + " would run before its producer " + producer.name;
         }
-        const auto cw = index::collapse(w, nest_inner_loops(fused, pw.nest));
-        const auto cr = index::collapse(r, nest_inner_loops(fused, pr.nest));
+        const auto cw = index::collapse(w, nest_inner_loops(fused, pw.nest), "c", producer.symbols);
+        const auto cr = index::collapse(r, nest_inner_loops(fused, pr.nest), "c", reader.symbols);
         if (!(cw == cr)) {
           return reader.name + " reads " + read.buffer + " outside the outer iteration that " +
                  producer.name + " writes (" + index::to_string(r) + " vs " + index::to_string(w) +
@@ -314,7 +349,7 @@ FusionDecision FusionRules::try_same_nest(const FusedNode& a, const FusedNode& b
   const auto pb = b.pointwise_ranges();
   const auto ra = a.reduction_ranges();
   const auto rb = b.reduction_ranges();
-  auto joined = [](std::vector<int64_t> x, const std::vector<int64_t>& y) {
+  auto joined = [](std::vector<Expr> x, const std::vector<Expr>& y) {
     x.insert(x.end(), y.begin(), y.end());
     return x;
   };
@@ -358,7 +393,7 @@ namespace {
 // generation vectorizes it along the output loop, one output per lane (kernel_form.cpp).
 const Access* column_reduction_load(const SchedulerNode& n) {
   if (!n.is_reduction() || n.vars.empty() || n.reduction_vars.empty()) return nullptr;
-  const index::RangeMap ranges = n.ranges();
+  const index::Domain ranges = n.domain();
   for (const Access& read : n.reads) {
     const auto along_output = index::stride(read.index, n.vars.back().name, ranges);
     const auto along_reduction = index::stride(read.index, n.reduction_vars.back().name, ranges);
@@ -391,7 +426,7 @@ FusionDecision FusionRules::try_outer_loop(const FusedNode& a, const FusedNode& 
   for (const FusedNode* part : {&a, &b}) {
     for (const LoopNest& nest : part->nests) {
       LoopNest moved = nest;
-      std::vector<int64_t> inner(part->outer.begin(), part->outer.end());
+      std::vector<Expr> inner(part->outer.begin(), part->outer.end());
       inner.insert(inner.end(), nest.sizes.begin(), nest.sizes.end());
       moved.sizes.assign(inner.begin() + static_cast<std::ptrdiff_t>(depth), inner.end());
       f.nests.push_back(moved);

@@ -122,11 +122,15 @@ struct Placement {
 Placement place(const FusedNode& fused, const SchedulerNode& node);
 // Whether every extent of `coarse` is the product of a run of consecutive extents of `fine`
 // (so a pointwise loop nest over `coarse` can be re-split into `fine`, row-major).
-bool coarsens(const std::vector<int64_t>& coarse, const std::vector<int64_t>& fine);
+// With symbolic extents a run's product must equal the coarse extent as an expression.
+bool coarsens(const std::vector<index::Expr>& coarse, const std::vector<index::Expr>& fine);
 // An access index of `node` rewritten into the loop variables of `fused` (simplified).
 index::Expr placed_index(const FusedNode& fused, const SchedulerNode& node, const index::Expr& idx,
                          const Placement& placement);
-// The ranges of the loop variables of one nest of a fused node (outer loops included).
+// Where the loop variables of one nest of a fused node range (outer loops included), with the
+// size symbols' facts.
+index::Domain nest_domain(const FusedNode& fused, size_t nest, const index::SymbolTable& symbols);
+// The same as constants, for code generation, which does not take symbols yet.
 index::RangeMap nest_ranges(const FusedNode& fused, size_t nest);
 std::vector<index::LoopVar> nest_inner_loops(const FusedNode& fused, size_t nest);
 

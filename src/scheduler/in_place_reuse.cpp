@@ -16,7 +16,7 @@ std::string refusal(const std::vector<SchedulerNode>& nodes, const FusedNode& gr
   if (old.is_output) return old.buffer + " is a graph output";
   if (!old.stored()) return old.buffer + " never reaches memory";
   if (old.producer == g) return old.buffer + " is written in this kernel";
-  if (old.bytes != mine.bytes) return "sizes differ";
+  if (old.size != mine.size) return "sizes differ";  // as expressions: equal at every size
   if (nodes[static_cast<size_t>(old.node)].buffer->dtype != writer.buffer->dtype) {
     return "dtypes differ";
   }

@@ -36,17 +36,22 @@ int64_t local_slice(const std::vector<SchedulerNode>& nodes, const FusedNode& f,
       if (r.buffer == buffer) accesses.push_back(r.index);
     }
     const Placement p = place(f, n);
+    // Issue 33: a slice of symbolic extent has no constant size to hold locally (the outer
+    // loops, whatever their extents, are fixed at 0 below).
+    for (const index::LoopVar& inner_loop : nest_inner_loops(f, p.nest)) {
+      if (!inner_loop.extent.is_constant()) return 0;
+    }
+    const index::Domain domain = nest_domain(f, p.nest, n.symbols);
     for (const Expr& raw : accesses) {
       const Expr idx = placed_index(f, n, raw, p);
-      const Expr inner =
-          index::simplify(index::substitute(idx, zero_outer), nest_ranges(f, p.nest));
+      const Expr inner = index::simplify(index::substitute(idx, zero_outer), domain);
       const Expr outer = idx - inner;
       for (const auto& v : index::free_vars(outer)) {
         if (!outer_vars.count(v)) return 0;
       }
       if (common_outer && *common_outer != outer) return 0;
       common_outer = outer;
-      const auto b = index::bounds(inner, nest_ranges(f, p.nest));
+      const auto b = index::bounds(inner, domain);
       if (!b || b->lo < 0) return 0;
       slice = std::max(slice, b->hi + 1);
     }
@@ -68,8 +73,8 @@ std::vector<StorageDecision> decide_storage(const std::vector<SchedulerNode>& no
       StorageDecision d;
       d.buffer = n.write.buffer;
       d.node = id;
-      d.bytes = index::static_value(n.buffer->numel(), "memory planning") *
-                static_cast<int64_t>(dtype_size(n.buffer->dtype));
+      d.size = n.buffer->numel() * Expr(static_cast<int64_t>(dtype_size(n.buffer->dtype)));
+      d.bytes = index::value_at_hints(d.size, n.symbols);
       d.group = static_cast<int>(g);
       d.producer = d.group;
       d.input_storage = n.buffer->mutated_input;

@@ -36,6 +36,9 @@ struct StorageOptions {
 struct StorageDecision {
   std::string buffer;
   int node = -1;  // the scheduler node that writes it
+  // Its bytes as an expression over the size symbols (issue 33), and their value at the
+  // symbols' hints, which only scores and peak estimates read.
+  index::Expr size;
   int64_t bytes = 0;
   int group = -1;  // the group of that node
   // The group that runs its producer: `group`, or for a further result of a call

@@ -117,22 +117,12 @@ int64_t allocated_peak(const Schedule& s, std::vector<StorageDecision> decisions
 }  // namespace
 
 Schedule schedule(const lowering::LoweredGraph& graph, const ScheduleOptions& options) {
-  // Issue 33 (docs/symbolic_sizes.md): lowering takes size symbols, the scheduler not yet; a
-  // symbolic loop program is refused here by name, never scheduled at its hints.
-  if (graph.is_symbolic()) {
-    std::string symbols;
-    for (const auto& entry : graph.symbols) symbols += (symbols.empty() ? "" : ", ") + entry.first;
-    throw std::invalid_argument("scheduling: graph '" + graph.name +
-                                "' has sizes known only at run time (" + symbols +
-                                "), which the scheduler does not take yet; bind them first "
-                                "(graph_passes::bind_sizes, stax --sizes)");
-  }
   Schedule s;
   s.graph = &graph;
   // Step 1: one node per buffer, with its dependences.
   for (size_t k = 0; k < graph.buffers.size(); ++k) {
     try {
-      s.nodes.push_back(make_scheduler_node(static_cast<int>(k), graph.buffers[k]));
+      s.nodes.push_back(make_scheduler_node(static_cast<int>(k), graph.buffers[k], graph.symbols));
     } catch (const std::exception&) {
       ir::rethrow_with_context("scheduling " + graph.buffers[k].source);
     }

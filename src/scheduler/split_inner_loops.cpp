@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "index/expr.h"
+#include "index/shape_exprs.h"
 #include "scheduler/fusion_rules.h"
 
 namespace stax::scheduler {
@@ -42,7 +43,10 @@ void split_inner_loops(const std::vector<SchedulerNode>& nodes, std::vector<Fuse
     if (!nest.reduction_sizes.empty() || nest.sizes.empty()) continue;
     if (has_external_member(nodes, group)) continue;
     const std::string inner = "x" + std::to_string(group.outer.size() + nest.sizes.size() - 1);
-    const int64_t extent = nest.sizes.back();
+    // Issue 33: a split needs the extent's value (a symbolic innermost loop is kept).
+    const std::optional<int64_t> known = nest.sizes.back().constant_value();
+    if (!known || !index::all_constant(group.outer) || !index::all_constant(nest.sizes)) continue;
+    const int64_t extent = *known;
     const std::optional<int64_t> period =
         index::contiguous_split(placed_accesses(nodes, group), inner, nest_ranges(group, 0));
     if (!period) continue;
@@ -53,7 +57,7 @@ void split_inner_loops(const std::vector<SchedulerNode>& nodes, std::vector<Fuse
                           "-lane vectors");
       continue;
     }
-    nest.sizes.back() = extent / *period;
+    nest.sizes.back() = index::Expr(extent / *period);
     nest.sizes.push_back(*period);
     log.lines.push_back(what + " split as (" + std::to_string(extent / *period) + ", " +
                         std::to_string(*period) + "): accesses divide it by " +

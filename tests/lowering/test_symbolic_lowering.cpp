@@ -3,7 +3,7 @@
 // counts of means and variances, view windows such as x[-1]) is then evaluated at many values
 // of s0 and compared with the eager interpreter at those sizes. So no size at the hint can be
 // baked into the loop program unseen: at any other size the values would differ. The op
-// families whose lowering does not take symbols yet, and the scheduler, refuse by name.
+// families whose lowering does not take symbols yet refuse by name.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -12,7 +12,6 @@
 #include "evaluating_handler.h"
 #include "ir/graph.h"
 #include "lowering/lowering.h"
-#include "scheduler/schedule.h"
 
 namespace stax::lowering {
 namespace {
@@ -111,7 +110,7 @@ TEST(SymbolicLowering, LoopRangesAndStridesAreExpressionsOverTheSymbols) {
   EXPECT_EQ(lowered.outputs[5].offset, 16 * (s0 - 1));
 }
 
-TEST(SymbolicLowering, FamiliesWithoutSymbolicLoweringAndTheSchedulerRefuseByName) {
+TEST(SymbolicLowering, FamiliesWithoutSymbolicLoweringRefuseByName) {
   const ir::Graph mm = ir::parse_graph(
       "def f(x: f32[s0, 16], w: f32[16, 8]):\n    y = mm(x, w)\n    return y\n", "mm.stax");
   try {
@@ -119,16 +118,6 @@ TEST(SymbolicLowering, FamiliesWithoutSymbolicLoweringAndTheSchedulerRefuseByNam
     FAIL() << "lowered";
   } catch (const std::exception& e) {
     EXPECT_NE(std::string(e.what()).find("lowering mm: sizes known only at run time"),
-              std::string::npos)
-        << e.what();
-  }
-  const LoweredGraph lowered = lower(ir::parse_graph(kRows, "rows.stax"));
-  try {
-    scheduler::schedule(lowered);
-    FAIL() << "scheduled";
-  } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("scheduling: graph 'f' has sizes known only at run "
-                                         "time (s0), which the scheduler does not take yet"),
               std::string::npos)
         << e.what();
   }

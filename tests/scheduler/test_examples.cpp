@@ -18,10 +18,10 @@ TEST(SeedExamples, Example71OuterLoopFusion) {
   const auto& op0 = sched.nodes[0];
   const auto& op1 = sched.nodes[1];
   EXPECT_TRUE(op0.is_reduction());
-  EXPECT_EQ(op0.sizes(), (std::vector<int64_t>{64}));
-  EXPECT_EQ(op0.reduction_sizes(), (std::vector<int64_t>{128}));
+  EXPECT_EQ(op0.sizes(), (std::vector<index::Expr>{64}));
+  EXPECT_EQ(op0.reduction_sizes(), (std::vector<index::Expr>{128}));
   EXPECT_FALSE(op1.is_reduction());
-  EXPECT_EQ(op1.sizes(), (std::vector<int64_t>{64, 128}));
+  EXPECT_EQ(op1.sizes(), (std::vector<index::Expr>{64, 128}));
   EXPECT_TRUE(op1.reduction_sizes().empty());
   // Normalized dependences as printed in Example 7.1.
   EXPECT_EQ(op0.write_dep.to_string(), "MemoryDep('buf0', c0, {c0: 64})");
@@ -43,7 +43,7 @@ TEST(SeedExamples, Example71OuterLoopFusion) {
 
   ASSERT_EQ(sched.kernels.size(), 1u);
   EXPECT_TRUE(sched.kernels[0].outer_loop_fused);
-  EXPECT_EQ(sched.kernels[0].outer, (std::vector<int64_t>{64}));  // fusion depth 1
+  EXPECT_EQ(sched.kernels[0].outer, (std::vector<index::Expr>{64}));  // fusion depth 1
 
   codegen::CodegenOptions options;
   options.simd = runtime::SimdLevel::Avx2;
@@ -73,7 +73,7 @@ TEST(SeedExamples, Example72ExpMaterializedReductionsFusedHorizontally) {
   EXPECT_EQ(s->lowered.buffers[0].origin, "exp");
   ASSERT_EQ(s->lowered.log.size(), 1u);
   EXPECT_NE(s->lowered.log[0].find("transcendental"), std::string::npos);
-  EXPECT_EQ(sched.nodes[0].sizes(), (std::vector<int64_t>{8192}));
+  EXPECT_EQ(sched.nodes[0].sizes(), (std::vector<index::Expr>{8192}));
 
   ASSERT_EQ(sched.fusion_log.rounds.size(), 2u);
   const auto& round1 = sched.fusion_log.rounds[0];

@@ -55,7 +55,7 @@ def f(x: f32[16, 40]):
 )");
   ASSERT_EQ(s->schedule.kernels.size(), 1u);
   EXPECT_TRUE(s->schedule.kernels[0].outer_loop_fused);
-  EXPECT_EQ(s->schedule.kernels[0].outer, (std::vector<int64_t>{16}));
+  EXPECT_EQ(s->schedule.kernels[0].outer, (std::vector<index::Expr>{16}));
 }
 
 TEST(FusionRules, AColumnReductionKeepsItsOutputLoopInside) {
@@ -122,13 +122,13 @@ TEST(FusionRules, Definition72PointwiseNodesOfEqualCountShareTheFinerLoops) {
   auto s = schedule_text(
       "def f(x: f32[64, 128], v: f32[64, 1]):\n    a = exp(x)\n    b = mul(x, v)\n"
       "    return a, b\n");
-  ASSERT_EQ(s->schedule.nodes[0].sizes(), (std::vector<int64_t>{8192}));
-  ASSERT_EQ(s->schedule.nodes[1].sizes(), (std::vector<int64_t>{64, 128}));
+  ASSERT_EQ(s->schedule.nodes[0].sizes(), (std::vector<index::Expr>{8192}));
+  ASSERT_EQ(s->schedule.nodes[1].sizes(), (std::vector<index::Expr>{64, 128}));
   const auto& c = fused_candidate(s->schedule, "op0", "op1");
   EXPECT_TRUE(c.fused);
   EXPECT_EQ(c.reason, "COMPATIBLE_RANGES_NO_REDUCTION");
   ASSERT_EQ(s->schedule.kernels.size(), 1u);
-  EXPECT_EQ(s->schedule.kernels[0].nests[0].sizes, (std::vector<int64_t>{64, 128}));
+  EXPECT_EQ(s->schedule.kernels[0].nests[0].sizes, (std::vector<index::Expr>{64, 128}));
 }
 
 // Condition 3 with N = n: a pointwise node once per output of the reduction (s * s) shares
@@ -157,7 +157,7 @@ TEST(FusionRules, Definition72AMergedPointwiseLoopNeverJoinsAReductionOfItsCount
       "    c2 = mul(c, 2.0)\n    o = mm(d, w)\n    return c1, c2, o\n",
       /*with_library=*/true);
   const scheduler::Schedule& sched = s->schedule;
-  ASSERT_EQ(sched.nodes[2].sizes(), (std::vector<int64_t>{8192}));  // c
+  ASSERT_EQ(sched.nodes[2].sizes(), (std::vector<index::Expr>{8192}));  // c
   int refusals = 0;
   for (const auto& round : sched.fusion_log.rounds) {
     for (const auto& c : round.candidates) {

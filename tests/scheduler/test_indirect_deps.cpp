@@ -31,7 +31,7 @@ def f(w: f32[5, 3], i: i64[4], j: i64[2]):
   const MemoryDep whole{"w", index::Expr::var("c0"), {{"c0", 15}}, DType::Float32};
   ASSERT_EQ(e.read_deps.size(), 2u);
   EXPECT_EQ(e.read_deps[1], whole) << e.read_deps[1].to_string();
-  EXPECT_EQ(e.read_deps[1].bytes(), 60);
+  EXPECT_EQ(e.read_deps[1].bytes({}), 60);
   ASSERT_EQ(d.read_deps.size(), 2u);
   EXPECT_EQ(d.read_deps[1], whole) << d.read_deps[1].to_string();
   // The access itself keeps the index through the indirect variable (for code generation).

@@ -37,7 +37,7 @@ TEST(SplitInnerLoops, HeadsMergedIntoTheHiddenDimensionWalkTheirDimContiguously)
   const Schedule& sched = s->schedule;
   ASSERT_EQ(sched.kernels.size(), 1u);
   const FusedNode& f = sched.kernels[0];
-  EXPECT_EQ(f.nests[0].sizes, (std::vector<int64_t>{16, 4, 32}));
+  EXPECT_EQ(f.nests[0].sizes, (std::vector<index::Expr>{16, 4, 32}));
   ASSERT_EQ(sched.loop_split_log.lines.size(), 1u);
   EXPECT_NE(sched.loop_split_log.lines[0].find("innermost loop 128 split as (4, 32)"),
             std::string::npos)
@@ -59,7 +59,7 @@ TEST(SplitInnerLoops, HeadsMergedIntoTheHiddenDimensionWalkTheirDimContiguously)
 TEST(SplitInnerLoops, LessThanAWholeVectorIsKeptWithItsReason) {
   auto s = schedule_with_lanes(kHeadsMerged, 64);
   const Schedule& sched = s->schedule;
-  EXPECT_EQ(sched.kernels[0].nests[0].sizes, (std::vector<int64_t>{16, 128}));
+  EXPECT_EQ(sched.kernels[0].nests[0].sizes, (std::vector<index::Expr>{16, 128}));
   ASSERT_EQ(sched.loop_split_log.lines.size(), 1u);
   EXPECT_NE(sched.loop_split_log.lines[0].find("kept: its accesses divide it by 32, not a whole "
                                                "number of 64-lane vectors"),

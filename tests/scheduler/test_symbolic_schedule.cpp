@@ -1,0 +1,126 @@
+// Issue 33, step 3 (docs/symbolic_sizes.md): the scheduler takes size symbols. Definition
+// 7.2's comparisons of iteration groups and normalized indices are equalities of canonical
+// forms, so a symbolic program fuses as the static program of its hints wherever the two
+// agree at every size, and never where they agree only at the hints (rows of s0 and of s1);
+// scores and peak estimates read the hints. Code generation refuses symbolic schedules by name.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "graph_passes/bind_sizes.h"
+#include "index/shape_exprs.h"
+#include "ir/graph.h"
+#include "lowering/lowering.h"
+#include "program/pipeline.h"
+#include "scheduler/schedule.h"
+
+namespace stax::scheduler {
+namespace {
+
+// A layernorm with a tanh and a residual over s0 rows of 64, and a softmax along s0 (the keys
+// of 4 queries): reductions along the static and the symbolic dim.
+constexpr const char* kBlock =
+    "def blk(x: f32[s0, 64], g: f32[64], s: f32[4, s0]) where s0: [1, 4096] hint=128:\n"
+    "    m = mean(x, [1], True)\n"
+    "    d = sub(x, m)\n"
+    "    q = mul(d, d)\n"
+    "    v = mean(q, [1], True)\n"
+    "    e = add(v, 1e-5)\n"
+    "    r = rsqrt(e)\n"
+    "    n = mul(d, r)\n"
+    "    y = mul(n, g)\n"
+    "    t = tanh(y)\n"
+    "    o = add(t, x)\n"
+    "    mx = amax(s, [1], True)\n"
+    "    z = sub(s, mx)\n"
+    "    ez = exp(z)\n"
+    "    se = sum(ez, [1], True)\n"
+    "    p = div(ez, se)\n"
+    "    return o, p\n";
+
+// Each kernel: its members' buffers and its loops, sizes evaluated at `values`.
+std::vector<std::string> kernels_of(const Schedule& s,
+                                    const std::map<std::string, int64_t>& values) {
+  auto at = [&](const std::vector<index::Expr>& sizes) {
+    std::string out;
+    for (const index::Expr& e : sizes) out += std::to_string(index::evaluate(e, values)) + " ";
+    return out;
+  };
+  std::vector<std::string> out;
+  for (const FusedNode& f : s.kernels) {
+    std::string line = "outer " + at(f.outer);
+    for (const LoopNest& nest : f.nests) {
+      line += "| " + at(nest.sizes) + "/ " + at(nest.reduction_sizes) + ":";
+      for (int id : nest.nodes) line += " " + s.nodes[static_cast<size_t>(id)].buffer->name;
+    }
+    out.push_back(line);
+  }
+  return out;
+}
+
+TEST(SymbolicSchedule, FusesAsTheStaticProgramOfItsHints) {
+  const ir::Graph g = ir::parse_graph(kBlock, "blk.stax");
+  const lowering::LoweredGraph symbolic = lowering::lower(g);
+  ASSERT_TRUE(symbolic.is_symbolic());
+  const Schedule s = schedule(symbolic);
+  const lowering::LoweredGraph bound = lowering::lower(graph_passes::bind_sizes(g, {{"s0", 128}}));
+  const Schedule t = schedule(bound);
+  // The same kernels; their order may differ, as the next check shows.
+  std::vector<std::string> got = kernels_of(s, {{"s0", 128}}), want = kernels_of(t, {});
+  std::sort(got.begin(), got.end());
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(got, want);
+  // The softmax's exponentials (a row of s0 per query) stay in a per-row slice of the static
+  // program; a slice of symbolic size has no constant size to hold, so the symbolic program
+  // stores them (and its memory order, simulating that, may differ).
+  const std::string exps = "buf4";
+  ASSERT_NE(symbolic.find_buffer(exps)->origin.find("exp"), std::string::npos);
+  EXPECT_TRUE(t.is_localized(exps));
+  EXPECT_FALSE(s.is_localized(exps));
+  // The layernorm's reductions and the pointwise tail share one kernel over the s0 rows.
+  bool rows_fused = false;
+  for (const FusedNode& f : s.kernels) {
+    if (f.members().size() >= 3 && !f.outer.empty() && f.outer[0] == index::Expr::var("s0")) {
+      rows_fused = true;
+    }
+  }
+  EXPECT_TRUE(rows_fused) << ::testing::PrintToString(kernels_of(s, {{"s0", 128}}));
+}
+
+TEST(SymbolicSchedule, SizesEqualOnlyAtTheHintsDoNotFuse) {
+  // Both sums read w; at the hints (64 rows each) their iteration groups are the same, so the
+  // static program fuses them. s0 and s1 may differ at run time: the symbolic one may not.
+  const char* text =
+      "def f(x: f32[s0, 64], y: f32[s1, 64], w: f32[64]) where s0: [1, 512] hint=64, "
+      "s1: [1, 512] hint=64:\n"
+      "    a = add(x, w)\n"
+      "    b = add(y, w)\n"
+      "    return a, b\n";
+  const ir::Graph g = ir::parse_graph(text, "f.stax");
+  const lowering::LoweredGraph bound =
+      lowering::lower(graph_passes::bind_sizes(g, {{"s0", 64}, {"s1", 64}}));
+  EXPECT_EQ(schedule(bound).kernels.size(), 1u);
+  const lowering::LoweredGraph symbolic = lowering::lower(g);
+  const Schedule s = schedule(symbolic);
+  EXPECT_EQ(s.kernels.size(), 2u);
+}
+
+TEST(SymbolicSchedule, CodeGenerationRefusesASymbolicScheduleByName) {
+  const lowering::LoweredGraph lowered = lowering::lower(ir::parse_graph(kBlock, "blk.stax"));
+  const Schedule s = schedule(lowered);
+  try {
+    program::build_host_program(s, kernel::PipelineOptions{});
+    FAIL() << "built";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("code generation: graph 'blk' has sizes known only at "
+                                         "run time (s0), which code generation does not take yet"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace stax::scheduler
