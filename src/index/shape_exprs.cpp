@@ -66,6 +66,13 @@ std::vector<int64_t> values_at_hints(const std::vector<Expr>& exprs, const Symbo
   return values;
 }
 
+std::optional<int64_t> upper_bound(const Expr& e, const SymbolTable& symbols) {
+  if (const auto c = e.constant_value()) return c;
+  const auto b = bounds(e, Domain({}, symbols));
+  if (!b) return std::nullopt;
+  return b->hi;
+}
+
 std::vector<Expr> contiguous_strides(const std::vector<Expr>& sizes) {
   std::vector<Expr> strides(sizes.size(), Expr(1));
   for (size_t i = sizes.size(); i-- > 1;) strides[i - 1] = strides[i] * sizes[i];

@@ -33,6 +33,10 @@ std::map<std::string, int64_t> hint_values(const SymbolTable& symbols);
 int64_t value_at_hints(const Expr& e, const SymbolTable& symbols);
 std::vector<int64_t> values_at_hints(const std::vector<Expr>& exprs, const SymbolTable& symbols);
 
+// The largest value `e` takes where the symbols' facts hold (for proofs: index widths);
+// nullopt when it is unbounded there.
+std::optional<int64_t> upper_bound(const Expr& e, const SymbolTable& symbols);
+
 // Row-major contiguous strides of the sizes (last dim stride 1).
 std::vector<Expr> contiguous_strides(const std::vector<Expr>& sizes);
 

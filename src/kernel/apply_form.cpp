@@ -148,7 +148,7 @@ void column_reduction(Kernel& k, NestView& v, const NestDecision& d) {
   Block out;
   if (blocks_end > 0) {
     const std::string xb = x + "_block";
-    k.ranges[xb] = e;
+    k.ranges.extents[xb] = e;
     std::vector<Block> instances;
     for (int64_t j = 0; j < kColumnBlock; ++j) {
       VectorContext c;
@@ -305,8 +305,8 @@ void tiled(Kernel& k, NestView& v, const NestDecision& d) {
   f.columns = ex - ex % n;
   f.nest = a_loop.loop->nest;
   f.in_tile = (Expr::var(f.a) - Expr::var(f.at)) * Expr(f.t) + (Expr::var(f.x) - Expr::var(f.xt));
-  k.ranges[f.at] = f.rows;
-  k.ranges[f.xt] = ex;
+  k.ranges.extents[f.at] = f.rows;
+  k.ranges.extents[f.xt] = ex;
   Block tile_body;
   // The body reading the transposed operands from their tiles, which hold the operands'
   // storage type (a 16-bit float tile is read widened, like its operand).

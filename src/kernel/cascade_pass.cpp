@@ -69,7 +69,7 @@ void block_chain(Kernel& k, Block& b, const std::vector<int>& accs) {
   const int64_t end = *inner.end.constant_value();
   const int64_t block = blocking->chunk * inner.step;
   const std::string blk = inner.var + "_blk";
-  k.ranges[blk] = std::max<int64_t>(end, 1);
+  k.ranges.extents[blk] = std::max<int64_t>(end, 1);
   Loop outer = inner;
   outer.var = blk;
   outer.step = block;

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "index/node.h"
+#include "index/shape_exprs.h"
 #include "kernel/kernel_ir_visitor.h"
 
 namespace stax::kernel {
@@ -35,13 +36,21 @@ Wide magnitude_of(Wide lo, Wide hi) {
   return std::max(lo < 0 ? -lo : lo, hi < 0 ? -hi : hi);
 }
 
-std::optional<Reach> reach(const index::Expr& e, const index::RangeMap& ranges);
+std::optional<Reach> reach(const index::Expr& e, const index::Domain& ranges);
 
-std::optional<Reach> atom_reach(const Atom& a, const index::RangeMap& ranges) {
+std::optional<Reach> atom_reach(const Atom& a, const index::Domain& ranges) {
   if (a.kind == AtomKind::kVar) {
-    auto it = ranges.find(a.name);
-    if (it == ranges.end() || it->second < 1) return std::nullopt;
-    return Reach{it->second - 1, 0, it->second - 1};
+    // A loop variable reaches below its extent's largest value; a size symbol (issue 33) its
+    // facts' upper end.
+    if (auto it = ranges.extents.find(a.name); it != ranges.extents.end()) {
+      const auto extent = index::upper_bound(it->second, ranges.symbols);
+      if (!extent || *extent < 1) return std::nullopt;
+      return Reach{*extent - 1, 0, *extent - 1};
+    }
+    if (auto it = ranges.symbols.find(a.name); it != ranges.symbols.end()) {
+      return Reach{it->second.hi, it->second.lo, it->second.hi};
+    }
+    return std::nullopt;
   }
   const auto dividend = reach(a.arg, ranges);
   if (!dividend) return std::nullopt;
@@ -57,7 +66,7 @@ std::optional<Reach> atom_reach(const Atom& a, const index::RangeMap& ranges) {
   return r;
 }
 
-std::optional<Reach> reach(const index::Expr& e, const index::RangeMap& ranges) {
+std::optional<Reach> reach(const index::Expr& e, const index::Domain& ranges) {
   const auto& node = e.node();
   Reach out;
   out.largest = magnitude_of(node.constant);
@@ -97,31 +106,33 @@ std::optional<int64_t> narrow(std::optional<Wide> w) {
 
 }  // namespace
 
-std::optional<int64_t> index_magnitude(const index::Expr& e, const index::RangeMap& ranges) {
+std::optional<int64_t> index_magnitude(const index::Expr& e, const index::Domain& ranges) {
   const auto r = reach(e, ranges);
   if (!r) return std::nullopt;
   return narrow(r->largest);
 }
 
 std::optional<int64_t> index_magnitude_as_printed(const index::Expr& e,
-                                                  const index::RangeMap& ranges) {
+                                                  const index::Domain& ranges) {
   const auto given = index_magnitude(e, ranges);
   const auto simplified = index_magnitude(index::simplify(e, ranges), ranges);
   if (!given || !simplified) return std::nullopt;
   return std::max(*given, *simplified);
 }
 
-std::optional<int64_t> loop_header_magnitude(const Loop& loop, const index::RangeMap& ranges) {
+std::optional<int64_t> loop_header_magnitude(const Loop& loop, const index::Domain& ranges) {
   const auto begin = index_magnitude_as_printed(loop.begin, ranges);
   const auto end = index_magnitude_as_printed(loop.end, ranges);
   const auto first = index::bounds(loop.begin, ranges);
   const auto stop = index::bounds(loop.end, ranges);
-  const auto range = ranges.find(loop.var);
-  if (!begin || !end || !first || !stop || range == ranges.end()) return std::nullopt;
+  const auto range = ranges.extents.find(loop.var);
+  if (!begin || !end || !first || !stop || range == ranges.extents.end()) return std::nullopt;
+  const auto extent = index::upper_bound(range->second, ranges.symbols);
+  if (!extent) return std::nullopt;
   const Wide last_stop = loop.limit ? std::min<Wide>(stop->hi, *loop.limit) : stop->hi;
   // Every index bound takes the variable within [0, range - 1]; a loop beyond it proves
   // nothing.
-  if (first->lo < 0 || last_stop > range->second) return std::nullopt;
+  if (first->lo < 0 || last_stop > *extent) return std::nullopt;
   // The last iteration starts below the stop; its increment may pass the stop by step - 1.
   const Wide overshoot = last_stop - 1 + loop.step;
   Wide largest = std::max<Wide>({*begin, *end, overshoot, magnitude_of(loop.step)});
@@ -129,7 +140,7 @@ std::optional<int64_t> loop_header_magnitude(const Loop& loop, const index::Rang
   return narrow(largest);
 }
 
-std::optional<int64_t> index_value_magnitude(const Let& let, const index::RangeMap& ranges) {
+std::optional<int64_t> index_value_magnitude(const Let& let, const index::Domain& ranges) {
   const auto start = index_magnitude_as_printed(let.index, ranges);
   if (!start) return std::nullopt;
   const Wide lanes = static_cast<Wide>(let.type.lanes - 1) * magnitude_of(let.step);

@@ -173,8 +173,8 @@ class NestBuilder final : public lowering::OpsHandler {
         PointwiseOp::Minimum,
         {wrapped, constant(static_cast<double>(std::max<int64_t>(size - 1, 0)), DType::Int64)},
         DType::Int64);
-    const std::string name = "ind" + std::to_string(k_.ranges.size());
-    k_.ranges[name] = std::max<int64_t>(size, 1);
+    const std::string name = "ind" + std::to_string(k_.ranges.extents.size());
+    k_.ranges.extents[name] = std::max<int64_t>(size, 1);
     ranges_[name] = std::max<int64_t>(size, 1);
     Stmt d;
     d.kind = StmtKind::DefineIndex;
@@ -432,7 +432,7 @@ Kernel build_kernel(const scheduler::Schedule& s, const scheduler::FusedNode& f,
   for (size_t j = 0; j < f.outer.size(); ++j) {
     const std::string x = "x" + std::to_string(j);
     zero_outer[x] = Expr(0);
-    k.ranges[x] = index::static_value(f.outer[j], kCodeGeneration);
+    k.ranges.extents[x] = index::static_value(f.outer[j], kCodeGeneration);
   }
   Block outer_body;
   // Slices of the buffers that live within one outer iteration (private to the thread).
@@ -456,11 +456,12 @@ Kernel build_kernel(const scheduler::Schedule& s, const scheduler::FusedNode& f,
     index::RangeMap renamed_ranges;
     for (const auto& [var, extent] : ranges) {
       std::string name = var;
-      if (auto it = k.ranges.find(var); it != k.ranges.end() && it->second != extent) {
+      if (auto it = k.ranges.extents.find(var);
+          it != k.ranges.extents.end() && it->second != extent) {
         name = var + "_n" + std::to_string(nest);
         rename[var] = Expr::var(name);
       }
-      k.ranges[name] = extent;
+      k.ranges.extents[name] = extent;
       renamed_ranges[name] = extent;
     }
     auto var_name = [&](const std::string& v) {

@@ -6,6 +6,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "index/shape_exprs.h"
 #include "kernel/nest_structure.h"
 #include "kernel/passes.h"
 #include "kernel/vector_form.h"
@@ -47,7 +48,7 @@ std::vector<const Let*> loads_of(const Block& b) {
 
 bool reads_indirectly(const Kernel& k, const Let& load) {
   for (const auto& v : index::free_vars(load.access.index)) {
-    if (v.rfind("ind", 0) == 0 && k.ranges.count(v)) return true;
+    if (v.rfind("ind", 0) == 0 && k.ranges.extents.count(v)) return true;
   }
   return false;
 }
@@ -228,11 +229,13 @@ NestDecision decide(const Kernel& k, NestView& v, const TargetOptions& t) {
       bool short_reduction = true;
       int64_t reduced = 1;
       for (const Stmt* loop : v.reduction) {
-        const int64_t extent = k.ranges.at(loop->loop->var);
+        // A heuristic: at the hints where extents are symbolic (issue 33).
+        const int64_t extent =
+            index::value_at_hints(k.ranges.extents.at(loop->loop->var), k.ranges.symbols);
         short_reduction = short_reduction && extent < along_r.lanes;
         reduced *= extent;
       }
-      const int64_t x_extent = k.ranges.at(x);
+      const int64_t x_extent = index::value_at_hints(k.ranges.extents.at(x), k.ranges.symbols);
       if (short_reduction && x_extent >= along_x.lanes && per_lane_accumulators(k, body, &why) &&
           !vector_obstacle(k, body, x)) {
         d.form = KernelForm::ColumnReduction;

@@ -280,8 +280,9 @@ struct Kernel {
   Block body;
   std::vector<Accumulator> accumulators;  // indexed by id
   std::vector<ErrorSite> errors;
-  // Every loop and index variable with its extent (simplification, C++ index printing).
-  index::RangeMap ranges;
+  // Every loop and index variable with its extent, and the size symbols the extents are
+  // expressions over, with their facts (simplification, index widths, C++ index printing).
+  index::Domain ranges;
   std::map<std::string, bool> buffer_is_input;  // buffers the kernel's pointers name
   KernelDecisions decisions;
   int next_value = 0;

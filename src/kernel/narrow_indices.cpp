@@ -11,6 +11,7 @@
 #include <map>
 #include <set>
 
+#include "index/shape_exprs.h"
 #include "kernel/index_width.h"
 #include "kernel/kernel_ir_visitor.h"
 #include "kernel/passes.h"
@@ -70,8 +71,11 @@ void narrow_indices(Kernel& k) {
       candidates.insert(s.name);
       // Every bound takes the variable within its recorded range.
       const auto b = index::bounds(*s.index, k.ranges);
-      const auto range = k.ranges.find(s.name);
-      if (!b || range == k.ranges.end() || b->lo < 0 || b->hi >= range->second) {
+      const auto range = k.ranges.extents.find(s.name);
+      const auto extent = range == k.ranges.extents.end()
+                              ? std::nullopt
+                              : index::upper_bound(range->second, k.ranges.symbols);
+      if (!b || !extent || b->lo < 0 || b->hi >= *extent) {
         wide.emplace(s.name, "index " + s.name + " leaves its range");
       }
     }

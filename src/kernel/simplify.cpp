@@ -54,7 +54,7 @@ void drop_unused(Block& b, const std::set<int>& live) {
   b = std::move(kept);
 }
 
-void clean(Block& b, const index::RangeMap& ranges) {
+void clean(Block& b, const index::Domain& ranges) {
   Block kept;
   kept.reserve(b.size());
   for (Stmt& s : b) {

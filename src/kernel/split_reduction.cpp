@@ -34,7 +34,7 @@ bool append_to_last_iteration(Kernel& k, Stmt& loop, const Stmt& tail) {
   last.limit = *end + 1;
   last.role = LoopRole::Other;
   last.nest = l.nest;
-  k.ranges[last.var] = *end + 1;
+  k.ranges.extents[last.var] = *end + 1;
   Block body;
   body.push_back(make_comment("the masked tail, after the last iteration's elements"));
   body.push_back(tail);

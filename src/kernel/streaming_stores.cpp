@@ -14,6 +14,7 @@
 #include <optional>
 #include <set>
 
+#include "index/shape_exprs.h"
 #include "ir/checked_arith.h"
 #include "kernel/kernel_ir_visitor.h"
 #include "kernel/passes.h"
@@ -34,14 +35,17 @@ int64_t streaming_threshold_bytes(const runtime::CacheSizes& caches) {
 
 // How often a loop body runs per execution of the loop (an upper bound for a loop with a
 // limit), or nullopt when its bounds are not constant.
-std::optional<int64_t> trips(const Loop& l, const index::RangeMap& ranges) {
+std::optional<int64_t> trips(const Loop& l, const index::Domain& ranges) {
   const auto b = l.begin.constant_value();
   const auto e = l.end.constant_value();
   if (b && e) return std::max<int64_t>(0, (*e - *b + l.step - 1) / l.step);
   const auto span = (l.end - l.begin).constant_value();
   if (span) return (*span + l.step - 1) / l.step;
-  auto it = ranges.find(l.var);
-  if (it != ranges.end()) return (it->second + l.step - 1) / l.step;
+  // A heuristic: at the hints where the extent is symbolic (issue 33).
+  auto it = ranges.extents.find(l.var);
+  if (it != ranges.extents.end()) {
+    return (index::value_at_hints(it->second, ranges.symbols) + l.step - 1) / l.step;
+  }
   return std::nullopt;
 }
 

@@ -10,7 +10,7 @@ namespace stax::kernel {
 using index::Expr;
 
 std::optional<AccessForm> affine_access_form(const Expr& index, const std::string& var,
-                                             const index::RangeMap& ranges, int64_t* stride) {
+                                             const index::Domain& ranges, int64_t* stride) {
   const auto s = index::stride(index, var, ranges);
   if (!s) return std::nullopt;
   *stride = *s;
@@ -28,7 +28,7 @@ struct Decomposed {
 };
 
 std::optional<Decomposed> decompose(const Expr& e, const std::set<std::string>& indirect,
-                                    const std::string& var, const index::RangeMap& ranges) {
+                                    const std::string& var, const index::Domain& ranges) {
   Decomposed d;
   std::map<std::string, Expr> zero;
   for (const std::string& v : indirect) {

@@ -50,6 +50,6 @@ std::optional<std::string> vector_obstacle(const Kernel& kernel, const Block& sc
 // The access form of an index along `var` when no indirect index is vectorized: Contiguous,
 // Strided (with *stride) or nullopt when the stride is not constant.
 std::optional<AccessForm> affine_access_form(const index::Expr& index, const std::string& var,
-                                             const index::RangeMap& ranges, int64_t* stride);
+                                             const index::Domain& ranges, int64_t* stride);
 
 }  // namespace stax::kernel

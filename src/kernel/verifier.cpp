@@ -199,7 +199,7 @@ class Verifier {
       case StmtKind::Loop: {
         const Loop& l = *s.loop;
         if (l.step < 1) fail("loop " + l.var + " has step " + std::to_string(l.step));
-        if (!k_.ranges.count(l.var)) fail("loop variable " + l.var + " has no range");
+        if (!k_.ranges.extents.count(l.var)) fail("loop variable " + l.var + " has no range");
         if (l.kind == ForKind::Parallel) {
           parallel_loop(s);
           ++work_shared_;

@@ -73,9 +73,9 @@ Stmt reduce(int accumulator, int value) {
 Kernel nested_kernel() {
   Kernel k;
   k.name = "visited";
-  k.ranges["x0"] = 4;
-  k.ranges["x1"] = 8;
-  k.ranges["i"] = 100;
+  k.ranges.extents["x0"] = 4;
+  k.ranges.extents["x1"] = 8;
+  k.ranges.extents["i"] = 100;
   kernel::Accumulator acc;
   acc.id = 0;
   acc.type = lowering::ReductionType::ArgMax;
@@ -333,8 +333,8 @@ TEST(KernelIRMutator, DefaultMutatorLeavesTheIRIdenticalAndUnaliased) {
 TEST(KernelIRVisitor, SimplifyCanonicalizesEveryIndexExpression) {
   Kernel k;
   k.name = "indices";
-  k.ranges["x0"] = 8;
-  k.ranges["i"] = 8;
+  k.ranges.extents["x0"] = 8;
+  k.ranges.extents["i"] = 8;
   Stmt define;
   define.kind = StmtKind::DefineIndex;
   define.name = "i";

@@ -39,7 +39,7 @@ Kernel kernel_of(std::vector<Stmt> body) {
   Kernel k;
   k.name = "test";
   k.body = std::move(body);
-  k.ranges["x0"] = 8;
+  k.ranges.extents["x0"] = 8;
   return k;
 }
 
@@ -228,18 +228,18 @@ TEST(KernelLoopKind, VerifierRejectsNestedOrImperfectWorkSharing) {
   // A parallel loop inside a parallel loop.
   kernel::Block inner = {kernel::make_loop(parallel("x1", 8, 1), {})};
   Kernel nested = kernel_of({kernel::make_loop(parallel("x0", 8, 1), inner)});
-  nested.ranges["x1"] = 8;
+  nested.ranges.extents["x1"] = 8;
   expect_rejected(nested, "inside work that is already shared");
   // collapse(2) over a loop whose body holds more than the next loop.
   kernel::Block imperfect = {kernel::make_let(constant(0, DType::Float32)),
                              kernel::make_loop(counted("x1", 8), {})};
   Kernel two = kernel_of({kernel::make_loop(parallel("x0", 8, 2), imperfect)});
-  two.ranges["x1"] = 8;
+  two.ranges.extents["x1"] = 8;
   expect_rejected(two, "not perfectly nested");
   // collapse(2) over a perfect nest (comments allowed) is fine, and prints its policy.
   kernel::Block perfect = {kernel::make_comment("row"), kernel::make_loop(counted("x1", 8), {})};
   Kernel ok = kernel_of({kernel::make_loop(parallel("x0", 8, 2), perfect)});
-  ok.ranges["x1"] = 8;
+  ok.ranges.extents["x1"] = 8;
   EXPECT_NO_THROW(kernel::verify(ok, "test pass"));
   EXPECT_TRUE(contains(kernel::print_kernel(ok), "#pragma omp for collapse(2) schedule(static)"))
       << kernel::print_kernel(ok);
