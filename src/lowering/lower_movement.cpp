@@ -32,23 +32,35 @@ BodyStats mask_stats(int bounded_sides) {
 }  // namespace
 
 LoweredValue Lowerer::lower_cat(const ir::Node& node, const ir::Value& out) {
-  refuse_symbolic_sizes(node);
-  const ir::CatArgs c = ir::cat_args(graph_, node);
+  ir::CatArgs c = ir::cat_args(graph_, node);
+  // Issue 33: each part's extent along dim, and its offset, as expressions (a cache of s0
+  // tokens and one new token: parts [0, s0) and [s0, s0 + 1)).
+  std::vector<Expr> part_offsets, part_sizes;
+  Expr running(0);
+  for (const ir::CatPart& part : c.parts) {
+    const Expr size = c.stacked
+                          ? Expr(1)
+                          : sizes_of(graph_.value(part.value).type).at(static_cast<size_t>(c.dim));
+    part_offsets.push_back(running);
+    part_sizes.push_back(size);
+    running = running + size;
+  }
   struct Region {
     Loader loader;
-    int64_t begin;
-    int64_t end;
+    Expr begin;
+    Expr end;
   };
   std::vector<Region> regions;
   LoweredValue v = computed_value(node, out);
   const DType dtype = out.type.dtype;
-  for (const ir::CatPart& part : c.parts) {
-    if (part.size == 0) continue;  // never selected
+  for (size_t p = 0; p < c.parts.size(); ++p) {
+    const ir::CatPart& part = c.parts[p];
+    if (part_sizes[p] == Expr(0)) continue;  // never selected
     const LoweredValue& operand = value(part.value.index);
     Loader inner = operand.loader;
     const DType from = operand.dtype;
     const int64_t dim = c.dim;
-    const int64_t offset = part.offset;
+    const Expr offset = part_offsets[p];
     const bool stacked = c.stacked;
     Loader loader = [inner, from, dtype, dim, offset, stacked](OpsHandler& h,
                                                                const std::vector<Expr>& idx) {
@@ -56,12 +68,12 @@ LoweredValue Lowerer::lower_cat(const ir::Node& node, const ir::Value& out) {
       if (stacked) {
         at.erase(at.begin() + dim);
       } else {
-        at[static_cast<size_t>(dim)] = idx[static_cast<size_t>(dim)] - Expr(offset);
+        at[static_cast<size_t>(dim)] = idx[static_cast<size_t>(dim)] - offset;
       }
       OpsValue x = inner(h, at);
       return from == dtype ? x : h.to_dtype(x, dtype);
     };
-    regions.push_back({loader, part.offset, part.offset + part.size});
+    regions.push_back({loader, offset, offset + part_sizes[p]});
     v.stats += operand.stats;
     v.stats += mask_stats(2);
   }
@@ -209,8 +221,19 @@ LoweredValue Lowerer::lower_flip_roll(const ir::Node& node, const ir::Value& out
 }
 
 LoweredValue Lowerer::lower_indirect(const ir::Node& node, const ir::Value& out) {
-  refuse_symbolic_sizes(node);
   const ir::IndirectArgs a = ir::indirect_args(graph_, node);
+  if (has_symbolic_sizes(node)) {
+    // Issue 33: the index tensors and the dims not selected along may be symbolic (token ids
+    // of s0 positions into a static table); a selected dim's size bounds the index values,
+    // and that bound must be a number.
+    const std::vector<Expr> source = sizes_of(graph_.value(a.source).type);
+    for (const ir::IndexTerm& t : a.terms) {
+      if (t.dim >= 0 && !source.at(static_cast<size_t>(t.dim)).is_constant()) {
+        refuse_symbolic_sizes(node);
+      }
+    }
+    if (a.empty_result_rule || node.op == "index") refuse_symbolic_sizes(node);
+  }
   const LoweredValue& source = value(a.source.index);
   LoweredValue v = computed_value(node, out);
   v.stats = source.stats;
@@ -267,7 +290,7 @@ LoweredValue Lowerer::lower_indirect(const ir::Node& node, const ir::Value& out)
     v.stats = checked.stats;
     return v;
   }
-  if (out.type.numel() == 0) {
+  if (!out.type.is_symbolic() && out.type.numel() == 0) {
     // No element to compute and eager checks nothing: read nothing (an index over a loop of
     // no iteration has no range to bound the indirect read by).
     v.loader = [v_dtype](OpsHandler& h, const std::vector<Expr>&) {

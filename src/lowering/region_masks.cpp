@@ -3,14 +3,21 @@
 
 namespace stax::lowering {
 
-OpsValue index_at_least(OpsHandler& h, const index::Expr& idx, int64_t bound) {
-  return apply(h, PointwiseOp::Ge,
-               {h.index_value(idx, DType::Int64), h.constant(bound, DType::Int64)});
+namespace {
+
+OpsValue bound_value(OpsHandler& h, const index::Expr& bound) {
+  if (const auto c = bound.constant_value()) return h.constant(*c, DType::Int64);
+  return h.index_value(bound, DType::Int64);
 }
 
-OpsValue index_below(OpsHandler& h, const index::Expr& idx, int64_t bound) {
-  return apply(h, PointwiseOp::Lt,
-               {h.index_value(idx, DType::Int64), h.constant(bound, DType::Int64)});
+}  // namespace
+
+OpsValue index_at_least(OpsHandler& h, const index::Expr& idx, const index::Expr& bound) {
+  return apply(h, PointwiseOp::Ge, {h.index_value(idx, DType::Int64), bound_value(h, bound)});
+}
+
+OpsValue index_below(OpsHandler& h, const index::Expr& idx, const index::Expr& bound) {
+  return apply(h, PointwiseOp::Lt, {h.index_value(idx, DType::Int64), bound_value(h, bound)});
 }
 
 OpsValue both(OpsHandler& h, std::optional<OpsValue> a, OpsValue b) {

@@ -11,9 +11,10 @@
 
 namespace stax::lowering {
 
-// idx >= bound, and idx < bound, as boolean values.
-OpsValue index_at_least(OpsHandler& h, const index::Expr& idx, int64_t bound);
-OpsValue index_below(OpsHandler& h, const index::Expr& idx, int64_t bound);
+// idx >= bound, and idx < bound, as boolean values; a bound may be an expression over the size
+// symbols (issue 33: the regions of a cat along a dim of size s0).
+OpsValue index_at_least(OpsHandler& h, const index::Expr& idx, const index::Expr& bound);
+OpsValue index_below(OpsHandler& h, const index::Expr& idx, const index::Expr& bound);
 // a && b, or b alone when there is no a yet.
 OpsValue both(OpsHandler& h, std::optional<OpsValue> a, OpsValue b);
 // Where(mask, x, y) for values of x's dtype; 16-bit floats choose in float32 (exactly: both

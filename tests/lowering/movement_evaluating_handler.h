@@ -21,6 +21,8 @@ class MovementEvaluatingHandler final : public OpsHandler {
  public:
   std::map<std::string, Tensor> buffers;  // name -> storage (inputs and computed buffers)
   std::map<std::string, int64_t> vars;    // loop and indirect variables bound now
+  // The size symbols' values (issue 33: a symbolic loop program run at one size).
+  std::map<std::string, int64_t> symbols;
 
   OpsValue load(const std::string& buffer, const index::Expr& idx, DType dtype) override {
     if (masked_out()) return make(0.0, dtype);
@@ -103,9 +105,8 @@ class MovementEvaluatingHandler final : public OpsHandler {
     for (size_t k = 0; k < graph.inputs.size(); ++k) buffers[graph.inputs[k].name] = inputs.at(k);
     for (const ComputedBuffer& buf : graph.buffers) {
       if (buf.is_reduction()) throw std::logic_error("EvaluatingHandler: reduction buffer");
-      buffers[buf.name] = Tensor::empty_strided(buf.dtype, index::static_values(buf.sizes, "test"),
-                                                index::static_values(buf.strides, "test"));
-      const std::vector<int64_t> ranges = index::static_values(buf.ranges, "test");
+      buffers[buf.name] = Tensor::empty_strided(buf.dtype, values(buf.sizes), values(buf.strides));
+      const std::vector<int64_t> ranges = values(buf.ranges);
       int64_t n = 1;
       for (int64_t r : ranges) n *= r;
       std::vector<index::Expr> idx;
@@ -114,7 +115,7 @@ class MovementEvaluatingHandler final : public OpsHandler {
       }
       for (int64_t p = 0; p < n; ++p) {
         const std::vector<int64_t> at = unravel_index(p, ranges);
-        vars.clear();
+        vars = symbols;
         indirect_count_ = 0;
         for (size_t d = 0; d < at.size(); ++d) vars["i" + std::to_string(d)] = at[d];
         buf.run_body(*this, idx, {});
@@ -124,14 +125,18 @@ class MovementEvaluatingHandler final : public OpsHandler {
     std::vector<Tensor> out;
     for (const OutputSpec& o : graph.outputs) {
       const Tensor& base = buffers.at(o.buffer);
-      out.push_back(base.as_strided(index::static_values(o.sizes, "test"),
-                                    index::static_values(o.strides, "test"),
-                                    base.offset() + index::static_value(o.offset, "test")));
+      out.push_back(base.as_strided(values(o.sizes), values(o.strides),
+                                    base.offset() + index::evaluate(o.offset, symbols)));
     }
     return out;
   }
 
  private:
+  std::vector<int64_t> values(const std::vector<index::Expr>& exprs) const {
+    std::vector<int64_t> out;
+    for (const index::Expr& e : exprs) out.push_back(index::evaluate(e, symbols));
+    return out;
+  }
   bool masked_out() const {
     for (bool m : masks_) {
       if (!m) return true;
