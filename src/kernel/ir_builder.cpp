@@ -41,7 +41,7 @@ struct NestParts {
 class NestBuilder final : public lowering::OpsHandler {
  public:
   NestBuilder(Kernel& kernel, const scheduler::Schedule& schedule,
-              const std::vector<std::string>& reduction_vars, const index::RangeMap& ranges,
+              const std::vector<std::string>& reduction_vars, const index::Domain& ranges,
               const std::map<std::string, Expr>& zero_outer, int& next_error_code)
       : k_(kernel),
         s_(schedule),
@@ -175,7 +175,7 @@ class NestBuilder final : public lowering::OpsHandler {
         DType::Int64);
     const std::string name = "ind" + std::to_string(k_.ranges.extents.size());
     k_.ranges.extents[name] = std::max<int64_t>(size, 1);
-    ranges_[name] = std::max<int64_t>(size, 1);
+    ranges_.extents[name] = Expr(std::max<int64_t>(size, 1));
     Stmt d;
     d.kind = StmtKind::DefineIndex;
     d.name = name;
@@ -292,7 +292,7 @@ class NestBuilder final : public lowering::OpsHandler {
   Expr linear_reduction_index() const {
     Expr linear(0);
     for (const std::string& r : reduction_vars_) {
-      linear = linear * Expr(ranges_.at(r)) + Expr::var(r);
+      linear = linear * ranges_.extents.at(r) + Expr::var(r);
     }
     return linear;
   }
@@ -387,7 +387,7 @@ class NestBuilder final : public lowering::OpsHandler {
   Kernel& k_;
   const scheduler::Schedule& s_;
   std::vector<std::string> reduction_vars_;
-  index::RangeMap ranges_;
+  index::Domain ranges_;
   const std::map<std::string, Expr>& zero_outer_;
   int& next_error_code_;
   NestParts parts_;
@@ -399,17 +399,17 @@ class NestBuilder final : public lowering::OpsHandler {
   std::vector<int> masks_;
 };
 
-Loop serial_loop(const std::string& var, int64_t extent, LoopRole role, int nest) {
+Loop serial_loop(const std::string& var, const Expr& extent, LoopRole role, int nest) {
   Loop l;
   l.var = var;
-  l.end = Expr(extent);
+  l.end = extent;
   l.role = role;
   l.nest = nest;
   return l;
 }
 
 // Wraps `body` in loops, outermost first.
-Block nest_loops(const std::vector<std::pair<std::string, int64_t>>& loops, Block body,
+Block nest_loops(const std::vector<std::pair<std::string, Expr>>& loops, Block body,
                  LoopRole role, int nest) {
   for (size_t j = loops.size(); j-- > 0;) {
     Block wrapped;
@@ -428,11 +428,12 @@ Kernel build_kernel(const scheduler::Schedule& s, const scheduler::FusedNode& f,
   k.name = f.name;
   k.description = f.group_string();
   k.source_ops = f.source_ops(s.nodes);
+  k.ranges.symbols = s.graph->symbols;
   std::map<std::string, Expr> zero_outer;
   for (size_t j = 0; j < f.outer.size(); ++j) {
     const std::string x = "x" + std::to_string(j);
     zero_outer[x] = Expr(0);
-    k.ranges.extents[x] = index::static_value(f.outer[j], kCodeGeneration);
+    k.ranges.extents[x] = f.outer[j];
   }
   Block outer_body;
   // Slices of the buffers that live within one outer iteration (private to the thread).
@@ -452,9 +453,9 @@ Kernel build_kernel(const scheduler::Schedule& s, const scheduler::FusedNode& f,
     // A variable of this nest whose extent differs from one already in the kernel is
     // renamed, so that one range map serves the whole kernel.
     std::map<std::string, Expr> rename;
-    index::RangeMap ranges = scheduler::nest_ranges(f, nest);
-    index::RangeMap renamed_ranges;
-    for (const auto& [var, extent] : ranges) {
+    const index::Domain ranges = scheduler::nest_domain(f, nest, s.graph->symbols);
+    index::Domain renamed_ranges({}, s.graph->symbols);
+    for (const auto& [var, extent] : ranges.extents) {
       std::string name = var;
       if (auto it = k.ranges.extents.find(var);
           it != k.ranges.extents.end() && it->second != extent) {
@@ -462,21 +463,19 @@ Kernel build_kernel(const scheduler::Schedule& s, const scheduler::FusedNode& f,
         rename[var] = Expr::var(name);
       }
       k.ranges.extents[name] = extent;
-      renamed_ranges[name] = extent;
+      renamed_ranges.extents[name] = extent;
     }
     auto var_name = [&](const std::string& v) {
       auto it = rename.find(v);
       return it == rename.end() ? v : *it->second.as_var();
     };
-    std::vector<std::pair<std::string, int64_t>> pointwise, reduction;
+    std::vector<std::pair<std::string, Expr>> pointwise, reduction;
     std::vector<std::string> reduction_vars;
     for (size_t j = 0; j < n.sizes.size(); ++j) {
-      pointwise.push_back({var_name("x" + std::to_string(f.outer.size() + j)),
-                           index::static_value(n.sizes[j], kCodeGeneration)});
+      pointwise.push_back({var_name("x" + std::to_string(f.outer.size() + j)), n.sizes[j]});
     }
     for (size_t j = 0; j < n.reduction_sizes.size(); ++j) {
-      reduction.push_back({var_name("r" + std::to_string(j)),
-                           index::static_value(n.reduction_sizes[j], kCodeGeneration)});
+      reduction.push_back({var_name("r" + std::to_string(j)), n.reduction_sizes[j]});
       reduction_vars.push_back(reduction.back().first);
     }
     NestBuilder builder(k, s, reduction_vars, renamed_ranges, zero_outer, next_error_code);
@@ -506,9 +505,8 @@ Kernel build_kernel(const scheduler::Schedule& s, const scheduler::FusedNode& f,
     nest_stmt.nest = static_cast<int>(nest);
     outer_body.push_back(std::move(nest_stmt));
   }
-  std::vector<std::pair<std::string, int64_t>> outer;
-  for (size_t j = 0; j < f.outer.size(); ++j)
-    outer.push_back({"x" + std::to_string(j), index::static_value(f.outer[j], kCodeGeneration)});
+  std::vector<std::pair<std::string, Expr>> outer;
+  for (size_t j = 0; j < f.outer.size(); ++j) outer.push_back({"x" + std::to_string(j), f.outer[j]});
   k.body.push_back(make_comment(f.name + ": " + f.group_string()));
   for (Stmt& st : nest_loops(outer, std::move(outer_body), LoopRole::Outer, -1)) {
     k.body.push_back(std::move(st));
