@@ -299,7 +299,23 @@ NestDecision decide(const Kernel& k, NestView& v, const TargetOptions& t) {
 
 void choose_kernel_form(Kernel& kernel, const TargetOptions& target) {
   kernel.decisions.nests.clear();
-  for (NestView& v : nests(kernel)) kernel.decisions.nests.push_back(decide(kernel, v, target));
+  for (NestView& v : nests(kernel)) {
+    NestDecision d = decide(kernel, v, target);
+    // Issue 33: the vector forms split their innermost loops into whole vectors and a masked
+    // tail of constant length. Over an innermost extent known only at run time the tail's
+    // length is a run-time value, which they do not generate yet: such a nest runs scalar.
+    for (const std::vector<Stmt*>* loops : {&v.pointwise, &v.reduction}) {
+      if (d.form == KernelForm::Scalar || loops->empty()) continue;
+      const Loop& innermost = *loops->back()->loop;
+      if (innermost.end.is_constant()) continue;
+      d = NestDecision{};
+      d.reason = "the innermost loop " + innermost.var + " runs to " +
+                 index::to_string(innermost.end) +
+                 ", known only at run time: vector tails of run-time length are not generated "
+                 "yet";
+    }
+    kernel.decisions.nests.push_back(std::move(d));
+  }
 }
 
 }  // namespace stax::kernel

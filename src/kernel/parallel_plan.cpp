@@ -1,5 +1,6 @@
 // The parallel-depth pass: Algorithm 8.1 over the loops a fused node may share among
 // threads, and the split of single-output reductions.
+#include "index/shape_exprs.h"
 #include "kernel/nest_structure.h"
 #include "kernel/parallel_depth.h"
 #include "kernel/passes.h"
@@ -8,20 +9,34 @@ namespace stax::kernel {
 
 namespace {
 
-int64_t extent(const Stmt* loop) {
-  return loop->loop->end.constant_value().value_or(0);
+// A loop's trip count for Algorithm 8.1's estimate: its extent, at the size symbols' hints
+// where it is symbolic (issue 33: a heuristic; every extent runs correctly).
+int64_t extent(const Kernel& k, const Stmt* loop) {
+  const index::Expr& end = loop->loop->end;
+  if (const auto c = end.constant_value()) return *c;
+  for (const std::string& v : index::free_vars(end)) {
+    if (!k.ranges.symbols.count(v)) return 0;
+  }
+  return index::value_at_hints(end, k.ranges.symbols);
 }
 
-int64_t product(const std::vector<Stmt*>& loops) {
-  int64_t n = 1;
-  for (const Stmt* l : loops) n *= extent(l);
-  return n;
+bool all_static(const std::vector<Stmt*>& loops) {
+  for (const Stmt* l : loops) {
+    if (!l->loop->end.is_constant()) return false;
+  }
+  return true;
 }
 
 }  // namespace
 
 void choose_parallel_depth(Kernel& k, const TargetOptions& t) {
   KernelDecisions& d = k.decisions;
+  auto extent = [&](const Stmt* loop) { return kernel::extent(k, loop); };
+  auto product = [&](const std::vector<Stmt*>& loops) {
+    int64_t n = 1;
+    for (const Stmt* l : loops) n *= extent(l);
+    return n;
+  };
   const auto outer = outer_loops(k);
   auto views = nests(k);
   std::vector<int64_t> candidates;
@@ -42,8 +57,9 @@ void choose_parallel_depth(Kernel& k, const TargetOptions& t) {
   }
   // A reduction with no pointwise loop (one output) splits its reduction loop across the
   // threads, each with its own accumulators, combined in thread order at the end.
+  // (Its partial results are sized by the reduction's extent: a static one, so far.)
   if (outer.empty() && views.size() == 1 && views[0].pointwise.empty() &&
-      !views[0].reduction.empty()) {
+      !views[0].reduction.empty() && all_static(views[0].reduction)) {
     std::vector<int64_t> reduction;
     for (const Stmt* l : views[0].reduction) reduction.push_back(extent(l));
     if (parallel_depth(reduction, t.num_threads, 1) == 1) {
