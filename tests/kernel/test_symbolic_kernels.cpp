@@ -17,27 +17,14 @@
 namespace stax::kernel {
 namespace {
 
-// A layernorm with a residual over s0 rows of 64, and a softmax along s0 for 4 queries.
-constexpr const char* kBlock =
-    "def blk(x: f32[s0, 64], g: f32[64], s: f32[4, s0]) where s0: [1, 4096] hint=128:\n"
-    "    m = mean(x, [1], True)\n"
-    "    d = sub(x, m)\n"
-    "    q = mul(d, d)\n"
-    "    v = mean(q, [1], True)\n"
-    "    e = add(v, 1e-5)\n"
-    "    r = rsqrt(e)\n"
-    "    n = mul(d, r)\n"
-    "    y = mul(n, g)\n"
-    "    o = add(y, x)\n"
-    "    mx = amax(s, [1], True)\n"
-    "    z = sub(s, mx)\n"
-    "    ez = exp(z)\n"
-    "    se = sum(ez, [1], True)\n"
-    "    p = div(ez, se)\n"
-    "    return o, p\n";
+// examples/symbolic_rows.stax: a layernorm with a tanh and a residual over s0 rows of 64, and a
+// softmax along s0 for 4 queries.
+ir::Graph block() {
+  return ir::parse_graph_file(std::string(STAX_EXAMPLES_DIR) + "/symbolic_rows.stax");
+}
 
 TEST(SymbolicKernels, RowsVectorizeAndRunInParallelOverASymbolicOuterLoop) {
-  const lowering::LoweredGraph lowered = lowering::lower(ir::parse_graph(kBlock, "blk.stax"));
+  const lowering::LoweredGraph lowered = lowering::lower(block());
   const scheduler::Schedule s = scheduler::schedule(lowered);
   PipelineOptions options;
   options.verify = true;

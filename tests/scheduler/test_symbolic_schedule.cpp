@@ -20,26 +20,11 @@
 namespace stax::scheduler {
 namespace {
 
-// A layernorm with a tanh and a residual over s0 rows of 64, and a softmax along s0 (the keys
-// of 4 queries): reductions along the static and the symbolic dim.
-constexpr const char* kBlock =
-    "def blk(x: f32[s0, 64], g: f32[64], s: f32[4, s0]) where s0: [1, 4096] hint=128:\n"
-    "    m = mean(x, [1], True)\n"
-    "    d = sub(x, m)\n"
-    "    q = mul(d, d)\n"
-    "    v = mean(q, [1], True)\n"
-    "    e = add(v, 1e-5)\n"
-    "    r = rsqrt(e)\n"
-    "    n = mul(d, r)\n"
-    "    y = mul(n, g)\n"
-    "    t = tanh(y)\n"
-    "    o = add(t, x)\n"
-    "    mx = amax(s, [1], True)\n"
-    "    z = sub(s, mx)\n"
-    "    ez = exp(z)\n"
-    "    se = sum(ez, [1], True)\n"
-    "    p = div(ez, se)\n"
-    "    return o, p\n";
+// examples/symbolic_rows.stax: a layernorm with a tanh and a residual over s0 rows of 64, and a
+// softmax along s0 for 4 queries.
+ir::Graph block() {
+  return ir::parse_graph_file(std::string(STAX_EXAMPLES_DIR) + "/symbolic_rows.stax");
+}
 
 // Each kernel: its members' buffers and its loops, sizes evaluated at `values`.
 std::vector<std::string> kernels_of(const Schedule& s,
@@ -62,7 +47,7 @@ std::vector<std::string> kernels_of(const Schedule& s,
 }
 
 TEST(SymbolicSchedule, FusesAsTheStaticProgramOfItsHints) {
-  const ir::Graph g = ir::parse_graph(kBlock, "blk.stax");
+  const ir::Graph g = block();
   const lowering::LoweredGraph symbolic = lowering::lower(g);
   ASSERT_TRUE(symbolic.is_symbolic());
   const Schedule s = schedule(symbolic);
@@ -109,7 +94,7 @@ TEST(SymbolicSchedule, SizesEqualOnlyAtTheHintsDoNotFuse) {
 }
 
 TEST(SymbolicSchedule, CodeGenerationRefusesASymbolicScheduleByName) {
-  const lowering::LoweredGraph lowered = lowering::lower(ir::parse_graph(kBlock, "blk.stax"));
+  const lowering::LoweredGraph lowered = lowering::lower(block());
   const Schedule s = schedule(lowered);
   try {
     program::build_host_program(s, kernel::PipelineOptions{});
