@@ -75,14 +75,35 @@ std::map<int, int> clone_accumulators(Kernel& k, const Block& b, int lanes) {
   return map;
 }
 
-// The vector loop over [0, main_end) and the masked tail over [main_end, extent).
+// The vector loop over [0, main_end) and the masked tail over [main_end, extent). Over an
+// extent known only at run time (issue 33) both are emitted: main_end = lanes * (e // lanes),
+// and the tail's count e - main_end is a run-time value in [0, lanes - 1] (0: no lane).
 Block vector_loop(Kernel& k, const Stmt& loop, int lanes) {
-  const int64_t e = extent(loop);
-  const int64_t main_end = e - e % lanes;
   VectorContext c;
   c.var = loop.loop->var;
   c.lanes = lanes;
   Block out;
+  if (!loop.loop->end.is_constant()) {
+    const Expr e = loop.loop->end;
+    const Expr main_end = Expr(lanes) * index::floordiv(e, lanes);
+    Loop l = *loop.loop;
+    l.end = main_end;
+    l.step = lanes;
+    l.vector_width = lanes;
+    out.push_back(make_loop(std::move(l), vectorize_block(k, loop.body, c)));
+    c.count = index::mod(e, lanes);  // e - main_end, which bounds() sees within [0, lanes - 1]
+    Stmt tail = make_block(vectorize_block(k, loop.body, c));
+    Stmt define;
+    define.kind = StmtKind::DefineIndex;
+    define.name = c.var;
+    define.index = main_end;
+    tail.body.insert(tail.body.begin(), std::move(define));
+    tail.vector_tail = true;
+    out.push_back(std::move(tail));
+    return out;
+  }
+  const int64_t e = extent(loop);
+  const int64_t main_end = e - e % lanes;
   if (main_end > 0) {
     Loop l = *loop.loop;
     l.end = Expr(main_end);
@@ -91,7 +112,7 @@ Block vector_loop(Kernel& k, const Stmt& loop, int lanes) {
     out.push_back(make_loop(std::move(l), vectorize_block(k, loop.body, c)));
   }
   if (main_end < e) {
-    c.count = e - main_end;
+    c.count = Expr(e - main_end);
     out.push_back(tail_block(c.var, main_end, vectorize_block(k, loop.body, c)));
   }
   return out;
@@ -179,7 +200,7 @@ void column_reduction(Kernel& k, NestView& v, const NestDecision& d) {
   }
   if (main_end < e) {
     c.accumulators = clone_accumulators(k, x_loop.body, n);
-    c.count = e - main_end;
+    c.count = Expr(e - main_end);
     out.push_back(tail_block(x, main_end, vectorize_block(k, x_loop.body, c)));
   }
   replace(parent_of(v, v.pointwise.size() - 1), &x_loop, std::move(out));
@@ -357,7 +378,7 @@ void tiled(Kernel& k, NestView& v, const NestDecision& d) {
     VectorContext c;
     c.var = f.x;
     c.lanes = n;
-    c.count = ex - f.columns;
+    c.count = Expr(ex - f.columns);
     Block tail;
     tail.push_back(tail_block(f.x, f.columns, vectorize_block(k, x_loop.body, c)));
     tile_body.push_back(make_loop(f.rows_from(Expr::var(f.at), f.rows, 1), std::move(tail)));

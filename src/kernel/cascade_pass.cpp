@@ -58,6 +58,9 @@ void block_chain(Kernel& k, Block& b, const std::vector<int>& accs) {
       continue;
     }
     const Loop& loop = *l.loop->loop;
+    // Issue 33: blocks are cut from a known trip count; a loop of run-time length is summed
+    // without them, so far.
+    if (!loop.end.is_constant() || !loop.begin.is_constant()) return;
     const int64_t n = (*loop.end.constant_value() - *loop.begin.constant_value()) / loop.step;
     iterations.push_back(n + (l.tail != nullptr ? 1 : 0));
   }

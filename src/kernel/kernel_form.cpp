@@ -304,15 +304,18 @@ void choose_kernel_form(Kernel& kernel, const TargetOptions& target) {
     // Issue 33: the vector forms split their innermost loops into whole vectors and a masked
     // tail of constant length. Over an innermost extent known only at run time the tail's
     // length is a run-time value, which they do not generate yet: such a nest runs scalar.
+    // The plain vectorized form takes a tail of run-time length; the others not yet.
     for (const std::vector<Stmt*>* loops : {&v.pointwise, &v.reduction}) {
-      if (d.form == KernelForm::Scalar || loops->empty()) continue;
+      if (d.form == KernelForm::Scalar || d.form == KernelForm::Vectorized || loops->empty()) {
+        continue;
+      }
       const Loop& innermost = *loops->back()->loop;
       if (innermost.end.is_constant()) continue;
       d = NestDecision{};
       d.reason = "the innermost loop " + innermost.var + " runs to " +
                  index::to_string(innermost.end) +
-                 ", known only at run time: vector tails of run-time length are not generated "
-                 "yet";
+                 ", known only at run time: the column and tiled forms take static extents only, "
+                 "so far";
     }
     kernel.decisions.nests.push_back(std::move(d));
   }

@@ -51,11 +51,13 @@ struct Access {
   index::Expr index;               // lane 0's element offset (Gather: unused, see offsets)
   DType storage = DType::Float32;  // the element type in memory (Half/BFloat16 hold floats)
   AccessForm form = AccessForm::Scalar;
-  int64_t stride = 0;            // Strided
-  int offsets = -1;              // Gather: value id of a Vec<int64_t, N>
-  int mask = -1;                 // value id of a bool mask: lanes (or the scalar) where it is false
-                                 // read zero and are not read
-  std::optional<int64_t> count;  // a masked tail: only lanes < count are read or written
+  int64_t stride = 0;  // Strided
+  int offsets = -1;    // Gather: value id of a Vec<int64_t, N>
+  int mask = -1;       // value id of a bool mask: lanes (or the scalar) where it is false
+                       // read zero and are not read
+  // A masked tail: only lanes < count are read or written. A constant in [1, lanes], or, over
+  // an extent known only at run time (issue 33), an expression in [0, lanes - 1].
+  std::optional<index::Expr> count;
   // A store that bypasses the caches (non-temporal, streaming_stores.cpp): full contiguous
   // vectors at an address aligned to the vector register size.
   bool streaming = false;
@@ -88,7 +90,7 @@ struct Let {
   Access access;
   index::Expr index;
   int64_t step = 0;
-  int64_t count = 0;         // Blend
+  index::Expr count = 0;     // Blend (as Access::count)
   std::optional<DType> via;  // Convert
   int accumulator = -1;      // AccumulatorResult, CombinePartials
   bool welford_m2 = false;   // AccumulatorResult of a Welford accumulator: m2, not mean
@@ -218,7 +220,7 @@ struct Stmt {
   int64_t elements = 0;          // LocalArray
   std::optional<index::Expr> index;  // DefineIndex (expression form)
   int accumulator = -1;              // AccumulatorInit, Reduce, FoldBlock, StorePartial
-  std::optional<int64_t> count;      // Reduce (Welford tails)
+  std::optional<index::Expr> count;  // Reduce (Welford tails; as Access::count)
   int part = 0;                      // Reduce: which independent part it updates
   CheckKind check = CheckKind::DivisionByZero;
   int64_t lo = 0, hi = 0;          // IndexOutOfRange

@@ -139,9 +139,7 @@ class Printer {
     return pointer_name(buffer, it != k_.buffer_is_input.end() && it->second);
   }
 
-  std::string count_arg(const Access& a) const {
-    return a.count ? ", " + std::to_string(*a.count) : "";
-  }
+  std::string count_arg(const Access& a) const { return a.count ? ", " + idx(*a.count) : ""; }
 
   std::string load_expr(const Let& l) const {
     const Access& a = l.access;
@@ -256,7 +254,7 @@ class Printer {
         return vec_type(l.type.dtype, l.type.lanes) + "(" + value_name(l.args[0]) + ")";
       case LetKind::Blend:
         return vec_type(l.type.dtype, l.type.lanes) + "::set(" + value_name(l.args[0]) + ", " +
-               value_name(l.args[1]) + ", " + std::to_string(l.count) + ")";
+               value_name(l.args[1]) + ", " + idx(l.count) + ")";
       case LetKind::AccumulatorResult:
         return reduced(k_.accumulator(l.accumulator), l.welford_m2, l.type);
       case LetKind::CombinePartials:
@@ -304,8 +302,8 @@ class Printer {
     const std::string n = a.name();
     const std::string v = value_name(s.value);
     if (is_welford(a.type)) {
-      line(indent, "stax::welford_update(" + n + ", " + v +
-                       (s.count ? ", " + std::to_string(*s.count) : "") + ");");
+      line(indent,
+           "stax::welford_update(" + n + ", " + v + (s.count ? ", " + idx(*s.count) : "") + ");");
       return;
     }
     if (is_arg(a.type)) {

@@ -19,7 +19,7 @@ namespace stax::kernel {
 struct VectorContext {
   std::string var;  // the vectorized loop variable (after substitution)
   int lanes = 1;
-  std::optional<int64_t> count;  // a masked tail: lanes >= count do not exist
+  std::optional<index::Expr> count;  // a masked tail: lanes >= count do not exist
   // Applied to every index first (column blocks: x1 -> x1_block + 16 * k).
   std::map<std::string, index::Expr> substitution;
   // Accumulator renaming (column blocks own their accumulators); unmapped ids stay.

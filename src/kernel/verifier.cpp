@@ -79,10 +79,18 @@ class Verifier {
              std::to_string(lanes));
       }
     }
-    if (a.count && (*a.count < 1 || *a.count > lanes)) {
-      fail(where + " of " + a.buffer + ": tail count " + std::to_string(*a.count) +
+    if (a.count && !tail_count_fits(*a.count, lanes)) {
+      fail(where + " of " + a.buffer + ": tail count " + index::to_string(*a.count) +
            " outside [1, " + std::to_string(lanes) + "]");
     }
+  }
+
+  // A tail's lane count: a constant in [1, lanes], or a run-time count (issue 33) that the
+  // kernel's domain bounds within [0, lanes - 1] (an extent's remainder, 0 when it divides).
+  bool tail_count_fits(const index::Expr& count, int64_t lanes) const {
+    if (const auto c = count.constant_value()) return *c >= 1 && *c <= lanes;
+    const auto b = index::bounds(count, k_.ranges);
+    return b && b->lo >= 0 && b->hi <= lanes - 1;
   }
 
   void let(const Let& l) {
@@ -159,7 +167,7 @@ class Verifier {
         if (args.size() != 2 || args[0] != l.type || args[1] != l.type) {
           fail(where + ": blend operands differ from the result type");
         }
-        if (l.count < 1 || l.count > l.type.lanes) fail(where + ": blend count out of range");
+        if (!tail_count_fits(l.count, l.type.lanes)) fail(where + ": blend count out of range");
         break;
       case LetKind::AccumulatorResult:
         require_accumulator(l.accumulator, where);
