@@ -4,7 +4,6 @@
 #include <set>
 #include <stdexcept>
 
-#include "index/shape_exprs.h"
 #include "kernel/kernel_ir_visitor.h"
 #include "scheduler/fusion_rules.h"
 
@@ -14,10 +13,6 @@ using index::Expr;
 using lowering::OpsValue;
 
 namespace {
-
-// Code generation reads constant extents until it is made symbolic (issue 33; the host
-// program refuses symbolic schedules at its entry).
-constexpr const char* kCodeGeneration = "code generation";
 
 bool is_16bit_float(DType d) {
   return d == DType::Float16 || d == DType::BFloat16;
@@ -409,8 +404,8 @@ Loop serial_loop(const std::string& var, const Expr& extent, LoopRole role, int 
 }
 
 // Wraps `body` in loops, outermost first.
-Block nest_loops(const std::vector<std::pair<std::string, Expr>>& loops, Block body,
-                 LoopRole role, int nest) {
+Block nest_loops(const std::vector<std::pair<std::string, Expr>>& loops, Block body, LoopRole role,
+                 int nest) {
   for (size_t j = loops.size(); j-- > 0;) {
     Block wrapped;
     wrapped.push_back(
@@ -506,7 +501,8 @@ Kernel build_kernel(const scheduler::Schedule& s, const scheduler::FusedNode& f,
     outer_body.push_back(std::move(nest_stmt));
   }
   std::vector<std::pair<std::string, Expr>> outer;
-  for (size_t j = 0; j < f.outer.size(); ++j) outer.push_back({"x" + std::to_string(j), f.outer[j]});
+  for (size_t j = 0; j < f.outer.size(); ++j)
+    outer.push_back({"x" + std::to_string(j), f.outer[j]});
   k.body.push_back(make_comment(f.name + ": " + f.group_string()));
   for (Stmt& st : nest_loops(outer, std::move(outer_body), LoopRole::Outer, -1)) {
     k.body.push_back(std::move(st));

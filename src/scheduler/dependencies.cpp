@@ -17,10 +17,6 @@ namespace stax::scheduler {
 using index::Expr;
 using index::LoopVar;
 
-// The stages after the scheduler read constant extents (SchedulerNode::ranges) until they are
-// made symbolic (docs/symbolic_sizes.md).
-constexpr const char* kStage = "code generation";
-
 int64_t MemoryDep::numel(const index::SymbolTable& symbols) const {
   Expr n(1);
   for (const auto& v : ranges) n = n * v.extent;
@@ -92,13 +88,6 @@ index::Domain SchedulerNode::domain() const {
   for (const auto& v : vars) extents[v.name] = v.extent;
   for (const auto& v : reduction_vars) extents[v.name] = v.extent;
   return index::Domain(std::move(extents), symbols);
-}
-
-index::RangeMap SchedulerNode::ranges() const {
-  index::RangeMap r;
-  for (const auto& v : vars) r[v.name] = index::static_extent(v, kStage);
-  for (const auto& v : reduction_vars) r[v.name] = index::static_extent(v, kStage);
-  return r;
 }
 
 namespace {

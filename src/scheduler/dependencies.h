@@ -101,9 +101,6 @@ struct SchedulerNode {
   // Where vars and reduction_vars range, with the symbols' facts: what proofs over the node's
   // indices use.
   index::Domain domain() const;
-  // vars and reduction_vars as constants, for the stages that do not take symbols yet (they
-  // throw naming the loop otherwise).
-  index::RangeMap ranges() const;
   // Runs the node's body with its simplified loop variables replaced by `pointwise` and
   // `reduction` (e.g. the loop variables of the kernel that the node was fused into).
   void run_body(lowering::OpsHandler& handler, const std::vector<index::Expr>& pointwise,

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -98,6 +99,30 @@ std::string FusedNode::group_string() const {
   return out;
 }
 
+namespace {
+
+// The end of the run of `fine` extents from `from` whose product is `coarse`, trailing extents
+// of 1 included; nullopt when no run has that product. Constant products compare by value (a
+// run stops before it passes the coarse extent); symbolic ones by equality of canonical forms
+// (issue 33: a run over [s0, 4] closes at 4*s0, at every size).
+std::optional<size_t> run_covering(const std::vector<Expr>& fine, size_t from, const Expr& coarse) {
+  size_t j = from;
+  Expr covered(1);
+  auto more = [&] {
+    if (j >= fine.size()) return false;
+    const auto c = covered.constant_value();
+    const auto e = coarse.constant_value();
+    const auto f = fine[j].constant_value();
+    if (c && e && f) return (*c < *e || *f == 1) && *c * *f <= *e;
+    return covered != coarse || fine[j] == Expr(1);
+  };
+  while (more()) covered = covered * fine[j++];
+  if (covered != coarse) return std::nullopt;
+  return j;
+}
+
+}  // namespace
+
 Placement place(const FusedNode& fused, const SchedulerNode& node) {
   for (size_t k = 0; k < fused.nests.size(); ++k) {
     const LoopNest& nest = fused.nests[k];
@@ -124,30 +149,13 @@ Placement place(const FusedNode& fused, const SchedulerNode& node) {
       // The node's loops are a coarsening of the nest's (its loop simplification merged
       // loops that the nest keeps apart): each of its variables is the row-major combination
       // of a run of the nest's variables.
-      // With symbolic extents a run closes where its product equals the node's extent as an
-      // expression (extents are at least 1 where loops run, so products only grow).
       std::vector<Expr> regrouped;
       size_t fine = 0;
-      const auto constant = index::constant_values(extents);
       for (const index::LoopVar& v : node.vars) {
+        const std::optional<size_t> end = run_covering(extents, fine, v.extent);
+        if (!end) throw std::logic_error(node.name + " does not fit " + fused.name);
         Expr combined(0);
-        Expr covered(1);
-        const Expr& extent = v.extent;
-        auto more = [&] {
-          if (fine >= extents.size()) return false;
-          const auto c = covered.constant_value();
-          const auto e = extent.constant_value();
-          if (constant && c && e) {
-            const int64_t f = (*constant)[fine];
-            return (*c < *e || f == 1) && *c * f <= *e;
-          }
-          return covered != extent || extents[fine] == Expr(1);
-        };
-        while (more()) {
-          combined = combined * extents[fine] + p.pointwise[fine];
-          covered = covered * extents[fine++];
-        }
-        if (covered != extent) throw std::logic_error(node.name + " does not fit " + fused.name);
+        for (; fine < *end; ++fine) combined = combined * extents[fine] + p.pointwise[fine];
         regrouped.push_back(combined);
       }
       p.pointwise = regrouped;
@@ -200,25 +208,11 @@ Expr placed_index(const FusedNode& fused, const SchedulerNode& node, const Expr&
 
 bool coarsens(const std::vector<Expr>& coarse, const std::vector<Expr>& fine) {
   if (coarse.size() >= fine.size()) return false;
-  const auto c_values = index::constant_values(coarse);
-  const auto f_values = index::constant_values(fine);
-  if (c_values && f_values) {
-    size_t j = 0;
-    for (int64_t c : *c_values) {
-      int64_t covered = 1;
-      const auto& f = *f_values;
-      while (j < f.size() && covered * f[j] <= c && (covered < c || f[j] == 1)) covered *= f[j++];
-      if (covered != c) return false;
-    }
-    return j == f_values->size();
-  }
-  // Symbolic extents: a run closes where its product equals the coarse extent as an
-  // expression; trailing extents of 1 join it.
   size_t j = 0;
   for (const Expr& c : coarse) {
-    Expr covered(1);
-    while (j < fine.size() && (covered != c || fine[j] == Expr(1))) covered = covered * fine[j++];
-    if (covered != c) return false;
+    const std::optional<size_t> end = run_covering(fine, j, c);
+    if (!end) return false;
+    j = *end;
   }
   return j == fine.size();
 }
