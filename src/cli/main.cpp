@@ -280,8 +280,9 @@ std::map<std::string, int64_t> sizes_of_given_inputs(const stax::ir::Graph& grap
 }
 
 // A graph with symbolic sizes (issue 33) runs at the sizes --sizes gives, or, for `run`
-// without them, at the symbols' hints (said on stderr). Until the compiled path takes symbols
-// itself (docs/symbolic_sizes.md), explain and emit need --sizes and show the bound graph.
+// without them, at the symbols' hints (said on stderr). explain and emit without --sizes show
+// the one program of every size (where a stage refuses the symbols, the error says which and
+// asks for --sizes); with them, the graph bound to those sizes.
 stax::ir::Graph symbols_bound(stax::ir::Graph graph, const CliArgs& args) {
   if (!graph.is_symbolic()) {
     if (!args.sizes.empty()) {
@@ -301,11 +302,7 @@ stax::ir::Graph symbols_bound(stax::ir::Graph graph, const CliArgs& args) {
     }
     std::cerr << "stax: running at the size symbols' hints (--sizes " << said << ")\n";
   }
-  if (sizes.empty()) {
-    throw std::invalid_argument("graph '" + graph.name() +
-                                "' has symbolic sizes; give their values with --sizes s0=N,... "
-                                "(symbolic programs are not compiled yet)");
-  }
+  if (sizes.empty()) return graph;  // explain, emit: the program of every size
   return stax::graph_passes::bind_sizes(graph, sizes);
 }
 
@@ -358,6 +355,11 @@ int main(int argc, char** argv) {
     }
     if (args.eager_only) return eager_run_command(args, graph);
     return run_command(args, graph);
+  } catch (const stax::index::SymbolicSizesRefused& e) {
+    std::cerr << "stax: " << e.what()
+              << "\nstax: so no one program takes every size of this graph yet; give the sizes "
+                 "with --sizes s0=N,...\n";
+    return 2;
   } catch (const std::exception& e) {
     std::cerr << "stax: " << e.what() << "\n";
     return 2;

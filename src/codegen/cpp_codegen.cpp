@@ -22,8 +22,6 @@ namespace stax::codegen {
 
 namespace {
 
-// Issue 33: code generation runs on scheduled static programs only (the scheduler refuses
-// symbolic ones); a symbolic size reaching it is named, never read at a hint.
 constexpr const char* kStage = "code generation";
 
 // Every input layout and every buffer must pass layout_problem (ir/checked_arith.h). Then
@@ -32,6 +30,9 @@ constexpr const char* kStage = "code generation";
 // wrapper allocates is exact: the kernels cannot wrap. The IR refuses such graphs already
 // (at parse or build time); this keeps code generation safe for lowered graphs from elsewhere.
 void check_layouts(const lowering::LoweredGraph& g) {
+  // A symbolic program's layouts are checked per call, at the sizes it meets
+  // (ir::check_extents_at, which the runtime runs before each call).
+  if (g.is_symbolic()) return;
   const std::string where = "code generation of graph '" + g.name + "': ";
   for (const auto& in : g.inputs) {
     if (std::optional<std::string> problem =
@@ -91,6 +92,7 @@ GeneratedModule generate_cpp(const scheduler::Schedule& s, const CodegenOptions&
   }
   module.externals = host.externals;
   module.arena_bytes = host.arena_bytes;
+  module.symbols = host.symbols;
   module.program_log = host.log;
   for (const program::Statement& st : host.body) {
     const auto* a = std::get_if<program::Allocate>(&st);
@@ -104,9 +106,11 @@ GeneratedModule generate_cpp(const scheduler::Schedule& s, const CodegenOptions&
       where = "output slot " + std::to_string(a->slot);
     } else if (a->in_place) {
       where = "in place of " + a->reuses +
-              (a->arena_offset >= 0 ? ", arena offset " + std::to_string(a->arena_offset) : "");
+              (a->arena_offset >= 0 ? ", arena offset " + std::to_string(a->arena_offset) : "") +
+              (a->arena_offset >= 0 && !host.symbols.empty() ? " at the hints" : "");
     } else if (a->arena_offset >= 0) {
-      where = "arena offset " + std::to_string(a->arena_offset);
+      where = "arena offset " + std::to_string(a->arena_offset) +
+              (host.symbols.empty() ? "" : " at the hints");
     } else if (!a->reuses.empty()) {
       where = "reuses " + a->reuses;
     } else {
@@ -118,9 +122,9 @@ GeneratedModule generate_cpp(const scheduler::Schedule& s, const CodegenOptions&
   for (const auto& out : g.outputs) {
     OutputBinding b;
     b.dtype = out.dtype;
-    b.sizes = index::static_values(out.sizes, kStage);
-    b.strides = index::static_values(out.strides, kStage);
-    b.offset = index::static_value(out.offset, kStage);
+    b.sizes = out.sizes;
+    b.strides = out.strides;
+    b.offset = out.offset;
     if (out.is_input) {
       b.from_input = true;
       for (size_t i = 0; i < g.inputs.size(); ++i) {
@@ -135,8 +139,13 @@ GeneratedModule generate_cpp(const scheduler::Schedule& s, const CodegenOptions&
   }
   for (const std::string& buffer : host.output_slots) {
     const auto* buf = g.find_buffer(buffer);
-    module.output_slot_bytes.push_back(
-        checked_byte_size(index::static_values(buf->sizes, kStage), buf->dtype).value());
+    if (g.is_symbolic()) {
+      module.output_slot_bytes.push_back(index::product(buf->sizes) *
+                                         index::Expr(static_cast<int64_t>(dtype_size(buf->dtype))));
+    } else {
+      module.output_slot_bytes.push_back(
+          checked_byte_size(index::static_values(buf->sizes, kStage), buf->dtype).value());
+    }
   }
   return module;
 }

@@ -54,14 +54,15 @@ struct KernelSummary {
 };
 
 // Where the wrapper finds a graph output: a buffer it allocated through the caller's
-// allocator (`slot`), or a view of input `input`.
+// allocator (`slot`), or a view of input `input`. Its layout is over the program's size
+// symbols (issue 33; constants for a static program): the runtime evaluates it per call.
 struct OutputBinding {
   bool from_input = false;
   int index = 0;  // output slot, or input position
   DType dtype = DType::Float32;
-  std::vector<int64_t> sizes;
-  std::vector<int64_t> strides;
-  int64_t offset = 0;
+  std::vector<index::Expr> sizes;
+  std::vector<index::Expr> strides;
+  index::Expr offset;
 };
 
 struct GeneratedModule {
@@ -69,8 +70,12 @@ struct GeneratedModule {
   std::string entry_point = "stax_graph_run";
   std::vector<KernelSummary> kernels;
   std::vector<OutputBinding> outputs;
-  std::vector<int64_t> output_slot_bytes;
-  // Bytes of the intermediates' arena (plan_arena.cpp; 0: none), one block per concurrent call.
+  std::vector<index::Expr> output_slot_bytes;  // over the size symbols, as the outputs
+  // The size symbols the program takes (empty for a static program): the wrapper reads them
+  // from its inputs' sizes, the runtime evaluates the outputs' layouts at them.
+  index::SymbolTable symbols;
+  // Bytes of the intermediates' arena (plan_arena.cpp; 0: none), one block per concurrent call;
+  // with size symbols, at their hints (a call's arena is the tree evaluated at its sizes).
   int64_t arena_bytes = 0;
   CodegenOptions options;
   std::vector<std::string> ir_log;  // with record_ir: the kernel IR after each pass

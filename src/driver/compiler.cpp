@@ -177,17 +177,37 @@ std::shared_ptr<const Compilation> analyze(const ir::Graph& graph, const Compile
   return analyze_lowered(lower_graph(graph, options), options);
 }
 
+CallLayout call_layout(const codegen::GeneratedModule& module,
+                       const std::map<std::string, int64_t>& values) {
+  CallLayout layout;
+  auto at = [&](const std::vector<index::Expr>& exprs) {
+    std::vector<int64_t> out;
+    for (const index::Expr& e : exprs) out.push_back(index::evaluate(e, values));
+    return out;
+  };
+  for (const codegen::OutputBinding& b : module.outputs) {
+    layout.outputs.push_back({b.from_input, b.index, b.dtype, at(b.sizes), at(b.strides),
+                              index::evaluate(b.offset, values)});
+  }
+  layout.slot_bytes = at(module.output_slot_bytes);
+  return layout;
+}
+
 CompiledGraph compile_lowered(lowering::LoweredGraph lowered, const CompileOptions& options) {
   CompiledGraph out;
   out.compilation_ = analyze_lowered(std::move(lowered), options);
+  // The layouts a caller without sizes (run_into) gives: the symbols' hints.
+  const std::map<std::string, int64_t> hints = index::hint_values(out.compilation_->module.symbols);
   for (const auto& in : out.compilation_->lowered.inputs) {
-    out.input_types_.push_back({in.dtype,
-                                index::static_values(in.sizes, "compile_lowered"),
-                                index::static_values(in.strides, "compile_lowered"),
-                                {},
-                                {}});
+    out.input_types_.push_back(
+        {in.dtype,
+         index::values_at_hints(in.sizes, out.compilation_->module.symbols),
+         index::values_at_hints(in.strides, out.compilation_->module.symbols),
+         {},
+         {}});
     out.input_names_.push_back(in.name);
   }
+  out.layout_ = call_layout(out.compilation_->module, hints);
   runtime::JitOptions jit;
   jit.simd = out.compilation_->module.options.simd;
   jit.cache_dir = options.cache_dir;
@@ -216,6 +236,7 @@ CompiledGraph compile_lowered(lowering::LoweredGraph lowered, const CompileOptio
     kept->module.entry_point = module.entry_point;
     kept->module.outputs = module.outputs;
     kept->module.output_slot_bytes = module.output_slot_bytes;
+    kept->module.symbols = module.symbols;
     kept->module.arena_bytes = module.arena_bytes;
     kept->module.options = module.options;
     kept->module.externals = module.externals;
@@ -247,6 +268,9 @@ struct CompiledGraph::SymbolicPrograms {
   ir::Graph graph;
   CompileOptions options;
   std::map<std::string, int64_t> hints;
+  // Why the graph is compiled per size (the message of the stage that refused its symbols);
+  // "": one program takes every size, `programs` stays empty.
+  std::string per_size_reason;
   std::mutex mutex;
   std::list<std::pair<std::map<std::string, int64_t>, std::shared_ptr<const CompiledGraph>>>
       programs;
@@ -258,36 +282,58 @@ CompiledGraph compile(const ir::Graph& graph, const CompileOptions& options) {
     throw std::invalid_argument("CompileOptions::max_symbolic_sizes must be at least 1, got " +
                                 std::to_string(options.max_symbolic_sizes));
   }
-  // The program at the hints: what a static caller of this object (run_into, explain) gets.
   std::map<std::string, int64_t> hints;
   for (const auto& [name, facts] : graph.size_symbols()) hints.emplace(name, facts.hint);
+  auto symbolic = std::make_shared<CompiledGraph::SymbolicPrograms>();
+  symbolic->graph = graph;
+  symbolic->options = options;
+  symbolic->hints = hints;
+  // Issue 33: one program for every size where every stage takes the symbols.
+  try {
+    CompiledGraph out = compile_lowered(lower_graph(graph, options), options);
+    out.symbolic_ = std::move(symbolic);
+    return out;
+  } catch (const index::SymbolicSizesRefused& refused) {
+    symbolic->per_size_reason = refused.what();
+  }
+  // Else the program at the hints (what a caller without sizes, run_into, gets), and one per
+  // further size as calls meet it.
   CompiledGraph out = compile(graph_passes::bind_sizes(graph, hints), options);
-  out.symbolic_ = std::make_shared<CompiledGraph::SymbolicPrograms>();
-  out.symbolic_->graph = graph;
-  out.symbolic_->options = options;
-  out.symbolic_->hints = hints;
+  out.symbolic_ = std::move(symbolic);
   return out;
+}
+
+bool CompiledGraph::takes_every_size() const {
+  return symbolic_ != nullptr && symbolic_->per_size_reason.empty();
+}
+
+std::string CompiledGraph::per_size_reason() const {
+  return symbolic_ != nullptr ? symbolic_->per_size_reason : "";
 }
 
 std::vector<std::map<std::string, int64_t>> CompiledGraph::compiled_sizes() const {
   std::vector<std::map<std::string, int64_t>> sizes;
-  if (!symbolic_) return sizes;
+  if (!symbolic_ || takes_every_size()) return sizes;
   sizes.push_back(symbolic_->hints);
   const std::lock_guard<std::mutex> lock(symbolic_->mutex);
   for (const auto& entry : symbolic_->programs) sizes.push_back(entry.first);
   return sizes;
 }
 
-std::shared_ptr<const CompiledGraph> CompiledGraph::program_for(
+std::map<std::string, int64_t> CompiledGraph::symbol_values(
     const std::vector<Tensor>& inputs) const {
   std::vector<std::vector<int64_t>> sizes;
   for (const Tensor& t : inputs) sizes.push_back(t.defined() ? t.sizes() : std::vector<int64_t>{});
-  std::map<std::string, int64_t> values;
   try {
-    values = ir::sizes_of_call(symbolic_->graph, sizes);
+    return ir::sizes_of_call(symbolic_->graph, sizes);
   } catch (const ir::GraphError& e) {
     throw InputError(e.what());
   }
+}
+
+std::shared_ptr<const CompiledGraph> CompiledGraph::program_for(
+    const std::vector<Tensor>& inputs) const {
+  const std::map<std::string, int64_t> values = symbol_values(inputs);
   if (values == symbolic_->hints) return nullptr;
   SymbolicPrograms& s = *symbolic_;
   const std::lock_guard<std::mutex> lock(s.mutex);
@@ -311,7 +357,13 @@ std::shared_ptr<const CompiledGraph> CompiledGraph::program_for(
 
 std::vector<Tensor> CompiledGraph::run(const std::vector<Tensor>& inputs,
                                        const RunOptions& options) const {
-  if (symbolic_) {
+  const CallLayout* layout = &layout_;
+  CallLayout at_call;
+  if (takes_every_size()) {
+    // The wrapper reads the symbols from the inputs' sizes; the outputs' layouts are theirs.
+    at_call = call_layout(compilation_->module, symbol_values(inputs));
+    layout = &at_call;
+  } else if (symbolic_) {
     if (const std::shared_ptr<const CompiledGraph> program = program_for(inputs)) {
       return program->run(inputs, options);
     }
@@ -334,7 +386,7 @@ std::vector<Tensor> CompiledGraph::run(const std::vector<Tensor>& inputs,
     args.push_back({t.data(), static_cast<int64_t>(t.dim()), t.sizes().data(), t.strides().data()});
   }
   const auto& module = compilation_->module;
-  std::vector<void*> slots(module.output_slot_bytes.size(), nullptr);
+  std::vector<void*> slots(layout->slot_bytes.size(), nullptr);
   OutputAllocator allocator;
   char err[1024] = {0};
   int status = 0;
@@ -349,7 +401,7 @@ std::vector<Tensor> CompiledGraph::run(const std::vector<Tensor>& inputs,
   }
   throw_on_status(status, err);
   std::vector<Tensor> outputs;
-  for (const auto& b : module.outputs) {
+  for (const auto& b : layout->outputs) {
     if (b.from_input) {
       const Tensor& in = inputs[static_cast<size_t>(b.index)];
       outputs.push_back(Tensor(in.storage(), b.dtype, b.sizes, b.strides, in.offset() + b.offset));
@@ -391,7 +443,7 @@ void check_output_slots(const std::vector<int64_t>& slot_bytes,
 void CompiledGraph::run_into(const std::vector<const void*>& input_data,
                              const std::vector<void*>& output_slots,
                              const RunOptions& options) const {
-  check_output_slots(compilation_->module.output_slot_bytes, output_slots, false);
+  check_output_slots(layout_.slot_bytes, output_slots, false);
   run_entry(input_data, &caller_slot, const_cast<void**>(output_slots.data()), options);
 }
 
@@ -420,9 +472,8 @@ void* caller_or_pooled_slot(void* ctx, int64_t slot, int64_t nbytes) {
 void CompiledGraph::run_into_pooled(const std::vector<const void*>& input_data,
                                     std::vector<void*>& output_slots,
                                     const RunOptions& options) const {
-  const auto& module = compilation_->module;
-  check_output_slots(module.output_slot_bytes, output_slots, true);
-  PooledSlots pooled{output_slots.data(), &module.output_slot_bytes, {}};
+  check_output_slots(layout_.slot_bytes, output_slots, true);
+  PooledSlots pooled{output_slots.data(), &layout_.slot_bytes, {}};
   auto give_back = [&] {
     for (void* block : pooled.taken) runtime::process_block_pool().give(block);
     for (size_t k = 0; k < output_slots.size(); ++k) {
@@ -461,7 +512,7 @@ void CompiledGraph::run_entry(const std::vector<const void*>& input_data, StaxAl
     args[i] = {input_data[i], static_cast<int64_t>(t.sizes.size()), t.sizes.data(),
                t.strides.data()};
   }
-  std::vector<void*> slots(module.output_slot_bytes.size(), nullptr);
+  std::vector<void*> slots(layout_.slot_bytes.size(), nullptr);
   char err[1024] = {0};
   int status = 0;
   {

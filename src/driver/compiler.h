@@ -101,6 +101,26 @@ std::shared_ptr<const Compilation> analyze(const ir::Graph& graph,
 std::shared_ptr<const Compilation> analyze_lowered(lowering::LoweredGraph lowered,
                                                    const CompileOptions& options = {});
 
+// A graph output's layout at one call's sizes (codegen::OutputBinding evaluated there): a
+// buffer of output slot `index`, or a view of input `index`.
+struct OutputLayout {
+  bool from_input = false;
+  int index = 0;
+  DType dtype = DType::Float32;
+  std::vector<int64_t> sizes;
+  std::vector<int64_t> strides;
+  int64_t offset = 0;
+};
+// What a call at given sizes needs beside its inputs: its outputs' layouts and the bytes of
+// each output slot.
+struct CallLayout {
+  std::vector<OutputLayout> outputs;
+  std::vector<int64_t> slot_bytes;
+};
+// The module's outputs at these values of its size symbols (none for a static module).
+CallLayout call_layout(const codegen::GeneratedModule& module,
+                       const std::map<std::string, int64_t>& values);
+
 // Options of one run of a compiled graph.
 struct RunOptions {
   // Threads of every parallel region: any count >= 1 (more than the cores, or than at
@@ -114,13 +134,14 @@ struct RunOptions {
   std::function<void(size_t input)> on_input_released = nullptr;
 };
 
-// A compiled graph. For a graph with size symbols (issue 33) it is the program of the sizes at
-// the symbols' hints, and run() takes inputs of any sizes the symbols' facts allow: each call
-// reads the symbols' values from its inputs (ir::sizes_of_call) and runs the program of those
-// sizes, compiled at the first call with them (CompileOptions::max_symbolic_sizes are kept).
-// Until the compiled path takes symbols itself (docs/symbolic_sizes.md) a new size costs a
-// compile. The other members (run_into, input_types, compilation, ...) are the hints'
-// program's.
+// A compiled graph. For a graph with size symbols (issue 33) run() takes inputs of any sizes
+// the symbols' facts allow; each call reads the symbols' values from its inputs
+// (ir::sizes_of_call). Where every stage takes the symbols (takes_every_size()) one program
+// serves every size: its wrapper reads the symbols and its kernels loop to them. Otherwise
+// (a stage refused them: index::SymbolicSizesRefused, whose message per_size_reason() keeps)
+// each size runs its own program, compiled at the first call with it
+// (CompileOptions::max_symbolic_sizes are kept). The other members (run_into, input_types,
+// outputs, ...) are at the symbols' hints.
 class CompiledGraph {
  public:
   std::vector<Tensor> run(const std::vector<Tensor>& inputs) const { return run(inputs, {}); }
@@ -145,12 +166,8 @@ class CompiledGraph {
                        const RunOptions& options = {}) const;
   const std::vector<ir::TensorType>& input_types() const { return input_types_; }
   const std::vector<std::string>& input_names() const { return input_names_; }
-  const std::vector<int64_t>& output_slot_bytes() const {
-    return compilation_->module.output_slot_bytes;
-  }
-  const std::vector<codegen::OutputBinding>& outputs() const {
-    return compilation_->module.outputs;
-  }
+  const std::vector<int64_t>& output_slot_bytes() const { return layout_.slot_bytes; }
+  const std::vector<OutputLayout>& outputs() const { return layout_.outputs; }
   // Throws std::logic_error when compiled with CompileOptions::keep_analysis = false.
   const Compilation& compilation() const;
   bool analysis_kept() const { return analysis_kept_; }
@@ -162,7 +179,13 @@ class CompiledGraph {
   bool cache_hit() const { return cache_hit_; }
   const std::string& library_path() const { return library_path_; }
   bool is_symbolic() const { return symbolic_ != nullptr; }
-  // The sizes whose programs a symbolic graph holds now (empty for a static graph).
+  // Whether one program serves every size of a symbolic graph (false for a static graph).
+  bool takes_every_size() const;
+  // Why a symbolic graph is compiled per size: the stage that refused its symbols ("" when
+  // one program takes every size, or for a static graph).
+  std::string per_size_reason() const;
+  // The sizes whose programs a symbolic graph compiled per size holds now (empty for a static
+  // graph and where one program takes every size).
   std::vector<std::map<std::string, int64_t>> compiled_sizes() const;
 
  private:
@@ -170,6 +193,8 @@ class CompiledGraph {
   friend CompiledGraph compile(const ir::Graph& graph, const CompileOptions& options);
   // The program of a symbolic graph at these inputs' sizes; null at the hints (this one).
   std::shared_ptr<const CompiledGraph> program_for(const std::vector<Tensor>& inputs) const;
+  // The symbols' values these inputs give; InputError naming what breaks.
+  std::map<std::string, int64_t> symbol_values(const std::vector<Tensor>& inputs) const;
   std::shared_ptr<SymbolicPrograms> symbolic_;
   // run_into's and run_into_pooled's call of the entry: `alloc` gives slot k's memory.
   void run_entry(const std::vector<const void*>& input_data,
@@ -181,6 +206,7 @@ class CompiledGraph {
   std::shared_ptr<const driver::ExternalPlans> externals_;  // the library plans, by call site
   void* entry_ = nullptr;
   std::vector<ir::TensorType> input_types_;
+  CallLayout layout_;  // at the symbols' hints for a symbolic program
   std::vector<std::string> input_names_;
   bool runnable_ = true;
   bool analysis_kept_ = true;

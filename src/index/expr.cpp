@@ -439,10 +439,10 @@ bool is_divisor(const Expr& e) {
 
 int64_t static_extent(const LoopVar& loop, const char* stage) {
   if (auto n = loop.extent.constant_value()) return *n;
-  throw std::invalid_argument(std::string(stage) + ": loop " + loop.name + " runs over " +
-                              to_string(loop.extent) +
-                              ", a size known only at run time; symbolic sizes are not "
-                              "supported here yet");
+  throw SymbolicSizesRefused(std::string(stage) + ": loop " + loop.name + " runs over " +
+                             to_string(loop.extent) +
+                             ", a size known only at run time; symbolic sizes are not "
+                             "supported here yet");
 }
 
 Domain::Domain(const RangeMap& ranges) {

@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,14 @@ struct SizeSymbol {
 using SymbolTable = std::map<std::string, SizeSymbol>;
 
 class Expr;
+
+// What a stage that does not take size symbols yet throws for a symbolic size: the driver
+// compiles such a graph per size instead (driver/compiler.h), while any other error is the
+// graph's own.
+class SymbolicSizesRefused : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
 
 // Where the variables of an index expression range: each loop variable over
 // [0, extent - 1], its extent an expression over size symbols; each size symbol as its

@@ -35,8 +35,8 @@ bool all_constant(const std::vector<Expr>& exprs) {
 
 int64_t static_value(const Expr& e, const std::string& stage, const std::string& what) {
   if (const auto c = e.constant_value()) return *c;
-  throw std::invalid_argument(stage + " does not take sizes known only at run time yet (" + what +
-                              " is " + to_string(e) + ")");
+  throw SymbolicSizesRefused(stage + " does not take sizes known only at run time yet (" + what +
+                             " is " + to_string(e) + ")");
 }
 
 std::vector<int64_t> static_values(const std::vector<Expr>& exprs, const std::string& stage,

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -22,7 +23,7 @@ Expr product(const std::vector<Expr>& exprs);
 std::optional<std::vector<int64_t>> constant_values(const std::vector<Expr>& exprs);
 bool all_constant(const std::vector<Expr>& exprs);
 
-// The constant value of `e`, or std::invalid_argument: "<stage> does not take sizes known
+// The constant value of `e`, or SymbolicSizesRefused: "<stage> does not take sizes known
 // only at run time yet (<what> is <e>)".
 int64_t static_value(const Expr& e, const std::string& stage, const std::string& what = "a size");
 std::vector<int64_t> static_values(const std::vector<Expr>& exprs, const std::string& stage,

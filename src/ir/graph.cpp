@@ -479,8 +479,8 @@ ValueRef Graph::add_checked_symbolic_input(const std::string& name, DType dtype,
   }
   std::optional<std::vector<int64_t>> strides_at_hints;
   if (strides) strides_at_hints = index::values_at_hints(*strides, size_symbols_);
-  const ValueRef ref =
-      add_input(name, dtype, index::values_at_hints(sizes, size_symbols_), std::move(strides_at_hints));
+  const ValueRef ref = add_input(name, dtype, index::values_at_hints(sizes, size_symbols_),
+                                 std::move(strides_at_hints));
   const bool symbolic =
       std::any_of(sizes.begin(), sizes.end(),
                   [](const index::Expr& e) { return !e.is_constant(); }) ||
@@ -719,6 +719,8 @@ void rethrow_with_context(const std::string& context) {
     throw;
   } catch (const IndexError& e) {  // keeps PyTorch's exception class
     throw IndexError(context + ": " + e.what());
+  } catch (const index::SymbolicSizesRefused& e) {  // the driver compiles per size then
+    throw index::SymbolicSizesRefused(context + ": " + e.what());
   } catch (const std::out_of_range& e) {
     throw std::out_of_range(context + ": " + e.what());
   } catch (const std::invalid_argument& e) {

@@ -560,6 +560,13 @@ void check_extents_at(const Graph& graph, const std::map<std::string, int64_t>& 
   }
 }
 
+std::string describe_facts(const std::string& name, const index::SizeSymbol& facts) {
+  std::string range =
+      name + " in [" + std::to_string(facts.lo) + ", " + std::to_string(facts.hi) + "]";
+  if (facts.multiple_of > 1) range += " and a multiple of " + std::to_string(facts.multiple_of);
+  return range;
+}
+
 void check_size_values(const Graph& graph, const std::map<std::string, int64_t>& values,
                        bool require_all) {
   for (const auto& [name, value] : values) {
@@ -575,11 +582,8 @@ void check_size_values(const Graph& graph, const std::map<std::string, int64_t>&
     }
     const int64_t v = it->second;
     if (v < facts.lo || v > facts.hi || v % facts.multiple_of != 0) {
-      std::string range =
-          name + " in [" + std::to_string(facts.lo) + ", " + std::to_string(facts.hi) + "]";
-      if (facts.multiple_of > 1) range += " and a multiple of " + std::to_string(facts.multiple_of);
       throw GraphError("size symbol " + name + " = " + std::to_string(v) + " breaks its facts (" +
-                       range + ")");
+                       describe_facts(name, facts) + ")");
     }
   }
 }
@@ -593,34 +597,47 @@ std::optional<SymbolMultiple> symbol_multiple(const Expr& size) {
   return SymbolMultiple{symbol, factor};
 }
 
+std::map<std::string, SymbolSource> symbol_sources(
+    const std::vector<std::vector<Expr>>& input_sizes) {
+  std::map<std::string, SymbolSource> sources;
+  for (size_t k = 0; k < input_sizes.size(); ++k) {
+    for (size_t d = 0; d < input_sizes[k].size(); ++d) {
+      if (const std::optional<SymbolMultiple> m = symbol_multiple(input_sizes[k][d])) {
+        sources.emplace(m->symbol, SymbolSource{k, d, m->factor});
+      }
+    }
+  }
+  return sources;
+}
+
 std::map<std::string, int64_t> sizes_of_call(const Graph& graph,
                                              const std::vector<std::vector<int64_t>>& input_sizes) {
   if (input_sizes.size() != graph.inputs().size()) {
     throw GraphError("graph '" + graph.name() + "' takes " + std::to_string(graph.inputs().size()) +
                      " inputs, got " + std::to_string(input_sizes.size()));
   }
-  std::map<std::string, int64_t> values;
-  // First the dims that are one symbol give the symbols' values; then every dim must agree.
+  std::vector<std::vector<Expr>> expected_sizes;
   for (size_t k = 0; k < input_sizes.size(); ++k) {
-    const TensorType& type = graph.value(graph.inputs()[k]).type;
-    if (!type.is_symbolic() || input_sizes[k].size() != type.symbolic_sizes.size()) continue;
-    for (size_t d = 0; d < input_sizes[k].size(); ++d) {
-      // A dim c*s (c >= 1) gives s = size / c; whether c divides it is checked below, with
-      // every dim.
-      const Expr& size = type.symbolic_sizes[d];
-      if (const std::optional<SymbolMultiple> m = symbol_multiple(size)) {
-        values.emplace(m->symbol, input_sizes[k][d] / m->factor);
-      }
+    const Value& input = graph.value(graph.inputs()[k]);
+    expected_sizes.push_back(symbolic_sizes_of(input.type));
+    const std::vector<Expr>& expected = expected_sizes.back();
+    if (input_sizes[k].size() != expected.size()) {
+      throw GraphError("input '" + input.name + "': expected " + std::to_string(expected.size()) +
+                       " dims " + index::format_exprs(expected) + ", got " +
+                       format_sizes(input_sizes[k]));
     }
+  }
+  // First the dims that are one symbol give the symbols' values; then every dim must agree.
+  // A dim c*s (c >= 1) gives s = size / c; whether c divides it is checked below, with every
+  // dim.
+  std::map<std::string, int64_t> values;
+  for (const auto& [symbol, source] : symbol_sources(expected_sizes)) {
+    values.emplace(symbol, input_sizes[source.input][source.dim] / source.factor);
   }
   for (size_t k = 0; k < input_sizes.size(); ++k) {
     const Value& input = graph.value(graph.inputs()[k]);
-    const std::vector<Expr> expected = symbolic_sizes_of(input.type);
+    const std::vector<Expr>& expected = expected_sizes[k];
     const std::string what = "input '" + input.name + "'";
-    if (input_sizes[k].size() != expected.size()) {
-      throw GraphError(what + ": expected " + std::to_string(expected.size()) + " dims " +
-                       index::format_exprs(expected) + ", got " + format_sizes(input_sizes[k]));
-    }
     for (size_t d = 0; d < expected.size(); ++d) {
       int64_t want = 0;
       try {

@@ -62,6 +62,9 @@ std::vector<index::Expr> infer_symbolic_sizes(const Graph& graph, const Node& no
 // no symbol needs a range declared to be compiled).
 void check_extents_at(const Graph& graph, const std::map<std::string, int64_t>& values);
 
+// "s0 in [1, 4096] and a multiple of 8": what a message says of a symbol's facts.
+std::string describe_facts(const std::string& name, const index::SizeSymbol& facts);
+
 // Throws GraphError naming the symbol when a value breaks its facts (range, divisibility) or
 // names no symbol of the graph, and, with require_all, when a symbol has no value.
 void check_size_values(const Graph& graph, const std::map<std::string, int64_t>& values,
@@ -73,6 +76,17 @@ struct SymbolMultiple {
   int64_t factor = 1;
 };
 std::optional<SymbolMultiple> symbol_multiple(const index::Expr& size);
+
+// Where a call's inputs give each symbol: the first input dim (in input order, then dim
+// order) whose size is c * s. One rule for the driver (sizes_of_call) and the generated
+// wrapper (program/host_printer.cpp), which read the symbols the same way.
+struct SymbolSource {
+  size_t input = 0;
+  size_t dim = 0;
+  int64_t factor = 1;
+};
+std::map<std::string, SymbolSource> symbol_sources(
+    const std::vector<std::vector<index::Expr>>& input_sizes);
 
 // The symbols' values a call with these input sizes gives, read from the inputs' dims that are
 // exactly one symbol; throws GraphError naming the input and dimension whose size contradicts

@@ -123,7 +123,7 @@ LoweredValue Lowerer::lower_selecting_view(const ir::Node& node, const ir::Value
 // so it reads that storage: a graph input, or the base stored in its eager layout.
 LoweredValue Lowerer::lower_as_strided(const ir::Node& node, const ir::Value& out) {
   if (has_symbolic_sizes(node)) {
-    throw std::invalid_argument(
+    throw index::SymbolicSizesRefused(
         "lowering as_strided: sizes known only at run time are not taken yet (its strides "
         "address eager's storage at one size)");
   }

@@ -277,9 +277,9 @@ class Lowerer {
   // no size at the symbols' hints is baked into a program meant for every size.
   void refuse_symbolic_sizes(const ir::Node& node) const {
     if (has_symbolic_sizes(node)) {
-      throw std::invalid_argument("lowering " + node.op +
-                                  ": sizes known only at run time are not taken by this op's "
-                                  "lowering yet");
+      throw index::SymbolicSizesRefused("lowering " + node.op +
+                                        ": sizes known only at run time are not taken by this "
+                                        "op's lowering yet");
     }
   }
   // The graph position of `node`.
@@ -515,10 +515,11 @@ class Lowerer {
     if (hints_above_one && layout.strides == ir::contiguous_strides(type.sizes)) {
       return index::contiguous_strides(type.symbolic_sizes);
     }
-    throw std::invalid_argument("lowering: '" + graph_.value(ir::ValueRef{value_index}).name +
-                                "' of sizes " + index::format_exprs(type.symbolic_sizes) +
-                                " is not contiguous in eager; such layouts of sizes known only "
-                                "at run time are not derived yet");
+    throw index::SymbolicSizesRefused(
+        "lowering: '" + graph_.value(ir::ValueRef{value_index}).name + "' of sizes " +
+        index::format_exprs(type.symbolic_sizes) +
+        " is not contiguous in eager; such layouts of sizes known only at run time are not "
+        "derived yet");
   }
   ir::EagerLayouts eager_layouts_;
 

@@ -50,12 +50,17 @@ class Layout {
     }
     ArenaLayout out;
     out.offsets.assign(requests_.size(), -1);
+    out.offset_terms.assign(requests_.size(), {});
     int64_t offset = 0;
+    std::vector<int> terms;
     for (const auto& column : root_) {
       assign(*column, offset, out.offsets);
       offset += column->size;
+      const int node = tree_node(*column, terms, out);
+      terms.push_back(node);
     }
     out.bytes = offset;
+    out.bytes_terms = terms;
     return out;
   }
 
@@ -133,12 +138,65 @@ class Layout {
     }
   }
 
+  // Adds the nodes of split `t`, whose offset is the sum of the sizes of `before`, to `out`;
+  // returns the node of its size.
+  int tree_node(const Temporal& t, const std::vector<int>& before, ArenaLayout& out) const {
+    ArenaNode split{ArenaNode::Kind::Max, -1, {}};
+    for (const Item& item : t.items) {
+      if (item.request >= 0) {
+        out.offset_terms[static_cast<size_t>(item.request)] = before;
+        out.nodes.push_back({ArenaNode::Kind::Buffer, item.request, {}});
+        split.children.push_back(static_cast<int>(out.nodes.size()) - 1);
+        continue;
+      }
+      ArenaNode columns{ArenaNode::Kind::Sum, -1, {}};
+      std::vector<int> terms = before;
+      for (const auto& column : item.columns) {
+        const int node = tree_node(*column, terms, out);
+        terms.push_back(node);
+        columns.children.push_back(node);
+      }
+      out.nodes.push_back(std::move(columns));
+      split.children.push_back(static_cast<int>(out.nodes.size()) - 1);
+    }
+    out.nodes.push_back(std::move(split));
+    return static_cast<int>(out.nodes.size()) - 1;
+  }
+
   const std::vector<ArenaRequest>& requests_;
   int64_t alignment_;
   std::vector<std::unique_ptr<Temporal>> root_;  // the top spatial split
 };
 
 }  // namespace
+
+ArenaLayout evaluate_arena(const ArenaLayout& layout, const std::vector<int64_t>& bytes,
+                           int64_t alignment) {
+  if (bytes.size() != layout.offset_terms.size()) {
+    throw std::invalid_argument("evaluate_arena: one size per request");
+  }
+  std::vector<int64_t> size(layout.nodes.size(), 0);
+  for (size_t n = 0; n < layout.nodes.size(); ++n) {
+    const ArenaNode& node = layout.nodes[n];
+    if (node.kind == ArenaNode::Kind::Buffer) {
+      const int64_t b = std::max<int64_t>(bytes[static_cast<size_t>(node.request)], 1);
+      size[n] = (b + alignment - 1) / alignment * alignment;
+    }
+    for (int c : node.children) {
+      const int64_t s = size[static_cast<size_t>(c)];
+      size[n] = node.kind == ArenaNode::Kind::Max ? std::max(size[n], s) : size[n] + s;
+    }
+  }
+  auto sum = [&](const std::vector<int>& terms) {
+    int64_t total = 0;
+    for (int t : terms) total += size[static_cast<size_t>(t)];
+    return total;
+  };
+  ArenaLayout out = layout;
+  for (size_t r = 0; r < bytes.size(); ++r) out.offsets[r] = sum(layout.offset_terms[r]);
+  out.bytes = sum(layout.bytes_terms);
+  return out;
+}
 
 ArenaLayout layout_arena(const std::vector<ArenaRequest>& requests, int64_t alignment) {
   if (alignment <= 0) throw std::invalid_argument("layout_arena: alignment must be positive");

@@ -6,6 +6,7 @@
 
 #include "index/shape_exprs.h"
 #include "ir/checked_arith.h"
+#include "ir/symbolic_shapes.h"
 #include "kernel/printer.h"
 
 namespace stax::program {
@@ -38,7 +39,8 @@ struct BufferInfo {
 
 class Printer {
  public:
-  explicit Printer(const HostProgram& program) : p_(program), g_(*program.schedule->graph) {
+  explicit Printer(const HostProgram& program)
+      : p_(program), g_(*program.schedule->graph), domain_({}, program.symbols) {
     for (const auto& in : g_.inputs) info_[in.name] = {in.dtype, true};
     for (const auto& b : g_.buffers) info_[b.name] = {b.dtype, false};
     if (p_.num_intermediates > 0) release_live_ = "for (void* p : stax_live) stax_free(p); ";
@@ -77,9 +79,13 @@ class Printer {
       out_ << (bi.is_input ? "const " : "") << cpp_type(bi.dtype)
            << (f.aliased.count(param) ? "* " : "* __restrict ") << pointer(param) << ", ";
     }
+    // Issue 33: the size symbols the loops' extents and indices are expressions over.
+    for (const auto& entry : p_.symbols) out_ << "int64_t " << entry.first << ", ";
     out_ << "int num_threads"
          << (f.checks ? ", int32_t* stax_error, int64_t* stax_error_value" : "") << ") {\n";
-    out_ << "  (void)num_threads;\n" << preamble;
+    out_ << "  (void)num_threads;\n";
+    for (const auto& entry : p_.symbols) out_ << "  (void)" << entry.first << ";\n";
+    out_ << preamble;
     // The team size is the caller's run-time count (kernels are correct for any), capped at
     // the size of the split-reduction partial arrays.
     if (f.parallel_region) {
@@ -88,43 +94,107 @@ class Printer {
     out_ << "  {\n" << body << "  }\n}\n\n";
   }
 
+  // An expression of the wrapper: a literal for a static size, C++ over the symbols otherwise.
+  std::string cpp(const index::Expr& e) const {
+    if (e.is_constant()) return index::to_cpp(e, domain_);
+    return "(" + index::to_cpp(e, domain_) + ")";
+  }
+
+  void print_ndim_check(size_t i) {
+    const auto& in = g_.inputs[i];
+    const std::string arg = "inputs[" + std::to_string(i) + "]";
+    out_ << "if (" << arg << ".ndim != " << in.sizes.size() << ") { stax_set_error(err, "
+         << "err_capacity, \"" << who(i) << ": expected " << in.sizes.size()
+         << " dimensions, got %lld\", (long long)" << arg << ".ndim); return 1; }\n";
+  }
+
+  std::string who(size_t i) const {
+    return "input '" + g_.inputs[i].name + "' (argument " + std::to_string(i) + ")";
+  }
+
+  // Issue 33: each size symbol is read from the first input dim of size c * s
+  // (ir::symbol_sources, the rule the runtime's ir::sizes_of_call follows too) and checked
+  // against its facts, which every proof of the program (index widths, divisions, vector
+  // tails) assumed. Whether the sizes' element counts and bytes fit int64 the runtime checks
+  // before the call (ir::check_extents_at).
+  void print_symbols() {
+    std::vector<std::vector<index::Expr>> input_sizes;
+    for (const auto& in : g_.inputs) input_sizes.push_back(in.sizes);
+    const std::map<std::string, ir::SymbolSource> sources = ir::symbol_sources(input_sizes);
+    for (const auto& [name, facts] : p_.symbols) {
+      const auto source = sources.find(name);
+      if (source == sources.end()) {
+        throw index::SymbolicSizesRefused("code generation: size symbol " + name +
+                                          " is no input dim's size (c * " + name +
+                                          "), so the wrapper cannot read it");
+      }
+      const ir::SymbolSource& at = source->second;
+      out_ << "const int64_t " << name << " = inputs[" << at.input << "].sizes[" << at.dim << "]"
+           << (at.factor > 1 ? " / " + std::to_string(at.factor) : "") << ";\n";
+      std::string breaks = name + " < " + std::to_string(facts.lo);
+      if (facts.hi < INT64_MAX) breaks += " || " + name + " > " + std::to_string(facts.hi);
+      if (facts.multiple_of > 1) {
+        breaks += " || " + name + " % " + std::to_string(facts.multiple_of) + " != 0";
+      }
+      out_ << "if (" << breaks << ") { stax_set_error(err, err_capacity, \"size symbol " << name
+           << " = %lld (from " << who(at.input) << ", dimension " << at.dim
+           << ") breaks its facts (" << ir::describe_facts(name, facts) << ")\", (long long)"
+           << name << "); return 1; }\n";
+    }
+  }
+
   void print_input_checks() {
     out_ << "if (num_inputs != " << g_.inputs.size() << ") { stax_set_error(err, err_capacity, "
          << "\"expected " << g_.inputs.size() << " inputs, got %lld\", (long long)num_inputs); "
          << "return 1; }\n";
     out_ << "if (num_threads < 1) { stax_set_error(err, err_capacity, \"num_threads must be at "
             "least 1, got %d\", num_threads); return 1; }\n";
+    const bool symbolic = !p_.symbols.empty();
+    if (symbolic) {
+      // Every input's rank first: the symbols are read from dims of any of them.
+      for (size_t i = 0; i < g_.inputs.size(); ++i) print_ndim_check(i);
+      print_symbols();
+    }
     for (size_t i = 0; i < g_.inputs.size(); ++i) {
-      const auto& given = g_.inputs[i];
-      // Issue 33: static inputs only so far (the scheduler refuses symbolic programs).
-      const struct {
-        const std::string& name;
-        DType dtype;
-        std::vector<int64_t> sizes, strides;
-      } in{given.name, given.dtype, index::static_values(given.sizes, "the host program"),
-           index::static_values(given.strides, "the host program")};
+      const auto& in = g_.inputs[i];
       const std::string arg = "inputs[" + std::to_string(i) + "]";
-      const std::string who = "input '" + in.name + "' (argument " + std::to_string(i) + ")";
-      out_ << "if (" << arg << ".ndim != " << in.sizes.size() << ") { stax_set_error(err, "
-           << "err_capacity, \"" << who << ": expected " << in.sizes.size()
-           << " dimensions, got %lld\", (long long)" << arg << ".ndim); return 1; }\n";
+      if (!symbolic) print_ndim_check(i);
       for (size_t d = 0; d < in.sizes.size(); ++d) {
-        out_ << "if (" << arg << ".sizes[" << d << "] != " << in.sizes[d]
-             << ") { stax_set_error(err, err_capacity, \"" << who << ": dimension " << d
-             << ": expected size " << in.sizes[d] << ", got %lld\", (long long)" << arg << ".sizes["
-             << d << "]); return 1; }\n";
+        const index::Expr& size = in.sizes[d];
+        out_ << "if (" << arg << ".sizes[" << d << "] != " << cpp(size)
+             << ") { stax_set_error(err, err_capacity, \"" << who(i) << ": dimension " << d
+             << ": expected size ";
+        if (size.is_constant()) {
+          out_ << index::to_string(size) << ", got %lld\", (long long)" << arg << ".sizes[" << d
+               << "]); return 1; }\n";
+        } else {
+          out_ << index::to_string(size) << " = %lld, got %lld\", (long long)" << cpp(size)
+               << ", (long long)" << arg << ".sizes[" << d << "]); return 1; }\n";
+        }
       }
+      const index::Expr numel = index::product(in.sizes);
       for (size_t d = 0; d < in.sizes.size(); ++d) {
         // The kernels index this input with these strides; a dimension of size 1 is never
-        // stepped along, so its stride does not matter.
-        if (in.sizes[d] <= 1) continue;
-        out_ << "if (" << arg << ".strides[" << d << "] != " << in.strides[d]
-             << ") { stax_set_error(err, err_capacity, \"" << who << ": dimension " << d
-             << ": expected stride " << in.strides[d] << ", got %lld\", (long long)" << arg
-             << ".strides[" << d << "]); return 1; }\n";
+        // stepped along, and no element of an empty tensor is read, so their strides do not
+        // matter (PyTorch's contiguous strides of an empty tensor are not the products of the
+        // sizes).
+        const index::Expr& size = in.sizes[d];
+        const index::Expr& stride = in.strides[d];
+        if (size.is_constant() && *size.constant_value() <= 1) continue;
+        std::string applies;
+        if (!size.is_constant()) applies = arg + ".sizes[" + std::to_string(d) + "] > 1 && ";
+        if (!numel.is_constant()) applies += cpp(numel) + " != 0 && ";
+        out_ << "if (" << applies << arg << ".strides[" << d << "] != " << cpp(stride)
+             << ") { stax_set_error(err, err_capacity, \"" << who(i) << ": dimension " << d
+             << ": expected stride " << index::to_string(stride)
+             << (stride.is_constant() ? "" : " = %lld") << ", got %lld\", "
+             << (stride.is_constant() ? "" : "(long long)" + cpp(stride) + ", ") << "(long long)"
+             << arg << ".strides[" << d << "]); return 1; }\n";
       }
-      if (checked_numel(in.sizes).value() > 0) {
-        out_ << "if (" << arg << ".data == nullptr) { stax_set_error(err, err_capacity, \"" << who
+      if (!numel.is_constant() || *numel.constant_value() > 0) {
+        out_ << "if (" << arg << ".data == nullptr"
+             << (numel.is_constant() ? "" : " && " + cpp(numel) + " != 0")
+             << ") { stax_set_error(err, err_capacity, \"" << who(i)
              << ": data pointer is null\"); return 1; }\n";
       }
       out_ << "const " << cpp_type(in.dtype) << "* in_" << in.name << " = static_cast<const "
@@ -132,8 +202,46 @@ class Printer {
     }
   }
 
+  // Issue 33: a symbolic program's arena (plan_arena.cpp) at this call's sizes: the tree's
+  // node sizes, children first, then each request's offset as the sum its path gives.
+  void print_symbolic_arena() {
+    const ArenaLayout& a = p_.arena;
+    out_ << "// The arena's layout at this call's sizes (program/arena_layout.h).\n";
+    auto node = [](int n) { return "stax_arena_n" + std::to_string(n); };
+    for (size_t n = 0; n < a.nodes.size(); ++n) {
+      const ArenaNode& nd = a.nodes[n];
+      out_ << "int64_t " << node(static_cast<int>(n)) << " = ";
+      if (nd.kind == ArenaNode::Kind::Buffer) {
+        // At least one alignment unit, as the layout gives an empty buffer (arena_layout.cpp).
+        out_ << "stax_arena_unit(" << cpp(p_.arena_sizes.at(static_cast<size_t>(nd.request)))
+             << ");\n";
+        continue;
+      }
+      out_ << node(nd.children.front()) << ";\n";
+      for (size_t c = 1; c < nd.children.size(); ++c) {
+        const std::string child = node(nd.children[c]);
+        if (nd.kind == ArenaNode::Kind::Max) {
+          out_ << "if (" << child << " > " << node(static_cast<int>(n)) << ") "
+               << node(static_cast<int>(n)) << " = " << child << ";\n";
+        } else {
+          out_ << node(static_cast<int>(n)) << " += " << child << ";\n";
+        }
+      }
+    }
+    auto sum = [&](const std::vector<int>& terms) {
+      std::string text;
+      for (int t : terms) text += (text.empty() ? "" : " + ") + node(t);
+      return text.empty() ? std::string("0") : text;
+    };
+    out_ << "const int64_t stax_arena_bytes = " << sum(a.bytes_terms) << ";\n";
+    for (size_t r = 0; r < a.offset_terms.size(); ++r) {
+      out_ << "const int64_t stax_arena_at" << r << " = " << sum(a.offset_terms[r]) << ";\n";
+    }
+  }
+
   void print_allocate(const Allocate& a) {
     const std::string type = cpp_type(info_.at(a.buffer).dtype);
+    const std::string bytes = cpp(a.size);
     if (a.input >= 0) {
       out_ << type << "* " << a.buffer << " = static_cast<" << type << "*>(const_cast<void*>("
            << "inputs[" << a.input << "].data));  // input "
@@ -141,8 +249,11 @@ class Printer {
       return;
     }
     if (a.arena_offset >= 0) {
+      const std::string offset = p_.symbols.empty()
+                                     ? std::to_string(a.arena_offset)
+                                     : "stax_arena_at" + std::to_string(a.arena_request);
       out_ << type << "* " << a.buffer << " = reinterpret_cast<" << type << "*>(stax_arena + "
-           << a.arena_offset << ");  // " << a.bytes << " bytes"
+           << offset << ");  // " << index::to_string(a.size) << " bytes"
            << (a.in_place ? ", in place of " + a.reuses : "") << "\n";
       return;
     }
@@ -160,21 +271,27 @@ class Printer {
     }
     if (a.output) {
       out_ << type << "* " << a.buffer << " = static_cast<" << type << "*>(alloc(alloc_ctx, "
-           << a.slot << ", " << a.bytes << "));\n";
+           << a.slot << ", " << bytes << "));\n";
       out_ << "outputs[" << a.slot << "] = " << a.buffer << ";\n";
     } else {
       out_ << type << "* " << a.buffer << " = static_cast<" << type << "*>(stax_live[" << a.slot
-           << "] = stax_alloc(" << a.bytes << "));\n";
+           << "] = stax_alloc(" << bytes << "));\n";
     }
     out_ << "if (" << a.buffer << " == nullptr) { " << release_live_
-         << "stax_set_error(err, err_capacity, \"out of memory allocating " << a.buffer << " ("
-         << a.bytes << " bytes)\"); return " << kStatusOutOfMemory << "; }\n";
+         << "stax_set_error(err, err_capacity, \"out of memory allocating " << a.buffer;
+    if (a.size.is_constant()) {
+      out_ << " (" << bytes << " bytes)\"); ";
+    } else {
+      out_ << " (%lld bytes)\", (long long)" << bytes << "); ";
+    }
+    out_ << "return " << kStatusOutOfMemory << "; }\n";
   }
 
   void print_call_kernel(const CallKernel& c) {
     const KernelFunction& f = p_.functions[c.function];
     out_ << f.name << "(";
     for (const auto& param : f.params) out_ << pointer(param) << ", ";
+    for (const auto& entry : p_.symbols) out_ << entry.first << ", ";
     out_ << "num_threads" << (f.checks ? ", &stax_error, &stax_error_value" : "") << ");\n";
     if (!f.checks) return;
     // A kernel that set its error code ran to completion (its checks never trap): report the
@@ -227,11 +344,17 @@ class Printer {
     if (p_.num_intermediates > 0) out_ << "void* stax_live[" << p_.num_intermediates << "] = {};\n";
     if (p_.arena_bytes > 0) {
       // The intermediates' arena (plan_arena.cpp), one per concurrent call.
-      out_ << "char* stax_arena = static_cast<char*>(stax_arena_acquire(" << p_.arena_bytes
-           << "));\n";
+      std::string arena_bytes = std::to_string(p_.arena_bytes);
+      if (!p_.symbols.empty()) {
+        print_symbolic_arena();
+        arena_bytes = "stax_arena_bytes";
+      }
+      out_ << "char* stax_arena = static_cast<char*>(stax_arena_acquire(" << arena_bytes << "));\n";
       out_ << "if (stax_arena == nullptr) { stax_set_error(err, err_capacity, \"out of memory "
-           << "allocating the intermediates' arena (" << p_.arena_bytes << " bytes)\"); return "
-           << kStatusOutOfMemory << "; }\n";
+           << "allocating the intermediates' arena ("
+           << (p_.symbols.empty() ? arena_bytes + " bytes)\""
+                                  : "%lld bytes)\", (long long)" + arena_bytes)
+           << "); return " << kStatusOutOfMemory << "; }\n";
     }
     if (!p_.errors.empty()) out_ << "int32_t stax_error = 0;\nint64_t stax_error_value = 0;\n";
     for (const Statement& st : p_.body) {
@@ -255,6 +378,7 @@ class Printer {
 
   const HostProgram& p_;
   const lowering::LoweredGraph& g_;
+  const index::Domain domain_;  // the size symbols, for expressions of the wrapper
   std::map<std::string, BufferInfo> info_;
   std::string release_live_;
   std::ostringstream out_;

@@ -13,8 +13,10 @@
 #include <variant>
 #include <vector>
 
+#include "index/expr.h"
 #include "kernel/kernel_ir.h"
 #include "lowering/loop_ir.h"
+#include "program/arena_layout.h"
 #include "scheduler/schedule.h"
 
 namespace stax::program {
@@ -68,14 +70,20 @@ struct ExternalSite {
 // Statements of the wrapper after the input checks, in order.
 struct Allocate {
   std::string buffer;
+  // Its bytes as an expression over the size symbols (issue 33: what the wrapper allocates,
+  // evaluated per call), and their value at the hints (what the passes weigh).
+  index::Expr size;
   int64_t bytes = 0;
   // Allocated by the caller's allocator: a graph output, or an intermediate whose storage an
   // output takes in place (scheduler/in_place_reuse.h), allocated as that output.
   bool output = false;
   int slot = 0;  // output slot, or the intermediate's index in the live table
   int unit = 0;  // the call (or further result) it is allocated before, counted from 0
-  // Its place in the program's arena (plan_arena.cpp); -1: allocated on its own.
+  // Its place in the program's arena (plan_arena.cpp); -1: allocated on its own. With size
+  // symbols the offset at the hints; the wrapper evaluates HostProgram::arena's tree for
+  // request `arena_request` at each call's sizes.
   int64_t arena_offset = -1;
+  int arena_request = -1;
   // The released intermediate whose storage it takes (reuse_buffers.cpp), and its live slot;
   // "": fresh memory.
   std::string reuses;
@@ -119,6 +127,10 @@ struct MemoryOptions {
 
 struct HostProgram {
   const scheduler::Schedule* schedule = nullptr;
+  // The size symbols the program's sizes are expressions over (issue 33; empty for a static
+  // program): the wrapper reads them from its inputs' sizes and passes them to every kernel
+  // function.
+  index::SymbolTable symbols;
   std::vector<Step> steps;
   std::vector<KernelFunction> functions;
   std::vector<ExternalSite> externals;
@@ -126,8 +138,13 @@ struct HostProgram {
   std::vector<kernel::ErrorSite> errors;  // every distinct error code a kernel can set
   int num_intermediates = 0;              // entries of the live table
   std::vector<std::string> output_slots;  // the buffer of each output slot
-  // Bytes of the arena holding every intermediate at a fixed offset (0: no arena).
+  // Bytes of the arena holding every intermediate at a fixed offset (0: no arena); with size
+  // symbols, at their hints.
   int64_t arena_bytes = 0;
+  // The arena's tree (arena_layout.h) and the bytes of each of its requests as expressions:
+  // what the wrapper of a symbolic program evaluates per call.
+  ArenaLayout arena;
+  std::vector<index::Expr> arena_sizes;
   std::vector<std::string> log;  // one line per decision (explain)
 };
 

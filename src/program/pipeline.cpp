@@ -10,21 +10,11 @@ namespace stax::program {
 HostProgram build_host_program(const scheduler::Schedule& schedule,
                                const kernel::PipelineOptions& kernel_options,
                                const MemoryOptions& memory, const LogTopics& logs) {
-  // Issue 33 (docs/symbolic_sizes.md): lowering and the scheduler take size symbols, code
-  // generation and the host program not yet; a symbolic schedule is refused here by name,
-  // never compiled at its hints.
-  if (schedule.graph->is_symbolic()) {
-    std::string symbols;
-    for (const auto& entry : schedule.graph->symbols) {
-      symbols += (symbols.empty() ? "" : ", ") + entry.first;
-    }
-    throw std::invalid_argument("code generation: graph '" + schedule.graph->name +
-                                "' has sizes known only at run time (" + symbols +
-                                "), which code generation does not take yet; bind them first "
-                                "(graph_passes::bind_sizes, stax --sizes)");
-  }
   HostProgram program;
   program.schedule = &schedule;
+  // Issue 33: a program over size symbols reads them from its inputs and hands them to its
+  // kernels; a static one has none.
+  if (schedule.graph->is_symbolic()) program.symbols = schedule.graph->symbols;
   const bool log = logs.enabled("program");
   auto after = [&](const char* pass) {
     if (log) std::cerr << "stax: host program after " << pass << ":\n" << describe_program(program);
@@ -59,14 +49,20 @@ std::string describe_program(const HostProgram& program) {
   for (const Statement& st : program.body) {
     out << "    ";
     if (const auto* a = std::get_if<Allocate>(&st)) {
-      out << "allocate " << a->buffer << " (" << a->bytes << " bytes, ";
+      out << "allocate " << a->buffer << " (";
+      if (a->size.is_constant()) {
+        out << a->bytes << " bytes, ";
+      } else {
+        out << index::to_string(a->size) << " bytes (" << a->bytes << " at the hints), ";
+      }
       if (a->input >= 0) {
         out << "input " << program.schedule->graph->inputs[static_cast<size_t>(a->input)].name
             << "'s memory, in place)";
       } else if (!a->reuses.empty()) {
         out << "reuses " << a->reuses << ")";
       } else if (a->arena_offset >= 0) {
-        out << "arena offset " << a->arena_offset << ")";
+        out << "arena offset " << a->arena_offset
+            << (program.symbols.empty() ? "" : " at the hints") << ")";
       } else {
         out << (a->output ? "output slot " : "live slot ") << a->slot << ")";
       }

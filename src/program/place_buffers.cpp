@@ -74,6 +74,7 @@ void place_buffers(HostProgram& program) {
         const scheduler::BufferPlan* plan = s.plan_of(name);
         Allocate a;
         a.buffer = name;
+        a.size = plan->size;
         a.bytes = plan->bytes;
         a.output = plan->is_output;
         if (!plan->input_storage.empty()) {

@@ -25,6 +25,7 @@ void plan_arena(HostProgram& program) {
     } else if (const auto* a = std::get_if<Allocate>(&st); a != nullptr && !a->output) {
       request_of[a->buffer] = requests.size();
       requests.push_back({a->bytes, a->unit, a->unit});
+      program.arena_sizes.push_back(a->size);
       names.push_back(a->buffer);
     } else if (const auto* f = std::get_if<Free>(&st)) {
       ArenaRequest& r = requests.at(request_of.at(f->buffer));
@@ -36,7 +37,8 @@ void plan_arena(HostProgram& program) {
   std::vector<Statement> body;
   for (Statement& st : program.body) {
     if (auto* a = std::get_if<Allocate>(&st); a != nullptr && !a->output) {
-      a->arena_offset = layout.offsets[request_of.at(a->buffer)];
+      a->arena_request = static_cast<int>(request_of.at(a->buffer));
+      a->arena_offset = layout.offsets[static_cast<size_t>(a->arena_request)];
     } else if (std::holds_alternative<Free>(st)) {
       continue;  // the arena outlives the call
     }
@@ -45,6 +47,7 @@ void plan_arena(HostProgram& program) {
   program.body = std::move(body);
   program.num_intermediates = 0;
   program.arena_bytes = layout.bytes;
+  program.arena = layout;
 
   // M* of the intermediates alone, the least any placement could use.
   int last_unit = 0;

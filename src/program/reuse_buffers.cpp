@@ -81,7 +81,7 @@ void reuse_buffers(HostProgram& program) {
     // The most recently released candidate first: the shortest hold, the warmest cache.
     for (auto it = pool.rbegin(); it != pool.rend(); ++it) {
       const Allocate& old = allocation.at(it->buffer);
-      if (old.bytes != a->bytes || dtype_of(old.buffer) != dtype_of(a->buffer)) continue;
+      if (old.size != a->size || dtype_of(old.buffer) != dtype_of(a->buffer)) continue;
       bool within_peak = true;
       for (int u = it->freed + 1; u < a->unit; ++u) {
         within_peak = within_peak && occupancy[static_cast<size_t>(u)] + a->bytes <= peak;

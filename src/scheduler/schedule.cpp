@@ -194,6 +194,7 @@ Schedule schedule(const lowering::LoweredGraph& graph, const ScheduleOptions& op
   for (const StorageDecision& d : decisions) {
     BufferPlan p;
     p.buffer = d.buffer;
+    p.size = d.size;
     p.bytes = d.bytes;
     p.producer = d.producer;
     p.last_use = d.group;

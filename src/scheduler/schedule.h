@@ -19,6 +19,9 @@ namespace stax::scheduler {
 
 struct BufferPlan {
   std::string buffer;
+  // Its bytes as an expression over the size symbols (issue 33; what the wrapper allocates),
+  // and their value at the symbols' hints (what the memory model and explain weigh).
+  index::Expr size;
   int64_t bytes = 0;
   int producer = -1;  // fused node index that writes it
   int last_use = -1;  // last fused node index that reads it (producer if none)

@@ -1,7 +1,9 @@
 // The C++ API on graphs with size symbols (issue 33): one CompiledGraph runs inputs of any
-// size the symbols' facts allow, each size matching the eager interpreter; a call whose sizes
-// break the graph names the input, the dimension or the symbol; the programs kept are bounded
-// by CompileOptions::max_symbolic_sizes.
+// size the symbols' facts allow, each size matching the eager interpreter. Where every stage
+// takes the symbols, one program (one C++ compile) serves every size, at 1 and 2 threads;
+// where one refuses them (a matrix product, so far), a program per size, the programs kept
+// bounded by CompileOptions::max_symbolic_sizes. A call whose sizes break the graph names the
+// input, the dimension or the symbol.
 #include <gtest/gtest.h>
 
 #include "driver/compiler.h"
@@ -25,44 +27,138 @@ const char* const kRows =
     "    c = sum(p, dim=[0])\n"
     "    return p, c\n";
 
-void expect_matches_eager(const ir::Graph& graph, const CompiledGraph& compiled, int64_t rows) {
-  const Tensor x = eager::random_tensor(DType::Float32, {rows, 24}, static_cast<uint64_t>(rows));
-  const Tensor b = eager::random_tensor(DType::Float32, {24}, 7);
-  const std::vector<Tensor> got = compiled.run({x, b});
-  std::vector<Tensor> values;
-  const std::vector<Tensor> want = eager::run(graph, {x, b}, &values);
-  ASSERT_EQ(got.size(), 2u);
-  EXPECT_EQ(got[0].sizes(), (std::vector<int64_t>{rows, 24}));
-  EXPECT_EQ(got[1].sizes(), (std::vector<int64_t>{24}));
-  // The tolerances of the graph of these sizes (its reductions' lengths and conditioning).
-  const ir::Graph bound = graph_passes::bind_sizes(graph, {{"s0", rows}});
-  const std::vector<Tolerance> tolerances = output_tolerances(bound, &values);
+// The graph's inputs at these sizes (random, one seed per call), its outputs from `compiled`
+// at `threads`, against the eager interpreter within the tolerances of the graph bound to
+// those sizes (its reductions' lengths and conditioning).
+void expect_matches_eager(const ir::Graph& graph, const CompiledGraph& compiled,
+                          const std::map<std::string, int64_t>& values, int threads = 0) {
+  const ir::Graph bound = graph_passes::bind_sizes(graph, values);
+  std::vector<Tensor> inputs;
+  uint64_t seed = 1;
+  for (const ir::ValueRef in : bound.inputs()) {
+    const ir::TensorType& type = bound.value(in).type;
+    for (const auto& [name, v] : values) seed = seed * 31 + static_cast<uint64_t>(v);
+    if (type.dtype == DType::Int64) {
+      // Ids into the 10 rows of the cache graph's table.
+      Tensor ids = Tensor::empty(DType::Int64, type.sizes);
+      for (int64_t p = 0; p < ids.numel(); ++p) ids.set_flat(p, static_cast<double>((p * 7) % 10));
+      inputs.push_back(ids);
+    } else {
+      inputs.push_back(eager::random_tensor(type.dtype, type.sizes, seed++));
+    }
+  }
+  RunOptions run;
+  run.num_threads = threads;
+  const std::vector<Tensor> got = compiled.run(inputs, run);
+  std::vector<Tensor> intermediate;
+  const std::vector<Tensor> want = eager::run(graph, inputs, &intermediate);
+  ASSERT_EQ(got.size(), want.size());
+  const std::vector<Tolerance> tolerances = output_tolerances(bound, &intermediate);
+  std::string where;
+  for (const auto& [name, v] : values) where += " " + name + "=" + std::to_string(v);
   for (size_t k = 0; k < got.size(); ++k) {
+    EXPECT_EQ(got[k].sizes(), want[k].sizes()) << "output " << k << " at" << where;
     EXPECT_TRUE(
         eager::compare(got[k], want[k], tolerances[k].rtol, tolerances[k].atol).within_tolerance)
-        << "output " << k << " at " << rows << " rows";
+        << "output " << k << " at" << where << ", " << threads << " threads";
   }
 }
 
-TEST(SymbolicCompiled, OneCompiledGraphRunsEverySize) {
+TEST(SymbolicCompiled, OneProgramRunsEverySize) {
   const ir::Graph graph = ir::parse_graph(kRows, "rows.stax");
   const CompiledGraph compiled = compile(graph);
   EXPECT_TRUE(compiled.is_symbolic());
-  // The hints' program first; 1 (a single row), a tail, a size large enough for the parallel
-  // path.
-  for (int64_t rows : {40, 1, 37, 3001, 40}) expect_matches_eager(graph, compiled, rows);
-  const std::vector<std::map<std::string, int64_t>> sizes = compiled.compiled_sizes();
-  ASSERT_EQ(sizes.size(), 4u);
-  EXPECT_EQ(sizes[0].at("s0"), 40);
-  EXPECT_EQ(sizes[3].at("s0"), 3001);
+  ASSERT_TRUE(compiled.takes_every_size()) << compiled.per_size_reason();
+  // One wrapper reads s0 from x's rows and checks its facts; no size of x is a literal.
+  EXPECT_NE(compiled.source().find("const int64_t s0 = inputs[0].sizes[0];"), std::string::npos);
+  EXPECT_NE(compiled.source().find("s0 > 4096"), std::string::npos);
+  // The hints first; 1 (a single row), a tail, a size large enough for the parallel path; at
+  // 1 and 2 threads.
+  for (int threads : {1, 2}) {
+    for (int64_t rows : {40, 1, 37, 3001, 40}) {
+      expect_matches_eager(graph, compiled, {{"s0", rows}}, threads);
+    }
+  }
+  EXPECT_TRUE(compiled.compiled_sizes().empty());  // no program per size
 }
 
-TEST(SymbolicCompiled, TheProgramsKeptAreBounded) {
-  const ir::Graph graph = ir::parse_graph(kRows, "rows.stax");
+// Pointwise, reductions along the static and the symbolic dim (means and variances divide by
+// s0 at run time), views (a split of the channels, a transpose, the last row, all rows but the
+// first), an arange to s0; in float32 and bfloat16.
+constexpr const char* kViews =
+    "def f(x: {t}[s0, 16], b: {t}[16]) where s0: [1, 4096] hint=64:\n"
+    "    a = add(x, b)\n"
+    "    m = mean(a, [1], True)\n"
+    "    d = sub(a, m)\n"
+    "    e = exp(d)\n"
+    "    s = sum(e, [1], True)\n"
+    "    p = div(e, s)\n"
+    "    v = var(a, 1, correction=1)\n"
+    "    vz = var(a, [0], correction=0)\n"
+    "    cm = mean(a, [0])\n"
+    "    h = view(p, [s0, 4, 4])\n"
+    "    t = transpose(h, 0, 2)\n"
+    "    last = select(p, 0, -1)\n"
+    "    rest = narrow(a, 0, 1, s0 - 1)\n"
+    "    big = amax(rest, [1])\n"
+    "    i = arange(0, s0)\n"
+    "    return p, v, vz, cm, t, last, rest, big, i\n";
+
+TEST(SymbolicCompiled, ViewsAndReductionsOverOneProgramInFloat32AndBfloat16) {
+  for (const char* dtype : {"f32", "bf16"}) {
+    std::string text = kViews;
+    for (size_t at; (at = text.find("{t}")) != std::string::npos;) text.replace(at, 3, dtype);
+    const ir::Graph graph = ir::parse_graph(text, "views.stax");
+    const CompiledGraph compiled = compile(graph);
+    ASSERT_TRUE(compiled.takes_every_size()) << dtype << ": " << compiled.per_size_reason();
+    for (int threads : {1, 2}) {
+      for (int64_t rows : {2, 17, 64, 1000}) {
+        expect_matches_eager(graph, compiled, {{"s0", rows}}, threads);
+      }
+    }
+  }
+}
+
+// A decoder step's data movement over two symbols: the key cache of s0 tokens grows by one
+// (s0 = 0 at the first step), the last position is read back, s1 ids index a static table.
+constexpr const char* kCache =
+    "def kv(cache: f32[2, s0, 4], new: f32[2, 1, 4], w: f32[10, 4], ids: i64[s1]) "
+    "where s0: [0, 4096] hint=8, s1: [1, 64] hint=8:\n"
+    "    c = cat([cache, new], 1)\n"
+    "    e = embedding(w, ids)\n"
+    "    s = index_select(w, 0, ids)\n"
+    "    l = select(c, 1, -1)\n"
+    "    return c, e, s, l\n";
+
+TEST(SymbolicCompiled, AGrowingCacheFromEmptyRunsOneProgram) {
+  const ir::Graph graph = ir::parse_graph(kCache, "kv.stax");
+  const CompiledGraph compiled = compile(graph);
+  ASSERT_TRUE(compiled.takes_every_size()) << compiled.per_size_reason();
+  for (int threads : {1, 2}) {
+    for (const auto& [s0, s1] :
+         std::vector<std::pair<int64_t, int64_t>>{{0, 1}, {1, 3}, {8, 8}, {63, 64}, {3000, 5}}) {
+      expect_matches_eager(graph, compiled, {{"s0", s0}, {"s1", s1}}, threads);
+    }
+  }
+}
+
+// A matrix product's lowering does not take symbols yet: the graph runs a program per size,
+// the reason kept, the programs bounded.
+constexpr const char* kProduct =
+    "def rows(x: f32[s0, 24], w: f32[24, 8]) where s0: [1, 4096] hint=40:\n"
+    "    y = mm(x, w)\n"
+    "    s = tanh(y)\n"
+    "    return s\n";
+
+TEST(SymbolicCompiled, WhereAStageRefusesTheSymbolsTheProgramsPerSizeAreBounded) {
+  const ir::Graph graph = ir::parse_graph(kProduct, "rows.stax");
   CompileOptions options;
   options.max_symbolic_sizes = 2;
   const CompiledGraph compiled = compile(graph, options);
-  for (int64_t rows : {5, 6, 5}) expect_matches_eager(graph, compiled, rows);
+  EXPECT_FALSE(compiled.takes_every_size());
+  EXPECT_NE(compiled.per_size_reason().find("lowering mm"), std::string::npos)
+      << compiled.per_size_reason();
+  for (int64_t rows : {5, 6, 5}) expect_matches_eager(graph, compiled, {{"s0", rows}});
   const std::vector<std::map<std::string, int64_t>> sizes = compiled.compiled_sizes();
   ASSERT_EQ(sizes.size(), 2u);  // the hints' and the last size's
   EXPECT_EQ(sizes[0].at("s0"), 40);

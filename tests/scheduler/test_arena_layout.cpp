@@ -98,5 +98,37 @@ TEST(ArenaLayout, BadRequestsAreRefused) {
   EXPECT_EQ(layout_arena({}).bytes, 0);
 }
 
+// Issue 33: the tree, built at one set of sizes (the hints), evaluated at other sizes keeps
+// every pair alive together apart; evaluated at the sizes it was built from, it is the layout.
+TEST(ArenaLayout, TheTreeEvaluatedAtOtherSizesStaysAValidPlacement) {
+  std::mt19937 rng(23);
+  for (int trial = 0; trial < 300; ++trial) {
+    std::uniform_int_distribution<int> count(1, 30);
+    std::uniform_int_distribution<int> step(0, 20);
+    std::uniform_int_distribution<int> length(0, 6);
+    std::uniform_int_distribution<int64_t> bytes(0, 20000);
+    std::vector<ArenaRequest> rs(static_cast<size_t>(count(rng)));
+    for (auto& r : rs) {
+      r.bytes = bytes(rng);
+      r.first = step(rng);
+      r.last = r.first + length(rng);
+    }
+    const ArenaLayout built = layout_arena(rs);
+    std::vector<int64_t> same;
+    for (const auto& r : rs) same.push_back(r.bytes);
+    const ArenaLayout again = evaluate_arena(built, same);
+    EXPECT_EQ(again.offsets, built.offsets) << "trial " << trial;
+    EXPECT_EQ(again.bytes, built.bytes) << "trial " << trial;
+    // Other sizes: each buffer independently smaller or larger, a few empty.
+    std::vector<ArenaRequest> other = rs;
+    std::vector<int64_t> other_bytes;
+    for (auto& r : other) {
+      r.bytes = bytes(rng) * (trial % 3 == 0 ? 7 : 1);
+      other_bytes.push_back(r.bytes);
+    }
+    expect_disjoint_when_alive_together(other, evaluate_arena(built, other_bytes), trial);
+  }
+}
+
 }  // namespace
 }  // namespace stax::program

@@ -126,7 +126,7 @@ TEST(SeedExamples, Example11OneKernelOneOutputBuffer) {
   const auto module = codegen::generate_cpp(sched, options);
   ASSERT_EQ(module.kernels.size(), 1u);
   EXPECT_EQ(module.kernels[0].loops[0].parallel_depth, 1);
-  EXPECT_EQ(module.output_slot_bytes, (std::vector<int64_t>{256}));
+  EXPECT_EQ(module.output_slot_bytes, (std::vector<index::Expr>{256}));
   // Only the output is allocated: no scratch allocation in the wrapper.
   EXPECT_EQ(module.source.find("stax_alloc("), std::string::npos);
 }

@@ -88,12 +88,18 @@ inline ProcessPool& process_pool() {
   return p;
 }
 
+// Without the process's pool the blocks are kept here. A program over size symbols (issue 33)
+// asks for a different size per call: each block carries its size in a header, and a call
+// takes a kept block at least as large as it needs.
 struct ArenaPool {
   volatile bool locked;
   int count;
-  void* blocks[kArenaSlots];
-  size_t block_bytes;  // the program's arena size (rounded), the same for every block
-  int in_use;          // blocks calls hold now
+  void* blocks[kArenaSlots];  // kept blocks (their headers)
+  size_t sizes[kArenaSlots];  // and their sizes
+  size_t kept_bytes;
+  size_t block_bytes;   // with the process's pool: the last call's arena size (rounded)
+  int in_use;           // blocks calls hold now
+  size_t in_use_bytes;  // without the process's pool: the bytes they hold
 };
 
 inline ArenaPool& arena_pool() {
@@ -208,18 +214,25 @@ static inline void* stax_arena_acquire(int64_t nbytes) {
   {
     ArenaLock lock;
     ArenaPool& p = arena_pool();
-    p.block_bytes = rounded;
-    if (p.count > 0) {
+    for (int i = p.count - 1; i >= 0; --i) {
+      if (p.sizes[i] < rounded) continue;
+      char* base = static_cast<char*>(p.blocks[i]);
+      p.kept_bytes -= p.sizes[i];
+      p.in_use_bytes += p.sizes[i];
       ++p.in_use;
-      return p.blocks[--p.count];
+      --p.count;
+      p.blocks[i] = p.blocks[p.count];
+      p.sizes[i] = p.sizes[p.count];
+      return base + kHeaderBytes;
     }
   }
-  void* block = std::aligned_alloc(kAlignment, rounded);
-  if (block != nullptr) {
-    ArenaLock lock;
-    ++arena_pool().in_use;
-  }
-  return block;
+  char* base = static_cast<char*>(std::aligned_alloc(kAlignment, rounded + kHeaderBytes));
+  if (base == nullptr) return nullptr;
+  *reinterpret_cast<size_t*>(base) = rounded;
+  ArenaLock lock;
+  ++arena_pool().in_use;
+  arena_pool().in_use_bytes += rounded;
+  return base + kHeaderBytes;
 }
 
 static inline void stax_arena_release(void* block) {
@@ -234,16 +247,28 @@ static inline void stax_arena_release(void* block) {
     pool.give(block);
     return;
   }
+  char* base = static_cast<char*>(block) - kHeaderBytes;
+  const size_t bytes = *reinterpret_cast<size_t*>(base);
   {
     ArenaLock lock;
     ArenaPool& p = arena_pool();
     --p.in_use;
+    p.in_use_bytes -= bytes;
     if (p.count < kArenaSlots) {
-      p.blocks[p.count++] = block;
+      p.blocks[p.count] = base;
+      p.sizes[p.count] = bytes;
+      ++p.count;
+      p.kept_bytes += bytes;
       return;
     }
   }
-  std::free(block);
+  std::free(base);
+}
+
+// The bytes a buffer of `nbytes` takes in the arena of a program over size symbols: a whole
+// number of 64-byte units, at least one (program/arena_layout.h places empty buffers so).
+static inline int64_t stax_arena_unit(int64_t nbytes) {
+  return ((nbytes > 1 ? nbytes : 1) + 63) / 64 * 64;
 }
 
 // Hands the program the runtime's pool; called by the loader once, before the first call
@@ -261,7 +286,9 @@ STAX_KERNEL_EXPORT void stax_memory_held(int64_t* arena_bytes, int64_t* scratch_
   {
     ArenaLock lock;
     const ArenaPool& p = arena_pool();
-    *arena_bytes = static_cast<int64_t>(p.block_bytes * static_cast<size_t>(p.count + p.in_use));
+    *arena_bytes = process_pool().take != nullptr
+                       ? static_cast<int64_t>(p.block_bytes * static_cast<size_t>(p.in_use))
+                       : static_cast<int64_t>(p.kept_bytes + p.in_use_bytes);
   }
   Lock lock;
   *scratch_bytes = static_cast<int64_t>(cache().cached_bytes +
