@@ -331,7 +331,8 @@ int main(int argc, char** argv) {
       std::string plans_refused;
       try {
         plans.emplace(c->module.externals, c->module.options.num_threads,
-                      stax::matmul_weights(args.options), stax::library_plan_dir(args.options));
+                      stax::matmul_weights(args.options), stax::library_plan_dir(args.options),
+                      c->module.symbols);
       } catch (const std::exception& e) {
         plans_refused = e.what();
       }

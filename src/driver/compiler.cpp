@@ -225,7 +225,7 @@ CompiledGraph compile_lowered(lowering::LoweredGraph lowered, const CompileOptio
   // The library primitives are built now, once, not on every call.
   out.externals_ = std::make_shared<const driver::ExternalPlans>(
       out.compilation_->module.externals, out.compilation_->module.options.num_threads,
-      matmul_weights(options), library_plan_dir(options));
+      matmul_weights(options), library_plan_dir(options), out.compilation_->module.symbols);
   if (!options.keep_analysis) {
     // What running reads: the inputs' and outputs' layouts, the entry point, the options.
     auto kept = std::make_shared<Compilation>();

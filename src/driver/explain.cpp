@@ -6,12 +6,24 @@
 #include <sstream>
 
 #include "driver/external_calls.h"
+#include "index/shape_exprs.h"
 
 namespace stax {
 
 using nlohmann::json;
 
 namespace {
+
+// A size as explain prints it: a number, or the expression over the size symbols (issue 33).
+json expr_json(const index::Expr& e) {
+  if (const std::optional<int64_t> c = e.constant_value()) return *c;
+  return index::to_string(e);
+}
+json exprs_json(const std::vector<index::Expr>& exprs) {
+  json out = json::array();
+  for (const index::Expr& e : exprs) out.push_back(expr_json(e));
+  return out;
+}
 
 template <typename Dep>
 std::string deps_string(const std::vector<Dep>& deps) {
@@ -129,9 +141,9 @@ json explain_json(const Compilation& c, const driver::ExternalPlans* plans) {
     json operands = json::array();
     for (const lowering::ExternalOperand* op : e.call->operands()) {
       operands.push_back({{"buffer", op->buffer},
-                          {"sizes", op->sizes},
-                          {"strides", op->strides},
-                          {"offset", op->offset}});
+                          {"sizes", exprs_json(op->sizes)},
+                          {"strides", exprs_json(op->strides)},
+                          {"offset", expr_json(op->offset)}});
     }
     externals.push_back({{"site", k},
                          {"op", e.call->op},
@@ -173,7 +185,8 @@ json explain_json(const Compilation& c, const driver::ExternalPlans* plans) {
                                     {"groups", w.groups}};
       // The memory formats the runtime's plan asks oneDNN for on this machine, and why.
       externals.back()["formats"] = external::ConvolutionPlan::automatic_formats(
-          driver::convolution_spec(*e.call, e.output_sizes, e.output_strides, e.dtype),
+          driver::convolution_spec(*e.call, index::static_values(e.output_sizes, "explain"),
+                                   index::static_values(e.output_strides, "explain"), e.dtype),
           c.module.options.num_threads);
     }
   }

@@ -12,6 +12,15 @@ namespace stax::driver {
 
 namespace {
 
+// The spec builders below take calls bound to their sizes (lowering::bind_external_call).
+constexpr const char* kBoundCall = "a library plan (its call is bound to each call's sizes)";
+std::vector<int64_t> sizes_of(const lowering::ExternalOperand& op) {
+  return index::static_values(op.sizes, kBoundCall);
+}
+std::vector<int64_t> strides_of(const lowering::ExternalOperand& op) {
+  return index::static_values(op.strides, kBoundCall);
+}
+
 // An operand of `rank` 2 or 3 as {batch, rows, cols}: a lone matrix is a batch of one.
 external::MatrixLayout as_matrices(const std::vector<int64_t>& sizes,
                                    const std::vector<int64_t>& strides) {
@@ -55,10 +64,10 @@ external::MatmulSpec matmul_spec(const lowering::ExternalCall& call,
                                  const std::vector<scheduler::EpilogueOp>& epilogue) {
   external::MatmulSpec spec;
   spec.dtype = dtype;
-  spec.a = as_matrices(call.a.sizes, call.a.strides);
-  spec.b = as_matrices(call.b.sizes, call.b.strides);
+  spec.a = as_matrices(sizes_of(call.a), strides_of(call.a));
+  spec.b = as_matrices(sizes_of(call.b), strides_of(call.b));
   spec.c = as_matrices(output_sizes, output_strides);
-  if (call.bias) spec.bias = as_matrices(call.bias->sizes, call.bias->strides);
+  if (call.bias) spec.bias = as_matrices(sizes_of(*call.bias), strides_of(*call.bias));
   spec.alpha = call.alpha;
   spec.beta = call.beta;
   spec.alpha_zero_skips_product = call.alpha_zero_skips_product;
@@ -71,8 +80,8 @@ namespace {
 // The spec of `call` writing a contiguous output, as lowering and the scheduler see it.
 external::MatmulSpec contiguous_output_spec(const lowering::ExternalCall& call,
                                             const std::vector<scheduler::EpilogueOp>& epilogue) {
-  std::vector<int64_t> out_sizes = call.a.sizes;
-  out_sizes.back() = call.b.sizes.back();
+  std::vector<int64_t> out_sizes = sizes_of(call.a);
+  out_sizes.back() = sizes_of(call.b).back();
   // The strides lowering gives the call's output buffer.
   return matmul_spec(call, out_sizes, ir::contiguous_strides(out_sizes), call.a.dtype, epilogue);
 }
@@ -88,15 +97,16 @@ external::ConvolutionSpec convolution_spec(const lowering::ExternalCall& call,
   spec.dtype = dtype;
   // The spec describes the forward convolution's tensors whatever the call computes: a
   // gradient is the layout of the tensor it is the gradient of, grad_output the output's.
-  const external::TensorLayout a{call.a.sizes, call.a.strides};
-  const external::TensorLayout b{call.b.sizes, call.b.strides};
+  const external::TensorLayout a{sizes_of(call.a), strides_of(call.a)};
+  const external::TensorLayout b{sizes_of(call.b), strides_of(call.b)};
   const external::TensorLayout result{output_sizes, output_strides};
   switch (call.convolution->direction) {
     case Direction::Forward:
       spec.input = a;
       spec.weight = b;
       spec.output = result;
-      if (call.bias) spec.bias = external::TensorLayout{call.bias->sizes, call.bias->strides};
+      if (call.bias)
+        spec.bias = external::TensorLayout{sizes_of(*call.bias), strides_of(*call.bias)};
       break;
     case Direction::BackwardInput:
       spec.pass = external::ConvolutionPass::BackwardData;
@@ -124,7 +134,7 @@ external::ScatterSpec scatter_spec(const lowering::ScatterCall& call,
   external::ScatterSpec spec;
   spec.dtype = dtype;
   spec.out_sizes = output_sizes;
-  if (call.self) spec.self = external::StridedOperand{call.self->sizes, call.self->strides};
+  if (call.self) spec.self = external::StridedOperand{sizes_of(*call.self), strides_of(*call.self)};
   spec.space = call.space;
   const size_t rank = call.space.size();
   for (const lowering::ScatterIndex& index : call.indices) {
@@ -135,7 +145,7 @@ external::ScatterSpec scatter_spec(const lowering::ScatterCall& call,
     x.space_strides.assign(rank, 0);
     for (size_t k = 0; k < index.index_dims.size(); ++k) {
       if (index.index_dims[k] >= 0) {
-        x.space_strides[static_cast<size_t>(index.index_dims[k])] += index.operand.strides[k];
+        x.space_strides[static_cast<size_t>(index.index_dims[k])] += strides_of(index.operand)[k];
       }
     }
   }
@@ -143,7 +153,7 @@ external::ScatterSpec scatter_spec(const lowering::ScatterCall& call,
     spec.values_strides = std::vector<int64_t>(rank, 0);
     for (size_t d = 0; d < rank; ++d) {
       const int64_t k = call.values_dims[d];
-      if (k >= 0) (*spec.values_strides)[d] = call.values->strides[static_cast<size_t>(k)];
+      if (k >= 0) (*spec.values_strides)[d] = strides_of(*call.values)[static_cast<size_t>(k)];
     }
   }
   spec.dest_strides.assign(rank, 0);
@@ -169,7 +179,7 @@ external::ScatterSpec scatter_spec(const lowering::ScatterCall& call,
 namespace {
 
 external::StridedOperand strided(const lowering::ExternalOperand& op) {
-  return external::StridedOperand{op.sizes, op.strides};
+  return external::StridedOperand{sizes_of(op), strides_of(op)};
 }
 
 external::StridedOperand contiguous(const std::vector<int64_t>& sizes) {
@@ -196,13 +206,15 @@ external::ScanSpec scan_spec(const lowering::ScanCall& call, const program::Exte
   external::ScanSpec spec;
   spec.kind = call.kind;
   spec.dtype = call.input.dtype;
-  spec.sizes = call.input.sizes;
-  spec.input_strides = call.input.strides;
+  spec.sizes = sizes_of(call.input);
+  spec.input_strides = strides_of(call.input);
   spec.dim = call.dim;
-  const std::vector<int64_t> contiguous = ir::contiguous_strides(site.output_sizes);
-  bool dense = site.output_sizes == spec.sizes;
+  const std::vector<int64_t> out_sizes = index::static_values(site.output_sizes, kBoundCall);
+  const std::vector<int64_t> out_strides = index::static_values(site.output_strides, kBoundCall);
+  const std::vector<int64_t> contiguous = ir::contiguous_strides(out_sizes);
+  bool dense = out_sizes == spec.sizes;
   for (size_t d = 0; dense && d < contiguous.size(); ++d) {
-    dense = site.output_sizes[d] <= 1 || site.output_strides.at(d) == contiguous[d];
+    dense = out_sizes[d] <= 1 || out_strides.at(d) == contiguous[d];
   }
   if (!dense) throw std::logic_error("a scan writes a contiguous output of its input's sizes");
   return spec;
@@ -215,8 +227,8 @@ external::AttentionSpec attention_spec(const lowering::AttentionCall& call,
   spec.query = strided(call.query);
   spec.key = strided(call.key);
   spec.value = strided(call.value);
-  const std::vector<int64_t>& q = call.query.sizes;
-  const std::vector<int64_t>& k = call.key.sizes;
+  const std::vector<int64_t>& q = sizes_of(call.query);
+  const std::vector<int64_t>& k = sizes_of(call.key);
   if (call.mask) {
     // The mask as a view of [B, Hq, Lq, Lk]: stride 0 where it broadcasts.
     external::StridedOperand m;
@@ -224,7 +236,7 @@ external::AttentionSpec attention_spec(const lowering::AttentionCall& call,
     m.strides.assign(4, 0);
     for (size_t d = 0; d < 4; ++d) {
       if (call.mask_dims[d] >= 0)
-        m.strides[d] = call.mask->strides[static_cast<size_t>(call.mask_dims[d])];
+        m.strides[d] = strides_of(*call.mask)[static_cast<size_t>(call.mask_dims[d])];
     }
     spec.mask = m;
     spec.mask_dtype = call.mask->dtype;
@@ -235,12 +247,14 @@ external::AttentionSpec attention_spec(const lowering::AttentionCall& call,
   // A further result the program does not keep is written to scratch, contiguous.
   auto further = [&](size_t r, const std::vector<int64_t>& sizes) {
     if (r < site.further_sizes.size() && !site.further_results[r].empty()) {
-      return external::StridedOperand{site.further_sizes[r], site.further_strides[r]};
+      return external::StridedOperand{index::static_values(site.further_sizes[r], kBoundCall),
+                                      index::static_values(site.further_strides[r], kBoundCall)};
     }
     return contiguous(sizes);
   };
   if (!call.backward) {
-    spec.out = external::StridedOperand{site.output_sizes, site.output_strides};
+    spec.out = external::StridedOperand{index::static_values(site.output_sizes, kBoundCall),
+                                        index::static_values(site.output_strides, kBoundCall)};
     spec.lse = further(0, {q[0], q[1], q[2]});
     return spec;
   }
@@ -249,9 +263,10 @@ external::AttentionSpec attention_spec(const lowering::AttentionCall& call,
   spec.lse_in = strided(*call.logsumexp);
   spec.out = spec.out_in;  // the forward's layouts, which the spec also describes
   spec.lse = spec.lse_in;
-  spec.grad_query = external::StridedOperand{site.output_sizes, site.output_strides};
-  spec.grad_key = further(0, call.key.sizes);
-  spec.grad_value = further(1, call.value.sizes);
+  spec.grad_query = external::StridedOperand{index::static_values(site.output_sizes, kBoundCall),
+                                             index::static_values(site.output_strides, kBoundCall)};
+  spec.grad_key = further(0, sizes_of(call.key));
+  spec.grad_value = further(1, sizes_of(call.value));
   return spec;
 }
 
@@ -319,80 +334,134 @@ std::optional<std::string> channels_last_output_for(const lowering::ExternalCall
   return "the library reads and writes that layout in place (" + reason + ")";
 }
 
+std::shared_ptr<const ExternalPlans::Plan> ExternalPlans::build_plan(
+    const program::ExternalSite& site) const {
+  try {
+    auto plan = std::make_shared<Plan>();
+    const std::vector<int64_t> out_sizes = index::static_values(site.output_sizes, kBoundCall);
+    const std::vector<int64_t> out_strides = index::static_values(site.output_strides, kBoundCall);
+    plan->operand_count = site.call->operands().size();
+    if (site.call->attention) {
+      plan->backward = site.call->attention->backward;
+      const external::AttentionSpec spec = attention_spec(*site.call->attention, site);
+      plan->attention = external::AttentionPlan::create(spec, plan->backward, num_threads_);
+      // Results 1 and 2 of the backward (dk, dv), result 1 of the forward (lse).
+      const size_t results = plan->backward ? 2 : 1;
+      plan->unkept_bytes.assign(results, 0);
+      plan->kept.assign(results, false);
+      for (size_t r = 0; r < results; ++r) {
+        if (r < site.further_results.size() && !site.further_results[r].empty()) {
+          plan->kept[r] = true;
+          continue;
+        }
+        const external::StridedOperand& layout =
+            plan->backward ? (r == 0 ? spec.grad_key : spec.grad_value) : spec.lse;
+        int64_t numel = 1;
+        for (int64_t n : layout.sizes) numel *= n;
+        plan->unkept_bytes[r] =
+            static_cast<size_t>(numel) * dtype_size(plan->backward ? spec.dtype : DType::Float32);
+      }
+    } else if (site.call->scatter) {
+      plan->scatter = std::make_unique<external::ScatterSpec>(
+          scatter_spec(*site.call->scatter, out_sizes, out_strides, site.dtype));
+      if (auto problem = external::scatter_spec_problem(*plan->scatter)) {
+        throw std::logic_error("a scatter plan with " + *problem);
+      }
+    } else if (site.call->scan) {
+      plan->scan = std::make_unique<external::ScanSpec>(scan_spec(*site.call->scan, site));
+      if (auto problem = external::scan_spec_problem(*plan->scan)) {
+        throw std::logic_error("a scan plan with " + *problem);
+      }
+      // cummax's and cummin's indices: written only where the program keeps them.
+      plan->kept.assign(1, !site.further_results.empty() && !site.further_results[0].empty());
+    } else if (site.call->convolution) {
+      plan->convolution = external::ConvolutionPlan::create(
+          convolution_spec(*site.call, out_sizes, out_strides, site.dtype), num_threads_);
+      if (plan->convolution->spec().pass != external::ConvolutionPass::BackwardWeights) {
+        plan->frozen = std::make_unique<FrozenSlot>();
+      }
+    } else {
+      plan->matmul = external::MatmulPlan::create(
+          matmul_spec(*site.call, out_sizes, out_strides, site.dtype, site.epilogue), num_threads_,
+          matmul_weights_, measurement_dir_);
+    }
+    return plan;
+  } catch (const external::LibraryError& e) {
+    // Kept a LibraryError (rethrow_with_context would make it a plain runtime_error).
+    throw external::LibraryError("building the library call of " + site.source + ": " + e.what());
+  } catch (const std::exception&) {
+    ir::rethrow_with_context("building the library call of " + site.source);
+  }
+}
+
 ExternalPlans::ExternalPlans(const std::vector<program::ExternalSite>& sites, int num_threads,
                              external::MatmulWeights matmul_weights,
-                             const std::string& measurement_dir) {
+                             const std::string& measurement_dir, const index::SymbolTable& symbols)
+    : num_threads_(num_threads),
+      matmul_weights_(matmul_weights),
+      measurement_dir_(measurement_dir) {
+  for (const auto& entry : symbols) symbol_names_.push_back(entry.first);
   for (const program::ExternalSite& site : sites) {
-    try {
-      Plan plan;
-      plan.operand_count = site.call->operands().size();
-      if (site.call->attention) {
-        plan.backward = site.call->attention->backward;
-        const external::AttentionSpec spec = attention_spec(*site.call->attention, site);
-        plan.attention = external::AttentionPlan::create(spec, plan.backward, num_threads);
-        // Results 1 and 2 of the backward (dk, dv), result 1 of the forward (lse).
-        const size_t results = plan.backward ? 2 : 1;
-        plan.unkept_bytes.assign(results, 0);
-        plan.kept.assign(results, false);
-        for (size_t r = 0; r < results; ++r) {
-          if (r < site.further_results.size() && !site.further_results[r].empty()) {
-            plan.kept[r] = true;
-            continue;
-          }
-          const external::StridedOperand& layout =
-              plan.backward ? (r == 0 ? spec.grad_key : spec.grad_value) : spec.lse;
-          int64_t numel = 1;
-          for (int64_t n : layout.sizes) numel *= n;
-          plan.unkept_bytes[r] =
-              static_cast<size_t>(numel) * dtype_size(plan.backward ? spec.dtype : DType::Float32);
-        }
-      } else if (site.call->scatter) {
-        plan.scatter = std::make_unique<external::ScatterSpec>(
-            scatter_spec(*site.call->scatter, site.output_sizes, site.output_strides, site.dtype));
-        if (auto problem = external::scatter_spec_problem(*plan.scatter)) {
-          throw std::logic_error("a scatter plan with " + *problem);
-        }
-      } else if (site.call->scan) {
-        plan.scan = std::make_unique<external::ScanSpec>(scan_spec(*site.call->scan, site));
-        if (auto problem = external::scan_spec_problem(*plan.scan)) {
-          throw std::logic_error("a scan plan with " + *problem);
-        }
-        // cummax's and cummin's indices: written only where the program keeps them.
-        plan.kept.assign(1, !site.further_results.empty() && !site.further_results[0].empty());
-      } else if (site.call->convolution) {
-        plan.convolution = external::ConvolutionPlan::create(
-            convolution_spec(*site.call, site.output_sizes, site.output_strides, site.dtype),
-            num_threads);
-        if (plan.convolution->spec().pass != external::ConvolutionPass::BackwardWeights) {
-          plan.frozen = std::make_unique<FrozenSlot>();
-        }
-      } else {
-        plan.matmul = external::MatmulPlan::create(
-            matmul_spec(*site.call, site.output_sizes, site.output_strides, site.dtype,
-                        site.epilogue),
-            num_threads, matmul_weights, measurement_dir);
-      }
-      plans_.push_back(std::move(plan));
-    } catch (const external::LibraryError& e) {
-      // Kept a LibraryError (rethrow_with_context would make it a plain runtime_error).
-      throw external::LibraryError("building the library call of " + site.source + ": " + e.what());
-    } catch (const std::exception&) {
-      ir::rethrow_with_context("building the library call of " + site.source);
+    if (site.is_symbolic()) {
+      // Issue 33: a plan per shape, built when a call first meets it (a primitive creation,
+      // never a C++ compile), the last kPlansPerSymbolicSite kept.
+      auto per_shape = std::make_unique<PerShape>();
+      per_shape->site = site;
+      per_shape_.push_back(std::move(per_shape));
+      plans_.push_back(nullptr);
+    } else {
+      per_shape_.push_back(nullptr);
+      plans_.push_back(build_plan(site));
     }
     sources_.push_back(site.source);
   }
 }
 
-int ExternalPlans::call(void* ctx, int64_t site, const void* const* operands, void* output,
-                        int num_threads, char* err, int64_t err_capacity) {
+const ExternalPlans::Plan& ExternalPlans::plan_at(size_t k, const int64_t* symbols,
+                                                  std::shared_ptr<const Plan>& hold) const {
+  if (k >= plans_.size()) {
+    throw std::logic_error("no plan for external call site " + std::to_string(k));
+  }
+  if (plans_[k]) return *plans_[k];
+  PerShape& s = *per_shape_[k];
+  if (symbols == nullptr) throw std::logic_error("a call over size symbols was given no sizes");
+  std::vector<int64_t> key(symbols, symbols + symbol_names_.size());
+  {
+    const std::lock_guard<std::mutex> lock(s.mutex);
+    for (auto it = s.plans.begin(); it != s.plans.end(); ++it) {
+      if (it->first != key) continue;
+      s.plans.splice(s.plans.end(), s.plans, it);  // the most recently used last
+      hold = s.plans.back().second;
+      return *hold;
+    }
+  }
+  std::map<std::string, int64_t> values;
+  for (size_t i = 0; i < symbol_names_.size(); ++i) values[symbol_names_[i]] = key[i];
+  hold = build_plan(program::bind_external_site(s.site, values));
+  const std::lock_guard<std::mutex> lock(s.mutex);
+  // A plan evicted while a call runs it lives until that call returns (`hold`).
+  while (s.plans.size() >= kPlansPerSymbolicSite) s.plans.pop_front();
+  s.plans.emplace_back(std::move(key), hold);
+  return *hold;
+}
+
+size_t ExternalPlans::shapes_planned(size_t site) const {
+  if (site >= plans_.size()) return 0;
+  if (plans_[site]) return 1;
+  const std::lock_guard<std::mutex> lock(per_shape_[site]->mutex);
+  return per_shape_[site]->plans.size();
+}
+
+int ExternalPlans::call(void* ctx, int64_t site, const int64_t* symbols,
+                        const void* const* operands, void* output, int num_threads, char* err,
+                        int64_t err_capacity) {
   const auto* self = static_cast<const ExternalPlans*>(ctx);
   const auto k = static_cast<size_t>(site);
   const ProfileScope profile(ProfileSite::External);
   try {
-    if (self == nullptr || k >= self->plans_.size()) {
-      throw std::logic_error("no plan for external call site " + std::to_string(site));
-    }
-    const Plan& plan = self->plans_[k];
+    if (self == nullptr) throw std::logic_error("no plans for external call sites");
+    std::shared_ptr<const Plan> hold;
+    const Plan& plan = self->plan_at(k, symbols, hold);
     if (plan.attention) {
       const external::AttentionSpec& spec = plan.attention->spec();
       const void* mask = spec.mask ? operands[3] : nullptr;
@@ -465,7 +534,12 @@ const ExternalPlans::Plan& ExternalPlans::convolution_reading_weights(size_t sit
     throw std::invalid_argument("no library call site " + std::to_string(site) +
                                 " (the program has " + std::to_string(plans_.size()) + ")");
   }
-  const Plan& plan = plans_[site];
+  if (!plans_[site]) {
+    throw std::invalid_argument("library call site " + std::to_string(site) + " (" +
+                                sources_[site] +
+                                ") has sizes known only at run time: its weights are not packed");
+  }
+  const Plan& plan = *plans_[site];
   if (!plan.frozen) {
     throw std::invalid_argument("library call site " + std::to_string(site) + " (" +
                                 sources_[site] +
@@ -502,7 +576,10 @@ std::string ExternalPlans::implementation(size_t site) const {
   if (site >= plans_.size()) {
     throw std::invalid_argument("no library call site " + std::to_string(site));
   }
-  const Plan& plan = plans_[site];
+  if (!plans_[site]) {
+    return "a plan per shape, built when a call first meets it (sizes known only at run time)";
+  }
+  const Plan& plan = *plans_[site];
   if (plan.convolution) {
     const std::shared_ptr<const external::PackedWeights> packed =
         plan.frozen ? plan.frozen->get() : nullptr;

@@ -3,6 +3,7 @@
 // StaxExternalFn, built once per call site when the program is loaded.
 #pragma once
 
+#include <list>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -74,13 +75,19 @@ class ExternalPlans {
   // `num_threads`: the count the program was compiled for (a run with another builds one
   // more primitive on first use).
   // `measurement_dir`: where matmul plans keep what they measure (MatmulPlan::create).
+  // `symbols`: the program's size symbols, in the order the wrapper passes their values
+  // (issue 33); a site over them gets a plan per shape, built at the first call with it.
   ExternalPlans(const std::vector<program::ExternalSite>& sites, int num_threads,
                 external::MatmulWeights matmul_weights = external::MatmulWeights::Measured,
-                const std::string& measurement_dir = "");
+                const std::string& measurement_dir = "", const index::SymbolTable& symbols = {});
   // The StaxExternalFn the generated wrapper calls, with `this` as its context: 0, or the
   // wrapper's status for the failure (program::kStatusIndexError, ...).
-  static int call(void* ctx, int64_t site, const void* const* operands, void* output,
-                  int num_threads, char* err, int64_t err_capacity);
+  static int call(void* ctx, int64_t site, const int64_t* symbols, const void* const* operands,
+                  void* output, int num_threads, char* err, int64_t err_capacity);
+  // The shapes whose plans a site holds now: 1 for a static site, up to
+  // kPlansPerSymbolicSite for one over size symbols.
+  size_t shapes_planned(size_t site) const;
+  static constexpr size_t kPlansPerSymbolicSite = 8;
   bool empty() const { return plans_.empty(); }
 
   // freeze_parameters (frozen_weights.h): packs the weights a convolution site reads, at
@@ -126,8 +133,24 @@ class ExternalPlans {
     std::vector<bool> kept;              // per further result: whether the program keeps it
     std::unique_ptr<FrozenSlot> frozen;  // convolutions reading weights
   };
+  // A site over size symbols: its plans by the symbols' values, the least recently used first.
+  struct PerShape {
+    program::ExternalSite site;
+    mutable std::mutex mutex;
+    std::list<std::pair<std::vector<int64_t>, std::shared_ptr<const Plan>>> plans;
+  };
   const Plan& convolution_reading_weights(size_t site) const;
-  std::vector<Plan> plans_;
+  // The plan of a static site, or of a symbolic one at these symbols' values (kept alive by
+  // `hold` while the call runs).
+  const Plan& plan_at(size_t site, const int64_t* symbols, std::shared_ptr<const Plan>& hold) const;
+  // Throws external::LibraryError naming the site's graph node.
+  std::shared_ptr<const Plan> build_plan(const program::ExternalSite& site) const;
+  int num_threads_ = 1;
+  external::MatmulWeights matmul_weights_ = external::MatmulWeights::Measured;
+  std::string measurement_dir_;
+  std::vector<std::string> symbol_names_;
+  std::vector<std::shared_ptr<const Plan>> plans_;  // null for a site over size symbols
+  std::vector<std::unique_ptr<PerShape>> per_shape_;
   std::vector<std::string> sources_;
 };
 

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "index/shape_exprs.h"
+
 namespace stax::driver {
 
 std::vector<WeightSite> weight_sites(const Compilation& compilation) {
@@ -28,7 +30,8 @@ std::vector<WeightSite> weight_sites(const Compilation& compilation) {
       if (it != inputs.end()) {
         w.input = static_cast<int>(it - inputs.begin());
         w.input_name = it->name;
-        w.offset_bytes = call.b.offset * static_cast<int64_t>(dtype_size(call.b.dtype));
+        w.offset_bytes = index::static_value(call.b.offset, "freeze_parameters") *
+                         static_cast<int64_t>(dtype_size(call.b.dtype));
       }
     }
     if (w.why_not.empty() && w.input < 0) {

@@ -31,8 +31,8 @@ class Loader {
   using Function = std::function<OpsValue(OpsHandler&, const std::vector<index::Expr>& index)>;
   Loader() = default;
   template <typename F>
-  requires std::is_invocable_r_v < OpsValue, F&, OpsHandler&, const std::vector<index::Expr>
-  & > Loader(F f)  // NOLINT(google-explicit-constructor): lambdas convert as to std::function
+    requires std::is_invocable_r_v<OpsValue, F&, OpsHandler&, const std::vector<index::Expr>&>
+  Loader(F f)  // NOLINT(google-explicit-constructor): lambdas convert as to std::function
       : function_(std::make_shared<const Function>(std::move(f))) {}
   OpsValue operator()(OpsHandler& handler, const std::vector<index::Expr>& index) const {
     return (*function_)(handler, index);
@@ -55,13 +55,16 @@ struct InputBuffer {
 
 // An operand of an external call: a strided view of a graph input or a computed buffer,
 // passed to the library as a layout (no copy).
+// Its layout is over the graph's size symbols (issue 33; constants for a static call): a call
+// over symbols is bound to each call's sizes (bind_external_call) before a library plan is
+// built for it.
 struct ExternalOperand {
   std::string buffer;
   bool is_input = false;
   DType dtype = DType::Float32;
-  std::vector<int64_t> sizes;
-  std::vector<int64_t> strides;  // in elements; 0 where the view broadcasts
-  int64_t offset = 0;
+  std::vector<index::Expr> sizes;
+  std::vector<index::Expr> strides;  // in elements; 0 where the view broadcasts
+  index::Expr offset;
 };
 
 // The window of a convolution call, with PyTorch's meanings (one entry per spatial dim;
@@ -186,7 +189,14 @@ struct ExternalCall {
   // attention's query, key, value, the mask if any, then the backward's grad_out, out and
   // logsumexp; a scan's input; a further result's `a` (the call it is a result of).
   std::vector<const ExternalOperand*> operands() const;
+  std::vector<ExternalOperand*> operands();
+  // Whether some operand's layout is an expression over size symbols.
+  bool is_symbolic() const;
 };
+
+// The call at these values of the size symbols: every operand's layout a constant.
+ExternalCall bind_external_call(const ExternalCall& call,
+                                const std::map<std::string, int64_t>& values);
 
 // A buffer computed by a loop nest. Its pointwise loops run over `ranges`; a reduction also
 // runs over `reduction_ranges` and combines `value` under `reduction`. A buffer with

@@ -44,25 +44,29 @@ DType accumulation_dtype(DType dtype) {
   return DType::Int64;
 }
 
-// Strides of `operand` seen at `out_sizes` (broadcast dims get stride 0), PyTorch's rules.
-std::vector<int64_t> broadcast_strides(const std::vector<int64_t>& sizes,
-                                       const std::vector<int64_t>& strides,
-                                       const std::vector<int64_t>& out_sizes) {
-  std::vector<int64_t> out(out_sizes.size(), 0);
+// Strides of `operand` seen at `out_sizes` (broadcast dims get stride 0), PyTorch's rules. With
+// size symbols (issue 33) a dim broadcasts where its size is not the output's at every size:
+// the shape rules make it the constant 1 then.
+std::vector<Expr> broadcast_strides(const std::vector<Expr>& sizes,
+                                    const std::vector<Expr>& strides,
+                                    const std::vector<Expr>& out_sizes) {
+  std::vector<Expr> out(out_sizes.size(), Expr(0));
   const size_t shift = out_sizes.size() - sizes.size();
   for (size_t d = 0; d < sizes.size(); ++d) {
-    out[d + shift] = sizes[d] == out_sizes[d + shift] ? strides[d] : 0;
+    out[d + shift] = sizes[d] == out_sizes[d + shift] ? strides[d] : Expr(0);
   }
   return out;
 }
 
 // Whether a library reads the matrix dims of this layout directly: one of the last two strides
-// is 1 (row- or column-major matrices, any leading stride).
-bool library_readable(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
+// is 1 (row- or column-major matrices, any leading stride), at every size.
+bool library_readable(const std::vector<Expr>& sizes, const std::vector<Expr>& strides) {
   const size_t n = sizes.size();
-  const bool rows_unit = strides[n - 1] == 1 || sizes[n - 1] <= 1;
-  const bool cols_unit = strides[n - 2] == 1 || sizes[n - 2] <= 1;
-  return rows_unit || cols_unit;
+  auto unit = [&](size_t d) {
+    const std::optional<int64_t> size = sizes[d].constant_value();
+    return strides[d] == Expr(1) || (size && *size <= 1);
+  };
+  return unit(n - 1) || unit(n - 2);
 }
 
 }  // namespace
@@ -129,8 +133,8 @@ ContractionScalars contraction_scalars(const ir::Node& node, const ContractionSh
   return s;
 }
 
-ExternalOperand contiguous_operand(DType dtype, const std::vector<int64_t>& sizes) {
-  return ExternalOperand{"", false, dtype, sizes, ir::contiguous_strides(sizes), 0};
+ExternalOperand contiguous_operand(DType dtype, const std::vector<Expr>& sizes) {
+  return ExternalOperand{"", false, dtype, sizes, index::contiguous_strides(sizes), 0};
 }
 
 // The call a contraction node makes, over the given operands (the bias only if it is read).
@@ -185,11 +189,13 @@ std::vector<ir::ValueRef> Lowerer::library_matrix_operands(const ir::Node& node)
   auto ref = [&](size_t pos) { return std::get<ir::ValueRef>(node.args[pos]); };
   auto type = [&](size_t pos) -> const ir::TensorType& { return graph_.value(ref(pos)).type; };
   // Layouts aside, the call the node lowers to (the library's choice does not depend on them).
+  // At the hints for a symbolic node: the library's choice depends on the dtypes.
+  auto sizes = [&](const ir::TensorType& t) { return index::to_exprs(t.sizes); };
   std::optional<ExternalOperand> bias;
-  if (scalars.reads_bias) bias = contiguous_operand(type(0).dtype, out.type.sizes);
+  if (scalars.reads_bias) bias = contiguous_operand(type(0).dtype, sizes(out.type));
   const ExternalCall call = contraction_call(
-      node.op, scalars, contiguous_operand(type(shape.a_pos).dtype, type(shape.a_pos).sizes),
-      contiguous_operand(type(shape.b_pos).dtype, type(shape.b_pos).sizes), bias);
+      node.op, scalars, contiguous_operand(type(shape.a_pos).dtype, sizes(type(shape.a_pos))),
+      contiguous_operand(type(shape.b_pos).dtype, sizes(type(shape.b_pos))), bias);
   std::string why;
   if (!options_.library_for(call, &why)) return {};
   std::vector<ir::ValueRef> operands = {ref(shape.a_pos), ref(shape.b_pos)};
@@ -200,7 +206,7 @@ std::vector<ir::ValueRef> Lowerer::library_matrix_operands(const ir::Node& node)
 LoweredValue Lowerer::lower_contraction(const ir::Node& node, const ir::Value& out) {
   const ContractionShape shape = contraction_shape(node.op);
   const DType dtype = out.type.dtype;
-  const std::vector<int64_t>& out_sizes = out.type.sizes;  // a static node (lowerer.h)
+  const std::vector<Expr> out_sizes = ir::symbolic_sizes_of(out.type);
   auto operand_value = [&](size_t pos) -> const LoweredValue& {
     return value(std::get<ir::ValueRef>(node.args[pos]).index);
   };
@@ -212,7 +218,7 @@ LoweredValue Lowerer::lower_contraction(const ir::Node& node, const ir::Value& o
 
   // The library path.
   if (options_.library_for) {
-    auto as_operand = [&](const LoweredValue& v, const std::vector<int64_t>& at_sizes,
+    auto as_operand = [&](const LoweredValue& v, const std::vector<Expr>& at_sizes,
                           bool broadcast) -> std::optional<ExternalOperand> {
       if (!v.layout) return std::nullopt;
       ExternalOperand op{
@@ -220,17 +226,16 @@ LoweredValue Lowerer::lower_contraction(const ir::Node& node, const ir::Value& o
           v.layout->is_input,
           v.dtype,
           at_sizes,
-          broadcast ? broadcast_strides(v.static_sizes(), v.layout->static_strides(), at_sizes)
-                    : v.layout->static_strides(),
-          v.layout->static_offset()};
+          broadcast ? broadcast_strides(v.sizes, v.layout->strides, at_sizes) : v.layout->strides,
+          v.layout->offset};
       if (!library_readable(op.sizes, op.strides)) return std::nullopt;
       return op;
     };
     const LoweredValue& va = operand_value(shape.a_pos);
     const LoweredValue& vb = operand_value(shape.b_pos);
     // Operands stored contiguously first where the library cannot read them as they are.
-    std::optional<ExternalOperand> a = as_operand(va, va.static_sizes(), false);
-    std::optional<ExternalOperand> b = as_operand(vb, vb.static_sizes(), false);
+    std::optional<ExternalOperand> a = as_operand(va, va.sizes, false);
+    std::optional<ExternalOperand> b = as_operand(vb, vb.sizes, false);
     std::optional<ExternalOperand> bias;  // as read in place, if it can be
     std::optional<ExternalOperand> bias_operand;
     if (reads_bias) {
@@ -238,31 +243,36 @@ LoweredValue Lowerer::lower_contraction(const ir::Node& node, const ir::Value& o
       bias_operand = bias ? *bias : contiguous_operand(operand_value(0).dtype, out_sizes);
     }
     ExternalCall call =
-        contraction_call(node.op, scalars, a ? *a : contiguous_operand(va.dtype, va.static_sizes()),
-                         b ? *b : contiguous_operand(vb.dtype, vb.static_sizes()), bias_operand);
+        contraction_call(node.op, scalars, a ? *a : contiguous_operand(va.dtype, va.sizes),
+                         b ? *b : contiguous_operand(vb.dtype, vb.sizes), bias_operand);
     std::string why;
-    std::optional<std::string> library = options_.library_for(call, &why);
+    // The library's choice at the hints for a symbolic call: it rests on the dtypes and the
+    // layouts' kinds, which every size shares.
+    std::optional<std::string> library = options_.library_for(
+        call.is_symbolic() ? bind_external_call(call, index::hint_values(graph_.size_symbols()))
+                           : call,
+        &why);
     if (library) {
       call.library = *library;
       call.reason =
           "the target's " + *library + " runs " + node.op + " on " + std::string(dtype_name(dtype));
       auto store_unreadable = [&](const LoweredValue& v, bool readable,
-                                  const std::vector<int64_t>& at_sizes, bool broadcast,
+                                  const std::vector<Expr>& at_sizes, bool broadcast,
                                   const char* role, ExternalOperand& into) {
         if (readable) return;
         LoweredValue r = realize(v, std::string("operand ") + role + " of " + node.op +
                                         ": the library reads only strided matrices");
         into.buffer = r.layout->buffer;
         into.strides =
-            broadcast ? broadcast_strides(v.static_sizes(), r.layout->static_strides(), at_sizes)
-                      : r.layout->static_strides();
+            broadcast ? broadcast_strides(v.sizes, r.layout->strides, at_sizes) : r.layout->strides;
       };
-      store_unreadable(va, a.has_value(), va.static_sizes(), false, "a", call.a);
-      store_unreadable(vb, b.has_value(), vb.static_sizes(), false, "mat2", call.b);
+      store_unreadable(va, a.has_value(), va.sizes, false, "a", call.a);
+      store_unreadable(vb, b.has_value(), vb.sizes, false, "mat2", call.b);
       if (reads_bias) {
         store_unreadable(operand_value(0), bias.has_value(), out_sizes, true, "bias", *call.bias);
       }
-      return add_external_buffer(node, std::move(call), dtype, out_sizes);
+      return add_external_buffer(node, std::move(call), dtype, out_sizes,
+                                 index::contiguous_strides(out_sizes));
     }
     result_.log.push_back(ir::describe_node(graph_, node) + ": a loop nest, " + why);
   }
@@ -270,8 +280,7 @@ LoweredValue Lowerer::lower_contraction(const ir::Node& node, const ir::Value& o
   // The loop nest: a sum of products in the accumulation dtype.
   const DType acc = accumulation_dtype(dtype);
   std::optional<LoweredValue> summed;
-  if (!skips_product)
-    summed = sum_of_products(node, index::to_exprs(out_sizes), shape.a_pos, shape.b_pos, acc);
+  if (!skips_product) summed = sum_of_products(node, out_sizes, shape.a_pos, shape.b_pos, acc);
 
   // The epilogue: alpha * sum + beta * bias, in the accumulation dtype, then the dtype.
   if (summed && !reads_bias && alpha.equals(1.0) && acc == dtype) return *summed;
@@ -281,12 +290,12 @@ LoweredValue Lowerer::lower_contraction(const ir::Node& node, const ir::Value& o
   if (reads_bias) {
     const LoweredValue& vc = operand_value(0);
     lc = vc.loader;
-    c_map = broadcast_index(vc.sizes, index::to_exprs(out_sizes));
+    c_map = broadcast_index(vc.sizes, out_sizes);
   }
   const bool scale = !alpha.equals(1.0);
   LoweredValue v;
   v.dtype = dtype;
-  v.sizes = index::to_exprs(out_sizes);
+  v.sizes = out_sizes;
   if (summed) v.stats = summed->stats;
   if (scale) v.stats += op_stats(PointwiseOp::Mul);
   if (reads_bias) {
@@ -330,12 +339,19 @@ LoweredValue Lowerer::lower_contraction(const ir::Node& node, const ir::Value& o
 LoweredValue Lowerer::add_external_buffer(const ir::Node& node, ExternalCall call, DType dtype,
                                           const std::vector<int64_t>& sizes,
                                           std::optional<std::vector<int64_t>> strides) {
+  return add_external_buffer(node, std::move(call), dtype, index::to_exprs(sizes),
+                             index::to_exprs(strides ? *strides : ir::contiguous_strides(sizes)));
+}
+
+LoweredValue Lowerer::add_external_buffer(const ir::Node& node, ExternalCall call, DType dtype,
+                                          const std::vector<Expr>& sizes,
+                                          const std::vector<Expr>& strides) {
   ComputedBuffer buf;
   buf.name = next_buffer_name();
   buf.dtype = dtype;
-  buf.sizes = index::to_exprs(sizes);
-  buf.strides = index::to_exprs(strides ? *strides : ir::contiguous_strides(sizes));
-  buf.ranges = index::to_exprs(sizes);
+  buf.sizes = sizes;
+  buf.strides = strides;
+  buf.ranges = sizes;
   buf.origin = node.op;
   result_.log.push_back(buf.name + " (" + node.op + "): an external call, " + call.reason);
   buf.external = std::make_shared<const ExternalCall>(std::move(call));

@@ -35,7 +35,8 @@ DType convolution_accumulation_dtype(DType dtype) {
 namespace {
 
 ExternalOperand contiguous_operand(DType dtype, const std::vector<int64_t>& sizes) {
-  return ExternalOperand{"", false, dtype, sizes, ir::contiguous_strides(sizes), 0};
+  return ExternalOperand{
+      "", false, dtype, index::to_exprs(sizes), index::to_exprs(ir::contiguous_strides(sizes)), 0};
 }
 
 }  // namespace
@@ -132,9 +133,8 @@ std::optional<LoweredValue> Lowerer::library_convolution(
       in_place.emplace_back();
       continue;
     }
-    in_place.push_back(ExternalOperand{v->layout->buffer, v->layout->is_input, v->dtype,
-                                       v->static_sizes(), v->layout->static_strides(),
-                                       v->layout->static_offset()});
+    in_place.push_back(ExternalOperand{v->layout->buffer, v->layout->is_input, v->dtype, v->sizes,
+                                       v->layout->strides, v->layout->offset});
   }
   ExternalCall call = contiguous_call(node.op, window, dtype, sizes);
   auto operand_slot = [&call](size_t k) -> ExternalOperand& {
@@ -169,7 +169,7 @@ std::optional<LoweredValue> Lowerer::library_convolution(
     ExternalOperand& into = operand_slot(k);
     into.buffer = r.layout->buffer;
     into.is_input = false;
-    into.strides = r.layout->static_strides();
+    into.strides = r.layout->strides;
     into.offset = 0;
   }
   // The output channels last where the library runs this convolution in place on that

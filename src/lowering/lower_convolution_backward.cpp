@@ -41,8 +41,18 @@ std::vector<ir::ValueRef> Lowerer::library_convolution_backward_operands(
   call.op = node.op;
   const std::vector<int64_t> grad_sizes = f.result_sizes();
   const std::vector<int64_t>& other_sizes = graph_.value(other).type.sizes;
-  call.a = ExternalOperand{"", false, f.dtype, grad_sizes, ir::contiguous_strides(grad_sizes), 0};
-  call.b = ExternalOperand{"", false, f.dtype, other_sizes, ir::contiguous_strides(other_sizes), 0};
+  call.a = ExternalOperand{"",
+                           false,
+                           f.dtype,
+                           index::to_exprs(grad_sizes),
+                           index::to_exprs(ir::contiguous_strides(grad_sizes)),
+                           0};
+  call.b = ExternalOperand{"",
+                           false,
+                           f.dtype,
+                           index::to_exprs(other_sizes),
+                           index::to_exprs(ir::contiguous_strides(other_sizes)),
+                           0};
   call.convolution = convolution_window(f, direction, b.result_sizes(r));
   std::string why;
   if (!options_.library_for(call, &why)) return {};

@@ -27,9 +27,8 @@ LoweredValue Lowerer::lower_scan(const ir::Node& node, const ir::Value& out) {
     converted.stats += load_stats();
     const LoweredValue stored = realize(
         converted, role + " in " + std::string(dtype_name(a.dtype)) + ", eager's conversion");
-    s.input =
-        ExternalOperand{stored.layout->buffer,           false, a.dtype, stored.static_sizes(),
-                        stored.layout->static_strides(), 0};
+    s.input = ExternalOperand{stored.layout->buffer,  false, a.dtype, stored.sizes,
+                              stored.layout->strides, 0};
   }
   ExternalCall call;
   call.op = node.op;

@@ -34,12 +34,11 @@ bool is_zero_fill(const ir::Graph& graph, ir::ValueRef ref) {
 ExternalOperand Lowerer::stored_operand(ir::ValueRef ref, const std::string& why) {
   const LoweredValue& v = value(ref.index);
   if (v.layout) {
-    return ExternalOperand{v.layout->buffer, v.layout->is_input,         v.dtype,
-                           v.static_sizes(), v.layout->static_strides(), v.layout->static_offset()};
+    return ExternalOperand{v.layout->buffer, v.layout->is_input, v.dtype,
+                           v.sizes,          v.layout->strides,  v.layout->offset};
   }
   const LoweredValue r = realize(v, why);
-  return ExternalOperand{r.layout->buffer,           false, v.dtype, v.static_sizes(),
-                         r.layout->static_strides(), 0};
+  return ExternalOperand{r.layout->buffer, false, v.dtype, v.sizes, r.layout->strides, 0};
 }
 
 LoweredValue Lowerer::lower_scatter(const ir::Node& node, const ir::Value& out) {

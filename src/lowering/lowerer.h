@@ -326,6 +326,8 @@ class Lowerer {
       case ir::OpCategory::View:
       case ir::OpCategory::Copy:
       case ir::OpCategory::Factory:
+      case ir::OpCategory::Contraction:
+      case ir::OpCategory::Attention:
         break;
       default:
         refuse_symbolic_sizes(node);
@@ -447,6 +449,10 @@ class Lowerer {
   LoweredValue add_external_buffer(const ir::Node& node, ExternalCall call, DType dtype,
                                    const std::vector<int64_t>& sizes,
                                    std::optional<std::vector<int64_t>> strides = std::nullopt);
+  // The same over size symbols (issue 33).
+  LoweredValue add_external_buffer(const ir::Node& node, ExternalCall call, DType dtype,
+                                   const std::vector<Expr>& sizes,
+                                   const std::vector<Expr>& strides);
   // Issue 15, point 4 (lower_scatter.cpp): index_put, index_add, scatter, scatter_add as
   // external nodes run by Stax's runtime.
   LoweredValue lower_scatter(const ir::Node& node, const ir::Value& out);

@@ -32,28 +32,57 @@ bool LoweredGraph::is_symbolic() const {
   return false;
 }
 
-std::vector<const ExternalOperand*> ExternalCall::operands() const {
+std::vector<ExternalOperand*> ExternalCall::operands() {
   if (scatter) {
-    std::vector<const ExternalOperand*> out;
-    for (const ScatterIndex& index : scatter->indices) out.push_back(&index.operand);
+    std::vector<ExternalOperand*> out;
+    for (ScatterIndex& index : scatter->indices) out.push_back(&index.operand);
     if (scatter->values) out.push_back(&*scatter->values);
     if (scatter->self) out.push_back(&*scatter->self);
     return out;
   }
   if (attention) {
-    std::vector<const ExternalOperand*> out = {&attention->query, &attention->key,
-                                               &attention->value};
+    std::vector<ExternalOperand*> out = {&attention->query, &attention->key, &attention->value};
     if (attention->mask) out.push_back(&*attention->mask);
-    for (const auto* op : {&attention->grad_out, &attention->out, &attention->logsumexp}) {
+    for (auto* op : {&attention->grad_out, &attention->out, &attention->logsumexp}) {
       if (*op) out.push_back(&**op);
     }
     return out;
   }
   if (scan) return {&scan->input};
   if (result_of) return {&a};
-  std::vector<const ExternalOperand*> out = {&a, &b};
+  std::vector<ExternalOperand*> out = {&a, &b};
   if (bias) out.push_back(&*bias);
   return out;
+}
+
+std::vector<const ExternalOperand*> ExternalCall::operands() const {
+  std::vector<const ExternalOperand*> out;
+  for (ExternalOperand* op : const_cast<ExternalCall*>(this)->operands()) out.push_back(op);
+  return out;
+}
+
+bool ExternalCall::is_symbolic() const {
+  for (const ExternalOperand* op : operands()) {
+    if (!index::all_constant(op->sizes) || !index::all_constant(op->strides) ||
+        !op->offset.is_constant()) {
+      return true;
+    }
+  }
+  return false;
+}
+
+ExternalCall bind_external_call(const ExternalCall& call,
+                                const std::map<std::string, int64_t>& values) {
+  ExternalCall bound = call;
+  auto at = [&](std::vector<Expr>& exprs) {
+    for (Expr& e : exprs) e = Expr(index::evaluate(e, values));
+  };
+  for (ExternalOperand* op : bound.operands()) {
+    at(op->sizes);
+    at(op->strides);
+    op->offset = Expr(index::evaluate(op->offset, values));
+  }
+  return bound;
 }
 
 void ComputedBuffer::run_body(OpsHandler& handler, const std::vector<Expr>& index,

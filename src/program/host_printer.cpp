@@ -141,6 +141,12 @@ class Printer {
            << ") breaks its facts (" << ir::describe_facts(name, facts) << ")\", (long long)"
            << name << "); return 1; }\n";
     }
+    // Their values for the runtime's library calls, whose plans are per shape.
+    out_ << "const int64_t stax_symbols[] = {";
+    for (const auto& entry : p_.symbols) {
+      out_ << (entry.first == p_.symbols.begin()->first ? "" : ", ") << entry.first;
+    }
+    out_ << "};\n(void)stax_symbols;\n";
   }
 
   void print_input_checks() {
@@ -321,7 +327,7 @@ class Printer {
     out_ << "{\nconst void* stax_operands[" << ops.size() + site.further_results.size() << "] = {";
     for (size_t k = 0; k < ops.size(); ++k) {
       out_ << (k ? ", " : "") << pointer(ops[k]->buffer);
-      if (ops[k]->offset != 0) out_ << " + " << ops[k]->offset;
+      if (ops[k]->offset != index::Expr(0)) out_ << " + " << cpp(ops[k]->offset);
     }
     // The call's further results (lowering::ResultOf) follow its operands.
     for (const std::string& result : site.further_results) {
@@ -330,8 +336,9 @@ class Printer {
     out_ << "};\n";
     // The runtime's status: kStatusExternalError for a library's failure, the index statuses
     // for a scatter's index out of range.
-    out_ << "const int stax_status = external(external_ctx, " << c.site << ", stax_operands, "
-         << site.output << ", num_threads, err, err_capacity);\n";
+    out_ << "const int stax_status = external(external_ctx, " << c.site << ", "
+         << (p_.symbols.empty() ? "nullptr" : "stax_symbols") << ", stax_operands, " << site.output
+         << ", num_threads, err, err_capacity);\n";
     out_ << "if (stax_status != 0) { " << release_live_ << "return stax_status; }\n}\n";
   }
 

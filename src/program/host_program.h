@@ -53,8 +53,10 @@ struct KernelFunction {
 struct ExternalSite {
   std::string output;                                  // the buffer it writes
   std::shared_ptr<const lowering::ExternalCall> call;  // owned with the lowered graph's buffer
-  std::vector<int64_t> output_sizes;
-  std::vector<int64_t> output_strides;
+  // Over the size symbols where the call is (issue 33): the runtime binds the site to each
+  // call's sizes (bind_external_site) before it builds a plan.
+  std::vector<index::Expr> output_sizes;
+  std::vector<index::Expr> output_strides;
   DType dtype = DType::Float32;
   std::string source;  // the graph node it computes, for errors
   // What the call applies to each result before storing it to `output` (the buffer of the
@@ -63,9 +65,14 @@ struct ExternalSite {
   // The buffers of the call's further results (lowering::ResultOf; result 1, 2, ...), passed
   // after its operands; "" for a result no node reads (the runtime gets a null pointer).
   std::vector<std::string> further_results;
-  std::vector<std::vector<int64_t>> further_sizes;  // their sizes and strides
-  std::vector<std::vector<int64_t>> further_strides;
+  std::vector<std::vector<index::Expr>> further_sizes;  // their sizes and strides
+  std::vector<std::vector<index::Expr>> further_strides;
+  bool is_symbolic() const;
 };
+
+// The site at these values of the size symbols: its call and layouts constants.
+ExternalSite bind_external_site(const ExternalSite& site,
+                                const std::map<std::string, int64_t>& values);
 
 // Statements of the wrapper after the input checks, in order.
 struct Allocate {

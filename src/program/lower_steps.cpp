@@ -40,8 +40,8 @@ void lower_steps(HostProgram& program, const kernel::PipelineOptions& kernel_opt
       ExternalSite site;
       site.output = last.buffer->name;
       site.call = first.buffer->external;
-      site.output_sizes = index::static_values(last.buffer->sizes, "the host program");
-      site.output_strides = index::static_values(last.buffer->strides, "the host program");
+      site.output_sizes = last.buffer->sizes;
+      site.output_strides = last.buffer->strides;
       site.dtype = last.buffer->dtype;
       site.source = first.buffer->source;
       site.epilogue = fused.epilogue;
@@ -60,8 +60,8 @@ void lower_steps(HostProgram& program, const kernel::PipelineOptions& kernel_opt
           site.further_strides.resize(k + 1);
         }
         site.further_results[k] = n.buffer->name;
-        site.further_sizes[k] = index::static_values(n.buffer->sizes, "the host program");
-        site.further_strides[k] = index::static_values(n.buffer->strides, "the host program");
+        site.further_sizes[k] = n.buffer->sizes;
+        site.further_strides[k] = n.buffer->strides;
       }
       program.externals.push_back(std::move(site));
       std::string epilogue;

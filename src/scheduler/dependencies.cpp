@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "index/shape_exprs.h"
 #include "ir/scan_args.h"
 #include "scheduler/recording_handler.h"
 
@@ -167,8 +168,8 @@ SchedulerNode make_external_node(SchedulerNode node, const lowering::ComputedBuf
   node.kind = NodeKind::External;
   node.vars = {{"x0", buffer.numel()}};
   for (const lowering::ExternalOperand* op : buffer.external->operands()) {
-    int64_t numel = 1;
-    for (int64_t s : op->sizes) numel *= s;
+    // At the hints for an operand over size symbols (the cost model's and the logs' count).
+    const int64_t numel = index::value_at_hints(index::product(op->sizes), node.symbols);
     WholeDep dep{op->buffer, op->dtype, numel};
     if (std::find(node.whole_read_deps.begin(), node.whole_read_deps.end(), dep) !=
         node.whole_read_deps.end()) {

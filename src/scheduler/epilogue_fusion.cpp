@@ -223,7 +223,13 @@ void fuse_epilogues(const std::vector<SchedulerNode>& nodes, std::vector<FusedNo
       continue;
     }
     std::string why;
-    if (!check(*call.buffer->external, m.chain, &why)) {
+    // A call over size symbols is asked at the hints: whether the library applies the chain
+    // rests on the dtypes and the layouts' kinds, which every size shares.
+    const lowering::ExternalCall& external = *call.buffer->external;
+    if (!check(external.is_symbolic()
+                   ? lowering::bind_external_call(external, index::hint_values(call.symbols))
+                   : external,
+               m.chain, &why)) {
       refuse("the library does not run " + consumer->name + "'s chain: " + why);
       continue;
     }

@@ -808,14 +808,15 @@ TEST(Cli, SymbolicProgramsRunAtTheSizesGiven) {
   EXPECT_EQ(unbound.status, 0) << unbound.out;
   EXPECT_NE(unbound.out.find("const int64_t s0 = inputs[0].sizes[0];"), std::string::npos)
       << unbound.out;
-  const auto product = temp_file("product.stax",
-                                 "def p(x: f32[s0, 24], w: f32[24, 8]) where s0: [1, 64] hint=4:\n"
-                                 "    y = mm(x, w)\n"
-                                 "    return y\n");
-  const Result refused = run("emit " + product.string());
+  const auto convolution =
+      temp_file("convolution.stax",
+                "def c(x: f32[s0, 3, 8, 8], w: f32[4, 3, 3, 3]) where s0: [1, 64] hint=2:\n"
+                "    y = convolution(x, w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1)\n"
+                "    return y\n");
+  const Result refused = run("emit " + convolution.string());
   EXPECT_EQ(refused.status, 2);
-  EXPECT_NE(refused.out.find("lowering mm: sizes known only at run time are not taken by this "
-                             "op's lowering yet"),
+  EXPECT_NE(refused.out.find("lowering convolution: sizes known only at run time are not taken "
+                             "by this op's lowering yet"),
             std::string::npos)
       << refused.out;
   EXPECT_NE(refused.out.find("give the sizes with --sizes s0=N"), std::string::npos) << refused.out;

@@ -136,14 +136,14 @@ TEST(ExternalCalls, OperandsAreLayoutsAndOnlyComposedOperandsAreStored) {
   const size_t addmm = c->module.externals[0].call->op == "addmm" ? 0 : 1;
   const lowering::ExternalCall& first = *c->module.externals[addmm].call;
   EXPECT_EQ(first.b.buffer, "w");
-  EXPECT_EQ(first.b.strides, (std::vector<int64_t>{1, 64}));
+  EXPECT_EQ(first.b.strides, index::to_exprs({1, 64}));
   ASSERT_TRUE(first.bias.has_value());
-  EXPECT_EQ(first.bias->strides, (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(first.bias->strides, index::to_exprs({0, 1}));
   // The slice of a composed neg is stored contiguously, then read by the library.
   const lowering::ExternalCall& second = *c->module.externals[1 - addmm].call;
   EXPECT_EQ(second.op, "mm");
   EXPECT_NE(second.a.buffer, "a");
-  EXPECT_EQ(second.a.strides, (std::vector<int64_t>{64, 1}));
+  EXPECT_EQ(second.a.strides, index::to_exprs({64, 1}));
 }
 
 // A failing library call is an exception naming the op, never a crash: here a plan for one
@@ -237,8 +237,8 @@ TEST(ExternalCalls, ALibraryFailureNamesTheOpAndItsShapes) {
   char err[256] = {0};
   const void* operands[2] = {nullptr, nullptr};
   // The wrapper's status for a library failure (the wrapper returns it as it is).
-  EXPECT_EQ(driver::ExternalPlans::call(const_cast<driver::ExternalPlans*>(&none), 0, operands,
-                                        nullptr, 1, err, sizeof err),
+  EXPECT_EQ(driver::ExternalPlans::call(const_cast<driver::ExternalPlans*>(&none), 0, nullptr,
+                                        operands, nullptr, 1, err, sizeof err),
             program::kStatusExternalError);
   EXPECT_NE(std::string(err).find("no plan for external call site 0"), std::string::npos) << err;
 }

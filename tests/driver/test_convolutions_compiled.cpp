@@ -188,16 +188,16 @@ TEST(ConvolutionCalls, OperandsAreLayoutsAndExplainShowsTheWindow) {
   ASSERT_EQ(c->module.externals.size(), 1u);
   const lowering::ExternalCall& call = *c->module.externals[0].call;
   EXPECT_EQ(call.a.buffer, "x");
-  EXPECT_EQ(call.a.strides, (std::vector<int64_t>{800, 1, 80, 8}));
+  EXPECT_EQ(call.a.strides, index::to_exprs({800, 1, 80, 8}));
   ASSERT_TRUE(call.convolution.has_value());
   EXPECT_EQ(call.convolution->groups, 8);
   const std::string text = explain_text(*c);
   EXPECT_NE(text.find("convolution"), std::string::npos) << text;
   EXPECT_NE(text.find("groups 8"), std::string::npos) << text;
   // The formats the runtime's plan asks oneDNN for on this CPU, and why (convolution.cpp).
-  const std::string formats = external::ConvolutionPlan::automatic_formats(
-      driver::convolution_spec(call, c->module.externals[0].output_sizes,
-                               c->module.externals[0].output_strides, DType::Float32));
+  const std::string formats = external::ConvolutionPlan::automatic_formats(driver::convolution_spec(
+      call, index::static_values(c->module.externals[0].output_sizes, "t"),
+      index::static_values(c->module.externals[0].output_strides, "t"), DType::Float32));
   EXPECT_NE(formats.find(": "), std::string::npos) << formats;
   EXPECT_NE(text.find("    formats " + formats), std::string::npos) << text;
 }

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "driver/compiler.h"
+#include "driver/external_calls.h"
 #include "driver/tolerance.h"
 #include "eager/interpreter.h"
 #include "eager/tensor_io.h"
@@ -142,26 +143,95 @@ TEST(SymbolicCompiled, AGrowingCacheFromEmptyRunsOneProgram) {
   }
 }
 
-// A matrix product's lowering does not take symbols yet: the graph runs a program per size,
-// the reason kept, the programs bounded.
-constexpr const char* kProduct =
-    "def rows(x: f32[s0, 24], w: f32[24, 8]) where s0: [1, 4096] hint=40:\n"
+// Matrix products over symbolic rows and batches (issue 33, point 2): one program whose
+// library calls build a plan per shape at the first call with it; an epilogue the library
+// applies (tanh), a bias, a batched product whose batch is s1, a transposed weight, and a
+// loop-nest product (int64, which no library runs); float32 and bfloat16.
+constexpr const char* kProducts =
+    "def p(x: {t}[s0, 24], w: {t}[24, 8], wt: {t}[8, 24], bias: {t}[8], q: {t}[s1, s0, 8], "
+    "k: {t}[s1, 8, s0], i: i64[s0, 3], j: i64[3, 5]) "
+    "where s0: [1, 4096] hint=40, s1: [1, 64] hint=2:\n"
     "    y = mm(x, w)\n"
-    "    s = tanh(y)\n"
-    "    return s\n";
+    "    t = tanh(y)\n"
+    "    wtt = transpose(wt, 0, 1)\n"
+    "    z = addmm(bias, x, wtt)\n"
+    "    s = bmm(q, k)\n"
+    "    m = amax(s, [2], True)\n"
+    "    e = sub(s, m)\n"
+    "    n = mm(i, j)\n"
+    "    return t, z, e, n\n";
+
+TEST(SymbolicCompiled, MatrixProductsPlanPerShapeInOneProgram) {
+  for (const char* dtype : {"f32", "bf16"}) {
+    std::string text = kProducts;
+    for (size_t at; (at = text.find("{t}")) != std::string::npos;) text.replace(at, 3, dtype);
+    const ir::Graph graph = ir::parse_graph(text, "products.stax");
+    const CompiledGraph compiled = compile(graph);
+    ASSERT_TRUE(compiled.takes_every_size()) << dtype << ": " << compiled.per_size_reason();
+    const driver::ExternalPlans& plans = compiled.external_plans();
+    const size_t sites = compiled.compilation().module.externals.size();
+    // mm, addmm and bmm through the library in float32 (int64 is a loop nest); in bfloat16
+    // where the target's library takes it.
+    if (std::string(dtype) == "f32") {
+      EXPECT_EQ(sites, 3u);
+    }
+    for (size_t k = 0; k < sites; ++k) {
+      EXPECT_EQ(plans.shapes_planned(k), 0u) << "no shape is planned before a call";
+    }
+    for (int threads : {1, 2}) {
+      for (const auto& [s0, s1] :
+           std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {40, 2}, {37, 3}, {513, 2}}) {
+        expect_matches_eager(graph, compiled, {{"s0", s0}, {"s1", s1}}, threads);
+      }
+    }
+    // Four shapes met; each site keeps a plan for each.
+    for (size_t k = 0; k < sites; ++k) EXPECT_EQ(plans.shapes_planned(k), 4u) << dtype;
+  }
+}
+
+// Attention over s0 keys and s1 queries, forward and backward (a training step's calls): one
+// program, the runtime's attention planned per shape, its results in eager's layouts over the
+// symbols ([B, L, H, E] gradients).
+constexpr const char* kAttention =
+    "def att(q: f32[2, 4, s1, 16], k: f32[2, 4, s0, 16], v: f32[2, 4, s0, 16], "
+    "g: f32[2, 4, s1, 16]) where s0: [1, 2048] hint=32, s1: [1, 2048] hint=8:\n"
+    "    o, l = _scaled_dot_product_flash_attention_for_cpu(q, k, v)\n"
+    "    dq, dk, dv = _scaled_dot_product_flash_attention_for_cpu_backward(g, q, k, v, o, l, 0.0, "
+    "False)\n"
+    "    return o, dq, dk, dv\n";
+
+TEST(SymbolicCompiled, AttentionForwardAndBackwardPlanPerShapeInOneProgram) {
+  const ir::Graph graph = ir::parse_graph(kAttention, "att.stax");
+  const CompiledGraph compiled = compile(graph);
+  ASSERT_TRUE(compiled.takes_every_size()) << compiled.per_size_reason();
+  for (int threads : {1, 2}) {
+    for (const auto& [s0, s1] :
+         std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {32, 8}, {77, 5}, {300, 130}}) {
+      expect_matches_eager(graph, compiled, {{"s0", s0}, {"s1", s1}}, threads);
+    }
+  }
+}
+
+// A convolution's lowering does not take symbols yet: the graph runs a program per size, the
+// reason kept, the programs bounded.
+constexpr const char* kConvolution =
+    "def c(x: f32[s0, 3, 8, 8], w: f32[4, 3, 3, 3]) where s0: [1, 64] hint=2:\n"
+    "    y = convolution(x, w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1)\n"
+    "    t = tanh(y)\n"
+    "    return t\n";
 
 TEST(SymbolicCompiled, WhereAStageRefusesTheSymbolsTheProgramsPerSizeAreBounded) {
-  const ir::Graph graph = ir::parse_graph(kProduct, "rows.stax");
+  const ir::Graph graph = ir::parse_graph(kConvolution, "c.stax");
   CompileOptions options;
   options.max_symbolic_sizes = 2;
   const CompiledGraph compiled = compile(graph, options);
   EXPECT_FALSE(compiled.takes_every_size());
-  EXPECT_NE(compiled.per_size_reason().find("lowering mm"), std::string::npos)
+  EXPECT_NE(compiled.per_size_reason().find("lowering convolution"), std::string::npos)
       << compiled.per_size_reason();
-  for (int64_t rows : {5, 6, 5}) expect_matches_eager(graph, compiled, {{"s0", rows}});
+  for (int64_t n : {5, 6, 5}) expect_matches_eager(graph, compiled, {{"s0", n}});
   const std::vector<std::map<std::string, int64_t>> sizes = compiled.compiled_sizes();
   ASSERT_EQ(sizes.size(), 2u);  // the hints' and the last size's
-  EXPECT_EQ(sizes[0].at("s0"), 40);
+  EXPECT_EQ(sizes[0].at("s0"), 2);
   EXPECT_EQ(sizes[1].at("s0"), 5);
   options.max_symbolic_sizes = 0;
   EXPECT_THROW(compile(graph, options), std::invalid_argument);

@@ -130,5 +130,53 @@ TEST(ArenaLayout, TheTreeEvaluatedAtOtherSizesStaysAValidPlacement) {
   }
 }
 
+// The choice of docs/symbolic_sizes.md (the tree of the hints evaluated per call, rather than a
+// plan per size class): how much larger the evaluated tree is than a layout built for the sizes
+// at hand, when every buffer scales with one symbol from its hint (a model's intermediates are
+// [s0, ...] sized: same proportions, other length) and when a few do not (static weights'
+// gradients beside them).
+TEST(ArenaLayout, TheHintsTreeAtOtherSizesAgainstALayoutForThoseSizes) {
+  std::mt19937 rng(5);
+  for (const bool mixed : {false, true}) {
+    double sum = 0;
+    double worst = 1;
+    const int trials = 300;
+    for (int trial = 0; trial < trials; ++trial) {
+      std::uniform_int_distribution<int> count(2, 30);
+      std::uniform_int_distribution<int> step(0, 20);
+      std::uniform_int_distribution<int> length(0, 6);
+      std::uniform_int_distribution<int> size_class(0, 4);
+      std::uniform_int_distribution<int> scale(1, 64);
+      std::vector<ArenaRequest> rs(static_cast<size_t>(count(rng)));
+      std::vector<bool> scales(rs.size());
+      for (size_t i = 0; i < rs.size(); ++i) {
+        rs[i].bytes = int64_t{4096} << (2 * size_class(rng));
+        rs[i].first = step(rng);
+        rs[i].last = rs[i].first + length(rng);
+        scales[i] = !mixed || i % 3 != 0;
+      }
+      const ArenaLayout built = layout_arena(rs);  // at the hints
+      const int64_t factor = scale(rng);           // the symbol at this call over its hint
+      std::vector<ArenaRequest> at_call = rs;
+      std::vector<int64_t> bytes;
+      for (size_t i = 0; i < rs.size(); ++i) {
+        at_call[i].bytes = scales[i] ? rs[i].bytes * factor / 8 : rs[i].bytes;
+        bytes.push_back(at_call[i].bytes);
+      }
+      const double ratio = static_cast<double>(evaluate_arena(built, bytes).bytes) /
+                           static_cast<double>(layout_arena(at_call).bytes);
+      sum += ratio;
+      worst = std::max(worst, ratio);
+    }
+    std::cout << "the hints' tree at other sizes / a layout for those sizes ("
+              << (mixed ? "a third of the buffers static" : "every buffer scaling") << "): mean "
+              << sum / trials << ", worst " << worst << "\n";
+    // Every buffer scaling alike keeps the tree's proportions: the same layout, scaled.
+    if (!mixed) {
+      EXPECT_LT(worst, 1.0 + 1e-9);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace stax::program

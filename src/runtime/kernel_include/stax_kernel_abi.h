@@ -29,9 +29,11 @@ typedef void* (*StaxAllocFn)(void* ctx, int64_t slot, int64_t nbytes);
 /* The runtime's external calls (library routines such as matrix products, issue 14): runs
  * call site `site` of the loaded program, reading `operands` (element 0 of each operand, in
  * the order the site's description lists them) and writing `output`, on `num_threads` threads.
- * Returns 0, or nonzero after formatting the reason into err. */
-typedef int (*StaxExternalFn)(void* ctx, int64_t site, const void* const* operands, void* output,
-                              int num_threads, char* err, int64_t err_capacity);
+ * `symbols`: the values of the program's size symbols in name order (issue 33), NULL for a
+ * static program. Returns 0, or nonzero after formatting the reason into err. */
+typedef int (*StaxExternalFn)(void* ctx, int64_t site, const int64_t* symbols,
+                              const void* const* operands, void* output, int num_threads, char* err,
+                              int64_t err_capacity);
 
 /* Called by the wrapper after the last statement that reads input `input` (issue 16, point 5):
  * the caller may free it now (the torch.compile bridge drops its reference, so a backward
