@@ -804,6 +804,13 @@ TEST(Cli, SymbolicProgramsRunAtTheSizesGiven) {
       << at_hints.out;
   const Result explained = run("explain " + program.string() + " --sizes s0=37");
   EXPECT_EQ(explained.status, 0) << explained.out;
+  // A block with products and attention: one program for every size, checked and timed.
+  const Result block = run("run " + example("symbolic_block.stax") + " --sizes s0=37");
+  EXPECT_EQ(block.status, 0) << block.out;
+  EXPECT_NE(block.out.find("one program for every size; the static program of these sizes"),
+            std::string::npos)
+      << block.out;
+  EXPECT_EQ(block.out.find("MISMATCH"), std::string::npos) << block.out;
   const Result unbound = run("emit " + program.string());
   EXPECT_EQ(unbound.status, 0) << unbound.out;
   EXPECT_NE(unbound.out.find("const int64_t s0 = inputs[0].sizes[0];"), std::string::npos)
