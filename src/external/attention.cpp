@@ -629,6 +629,13 @@ void AttentionPlan::Impl::parallel_items(int64_t count, int threads, Body body) 
   const size_t scratchpad_at = p.layout().total;
 #pragma omp parallel num_threads(used)
   {
+    // Each product runs on the thread of its item. oneDNN's GEMM-based kernels (its float32
+    // matmul on CPUs without AVX-512) read the thread count when they run, not when they are
+    // built, and a team of one thread is no active parallel region to them: with one thread
+    // they would spread a product over the caller's omp max-threads and split its sums over
+    // K, so that dk and dv differed in their last bits between 1 and 2 threads (measured on an
+    // AVX2-only AMD Zen 2).
+    detail::OmpThreads one_per_product(1);
     Workspace ws;
     try {
       ws.buffer = p.pool->take();
