@@ -84,5 +84,23 @@ void narrow_to_bf16(std::span<const int64_t> sizes, std::span<const int64_t> str
   for_each_offset(sizes, strides, threads, [&](int64_t o) { to[o] = float_to_bf16(from[o]); });
 }
 
+std::pair<int64_t, int64_t> dense_strides(int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
+  const bool by_columns = rs == 1 && cs > 1 && rows > 1;
+  return by_columns ? std::pair{int64_t{1}, rows} : std::pair{cols, int64_t{1}};
+}
+
+void widen_matrix(int64_t rows, int64_t cols, const uint16_t* from, int64_t rs, int64_t cs,
+                  float* to) {
+  const auto [to_rs, to_cs] = dense_strides(rows, cols, rs, cs);
+  const bool by_columns = to_rs == 1 && to_cs > 1;
+  const int64_t outer = by_columns ? cols : rows, inner = by_columns ? rows : cols;
+  const int64_t outer_from = by_columns ? cs : rs, inner_from = by_columns ? rs : cs;
+  for (int64_t i = 0; i < outer; ++i) {
+    const uint16_t* src = from + i * outer_from;
+    float* dst = to + i * inner;
+    for (int64_t j = 0; j < inner; ++j) dst[j] = bf16_to_float(src[j * inner_from]);
+  }
+}
+
 }  // namespace detail
 }  // namespace stax::external

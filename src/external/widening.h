@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <span>
+#include <utility>
 
 namespace stax::external::detail {
 
@@ -25,5 +26,16 @@ void widen_bf16(std::span<const int64_t> sizes, std::span<const int64_t> strides
 // offset o the layout addresses: the one rounding of a bfloat16 result.
 void narrow_to_bf16(std::span<const int64_t> sizes, std::span<const int64_t> strides,
                     const float* from, uint16_t* to, int threads);
+
+// The strides {rs, cs} of a dense copy of a rows x cols matrix stored with strides rs, cs, in
+// the same orientation: row-major (rows `cols` apart) unless it is stored by columns (rs == 1,
+// cs > 1), then column-major (columns `rows` apart), so that the copy is read and written in
+// storage order.
+std::pair<int64_t, int64_t> dense_strides(int64_t rows, int64_t cols, int64_t rs, int64_t cs);
+
+// The bfloat16 matrix widened into a dense float32 copy with dense_strides(rows, cols, rs, cs),
+// on the calling thread.
+void widen_matrix(int64_t rows, int64_t cols, const uint16_t* from, int64_t rs, int64_t cs,
+                  float* to);
 
 }  // namespace stax::external::detail
