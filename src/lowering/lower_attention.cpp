@@ -49,6 +49,7 @@ LoweredValue Lowerer::lower_attention(const ir::Node& node, const ir::Value& out
   if (options_.library_for && !options_.library_for(call, &why)) {
     throw ir::GraphError(ir::describe_node(graph_, node) + ": " + why);
   }
+  if (!why.empty()) call.reason += "; " + why;
   LoweredValue v =
       add_external_buffer(node, std::move(call), out.type.dtype, out.type.sizes, strides);
   first_result_calls_[first] = v;

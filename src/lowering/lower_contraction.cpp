@@ -257,6 +257,7 @@ LoweredValue Lowerer::lower_contraction(const ir::Node& node, const ir::Value& o
       call.library = *library;
       call.reason =
           "the target's " + *library + " runs " + node.op + " on " + std::string(dtype_name(dtype));
+      if (!why.empty()) call.reason += " " + why;
       auto store_unreadable = [&](const LoweredValue& v, bool readable,
                                   const std::vector<int64_t>& at_sizes, bool broadcast,
                                   const char* role, ExternalOperand& into) {
