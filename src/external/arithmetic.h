@@ -8,8 +8,9 @@
 // float32 sums -- as two native kernels of different ISAs already do. The alternative, a Stax
 // loop nest, computes the same sums but without the library's blocking and packing; the
 // conversions cost O(MK + KN + MN) element copies against the product's O(MNK)
-// multiply-adds, so the library path stays the faster one. Each plan reports which it took,
-// and explain shows it with the library's refusal.
+// multiply-adds, so the library path should stay the faster one (reasoned from those counts,
+// not measured). Each plan reports which it took, and explain shows it with the library's
+// refusal.
 #pragma once
 
 #include <cstdint>
