@@ -16,8 +16,10 @@
 // key block arrives (flash attention's online softmax). The block sizes come from the cache
 // sizes of the machine (AttentionBlocks); one key block holding every key is the plain
 // softmax. The block products run in oneDNN; 16-bit operands are multiplied as 16-bit with
-// float32 accumulation, softmax is computed in float32 and P (and dS) rounded to the dtype
-// for the products that take them, as eager's kernel does.
+// float32 accumulation (where oneDNN has no bfloat16 matmul, an AVX2-only CPU, they are
+// widened to float32 first, exactly: AttentionPlan::arithmetic), softmax is computed in
+// float32 and P (and dS) rounded to the dtype for the products that take them, as eager's
+// kernel does.
 //
 // Threads: the forward splits (batch, head, query block); the backward splits (batch,
 // key/value head), each thread accumulating dk and dv of its heads in float32, so results do
