@@ -103,6 +103,7 @@ target::Target make_target(const CompileOptions& options) {
   if (options.external_libraries) {
     t.libraries.push_back(driver::kMatmulLibrary);
     t.libraries.push_back(driver::kConvolutionLibrary);
+    t.library_notes = driver::library_arithmetic_notes();
   }
   return t;
 }

@@ -291,7 +291,49 @@ bool library_runs_epilogue(const lowering::ExternalCall& call,
   return external::MatmulPlan::supported(contiguous_output_spec(call, epilogue), why);
 }
 
+namespace {
+
+// The note on an accepted call that the library computes through float32 (arithmetic.h), or
+// "" where it computes the dtype natively: why, and why that rather than a loop nest.
+// `result` says what becomes of the float32 results.
+std::string arithmetic_note(std::optional<external::Arithmetic> arithmetic,
+                            const std::string& native_refusal, const std::string& result) {
+  if (arithmetic != external::Arithmetic::ThroughFloat32) return "";
+  return "through float32 (" + native_refusal + "): bf16 operands converted to float32 exactly, " +
+         result +
+         " (a native kernel's arithmetic up to the order of the sums; converting is one pass "
+         "over each operand, small beside the products, so the call stays in the library "
+         "rather than a loop nest)";
+}
+
+}  // namespace
+
+std::vector<std::string> library_arithmetic_notes() {
+  using external::Arithmetic;
+  std::vector<std::string> notes;
+  if (external::MatmulPlan::arithmetic(DType::BFloat16) == Arithmetic::ThroughFloat32) {
+    notes.push_back(std::string(kMatmulLibrary) + ": bf16 through float32");
+  }
+  std::string passes;
+  for (auto [pass, name] : {std::pair{external::ConvolutionPass::Forward, "forward"},
+                            {external::ConvolutionPass::BackwardData, "backward-data"},
+                            {external::ConvolutionPass::BackwardWeights, "backward-weights"}}) {
+    if (external::ConvolutionPlan::arithmetic(DType::BFloat16, pass) ==
+        Arithmetic::ThroughFloat32) {
+      passes += std::string(passes.empty() ? "" : ", ") + name;
+    }
+  }
+  if (!passes.empty()) {
+    notes.push_back(std::string(kConvolutionLibrary) + ": bf16 through float32 (" + passes + ")");
+  }
+  if (external::AttentionPlan::arithmetic(DType::BFloat16) == Arithmetic::ThroughFloat32) {
+    notes.push_back("Stax runtime attention: bf16 block products through float32");
+  }
+  return notes;
+}
+
 std::optional<std::string> library_for(const lowering::ExternalCall& call, std::string* why) {
+  std::string native_refusal;
   if (call.attention) {
     const DType d = call.attention->query.dtype;
     if (d != DType::Float32 && d != DType::BFloat16) {
@@ -301,21 +343,33 @@ std::optional<std::string> library_for(const lowering::ExternalCall& call, std::
       }
       return std::nullopt;
     }
+    if (why != nullptr) {
+      *why = arithmetic_note(external::AttentionPlan::arithmetic(d, &native_refusal),
+                             native_refusal, "their float32 results used as before");
+      if (!why->empty()) *why = "its block products " + *why;
+    }
   }
   if (call.scatter || call.attention || call.scan || call.result_of) {
     return call.library;  // Stax's runtime, named by lowering
   }
   if (call.convolution) {
     const std::vector<int64_t>& out_sizes = call.convolution->result_sizes;
-    if (!external::ConvolutionPlan::supported(
-            convolution_spec(call, out_sizes, ir::contiguous_strides(out_sizes), call.a.dtype),
-            why)) {
-      return std::nullopt;
+    const external::ConvolutionSpec spec =
+        convolution_spec(call, out_sizes, ir::contiguous_strides(out_sizes), call.a.dtype);
+    if (!external::ConvolutionPlan::supported(spec, why)) return std::nullopt;
+    if (why != nullptr) {
+      *why = arithmetic_note(
+          external::ConvolutionPlan::arithmetic(spec.dtype, spec.pass, &native_refusal),
+          native_refusal, "the result rounded to bf16 once");
     }
     return std::string(kConvolutionLibrary);
   }
   const external::MatmulSpec spec = contiguous_output_spec(call, {});
   if (!external::MatmulPlan::supported(spec, why)) return std::nullopt;
+  if (why != nullptr) {
+    *why = arithmetic_note(external::MatmulPlan::arithmetic(spec.dtype, &native_refusal),
+                           native_refusal, "the result rounded to bf16 once");
+  }
   return std::string(kMatmulLibrary);
 }
 

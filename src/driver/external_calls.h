@@ -27,8 +27,15 @@ inline constexpr const char* kMatmulLibrary = "oneDNN matmul";
 inline constexpr const char* kConvolutionLibrary = "oneDNN convolution";
 
 // The library that runs `call` as it is described (dtype, operand layouts), or nullopt with
-// `why` saying why not (the contraction or convolution is then a loop nest).
+// `why` saying why not (the contraction or convolution is then a loop nest). When it accepts,
+// `why` says how the library computes it where that is worth recording (bfloat16 through
+// float32 where it has no bfloat16 kernel on this CPU: external/arithmetic.h), else "".
 std::optional<std::string> library_for(const lowering::ExternalCall& call, std::string* why);
+
+// What the target's libraries compute other than natively on this machine, for the target
+// description (target.h's library_notes): "oneDNN matmul: bf16 through float32" where oneDNN
+// has no bfloat16 matmul, and likewise for convolutions and the runtime attention's products.
+std::vector<std::string> library_arithmetic_notes();
 
 // For a forward convolution the library runs: why its output is better stored channels last
 // (oneDNN's plan for channels-last operands reads and writes them in place), or nullopt.

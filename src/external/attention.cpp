@@ -27,11 +27,13 @@
 #include <set>
 #include <sstream>
 #include <stdexcept>
+#include <tuple>
 #include <unordered_map>
 
 #include "external/attention_internal.h"
 #include "external/matmul.h"  // LibraryError
 #include "external/spec_check.h"
+#include "external/widening.h"
 
 namespace stax::external {
 
@@ -149,7 +151,16 @@ dnnl::matmul::primitive_desc block_product_desc(DType dtype, const GemmKey& key)
   return dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, b, c), attr, cpu_engine());
 }
 
-const Gemm& GemmCache::get(const GemmKey& key) {
+GemmKey GemmCache::library_key(const GemmKey& key) const {
+  if (!widens_) return key;
+  GemmKey dense = key;
+  std::tie(dense.a_rs, dense.a_cs) = dense_strides(key.m, key.k, key.a_rs, key.a_cs);
+  std::tie(dense.b_rs, dense.b_cs) = dense_strides(key.k, key.n, key.b_rs, key.b_cs);
+  return dense;
+}
+
+const Gemm& GemmCache::get(const GemmKey& given) {
+  const GemmKey key = library_key(given);
   std::lock_guard<std::mutex> lock(mutex_);
   auto& slot = gemms_[key];
   if (slot) return *slot;
@@ -198,6 +209,20 @@ void run_gemm(GemmCache& cache, const GemmKey& key, const void* a, const void* b
     return;
   }
   const Gemm& gemm = cache.get(key);
+  if (cache.widens()) {
+    // The float32 copies the product reads (arithmetic.h): a [m, k], then b [k, n].
+    const auto bytes = static_cast<size_t>(key.m * key.k + key.k * key.n) * sizeof(float);
+    if (bytes > workspace.widened_bytes) {
+      workspace.widened = allocate(bytes);
+      workspace.widened_bytes = bytes;
+    }
+    auto* a32 = static_cast<float*>(workspace.widened.get());
+    float* b32 = a32 + key.m * key.k;
+    widen_matrix(key.m, key.k, static_cast<const uint16_t*>(a), key.a_rs, key.a_cs, a32);
+    widen_matrix(key.k, key.n, static_cast<const uint16_t*>(b), key.b_rs, key.b_cs, b32);
+    a = a32;
+    b = b32;
+  }
   if (gemm.scratchpad_bytes > workspace.scratchpad_bytes) {
     workspace.extra_scratchpad = allocate(gemm.scratchpad_bytes);
     workspace.scratchpad = static_cast<char*>(workspace.extra_scratchpad.get());
@@ -243,8 +268,9 @@ std::string sizes_text(const std::vector<int64_t>& sizes) {
   return text + "]";
 }
 
-// Whether oneDNN multiplies this dtype on this CPU (a 2x2 product, asked once per dtype).
-std::string dtype_refusal(DType dtype) {
+// Whether oneDNN multiplies this dtype natively on this CPU (a 2x2 product, asked once per
+// dtype).
+std::string native_refusal(DType dtype) {
   static detail::ProbeAnswers<DType> answers;
   return answers.get(dtype, [dtype]() -> std::string {
     if (dtype != DType::Float32 && dtype != DType::BFloat16 && dtype != DType::Float16) {
@@ -404,7 +430,7 @@ std::optional<std::string> attention_spec_problem(const AttentionSpec& spec, boo
              ")";
     }
   }
-  if (std::string refusal = dtype_refusal(spec.dtype); !refusal.empty()) return refusal;
+  if (std::string why; !AttentionPlan::arithmetic(spec.dtype, &why)) return why;
   if (!backward) return std::nullopt;
   for (auto [name, o] :
        {std::pair{"grad_out", &spec.grad_out}, std::pair{"out_in", &spec.out_in},
@@ -527,6 +553,20 @@ void AttentionPlan::Impl::forward_item(int64_t item, const char* q_data, const c
   }
 }
 
+std::optional<Arithmetic> AttentionPlan::arithmetic(DType dtype, std::string* why) {
+  std::string refusal = native_refusal(dtype);
+  if (refusal.empty()) return Arithmetic::Native;
+  if (why != nullptr) *why = refusal;
+  if (dtype == DType::BFloat16 && native_refusal(DType::Float32).empty()) {
+    return Arithmetic::ThroughFloat32;
+  }
+  return std::nullopt;
+}
+
+Arithmetic AttentionPlan::arithmetic() const {
+  return impl_->arithmetic;
+}
+
 AttentionPlan::AttentionPlan(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 AttentionPlan::~AttentionPlan() = default;
 const AttentionSpec& AttentionPlan::spec() const {
@@ -576,7 +616,8 @@ std::unique_ptr<AttentionPlan> AttentionPlan::create(const AttentionSpec& spec, 
     p.dv = View4::of(spec.grad_value);
     p.go_use = detail::operand_use(p.grad_out, packing.grad_out);
   }
-  p.gemms = std::make_unique<detail::GemmCache>(spec.dtype, spec.describe());
+  p.arithmetic = *arithmetic(spec.dtype);
+  p.gemms = std::make_unique<detail::GemmCache>(spec.dtype, p.arithmetic, spec.describe());
   // The block products a run makes, built now (a run builds any other on first use). Their
   // keys differ only in the first key block, a full one and the last, and in the row block
   // (full or the last; a causal mask ends each one's keys elsewhere): the first 1024 row
@@ -629,6 +670,13 @@ void AttentionPlan::Impl::parallel_items(int64_t count, int threads, Body body) 
   const size_t scratchpad_at = p.layout().total;
 #pragma omp parallel num_threads(used)
   {
+    // Each product runs on the thread of its item. oneDNN's GEMM-based kernels (its float32
+    // matmul on CPUs without AVX-512) read the thread count when they run, not when they are
+    // built, and a team of one thread is no active parallel region to them: with one thread
+    // they would spread a product over the caller's omp max-threads and split its sums over
+    // K, so that dk and dv differed in their last bits between 1 and 2 threads (measured on an
+    // AVX2-only AMD Zen 2).
+    detail::OmpThreads one_per_product(1);
     Workspace ws;
     try {
       ws.buffer = p.pool->take();

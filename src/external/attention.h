@@ -16,8 +16,10 @@
 // key block arrives (flash attention's online softmax). The block sizes come from the cache
 // sizes of the machine (AttentionBlocks); one key block holding every key is the plain
 // softmax. The block products run in oneDNN; 16-bit operands are multiplied as 16-bit with
-// float32 accumulation, softmax is computed in float32 and P (and dS) rounded to the dtype
-// for the products that take them, as eager's kernel does.
+// float32 accumulation (where oneDNN has no bfloat16 matmul, an AVX2-only CPU, they are
+// widened to float32 first, exactly: AttentionPlan::arithmetic), softmax is computed in
+// float32 and P (and dS) rounded to the dtype for the products that take them, as eager's
+// kernel does.
 //
 // Threads: the forward splits (batch, head, query block); the backward splits (batch,
 // key/value head), each thread accumulating dk and dv of its heads in float32, so results do
@@ -30,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "external/arithmetic.h"
 #include "external/scatter.h"  // StridedOperand
 #include "ir/dtype.h"
 
@@ -98,6 +101,11 @@ std::optional<std::string> attention_spec_problem(const AttentionSpec& spec, boo
 
 class AttentionPlan {
  public:
+  // How the block products multiply `dtype` on this machine: Native where oneDNN has a kernel
+  // for it, ThroughFloat32 for bfloat16 where it has only float32's (an AVX2-only CPU): each
+  // product's operands, already bfloat16 as eager's kernel rounds them (P and dS included), are
+  // widened to float32, exactly (arithmetic.h); nullopt where it has neither, with `why`.
+  static std::optional<Arithmetic> arithmetic(DType dtype, std::string* why = nullptr);
   // Builds the block products' primitives; throws LibraryError (matmul.h) when oneDNN has no
   // fast implementation.
   static std::unique_ptr<AttentionPlan> create(const AttentionSpec& spec, bool backward,
@@ -105,6 +113,7 @@ class AttentionPlan {
   ~AttentionPlan();
   const AttentionSpec& spec() const;
   const AttentionBlocks& blocks() const;
+  Arithmetic arithmetic() const;
 
   // Pointers at element 0 of each layout; mask null when the spec has none; lse may be null
   // (the forward then does not store it).

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "external/arithmetic.h"
 #include "external/attention.h"
 #include "external/dnnl_common.h"
 
@@ -55,15 +56,25 @@ struct Gemm {
 };
 
 // The block products of a plan, built for one thread (they run inside the plan's parallel
-// region) on first use and kept; lookups are thread-safe.
+// region) on first use and kept; lookups are thread-safe. Where oneDNN has no kernel for the
+// dtype but has float32's (bfloat16 on an AVX2-only CPU: arithmetic.h), the products take
+// float32 copies of their operands, dense (widening.h's widen_matrix): run_gemm makes them.
 class GemmCache {
  public:
-  GemmCache(DType dtype, std::string what) : dtype_(dtype), what_(std::move(what)) {}
+  GemmCache(DType dtype, Arithmetic arithmetic, std::string what)
+      : dtype_(arithmetic == Arithmetic::ThroughFloat32 ? DType::Float32 : dtype),
+        widens_(arithmetic == Arithmetic::ThroughFloat32),
+        what_(std::move(what)) {}
+  // The product oneDNN computes for `key`: the same, or on the dense float32 copies.
+  GemmKey library_key(const GemmKey& key) const;
+  bool widens() const { return widens_; }
+  // The primitive of library_key(key).
   const Gemm& get(const GemmKey& key);
   size_t max_scratchpad_bytes();
 
  private:
-  DType dtype_;
+  DType dtype_;  // of the operands oneDNN reads
+  bool widens_;
   std::string what_;
   std::mutex mutex_;
   std::map<GemmKey, std::unique_ptr<Gemm>> gemms_;
@@ -86,6 +97,8 @@ struct Workspace {
   Buffer extra_scratchpad;  // only when a product built during the run needs more
   size_t scratchpad_bytes = 0;
   char* scratchpad = nullptr;
+  Buffer widened;  // the float32 copies of a product's operands (GemmCache::widens)
+  size_t widened_bytes = 0;
   std::vector<BoundGemm> bound;  // the products this thread ran in this run
 };
 
@@ -155,6 +168,7 @@ struct AttentionPlan::Impl {
   bool has_mask = false;
   detail::Operand2 q_use, k_use, v_use, go_use;
   std::unique_ptr<detail::GemmCache> gemms;
+  Arithmetic arithmetic = Arithmetic::Native;
   size_t workspace_bytes = 0;
   std::unique_ptr<detail::BufferPool> pool;
 

@@ -100,9 +100,20 @@ AttentionPacking choose_attention_packing(const AttentionSpec& spec, bool backwa
                           {m, n, ev, go_use.rs, 1, 1, ev, n, 1.0f, false},
                           {m, n, ev, ev, 1, 1, ev, n, 1.0f, false}});
   }
+  std::string reason;
+  if (AttentionPlan::arithmetic(spec.dtype) == Arithmetic::ThroughFloat32) {
+    // The products read float32 copies of the operands, dense whatever their layout: oneDNN's
+    // kernel choice does not see it.
+    reason = "the products read dense float32 copies of the operands (bf16 through float32)";
+    if (!layout_packed.empty()) {
+      reason = layout_packed + " packed per block (columns not contiguous or rows overlapping); " +
+               reason;
+    }
+    packing.reason = reason;
+    return packing;
+  }
   detail::OmpThreads one(
       1);  // as the products are built: one thread each, inside the plan's region
-  std::string reason;
   for (const Candidate& c : candidates) {
     if (*c.packed || c.rs == c.cols) continue;  // packed by layout, or dense already
     // Sizes oneDNN cannot take are refused with their own message when the plan is built.

@@ -29,6 +29,9 @@
 // than 64 positions (batch x spatial), which gets nhwc; where oneDNN refuses that format or has
 // only its reference kernel for it (groups of few channels, padding wider than the kernel, ...)
 // it tries the others (candidates()). The same rule serves 1-D and 3-D, unmeasured.
+// On a CPU without AVX-512 (an AVX2-only AMD Zen 2) oneDNN's blocked kernels block by 8
+// channels, and nChw16c gets only its reference kernel: "blocked" is the library's own block
+// on the CPU (blocked_channels(), asked of oneDNN). The rule is unmeasured there.
 //
 // What eager computes and which oneDNN form gives it: the sum over input channels of a group
 // and kernel positions, in float32 for both dtypes (bfloat16 products are exact in float32),
@@ -79,11 +82,39 @@ Tag channels_last_tag(int spatial) {
 Tag plain_tag(int spatial) {
   return spatial == 1 ? Tag::ncw : spatial == 2 ? Tag::nchw : Tag::ncdhw;
 }
-Tag blocked_tag(int spatial) {
+Tag blocked_tag(int spatial, int64_t block) {
+  if (block == 8) return spatial == 1 ? Tag::nCw8c : spatial == 2 ? Tag::nChw8c : Tag::nCdhw8c;
   return spatial == 1 ? Tag::nCw16c : spatial == 2 ? Tag::nChw16c : Tag::nCdhw16c;
 }
 
+// The channel block of oneDNN's blocked-format kernels on this CPU: asked of oneDNN once (a
+// float32 3x3 convolution of 32 channels in nChw16c, then nChw8c; the first it runs with an
+// optimized kernel). Its AVX-512 kernels block by 16 channels, its AVX2 ones by 8 (a Zen 2:
+// nChw16c gets only its reference kernel there).
+int64_t probe_channel_block() {
+  for (const int64_t block : {16, 8}) {
+    try {
+      const memory::desc activation({1, 32, 8, 8}, memory::data_type::f32, blocked_tag(2, block));
+      const memory::desc weights({32, 32, 3, 3}, memory::data_type::f32, Tag::any);
+      using Conv = dnnl::convolution_forward;
+      const Conv::primitive_desc pd(
+          Conv::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                     activation, weights, activation, {1, 1}, {1, 1}, {1, 1}),
+          cpu_engine());
+      if (!is_reference(pd.impl_info_str())) return block;
+    } catch (const dnnl::error&) {
+      // not this block: the next
+    }
+  }
+  return 0;
+}
+
 }  // namespace
+
+int64_t blocked_channels() {
+  static const int64_t block = probe_channel_block();
+  return block;
+}
 
 // Strides of size-1 dimensions are not used to address anything, but oneDNN checks strides
 // for overlap: they get the outermost stride.
@@ -116,7 +147,9 @@ memory::desc user_weight_desc(const ConvolutionSpec& spec, memory::data_type dt)
   return strided_desc(library_weight_sizes(spec), strides, dt);
 }
 
-// oneDNN's blocked kernels read a src of fewer than 16 channels (a stem's) plain, not blocked.
+// oneDNN's blocked kernels read a src of fewer channels than their block (a stem's) plain, not
+// blocked. Without a blocked kernel on this CPU (blocked_channels() 0), Blocked asks for 16
+// channels, which oneDNN then refuses or gives only its reference kernel.
 memory::desc activation_request(Formats formats, const memory::desc& user, int spatial,
                                 bool is_src) {
   const memory::dims dims = user.dims();
@@ -127,9 +160,11 @@ memory::desc activation_request(Formats formats, const memory::desc& user, int s
       return memory::desc(dims, dt, Tag::any);
     case Formats::ChannelsLast:
       return memory::desc(dims, dt, channels_last_tag(spatial));
-    case Formats::Blocked:
-      return memory::desc(dims, dt,
-                          is_src && dims[1] < 16 ? plain_tag(spatial) : blocked_tag(spatial));
+    case Formats::Blocked: {
+      const int64_t block = blocked_channels() > 0 ? blocked_channels() : 16;
+      return memory::desc(
+          dims, dt, is_src && dims[1] < block ? plain_tag(spatial) : blocked_tag(spatial, block));
+    }
     case Formats::Caller:
       return user;
   }
@@ -307,7 +342,7 @@ const char* formats_name(Formats formats) {
     case Formats::ChannelsLast:
       return "channels-last";
     case Formats::Blocked:
-      return "blocked (16 channels)";
+      return detail::blocked_channels() == 8 ? "blocked (8 channels)" : "blocked (16 channels)";
     case Formats::Caller:
       return "the caller's layout";
   }
@@ -360,7 +395,31 @@ struct Analysis {
   std::optional<dnnl::primitive_desc> pd;
   std::string reason;   // why these formats (for explain)
   std::string refusal;  // empty when there is a plan
+  Arithmetic arithmetic = Arithmetic::Native;
+  std::string through_float32;  // ThroughFloat32: why, for implementation() and explain
 };
+
+// How oneDNN convolves `dtype` in `pass` on this CPU: natively, or for bfloat16 through its
+// float32 kernels where it has none for bfloat16 (arithmetic.h); nullopt, with `why`, where
+// neither.
+std::optional<Arithmetic> dtype_arithmetic(DType dtype, ConvolutionPass pass, std::string* why) {
+  std::string refusal = dtype_refusal(dtype, pass);
+  if (refusal.empty()) return Arithmetic::Native;
+  if (why != nullptr) *why = refusal;
+  if (dtype == DType::BFloat16 && dtype_refusal(DType::Float32, pass).empty()) {
+    return Arithmetic::ThroughFloat32;
+  }
+  return std::nullopt;
+}
+
+// The spec oneDNN's primitive computes: the plan's own, or its float32 twin of the same
+// layouts for a plan through float32 (the reorders between the caller's layouts and the
+// primitive's formats then also convert the dtype).
+ConvolutionSpec library_spec(const ConvolutionSpec& spec, Arithmetic arithmetic) {
+  ConvolutionSpec lib = spec;
+  if (arithmetic == Arithmetic::ThroughFloat32) lib.dtype = DType::Float32;
+  return lib;
+}
 
 Analysis analyze(const ConvolutionSpec& spec, Formats formats) {
   Analysis result;
@@ -368,16 +427,27 @@ Analysis analyze(const ConvolutionSpec& spec, Formats formats) {
     result.refusal = "malformed convolution " + spec.describe() + ": " + error;
     return result;
   }
-  if (std::string refusal = dtype_refusal(spec.dtype, spec.pass); !refusal.empty()) {
-    result.refusal = refusal;
+  std::string native_refusal;
+  const std::optional<Arithmetic> arithmetic =
+      dtype_arithmetic(spec.dtype, spec.pass, &native_refusal);
+  if (!arithmetic) {
+    result.refusal = native_refusal;
     return result;
   }
+  result.arithmetic = *arithmetic;
   if (empty_operand(spec)) return result;
   // Before any question to oneDNN, which may divide by zero on these sizes (spec_check.h).
   if (std::string refusal = detail::library_size_refusal(spec); !refusal.empty()) {
     result.refusal = refusal;
     return result;
   }
+  if (result.arithmetic == Arithmetic::ThroughFloat32) {
+    result.through_float32 = "bf16 through float32 (" + native_refusal +
+                             "): the reorders convert the operands to float32 exactly and the "
+                             "result to bf16, rounded once; ";
+  }
+  // What oneDNN is asked about: the spec, or its float32 twin of the same layouts.
+  const ConvolutionSpec lib = library_spec(spec, result.arithmetic);
   const std::string what =
       spec.pass == ConvolutionPass::Forward
           ? "this convolution"
@@ -386,20 +456,20 @@ Analysis analyze(const ConvolutionSpec& spec, Formats formats) {
   std::optional<dnnl::primitive_desc> preferred;
   if (formats == Formats::Automatic) {
     try {
-      preferred = make_primitive_desc(spec, Formats::Any);
+      preferred = make_primitive_desc(lib, Formats::Any);
     } catch (const dnnl::error&) {
       // No kernel for oneDNN's own choice: the candidates below say why.
     }
   }
   const bool matrix_engine = preferred && detail::uses_matrix_engine(preferred->impl_info_str()) &&
-                             detail::known_library_defect(spec, *preferred).empty();
-  const Candidates order = candidates(spec, formats, matrix_engine);
+                             detail::known_library_defect(lib, *preferred).empty();
+  const Candidates order = candidates(lib, formats, matrix_engine);
   std::string errors;
   for (Formats candidate : order.order) {
     try {
-      auto pd = candidate == Formats::Any && preferred ? *preferred
-                                                       : make_primitive_desc(spec, candidate);
-      if (std::string defect = detail::known_library_defect(spec, pd); !defect.empty()) {
+      auto pd =
+          candidate == Formats::Any && preferred ? *preferred : make_primitive_desc(lib, candidate);
+      if (std::string defect = detail::known_library_defect(lib, pd); !defect.empty()) {
         if (errors.empty()) errors = defect;
         continue;
       }
@@ -418,7 +488,8 @@ Analysis analyze(const ConvolutionSpec& spec, Formats formats) {
       if (errors.empty()) errors = "oneDNN refuses " + what + " (" + e.what() + ")";
     }
   }
-  result.refusal = errors;
+  result.refusal =
+      (result.arithmetic == Arithmetic::ThroughFloat32 ? "through float32: " : "") + errors;
   return result;
 }
 
@@ -490,9 +561,9 @@ detail::Primitive& ConvolutionPlan::State::primitive(int threads) const {
   std::lock_guard<std::mutex> lock(mutex);
   auto& slot = primitives[threads];
   if (!slot) {
-    dnnl::primitive_desc pd = detail::make_primitive_desc(spec, formats);
+    dnnl::primitive_desc pd = detail::make_primitive_desc(library_spec, formats);
     // create() checked its own thread count's kernel; another count could pick another.
-    if (std::string defect = detail::known_library_defect(spec, pd); !defect.empty()) {
+    if (std::string defect = detail::known_library_defect(library_spec, pd); !defect.empty()) {
       throw LibraryError("convolution " + spec.describe() + ": " + defect);
     }
     slot = std::make_unique<detail::Primitive>(spec, std::move(pd));
@@ -579,7 +650,9 @@ bool ConvolutionPlan::runs_channels_last_in_place(const ConvolutionSpec& spec,
   } catch (const std::exception&) {
     return false;
   }
-  if (!analysis.refusal.empty() || !analysis.pd || analysis.formats != Formats::ChannelsLast) {
+  // Through float32 the reorders convert every operand: none is read in place.
+  if (!analysis.refusal.empty() || !analysis.pd || analysis.formats != Formats::ChannelsLast ||
+      analysis.arithmetic == Arithmetic::ThroughFloat32) {
     return false;
   }
   // "channels-last, kernel brgconv:...": the why after it is the plan's own (explain shows it).
@@ -602,17 +675,21 @@ std::unique_ptr<ConvolutionPlan> ConvolutionPlan::create(const ConvolutionSpec& 
     }
     auto state = std::make_unique<State>();
     state->spec = spec;
+    state->library_spec = library_spec(spec, analysis.arithmetic);
+    state->arithmetic = analysis.pd ? analysis.arithmetic : Arithmetic::Native;
     state->threads = threads;
     state->formats = analysis.formats;
-    state->formats_reason = analysis.reason;
+    state->formats_reason = analysis.through_float32 + analysis.reason;
     if (!analysis.pd) {
       state->implementation = describe_no_call(spec);
       state->zero_result = !empty(spec.result());
     } else {
       state->library = true;
       auto primitive = std::make_unique<Primitive>(spec, std::move(*analysis.pd));
-      state->implementation = describe_implementation(spec, *primitive, false);
-      state->implementation_frozen = describe_implementation(spec, *primitive, true);
+      state->implementation =
+          analysis.through_float32 + describe_implementation(spec, *primitive, false);
+      state->implementation_frozen =
+          analysis.through_float32 + describe_implementation(spec, *primitive, true);
       state->primitives[threads] = std::move(primitive);
     }
     return std::unique_ptr<ConvolutionPlan>(new ConvolutionPlan(std::move(state)));
@@ -629,6 +706,16 @@ ConvolutionPlan::~ConvolutionPlan() = default;
 const ConvolutionSpec& ConvolutionPlan::spec() const {
   return state_->spec;
 }
+int64_t ConvolutionPlan::blocked_channels() {
+  return detail::blocked_channels();
+}
+std::optional<Arithmetic> ConvolutionPlan::arithmetic(DType dtype, ConvolutionPass pass,
+                                                      std::string* why) {
+  return dtype_arithmetic(dtype, pass, why);
+}
+Arithmetic ConvolutionPlan::arithmetic() const {
+  return state_->arithmetic;
+}
 std::string ConvolutionPlan::implementation() const {
   return state_->implementation;
 }
@@ -642,7 +729,7 @@ std::string ConvolutionPlan::automatic_formats(const ConvolutionSpec& spec, int 
     Analysis analysis = analyze(spec, Formats::Automatic);
     if (!analysis.refusal.empty()) return "no library plan: " + analysis.refusal;
     if (!analysis.pd) return describe_no_call(spec);
-    return analysis.reason;
+    return analysis.through_float32 + analysis.reason;
   } catch (const dnnl::error& e) {
     return std::string("oneDNN failed: ") + e.what();
   }

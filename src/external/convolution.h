@@ -124,12 +124,15 @@ class ConvolutionPlan {
     Automatic,     // the measured choice (convolution.cpp)
     Any,           // format_tag::any: oneDNN's preference
     ChannelsLast,  // nwc / nhwc / ndhwc
-    Blocked,       // nCw16c / nChw16c / nCdhw16c (a src of fewer than 16 channels plain)
+    Blocked,       // nChw16c (AVX-512) or nChw8c (AVX2), and their 1-D and 3-D forms: the
+                   // block of oneDNN's kernels on this CPU (blocked_channels()); a src of
+                   // fewer channels than the block plain
     Caller,        // the caller's input and output strides: no activation reorders
   };
 
   // Whether a library plan exists for the spec on this machine: a well-formed spec, a dtype
-  // oneDNN convolves on this CPU (float32, bfloat16) in this pass, and a convolution it runs
+  // oneDNN convolves on this CPU (float32, bfloat16; bfloat16 through float32 where it has no
+  // kernel for it) in this pass, and a convolution it runs
   // with an optimized kernel (it is asked; its reference kernel is refused). Empty operands
   // (N == 0, or no channels; eager gives an input without channels an output without them)
   // are supported: no library call; the result, where it is not empty itself (a backward
@@ -203,6 +206,18 @@ class ConvolutionPlan {
   // building its primitives; or why there is no library call.
   static std::string automatic_formats(const ConvolutionSpec& spec, int num_threads = 0);
   const ConvolutionSpec& spec() const;
+  // The channel block of oneDNN's blocked formats on this CPU, which Formats::Blocked asks for:
+  // 16 where it has AVX-512 kernels, 8 where it has AVX2 ones (asked of oneDNN, not read from
+  // the CPU's name); 0 where it has neither.
+  static int64_t blocked_channels();
+  // How plans of `dtype` compute `pass` on this machine: Native where oneDNN has a kernel for
+  // it, ThroughFloat32 for bfloat16 where it has only float32's (an AVX2-only CPU:
+  // arithmetic.h; the reorders into and out of the primitive's formats convert the dtype),
+  // nullopt where neither; `why` (if not null) gets the library's refusal of the dtype.
+  static std::optional<Arithmetic> arithmetic(DType dtype, ConvolutionPass pass,
+                                              std::string* why = nullptr);
+  // How this plan computes (Native without a library call).
+  Arithmetic arithmetic() const;
 
  private:
   struct State;  // convolution.cpp

@@ -22,9 +22,13 @@ std::vector<int64_t> library_weight_sizes(const ConvolutionSpec& spec);
 // The caller's weight layout in those dimensions.
 dnnl::memory::desc user_weight_desc(const ConvolutionSpec& spec, dnnl::memory::data_type dt);
 
+// The channel block of oneDNN's blocked-format kernels on this CPU (16 with AVX-512, 8 with
+// AVX2), asked of oneDNN once; 0 where it has none.
+int64_t blocked_channels();
+
 // The desc the primitive is asked for, for an activation whose caller layout is `user`
-// (`is_src`: the input where a blocked kernel reads an input of fewer than 16 channels plain,
-// as the forward and backward-weights ones do; Formats::Blocked then asks for it plain).
+// (`is_src`: the input where a blocked kernel reads an input of fewer channels than its block
+// plain, as the forward and backward-weights ones do; Formats::Blocked then asks for it plain).
 dnnl::memory::desc activation_request(ConvolutionPlan::Formats formats,
                                       const dnnl::memory::desc& user, int spatial, bool is_src);
 

@@ -102,6 +102,10 @@ struct PackedWeights::Contents {
 
 struct ConvolutionPlan::State {
   ConvolutionSpec spec;
+  // The spec oneDNN's primitives compute: `spec`, or its float32 twin of the same layouts for
+  // a plan through float32 (whose reorders then convert the dtype: arithmetic.h).
+  ConvolutionSpec library_spec;
+  Arithmetic arithmetic = Arithmetic::Native;
   Formats formats = Formats::Any;
   bool library = false;      // false: an operand is empty, no library call
   bool zero_result = false;  // without a library call: the result is not empty, write zeros

@@ -3,6 +3,7 @@
 #include "external/host_loops.h"
 
 #include <bit>
+#include <cmath>
 #include <cstring>
 
 namespace stax::external::detail {
@@ -71,6 +72,27 @@ void copy_bias(const MatmulSpec& spec, const void* bias, void* c, int num_thread
   for_each_element(spec, true, num_threads, [&](int64_t co, int64_t bo) {
     std::memcpy(out + co * static_cast<int64_t>(size), in + bo * static_cast<int64_t>(size), size);
   });
+}
+
+void zero_scaled_product_epilogue(const MatmulSpec& spec, const float* product, const void* bias,
+                                  void* c, int num_threads) {
+  const bool with_bias = spec.bias.has_value() && spec.beta != 0.0;
+  const auto beta = static_cast<float>(spec.beta);
+  if (spec.dtype == DType::Float32) {
+    const auto* in = static_cast<const float*>(bias);
+    auto* out = static_cast<float*>(c);
+    for_each_element(spec, with_bias, num_threads, [&](int64_t co, int64_t bo) {
+      const float scaled = 0.0f * product[co];
+      out[co] = with_bias ? std::fma(beta, in[bo], scaled) : scaled;
+    });
+  } else {  // BFloat16
+    const auto* in = static_cast<const uint16_t*>(bias);
+    auto* out = static_cast<uint16_t*>(c);
+    for_each_element(spec, with_bias, num_threads, [&](int64_t co, int64_t bo) {
+      const float scaled = 0.0f * product[co];
+      out[co] = float_to_bf16(with_bias ? std::fma(beta, bf16_to_float(in[bo]), scaled) : scaled);
+    });
+  }
 }
 
 }  // namespace stax::external::detail

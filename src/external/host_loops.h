@@ -1,7 +1,8 @@
 // The element loops a matmul plan runs itself, around or instead of the library call:
 // writing c = beta * bias (or zeros) when there is no product to compute (K == 0, or
-// alpha == 0 where eager skips the product), and copying the bias into c before a library
-// call whose sum post-op adds beta * c (matmul.cpp says why that form). Internal to
+// alpha == 0 where eager skips the product), copying the bias into c before a library
+// call whose sum post-op adds beta * c (matmul.cpp says why that form), and the epilogue of a
+// product scaled by alpha == 0 (matmul_through_float32.h). Internal to
 // src/external; float32 and bfloat16, the dtypes a plan exists for.
 #pragma once
 
@@ -23,5 +24,12 @@ void fill_scaled_bias(const MatmulSpec& spec, const void* bias, void* c, int num
 
 // c = bias, element by element over c's layout (the bias broadcast by its strides).
 void copy_bias(const MatmulSpec& spec, const void* bias, void* c, int num_threads);
+
+// c = fma(beta, bias, 0 * product) where the bias is read (beta != 0), else 0 * product, in
+// float32 and rounded once to c's dtype: eager's epilogue for alpha == 0 where it computes the
+// product (inf or NaN there gives NaN). `product` holds a @ b in float32 at c's offsets; it may
+// be c itself when c is float32.
+void zero_scaled_product_epilogue(const MatmulSpec& spec, const float* product, const void* bias,
+                                  void* c, int num_threads);
 
 }  // namespace stax::external::detail

@@ -15,7 +15,11 @@
 //   accumulation does (tests/external: bit for bit on exact inputs, within one bfloat16
 //   rounding plus the float32 accumulation error otherwise).
 // - beta == 0 ignores the bias (NaN included); K == 0 gives beta * bias (host_loops.h);
-//   alpha == 0 skips the product only where MatmulSpec::alpha_zero_skips_product says so.
+//   alpha == 0 skips the product only where MatmulSpec::alpha_zero_skips_product says so;
+//   where it does not, the product goes to the library without the zero scale and Stax's
+//   epilogue scales it (matmul_through_float32.h says why).
+// - bfloat16 where oneDNN has no bfloat16 matmul on this CPU: through a float32 plan of the
+//   same layouts (arithmetic.h, matmul_through_float32.h).
 // - post-ops (float32 only) follow, as oneDNN post-ops after the output scale, bias and sum
 //   (post_ops.cpp: which kinds, and how each keeps eager's bits).
 // oneDNN's bias argument needs a bias broadcast over the rows (its optimized kernels take a
@@ -54,6 +58,7 @@
 #include "external/dnnl_common.h"
 #include "external/host_loops.h"
 #include "external/matmul_blas.h"
+#include "external/matmul_through_float32.h"
 #include "external/matmul_weights_form.h"
 #include "external/post_ops.h"
 #include "external/spec_check.h"
@@ -72,11 +77,12 @@ using detail::thread_stream;
 
 // How a plan computes its spec.
 enum class Form {
-  NoOutput,       // c has no elements: nothing to do
-  NoProduct,      // K == 0 (or alpha == 0 where eager skips): c = beta * bias or zeros
-  Plain,          // library: c = alpha * (a @ b), no bias or beta == 0
-  BiasInLibrary,  // library: c = a @ b + bias (a row bias; alpha == beta == 1)
-  BiasThenSum,    // c = bias (host loop), then library: c = alpha * (a @ b) + beta * c
+  NoOutput,        // c has no elements: nothing to do
+  NoProduct,       // K == 0 (or alpha == 0 where eager skips): c = beta * bias or zeros
+  Plain,           // library: c = alpha * (a @ b), no bias or beta == 0
+  BiasInLibrary,   // library: c = a @ b + bias (a row bias; alpha == beta == 1)
+  BiasThenSum,     // c = bias (host loop), then library: c = alpha * (a @ b) + beta * c
+  ThroughFloat32,  // a float32 plan of the same layouts (matmul_through_float32.h)
 };
 
 std::string form_note(Form form, const MatmulSpec& spec) {
@@ -94,6 +100,8 @@ std::string form_note(Form form, const MatmulSpec& spec) {
       return note + ", the bias row added by the library";
     case Form::BiasThenSum:
       return note + ", the bias copied into c, then beta * c added by the library's sum post-op";
+    case Form::ThroughFloat32:
+      return "";  // the float32 plan's note (create())
   }
   return note;
 }
@@ -195,7 +203,23 @@ struct Analysis {
   Form form = Form::NoOutput;
   std::optional<dnnl::matmul::primitive_desc> pd;
   std::string refusal;  // empty when there is a plan
+  // ThroughFloat32: the float32 plan's spec, whether it is the product alone (alpha == 0), and
+  // why (for implementation()).
+  std::optional<MatmulSpec> spec32;
+  bool product_only = false;
+  std::string through_float32;
 };
+
+// Whether oneDNN multiplies `dtype` on this CPU, natively or only through float32.
+std::optional<Arithmetic> dtype_arithmetic(DType dtype, std::string* why) {
+  std::string refusal = dtype_refusal(dtype);
+  if (refusal.empty()) return Arithmetic::Native;
+  if (why != nullptr) *why = refusal;
+  if (dtype == DType::BFloat16 && dtype_refusal(DType::Float32).empty()) {
+    return Arithmetic::ThroughFloat32;
+  }
+  return std::nullopt;
+}
 
 Analysis analyze(const MatmulSpec& spec) {
   Analysis result;
@@ -214,8 +238,10 @@ Analysis analyze(const MatmulSpec& spec) {
     result.refusal = refusal;
     return result;
   }
-  if (std::string refusal = dtype_refusal(spec.dtype); !refusal.empty()) {
-    result.refusal = refusal;
+  std::string native_refusal;
+  const std::optional<Arithmetic> arithmetic = dtype_arithmetic(spec.dtype, &native_refusal);
+  if (!arithmetic) {
+    result.refusal = native_refusal;
     return result;
   }
   const int64_t k = spec.a.sizes[2];
@@ -232,6 +258,36 @@ Analysis analyze(const MatmulSpec& spec) {
       result.refusal =
           "Stax's host loop for a matmul without a product handles float32 and "
           "bfloat16 only";
+    }
+    return result;
+  }
+  result.product_only = spec.alpha == 0.0;  // and eager computes the product (above)
+  if (result.product_only && !spec.post_ops.empty()) {
+    result.refusal =
+        "post-ops on a matmul of alpha == 0: Stax scales the product after the library call, "
+        "too late for them";
+    return result;
+  }
+  if (result.product_only || arithmetic == Arithmetic::ThroughFloat32) {
+    result.spec32 = detail::float32_spec(spec, result.product_only);
+    Analysis analysis32 = analyze(*result.spec32);
+    if (!analysis32.refusal.empty()) {
+      result.refusal = "through a float32 plan of the same layouts: " + analysis32.refusal;
+      return result;
+    }
+    result.form = Form::ThroughFloat32;
+    result.through_float32 =
+        arithmetic == Arithmetic::ThroughFloat32
+            ? "bf16 through float32 (" + native_refusal +
+                  "): a, b and the bias converted to float32 exactly, the result rounded to bf16 "
+                  "once"
+            : "";
+    if (result.product_only) {
+      result.through_float32 +=
+          std::string(result.through_float32.empty() ? "" : "; ") +
+          "alpha == 0 where eager computes the product: the library computes a @ b without the "
+          "zero scale (a GEMM-based kernel would skip it), Stax's epilogue gives "
+          "fma(beta, bias, 0 * (a @ b))";
     }
     return result;
   }
@@ -462,6 +518,11 @@ struct MatmulPlan::State {
   const detail::BlasLibrary* blas = nullptr;
   Form form = Form::NoOutput;
   std::string implementation;
+  // ThroughFloat32: the float32 plan of the same layouts, and whether it computes the product
+  // alone (alpha == 0).
+  std::unique_ptr<MatmulPlan> plan32;
+  bool product_only = false;
+  Arithmetic arithmetic = Arithmetic::Native;
   mutable std::mutex mutex;  // guards primitives (created on first use of a thread count)
   mutable std::map<int, std::unique_ptr<Primitive>> primitives;
 
@@ -473,6 +534,10 @@ struct MatmulPlan::State {
     return *slot;
   }
 };
+
+std::optional<Arithmetic> MatmulPlan::arithmetic(DType dtype, std::string* why) {
+  return dtype_arithmetic(dtype, why);
+}
 
 bool MatmulPlan::supported(const MatmulSpec& spec, std::string* why) {
   Analysis analysis;
@@ -502,6 +567,15 @@ std::unique_ptr<MatmulPlan> MatmulPlan::create(const MatmulSpec& spec, int num_t
     state->spec = spec;
     state->form = analysis.form;
     state->implementation = form_note(analysis.form, spec);
+    if (analysis.form == Form::ThroughFloat32) {
+      state->plan32 = create(*analysis.spec32, threads, weights, measurement_dir);
+      state->product_only = analysis.product_only;
+      state->arithmetic =
+          spec.dtype == DType::Float32 ? Arithmetic::Native : Arithmetic::ThroughFloat32;
+      state->implementation =
+          analysis.through_float32 + "; the float32 plan: " + state->plan32->implementation();
+      return std::unique_ptr<MatmulPlan>(new MatmulPlan(std::move(state)));
+    }
     if (!analysis.pd) {
       if (weights == MatmulWeights::Packed) {
         throw LibraryError("matmul " + spec.describe() +
@@ -598,10 +672,14 @@ const MatmulSpec& MatmulPlan::spec() const {
   return state_->spec;
 }
 bool MatmulPlan::packs_weights() const {
-  return state_->weights == MatmulWeights::Packed;
+  return state_->plan32 ? state_->plan32->packs_weights()
+                        : state_->weights == MatmulWeights::Packed;
 }
 MatmulWeights MatmulPlan::weights_form() const {
-  return state_->weights;
+  return state_->plan32 ? state_->plan32->weights_form() : state_->weights;
+}
+Arithmetic MatmulPlan::arithmetic() const {
+  return state_->arithmetic;
 }
 std::string MatmulPlan::implementation() const {
   return state_->implementation;
@@ -631,6 +709,11 @@ void MatmulPlan::run(const void* a, const void* b, const void* bias, void* c, in
   try {
     if (s.form == Form::NoProduct) {
       detail::fill_scaled_bias(spec, bias, c, threads);
+      return;
+    }
+    if (s.plan32) {
+      detail::run_through_float32(spec, *s.plan32, s.product_only, a, b, bias, c, threads,
+                                  post_operands);
       return;
     }
     if (s.blas != nullptr) {

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "external/arithmetic.h"
 #include "ir/dtype.h"
 
 namespace stax::external {
@@ -82,10 +83,11 @@ struct MatmulSpec {
   MatrixLayout a, b, c;          // c is what Stax allocates: contiguous {batch, M, N} usually
   std::optional<MatrixLayout> bias;
   double alpha = 1.0, beta = 1.0;
-  // Eager's float32 addmm (a BLAS call) skips the product when alpha == 0: c = beta * bias
-  // even where a or b hold inf or NaN; baddbmm, and addmm in bfloat16/float16, compute
-  // 0 * (a @ b) and give NaN there (probed on torch 2.13.0). Lowering sets it for float32
-  // addmm.
+  // Whether alpha == 0 skips the product: c = beta * bias even where a or b hold inf or NaN.
+  // Otherwise 0 * (a @ b) is computed, NaN there, on every CPU. Eager's float32 and float64
+  // addmm skip it (a BLAS call), its baddbmm of 400 or more products per matrix too (a BLAS
+  // call; below that its own loop computes it), its 16-bit ones never (probed on torch
+  // 2.13.0); lowering sets it accordingly (lower_contraction.cpp).
   bool alpha_zero_skips_product = false;
   // Applied in order to c's elements after the epilogue above (float32 only).
   std::vector<PostOp> post_ops;
@@ -122,8 +124,13 @@ void set_blas_library_path(const std::string& path);
 
 class MatmulPlan {
  public:
+  // How plans of `dtype` multiply on this machine: Native where oneDNN has a kernel for it,
+  // ThroughFloat32 for bfloat16 where it has only float32's (an AVX2-only CPU: arithmetic.h),
+  // nullopt where it has neither; `why` (if not null) gets the library's refusal of the dtype.
+  static std::optional<Arithmetic> arithmetic(DType dtype, std::string* why = nullptr);
   // Whether a library plan exists for the spec on this machine: the dtype is one oneDNN
-  // multiplies on this CPU (float32, bfloat16), the shapes agree, and the layout is one
+  // multiplies on this CPU (float32, bfloat16; bfloat16 through float32 where it has no kernel
+  // for it, with the float32 plan's refusals), the shapes agree, and the layout is one
   // oneDNN runs with an optimized kernel (one of the last two strides of a and b is 1, c's
   // columns contiguous, ...: decided by asking oneDNN which implementation it picks, and
   // refusing its reference one), and the post-ops are ones oneDNN computes as eager does
@@ -163,6 +170,10 @@ class MatmulPlan {
   bool packs_weights() const;
   // The form run() uses: Direct, Packed or Blas (never Measured).
   MatmulWeights weights_form() const;
+  // How the plan multiplies: ThroughFloat32 for a bfloat16 spec where oneDNN has no bfloat16
+  // kernel, and for one of alpha == 0 whose product eager computes (its float32 values are
+  // scaled after the call: matmul_through_float32.h).
+  Arithmetic arithmetic() const;
   const MatmulSpec& spec() const;
 
  private:

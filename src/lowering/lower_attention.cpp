@@ -85,6 +85,7 @@ LoweredValue Lowerer::lower_attention(const ir::Node& node, const ir::Value& out
   if (options_.library_for && !options_.library_for(call, &why)) {
     throw ir::GraphError(ir::describe_node(graph_, node) + ": " + why);
   }
+  if (!why.empty()) call.reason += "; " + why;
   const std::vector<Expr> sizes = ir::symbolic_sizes_of(out.type);
   LoweredValue v = add_external_buffer(node, std::move(call), out.type.dtype, sizes,
                                        dense_in_order_of(sizes, strides, graph_.size_symbols()));

@@ -118,18 +118,29 @@ struct ContractionScalars {
   bool skips_product = false;
 };
 
-ContractionScalars contraction_scalars(const ir::Node& node, const ContractionShape& shape,
-                                       DType dtype) {
+ContractionScalars contraction_scalars(const ir::Graph& graph, const ir::Node& node,
+                                       const ContractionShape& shape) {
   ContractionScalars s;
   s.beta = shape.has_bias ? ir::scalar_arg(node, 3) : ir::Scalar(int64_t{0});
   s.alpha = shape.has_bias ? ir::scalar_arg(node, 4) : ir::Scalar(int64_t{1});
   // beta == 0 ignores the bias, NaN and infinity included, as eager does.
   s.reads_bias = shape.has_bias && !s.beta.is_zero();
-  // Eager's float32 and float64 addmm (a BLAS call) skip the product when alpha == 0, so the
-  // result is beta * bias even where the product is NaN; baddbmm and the half types compute
-  // 0 * (a @ b) (probed on torch 2.13.0).
-  s.skips_product = node.op == "addmm" && s.alpha.is_zero() &&
-                    (dtype == DType::Float32 || dtype == DType::Float64);
+  // Eager skips the product when alpha == 0 where it calls a BLAS, so the result is
+  // beta * bias even where the product is NaN: float32 and float64 addmm, and baddbmm of 400
+  // or more products per matrix (M * N * K; below that its own loop computes 0 * (a @ b)).
+  // The 16-bit dtypes always compute it. Probed on torch 2.13.0 with an inf factor, on an AMD
+  // Zen 2: NaN at 1x399x1, 19x1x21 and 7x7x7, beta * bias at 1x400x1, 20x1x20 and 8x8x8, for
+  // any batch: torch picks its loop or the BLAS by that size, on any CPU.
+  const ir::TensorType& out = graph.value(node.output).type;
+  const DType dtype = out.dtype;
+  bool blas = node.op == "addmm";
+  if (node.op == "baddbmm") {
+    const int64_t k = graph.value(std::get<ir::ValueRef>(node.args[shape.a_pos])).type.sizes.back();
+    const size_t rank = out.sizes.size();
+    blas = out.sizes[rank - 2] * out.sizes[rank - 1] * k >= 400;
+  }
+  s.skips_product =
+      blas && s.alpha.is_zero() && (dtype == DType::Float32 || dtype == DType::Float64);
   return s;
 }
 
@@ -185,7 +196,7 @@ std::vector<ir::ValueRef> Lowerer::library_matrix_operands(const ir::Node& node)
   if (!options_.library_for) return {};
   const ContractionShape shape = contraction_shape(node.op);
   const ir::Value& out = graph_.value(node.output);
-  const ContractionScalars scalars = contraction_scalars(node, shape, out.type.dtype);
+  const ContractionScalars scalars = contraction_scalars(graph_, node, shape);
   auto ref = [&](size_t pos) { return std::get<ir::ValueRef>(node.args[pos]); };
   auto type = [&](size_t pos) -> const ir::TensorType& { return graph_.value(ref(pos)).type; };
   // Layouts aside, the call the node lowers to (the library's choice does not depend on them).
@@ -210,7 +221,7 @@ LoweredValue Lowerer::lower_contraction(const ir::Node& node, const ir::Value& o
   auto operand_value = [&](size_t pos) -> const LoweredValue& {
     return value(std::get<ir::ValueRef>(node.args[pos]).index);
   };
-  const ContractionScalars scalars = contraction_scalars(node, shape, dtype);
+  const ContractionScalars scalars = contraction_scalars(graph_, node, shape);
   const ir::Scalar& alpha = scalars.alpha;  // the loop nest's epilogue below
   const ir::Scalar& beta = scalars.beta;
   const bool reads_bias = scalars.reads_bias;
@@ -256,6 +267,7 @@ LoweredValue Lowerer::lower_contraction(const ir::Node& node, const ir::Value& o
       call.library = *library;
       call.reason =
           "the target's " + *library + " runs " + node.op + " on " + std::string(dtype_name(dtype));
+      if (!why.empty()) call.reason += " " + why;
       auto store_unreadable = [&](const LoweredValue& v, bool readable,
                                   const std::vector<Expr>& at_sizes, bool broadcast,
                                   const char* role, ExternalOperand& into) {

@@ -161,6 +161,7 @@ std::optional<LoweredValue> Lowerer::library_convolution(
   call.library = *library;
   call.reason =
       "the target's " + *library + " runs " + op + " on " + std::string(dtype_name(dtype));
+  if (!why.empty()) call.reason += " " + why;
   for (size_t k = 0; k < operands.size(); ++k) {
     if (in_place[k]) continue;
     LoweredValue r = realize_for_readers(

@@ -20,7 +20,9 @@ struct LoweringOptions {
   Device device = Device::Cpu;
   // The libraries of the target: for a contraction, the name of the library that runs it as
   // an external call ("oneDNN matmul"), or nullopt with `why` saying why not (then it is a
-  // loop nest). Unset: no library, every contraction is a loop nest.
+  // loop nest); when it accepts, `why` is how it computes the call where that is worth
+  // recording ("through float32 (...)"), appended to the call's reason, or "". Unset: no
+  // library, every contraction is a loop nest.
   std::function<std::optional<std::string>(const ExternalCall&, std::string* why)> library_for;
   // For a call library_for accepted (a forward convolution), why the library would rather
   // write its output channels last (it runs in place on that layout), or nullopt. Unset: every

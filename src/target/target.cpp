@@ -35,6 +35,7 @@ std::string Target::describe() const {
   out << "; libraries: ";
   if (libraries.empty()) out << "none";
   for (size_t k = 0; k < libraries.size(); ++k) out << (k ? ", " : "") << libraries[k];
+  for (const std::string& note : library_notes) out << "; " << note;
   return out.str();
 }
 

@@ -32,6 +32,11 @@ struct Target {
   // The libraries external calls may use, by name ("oneDNN matmul"); empty: none, every
   // contraction is a loop nest.
   std::vector<std::string> libraries = {};
+  // What those libraries compute other than natively on this machine, as their plans report
+  // it ("oneDNN matmul: bf16 through float32": no bfloat16 kernel on an AVX2-only CPU, see
+  // external/arithmetic.h); empty where they compute every dtype they take natively. For
+  // explain: each plan asks its library itself.
+  std::vector<std::string> library_notes = {};
 
   // The vector registers of the SIMD level (x86-64: 16 YMM with AVX2, 32 ZMM with AVX-512;
   // none at the scalar level) and their width in bytes (0 at the scalar level).
@@ -48,7 +53,8 @@ struct Target {
   int64_t max_local_bytes() const { return 64 * 1024; }
   bool has_library(const std::string& name) const;
   // "avx512, 2 threads, L1d 48 KiB, L2 2048 KiB, LLC 105 MiB; lanes f32 16, bf16 32, ...;
-  // libraries: oneDNN matmul", for explain.
+  // libraries: oneDNN matmul" (then "; oneDNN matmul: bf16 through float32" and the other
+  // library notes), for explain.
   std::string describe() const;
 };
 

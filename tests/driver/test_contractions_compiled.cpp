@@ -6,7 +6,10 @@
 // cases share one graph, so each dtype costs one compile per configuration.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "driver/compiler.h"
@@ -113,6 +116,63 @@ TEST_P(CompiledContractions, MatchEagerThroughTheLibraryAndAsLoopNests) {
       expect_outputs_match(
           g, compiled.run(inputs, r), expected,
           t + (library ? " library" : " loop nests") + ", " + std::to_string(threads) + " threads");
+    }
+  }
+}
+
+// alpha == 0 with an infinite factor: eager's float32 and float64 addmm and its baddbmm of 400
+// or more products per matrix skip the product (beta * bias), its smaller baddbmm and every
+// 16-bit product compute 0 * inf = NaN (torch 2.13.0, lower_contraction.cpp). The same
+// through the library (on every CPU: a GEMM-based kernel would skip a zero-scaled product) and
+// as loop nests.
+TEST_P(CompiledContractions, AlphaZeroSkipsTheProductWhereEagerDoes) {
+  const DType dtype = GetParam();
+  if (!is_floating(dtype)) return;  // an integer product has no inf to lose
+  const std::string t(dtype_name(dtype));
+  const ir::Graph g = ir::parse_graph(
+      "def f(c: " + t + "[8, 8], a: " + t + "[8, 8], b: " + t + "[8, 8], s: " + t +
+      "[2, 3, 4], x: " + t + "[2, 3, 5], y: " + t + "[2, 5, 4], sl: " + t + "[2, 8, 8], xl: " + t +
+      "[2, 8, 8], yl: " + t + "[2, 8, 8]):\n" +
+      "    l = addmm(c, a, b, beta=0.5, alpha=0)\n"
+      "    small = baddbmm(s, x, y, beta=0.5, alpha=0)\n"     // 3 * 4 * 5 = 60 products
+      "    large = baddbmm(sl, xl, yl, beta=0.5, alpha=0)\n"  // 8 * 8 * 8 = 512
+      "    return l, small, large\n");
+  std::vector<Tensor> inputs;
+  uint64_t seed = 3;
+  for (ir::ValueRef in : g.inputs()) {
+    inputs.push_back(eager::random_tensor(dtype, g.value(in).type.sizes, seed++));
+  }
+  for (size_t infinite : {1, 4, 7}) {  // a, x, xl
+    for (int64_t p = 0; p < inputs[infinite].numel(); ++p) {
+      inputs[infinite].set_flat(p, std::numeric_limits<double>::infinity());
+    }
+  }
+  const bool blas_rule = dtype == DType::Float32 || dtype == DType::Float64;
+  for (bool library : {true, false}) {
+    CompileOptions o;
+    o.num_threads = 2;
+    o.external_libraries = library;
+    const CompiledGraph compiled = compile(g, o);
+    for (int threads : {1, 2}) {
+      RunOptions r;
+      r.num_threads = threads;
+      const std::vector<Tensor> out = compiled.run(inputs, r);
+      const std::string where =
+          t + (library ? " library" : " loop nests") + ", " + std::to_string(threads) + " threads";
+      // Output, its bias, and whether eager skips the product there.
+      const std::tuple<size_t, size_t, bool> cases[] = {
+          {0, 0, blas_rule}, {1, 3, false}, {2, 6, blas_rule}};
+      for (const auto& [k, bias, skips] : cases) {
+        for (int64_t p = 0; p < out[k].numel(); ++p) {
+          const double got = out[k].get_flat(p);
+          if (skips) {
+            // beta * bias, rounded to the dtype (0.5 * x is exact in every float dtype here).
+            EXPECT_EQ(got, 0.5 * inputs[bias].get_flat(p)) << where << ", output " << k;
+          } else {
+            EXPECT_TRUE(std::isnan(got)) << where << ", output " << k << ": " << got;
+          }
+        }
+      }
     }
   }
 }

@@ -285,7 +285,7 @@ TEST(MemoryPlan, AnInPlaceWriteLeavesWhatALaterNestReadsIntact) {
   const std::vector<Tensor> expected = eager::run(g, inputs);
   CompileOptions fresh;
   fresh.in_place_reuse = false;
-  const std::vector<Tensor> reference = compile(g, fresh).run(inputs);
+  const CompiledGraph without_in_place = compile(g, fresh);
   for (bool arena : {true, false}) {
     CompileOptions o;
     o.memory_arena = arena;
@@ -301,8 +301,11 @@ TEST(MemoryPlan, AnInPlaceWriteLeavesWhatALaterNestReadsIntact) {
           std::string(arena ? "arena" : "no arena") + ", " + std::to_string(threads) + " threads";
       const std::vector<Tensor> out = compiled.run(inputs, r);
       expect_outputs_match(g, out, expected, where);
-      // Placement changes no arithmetic: the same bits as with no storage taken in place.
-      expect_identical(out, reference, where);
+      // Placement changes no arithmetic: the same bits as with no storage taken in place, at
+      // the same thread count. A library product's sums may depend on the thread count:
+      // without AVX-512 oneDNN's float32 matmul is its GEMM-based kernel, which splits them by
+      // it (o = mm(d, w) differed by 4e-7 between 1 and 2 threads on a Zen 2).
+      expect_identical(out, without_in_place.run(inputs, r), where);
     }
   }
 }

@@ -270,6 +270,14 @@ inline ConvolutionSpec make_spec(DType dt, std::vector<int64_t> input, std::vect
 
 inline constexpr DType kDtypes[] = {DType::Float32, DType::BFloat16};
 
+// The blocked format Formats::Blocked asks for on this CPU, as implementation() names it:
+// "nChw16c" where oneDNN's blocked kernels block by 16 channels (AVX-512), "nChw8c" where by 8
+// (AVX2). What Stax detects (ConvolutionPlan::blocked_channels), not what the test expects of
+// the CPU.
+inline std::string blocked_format() {
+  return "nChw" + std::to_string(ConvolutionPlan::blocked_channels()) + "c";
+}
+
 inline constexpr ConvolutionPass kPasses[] = {
     ConvolutionPass::Forward, ConvolutionPass::BackwardData, ConvolutionPass::BackwardWeights};
 
@@ -289,6 +297,15 @@ inline void check(const ConvolutionSpec& spec, const std::string& what,
         << what << " " << spec.describe() << ": " << why;
   }
   auto plan = ConvolutionPlan::create(spec, threads.front(), formats);
+  // Natively, or through float32 where Stax detects no kernel for the dtype (bfloat16 on an
+  // AVX2-only CPU); the reference is the same either way.
+  const bool empty = plan->implementation().rfind("no library call", 0) == 0;
+  const Arithmetic expected =
+      empty ? Arithmetic::Native : *ConvolutionPlan::arithmetic(spec.dtype, spec.pass);
+  EXPECT_EQ(plan->arithmetic(), expected) << what << " " << plan->implementation();
+  EXPECT_EQ(plan->implementation().find("bf16 through float32") != std::string::npos,
+            expected == Arithmetic::ThroughFloat32)
+      << what << " " << plan->implementation();
   // The operands depend on the seed only: one reference serves every thread count.
   std::optional<Case::Reference> reference;
   for (int t : threads) {

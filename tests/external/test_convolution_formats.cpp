@@ -51,8 +51,11 @@ TEST(Convolution, AutomaticTakesTheMatrixEngineWhereOneDnnOffersIt) {
             // Without AMX, NCHW callers get the blocked kernels (bench/conv/RESULTS.md), or the
             // reason names oneDNN's refusal of them.
             const std::string& reason = automatic->formats_reason();
-            if (reason.find("blocked (16 channels) refused") == std::string::npos) {
-              EXPECT_NE(automatic->implementation().find("nChw16c"), std::string::npos) << what;
+            const std::string blocked =
+                "blocked (" + std::to_string(ConvolutionPlan::blocked_channels()) + " channels)";
+            if (reason.find(blocked + " refused") == std::string::npos) {
+              EXPECT_NE(automatic->implementation().find(blocked_format()), std::string::npos)
+                  << what;
               EXPECT_NE(reason.find("without AMX"), std::string::npos) << what;
             }
           }

@@ -3,7 +3,9 @@
 // operands, alpha and beta, beta == 0 with a NaN bias, empty dimensions, 1 and 2 threads,
 // sizes that reach the library's parallel path, concurrent runs of one plan, the error
 // paths, and eager's epilogue rounding bit for bit on inputs whose products and sums are
-// exact (torch 2.13.0's formulas, probed: matmul.cpp).
+// exact (torch 2.13.0's formulas, probed: matmul.cpp). bfloat16 runs natively or through
+// float32 as Stax detects the library's kernels (MatmulPlan::arithmetic), against the same
+// references either way; alpha == 0 gives eager's NaN on every CPU.
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -22,6 +24,7 @@
 #include "external/host_loops.h"
 #include "external/matmul.h"
 #include "external/matmul_blas.h"
+#include "external/matmul_through_float32.h"
 #include "external/matmul_weights_form.h"
 
 namespace stax::external {
@@ -166,9 +169,27 @@ MatmulSpec make_spec(DType dt, MatrixLayout a, MatrixLayout b, int64_t batch, in
 
 const DType kDtypes[] = {DType::Float32, DType::BFloat16};
 
-// Whether the BLAS takes `spec` in this process (one loaded, and matmul_blas.h's conditions).
+// Whether a plan of `spec` goes through a float32 plan of the same layouts on this machine
+// (matmul_through_float32.h): bfloat16 where oneDNN has only float32 kernels (what Stax
+// detects, not the CPU the test expects), and a product scaled by alpha == 0 that eager
+// computes.
+bool goes_through_float32(const MatmulSpec& spec) {
+  const bool has_product = spec.a.sizes[2] > 0 && spec.c.sizes[0] > 0 && spec.c.sizes[1] > 0 &&
+                           spec.c.sizes[2] > 0 &&
+                           !(spec.alpha == 0.0 && spec.alpha_zero_skips_product);
+  return has_product &&
+         (spec.alpha == 0.0 || MatmulPlan::arithmetic(spec.dtype) == Arithmetic::ThroughFloat32);
+}
+
+// The spec the library multiplies: the float32 plan's where the plan goes through one.
+MatmulSpec library_spec(const MatmulSpec& spec) {
+  return goes_through_float32(spec) ? detail::float32_spec(spec, spec.alpha == 0.0) : spec;
+}
+
+// Whether the BLAS takes `spec`'s product in this process (one loaded, and matmul_blas.h's
+// conditions on the spec the library multiplies).
 bool blas_takes(const MatmulSpec& spec) {
-  return !blas_description().empty() && detail::blas_refusal(spec).empty();
+  return !blas_description().empty() && detail::blas_refusal(library_spec(spec)).empty();
 }
 
 // Every spec runs in each way a plan may hand B to the library (B in place, B packed on every
@@ -190,6 +211,14 @@ void check(const MatmulSpec& spec, const std::string& what, uint32_t seed = 1,
   if (blas_takes(spec)) forms.push_back(MatmulWeights::Blas);
   for (MatmulWeights weights : forms) {
     auto plan = MatmulPlan::create(spec, threads.front(), weights);
+    // Through float32 where Stax detects that the library has no kernel for the dtype (and
+    // for alpha == 0): the plan says so, and its numbers are checked like a native plan's.
+    const bool through_float32 = goes_through_float32(spec) && spec.dtype != DType::Float32;
+    EXPECT_EQ(plan->arithmetic(), through_float32 ? Arithmetic::ThroughFloat32 : Arithmetic::Native)
+        << plan->implementation();
+    EXPECT_EQ(plan->implementation().find("bf16 through float32") != std::string::npos,
+              through_float32 && spec.alpha != 0.0)
+        << plan->implementation();
     if (weights != MatmulWeights::Measured && has_product) {
       EXPECT_EQ(plan->weights_form(), weights) << plan->implementation();
     }
@@ -376,23 +405,41 @@ TEST(Matmul, EmptyDimensions) {
   }
 }
 
-// Eager's float32 addmm skips the product when alpha == 0 (inf * 0 gives no NaN); baddbmm
-// does not. The spec says which.
+// Eager's float32 addmm skips the product when alpha == 0 (inf * 0 gives no NaN); its small
+// baddbmm and its bfloat16 products do not (MatmulSpec::alpha_zero_skips_product). The spec says
+// which, and every form of the plan follows it on every CPU: oneDNN's GEMM-based float32 kernel
+// (its only one without AVX-512) skips the product for a zero output scale, so the plan never
+// hands it one. Finite factors give beta * bias either way (0 * a finite product is 0).
 TEST(Matmul, AlphaZero) {
-  MatmulSpec s = make_spec(DType::Float32, contiguous(1, 3, 4), contiguous(1, 4, 2), 1, 3, 2);
-  s.bias = contiguous(1, 3, 2);
-  s.alpha = 0.0;
-  s.beta = 0.5;
-  for (bool skips : {true, false}) {
-    s.alpha_zero_skips_product = skips;
-    Case c(s);
-    c.fill(4);
-    c.a.fill_all(std::numeric_limits<float>::infinity());
-    c.run(*MatmulPlan::create(s), 1);
-    if (skips) {
-      EXPECT_EQ(c.c.at(0, 2, 1), 0.5f * c.bias->at(0, 2, 1));
-    } else {
-      EXPECT_TRUE(std::isnan(c.c.at(0, 2, 1)));
+  for (DType dt : kDtypes) {
+    for (auto [m, k, n] : {std::tuple{3, 4, 2}, {64, 96, 80}}) {
+      MatmulSpec s = make_spec(dt, contiguous(1, m, k), contiguous(1, k, n), 1, m, n);
+      s.bias = contiguous(1, m, n);
+      s.alpha = 0.0;
+      s.beta = 0.5;
+      for (bool skips : {true, false}) {
+        s.alpha_zero_skips_product = skips;
+        for (MatmulWeights weights :
+             {MatmulWeights::Direct, MatmulWeights::Packed, MatmulWeights::Measured}) {
+          if (skips && weights == MatmulWeights::Packed) continue;  // no library call to pack for
+          auto plan = MatmulPlan::create(s, 1, weights);
+          for (bool infinite : {true, false}) {
+            Case c(s);
+            c.fill(4);
+            if (infinite) c.a.fill_all(std::numeric_limits<float>::infinity());
+            c.run(*plan, 1);
+            const std::string what =
+                s.describe() + (infinite ? ", a inf: " : ": ") + plan->implementation();
+            if (skips || !infinite) {
+              float want = 0.5f * c.bias->at(0, m - 1, n - 1);
+              if (dt == DType::BFloat16) want = bf16_to_float(float_to_bf16(want));
+              EXPECT_EQ(c.c.at(0, m - 1, n - 1), want) << what;
+            } else {
+              EXPECT_TRUE(std::isnan(c.c.at(0, m - 1, n - 1))) << what;
+            }
+          }
+        }
+      }
     }
   }
 }
@@ -576,7 +623,8 @@ TEST(Matmul, WeightsFormIsMeasuredOncePerShapeWhereThereIsAChoice) {
     EXPECT_NE(first.find("measured when planned"), std::string::npos) << first;
     EXPECT_EQ(MatmulPlan::create(row_major_b, 2)->implementation(), first);
     check(row_major_b, "row-major b, measured");
-    // The BLAS is one of the forms timed where it takes the spec, and none without it.
+    // The BLAS is one of the forms timed where it takes the spec (the float32 one where the
+    // plan goes through float32), and none without it.
     EXPECT_EQ(first.find("by the BLAS") != std::string::npos, blas_takes(row_major_b)) << first;
     const auto on_onednn = MatmulPlan::create(row_major_b, 1, MatmulWeights::MeasuredWithoutBlas);
     EXPECT_NE(on_onednn->weights_form(), MatmulWeights::Blas);
@@ -603,12 +651,14 @@ TEST(Matmul, WeightsFormIsMeasuredOncePerShapeWhereThereIsAChoice) {
     check(weight, "column-major b, measured");
 
     // 8 x 4096 x 4608: float32 B alone is 72 MiB, timed on its first columns (bfloat16's 36 MiB
-    // fit whole); the plan runs the whole product.
+    // fit whole, unless the plan multiplies in float32); the plan runs the whole product.
     const MatmulSpec large =
         make_spec(dt, contiguous(1, 8, 4096), contiguous(1, 4096, 4608), 1, 8, 4608);
     const std::string note = MatmulPlan::create(large, 2)->implementation();
     EXPECT_NE(note.find("measured when planned"), std::string::npos) << note;
-    EXPECT_EQ(note.find("of 4608 columns") != std::string::npos, dt == DType::Float32) << note;
+    EXPECT_EQ(note.find("of 4608 columns") != std::string::npos,
+              library_spec(large).dtype == DType::Float32)
+        << note;
     const auto narrowed = detail::measurement_spec(large);
     ASSERT_TRUE(narrowed.has_value());
     EXPECT_LE(detail::measurement_bytes(*narrowed), detail::kMeasurementBudgetBytes);
