@@ -6,15 +6,15 @@ static void kernel0(float* __restrict buf0, const float* __restrict in_x, int nu
   (void)num_threads;
 #pragma omp parallel num_threads(stax_team_size(num_threads))
   {
-    // op0: ((6144,), ())
-    {
+  // op0: ((6144,), ())
+  {
 #pragma omp for collapse(1) schedule(static)
-      for (int32_t x0 = 0; x0 < 6144; x0 += 16) {
-        const stax::Vec<float, 16> tmp2 = stax::Vec<float, 16>::load(in_x + x0);
-        const stax::Vec<float, 16> tmp3 = stax::op_neg(tmp2);
-        tmp3.store(buf0 + x0);
-      }
+    for (int32_t x0 = 0; x0 < 6144; x0 += 16) {
+      const stax::Vec<float, 16> tmp2 = stax::Vec<float, 16>::load(in_x + x0);
+      const stax::Vec<float, 16> tmp3 = stax::op_neg(tmp2);
+      tmp3.store(buf0 + x0);
     }
+  }
   }
 }
 
@@ -23,168 +23,75 @@ static void kernel1(float* buf1, float* buf2, int num_threads) {
   (void)num_threads;
 #pragma omp parallel num_threads(stax_team_size(num_threads))
   {
-    // op2: ((3072,), ())
-    {
-      const float tmp10 = 0.707106769f;
-      const float tmp14 = 1.0f;
-      const float tmp17 = 0.5f;
+  // op2: ((3072,), ())
+  {
+    const float tmp10 = 0.707106769f;
+    const float tmp14 = 1.0f;
+    const float tmp17 = 0.5f;
 #pragma omp for collapse(1) schedule(static)
-      for (int32_t x0 = 0; x0 < 3072; x0 += 16) {
-        const stax::Vec<float, 16> tmp9 = stax::Vec<float, 16>::load(buf1 + x0);
-        const stax::Vec<float, 16> tmp11 = stax::Vec<float, 16>(tmp10);
-        const stax::Vec<float, 16> tmp12 = stax::op_mul(tmp9, tmp11);
-        const stax::Vec<float, 16> tmp13 = stax::op_erf(tmp12);
-        const stax::Vec<float, 16> tmp15 = stax::Vec<float, 16>(tmp14);
-        const stax::Vec<float, 16> tmp16 = stax::op_add(tmp15, tmp13);
-        const stax::Vec<float, 16> tmp18 = stax::Vec<float, 16>(tmp17);
-        const stax::Vec<float, 16> tmp19 = stax::op_mul(tmp9, tmp18);
-        const stax::Vec<float, 16> tmp20 = stax::op_mul(tmp19, tmp16);
-        tmp20.store(buf2 + x0);
-      }
+    for (int32_t x0 = 0; x0 < 3072; x0 += 16) {
+      const stax::Vec<float, 16> tmp9 = stax::Vec<float, 16>::load(buf1 + x0);
+      const stax::Vec<float, 16> tmp11 = stax::Vec<float, 16>(tmp10);
+      const stax::Vec<float, 16> tmp12 = stax::op_mul(tmp9, tmp11);
+      const stax::Vec<float, 16> tmp13 = stax::op_erf(tmp12);
+      const stax::Vec<float, 16> tmp15 = stax::Vec<float, 16>(tmp14);
+      const stax::Vec<float, 16> tmp16 = stax::op_add(tmp15, tmp13);
+      const stax::Vec<float, 16> tmp18 = stax::Vec<float, 16>(tmp17);
+      const stax::Vec<float, 16> tmp19 = stax::op_mul(tmp9, tmp18);
+      const stax::Vec<float, 16> tmp20 = stax::op_mul(tmp19, tmp16);
+      tmp20.store(buf2 + x0);
     }
+  }
   }
 }
 
-STAX_KERNEL_EXPORT int stax_graph_run(const StaxTensorArg* inputs, int64_t num_inputs,
-                                      void** outputs, StaxAllocFn alloc, void* alloc_ctx,
-                                      StaxExternalFn external, void* external_ctx,
-                                      StaxReleaseFn release, void* release_ctx, int num_threads,
-                                      char* err, int64_t err_capacity) {
-  if (num_inputs != 3) {
-    stax_set_error(err, err_capacity, "expected 3 inputs, got %lld", (long long)num_inputs);
-    return 1;
-  }
-  if (num_threads < 1) {
-    stax_set_error(err, err_capacity, "num_threads must be at least 1, got %d", num_threads);
-    return 1;
-  }
-  if (inputs[0].ndim != 2) {
-    stax_set_error(err, err_capacity, "input 'x' (argument 0): expected 2 dimensions, got %lld",
-                   (long long)inputs[0].ndim);
-    return 1;
-  }
-  if (inputs[0].sizes[0] != 64) {
-    stax_set_error(err, err_capacity,
-                   "input 'x' (argument 0): dimension 0: expected size 64, got %lld",
-                   (long long)inputs[0].sizes[0]);
-    return 1;
-  }
-  if (inputs[0].sizes[1] != 96) {
-    stax_set_error(err, err_capacity,
-                   "input 'x' (argument 0): dimension 1: expected size 96, got %lld",
-                   (long long)inputs[0].sizes[1]);
-    return 1;
-  }
-  if (inputs[0].strides[0] != 96) {
-    stax_set_error(err, err_capacity,
-                   "input 'x' (argument 0): dimension 0: expected stride 96, got %lld",
-                   (long long)inputs[0].strides[0]);
-    return 1;
-  }
-  if (inputs[0].strides[1] != 1) {
-    stax_set_error(err, err_capacity,
-                   "input 'x' (argument 0): dimension 1: expected stride 1, got %lld",
-                   (long long)inputs[0].strides[1]);
-    return 1;
-  }
-  if (inputs[0].data == nullptr) {
-    stax_set_error(err, err_capacity, "input 'x' (argument 0): data pointer is null");
-    return 1;
-  }
-  const float* in_x = static_cast<const float*>(inputs[0].data);
-  if (inputs[1].ndim != 2) {
-    stax_set_error(err, err_capacity, "input 'w' (argument 1): expected 2 dimensions, got %lld",
-                   (long long)inputs[1].ndim);
-    return 1;
-  }
-  if (inputs[1].sizes[0] != 48) {
-    stax_set_error(err, err_capacity,
-                   "input 'w' (argument 1): dimension 0: expected size 48, got %lld",
-                   (long long)inputs[1].sizes[0]);
-    return 1;
-  }
-  if (inputs[1].sizes[1] != 96) {
-    stax_set_error(err, err_capacity,
-                   "input 'w' (argument 1): dimension 1: expected size 96, got %lld",
-                   (long long)inputs[1].sizes[1]);
-    return 1;
-  }
-  if (inputs[1].strides[0] != 96) {
-    stax_set_error(err, err_capacity,
-                   "input 'w' (argument 1): dimension 0: expected stride 96, got %lld",
-                   (long long)inputs[1].strides[0]);
-    return 1;
-  }
-  if (inputs[1].strides[1] != 1) {
-    stax_set_error(err, err_capacity,
-                   "input 'w' (argument 1): dimension 1: expected stride 1, got %lld",
-                   (long long)inputs[1].strides[1]);
-    return 1;
-  }
-  if (inputs[1].data == nullptr) {
-    stax_set_error(err, err_capacity, "input 'w' (argument 1): data pointer is null");
-    return 1;
-  }
-  const float* in_w = static_cast<const float*>(inputs[1].data);
-  if (inputs[2].ndim != 1) {
-    stax_set_error(err, err_capacity, "input 'b' (argument 2): expected 1 dimensions, got %lld",
-                   (long long)inputs[2].ndim);
-    return 1;
-  }
-  if (inputs[2].sizes[0] != 48) {
-    stax_set_error(err, err_capacity,
-                   "input 'b' (argument 2): dimension 0: expected size 48, got %lld",
-                   (long long)inputs[2].sizes[0]);
-    return 1;
-  }
-  if (inputs[2].strides[0] != 1) {
-    stax_set_error(err, err_capacity,
-                   "input 'b' (argument 2): dimension 0: expected stride 1, got %lld",
-                   (long long)inputs[2].strides[0]);
-    return 1;
-  }
-  if (inputs[2].data == nullptr) {
-    stax_set_error(err, err_capacity, "input 'b' (argument 2): data pointer is null");
-    return 1;
-  }
-  const float* in_b = static_cast<const float*>(inputs[2].data);
-  char* stax_arena = static_cast<char*>(stax_arena_acquire(24576));
-  if (stax_arena == nullptr) {
-    stax_set_error(err, err_capacity,
-                   "out of memory allocating the intermediates' arena (24576 bytes)");
-    return 2;
-  }
-  float* buf0 = reinterpret_cast<float*>(stax_arena + 0);  // 24576 bytes
-  kernel0(buf0, in_x, num_threads);
-  in_x = nullptr;  // last use of input x
-  if (release != nullptr) release(release_ctx, 0);
-  float* buf1 = static_cast<float*>(alloc(alloc_ctx, 0, 12288));
-  outputs[0] = buf1;
-  if (buf1 == nullptr) {
-    stax_arena_release(stax_arena);
-    stax_set_error(err, err_capacity, "out of memory allocating buf1 (12288 bytes)");
-    return 2;
-  }
-  {
-    const void* stax_operands[3] = {buf0, in_w, in_b};
-    const int stax_status =
-        external(external_ctx, 0, nullptr, stax_operands, buf1, num_threads, err, err_capacity);
-    if (stax_status != 0) {
-      stax_arena_release(stax_arena);
-      return stax_status;
-    }
-  }
-  in_b = nullptr;  // last use of input b
-  if (release != nullptr) release(release_ctx, 2);
-  in_w = nullptr;  // last use of input w
-  if (release != nullptr) release(release_ctx, 1);
-  float* buf2 = reinterpret_cast<float*>(buf1);  // output 0, in place of buf1
-  kernel1(buf1, buf2, num_threads);
-  stax_arena_release(stax_arena);
-  (void)outputs;
-  (void)external;
-  (void)external_ctx;
-  (void)release;
-  (void)release_ctx;
-  return 0;
+STAX_KERNEL_EXPORT int stax_graph_run(const StaxTensorArg* inputs, int64_t num_inputs, void** outputs, StaxAllocFn alloc, void* alloc_ctx, StaxExternalFn external, void* external_ctx, StaxReleaseFn release, void* release_ctx, int num_threads, char* err, int64_t err_capacity) {
+if (num_inputs != 3) { stax_set_error(err, err_capacity, "expected 3 inputs, got %lld", (long long)num_inputs); return 1; }
+if (num_threads < 1) { stax_set_error(err, err_capacity, "num_threads must be at least 1, got %d", num_threads); return 1; }
+if (inputs[0].ndim != 2) { stax_set_error(err, err_capacity, "input 'x' (argument 0): expected 2 dimensions, got %lld", (long long)inputs[0].ndim); return 1; }
+if (inputs[0].sizes[0] != 64) { stax_set_error(err, err_capacity, "input 'x' (argument 0): dimension 0: expected size 64, got %lld", (long long)inputs[0].sizes[0]); return 1; }
+if (inputs[0].sizes[1] != 96) { stax_set_error(err, err_capacity, "input 'x' (argument 0): dimension 1: expected size 96, got %lld", (long long)inputs[0].sizes[1]); return 1; }
+if (inputs[0].strides[0] != 96) { stax_set_error(err, err_capacity, "input 'x' (argument 0): dimension 0: expected stride 96, got %lld", (long long)inputs[0].strides[0]); return 1; }
+if (inputs[0].strides[1] != 1) { stax_set_error(err, err_capacity, "input 'x' (argument 0): dimension 1: expected stride 1, got %lld", (long long)inputs[0].strides[1]); return 1; }
+if (inputs[0].data == nullptr) { stax_set_error(err, err_capacity, "input 'x' (argument 0): data pointer is null"); return 1; }
+const float* in_x = static_cast<const float*>(inputs[0].data);
+if (inputs[1].ndim != 2) { stax_set_error(err, err_capacity, "input 'w' (argument 1): expected 2 dimensions, got %lld", (long long)inputs[1].ndim); return 1; }
+if (inputs[1].sizes[0] != 48) { stax_set_error(err, err_capacity, "input 'w' (argument 1): dimension 0: expected size 48, got %lld", (long long)inputs[1].sizes[0]); return 1; }
+if (inputs[1].sizes[1] != 96) { stax_set_error(err, err_capacity, "input 'w' (argument 1): dimension 1: expected size 96, got %lld", (long long)inputs[1].sizes[1]); return 1; }
+if (inputs[1].strides[0] != 96) { stax_set_error(err, err_capacity, "input 'w' (argument 1): dimension 0: expected stride 96, got %lld", (long long)inputs[1].strides[0]); return 1; }
+if (inputs[1].strides[1] != 1) { stax_set_error(err, err_capacity, "input 'w' (argument 1): dimension 1: expected stride 1, got %lld", (long long)inputs[1].strides[1]); return 1; }
+if (inputs[1].data == nullptr) { stax_set_error(err, err_capacity, "input 'w' (argument 1): data pointer is null"); return 1; }
+const float* in_w = static_cast<const float*>(inputs[1].data);
+if (inputs[2].ndim != 1) { stax_set_error(err, err_capacity, "input 'b' (argument 2): expected 1 dimensions, got %lld", (long long)inputs[2].ndim); return 1; }
+if (inputs[2].sizes[0] != 48) { stax_set_error(err, err_capacity, "input 'b' (argument 2): dimension 0: expected size 48, got %lld", (long long)inputs[2].sizes[0]); return 1; }
+if (inputs[2].strides[0] != 1) { stax_set_error(err, err_capacity, "input 'b' (argument 2): dimension 0: expected stride 1, got %lld", (long long)inputs[2].strides[0]); return 1; }
+if (inputs[2].data == nullptr) { stax_set_error(err, err_capacity, "input 'b' (argument 2): data pointer is null"); return 1; }
+const float* in_b = static_cast<const float*>(inputs[2].data);
+char* stax_arena = static_cast<char*>(stax_arena_acquire(24576));
+if (stax_arena == nullptr) { stax_set_error(err, err_capacity, "out of memory allocating the intermediates' arena (24576 bytes)"); return 2; }
+float* buf0 = reinterpret_cast<float*>(stax_arena + 0);  // 24576 bytes
+kernel0(buf0, in_x, num_threads);
+in_x = nullptr;  // last use of input x
+if (release != nullptr) release(release_ctx, 0);
+float* buf1 = static_cast<float*>(alloc(alloc_ctx, 0, 12288));
+outputs[0] = buf1;
+if (buf1 == nullptr) { stax_arena_release(stax_arena); stax_set_error(err, err_capacity, "out of memory allocating buf1 (12288 bytes)"); return 2; }
+{
+const void* stax_operands[3] = {buf0, in_w, in_b};
+const int stax_status = external(external_ctx, 0, nullptr, stax_operands, buf1, num_threads, err, err_capacity);
+if (stax_status != 0) { stax_arena_release(stax_arena); return stax_status; }
+}
+in_b = nullptr;  // last use of input b
+if (release != nullptr) release(release_ctx, 2);
+in_w = nullptr;  // last use of input w
+if (release != nullptr) release(release_ctx, 1);
+float* buf2 = reinterpret_cast<float*>(buf1);  // output 0, in place of buf1
+kernel1(buf1, buf2, num_threads);
+stax_arena_release(stax_arena);
+(void)outputs;
+(void)external;
+(void)external_ctx;
+(void)release;
+(void)release_ctx;
+return 0;
 }
