@@ -14,6 +14,10 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string>
+
+#include "ir/dtype.h"
 
 namespace stax::external {
 
@@ -27,5 +31,20 @@ enum class Arithmetic : uint8_t {
 
 // "native", "through float32".
 const char* arithmetic_name(Arithmetic arithmetic);
+
+// The arithmetic a plan takes for `dtype`, from what the library refuses natively
+// (`refusal(d)`: "" where it computes d itself): Native; for bfloat16 where float32 is native,
+// ThroughFloat32; else nullopt. `why` gets the native refusal. One rule for the matmul,
+// convolution and attention plans.
+template <class Refusal>
+std::optional<Arithmetic> arithmetic_for(DType dtype, Refusal&& refusal, std::string* why) {
+  const std::string refused = refusal(dtype);
+  if (refused.empty()) return Arithmetic::Native;
+  if (why != nullptr) *why = refused;
+  if (dtype == DType::BFloat16 && refusal(DType::Float32).empty()) {
+    return Arithmetic::ThroughFloat32;
+  }
+  return std::nullopt;
+}
 
 }  // namespace stax::external

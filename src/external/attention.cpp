@@ -554,13 +554,7 @@ void AttentionPlan::Impl::forward_item(int64_t item, const char* q_data, const c
 }
 
 std::optional<Arithmetic> AttentionPlan::arithmetic(DType dtype, std::string* why) {
-  std::string refusal = native_refusal(dtype);
-  if (refusal.empty()) return Arithmetic::Native;
-  if (why != nullptr) *why = refusal;
-  if (dtype == DType::BFloat16 && native_refusal(DType::Float32).empty()) {
-    return Arithmetic::ThroughFloat32;
-  }
-  return std::nullopt;
+  return arithmetic_for(dtype, native_refusal, why);
 }
 
 Arithmetic AttentionPlan::arithmetic() const {

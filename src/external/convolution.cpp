@@ -403,13 +403,7 @@ struct Analysis {
 // float32 kernels where it has none for bfloat16 (arithmetic.h); nullopt, with `why`, where
 // neither.
 std::optional<Arithmetic> dtype_arithmetic(DType dtype, ConvolutionPass pass, std::string* why) {
-  std::string refusal = dtype_refusal(dtype, pass);
-  if (refusal.empty()) return Arithmetic::Native;
-  if (why != nullptr) *why = refusal;
-  if (dtype == DType::BFloat16 && dtype_refusal(DType::Float32, pass).empty()) {
-    return Arithmetic::ThroughFloat32;
-  }
-  return std::nullopt;
+  return arithmetic_for(dtype, [pass](DType d) { return dtype_refusal(d, pass); }, why);
 }
 
 // The spec oneDNN's primitive computes: the plan's own, or its float32 twin of the same

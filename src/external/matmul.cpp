@@ -212,13 +212,7 @@ struct Analysis {
 
 // Whether oneDNN multiplies `dtype` on this CPU, natively or only through float32.
 std::optional<Arithmetic> dtype_arithmetic(DType dtype, std::string* why) {
-  std::string refusal = dtype_refusal(dtype);
-  if (refusal.empty()) return Arithmetic::Native;
-  if (why != nullptr) *why = refusal;
-  if (dtype == DType::BFloat16 && dtype_refusal(DType::Float32).empty()) {
-    return Arithmetic::ThroughFloat32;
-  }
-  return std::nullopt;
+  return arithmetic_for(dtype, dtype_refusal, why);
 }
 
 Analysis analyze(const MatmulSpec& spec) {
