@@ -40,6 +40,7 @@
 #include "eager/interpreter.h"
 #include "external/matmul.h"
 #include "graph_passes/bind_sizes.h"
+#include "index/expr.h"
 #include "ir/dtype.h"
 #include "ir/graph.h"
 #include "ir/index_rule.h"
@@ -113,6 +114,37 @@ void read_addresses(nb::handle sequence, const char* what, std::vector<Pointer>&
   }
 }
 
+// Reads a list of int tuples (each input's torch.Size or stride()) into `out`: the per-call
+// path of a program over size symbols, as read_addresses.
+void read_int_tuples(nb::handle sequence, const char* what,
+                     std::vector<std::vector<int64_t>>& out) {
+  PyObject* object = sequence.ptr();
+  if (!PyList_Check(object) && !PyTuple_Check(object)) {
+    throw nb::type_error(
+        (std::string(what) + " must be a list of tuples of ints, got " + Py_TYPE(object)->tp_name)
+            .c_str());
+  }
+  const Py_ssize_t count = PySequence_Fast_GET_SIZE(object);
+  PyObject** items = PySequence_Fast_ITEMS(object);
+  out.resize(static_cast<size_t>(count));
+  for (Py_ssize_t i = 0; i < count; ++i) {
+    PyObject* item = items[i];
+    if (!PyTuple_Check(item)) {
+      throw nb::type_error((std::string(what) + "[" + std::to_string(i) +
+                            "] must be a tuple of ints, got " + Py_TYPE(item)->tp_name)
+                               .c_str());
+    }
+    const Py_ssize_t n = PyTuple_GET_SIZE(item);
+    std::vector<int64_t>& v = out[static_cast<size_t>(i)];
+    v.resize(static_cast<size_t>(n));
+    for (Py_ssize_t d = 0; d < n; ++d) {
+      const long long x = PyLong_AsLongLong(PyTuple_GET_ITEM(item, d));
+      if (x == -1 && PyErr_Occurred()) throw nb::python_error();
+      v[static_cast<size_t>(d)] = static_cast<int64_t>(x);
+    }
+  }
+}
+
 void run_compiled(const CompiledGraph& compiled, nb::handle inputs, nb::handle outputs,
                   int num_threads) {
   std::vector<const void*> input_data;
@@ -166,13 +198,30 @@ void run_releasing(const CompiledGraph& compiled, nb::list owners, nb::handle in
 // not None) or run_compiled, but an output slot given as 0 whose layout (sizes, strides,
 // dtype) `pooled` names is taken from the process's pool when the program first writes it
 // (CompiledGraph::run_into_pooled). Returns one entry per slot: a DLPack capsule owning the
-// slot's block for those, None for the caller's.
+// slot's block for those, None for the caller's. Issue 33: `sizes` and `strides` (each
+// input's, or None) run a program over size symbols at the inputs' sizes.
 nb::list run_pooled(const CompiledGraph& compiled, nb::object owners, nb::handle inputs,
-                    nb::handle outputs, nb::list pooled, int num_threads) {
+                    nb::handle outputs, nb::list pooled, int num_threads, nb::handle input_sizes,
+                    nb::handle input_strides) {
   std::vector<const void*> input_data;
   std::vector<void*> output_slots;
   read_addresses(inputs, "inputs", input_data);
   read_addresses(outputs, "outputs", output_slots);
+  std::optional<std::vector<InputLayout>> input_layouts;
+  if (!input_sizes.is_none() || !input_strides.is_none()) {
+    std::vector<std::vector<int64_t>> all_sizes, all_strides;
+    read_int_tuples(input_sizes, "sizes", all_sizes);
+    read_int_tuples(input_strides, "strides", all_strides);
+    if (all_sizes.size() != input_data.size() || all_strides.size() != input_data.size()) {
+      throw std::invalid_argument("run_pooled: " + std::to_string(input_data.size()) + " inputs, " +
+                                  std::to_string(all_sizes.size()) + " sizes and " +
+                                  std::to_string(all_strides.size()) + " strides");
+    }
+    input_layouts.emplace(input_data.size());
+    for (size_t i = 0; i < input_data.size(); ++i) {
+      (*input_layouts)[i] = {std::move(all_sizes[i]), std::move(all_strides[i])};
+    }
+  }
   if (pooled.size() != output_slots.size()) {
     throw std::invalid_argument("run_pooled: " + std::to_string(pooled.size()) + " layouts for " +
                                 std::to_string(output_slots.size()) + " output slots");
@@ -193,9 +242,14 @@ nb::list run_pooled(const CompiledGraph& compiled, nb::object owners, nb::handle
   if (!owners.is_none()) {
     options = releasing_options(nb::cast<nb::list>(owners), input_data.size(), held, num_threads);
   }
+  std::vector<int64_t> slot_bytes = compiled.output_slot_bytes();
   {
     nb::gil_scoped_release release;
-    compiled.run_into_pooled(input_data, output_slots, options);
+    if (input_layouts) {
+      compiled.run_into_pooled(input_data, *input_layouts, output_slots, options, &slot_bytes);
+    } else {
+      compiled.run_into_pooled(input_data, output_slots, options);
+    }
   }
   // Every pooled slot's block goes into a capsule, or back to the pool if one cannot be made.
   nb::list result;
@@ -207,8 +261,8 @@ nb::list run_pooled(const CompiledGraph& compiled, nb::object owners, nb::handle
         continue;
       }
       const auto& [sizes, strides, dtype] = *layouts[k];
-      result.append(nb::steal(pooled_block_capsule(output_slots[k], sizes, strides, dtype,
-                                                   compiled.output_slot_bytes()[k])));
+      result.append(
+          nb::steal(pooled_block_capsule(output_slots[k], sizes, strides, dtype, slot_bytes[k])));
     }
   } catch (...) {
     for (; k < output_slots.size(); ++k) {
@@ -394,9 +448,15 @@ nb::dict memory_stats_dict() {
   return d;
 }
 
+// stax._C.SymbolicSizesRefused (a ValueError): a stage does not take a graph's size symbols
+// yet (index::SymbolicSizesRefused), the bridge then compiles the graph per size.
+PyObject* symbolic_sizes_refused_type = nullptr;
+
 void translate_exception(const std::exception_ptr& error, void*) {
   try {
     std::rethrow_exception(error);
+  } catch (const index::SymbolicSizesRefused& e) {
+    PyErr_SetString(symbolic_sizes_refused_type, e.what());
   } catch (const ir::ParseError& e) {
     PyErr_SetString(PyExc_ValueError, e.what());
   } catch (const ir::GraphError& e) {
@@ -420,6 +480,10 @@ NB_MODULE(_C, m) {
   using namespace stax::bindings;
   m.doc() = "Stax's C++ compiler: graph text in, compiled kernels out (the stax package's core)";
   m.attr("__version__") = STAX_VERSION;
+  symbolic_sizes_refused_type =
+      PyErr_NewException("stax._C.SymbolicSizesRefused", PyExc_ValueError, nullptr);
+  if (symbolic_sizes_refused_type == nullptr) throw nb::python_error();
+  m.attr("SymbolicSizesRefused") = nb::borrow(symbolic_sizes_refused_type);
   nb::register_exception_translator(&translate_exception);
   // Compiled graphs live in torch.compile's caches until the interpreter exits; those are not
   // leaks, so nanobind's shutdown report would only be noise.
@@ -430,10 +494,45 @@ NB_MODULE(_C, m) {
            "run with the inputs given up: `owners` (the input tensors, one per input) is emptied "
            "and each is dropped after the program's last read of it")
       .def("run_pooled", &run_pooled, "owners"_a.none(), "inputs"_a, "outputs"_a, "pooled"_a,
-           "num_threads"_a,
+           "num_threads"_a, "sizes"_a.none() = nb::none(), "strides"_a.none() = nb::none(),
            "run (or run_releasing, with owners) where an output slot given as 0 with a layout "
            "(sizes, strides, dtype) in `pooled` is taken from Stax's pool when the program "
-           "first writes it; returns a DLPack capsule per such slot (None for the others)")
+           "first writes it; returns a DLPack capsule per such slot (None for the others). "
+           "`sizes` and `strides`, a tuple per input: the inputs' layouts at this call, for a "
+           "graph with size symbols (the output slots are then layout_at's at their values)")
+      .def_prop_ro("takes_every_size", &CompiledGraph::takes_every_size,
+                   "whether one program serves every size of a graph with size symbols")
+      .def_prop_ro("per_size_reason", &CompiledGraph::per_size_reason,
+                   "why a graph with size symbols is compiled per size ('' where one program "
+                   "takes every size)")
+      .def_prop_ro(
+          "symbol_sources",
+          [](const CompiledGraph& c) {
+            std::map<std::string, std::tuple<size_t, size_t, int64_t>> out;
+            for (const auto& [name, s] : c.symbol_sources()) {
+              out.emplace(name, std::make_tuple(s.input, s.dim, s.factor));
+            }
+            return out;
+          },
+          "size symbol -> (input, dim, factor): the symbol is that input dim's size / factor")
+      .def(
+          "layout_at",
+          [](const CompiledGraph& c, const std::map<std::string, int64_t>& values) {
+            const CallLayout layout = c.layout_at(values);
+            std::vector<OutputInfo> outputs;
+            for (const OutputLayout& out : layout.outputs) {
+              outputs.emplace_back(out.from_input, out.index, std::string(dtype_name(out.dtype)),
+                                   out.sizes, out.strides, out.offset);
+            }
+            std::vector<std::tuple<std::vector<int64_t>, std::vector<int64_t>>> inputs;
+            for (const InputLayout& in : layout.inputs) inputs.emplace_back(in.sizes, in.strides);
+            return std::make_tuple(outputs, layout.slot_bytes, inputs);
+          },
+          "values"_a,
+          "(outputs, output_slot_bytes, inputs) of a call at these values of the size symbols: "
+          "the outputs as `outputs` gives them, each slot's bytes, and the (sizes, strides) the "
+          "program reads each input in; ValueError naming a value that breaks the symbols' "
+          "facts or that int64 cannot count")
       .def("run", &run_compiled, "inputs"_a, "outputs"_a, "num_threads"_a,
            "Runs the graph: `inputs` are the data pointers of the graph inputs, laid out with "
            "the compiled sizes and strides; `outputs` one caller-allocated pointer per output "
@@ -498,9 +597,10 @@ NB_MODULE(_C, m) {
          const std::string& simd, const std::string& cache_dir, bool record_ir, bool graph_passes,
          bool outputs_in_mapped_memory, bool channels_last_intermediates, bool keep_analysis,
          bool measure_matmul_weights, bool matmul_blas,
-         const std::optional<std::vector<std::string>>& logs) {
+         const std::optional<std::vector<std::string>>& logs, bool per_size_programs) {
         CompileOptions options =
             make_options(num_threads, simd, cache_dir, record_ir, graph_passes, logs);
+        options.per_size_programs = per_size_programs;
         options.outputs_in_mapped_memory = outputs_in_mapped_memory;
         options.channels_last_intermediates = channels_last_intermediates;
         options.keep_analysis = keep_analysis;
@@ -513,12 +613,14 @@ NB_MODULE(_C, m) {
       "cache_dir"_a = "", "record_ir"_a = false, "graph_passes"_a = true,
       "outputs_in_mapped_memory"_a = false, "channels_last_intermediates"_a = true,
       "keep_analysis"_a = true, "measure_matmul_weights"_a = true, "matmul_blas"_a = true,
-      "logs"_a = nb::none(),
+      "logs"_a = nb::none(), "per_size_programs"_a = true,
       "Parses Stax graph text and compiles it (lowering, scheduling, C++ generation, JIT). "
       "keep_analysis=False frees what only explain, source, ir_log and weight_sites read once "
       "the program is loaded (those then raise). "
       "logs: the topics printed to stderr while compiling (log_topics()); None: those "
-      "STAX_LOGS names.");
+      "STAX_LOGS names. A graph with size symbols compiles to one program for every size; "
+      "where a stage refuses its symbols, per_size_programs=True compiles a program per size "
+      "as calls meet them, False raises SymbolicSizesRefused (a ValueError).");
 
   m.def(
       "explain",
@@ -566,9 +668,7 @@ NB_MODULE(_C, m) {
         "row-major.");
   m.def(
       "check_graph",
-      [](const std::string& text, const std::string& filename) {
-        ir::parse_graph(text, filename);
-      },
+      [](const std::string& text, const std::string& filename) { ir::parse_graph(text, filename); },
       "text"_a, "filename"_a = "<graph>",
       "Parses graph text (its shape rules, symbolic ones included, run); raises what the parser "
       "or a shape rule refuses.");

@@ -275,7 +275,15 @@ struct CompiledGraph::SymbolicPrograms {
   std::mutex mutex;
   std::list<std::pair<std::map<std::string, int64_t>, std::shared_ptr<const CompiledGraph>>>
       programs;
+  // The values check_values passed last, the most recent at the back.
+  std::list<std::map<std::string, int64_t>> checked;
 };
+
+namespace {
+// How many checked values a graph remembers: a decoder meets each length once, a padded
+// batch a few bucket sizes again and again.
+constexpr size_t kCheckedValuesKept = 16;
+}  // namespace
 
 CompiledGraph compile(const ir::Graph& graph, const CompileOptions& options) {
   if (!graph.is_symbolic()) return compile_lowered(lower_graph(graph, options), options);
@@ -295,6 +303,7 @@ CompiledGraph compile(const ir::Graph& graph, const CompileOptions& options) {
     out.symbolic_ = std::move(symbolic);
     return out;
   } catch (const index::SymbolicSizesRefused& refused) {
+    if (!options.per_size_programs) throw;
     symbolic->per_size_reason = refused.what();
   }
   // Else the program at the hints (what a caller without sizes, run_into, gets), and one per
@@ -325,16 +334,81 @@ std::map<std::string, int64_t> CompiledGraph::symbol_values(
     const std::vector<Tensor>& inputs) const {
   std::vector<std::vector<int64_t>> sizes;
   for (const Tensor& t : inputs) sizes.push_back(t.defined() ? t.sizes() : std::vector<int64_t>{});
+  return symbol_values(sizes);
+}
+
+std::map<std::string, int64_t> CompiledGraph::symbol_values(
+    const std::vector<std::vector<int64_t>>& input_sizes) const {
+  if (!symbolic_) return {};
+  std::map<std::string, int64_t> values;
   try {
-    return ir::sizes_of_call(symbolic_->graph, sizes);
+    values = ir::symbol_values_of_call(symbolic_->graph, input_sizes);
   } catch (const ir::GraphError& e) {
     throw InputError(e.what());
   }
+  check_values(values);
+  return values;
+}
+
+void CompiledGraph::check_values(const std::map<std::string, int64_t>& values) const {
+  SymbolicPrograms& s = *symbolic_;
+  {
+    const std::lock_guard<std::mutex> lock(s.mutex);
+    for (auto it = s.checked.begin(); it != s.checked.end(); ++it) {
+      if (*it == values) {
+        s.checked.splice(s.checked.end(), s.checked, it);
+        return;
+      }
+    }
+  }
+  try {
+    ir::check_size_values(s.graph, values, /*require_all=*/true);
+    ir::check_extents_at(s.graph, values);
+  } catch (const ir::GraphError& e) {
+    throw InputError(e.what());
+  }
+  const std::lock_guard<std::mutex> lock(s.mutex);
+  if (s.checked.size() >= kCheckedValuesKept) s.checked.pop_front();
+  s.checked.push_back(values);
+}
+
+CallLayout CompiledGraph::layout_at(const std::map<std::string, int64_t>& values) const {
+  if (symbolic_) {
+    check_values(values);
+  } else if (!values.empty()) {
+    throw InputError("graph '" + compilation_->lowered.name +
+                     "' has no size symbols, got values for " + values.begin()->first);
+  }
+  CallLayout layout;
+  if (symbolic_ && !takes_every_size()) {
+    if (const std::shared_ptr<const CompiledGraph> program = program_for(values)) {
+      layout = program->layout_at({});
+      return layout;
+    }
+    layout = layout_;
+  } else {
+    layout = symbolic_ ? call_layout(compilation_->module, values) : layout_;
+  }
+  for (const auto& in : compilation_->lowered.inputs) {
+    InputLayout l;
+    for (const index::Expr& e : in.sizes) l.sizes.push_back(index::evaluate(e, values));
+    for (const index::Expr& e : in.strides) l.strides.push_back(index::evaluate(e, values));
+    layout.inputs.push_back(std::move(l));
+  }
+  return layout;
+}
+
+std::map<std::string, ir::SymbolSource> CompiledGraph::symbol_sources() const {
+  if (!symbolic_) return {};
+  std::vector<std::vector<index::Expr>> sizes;
+  for (const auto& id : symbolic_->graph.inputs()) {
+    sizes.push_back(ir::symbolic_sizes_of(symbolic_->graph.value(id).type));
+  }
+  return ir::symbol_sources(sizes);
 }
 
 std::shared_ptr<const CompiledGraph> CompiledGraph::program_for(
-    const std::vector<Tensor>& inputs) const {
-  const std::map<std::string, int64_t> values = symbol_values(inputs);
+    const std::map<std::string, int64_t>& values) const {
   if (values == symbolic_->hints) return nullptr;
   SymbolicPrograms& s = *symbolic_;
   const std::lock_guard<std::mutex> lock(s.mutex);
@@ -365,7 +439,7 @@ std::vector<Tensor> CompiledGraph::run(const std::vector<Tensor>& inputs,
     at_call = call_layout(compilation_->module, symbol_values(inputs));
     layout = &at_call;
   } else if (symbolic_) {
-    if (const std::shared_ptr<const CompiledGraph> program = program_for(inputs)) {
+    if (const std::shared_ptr<const CompiledGraph> program = program_for(symbol_values(inputs))) {
       return program->run(inputs, options);
     }
   }
@@ -445,7 +519,19 @@ void CompiledGraph::run_into(const std::vector<const void*>& input_data,
                              const std::vector<void*>& output_slots,
                              const RunOptions& options) const {
   check_output_slots(layout_.slot_bytes, output_slots, false);
-  run_entry(input_data, &caller_slot, const_cast<void**>(output_slots.data()), options);
+  run_entry(input_data, nullptr, &caller_slot, const_cast<void**>(output_slots.data()), options);
+}
+
+void CompiledGraph::run_into(const std::vector<const void*>& input_data,
+                             const std::vector<InputLayout>& input_layouts,
+                             const std::vector<void*>& output_slots,
+                             const RunOptions& options) const {
+  std::vector<void*> slots = output_slots;
+  std::vector<int64_t> bytes;
+  for (size_t k = 0; k < slots.size(); ++k) {
+    if (slots[k] == nullptr) throw InputError("output buffer " + std::to_string(k) + " is null");
+  }
+  run_into_pooled(input_data, input_layouts, slots, options, &bytes);
 }
 
 namespace {
@@ -473,8 +559,47 @@ void* caller_or_pooled_slot(void* ctx, int64_t slot, int64_t nbytes) {
 void CompiledGraph::run_into_pooled(const std::vector<const void*>& input_data,
                                     std::vector<void*>& output_slots,
                                     const RunOptions& options) const {
-  check_output_slots(layout_.slot_bytes, output_slots, true);
-  PooledSlots pooled{output_slots.data(), &layout_.slot_bytes, {}};
+  run_pooled_entry(input_data, nullptr, layout_.slot_bytes, output_slots, options);
+}
+
+void CompiledGraph::run_into_pooled(const std::vector<const void*>& input_data,
+                                    const std::vector<InputLayout>& input_layouts,
+                                    std::vector<void*>& output_slots, const RunOptions& options,
+                                    std::vector<int64_t>* slot_bytes) const {
+  if (input_layouts.size() != input_data.size()) {
+    throw InputError("expected a layout for each of the " + std::to_string(input_data.size()) +
+                     " inputs, got " + std::to_string(input_layouts.size()));
+  }
+  if (!symbolic_) {
+    if (slot_bytes != nullptr) *slot_bytes = layout_.slot_bytes;
+    run_pooled_entry(input_data, &input_layouts, layout_.slot_bytes, output_slots, options);
+    return;
+  }
+  std::vector<std::vector<int64_t>> sizes;
+  sizes.reserve(input_layouts.size());
+  for (const InputLayout& l : input_layouts) sizes.push_back(l.sizes);
+  const std::map<std::string, int64_t> values = symbol_values(sizes);
+  if (!takes_every_size()) {
+    // Compiled per size: the program of these sizes (this one at the hints), whose wrapper
+    // checks the layouts as static.
+    const std::shared_ptr<const CompiledGraph> program = program_for(values);
+    const CompiledGraph& at = program ? *program : *this;
+    if (slot_bytes != nullptr) *slot_bytes = at.layout_.slot_bytes;
+    at.run_pooled_entry(input_data, &input_layouts, at.layout_.slot_bytes, output_slots, options);
+    return;
+  }
+  const CallLayout at_call = call_layout(compilation_->module, values);
+  if (slot_bytes != nullptr) *slot_bytes = at_call.slot_bytes;
+  run_pooled_entry(input_data, &input_layouts, at_call.slot_bytes, output_slots, options);
+}
+
+void CompiledGraph::run_pooled_entry(const std::vector<const void*>& input_data,
+                                     const std::vector<InputLayout>* layouts,
+                                     const std::vector<int64_t>& slot_bytes,
+                                     std::vector<void*>& output_slots,
+                                     const RunOptions& options) const {
+  check_output_slots(slot_bytes, output_slots, true);
+  PooledSlots pooled{output_slots.data(), &slot_bytes, {}};
   auto give_back = [&] {
     for (void* block : pooled.taken) runtime::process_block_pool().give(block);
     for (size_t k = 0; k < output_slots.size(); ++k) {
@@ -485,7 +610,7 @@ void CompiledGraph::run_into_pooled(const std::vector<const void*>& input_data,
     }
   };
   try {
-    run_entry(input_data, &caller_or_pooled_slot, &pooled, options);
+    run_entry(input_data, layouts, &caller_or_pooled_slot, &pooled, options);
   } catch (...) {
     give_back();
     throw;
@@ -498,7 +623,8 @@ void CompiledGraph::run_into_pooled(const std::vector<const void*>& input_data,
   }
 }
 
-void CompiledGraph::run_entry(const std::vector<const void*>& input_data, StaxAllocFn alloc,
+void CompiledGraph::run_entry(const std::vector<const void*>& input_data,
+                              const std::vector<InputLayout>* layouts, StaxAllocFn alloc,
                               void* alloc_ctx, const RunOptions& options) const {
   if (!runnable_) throw std::runtime_error(not_runnable_reason_);
   check_thread_count(options.num_threads);
@@ -509,6 +635,16 @@ void CompiledGraph::run_entry(const std::vector<const void*>& input_data, StaxAl
   }
   std::vector<StaxTensorArg> args(input_data.size());
   for (size_t i = 0; i < input_data.size(); ++i) {
+    if (layouts != nullptr) {
+      const InputLayout& l = (*layouts)[i];
+      if (l.sizes.size() != l.strides.size()) {
+        throw InputError("input '" + input_names_[i] + "': " + std::to_string(l.sizes.size()) +
+                         " sizes but " + std::to_string(l.strides.size()) + " strides");
+      }
+      args[i] = {input_data[i], static_cast<int64_t>(l.sizes.size()), l.sizes.data(),
+                 l.strides.data()};
+      continue;
+    }
     const ir::TensorType& t = input_types_[i];
     args[i] = {input_data[i], static_cast<int64_t>(t.sizes.size()), t.sizes.data(),
                t.strides.data()};

@@ -13,6 +13,7 @@
 #include "codegen/cpp_codegen.h"
 #include "external/matmul.h"
 #include "ir/graph.h"
+#include "ir/symbolic_shapes.h"
 #include "lowering/lowering.h"
 #include "program/log_topics.h"
 #include "runtime/tensor.h"
@@ -76,6 +77,10 @@ struct CompileOptions {
   // symbols' hints always among them); a call at other sizes compiles theirs in place of the
   // one used least recently.
   int max_symbolic_sizes = 8;
+  // Issue 33: false makes compile() throw index::SymbolicSizesRefused where a stage refuses a
+  // graph's size symbols, instead of compiling it per size (the torch.compile bridge binds the
+  // sizes itself then, per region, within Dynamo's recompile limit).
+  bool per_size_programs = true;
 };
 
 // CompileOptions::logs, or STAX_LOGS's topics where it is not set.
@@ -111,11 +116,18 @@ struct OutputLayout {
   std::vector<int64_t> strides;
   int64_t offset = 0;
 };
+// One input of a call as the caller lays it out (run_into of a program over size symbols).
+struct InputLayout {
+  std::vector<int64_t> sizes;
+  std::vector<int64_t> strides;
+};
 // What a call at given sizes needs beside its inputs: its outputs' layouts and the bytes of
-// each output slot.
+// each output slot; `inputs`, the layouts the program reads its inputs in, where asked for
+// (CompiledGraph::layout_at).
 struct CallLayout {
   std::vector<OutputLayout> outputs;
   std::vector<int64_t> slot_bytes;
+  std::vector<InputLayout> inputs;
 };
 // The module's outputs at these values of its size symbols (none for a static module).
 CallLayout call_layout(const codegen::GeneratedModule& module,
@@ -164,6 +176,31 @@ class CompiledGraph {
   // block taken is given back before the exception leaves.
   void run_into_pooled(const std::vector<const void*>& input_data, std::vector<void*>& output_slots,
                        const RunOptions& options = {}) const;
+  // Issue 33: run_into and run_into_pooled with each input's sizes and strides as the caller
+  // has them, for a graph with size symbols at any sizes its facts allow (a static graph takes
+  // these too: its wrapper checks them). The symbols' values are read from the sizes
+  // (ir::symbol_values_of_call); the output slots are those of layout_at(values) (their bytes
+  // in *slot_bytes where given). A graph compiled per size runs the program of these sizes.
+  // Throws InputError naming the input and dimension whose size or stride breaks the program.
+  void run_into(const std::vector<const void*>& input_data,
+                const std::vector<InputLayout>& input_layouts,
+                const std::vector<void*>& output_slots, const RunOptions& options = {}) const;
+  void run_into_pooled(const std::vector<const void*>& input_data,
+                       const std::vector<InputLayout>& input_layouts,
+                       std::vector<void*>& output_slots, const RunOptions& options = {},
+                       std::vector<int64_t>* slot_bytes = nullptr) const;
+  // The symbols' values a call with these input sizes gives (none for a static graph); throws
+  // InputError naming the dimension or symbol that breaks the graph's facts, or the value int64
+  // cannot count at these sizes.
+  std::map<std::string, int64_t> symbol_values(
+      const std::vector<std::vector<int64_t>>& input_sizes) const;
+  // A call's layout at these values of the size symbols (checked as symbol_values checks
+  // them), the layouts the program reads its inputs in included: what a caller allocating
+  // the outputs (the torch.compile bridge) plans a size with.
+  CallLayout layout_at(const std::map<std::string, int64_t>& values) const;
+  // Where a call's inputs give each size symbol (ir::symbol_sources): the bridge reads the
+  // symbols' values from its tensors' sizes by the same rule.
+  std::map<std::string, ir::SymbolSource> symbol_sources() const;
   const std::vector<ir::TensorType>& input_types() const { return input_types_; }
   const std::vector<std::string>& input_names() const { return input_names_; }
   const std::vector<int64_t>& output_slot_bytes() const { return layout_.slot_bytes; }
@@ -191,15 +228,27 @@ class CompiledGraph {
  private:
   struct SymbolicPrograms;
   friend CompiledGraph compile(const ir::Graph& graph, const CompileOptions& options);
-  // The program of a symbolic graph at these inputs' sizes; null at the hints (this one).
-  std::shared_ptr<const CompiledGraph> program_for(const std::vector<Tensor>& inputs) const;
+  // The program of a symbolic graph compiled per size at these values; null at the hints (this
+  // one).
+  std::shared_ptr<const CompiledGraph> program_for(
+      const std::map<std::string, int64_t>& values) const;
   // The symbols' values these inputs give; InputError naming what breaks.
   std::map<std::string, int64_t> symbol_values(const std::vector<Tensor>& inputs) const;
+  // Checks values against the facts and int64 extents (ir::check_extents_at), remembering
+  // the last values checked: a call at sizes met before skips the walk over the graph.
+  void check_values(const std::map<std::string, int64_t>& values) const;
   std::shared_ptr<SymbolicPrograms> symbolic_;
-  // run_into's and run_into_pooled's call of the entry: `alloc` gives slot k's memory.
+  // run_into's and run_into_pooled's call of the entry: `alloc` gives slot k's memory;
+  // `layouts`, the inputs' sizes and strides (null: the compiled ones).
   void run_entry(const std::vector<const void*>& input_data,
+                 const std::vector<InputLayout>* layouts,
                  void* (*alloc)(void* ctx, int64_t slot, int64_t nbytes), void* alloc_ctx,
                  const RunOptions& options) const;
+  // run_into_pooled's body over the slot bytes a call needs.
+  void run_pooled_entry(const std::vector<const void*>& input_data,
+                        const std::vector<InputLayout>* layouts,
+                        const std::vector<int64_t>& slot_bytes, std::vector<void*>& output_slots,
+                        const RunOptions& options) const;
   friend CompiledGraph compile_lowered(lowering::LoweredGraph, const CompileOptions&);
   std::shared_ptr<const Compilation> compilation_;
   std::shared_ptr<void> library_;                           // keeps the shared object loaded

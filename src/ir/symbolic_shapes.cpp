@@ -612,6 +612,13 @@ std::map<std::string, SymbolSource> symbol_sources(
 
 std::map<std::string, int64_t> sizes_of_call(const Graph& graph,
                                              const std::vector<std::vector<int64_t>>& input_sizes) {
+  std::map<std::string, int64_t> values = symbol_values_of_call(graph, input_sizes);
+  check_extents_at(graph, values);
+  return values;
+}
+
+std::map<std::string, int64_t> symbol_values_of_call(
+    const Graph& graph, const std::vector<std::vector<int64_t>>& input_sizes) {
   if (input_sizes.size() != graph.inputs().size()) {
     throw GraphError("graph '" + graph.name() + "' takes " + std::to_string(graph.inputs().size()) +
                      " inputs, got " + std::to_string(input_sizes.size()));
@@ -658,7 +665,6 @@ std::map<std::string, int64_t> sizes_of_call(const Graph& graph,
     }
   }
   check_size_values(graph, values, /*require_all=*/false);
-  check_extents_at(graph, values);
   return values;
 }
 

@@ -94,5 +94,10 @@ std::map<std::string, SymbolSource> symbol_sources(
 // tensor int64 cannot count (check_extents_at). `input_sizes` has one entry per graph input.
 std::map<std::string, int64_t> sizes_of_call(const Graph& graph,
                                              const std::vector<std::vector<int64_t>>& input_sizes);
+// sizes_of_call without check_extents_at: what a caller that remembers the values it checked
+// already (driver::CompiledGraph, per call) reads first. Most of sizes_of_call's time is
+// check_extents_at, which visits every value of the graph.
+std::map<std::string, int64_t> symbol_values_of_call(
+    const Graph& graph, const std::vector<std::vector<int64_t>>& input_sizes);
 
 }  // namespace stax::ir

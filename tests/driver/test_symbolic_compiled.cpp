@@ -6,6 +6,8 @@
 // input, the dimension or the symbol.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include "driver/compiler.h"
 #include "driver/external_calls.h"
 #include "driver/tolerance.h"
@@ -13,6 +15,7 @@
 #include "eager/tensor_io.h"
 #include "graph_passes/bind_sizes.h"
 #include "ir/graph.h"
+#include "runtime/block_pool.h"
 
 namespace stax {
 namespace {
@@ -186,6 +189,22 @@ TEST(SymbolicCompiled, MatrixProductsPlanPerShapeInOneProgram) {
     }
     // Four shapes met; each site keeps a plan for each.
     for (size_t k = 0; k < sites; ++k) EXPECT_EQ(plans.shapes_planned(k), 4u) << dtype;
+    // 40 and 37 rows are one size class (up to 64, s1 up to 2): a product's form (B in place,
+    // packed, or the BLAS), decided at 40, is not measured again at 37.
+    expect_matches_eager(graph, compiled, {{"s0", 37}, {"s1", 2}});
+    for (size_t k = 0; k < sites; ++k) {
+      const auto planned = plans.planned_shapes(k);
+      ASSERT_FALSE(planned.empty());
+      EXPECT_EQ(planned.back().first, (std::vector<int64_t>{37, 2}));
+      if (planned.back().second.empty()) continue;  // not a matrix product
+      const auto at_40 = std::find_if(planned.begin(), planned.end(), [](const auto& p) {
+        return p.first == std::vector<int64_t>{40, 2};
+      });
+      ASSERT_NE(at_40, planned.end());
+      EXPECT_EQ(at_40->second.find("as decided at"), std::string::npos) << at_40->second;
+      EXPECT_NE(planned.back().second.find("as decided at"), std::string::npos)
+          << dtype << " site " << k << ": " << planned.back().second;
+    }
   }
 }
 
@@ -253,6 +272,127 @@ TEST(SymbolicCompiled, SizesThatBreakTheGraphAreNamed) {
   EXPECT_EQ(error({5000, 24}, {24}), "size symbol s0 = 5000 breaks its facts (s0 in [1, 4096])");
   EXPECT_EQ(error({0, 24}, {24}), "size symbol s0 = 0 breaks its facts (s0 in [1, 4096])");
   EXPECT_EQ(error({37, 24}, {25}), "input 'b': dim 0 has size 25 but must be 24 (sizes [24])");
+}
+
+// The bridge's way in (issue 33): run_into with each input's sizes and strides, the output slots
+// planned by layout_at at the symbols' values read by symbol_sources' rule. Each size gives
+// run()'s numbers exactly (the same program), into the caller's memory or the pool's.
+TEST(SymbolicCompiled, RunIntoTakesEachCallsLayouts) {
+  const ir::Graph graph = ir::parse_graph(kRows, "rows.stax");
+  const CompiledGraph compiled = compile(graph);
+  ASSERT_TRUE(compiled.takes_every_size()) << compiled.per_size_reason();
+  const std::map<std::string, ir::SymbolSource> sources = compiled.symbol_sources();
+  ASSERT_EQ(sources.size(), 1u);
+  EXPECT_EQ(sources.at("s0").input, 0u);
+  EXPECT_EQ(sources.at("s0").dim, 0u);
+  EXPECT_EQ(sources.at("s0").factor, 1);
+  for (int64_t rows : {40, 7, 3001, 1}) {
+    const Tensor x = eager::random_tensor(DType::Float32, {rows, 24}, 3);
+    const Tensor b = eager::random_tensor(DType::Float32, {24}, 4);
+    const std::vector<Tensor> want = compiled.run({x, b});
+    const CallLayout layout = compiled.layout_at({{"s0", rows}});
+    ASSERT_EQ(layout.inputs.size(), 2u);
+    EXPECT_EQ(layout.inputs[0].sizes, (std::vector<int64_t>{rows, 24}));
+    EXPECT_EQ(layout.inputs[0].strides, (std::vector<int64_t>{24, 1}));
+    ASSERT_EQ(layout.outputs.size(), 2u);
+    EXPECT_EQ(layout.outputs[0].sizes, (std::vector<int64_t>{rows, 24}));
+    EXPECT_EQ(layout.slot_bytes.size(), 2u);
+    EXPECT_GE(layout.slot_bytes[0], rows * 24 * 4);
+    const std::vector<InputLayout> inputs = layout.inputs;
+    std::vector<std::shared_ptr<Storage>> owned;
+    std::vector<void*> slots;
+    for (int64_t bytes : layout.slot_bytes) {
+      void* p = std::aligned_alloc(64, static_cast<size_t>((bytes + 63) / 64 * 64));
+      owned.push_back(
+          std::make_shared<Storage>(p, static_cast<size_t>(bytes), [](void* q) { std::free(q); }));
+      slots.push_back(p);
+    }
+    compiled.run_into({x.data(), b.data()}, inputs, slots, {.num_threads = 2});
+    std::vector<void*> pooled(2, nullptr);
+    std::vector<int64_t> pooled_bytes;
+    compiled.run_into_pooled({x.data(), b.data()}, inputs, pooled, {}, &pooled_bytes);
+    EXPECT_EQ(pooled_bytes, layout.slot_bytes);
+    for (size_t k = 0; k < 2; ++k) {
+      const OutputLayout& o = layout.outputs[k];
+      const Tensor into(owned[static_cast<size_t>(o.index)], o.dtype, o.sizes, o.strides, o.offset);
+      EXPECT_TRUE(eager::compare(into, want[k], 0, 0).within_tolerance)
+          << "output " << k << " at " << rows << " rows";
+      auto block = std::make_shared<Storage>(
+          pooled[static_cast<size_t>(o.index)], static_cast<size_t>(pooled_bytes[k]),
+          [](void* q) { runtime::process_block_pool().give(q); });
+      const Tensor from_pool(block, o.dtype, o.sizes, o.strides, o.offset);
+      EXPECT_TRUE(eager::compare(from_pool, want[k], 0, 0).within_tolerance)
+          << "pooled output " << k << " at " << rows << " rows";
+    }
+  }
+  // A layout the program does not read (x's rows apart by 25 elements) is refused by name.
+  const Tensor x = eager::random_tensor(DType::Float32, {7, 25}, 3);
+  const Tensor b = eager::random_tensor(DType::Float32, {24}, 4);
+  std::vector<void*> pooled(2, nullptr);
+  try {
+    compiled.run_into_pooled({x.data(), b.data()}, {{{7, 24}, {25, 1}}, {{24}, {1}}}, pooled);
+    ADD_FAILURE() << "a stride of 25 was taken";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("input 'x' (argument 0): dimension 0: expected stride"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(pooled, (std::vector<void*>{nullptr, nullptr}));
+  EXPECT_THROW(compiled.layout_at({{"s0", 5000}}), InputError);
+  EXPECT_THROW(compiled.layout_at({}), InputError);
+  EXPECT_THROW(compiled.run_into_pooled({x.data(), b.data()}, {{{7, 24}, {24, 1}}}, pooled),
+               InputError);
+}
+
+// Sizes whose tensors int64 cannot count are refused at every call: the values remembered as
+// checked are only those that passed.
+TEST(SymbolicCompiled, ValuesWhoseExtentsOverflowAreRefusedEveryTime) {
+  const ir::Graph graph =
+      ir::parse_graph("def big(x: f32[s0, s1]):\n    y = exp(x)\n    return y\n", "big.stax");
+  const CompiledGraph compiled = compile(graph);
+  ASSERT_TRUE(compiled.takes_every_size()) << compiled.per_size_reason();
+  const std::map<std::string, int64_t> huge = {{"s0", (int64_t{1} << 31) - 1},
+                                               {"s1", (int64_t{1} << 31) - 1}};
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    try {
+      compiled.layout_at(huge);
+      ADD_FAILURE() << "attempt " << attempt << ": sizes past int64 were taken";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("'x'"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(compiled.layout_at({{"s0", 3}, {"s1", 5}}).slot_bytes.size(), 1u);
+  EXPECT_EQ(compiled.layout_at({{"s0", 3}, {"s1", 5}}).outputs[0].sizes,
+            (std::vector<int64_t>{3, 5}));
+}
+
+// A graph compiled per size takes each call's layouts too: the program of those sizes runs.
+TEST(SymbolicCompiled, RunIntoOfAGraphCompiledPerSizeRunsThatSizesProgram) {
+  const ir::Graph graph = ir::parse_graph(kConvolution, "c.stax");
+  const CompiledGraph compiled = compile(graph);
+  ASSERT_FALSE(compiled.takes_every_size());
+  for (int64_t n : {2, 5}) {
+    const CallLayout layout = compiled.layout_at({{"s0", n}});
+    std::vector<Tensor> inputs;
+    uint64_t seed = 9;
+    for (const InputLayout& in : layout.inputs) {
+      inputs.push_back(eager::random_tensor(DType::Float32, in.sizes, seed++));
+    }
+    const std::vector<Tensor> want = compiled.run(inputs);
+    std::vector<const void*> data;
+    for (const Tensor& t : inputs) data.push_back(t.data());
+    std::vector<void*> pooled(layout.slot_bytes.size(), nullptr);
+    std::vector<int64_t> bytes;
+    compiled.run_into_pooled(data, layout.inputs, pooled, {}, &bytes);
+    EXPECT_EQ(bytes, layout.slot_bytes);
+    const OutputLayout& o = layout.outputs[0];
+    auto block = std::make_shared<Storage>(pooled[static_cast<size_t>(o.index)],
+                                           static_cast<size_t>(bytes[0]),
+                                           [](void* q) { runtime::process_block_pool().give(q); });
+    EXPECT_TRUE(eager::compare(Tensor(block, o.dtype, o.sizes, o.strides, o.offset), want[0], 0, 0)
+                    .within_tolerance)
+        << n;
+  }
 }
 
 }  // namespace
