@@ -4,6 +4,7 @@
 #pragma once
 
 #include <list>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -95,6 +96,10 @@ class ExternalPlans {
   // kPlansPerSymbolicSite for one over size symbols.
   size_t shapes_planned(size_t site) const;
   static constexpr size_t kPlansPerSymbolicSite = 8;
+  // A symbolic site's plans now, the least recently used first: the symbols' values of each
+  // and its matrix product's implementation as explain shows it ("" for other calls); empty
+  // for a static site.
+  std::vector<std::pair<std::vector<int64_t>, std::string>> planned_shapes(size_t site) const;
   bool empty() const { return plans_.empty(); }
 
   // freeze_parameters (frozen_weights.h): packs the weights a convolution site reads, at
@@ -140,18 +145,28 @@ class ExternalPlans {
     std::vector<bool> kept;              // per further result: whether the program keeps it
     std::unique_ptr<FrozenSlot> frozen;  // convolutions reading weights
   };
-  // A site over size symbols: its plans by the symbols' values, the least recently used first.
+  // A matrix product's form decided (measured, or kept unmeasured) at one shape of a size
+  // class (plan_at).
+  struct ClassForm {
+    external::MatmulWeights form = external::MatmulWeights::Direct;
+    std::string measured_at;  // the shape it was decided at (MatmulSpec::describe)
+  };
+  // A site over size symbols: its plans by the symbols' values, the least recently used first;
+  // a matrix product's forms by size class (the symbols rounded up to powers of two).
   struct PerShape {
     program::ExternalSite site;
     mutable std::mutex mutex;
     std::list<std::pair<std::vector<int64_t>, std::shared_ptr<const Plan>>> plans;
+    std::map<std::vector<int64_t>, ClassForm> forms;
   };
   const Plan& convolution_reading_weights(size_t site) const;
   // The plan of a static site, or of a symbolic one at these symbols' values (kept alive by
   // `hold` while the call runs).
   const Plan& plan_at(size_t site, const int64_t* symbols, std::shared_ptr<const Plan>& hold) const;
-  // Throws external::LibraryError naming the site's graph node.
-  std::shared_ptr<const Plan> build_plan(const program::ExternalSite& site) const;
+  // Throws external::LibraryError naming the site's graph node. `decided`: a matrix product's
+  // form as measured at another shape of its size class (kept unless it refuses this shape).
+  std::shared_ptr<const Plan> build_plan(const program::ExternalSite& site,
+                                         const ClassForm* decided = nullptr) const;
   int num_threads_ = 1;
   external::MatmulWeights matmul_weights_ = external::MatmulWeights::Measured;
   std::string measurement_dir_;

@@ -546,7 +546,9 @@ bool MatmulPlan::supported(const MatmulSpec& spec, std::string* why) {
 
 std::unique_ptr<MatmulPlan> MatmulPlan::create(const MatmulSpec& spec, int num_threads,
                                                MatmulWeights weights,
-                                               const std::string& measurement_dir) {
+                                               const std::string& measurement_dir,
+                                               const std::string& why_asked) {
+  const std::string asked = why_asked.empty() ? "asked for" : why_asked;
   if (num_threads < 0) {
     throw LibraryError("matmul " + spec.describe() + ": a negative thread count");
   }
@@ -562,7 +564,7 @@ std::unique_ptr<MatmulPlan> MatmulPlan::create(const MatmulSpec& spec, int num_t
     state->form = analysis.form;
     state->implementation = form_note(analysis.form, spec);
     if (analysis.form == Form::ThroughFloat32) {
-      state->plan32 = create(*analysis.spec32, threads, weights, measurement_dir);
+      state->plan32 = create(*analysis.spec32, threads, weights, measurement_dir, why_asked);
       state->product_only = analysis.product_only;
       state->arithmetic =
           spec.dtype == DType::Float32 ? Arithmetic::Native : Arithmetic::ThroughFloat32;
@@ -586,18 +588,18 @@ std::unique_ptr<MatmulPlan> MatmulPlan::create(const MatmulSpec& spec, int num_t
       state->weights = MatmulWeights::Blas;
       state->blas = blas;
       state->implementation = blas->description() + " sgemm" + state->implementation +
-                              "; the product by the BLAS: asked for";
+                              "; the product by the BLAS: " + asked;
       return std::unique_ptr<MatmulPlan>(new MatmulPlan(std::move(state)));
     }
     auto chosen = make_primitive(spec, analysis.form, false);
-    std::string why = "B read in place: asked for";
+    std::string why = "B read in place: " + asked;
     if (weights == MatmulWeights::Packed) {
       auto packed = make_primitive(spec, analysis.form, true);
       if (is_reference(packed->pd)) {
         throw LibraryError("matmul " + spec.describe() +
                            ": oneDNN has only its reference kernel for packed weights");
       }
-      why = "B packed by the library on every run: asked for";
+      why = "B packed by the library on every run: " + asked;
       state->weights = MatmulWeights::Packed;
       chosen = std::move(packed);
     } else if (weights == MatmulWeights::Measured ||

@@ -143,9 +143,11 @@ class MatmulPlan {
   // compute the spec (none loaded, or matmul_blas.h's conditions). A Measured plan keeps its
   // measurement for the process and, when `measurement_dir` is not empty, in a small file
   // there that later processes on this machine read instead of measuring again.
+  // `why_asked`: why a caller asks for Direct, Packed or Blas, for explain ("" : "asked for").
   static std::unique_ptr<MatmulPlan> create(const MatmulSpec& spec, int num_threads = 0,
                                             MatmulWeights weights = MatmulWeights::Measured,
-                                            const std::string& measurement_dir = "");
+                                            const std::string& measurement_dir = "",
+                                            const std::string& why_asked = "");
 
   ~MatmulPlan();
   MatmulPlan(const MatmulPlan&) = delete;
