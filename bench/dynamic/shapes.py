@@ -36,24 +36,25 @@ BACKENDS = ("eager", "inductor", "stax")
 
 class Counted:
     """A torch.compile backend that counts the graphs Dynamo hands it (and, for Stax, the
-    programs it compiles: one per region of a static graph, one per region and size of a graph
-    with symbolic sizes)."""
+    programs it compiles, stax._C.compile: one per region of a static graph; one per region of
+    a graph with symbolic sizes, or one per region and size where Stax compiles it per size)."""
 
     def __init__(self, name: str):
         self.name = name
         self.graphs = 0
         self.stax_compiles = 0
         if name == "stax":
-            import stax.region
+            import stax
 
-            real = stax.region.Region.compile
+            real = getattr(stax._C.compile, "real", stax._C.compile)
             counter = self
 
-            def counted(region):
+            def counted(*args, **kwargs):
                 counter.stax_compiles += 1
-                return real(region)
+                return real(*args, **kwargs)
 
-            stax.region.Region.compile = counted
+            counted.real = real
+            stax._C.compile = counted
 
     def __call__(self, gm, example_inputs):
         self.graphs += 1
@@ -155,12 +156,15 @@ def decoding(model_name: str, new_tokens: int) -> None:
 
 
 def main():
+    global BACKENDS
     parser = argparse.ArgumentParser()
     parser.add_argument("--model", default="gpt2", choices=("gpt2", "llama"))
     parser.add_argument("--lengths", default="64:80", help="first:end (end excluded)")
     parser.add_argument("--new-tokens", type=int, default=64)
     parser.add_argument("--parts", default="lengths,decoding")
+    parser.add_argument("--backends", default=",".join(BACKENDS))
     args = parser.parse_args()
+    BACKENDS = tuple(args.backends.split(","))
     torch.set_num_threads(2)
     first, end = (int(v) for v in args.lengths.split(":"))
     print(f"CPU: {_cpu()}; torch {torch.__version__}; 2 threads; "
@@ -172,11 +176,15 @@ def main():
 
 
 def _cpu() -> str:
+    """The model name, with the family and model where the name does not tell the kind (AMD's
+    "AMD EPYC" is Zen 2, 4 or 5 alike)."""
+    fields = {}
     with open("/proc/cpuinfo") as f:
         for line in f:
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return "unknown"
+            key, _, value = line.partition(":")
+            fields.setdefault(key.strip(), value.strip())
+    return (f"{fields.get('model name', 'unknown')} (family {fields.get('cpu family', '?')}, "
+            f"model {fields.get('model', '?')})")
 
 
 if __name__ == "__main__":

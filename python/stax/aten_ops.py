@@ -232,6 +232,20 @@ def _identity(node, names, graph):
     return names(node.args[0])
 
 
+@rewrite(torch.ops.prims.convert_element_type.default)
+def _prims_convert(node, names, graph):
+    # A decomposition's cast (GPT-2's attention scale over a symbolic head size); its operand
+    # is `a` where Stax's convert_element_type names it `self`.
+    return _emit_op(graph, node, "convert_element_type",
+                    [names(node.args[0]), literal(node.args[1], names)])
+
+
+@rewrite(aten.true_divide.Tensor)
+def _true_divide(node, names, graph):
+    # true_divide is div without a rounding mode, integer operands included.
+    return _emit_op(graph, node, "div", [literal(node.args[0], names), literal(node.args[1], names)])
+
+
 @rewrite(aten.slice_scatter.default, aten.select_scatter.default)
 def _scatter_window(node, names, graph):
     # Eager converts src to self's dtype as copy_ does; Stax's ops take src in self's dtype.

@@ -7,8 +7,9 @@ partitioned (partition.py) into Stax regions, compiled by the C++ pipeline, and 
 does not have, which PyTorch runs. The order of the steps for one ATen graph is
 `compile_aten_graph`.
 
-Graphs with symbolic sizes (Dynamo's automatic dynamic shapes after a shape change) are
-compiled once per concrete shape: Stax generates code for static sizes.
+Graphs with symbolic sizes (Dynamo's automatic dynamic shapes after a shape change, or
+dynamic=True / mark_dynamic) are traced once; each region compiles to one program for every
+size where Stax takes its symbols, else per size (symbolic_region.py).
 """
 
 from __future__ import annotations
@@ -513,5 +514,6 @@ def stax_backend(gm: torch.fx.GraphModule, example_inputs, options: dict | None 
     opts = Options.parse(options)
     dynamo_rewrites.restore_addcdiv(gm)
     if _has_symbolic(example_inputs):
-        debug.log(opts, "graph", "stax: symbolic sizes: traced once, each region compiled per size")
+        debug.log(opts, "graph", "stax: symbolic sizes: traced once, each region compiled once "
+                  "for every size where Stax takes its symbols, else per size")
     return _aot(gm, example_inputs, opts)

@@ -46,15 +46,16 @@ class _OutputPlan:
 
 
 class _Variant:
-    """One compilation of a region for one input layout."""
+    """One compilation of a region for one input layout; or, for a program over size symbols
+    (symbolic_region.py), that program at one call's sizes: `layout` is then
+    (outputs, output_slot_bytes) as Compiled.layout_at gives them at the symbols' values."""
 
-    def __init__(self, compiled, output_pool=True, freezing=None):
+    def __init__(self, compiled, output_pool=True, freezing=None, layout=None):
         self.compiled = compiled
         self.run = compiled.run
         # freeze_parameters: the packed convolution weights and their per-call check.
         self.frozen = None if freezing is None else FrozenWeights.for_program(compiled, freezing)
-        bindings = compiled.outputs
-        slot_bytes = compiled.output_slot_bytes
+        bindings, slot_bytes = layout or (compiled.outputs, compiled.output_slot_bytes)
         users = [0] * len(slot_bytes)
         for b in bindings:
             if not b[0]:
@@ -108,11 +109,20 @@ class _Variant:
         self.outputs_are_slots = len(self.plans) == len(slot_bytes) and all(
             p.kind == "slot_tensor" and p.index == k for k, p in enumerate(self.plans))
 
-    def run_into_slots(self, pointers, threads, owners=None):
+    def run_into_slots(self, pointers, threads, owners=None, shapes=None):
         """Runs on the input pointers; returns the slots: tensors allocated here, and the
         pooled ones the program took from the pool. `owners` (the inputs, given up) is
-        emptied and each input dropped after the program's last read of it."""
+        emptied and each input dropped after the program's last read of it. `shapes`: the
+        inputs' (sizes, strides), for a program over size symbols."""
         slots = [None if allocate is None else allocate() for allocate in self.allocators]
+        if shapes is not None:
+            capsules = self.compiled.run_pooled(
+                owners, pointers, [0 if t is None else t.data_ptr() for t in slots],
+                self.pooled_layouts, threads, shapes[0], shapes[1])
+            for k, capsule in enumerate(capsules):
+                if capsule is not None:
+                    slots[k] = torch.from_dlpack(capsule)
+            return slots
         if not any(self.pooled):
             if owners is None:
                 self.run(pointers, [t.data_ptr() for t in slots], threads)
@@ -221,26 +231,13 @@ class Region:
         return out
 
     def _request_expected_layouts(self) -> bool:
-        """Outputs whose Stax layout differs from the one PyTorch gives the value (which the
-        PyTorch code after the region may depend on: a view, a kernel that assumes it) and
-        is dense in some dimension order are written in that order: permute, copy, permute
-        back. Returns whether the graph text changed."""
-        changed = False
+        """Outputs whose Stax layout differs from the one PyTorch gives the value are written
+        in PyTorch's (write_outputs_in_order). Returns whether the graph text changed."""
+        orders = {}
         for k in self._mismatched_outputs(self.primary):
             val = self.graph.output_vals[k]
-            order = dense_order(tuple(val.shape), tuple(val.stride()))
-            if order is None:
-                continue
-            inverse = [order.index(d) for d in range(len(order))]
-            g = self.graph
-            name = g.outputs[k]
-            p, c, r = g.fresh(name + "_order"), g.fresh(name + "_dense"), g.fresh(name + "_laid")
-            g.emit(p, "permute", [name, str(list(order))], "layout")
-            g.emit(c, "clone", [p, 'memory_format="contiguous_format"'], "layout")
-            g.emit(r, "permute", [c, str(inverse)], "layout")
-            g.outputs[k] = r
-            changed = True
-        return changed
+            orders[k] = dense_order(tuple(val.shape), tuple(val.stride()))
+        return write_outputs_in_order(self.graph, orders)
 
     def _outputs_to_relayout(self, variant):
         """Outputs still in another layout than PyTorch's (not dense in any order, and not a
@@ -308,37 +305,9 @@ class Region:
         boxed.unboxed = env["call"]  # for callers that pass the arguments themselves
         return env["call"], boxed
 
-    def _analysis_wanted(self) -> bool:
-        """Whether anything will read the program's analysis (explain, the generated source,
-        the kernel IR, freeze_parameters' weight sites); else it is freed once the program is
-        loaded (a few MiB per training graph)."""
-        from . import backend
-
-        o = self.options
-        return bool(o.debug_dir or o.record_ir or o.freeze_parameters
-                    or {"fusion", "schedule", "ir", "output_code"} & set(o.logs)
-                    or backend._recorders)
-
     def _compile_variant(self, layouts, text):
-        o = self.options
-        compiled = _C.compile(
-            text,
-            self.name,
-            num_threads=o.threads or torch.get_num_threads(),
-            simd=o.simd,
-            cache_dir=o.cache_dir,
-            record_ir=o.record_ir,
-            graph_passes=o.graph_passes,
-            channels_last_intermediates=o.channels_last_intermediates,
-            measure_matmul_weights=o.measure_matmul_weights,
-            matmul_blas=o.matmul_blas,
-            keep_analysis=self._analysis_wanted(),
-            logs=o.cpp_logs,
-            # Large outputs come from the pool and intermediates from the arena, both mapped
-            # after the first call: where streaming stores pay (streaming_stores.cpp).
-            outputs_in_mapped_memory=o.output_pool and o.streaming_stores,
-        )
-        return _Variant(compiled, o.output_pool, self.freezing)
+        compiled = compile_text(text, self.name, self.options)
+        return _Variant(compiled, self.options.output_pool, self.freezing)
 
     def _variant_for(self, args):
         layouts = tuple((tuple(a.shape), tuple(a.stride())) for a in args)
@@ -393,6 +362,61 @@ class Region:
         variants = [self.primary] + [v for v in self._variants.values() if v is not self.primary]
         return [line for v in variants if v is not None and v.frozen is not None
                 for line in v.frozen.report(self.name)]
+
+
+def _analysis_wanted(o) -> bool:
+    """Whether anything will read a program's analysis (explain, the generated source, the
+    kernel IR, freeze_parameters' weight sites); else it is freed once the program is loaded
+    (a few MiB per training graph)."""
+    from . import backend
+
+    return bool(o.debug_dir or o.record_ir or o.freeze_parameters
+                or {"fusion", "schedule", "ir", "output_code"} & set(o.logs)
+                or backend._recorders)
+
+
+def compile_text(text: str, name: str, o, per_size_programs: bool = True):
+    """A region's graph text compiled with the backend's options `o`."""
+    return _C.compile(
+        text,
+        name,
+        num_threads=o.threads or torch.get_num_threads(),
+        simd=o.simd,
+        cache_dir=o.cache_dir,
+        record_ir=o.record_ir,
+        graph_passes=o.graph_passes,
+        channels_last_intermediates=o.channels_last_intermediates,
+        measure_matmul_weights=o.measure_matmul_weights,
+        matmul_blas=o.matmul_blas,
+        keep_analysis=_analysis_wanted(o),
+        logs=o.cpp_logs,
+        # Large outputs come from the pool and intermediates from the arena, both mapped
+        # after the first call: where streaming stores pay (streaming_stores.cpp).
+        outputs_in_mapped_memory=o.output_pool and o.streaming_stores,
+        per_size_programs=per_size_programs,
+    )
+
+
+def write_outputs_in_order(graph: TextGraph, orders: dict) -> bool:
+    """Outputs whose Stax layout differs from the one PyTorch gives the value (which the
+    PyTorch code after the region may depend on: a view, a kernel that assumes it) and is
+    dense in some dimension order are written in that order: permute, copy, permute back.
+    `orders`: output position -> that order (None: dense in none, left as it is). Returns
+    whether the graph text changed."""
+    changed = False
+    for k, order in orders.items():
+        if order is None:
+            continue
+        inverse = [order.index(d) for d in range(len(order))]
+        name = graph.outputs[k]
+        p = graph.fresh(name + "_order")
+        c, r = graph.fresh(name + "_dense"), graph.fresh(name + "_laid")
+        graph.emit(p, "permute", [name, str(list(order))], "layout")
+        graph.emit(c, "clone", [p, 'memory_format="contiguous_format"'], "layout")
+        graph.emit(r, "permute", [c, str(inverse)], "layout")
+        graph.outputs[k] = r
+        changed = True
+    return changed
 
 
 def _layouts_key(layouts) -> tuple:

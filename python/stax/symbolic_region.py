@@ -2,16 +2,22 @@
 
 Dynamo hands a graph with symbolic sizes after a shape changed (automatic dynamic), or from
 the start with `dynamic=True` / `mark_dynamic`. AOTAutograd traces it once and the bridge
-translates each region once into a Stax graph with size symbols (symbolic_sizes.py). Stax's
-compiled path does not take symbols yet (docs/symbolic_sizes.md), so a call at new sizes binds
-the symbols to them and compiles that static graph: a C++ compile per size, but no retrace, no
-partition and no translation. The sizes compiled per region are bounded like Dynamo's own
-recompiles (`torch._dynamo.config.recompile_limit`); past the bound new sizes run the region in
-PyTorch, with one warning. Every compile and every refusal is logged under "recompiles".
+translates each region once into a Stax graph with size symbols (symbolic_sizes.py), which
+Stax compiles once: one program whose wrapper reads the symbols from the inputs' sizes
+(SymbolicProgram). A new size costs a plan of its outputs' layouts (microseconds), and the
+library primitives of its shapes at their first call, never a C++ compile.
+
+Where a stage of Stax does not take the region's symbols yet (stax._C.SymbolicSizesRefused:
+convolutions, pooling, scatters, ...), a call at new sizes binds the symbols to them and
+compiles that static graph: a C++ compile per size, but no retrace, no partition and no
+translation. The sizes compiled so per region are bounded like Dynamo's own recompiles
+(`torch._dynamo.config.recompile_limit`); past the bound new sizes run the region in PyTorch,
+with one warning. Every compile and every refusal is logged under "recompiles".
 """
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import re
 import threading
@@ -22,8 +28,14 @@ import torch
 
 from . import _C, aten_ops, debug
 from .aten_ops import TextGraph
-from .region import Region
+from .frozen_weights import FrozenWeights
+from .layouts import dense_order, same_layout
+from .region import Region, _empty_strided, _Variant, compile_text, write_outputs_in_order
 from .symbolic_sizes import SymbolFacts, Unsupported
+
+# How many sizes' output plans a symbolic program keeps (each a few hundred bytes; a decoder
+# meets every length once, so older ones go first).
+PLANS_KEPT = 64
 
 
 def _value_at(size, values: dict[str, int]) -> int:
@@ -38,6 +50,117 @@ def _bound_layout(fake, values: dict[str, int]) -> torch.Tensor:
     shape = [_value_at(s, values) for s in fake.shape]
     stride = [_value_at(s, values) for s in fake.stride()]
     return torch.empty_strided(shape, stride, dtype=fake.dtype, device="meta")
+
+
+class _SizePlan:
+    """A symbolic program at one call's sizes: the layouts its inputs must have, how its
+    outputs are allocated and made (a _Variant over Compiled.layout_at), and the outputs it
+    copies into PyTorch's layout afterwards."""
+
+    __slots__ = ("sizes", "strides", "keys", "variant", "relayout")
+
+    def __init__(self, inputs, variant, relayout):
+        self.sizes = [torch.Size(s) for s, _ in inputs]
+        self.strides = [tuple(t) for _, t in inputs]
+        self.variant = variant
+        self.relayout = relayout
+
+    def accepts(self, sizes, strides) -> bool:
+        """Whether inputs of these sizes and strides are read right: the sizes exactly, the
+        strides as the wrapper checks them (layouts.same_layout)."""
+        return sizes == self.sizes and all(
+            same_layout(z, s, e) for z, s, e in zip(sizes, strides, self.strides))
+
+
+class SymbolicProgram:
+    """One compiled program of a region with size symbols, for every size (issue 33)."""
+
+    def __init__(self, graph: TextGraph, options, freezing=None):
+        self.name = graph.name
+        self.options = options
+        self.output_vals = list(graph.output_vals)
+        hints = {name: hint for name, (_, _, hint) in graph.symbols.facts.items()}
+        # Raises stax._C.SymbolicSizesRefused where a stage does not take the symbols yet.
+        compiled = compile_text(graph.text(), graph.name, options, per_size_programs=False)
+        # Outputs are handed over in the layout PyTorch gives them (region.py); one whose
+        # Stax layout differs at the hints and is dense in some order is written so.
+        outputs = compiled.layout_at(hints)[0]
+        orders = {}
+        for k, val in enumerate(self.output_vals):
+            sizes, strides = _layout_at(val, hints)
+            if not same_layout(sizes, outputs[k][4], strides):
+                orders[k] = dense_order(sizes, strides)
+        laid = dataclasses.replace(graph, statements=list(graph.statements),
+                                   origins=list(graph.origins), outputs=list(graph.outputs))
+        if write_outputs_in_order(laid, orders):
+            compiled = compile_text(laid.text(), graph.name, options, per_size_programs=False)
+        self.text = laid.text()
+        self.compiled = compiled
+        self.frozen = (None if freezing is None
+                       else FrozenWeights.for_program(compiled, freezing))
+        sources = compiled.symbol_sources
+        self.names = sorted(sources)
+        self.sources = [sources[n] for n in self.names]
+        self.plans: collections.OrderedDict = collections.OrderedDict()
+        self.threads = options.threads
+        self._lock = threading.Lock()
+
+    def plan(self, key: tuple) -> _SizePlan:
+        """The plan of the sizes whose symbols' values are `key` (in self.names' order)."""
+        plan = self.plans.get(key)
+        if plan is not None:
+            return plan
+        with self._lock:
+            plan = self.plans.get(key)
+            if plan is None:
+                values = dict(zip(self.names, key))
+                outputs, slot_bytes, inputs = self.compiled.layout_at(values)
+                variant = _Variant(self.compiled, self.options.output_pool, None,
+                                   layout=(outputs, slot_bytes))
+                relayout = {}
+                for k, (p, val) in enumerate(zip(variant.plans, self.output_vals)):
+                    sizes, strides = _layout_at(val, values)
+                    if not same_layout(p.sizes, p.strides, strides):
+                        relayout[k] = (tuple(sizes), tuple(strides))
+                plan = _SizePlan(inputs, variant, relayout)
+                if len(self.plans) >= PLANS_KEPT:
+                    self.plans.popitem(last=False)
+                self.plans[key] = plan
+        return plan
+
+    def run(self, tensors: list, given_up: list | None = None):
+        """Runs on the region's tensors; None where they are laid out otherwise than the
+        program reads them (the caller then takes another way). `given_up`: the caller's list
+        of arguments, which it gives up (AOTAutograd's boxed convention): emptied before the
+        run, which then drops each input after the program's last read of it (`tensors`, a
+        list of the caller's own, is emptied too)."""
+        sizes = [t.shape for t in tensors]
+        key = tuple(sizes[k][d] // c for k, d, c in self.sources)
+        plan = self.plan(key)
+        strides = [t.stride() for t in tensors]
+        if (sizes != plan.sizes or strides != plan.strides) and not plan.accepts(sizes, strides):
+            return None
+        threads = self.threads or torch.get_num_threads()
+        if self.frozen is not None:
+            self.frozen.check(tensors, threads)
+        variant = plan.variant
+        pointers = [t.data_ptr() for t in tensors]
+        if given_up is not None and variant.outputs_are_slots and not plan.relayout:
+            given_up.clear()
+            return variant.run_into_slots(pointers, threads, tensors, (sizes, strides))
+        slots = variant.run_into_slots(pointers, threads, None, (sizes, strides))
+        outs = slots if variant.outputs_are_slots else variant.finish(tensors, slots)
+        for k, (z, s) in plan.relayout.items():
+            laid = _empty_strided(z, s, outs[k].dtype)
+            laid.copy_(outs[k])
+            outs[k] = laid
+        return outs
+
+
+def _layout_at(fake, values: dict[str, int]):
+    """(sizes, strides) of a fake tensor's symbolic layout at these values of the symbols."""
+    return (tuple(_value_at(s, values) for s in fake.shape),
+            tuple(_value_at(s, values) for s in fake.stride()))
 
 
 class SymbolicRegion:
@@ -71,6 +194,11 @@ class SymbolicRegion:
         if missing and not graph.unspellable:
             raise Unsupported(f"size symbols {sorted(missing)} are no input's dim")
         self.instances: dict[tuple, Region] = {}
+        # One program for every size (None until compiled, or where Stax refuses the
+        # symbols: then `per_size_reason` says why and `instances` hold a program per size).
+        self.program: SymbolicProgram | None = None
+        self.per_size_reason: str | None = None
+        self.returned = None if graph.returned in ([], identity) else graph.returned
         self.sizes_in_pytorch: set[tuple] = set()
         self.warned = False
         self._lock = threading.Lock()
@@ -90,27 +218,63 @@ class SymbolicRegion:
                       f"stax: {self.name}: each size is traced again: {self.symbolic_refused}")
 
     def compile(self):
-        """Compiles the graph at the sizes it was traced with (the symbols' hints); a graph
-        traced again per size is compiled at its first call."""
-        if self.symbolic_refused is None:
-            hints = {name: hint for name, (_, _, hint) in self.graph.symbols.facts.items()}
-            self._instance(hints, None)
+        """Compiles one program for every size; where Stax refuses the symbols, the graph at
+        the sizes it was traced with (the symbols' hints). A graph traced again per size is
+        compiled at its first call."""
+        if self.symbolic_refused is not None:
+            return self
+        start = time.perf_counter()
+        if self.graph.offset_guards:
+            self.per_size_reason = "it reads an input's storage offset (as_strided)"
+        else:
+            try:
+                self.program = SymbolicProgram(self.graph, self.options, self.freezing)
+            except _C.SymbolicSizesRefused as e:
+                self.per_size_reason = str(e).splitlines()[0]
+        if self.program is not None:
+            debug.log(self.options, "recompiles",
+                      f"stax: {self.name}: one program for every size "
+                      f"({self._facts()}) in {time.perf_counter() - start:.2f} s")
+            call_boxed = self._call_boxed
+
+            def boxed(args):
+                return call_boxed(args)
+
+            boxed._boxed_call = True
+            boxed.unboxed = self.__call__
+            self.boxed_call = boxed
+            return self
+        debug.log(self.options, "recompiles",
+                  f"stax: {self.name}: compiled per size: {self.per_size_reason}")
+        hints = {name: hint for name, (_, _, hint) in self.graph.symbols.facts.items()}
+        self._instance(hints, None)
         return self
 
     @property
     def primary(self):
-        """The compiled variant of the first sizes compiled (what debug logs and explain show),
-        or None before any."""
+        """The compiled program for every size, or the compiled variant of the first sizes
+        compiled (what debug logs and explain show); None before any."""
+        if self.program is not None:
+            return self.program
         first = next(iter(self.instances.values()), None)
         return first.primary if first is not None else None
 
+    def _facts(self) -> str:
+        return ", ".join(f"{n} in [{lo}, {hi}] (hint {hint})"
+                         for n, (lo, hi, hint) in sorted(self.graph.symbols.facts.items()))
+
     def sizes_report(self) -> list:
         """stax.explain's and the fallback log's lines on this region's sizes: its symbols and
-        what is known of them, the sizes compiled so far, those left to PyTorch."""
-        facts = ", ".join(f"{n} in [{lo}, {hi}] (hint {hint})"
-                          for n, (lo, hi, hint) in sorted(self.graph.symbols.facts.items()))
+        what is known of them, the sizes run or compiled so far, those left to PyTorch."""
+        if self.program is not None:
+            run = "; ".join(_spelled(dict(zip(self.program.names, k)))
+                            for k in list(self.program.plans))
+            return [f"  region {self.name}: sizes known at run time, one program for every size "
+                    f"({self._facts()})",
+                    f"    sizes run so far (the last {PLANS_KEPT}): {run or 'none yet'}"]
         how = (f"traced again per size ({self.symbolic_refused})" if self.symbolic_refused
-               else f"bound from one symbolic graph ({facts})")
+               else f"bound from one symbolic graph per size ({self._facts()}): "
+                    f"{self.per_size_reason}")
         lines = [f"  region {self.name}: sizes known at run time, {how}"]
         compiled = "; ".join(_spelled(dict(k)) for k in self.instances)
         lines.append(f"    compiled for sizes: {compiled or 'none yet'}")
@@ -120,7 +284,10 @@ class SymbolicRegion:
         return lines
 
     def frozen_report(self) -> list:
-        return [line for region in self.instances.values() for line in region.frozen_report()]
+        lines = [] if self.program is None or self.program.frozen is None else (
+            self.program.frozen.report(self.name))
+        return lines + [line for region in self.instances.values()
+                        for line in region.frozen_report()]
 
     def _bound_graph(self, values: dict[str, int]) -> TextGraph:
         def bind(statement: str) -> str:
@@ -175,8 +342,31 @@ class SymbolicRegion:
             return {f"input{k}": tuple(t.shape) for k, t in enumerate(tensors)}
         return {name: int(tensors[k].shape[d]) // c for name, (k, d, c) in self.symbol_dims.items()}
 
+    def _returned(self, outs, tensors):
+        if self.returned is None:
+            return outs
+        return [(outs if where == "output" else tensors)[k] for where, k, _ in self.returned]
+
+    def _call_boxed(self, args: list):
+        """AOTAutograd's boxed call (the list of arguments is ours): the program drops each
+        input after its last read of it, as a static region's boxed call does."""
+        tensors = [args[i] for i in self.tensor_positions]
+        if self.returned is None:
+            outs = self.program.run(tensors, given_up=args)
+            if outs is not None:
+                args.clear()
+                return outs
+        outs = self.__call__(*args)
+        args.clear()
+        return outs
+
     def __call__(self, *args):
         tensors = [args[i] for i in self.tensor_positions]
+        if self.program is not None:
+            outs = self.program.run(tensors)
+            if outs is not None:
+                return self._returned(outs, tensors)
+            # Laid out otherwise than the program reads them: the size's own program.
         values = self._sizes(tensors)
         region = self.instances.get(tuple(sorted(values.items())))
         if region is None:

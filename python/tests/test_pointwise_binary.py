@@ -328,3 +328,40 @@ def test_integer_division_by_zero_raises_like_eager(backend, is_stax):
             compiled(a, b)
         nonzero = torch.tensor([1, 3, 2], dtype=torch.int32)
         torch.testing.assert_close(compiled(a, nonzero), fn(a, nonzero))
+
+
+def test_ops_that_decompositions_leave_run_in_stax(is_stax):
+    """aten.true_divide.Tensor and prims.convert_element_type reach the backend from
+    decompositions over symbolic sizes (GPT-2's attention scale with dynamic=True), where
+    make_fx does not turn them into div and _to_copy: both run in Stax, as eager computes them
+    (integer operands divided truly, a division by zero infinite)."""
+    if not is_stax:
+        return
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.passes.fake_tensor_prop import FakeTensorProp
+
+    import stax.backend as B
+    from stax.options import Options
+
+    aten, prims = torch.ops.aten, torch.ops.prims
+    graph = torch.fx.Graph()
+    a, b = graph.placeholder("a"), graph.placeholder("b")
+    quotient = graph.call_function(aten.true_divide.Tensor, (a, b))
+    cast = graph.call_function(prims.convert_element_type.default, (a, torch.float64))
+    graph.output((graph.call_function(aten.add.Tensor, (quotient, cast)),))
+    gm = torch.fx.GraphModule({}, graph)
+    x = torch.arange(-6, 6).reshape(3, 4)
+    y = torch.tensor([3, 0, -2, 5])
+    FakeTensorProp(gm, FakeTensorMode(allow_non_fake_inputs=True)).propagate(x, y)
+    records = []
+    B._recorders.append(records)
+    try:
+        fn = B.compile_aten_graph(gm, [x, y], Options.parse(None), "inference")
+    finally:
+        B._recorders.remove(records)
+    (record,) = records
+    assert not record.report.fallback_ops, record.report.fallback_ops
+    (out,) = fn([x, y])
+    expected = torch.true_divide(x, y) + x.to(torch.float64)
+    assert out.dtype == expected.dtype == torch.float64
+    torch.testing.assert_close(out, expected, rtol=0, atol=0)
