@@ -55,6 +55,21 @@ OpsValue finish(OpsHandler& h, OpsValue r, DType result, const std::string& op) 
 Loader Lowerer::pointwise_operand(const ir::Node& node, const OperandSpec& spec, DType compute,
                                   const std::vector<Expr>& out_sizes) {
   const DType m = opmath_dtype(compute);
+  if (const auto* sym = std::get_if<ir::SymInt>(&node.args.at(spec.position));
+      sym != nullptr && !sym->expr.is_constant()) {
+    // Issue 33: an int over size symbols (add(arange(0, 1), s0): the positions after a cache
+    // of s0 tokens) is computed from the symbols in the kernel, then converted as an int
+    // scalar is (scalar_value).
+    const Expr e = sym->expr;
+    const OperandRead read = spec.read;
+    return [e, read, compute, m](OpsHandler& h, const std::vector<Expr>&) {
+      const OpsValue v = h.index_value(e, DType::Int64);
+      if (read == OperandRead::Bool) return convert(h, v, DType::Bool);
+      const OpsValue in_m = convert(h, v, m);
+      if (read == OperandRead::ComputeOpmath || !is_16bit(compute)) return in_m;
+      return convert(h, convert(h, in_m, compute), m);
+    };
+  }
   if (!ir::is_tensor_arg(node, spec.position)) {
     const ir::Scalar s = ir::scalar_arg(node, spec.position);
     const OperandRead read = spec.read;
@@ -83,6 +98,24 @@ Loader Lowerer::pointwise_operand(const ir::Node& node, const OperandSpec& spec,
 LoweredValue Lowerer::lower_pointwise(const ir::Node& node, const ir::Value& out) {
   const ir::PointwiseTyping typing = ir::pointwise_typing(graph_, node);
   const PointwiseRecipe recipe = pointwise_recipe(graph_, node, typing);
+  // Issue 33: an int argument over size symbols is computed in the kernel where it is an
+  // operand the recipe combines as it is (pointwise_operand); a recipe reads its other
+  // parameters (alpha, pow's exponent, clamp's bounds) at the symbols' hints, so those refuse.
+  static const std::set<std::string> kSymbolicOperandOps = {
+      "add", "sub", "mul", "div",     "eq",      "ne",   "lt",
+      "le",  "gt",  "ge",  "maximum", "minimum", "where"};
+  for (size_t p = 0; p < node.args.size(); ++p) {
+    const auto* sym = std::get_if<ir::SymInt>(&node.args[p]);
+    if (sym == nullptr || sym->expr.is_constant()) continue;
+    const bool operand = std::any_of(recipe.operands.begin(), recipe.operands.end(),
+                                     [p](const OperandSpec& s) { return s.position == p; });
+    if (!operand || kSymbolicOperandOps.count(node.op) == 0) {
+      throw index::SymbolicSizesRefused("lowering " + node.op + ": argument " + std::to_string(p) +
+                                        " = " + index::to_string(sym->expr) +
+                                        " is a value over size symbols, which this op's "
+                                        "lowering reads at the symbols' hints only");
+    }
+  }
   LoweredValue v = computed_value(node, out);
   v.stats = operand_stats(node);
 

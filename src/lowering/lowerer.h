@@ -282,6 +282,35 @@ class Lowerer {
                                         "op's lowering yet");
     }
   }
+  // Issue 33: refuses an int argument over size symbols that the op's lowering would read at
+  // the symbols' hints (ir::scalar_arg and int_arg give the hint's value), where the value is
+  // computed with rather than a size: full's fill, scalar_tensor, addmm's alpha, a
+  // reduction's correction. Views read theirs as expressions; a factory its sizes and
+  // arange's bounds; pointwise ops check theirs (lower_pointwise).
+  void refuse_symbolic_values(const ir::Node& node, ir::OpCategory category) const {
+    if (category == ir::OpCategory::View || category == ir::OpCategory::Pointwise) return;
+    const bool range = node.op == "arange";
+    for (size_t p = 0; p < node.args.size(); ++p) {
+      const ir::Arg& arg = node.args[p];
+      std::optional<Expr> symbolic;
+      if (const auto* s = std::get_if<ir::SymInt>(&arg); s && !s->expr.is_constant()) {
+        if (category == ir::OpCategory::Factory && range && p <= 1) continue;
+        symbolic = s->expr;
+      } else if (const auto* l = std::get_if<ir::SymIntList>(&arg)) {
+        if (category == ir::OpCategory::Factory) continue;  // the sizes of zeros, empty, ...
+        for (const Expr& e : l->items) {
+          if (!e.is_constant()) symbolic = e;
+        }
+      }
+      if (symbolic) {
+        throw index::SymbolicSizesRefused(
+            "lowering " + node.op + ": argument " + std::to_string(p) + " (" +
+            index::to_string(*symbolic) +
+            ") is a value over size symbols, which this op's lowering reads at the symbols' "
+            "hints only");
+      }
+    }
+  }
   // The graph position of `node`.
   int node_index(const ir::Node& node) const { return graph_.value(node.output).producer; }
 
@@ -332,6 +361,7 @@ class Lowerer {
       default:
         refuse_symbolic_sizes(node);
     }
+    refuse_symbolic_values(node, schema->category);
     LoweredValue v;
     switch (schema->category) {
       case ir::OpCategory::Pointwise:

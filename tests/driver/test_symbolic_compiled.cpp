@@ -274,6 +274,58 @@ TEST(SymbolicCompiled, SizesThatBreakTheGraphAreNamed) {
   EXPECT_EQ(error({37, 24}, {25}), "input 'b': dim 0 has size 25 but must be 24 (sizes [24])");
 }
 
+// An int over the symbols computed with, not a size: a decoder's causal mask compares the
+// key positions arange(0, s0 + 1) with the query's, s0 + arange(0, 1) (GPT-2's mask over a
+// cache of s0 tokens). The one program computes s0 in its kernels; at the hint's value baked
+// in, the last key was masked at every other length.
+constexpr const char* kCausalMask =
+    "def mask(scores: f32[12, s0], new: f32[12, 1]) where s0: [2, 4096] hint=33:\n"
+    "    all = cat([scores, new], 1)\n"
+    "    first = arange(0, 1)\n"
+    "    q = add(first, s0, alpha=1)\n"
+    "    k = arange(0, s0 + 1)\n"
+    "    qs = unsqueeze(q, 1)\n"
+    "    allowed = le(k, qs)\n"
+    "    zero = zeros([], dtype=\"f32\")\n"
+    "    low = scalar_tensor(-3.0e38, dtype=\"f32\")\n"
+    "    masked = where(allowed, zero, low)\n"
+    "    x = add(all, masked, alpha=1)\n"
+    "    m = amax(x, [-1], True)\n"
+    "    y = sub(x, m, alpha=1)\n"
+    "    r = mul(y, s0)\n"
+    "    return y, r\n";
+
+TEST(SymbolicCompiled, IntsOverTheSymbolsAreComputedAtEachCall) {
+  const ir::Graph graph = ir::parse_graph(kCausalMask, "mask.stax");
+  const CompiledGraph compiled = compile(graph);
+  ASSERT_TRUE(compiled.takes_every_size()) << compiled.per_size_reason();
+  for (int threads : {1, 2}) {
+    for (int64_t s0 : {33, 34, 2, 47, 1000}) {
+      expect_matches_eager(graph, compiled, {{"s0", s0}}, threads);
+    }
+  }
+}
+
+// Where a lowering would read such an int at the hints (full's fill value, pow's exponent,
+// add's alpha), the graph is compiled per size instead, each size right.
+TEST(SymbolicCompiled, IntsOverTheSymbolsALoweringReadsAtTheHintsAreRefused) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"    f = full([s0, 1], s0, dtype=\"f32\")\n    y = add(x, f, alpha=1)\n", "full"},
+      {"    y = pow(x, s0)\n", "pow"},
+      {"    y = add(x, x, alpha=s0)\n", "add"},
+  };
+  for (const auto& [body, op] : cases) {
+    const std::string text =
+        "def g(x: f32[s0, 3]) where s0: [2, 64] hint=3:\n" + body + "    return y\n";
+    const ir::Graph graph = ir::parse_graph(text, "g.stax");
+    const CompiledGraph compiled = compile(graph);
+    EXPECT_FALSE(compiled.takes_every_size()) << op;
+    EXPECT_NE(compiled.per_size_reason().find("is a value over size symbols"), std::string::npos)
+        << op << ": " << compiled.per_size_reason();
+    for (int64_t s0 : {3, 2, 5}) expect_matches_eager(graph, compiled, {{"s0", s0}});
+  }
+}
+
 // The bridge's way in (issue 33): run_into with each input's sizes and strides, the output slots
 // planned by layout_at at the symbols' values read by symbol_sources' rule. Each size gives
 // run()'s numbers exactly (the same program), into the caller's memory or the pool's.
