@@ -135,7 +135,7 @@ external::ScatterSpec scatter_spec(const lowering::ScatterCall& call,
   spec.dtype = dtype;
   spec.out_sizes = output_sizes;
   if (call.self) spec.self = external::StridedOperand{sizes_of(*call.self), strides_of(*call.self)};
-  spec.space = call.space;
+  spec.space = index::static_values(call.space, "a scatter's iteration space");
   const size_t rank = call.space.size();
   for (const lowering::ScatterIndex& index : call.indices) {
     external::ScatterIndexSpec& x = spec.indices.emplace_back();

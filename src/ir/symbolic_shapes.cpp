@@ -439,21 +439,25 @@ std::vector<Expr> concatenated(const Graph& graph, const Node& node) {
 SymbolicWindow symbolic_window(const Graph& graph, const Node& node) {
   const std::vector<Expr> self = symbolic_sizes_of(tensor_arg(graph, node, 0).type);
   const size_t rank = self.size();
+  // slice_scatter(self, src, dim, start, end, step), select_scatter(self, src, dim, index).
+  const bool scatter = node.op == "slice_scatter" || node.op == "select_scatter";
+  const size_t at = scatter ? 1 : 0;
+  const bool slice = node.op == "slice" || node.op == "slice_scatter";
   SymbolicWindow w;
-  w.dim = normalize_dim(int_arg(node, 1), rank, node.op);
+  w.dim = normalize_dim(int_arg(node, 1 + at), rank, node.op);
   const Expr size = self[static_cast<size_t>(w.dim)];
   // A negative constant counts from the end, as PyTorch's.
   auto from_end = [&](Expr e) { return e.is_constant() && *e.constant_value() < 0 ? e + size : e; };
-  if (node.op == "slice") {
-    w.start = from_end(symbolic_optional_int_arg(node, 2).value_or(Expr(0)));
-    std::optional<Expr> given_end = symbolic_optional_int_arg(node, 3);
+  if (slice) {
+    w.start = from_end(symbolic_optional_int_arg(node, 2 + at).value_or(Expr(0)));
+    std::optional<Expr> given_end = symbolic_optional_int_arg(node, 3 + at);
     w.end = given_end && *given_end != Expr(INT64_MAX) ? from_end(*given_end) : size;
-    w.step = int_arg(node, 4);
+    w.step = int_arg(node, 4 + at);
   } else if (node.op == "narrow") {
     w.start = from_end(*symbolic_optional_int_arg(node, 2));
     w.end = w.start + *symbolic_optional_int_arg(node, 3);
   } else {
-    w.start = from_end(*symbolic_optional_int_arg(node, 2));
+    w.start = from_end(*symbolic_optional_int_arg(node, 2 + at));
     w.end = w.start + 1;
   }
   // PyTorch clamps a slice's bounds into the dim; without a proof of where they lie the
@@ -504,6 +508,10 @@ std::vector<Expr> infer_symbolic_sizes(const Graph& graph, const Node& node,
       sizes = windowed(graph, node);
       break;
     case OpCategory::Mutation:
+    case OpCategory::Scatter:
+      // A scatter writes into a copy of self; whether its indices and values fit self's sizes
+      // is the lowering's check over the symbols (Lowerer::scatter_space) and the runtime's per
+      // call (external::scatter_spec_problem).
       sizes = symbolic_sizes_of(tensor_arg(graph, node, 0).type);
       break;
     case OpCategory::Copy:

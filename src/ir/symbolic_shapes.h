@@ -39,8 +39,9 @@ std::vector<index::Expr> symbolic_sizes_of(const TensorType& type);
 std::vector<index::Expr> symbolic_strides_of(const TensorType& type);
 
 // The window slice, narrow and select take along `dim`: [start, end) by `step` (select: the
-// one index start), negative constants counted from the end. Throws GraphError naming the op
-// when the window lies within the dim only for some values of the size symbols.
+// one index start), negative constants counted from the end; and the window slice_scatter and
+// select_scatter write (their arguments after src). Throws GraphError naming the op when the
+// window lies within the dim only for some values of the size symbols.
 struct SymbolicWindow {
   int64_t dim = 0;
   index::Expr start;

@@ -104,7 +104,7 @@ struct ScatterCall {
   std::vector<ScatterIndex> indices;
   std::optional<ExternalOperand> values;  // absent: `value`
   std::optional<ExternalOperand> self;    // absent: zeros
-  std::vector<int64_t> space;
+  std::vector<index::Expr> space;  // expressions over size symbols where sizes are (issue 33)
   std::vector<int64_t> dest_dims;
   std::vector<int64_t> values_dims;
   ir::ScatterCombine combine = ir::ScatterCombine::Assign;

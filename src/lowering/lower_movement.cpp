@@ -104,44 +104,73 @@ LoweredValue Lowerer::lower_cat(const ir::Node& node, const ir::Value& out) {
 }
 
 LoweredValue Lowerer::lower_scatter_window(const ir::Node& node, const ir::Value& out) {
-  refuse_symbolic_sizes(node);
   const ir::ScatterWindowArgs a = ir::scatter_window_args(graph_, node);
   const LoweredValue& self = value(std::get<ir::ValueRef>(node.args[0]).index);
   const LoweredValue& src = value(std::get<ir::ValueRef>(node.args[1]).index);
   LoweredValue v = computed_value(node, out);
   const auto dim = static_cast<size_t>(a.window.dim);
-  const int64_t start = a.window.start, step = a.window.step, length = a.window.length;
-  const int64_t end = start + (length - 1) * step + 1;  // past the window's last index
-  const int64_t size = index::static_value(v.sizes[dim], "lowering " + node.op);
   const bool selected = a.selected;
-  const bool covers_all = length == size && step == 1;
+  const int64_t step = a.window.step;
+  // The window [start, end) by step, past its last index; static, or (issue 33) over the size
+  // symbols, proved within the dim for every value of them, src filling it exactly.
+  Expr start(a.window.start);
+  Expr end(a.window.start + (a.window.length - 1) * step + 1);
+  bool empty = a.window.length == 0;
+  if (has_symbolic_sizes(node)) {
+    ir::SymbolicWindow w;
+    try {
+      w = ir::symbolic_window(graph_, node);
+    } catch (const ir::GraphError& e) {
+      throw index::SymbolicSizesRefused("lowering " + node.op + ": " + e.what());
+    }
+    start = w.start;
+    end = w.end;
+    const Expr length = step == 1 ? end - start : floordiv(end - start + Expr(step - 1), step);
+    std::vector<Expr> expected = v.sizes;
+    if (selected) {
+      expected.erase(expected.begin() + static_cast<std::ptrdiff_t>(dim));
+    } else {
+      expected[dim] = length;
+    }
+    if (src.sizes != expected) {
+      throw index::SymbolicSizesRefused("lowering " + node.op + ": src's sizes " +
+                                        index::format_exprs(src.sizes) + " fill the window " +
+                                        index::format_exprs(expected) +
+                                        " only for some values of the size symbols");
+    }
+    empty = false;  // an empty window at some sizes: the masks below keep self there
+  }
+  const Expr size = v.sizes[dim];
+  const bool from_first = start == Expr(0);
+  const bool to_last = end == size;
+  const bool covers_all = !empty && from_first && to_last && step == 1;
   v.stats += src.stats;
   if (!covers_all) {
     v.stats += self.stats;
-    v.stats += mask_stats((start > 0) + (end < size) + (step > 1));
+    v.stats += mask_stats(!from_first + !to_last + (step > 1));
   }
   Loader self_loader = self.loader, src_loader = src.loader;
   v.loader = [=](OpsHandler& h, const std::vector<Expr>& idx) {
-    if (length == 0) return self_loader(h, idx);  // an empty slice: self unchanged
+    if (empty) return self_loader(h, idx);  // an empty slice: self unchanged
     // src's element for idx: the window position (idx - start) / step along dim, or no dim
     // at all for a select; read only where idx is in the window.
     std::vector<Expr> at = idx;
     if (selected) {
       at.erase(at.begin() + static_cast<std::ptrdiff_t>(dim));
     } else {
-      at[dim] = step == 1 ? idx[dim] - Expr(start) : floordiv(idx[dim] - Expr(start), step);
+      at[dim] = step == 1 ? idx[dim] - start : floordiv(idx[dim] - start, step);
     }
     if (covers_all) return src_loader(h, at);
     std::optional<OpsValue> in_window;
-    if (start > 0) in_window = index_at_least(h, idx[dim], start);
-    if (end < size) in_window = both(h, in_window, index_below(h, idx[dim], end));
+    if (!from_first) in_window = index_at_least(h, idx[dim], start);
+    if (!to_last) in_window = both(h, in_window, index_below(h, idx[dim], end));
     if (step > 1) {
-      const OpsValue on_step =
-          apply(h, PointwiseOp::Eq,
-                {h.index_value(mod(idx[dim] - Expr(start), step), DType::Int64),
-                 h.constant(int64_t{0}, DType::Int64)});
+      const OpsValue on_step = apply(h, PointwiseOp::Eq,
+                                     {h.index_value(mod(idx[dim] - start, step), DType::Int64),
+                                      h.constant(int64_t{0}, DType::Int64)});
       in_window = both(h, in_window, on_step);
     }
+    if (!in_window) in_window = h.constant(true, DType::Bool);
     h.push_mask(*in_window);
     OpsValue x = src_loader(h, at);
     h.pop_mask();

@@ -329,7 +329,7 @@ LoweredValue Lowerer::lower_max_pool_backward_scatter(const ir::Node& node,
       " of " + ir::describe_node(graph_, node) + ": the scatter reads stored tensors only";
 
   ScatterCall s;
-  s.space = graph_.value(a.grad_output).type.sizes;  // [leading..., OH, OW], as the indices
+  s.space = index::to_exprs(graph_.value(a.grad_output).type.sizes);  // [leading..., OH, OW]
   std::vector<int64_t> every_dim(s.space.size());
   for (size_t d = 0; d < every_dim.size(); ++d) every_dim[d] = static_cast<int64_t>(d);
   for (size_t d = 0; d < leading; ++d) s.dest_dims.push_back(static_cast<int64_t>(d));

@@ -31,6 +31,56 @@ bool is_zero_fill(const ir::Graph& graph, ir::ValueRef ref) {
 
 }  // namespace
 
+// Issue 33: the space's sizes as expressions. Each space dim is a dim of self that is not
+// indexed, of an index tensor, or of the values (ir::ScatterArgs' maps); every one of those
+// that is not a broadcast dim of size 1 must have the same size, as an expression, else their
+// agreement would hold at some values of the symbols only and the graph is compiled per size.
+std::vector<Expr> Lowerer::scatter_space(const ir::Node& node, const ir::ScatterArgs& a) const {
+  const std::vector<int64_t>& at_hints = a.layout.sizes;
+  std::vector<std::optional<Expr>> space(at_hints.size());
+  auto meet = [&](int64_t d, const Expr& size, const std::string& what) {
+    if (d < 0) return;
+    std::optional<Expr>& s = space.at(static_cast<size_t>(d));
+    if (size == Expr(1) && at_hints[static_cast<size_t>(d)] != 1) return;  // broadcast
+    if (!s) {
+      s = size;
+    } else if (*s != size) {
+      throw index::SymbolicSizesRefused("lowering " + node.op + ": dim " + std::to_string(d) +
+                                        " of its iteration space is " + index::to_string(*s) +
+                                        " and " + index::to_string(size) + " (" + what +
+                                        "), which agree only for some values of the size symbols");
+    }
+  };
+  const std::vector<Expr> self = sizes_of(graph_.value(a.layout.source).type);
+  for (size_t k = 0; k < a.layout.source_dims.size(); ++k) {
+    meet(a.layout.source_dims[k], self.at(k), "self's dim " + std::to_string(k));
+  }
+  for (const ir::IndexTerm& t : a.layout.terms) {
+    const std::vector<Expr> index = sizes_of(graph_.value(t.index).type);
+    for (size_t k = 0; k < t.index_dims.size(); ++k) {
+      meet(t.index_dims[k], index.at(k), "an index's dim " + std::to_string(k));
+    }
+  }
+  if (a.values) {
+    const std::vector<Expr> values = sizes_of(graph_.value(*a.values).type);
+    for (size_t d = 0; d < a.values_dims.size(); ++d) {
+      const int64_t k = a.values_dims[d];
+      if (k >= 0)
+        meet(static_cast<int64_t>(d), values.at(static_cast<size_t>(k)),
+             "the values' dim " + std::to_string(k));
+    }
+  }
+  std::vector<Expr> out;
+  for (size_t d = 0; d < space.size(); ++d) {
+    out.push_back(space[d] ? *space[d] : Expr(at_hints[d]));
+    if (!space[d] && has_symbolic_sizes(node) && at_hints[d] != 1) {
+      throw index::SymbolicSizesRefused("lowering " + node.op + ": dim " + std::to_string(d) +
+                                        " of its iteration space is no operand's size");
+    }
+  }
+  return out;
+}
+
 ExternalOperand Lowerer::stored_operand(ir::ValueRef ref, const std::string& why) {
   const LoweredValue& v = value(ref.index);
   if (v.layout) {
@@ -47,7 +97,7 @@ LoweredValue Lowerer::lower_scatter(const ir::Node& node, const ir::Value& out) 
   const std::string role =
       " of " + ir::describe_node(graph_, node) + ": the scatter reads stored tensors only";
   ScatterCall s;
-  s.space = a.layout.sizes;
+  s.space = scatter_space(node, a);
   s.dest_dims = a.layout.source_dims;
   s.values_dims = a.values_dims;
   s.combine = a.combine;
@@ -79,7 +129,8 @@ LoweredValue Lowerer::lower_scatter(const ir::Node& node, const ir::Value& out) 
   call.reason = "a scatter visits its positions in eager's order in Stax's runtime (" +
                 std::string(a.combine == ir::ScatterCombine::Assign ? "writes" : "reductions") +
                 " whose targets are index values)";
-  return add_external_buffer(node, std::move(call), dtype, out.type.sizes);
+  const std::vector<Expr> sizes = sizes_of(out.type);
+  return add_external_buffer(node, std::move(call), dtype, sizes, index::contiguous_strides(sizes));
 }
 
 }  // namespace stax::lowering

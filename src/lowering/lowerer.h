@@ -285,10 +285,12 @@ class Lowerer {
   // Issue 33: refuses an int argument over size symbols that the op's lowering would read at
   // the symbols' hints (ir::scalar_arg and int_arg give the hint's value), where the value is
   // computed with rather than a size: full's fill, scalar_tensor, addmm's alpha, a
-  // reduction's correction. Views read theirs as expressions; a factory its sizes and
-  // arange's bounds; pointwise ops check theirs (lower_pointwise).
+  // reduction's correction. Views and window scatters read theirs as expressions; a factory
+  // its sizes and arange's bounds; pointwise ops check theirs (lower_pointwise).
   void refuse_symbolic_values(const ir::Node& node, ir::OpCategory category) const {
     if (category == ir::OpCategory::View || category == ir::OpCategory::Pointwise) return;
+    // Their window is read over the symbols (ir::symbolic_window, lower_scatter_window).
+    if (node.op == "slice_scatter" || node.op == "select_scatter") return;
     const bool range = node.op == "arange";
     for (size_t p = 0; p < node.args.size(); ++p) {
       const ir::Arg& arg = node.args[p];
@@ -357,6 +359,7 @@ class Lowerer {
       case ir::OpCategory::Factory:
       case ir::OpCategory::Contraction:
       case ir::OpCategory::Attention:
+      case ir::OpCategory::Scatter:
         break;
       default:
         refuse_symbolic_sizes(node);
@@ -486,6 +489,8 @@ class Lowerer {
   // Issue 15, point 4 (lower_scatter.cpp): index_put, index_add, scatter, scatter_add as
   // external nodes run by Stax's runtime.
   LoweredValue lower_scatter(const ir::Node& node, const ir::Value& out);
+  // A scatter's iteration space over the size symbols (lower_scatter.cpp).
+  std::vector<Expr> scatter_space(const ir::Node& node, const ir::ScatterArgs& a) const;
   // Issue 15, point 1 (lower_attention.cpp): attention and its backward, one runtime call
   // whose further results are ResultOf buffers.
   LoweredValue lower_attention(const ir::Node& node, const ir::Value& out);

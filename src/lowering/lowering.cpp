@@ -62,6 +62,7 @@ std::vector<const ExternalOperand*> ExternalCall::operands() const {
 }
 
 bool ExternalCall::is_symbolic() const {
+  if (scatter && !index::all_constant(scatter->space)) return true;
   for (const ExternalOperand* op : operands()) {
     if (!index::all_constant(op->sizes) || !index::all_constant(op->strides) ||
         !op->offset.is_constant()) {
@@ -82,6 +83,7 @@ ExternalCall bind_external_call(const ExternalCall& call,
     at(op->strides);
     op->offset = Expr(index::evaluate(op->offset, values));
   }
+  if (bound.scatter) at(bound.scatter->space);
   return bound;
 }
 

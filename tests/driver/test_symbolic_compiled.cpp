@@ -326,6 +326,52 @@ TEST(SymbolicCompiled, IntsOverTheSymbolsALoweringReadsAtTheHintsAreRefused) {
   }
 }
 
+// A scatter over the symbols (the embedding's gradient in a training step at any length):
+// index_put accumulating s0 rows of gradients into a table, and scatter_add along a dim of s0
+// positions; one program, each size matching eager (the runtime's scatter in eager's order).
+TEST(SymbolicCompiled, ScattersOverTheSymbolsRunOneProgram) {
+  const ir::Graph graph = ir::parse_graph(
+      "def grads(g: f32[s0, 16], ids: i64[s0], h: f32[3, s0]) where s0: [1, 4096] hint=7:\n"
+      "    table = zeros([10, 16], dtype=\"f32\")\n"
+      "    r = index_put(table, [ids], g, True)\n"
+      "    base = zeros([3, 10], dtype=\"f32\")\n"
+      "    i2 = unsqueeze(ids, 0)\n"
+      "    i3 = expand(i2, [3, s0])\n"
+      "    c = scatter_add(base, 1, i3, h)\n"
+      "    return r, c\n",
+      "grads.stax");
+  const CompiledGraph compiled = compile(graph);
+  ASSERT_TRUE(compiled.takes_every_size()) << compiled.per_size_reason();
+  for (int threads : {1, 2}) {
+    for (int64_t s0 : {7, 1, 33, 2000})
+      expect_matches_eager(graph, compiled, {{"s0", s0}}, threads);
+  }
+}
+
+// slice_scatter and select_scatter over the symbols (the backward of a split or a slice in a
+// training step at any length): a static window of a [s0, 8] value, a window along s0 ending
+// at s0 - 1, the last row by index -1; one program, each size matching eager.
+TEST(SymbolicCompiled, WindowScattersOverTheSymbolsRunOneProgram) {
+  const ir::Graph graph = ir::parse_graph(
+      "def ss(x: f32[s0, 8], g: f32[s0, 3]) where s0: [2, 4096] hint=5:\n"
+      "    z = zeros([s0, 8], dtype=\"f32\")\n"
+      "    a = slice_scatter(z, g, 1, 2, 5, 1)\n"
+      "    t = slice(x, 0, 1, 9223372036854775807, 1)\n"
+      "    b = slice_scatter(x, t, 0, 0, s0 - 1, 1)\n"
+      "    r0 = select(x, 0, 0)\n"
+      "    c = select_scatter(x, r0, 0, -1)\n"
+      "    e = slice(x, 0, 0, 9223372036854775807, 2)\n"
+      "    f = slice_scatter(z, e, 0, 0, 9223372036854775807, 2)\n"
+      "    return a, b, c, f\n",
+      "ss.stax");
+  const CompiledGraph compiled = compile(graph);
+  ASSERT_TRUE(compiled.takes_every_size()) << compiled.per_size_reason();
+  for (int threads : {1, 2}) {
+    for (int64_t s0 : {5, 2, 33, 1001})
+      expect_matches_eager(graph, compiled, {{"s0", s0}}, threads);
+  }
+}
+
 // The bridge's way in (issue 33): run_into with each input's sizes and strides, the output slots
 // planned by layout_at at the symbols' values read by symbol_sources' rule. Each size gives
 // run()'s numbers exactly (the same program), into the caller's memory or the pool's.
