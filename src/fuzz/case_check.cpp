@@ -10,6 +10,7 @@
 #include "eager/interpreter.h"
 #include "eager/tensor_io.h"
 #include "fuzz/sandbox.h"
+#include "fuzz/symbolic_check.h"
 #include "ir/graph.h"
 
 namespace stax::fuzz {
@@ -189,6 +190,11 @@ Outcome check_valid(const std::string& text, const CaseOptions& options) {
              << "', written in place): max abs difference " << diff.max_abs << ", max rel "
              << diff.max_rel << " (rtol " << tol.rtol << ", atol " << tol.atol << ")";
       return fail(FailureKind::Mismatch, "compare", detail.str());
+    }
+  }
+  if (options.symbolic) {
+    if (const std::optional<std::string> symbolic = symbolize(text)) {
+      return check_symbolic(*symbolic, options);
     }
   }
   return {};

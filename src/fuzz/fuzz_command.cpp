@@ -19,7 +19,8 @@ std::string usage(const std::string& program) {
   const std::string indent(program.size(), ' ');
   return "usage: " + program +
          " [--seed S] [--cases N | --seconds T] [--mode valid|mutate|both] [--out DIR]\n" +
-         "       " + indent + " [--no-reduce]\n" + "       " + program + " --replay FILE...\n";
+         "       " + indent + " [--no-reduce] [--symbolic-one-in K]\n" + "       " + program +
+         " --replay FILE...\n";
 }
 
 int replay(const std::vector<std::string>& files) {
@@ -89,6 +90,9 @@ int fuzz_command(const std::string& program, const std::vector<std::string>& arg
         options.out_dir = value();
       } else if (a == "--no-reduce") {
         options.reduce = false;
+      } else if (a == "--symbolic-one-in") {
+        // Issue 33: one valid case in K also run as one symbolic program at other sizes.
+        options.valid_generator.symbolic_one_in = std::stoi(value());
       } else if (a == "--help" || a == "-h") {
         std::cout << usage(program);
         return 0;

@@ -89,6 +89,7 @@ class Generator {
     out.options.fuse = pick(8) != 0;
     out.options.localize = pick(8) != 0;
     out.options.input_seed = rng_() % 1000000;
+    out.options.symbolic = opt_.symbolic_one_in > 0 && pick(opt_.symbolic_one_in) == 0;
     return out;
   }
 

@@ -32,6 +32,9 @@ struct CaseOptions {
   bool reuse_buffers = true;
   bool in_place_reuse = true;
   uint64_t input_seed = 1;
+  // Issue 33: the program is also made symbolic and run as one program at other sizes
+  // (symbolic_check.h).
+  bool symbolic = false;
 };
 
 struct GeneratorOptions {
@@ -45,6 +48,9 @@ struct GeneratorOptions {
   // per value: enough for full 64-wide tiles, thread-split reductions and buffers large
   // enough to be localized (scheduler::BufferPlan, over 32 KiB).
   int large_one_in = 8;
+  // One case in `symbolic_one_in` (0: none) is also checked as a symbolic program
+  // (CaseOptions::symbolic).
+  int symbolic_one_in = 0;
   int64_t large_max_elements = 40000;
   bool views = true;            // permute/transpose/reshape/view/expand/squeeze/unsqueeze
   bool strided_inputs = true;   // permuted, padded and zero strides

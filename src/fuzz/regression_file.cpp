@@ -45,6 +45,8 @@ void parse_options(const std::string& text, CaseOptions& o, const std::string& w
         o.localize = value == "1";
       } else if (key == "input_seed") {
         o.input_seed = std::stoull(value);
+      } else if (key == "symbolic") {
+        o.symbolic = value == "1";
       } else {
         throw std::invalid_argument("unknown option");
       }
@@ -67,7 +69,7 @@ std::string format_regression(const RegressionCase& c) {
   out << kPrefix << "options: simd=" << runtime::simd_level_name(c.options.simd)
       << " threads=" << c.options.num_threads << " fuse=" << (c.options.fuse ? 1 : 0)
       << " localize=" << (c.options.localize ? 1 : 0) << " input_seed=" << c.options.input_seed
-      << "\n";
+      << (c.options.symbolic ? " symbolic=1" : "") << "\n";
   out << c.program;
   return out.str();
 }

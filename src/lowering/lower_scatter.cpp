@@ -31,54 +31,78 @@ bool is_zero_fill(const ir::Graph& graph, ir::ValueRef ref) {
 
 }  // namespace
 
-// Issue 33: the space's sizes as expressions. Each space dim is a dim of self that is not
-// indexed, of an index tensor, or of the values (ir::ScatterArgs' maps); every one of those
-// that is not a broadcast dim of size 1 must have the same size, as an expression, else their
-// agreement would hold at some values of the symbols only and the graph is compiled per size.
+// Issue 33: the space's sizes as expressions. Each space dim is a dim of an index tensor, of
+// the values, or of self (ir::ScatterArgs' maps), in that order of preference: the first whose
+// size is the space's (at the hints) gives it. Every other one must relate to it as it does at
+// the hints for every value of the symbols: equal, provably at least as large (scatter's self
+// and src may be larger than its index), or the constant 1 of a broadcast. Otherwise the
+// relation would hold at some values only and the graph is compiled per size.
 std::vector<Expr> Lowerer::scatter_space(const ir::Node& node, const ir::ScatterArgs& a) const {
   const std::vector<int64_t>& at_hints = a.layout.sizes;
-  std::vector<std::optional<Expr>> space(at_hints.size());
-  auto meet = [&](int64_t d, const Expr& size, const std::string& what) {
-    if (d < 0) return;
-    std::optional<Expr>& s = space.at(static_cast<size_t>(d));
-    if (size == Expr(1) && at_hints[static_cast<size_t>(d)] != 1) return;  // broadcast
-    if (!s) {
-      s = size;
-    } else if (*s != size) {
-      throw index::SymbolicSizesRefused("lowering " + node.op + ": dim " + std::to_string(d) +
-                                        " of its iteration space is " + index::to_string(*s) +
-                                        " and " + index::to_string(size) + " (" + what +
-                                        "), which agree only for some values of the size symbols");
-    }
+  const std::map<std::string, int64_t> hints = index::hint_values(graph_.size_symbols());
+  const index::Domain domain({}, graph_.size_symbols());
+  struct Candidate {
+    Expr size;
+    std::string what;
   };
-  const std::vector<Expr> self = sizes_of(graph_.value(a.layout.source).type);
-  for (size_t k = 0; k < a.layout.source_dims.size(); ++k) {
-    meet(a.layout.source_dims[k], self.at(k), "self's dim " + std::to_string(k));
-  }
+  std::vector<std::vector<Candidate>> candidates(at_hints.size());
+  auto add = [&](int64_t d, const Expr& size, const std::string& what) {
+    if (d >= 0) candidates.at(static_cast<size_t>(d)).push_back({size, what});
+  };
   for (const ir::IndexTerm& t : a.layout.terms) {
     const std::vector<Expr> index = sizes_of(graph_.value(t.index).type);
     for (size_t k = 0; k < t.index_dims.size(); ++k) {
-      meet(t.index_dims[k], index.at(k), "an index's dim " + std::to_string(k));
+      add(t.index_dims[k], index.at(k), "an index's dim " + std::to_string(k));
     }
   }
   if (a.values) {
     const std::vector<Expr> values = sizes_of(graph_.value(*a.values).type);
     for (size_t d = 0; d < a.values_dims.size(); ++d) {
       const int64_t k = a.values_dims[d];
-      if (k >= 0)
-        meet(static_cast<int64_t>(d), values.at(static_cast<size_t>(k)),
-             "the values' dim " + std::to_string(k));
+      if (k >= 0) {
+        add(static_cast<int64_t>(d), values.at(static_cast<size_t>(k)),
+            "the values' dim " + std::to_string(k));
+      }
     }
   }
-  std::vector<Expr> out;
-  for (size_t d = 0; d < space.size(); ++d) {
-    out.push_back(space[d] ? *space[d] : Expr(at_hints[d]));
-    if (!space[d] && has_symbolic_sizes(node) && at_hints[d] != 1) {
-      throw index::SymbolicSizesRefused("lowering " + node.op + ": dim " + std::to_string(d) +
-                                        " of its iteration space is no operand's size");
-    }
+  const std::vector<Expr> self = sizes_of(graph_.value(a.layout.source).type);
+  for (size_t k = 0; k < a.layout.source_dims.size(); ++k) {
+    add(a.layout.source_dims[k], self.at(k), "self's dim " + std::to_string(k));
   }
-  return out;
+  auto refuse = [&](size_t d, const std::string& why) {
+    throw index::SymbolicSizesRefused("lowering " + node.op + ": dim " + std::to_string(d) +
+                                      " of its iteration space: " + why +
+                                      " only for some values of the size symbols");
+  };
+  std::vector<Expr> space;
+  for (size_t d = 0; d < at_hints.size(); ++d) {
+    const Candidate* chosen = nullptr;
+    for (const Candidate& c : candidates[d]) {
+      if (index::evaluate(c.size, hints) == at_hints[d]) {
+        chosen = &c;
+        break;
+      }
+    }
+    if (chosen == nullptr) {
+      if (has_symbolic_sizes(node)) refuse(d, "no operand's size is the space's");
+      space.push_back(Expr(at_hints[d]));
+      continue;
+    }
+    for (const Candidate& c : candidates[d]) {
+      const int64_t hint = index::evaluate(c.size, hints);
+      const bool holds =
+          hint == at_hints[d] ? c.size == chosen->size
+          : hint > at_hints[d]
+              ? index::is_nonnegative(c.size - chosen->size, domain) == index::Truth::kProved
+              : c.size == Expr(1);
+      if (!holds) {
+        refuse(d, chosen->what + " is " + index::to_string(chosen->size) + " and " + c.what +
+                      " is " + index::to_string(c.size) + ", which relate as at the hints");
+      }
+    }
+    space.push_back(chosen->size);
+  }
+  return space;
 }
 
 ExternalOperand Lowerer::stored_operand(ir::ValueRef ref, const std::string& why) {

@@ -1,7 +1,8 @@
 // The fuzzer as CI runs it: a fixed seed, a fixed number of cases. 30 float32 valid programs
 // and 30 with catalogue steps (every registered op on every dtype; each JIT-compiled at a
-// small size) must match the eager oracle, and 2000 mutated programs (no JIT) must be
-// parsed, analyzed and interpreted without a crash, a hang or an unclear error.
+// small size) must match the eager oracle, 30 more also as symbolic programs at other sizes,
+// and 2000 mutated programs (no JIT) must be parsed, analyzed and interpreted without a
+// crash, a hang or an unclear error.
 // A failure is reduced first, so the message shows a small program that reproduces it.
 #include <gtest/gtest.h>
 
@@ -56,6 +57,20 @@ TEST(FuzzCi, CatalogueProgramsMatchEager) {
   o.valid_generator.excluded_cases = read_known_failures(STAX_KNOWN_FAILURES);
   std::cout << "fuzz: leaving out the " << o.valid_generator.excluded_cases.size()
             << " case x dtype pairs of KNOWN_FAILURES.md\n";
+  const SessionStats stats = run_session(o);
+  EXPECT_EQ(stats.valid_cases, 30);
+  EXPECT_EQ(stats.sandbox_errors, 0);
+  EXPECT_TRUE(stats.findings.empty()) << describe(stats);
+}
+
+// Issue 33: each valid float32 program is also made symbolic (one input size spelled s0) and
+// compiled once; that one program runs at the hint and at other sizes against the eager
+// interpreter at each (symbolic_check.h).
+TEST(FuzzCi, SymbolicProgramsMatchEagerAtOtherSizes) {
+  SessionOptions o = ci_options(Mode::Valid, 30);
+  o.seed = kSeed + 33;
+  o.valid_generator.catalog_ops = false;
+  o.valid_generator.symbolic_one_in = 1;
   const SessionStats stats = run_session(o);
   EXPECT_EQ(stats.valid_cases, 30);
   EXPECT_EQ(stats.sandbox_errors, 0);
