@@ -215,6 +215,20 @@ Truth is_nonnegative(const Expr& e, const Domain& domain) {
     Expr lo = simplify(x->lo, domain);
     if (auto b = bounds(lo, domain); b && b->lo >= 0) return Truth::kProved;
   }
+  // Signs alone: a sum of terms with nonnegative coefficients over nonnegative factors, plus a
+  // nonnegative constant, is nonnegative even where its interval's upper end overflows int64
+  // (768*s27*s52 over symbols up to 2^31 - 1: arange's count in a dropout mask).
+  const detail::ExprNode& n = e.node();
+  bool signs_prove = n.constant >= 0;
+  for (const Term& t : n.terms) {
+    if (!signs_prove) break;
+    signs_prove = t.coeff >= 0;
+    for (const Atom& a : t.factors) {
+      const auto b = atom_bounds(a, domain);
+      signs_prove = signs_prove && b && b->lo >= 0;
+    }
+  }
+  if (signs_prove) return Truth::kProved;
   return Truth::kUnknown;
 }
 

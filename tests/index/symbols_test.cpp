@@ -68,6 +68,19 @@ TEST(SizeSymbols, LoopsCompareWithTheirOwnExtents) {
   EXPECT_EQ(is_nonnegative(s0 - 1, d), Truth::kProved);
 }
 
+// Products of large symbols overflow an interval's upper end; their signs still prove them
+// nonnegative (arange(1, 768 * s0 * s1 + 1)'s count), and nothing negative is proved so.
+TEST(SizeSymbols, SignsProveProductsWhoseBoundsOverflow) {
+  const SizeSymbol big{2, (int64_t{1} << 31) - 1, 1, 64};
+  const Domain d({}, {{"a", big}, {"b", big}});
+  const Expr a = Expr::var("a"), b = Expr::var("b");
+  EXPECT_FALSE(bounds(768 * a * b, d).has_value());
+  EXPECT_EQ(is_nonnegative(768 * a * b, d), Truth::kProved);
+  EXPECT_EQ(is_nonnegative(768 * a * b + a + 3, d), Truth::kProved);
+  EXPECT_NE(is_nonnegative(768 * a * b - a * a * b, d), Truth::kProved);
+  EXPECT_NE(is_nonnegative(-768 * a * b, d), Truth::kProved);
+}
+
 TEST(SizeSymbols, SimplifyDividesByProductsOfSizes) {
   const Domain d = tensor_domain();
   EXPECT_EQ(simplify(floordiv(s1 * i0 + i1, s1), d), i0);
