@@ -9,7 +9,8 @@ Usage: .venv/bin/python bench/models/case.py MODEL MODE DTYPE --reps N --warmup 
   MODE: infer-b1, infer-bN (N the batch) or train-bN.
   --stax-variant NAME=JSON (repeatable): one more backend, stax with those options, timed in the
   same round-robin (a before/after of an option measured interleaved), e.g.
-  --stax-variant 'stax-frozen={"freeze_parameters": true}'. --backends: the subset to run."""
+  --stax-variant 'stax-frozen={"freeze_parameters": true}'; "dynamic": true compiles that variant with
+  dynamic=True (a symbolic program against the static one). --backends: the subset to run."""
 
 from __future__ import annotations
 
@@ -119,7 +120,11 @@ def run_case(model_name, mode, dtype_name, reps, warmup, backends=BACKENDS, vari
         if name == "eager":
             fn = model
         elif name in variants:
-            fn = torch.compile(model, backend="stax", dynamic=False, options=variants[name])
+            # "dynamic": true compiles the variant with dynamic=True (issue 33: the one program
+            # for every size against the static program of this size); the rest are stax options.
+            options = dict(variants[name])
+            dynamic = bool(options.pop("dynamic", False))
+            fn = torch.compile(model, backend="stax", dynamic=dynamic, options=options)
         else:
             fn = torch.compile(model, backend=name, dynamic=False)
         steps[name] = make_step(fn, inputs, training)

@@ -91,6 +91,7 @@ class TextGraph:
     # which of the region's arguments are the graph's inputs (the others are sizes).
     symbols: SymbolFacts = field(default_factory=SymbolFacts)
     tensor_positions: list = field(default_factory=list)
+    num_args: int = 0  # the region's arguments, sizes included (0: as many as inputs)
     # Why an input's symbolic sizes cannot be spelled (a floor division), or None.
     unspellable: str | None = None
     _counter: int = 0
@@ -225,7 +226,7 @@ def _origin(node: torch.fx.Node) -> str:
     return str(target) if not hasattr(target, "_schema") else target.name().replace("::", ".")
 
 
-@rewrite(aten.alias.default, aten.lift_fresh_copy.default)
+@rewrite(aten.alias.default, aten.lift_fresh_copy.default, aten.detach.default)
 def _identity(node, names, graph):
     if node.target is aten.lift_fresh_copy.default:
         return _emit_op(graph, node, "clone", [names(node.args[0])])

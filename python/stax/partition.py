@@ -257,6 +257,7 @@ def _translate_nodes(sub, graph, names, stax_name, name_of, stax_ops):
                 graph.returned.append(_returned_value(o, graph, inputs, name_of))
         else:
             raise Unsupported(f"{node.op} node in a region")
+    graph.num_args = position
 
 
 def _returned_value(node: torch.fx.Node, graph: TextGraph, inputs, name_of):

@@ -221,6 +221,13 @@ class Region:
         self._variants[_layouts_key(self.input_layouts)] = self.primary
         self.relayout = self.primary.relayout = self._outputs_to_relayout(self.primary)
         self.fast_call, self.boxed_call = self._straight_line_call()
+        positions = list(self.graph.tensor_positions)
+        if self.graph.num_args and positions != list(range(self.graph.num_args)):
+            # Dynamo also hands the region sizes it specialized to constants (ints the graph
+            # spells as literals): the program takes the tensors only.
+            tensors_call = self.fast_call
+            self.fast_call = lambda *args: tensors_call(*[args[i] for i in positions])
+            self.boxed_call = None
         return self
 
     def _mismatched_outputs(self, variant):

@@ -377,7 +377,7 @@ class SymbolicRegion:
         if region is None:
             outs = self.reference(*args)
             return list(outs) if isinstance(outs, (list, tuple)) else [outs]
-        return region.fast_call(*tensors)
+        return region.fast_call(*args)  # the region picks its tensors (Region.compile)
 
     def _new_sizes(self, values: dict[str, int], args) -> Region | None:
         limit = torch._dynamo.config.recompile_limit
@@ -393,6 +393,8 @@ class SymbolicRegion:
                           f"stax: {self.name}: sizes {_spelled(values)} run in PyTorch: "
                           f"{str(e).splitlines()[0]}")
                 return None
+        if key in self.sizes_in_pytorch and len(self.instances) < limit:
+            return None  # sizes Stax refused (logged under "fallback" when first met)
         if key not in self.sizes_in_pytorch:
             self.sizes_in_pytorch.add(key)
             debug.log(self.options, "recompiles",

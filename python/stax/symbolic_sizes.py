@@ -72,7 +72,7 @@ class SymbolFacts:
         expr = node.expr
         if expr.is_Integer:
             return str(int(expr))
-        return self._expr_text(expr, getattr(node, "shape_env", None))
+        return self._expr_text(_exact_quotients(expr), getattr(node, "shape_env", None))
 
     def _expr_text(self, expr, shape_env) -> str:
         if expr.is_Integer:
@@ -97,7 +97,55 @@ class SymbolFacts:
             return "*".join(factors)
         if expr.is_Pow and expr.exp.is_Integer and int(expr.exp) > 0:
             return "*".join([self._expr_text(expr.base, shape_env)] * int(expr.exp))
+        if isinstance(expr, (sympy.Max, sympy.Min)) and len(expr.args) == 2:
+            # Max(1, s27) of a size Dynamo clamps: decided where a constant bounds a sum of
+            # products of symbols with nonnegative coefficients (increasing in every symbol)
+            # from below at every value the symbols' ranges allow.
+            const = [a for a in expr.args if a.is_Integer]
+            other = [a for a in expr.args if not a.is_Integer]
+            if len(const) == 1 and len(other) == 1:
+                least = _least_value(other[0], shape_env)
+                if least is not None and least >= int(const[0]):
+                    chosen = other[0] if isinstance(expr, sympy.Max) else const[0]
+                    return self._expr_text(chosen, shape_env)
         raise Unsupported(f"size expression {expr} (Stax takes sums and products of sizes)")
+
+
+def _exact_quotients(expr):
+    """The expression with every floor division Dynamo left unsimplified whose divisor divides
+    its dividend as polynomials ((s27**2)//s27, in GPT-2's training graphs) replaced by the
+    quotient, exact for every value of the symbols."""
+    def exact(e):
+        if type(e).__name__ != "FloorDiv":
+            return None
+        quotient = sympy.cancel(e.args[0] / e.args[1])
+        if sympy.fraction(quotient)[1] != 1 or not quotient.is_polynomial():
+            return None
+        if not all(c.is_Integer for c in sympy.Poly(quotient).coeffs()):
+            return None
+        return sympy.expand(quotient)
+
+    return expr.replace(lambda e: exact(e) is not None, exact)
+
+
+def _least_value(expr, shape_env):
+    """The least value of a polynomial with nonnegative coefficients over symbols each at least
+    its range's lower bound (itself at least 0), or None where that does not apply."""
+    if shape_env is None or not expr.is_polynomial():
+        return None
+    poly = sympy.Poly(expr)
+    if any(not c.is_Integer or c < 0 for c in poly.coeffs()):
+        return None
+    lows = {}
+    for symbol in expr.free_symbols:
+        value_range = shape_env.var_to_range.get(symbol)
+        if value_range is None:
+            return None
+        lo = _bound(value_range.lower, 0)
+        if lo < 0:
+            return None
+        lows[symbol] = lo
+    return int(expr.subs(lows))
 
 
 def _bound(value, default: int) -> int:

@@ -116,3 +116,33 @@ def test_symbolic_graphs_translate_once_and_match_pytorch_at_other_lengths(name)
                                            msg=lambda m: f"{name} {rname} output {k} at {sizes}: {m}")
                 compared += 1
     assert compared >= len(lengths), compared
+
+
+def test_sizes_dynamo_leaves_unsimplified_are_spelled():
+    """Dynamo's training graphs carry sizes such as (s27**2)//s27 and Max(1, (s27**2)//s27):
+    an exact floor division is its quotient, and a Max or Min against a constant that bounds
+    the other side over the symbol's range is that side; what holds for some values only (s//2,
+    Max(3, s) with s >= 2) stays refused, so the region is traced per size."""
+    import sympy
+    from torch.utils._sympy.functions import FloorDiv
+    from torch.utils._sympy.value_ranges import ValueRanges
+
+    from stax.symbolic_sizes import SymbolFacts, Unsupported, _exact_quotients
+
+    s = sympy.Symbol("s27", integer=True, positive=True)
+
+    class ShapeEnv:
+        var_to_val = {s: 128}
+        var_to_range = {s: ValueRanges(2, 4096)}
+
+    def spelled(expr):
+        return SymbolFacts()._expr_text(_exact_quotients(expr), ShapeEnv())
+
+    assert spelled(FloorDiv(s**2, s)) == "s27"
+    assert spelled(FloorDiv(6 * s**2 + 3 * s, 3 * s)) == "2*s27 + 1"
+    assert spelled(sympy.Max(1, FloorDiv(s**2, s))) == "s27"
+    assert spelled(sympy.Max(2, 3 * s)) == "3*s27"
+    assert spelled(sympy.Min(2, s)) == "2"
+    for refused in (FloorDiv(s, 2), sympy.Max(3, s), sympy.Min(3, s)):
+        with pytest.raises(Unsupported):
+            spelled(refused)
