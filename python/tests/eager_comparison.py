@@ -79,6 +79,52 @@ def training_step_matches_eager(module, loss, x, **tolerance):
     assert_same({k: p.grad for k, p in module.named_parameters()}, want, "grad", **tolerance)
 
 
+def counted_compiles(monkeypatch) -> list:
+    """A list that gets the name of each graph Stax compiles (stax._C.compile) from now on."""
+    import stax
+
+    names = []
+    real_compile = stax._C.compile
+
+    def counted(text, name, **kwargs):
+        names.append(name)
+        return real_compile(text, name, **kwargs)
+
+    monkeypatch.setattr(stax._C, "compile", counted)
+    return names
+
+
+def training_at_lengths_matches_eager(make_model, output, compile_kwargs, lengths, vocab,
+                                      after_each=None):
+    """A model's training step (the mean square of `output(model(ids))`) compiled with the stax
+    backend and `compile_kwargs`, at each sequence length of `lengths` (batch 2), against an
+    eager copy: loss and every parameter's gradient. `after_each(length)` runs after each."""
+    torch.manual_seed(0)
+    model = make_model().train()
+    reference = make_model().train()
+    reference.load_state_dict(model.state_dict())
+
+    def loss(m, ids):
+        return output(m(ids)).float().square().mean()
+
+    torch._dynamo.reset()
+    compiled = torch.compile(lambda ids: loss(model, ids), backend="stax", **compile_kwargs)
+    for length in lengths:
+        ids = torch.randint(0, vocab, (2, length), generator=torch.Generator().manual_seed(length))
+        model.zero_grad()
+        reference.zero_grad()
+        actual = compiled(ids)
+        actual.backward()
+        expected = loss(reference, ids)
+        expected.backward()
+        assert_same(actual, expected, f"loss at {length}", rtol=1e-5, atol=1e-6)
+        for (name, p), q in zip(model.named_parameters(), reference.parameters()):
+            assert_same(p.grad, q.grad, f"grad {name} at {length}", rtol=1e-4, atol=1e-6)
+        if after_each is not None:
+            after_each(length)
+    torch._dynamo.reset()
+
+
 def compile_counted(fn, backend, **compile_kwargs):
     """torch.compile(fn) through a CountingBackend; returns (compiled fn, counter)."""
     counter = CountingBackend(backend)

@@ -6,7 +6,8 @@ to PyTorch whole and is still right."""
 import pytest
 import torch
 
-from eager_comparison import FALLBACK_FRACTIONS, assert_same, compile_counted, op_counts
+from eager_comparison import (FALLBACK_FRACTIONS, assert_same, compile_counted, counted_compiles,
+                              op_counts, training_at_lengths_matches_eager)
 from input_layouts import random_values
 
 
@@ -87,21 +88,6 @@ CONVOLUTION_WEIGHT = torch.randn(4, 3, 3, generator=torch.Generator().manual_see
 def convolved(x):
     """A convolution, which Stax compiles per size for now (its lowering takes no symbols)."""
     return torch.nn.functional.conv1d(x, CONVOLUTION_WEIGHT, padding=1).tanh()
-
-
-def counted_compiles(monkeypatch) -> list:
-    """A list that gets the name of each graph Stax compiles (stax._C.compile) from now on."""
-    import stax
-
-    compiles = []
-    real_compile = stax._C.compile
-
-    def counted(text, name, **kwargs):
-        compiles.append(name)
-        return real_compile(text, name, **kwargs)
-
-    monkeypatch.setattr(stax._C, "compile", counted)
-    return compiles
 
 
 def test_one_program_runs_every_size_past_the_recompile_limit(is_stax, capfd, monkeypatch):
@@ -197,9 +183,9 @@ def test_a_symbolic_graph_is_traced_once(is_stax, monkeypatch):
 
 def test_training_at_changing_lengths_is_right_and_traced_once_per_graph(is_stax, monkeypatch):
     """A tiny GPT-2's training step at four sequence lengths: Dynamo hands a static graph, then
-    a symbolic one (automatic dynamic); Stax traces each once and compiles the regions per
-    length (the backward's slice_scatter has no symbolic rule yet: its region is traced again
-    per length). Loss and gradients match eager's at every length."""
+    a symbolic one (automatic dynamic); Stax traces each once (and compiles the symbolic
+    graph's forward and backward once each, test_symbolic_program.py). Loss and gradients
+    match eager's at every length."""
     if not is_stax:
         return
     import os
@@ -208,28 +194,7 @@ def test_training_at_changing_lengths_is_right_and_traced_once_per_graph(is_stax
     from test_one_program import VOCAB, gpt2
 
     traces = counted_traces(monkeypatch)
-    torch.manual_seed(0)
-    model = gpt2().train()
-    reference = gpt2().train()
-    reference.load_state_dict(model.state_dict())
-
-    def loss(m, ids):
-        return m(ids).logits.float().square().mean()
-
-    torch._dynamo.reset()
-    compiled = torch.compile(lambda ids: loss(model, ids), backend="stax")
-    for length in (8, 11, 13, 9):
-        ids = torch.randint(0, VOCAB, (2, length), generator=torch.Generator().manual_seed(length))
-        model.zero_grad()
-        reference.zero_grad()
-        actual = compiled(ids)
-        actual.backward()
-        expected = loss(reference, ids)
-        expected.backward()
-        assert_same(actual, expected, f"loss at {length}", rtol=1e-5, atol=1e-6)
-        for (name, p), q in zip(model.named_parameters(), reference.parameters()):
-            assert_same(p.grad, q.grad, f"grad {name} at {length}", rtol=1e-4, atol=1e-6)
-    torch._dynamo.reset()
+    training_at_lengths_matches_eager(gpt2, lambda out: out.logits, {}, (8, 11, 13, 9), VOCAB)
     assert len(traces) == 2, "a static graph and one symbolic graph"
 
 

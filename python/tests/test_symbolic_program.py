@@ -13,7 +13,8 @@ import pytest
 import torch
 
 import stax
-from eager_comparison import assert_same, summation_tolerance
+from eager_comparison import (assert_same, counted_compiles, summation_tolerance,
+                              training_at_lengths_matches_eager)
 from test_one_program import MODELS, VOCAB, first_tensor
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -22,15 +23,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 @pytest.fixture
 def compiles(monkeypatch):
     """The names of the graphs Stax compiles (stax._C.compile) during the test."""
-    names = []
-    real = stax._C.compile
-
-    def counted(text, name, **kwargs):
-        names.append(name)
-        return real(text, name, **kwargs)
-
-    monkeypatch.setattr(stax._C, "compile", counted)
-    return names
+    return counted_compiles(monkeypatch)
 
 
 def block(x, w, b):
@@ -210,30 +203,14 @@ def test_training_steps_run_one_program_each(is_stax, compiles, name):
     gradient, slice_scatters, over the symbols); loss and gradients match eager's."""
     if not is_stax:
         return
-    torch.manual_seed(0)
-    model = MODELS[name]().train()
-    reference = MODELS[name]().train()
-    reference.load_state_dict(model.state_dict())
+    after_first = []
 
-    def loss(m, ids):
-        return first_tensor(m(ids)).float().square().mean()
-
-    torch._dynamo.reset()
-    compiled = torch.compile(lambda ids: loss(model, ids), backend="stax", dynamic=True)
-    for length in (5, 13, 32, 9):
-        ids = torch.randint(0, VOCAB, (2, length), generator=torch.Generator().manual_seed(length))
-        model.zero_grad()
-        reference.zero_grad()
-        actual = compiled(ids)
-        actual.backward()
-        expected = loss(reference, ids)
-        expected.backward()
-        assert_same(actual, expected, f"loss at {length}", rtol=1e-5, atol=1e-6)
-        for (pname, p), q in zip(model.named_parameters(), reference.parameters()):
-            assert_same(p.grad, q.grad, f"grad {pname} at {length}", rtol=1e-4, atol=1e-6)
+    def remember_first(length):
         if length == 5:
-            after_first = list(compiles)
-    torch._dynamo.reset()
+            after_first.extend(compiles)
+
+    training_at_lengths_matches_eager(MODELS[name], first_tensor, {"dynamic": True},
+                                      (5, 13, 32, 9), VOCAB, after_each=remember_first)
     # One forward and one backward graph, compiled at the first length only (a region whose
     # outputs Stax lays out otherwise than PyTorch is compiled again with them reordered, as a
     # static region is).

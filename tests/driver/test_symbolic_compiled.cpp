@@ -68,6 +68,18 @@ void expect_matches_eager(const ir::Graph& graph, const CompiledGraph& compiled,
   }
 }
 
+// Compiles `text` once, expects one program for every size, and runs it at each value of s0
+// at 1 and 2 threads against eager.
+void expect_one_program_matches_eager(const std::string& text,
+                                      const std::vector<int64_t>& s0_values) {
+  const ir::Graph graph = ir::parse_graph(text, "graph.stax");
+  const CompiledGraph compiled = compile(graph);
+  ASSERT_TRUE(compiled.takes_every_size()) << compiled.per_size_reason();
+  for (int threads : {1, 2}) {
+    for (int64_t s0 : s0_values) expect_matches_eager(graph, compiled, {{"s0", s0}}, threads);
+  }
+}
+
 TEST(SymbolicCompiled, OneProgramRunsEverySize) {
   const ir::Graph graph = ir::parse_graph(kRows, "rows.stax");
   const CompiledGraph compiled = compile(graph);
@@ -296,14 +308,7 @@ constexpr const char* kCausalMask =
     "    return y, r\n";
 
 TEST(SymbolicCompiled, IntsOverTheSymbolsAreComputedAtEachCall) {
-  const ir::Graph graph = ir::parse_graph(kCausalMask, "mask.stax");
-  const CompiledGraph compiled = compile(graph);
-  ASSERT_TRUE(compiled.takes_every_size()) << compiled.per_size_reason();
-  for (int threads : {1, 2}) {
-    for (int64_t s0 : {33, 34, 2, 47, 1000}) {
-      expect_matches_eager(graph, compiled, {{"s0", s0}}, threads);
-    }
-  }
+  expect_one_program_matches_eager(kCausalMask, {33, 34, 2, 47, 1000});
 }
 
 // Where a lowering would read such an int at the hints (full's fill value, pow's exponent,
@@ -330,7 +335,7 @@ TEST(SymbolicCompiled, IntsOverTheSymbolsALoweringReadsAtTheHintsAreRefused) {
 // index_put accumulating s0 rows of gradients into a table, and scatter_add along a dim of s0
 // positions; one program, each size matching eager (the runtime's scatter in eager's order).
 TEST(SymbolicCompiled, ScattersOverTheSymbolsRunOneProgram) {
-  const ir::Graph graph = ir::parse_graph(
+  expect_one_program_matches_eager(
       "def grads(g: f32[s0, 16], ids: i64[s0], h: f32[3, s0]) where s0: [1, 4096] hint=7:\n"
       "    table = zeros([10, 16], dtype=\"f32\")\n"
       "    r = index_put(table, [ids], g, True)\n"
@@ -339,20 +344,14 @@ TEST(SymbolicCompiled, ScattersOverTheSymbolsRunOneProgram) {
       "    i3 = expand(i2, [3, s0])\n"
       "    c = scatter_add(base, 1, i3, h)\n"
       "    return r, c\n",
-      "grads.stax");
-  const CompiledGraph compiled = compile(graph);
-  ASSERT_TRUE(compiled.takes_every_size()) << compiled.per_size_reason();
-  for (int threads : {1, 2}) {
-    for (int64_t s0 : {7, 1, 33, 2000})
-      expect_matches_eager(graph, compiled, {{"s0", s0}}, threads);
-  }
+      {7, 1, 33, 2000});
 }
 
 // slice_scatter and select_scatter over the symbols (the backward of a split or a slice in a
 // training step at any length): a static window of a [s0, 8] value, a window along s0 ending
 // at s0 - 1, the last row by index -1; one program, each size matching eager.
 TEST(SymbolicCompiled, WindowScattersOverTheSymbolsRunOneProgram) {
-  const ir::Graph graph = ir::parse_graph(
+  expect_one_program_matches_eager(
       "def ss(x: f32[s0, 8], g: f32[s0, 3]) where s0: [2, 4096] hint=5:\n"
       "    z = zeros([s0, 8], dtype=\"f32\")\n"
       "    a = slice_scatter(z, g, 1, 2, 5, 1)\n"
@@ -363,13 +362,7 @@ TEST(SymbolicCompiled, WindowScattersOverTheSymbolsRunOneProgram) {
       "    e = slice(x, 0, 0, 9223372036854775807, 2)\n"
       "    f = slice_scatter(z, e, 0, 0, 9223372036854775807, 2)\n"
       "    return a, b, c, f\n",
-      "ss.stax");
-  const CompiledGraph compiled = compile(graph);
-  ASSERT_TRUE(compiled.takes_every_size()) << compiled.per_size_reason();
-  for (int threads : {1, 2}) {
-    for (int64_t s0 : {5, 2, 33, 1001})
-      expect_matches_eager(graph, compiled, {{"s0", s0}}, threads);
-  }
+      {5, 2, 33, 1001});
 }
 
 // The bridge's way in (issue 33): run_into with each input's sizes and strides, the output slots
