@@ -353,7 +353,8 @@ std::optional<std::string> library_for(const lowering::ExternalCall& call, std::
     return call.library;  // Stax's runtime, named by lowering
   }
   if (call.convolution) {
-    const std::vector<int64_t>& out_sizes = call.convolution->result_sizes;
+    const std::vector<int64_t> out_sizes =
+        index::static_values(call.convolution->result_sizes, kBoundCall);
     const external::ConvolutionSpec spec =
         convolution_spec(call, out_sizes, ir::contiguous_strides(out_sizes), call.a.dtype);
     if (!external::ConvolutionPlan::supported(spec, why)) return std::nullopt;
@@ -378,7 +379,8 @@ std::optional<std::string> channels_last_output_for(const lowering::ExternalCall
       call.convolution->direction != lowering::ConvolutionWindow::Direction::Forward) {
     return std::nullopt;
   }
-  const std::vector<int64_t>& out_sizes = call.convolution->result_sizes;
+  const std::vector<int64_t> out_sizes =
+      index::static_values(call.convolution->result_sizes, kBoundCall);
   std::string reason;
   if (!external::ConvolutionPlan::runs_channels_last_in_place(
           convolution_spec(call, out_sizes, ir::contiguous_strides(out_sizes), call.a.dtype),

@@ -364,6 +364,11 @@ std::vector<Expr> windowed(const Graph& graph, const Node& node) {
     if (std::get<bool>(node.args[6]) || weight.is_symbolic()) {
       refuse(node, "has a symbolic rule for forward convolutions with static weights only");
     }
+    // The input's channels must be the weight's (times the groups): a symbol there would
+    // equal it only at its hint.
+    if (input.size() < 2 || !input[1].is_constant()) {
+      refuse(node, "reads an input whose channels are a size symbol");
+    }
     const std::vector<int64_t> stride = list(3), padding = list(4), dilation = list(5);
     std::vector<Expr> out = {input[0], Expr(weight.sizes[0])};
     for (size_t d = 2; d < input.size(); ++d) {

@@ -18,7 +18,7 @@ DType convolution_accumulation_dtype(DType dtype);
 // The window of `c` for a call computing `direction`'s value, of `result_sizes`.
 ConvolutionWindow convolution_window(const ir::ConvolutionArgs& c,
                                      ConvolutionWindow::Direction direction,
-                                     std::vector<int64_t> result_sizes);
+                                     std::vector<index::Expr> result_sizes);
 
 // `load` at `at` converted to `acc`, read under `inside` (when set) and zero outside it: a
 // window position in the padding.

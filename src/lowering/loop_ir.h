@@ -79,8 +79,9 @@ struct ConvolutionWindow {
   std::vector<int64_t> dilation;
   int64_t groups = 1;
   Direction direction = Direction::Forward;
-  // The sizes of the buffer the call writes (a gradient's sizes are not implied by a and b).
-  std::vector<int64_t> result_sizes;
+  // The sizes of the buffer the call writes (a gradient's sizes are not implied by a and b),
+  // over the size symbols as the operands' layouts are (bound with them).
+  std::vector<index::Expr> result_sizes;
 };
 
 // A scatter (issue 15, point 4: index_put, index_add, scatter, scatter_add, scatter_reduce;
@@ -99,7 +100,15 @@ struct ScatterIndex {
   // A value that names no element: positions holding it are skipped, and the rule does not
   // refuse it (max_pool2d_with_indices_backward's -1).
   std::optional<int64_t> skipped;
+  // The rule's size over size symbols (issue 33), which bind_external_call evaluates into
+  // rule.size, and into the message where it says "{size}"; unset where rule.size holds at
+  // every size.
+  std::optional<index::Expr> rule_size;
 };
+
+// A rule message that names the size `hint_size` (PyTorch's "with size 64"), with "{size}"
+// where it names it, for a rule whose size is `size` over size symbols.
+std::string symbolic_rule_message(std::string message, int64_t hint_size, const index::Expr& size);
 struct ScatterCall {
   std::vector<ScatterIndex> indices;
   std::optional<ExternalOperand> values;  // absent: `value`

@@ -257,12 +257,7 @@ LoweredValue Lowerer::lower_contraction(const ir::Node& node, const ir::Value& o
         contraction_call(node.op, scalars, a ? *a : contiguous_operand(va.dtype, va.sizes),
                          b ? *b : contiguous_operand(vb.dtype, vb.sizes), bias_operand);
     std::string why;
-    // The library's choice at the hints for a symbolic call: it rests on the dtypes and the
-    // layouts' kinds, which every size shares.
-    std::optional<std::string> library = options_.library_for(
-        call.is_symbolic() ? bind_external_call(call, index::hint_values(graph_.size_symbols()))
-                           : call,
-        &why);
+    std::optional<std::string> library = library_for_call(call, &why);
     if (library) {
       call.library = *library;
       call.reason =

@@ -34,9 +34,8 @@ DType convolution_accumulation_dtype(DType dtype) {
 
 namespace {
 
-ExternalOperand contiguous_operand(DType dtype, const std::vector<int64_t>& sizes) {
-  return ExternalOperand{
-      "", false, dtype, index::to_exprs(sizes), index::to_exprs(ir::contiguous_strides(sizes)), 0};
+ExternalOperand contiguous_operand(DType dtype, const std::vector<Expr>& sizes) {
+  return ExternalOperand{"", false, dtype, sizes, index::contiguous_strides(sizes), 0};
 }
 
 }  // namespace
@@ -52,7 +51,7 @@ OpsValue masked_load(OpsHandler& h, const Loader& load, const std::vector<Expr>&
 
 ConvolutionWindow convolution_window(const ir::ConvolutionArgs& c,
                                      ConvolutionWindow::Direction direction,
-                                     std::vector<int64_t> result_sizes) {
+                                     std::vector<Expr> result_sizes) {
   return ConvolutionWindow{c.stride, c.padding, c.dilation,
                            c.groups, direction, std::move(result_sizes)};
 }
@@ -61,7 +60,7 @@ namespace {
 
 // The call with every operand contiguous, over operands of these sizes (the bias last, if any).
 ExternalCall contiguous_call(const std::string& op, const ConvolutionWindow& window, DType dtype,
-                             const std::vector<std::vector<int64_t>>& operand_sizes) {
+                             const std::vector<std::vector<Expr>>& operand_sizes) {
   ExternalCall call;
   call.op = op;
   call.a = contiguous_operand(dtype, operand_sizes[0]);
@@ -83,15 +82,16 @@ void refuse_transposed(const ir::Graph& graph, const ir::Node& node, const ir::C
 // [B, 197, 768] tokens seen as [B, 768, 14, 14] images without the first token) it reorders
 // element by element with its reference reorder: 23 ms for ViT's patch gradient in float32,
 // where a Stax copy takes a fraction of a millisecond.
-bool library_reads_in_place(const std::vector<int64_t>& sizes,
-                            const std::vector<int64_t>& strides) {
-  auto same = [&](const std::vector<int64_t>& dense) {
+// Over size symbols the strides are compared as expressions: a layout of symbolic sizes is
+// dense in one of these orders at every size only where its strides are those expressions.
+bool library_reads_in_place(const std::vector<Expr>& sizes, const std::vector<Expr>& strides) {
+  auto same = [&](const std::vector<Expr>& dense) {
     for (size_t d = 0; d < sizes.size(); ++d) {
-      if (sizes[d] != 1 && strides[d] != dense[d]) return false;
+      if (sizes[d] != Expr(1) && strides[d] != dense[d]) return false;
     }
     return true;
   };
-  if (same(ir::contiguous_strides(sizes))) return true;
+  if (same(index::contiguous_strides(sizes))) return true;
   return sizes.size() >= 3 && same(StoreLoops(sizes, kImageChannelDim).strides);
 }
 
@@ -103,15 +103,13 @@ std::vector<ir::ValueRef> Lowerer::library_convolution_operands(const ir::Node& 
   const ir::ConvolutionArgs c = ir::convolution_args(graph_, node);
   if (c.transposed) return {};
   std::vector<ir::ValueRef> operands = {c.input, c.weight};
-  std::vector<std::vector<int64_t>> sizes = {c.input_sizes, c.weight_sizes};
-  if (c.bias) {
-    operands.push_back(*c.bias);
-    sizes.push_back(graph_.value(*c.bias).type.sizes);
-  }
-  const ConvolutionWindow window =
-      convolution_window(c, ConvolutionWindow::Direction::Forward, c.result_sizes());
+  if (c.bias) operands.push_back(*c.bias);
+  std::vector<std::vector<Expr>> sizes;
+  for (ir::ValueRef ref : operands) sizes.push_back(sizes_of(graph_.value(ref).type));
+  const ConvolutionWindow window = convolution_window(c, ConvolutionWindow::Direction::Forward,
+                                                      sizes_of(graph_.value(node.output).type));
   std::string why;
-  if (!options_.library_for(contiguous_call(node.op, window, c.dtype, sizes), &why)) return {};
+  if (!library_for_call(contiguous_call(node.op, window, c.dtype, sizes), &why)) return {};
   return operands;
 }
 
@@ -126,10 +124,10 @@ std::optional<LoweredValue> Lowerer::library_convolution(
                      : "");
   // Operands read in place where they are stored, else stored first.
   std::vector<std::optional<ExternalOperand>> in_place;
-  std::vector<std::vector<int64_t>> sizes;
+  std::vector<std::vector<Expr>> sizes;
   for (const auto& [v, role] : operands) {
-    sizes.push_back(v->static_sizes());
-    if (!v->layout || !library_reads_in_place(v->static_sizes(), v->layout->static_strides())) {
+    sizes.push_back(v->sizes);
+    if (!v->layout || !library_reads_in_place(v->sizes, v->layout->strides)) {
       in_place.emplace_back();
       continue;
     }
@@ -146,13 +144,13 @@ std::optional<LoweredValue> Lowerer::library_convolution(
     any_in_place = any_in_place || in_place[k].has_value();
   }
   std::string why;
-  std::optional<std::string> library = options_.library_for(call, &why);
+  std::optional<std::string> library = library_for_call(call, &why);
   if (!library && any_in_place) {
     // A layout the library refuses (a broadcast weight, say): the same call on stored copies
     // may still be one.
     for (auto& p : in_place) p.reset();
     call = contiguous_call(node.op, window, dtype, sizes);
-    library = options_.library_for(call, &why);
+    library = library_for_call(call, &why);
   }
   if (!library) {
     result_.log.push_back(ir::describe_node(graph_, node) + ": a loop nest, " + why);
@@ -175,11 +173,14 @@ std::optional<LoweredValue> Lowerer::library_convolution(
   }
   // The output channels last where the library runs this convolution in place on that
   // layout (channels_last.h), unless a graph output shows it.
-  std::optional<std::vector<int64_t>> strides;
+  // Asked at the symbols' hints for a call over them, as the library is.
+  std::vector<Expr> strides = index::contiguous_strides(window.result_sizes);
+  const index::SymbolTable& symbols = graph_.size_symbols();
   if (options_.channels_last_intermediates && options_.channels_last_output_for &&
       window.direction == ConvolutionWindow::Direction::Forward &&
-      is_image_batch(window.result_sizes) && layout_is_free(node.output.index)) {
-    if (auto why_channels_last = options_.channels_last_output_for(call)) {
+      is_image_batch(window.result_sizes, symbols) && layout_is_free(node.output.index)) {
+    if (auto why_channels_last = options_.channels_last_output_for(
+            call.is_symbolic() ? bind_external_call(call, index::hint_values(symbols)) : call)) {
       strides = StoreLoops(window.result_sizes, kImageChannelDim).strides;
       call.reason += "; its output stored channels last: " + *why_channels_last;
     }
@@ -192,7 +193,7 @@ LoweredValue Lowerer::lower_convolution(const ir::Node& node, const ir::Value& o
   const ir::ConvolutionArgs c = ir::convolution_args(graph_, node);
   refuse_transposed(graph_, node, c);
   const DType dtype = c.dtype;
-  const std::vector<int64_t>& out_sizes = out.type.sizes;
+  const std::vector<Expr> out_sizes = sizes_of(out.type);
   const LoweredValue& vin = value(c.input.index);
   const LoweredValue& vw = value(c.weight.index);
   const LoweredValue* vbias = c.bias ? &value(c.bias->index) : nullptr;
@@ -211,15 +212,15 @@ LoweredValue Lowerer::lower_convolution(const ir::Node& node, const ir::Value& o
   const size_t spatial = c.spatial_dims();
   const int64_t in_channels_per_group = c.weight_sizes[1];
   const int64_t out_channels_per_group = c.out_channels() / c.groups;
-  const std::vector<int64_t> in_spatial(c.input_sizes.begin() + 2, c.input_sizes.end());
+  const std::vector<Expr> in_spatial(vin.sizes.begin() + 2, vin.sizes.end());
   const Loader load_in = vin.loader;
   const Loader load_w = vw.loader;
   ComputedBuffer sum;
   sum.name = next_buffer_name();
   sum.dtype = acc;
-  sum.sizes = index::to_exprs(out_sizes);
-  sum.strides = index::to_exprs(ir::contiguous_strides(out_sizes));
-  sum.ranges = index::to_exprs(out_sizes);
+  sum.sizes = out_sizes;
+  sum.strides = index::contiguous_strides(out_sizes);
+  sum.ranges = out_sizes;
   sum.reduction_ranges = {in_channels_per_group};
   for (size_t d = 0; d < spatial; ++d) sum.reduction_ranges.push_back(c.weight_sizes[2 + d]);
   sum.reduction = ReductionType::Sum;
@@ -268,7 +269,7 @@ LoweredValue Lowerer::lower_convolution(const ir::Node& node, const ir::Value& o
   const Loader load_bias = vbias ? vbias->loader : Loader();
   LoweredValue v;
   v.dtype = dtype;
-  v.sizes = index::to_exprs(out_sizes);
+  v.sizes = out_sizes;
   v.stats = summed.stats;
   if (vbias) {
     v.stats += vbias->stats;

@@ -39,23 +39,15 @@ std::vector<ir::ValueRef> Lowerer::library_convolution_backward_operands(
   const Direction direction = r == 0 ? Direction::BackwardInput : Direction::BackwardWeight;
   ExternalCall call;
   call.op = node.op;
-  const std::vector<int64_t> grad_sizes = f.result_sizes();
-  const std::vector<int64_t>& other_sizes = graph_.value(other).type.sizes;
-  call.a = ExternalOperand{"",
-                           false,
-                           f.dtype,
-                           index::to_exprs(grad_sizes),
-                           index::to_exprs(ir::contiguous_strides(grad_sizes)),
-                           0};
-  call.b = ExternalOperand{"",
-                           false,
-                           f.dtype,
-                           index::to_exprs(other_sizes),
-                           index::to_exprs(ir::contiguous_strides(other_sizes)),
-                           0};
-  call.convolution = convolution_window(f, direction, b.result_sizes(r));
+  const std::vector<Expr> grad_sizes = sizes_of(graph_.value(b.grad_output).type);
+  const std::vector<Expr> other_sizes = sizes_of(graph_.value(other).type);
+  call.a =
+      ExternalOperand{"", false, f.dtype, grad_sizes, index::contiguous_strides(grad_sizes), 0};
+  call.b =
+      ExternalOperand{"", false, f.dtype, other_sizes, index::contiguous_strides(other_sizes), 0};
+  call.convolution = convolution_window(f, direction, sizes_of(graph_.value(node.output).type));
   std::string why;
-  if (!options_.library_for(call, &why)) return {};
+  if (!library_for_call(call, &why)) return {};
   return {b.grad_output, other};
 }
 
@@ -64,12 +56,12 @@ LoweredValue Lowerer::lower_convolution_backward(const ir::Node& node, const ir:
   const ir::ConvolutionArgs& f = b.forward;
   const DType dtype = f.dtype;
   const int r = node.result_index;
-  const std::vector<int64_t>& sizes = out.type.sizes;
+  const std::vector<Expr> sizes = sizes_of(out.type);
   if (!b.output_mask[static_cast<size_t>(r)]) {
     // Not computed (eager returns None): the empty tensor of its type, read by no one.
     LoweredValue v;
     v.dtype = dtype;
-    v.sizes = index::to_exprs(sizes);
+    v.sizes = sizes;
     v.loader = [dtype](OpsHandler& h, const std::vector<Expr>&) {
       return h.constant(ir::Scalar(int64_t{0}), dtype);
     };
@@ -93,15 +85,15 @@ LoweredValue Lowerer::lower_convolution_backward(const ir::Node& node, const ir:
   const size_t spatial = f.spatial_dims();
   const int64_t in_per_group = f.input_sizes[1] / f.groups;
   const int64_t out_per_group = f.out_channels() / f.groups;
-  const std::vector<int64_t> grad_sizes = f.result_sizes();
+  const std::vector<Expr> grad_sizes = vg.sizes;
   const ConvolutionWindow w = convolution_window(f, Direction::Forward, grad_sizes);
   const Loader load_grad = vg.loader;
   ComputedBuffer sum;
   sum.name = next_buffer_name();
   sum.dtype = acc;
-  sum.sizes = index::to_exprs(sizes);
-  sum.strides = index::to_exprs(ir::contiguous_strides(sizes));
-  sum.ranges = index::to_exprs(sizes);
+  sum.sizes = sizes;
+  sum.strides = index::contiguous_strides(sizes);
+  sum.ranges = sizes;
   sum.reduction = ReductionType::Sum;
   const std::vector<Expr> strides = sum.strides;
   sum.output_index = [strides](const std::vector<Expr>& idx) {
@@ -154,7 +146,7 @@ LoweredValue Lowerer::lower_convolution_backward(const ir::Node& node, const ir:
       load_in = value(f.input.index).loader;
       composed.push_back(value(f.input.index).composed);
     }
-    const std::vector<int64_t> in_sizes = f.input_sizes;
+    const std::vector<Expr> in_sizes = value(f.input.index).sizes;
     sum.value = [load_grad, load_in, acc, w, in_sizes, in_per_group, out_per_group](
                     OpsHandler& h, const std::vector<Expr>& idx, const std::vector<Expr>& ridx) {
       std::vector<Expr> at_grad = {ridx[0], idx[0]};
@@ -188,7 +180,7 @@ LoweredValue Lowerer::lower_convolution_backward(const ir::Node& node, const ir:
   if (acc == dtype) return summed;
   LoweredValue v;
   v.dtype = dtype;
-  v.sizes = index::to_exprs(sizes);
+  v.sizes = sizes;
   v.stats = summed.stats;
   const Loader load_sum = summed.loader;
   v.loader = [load_sum, dtype](OpsHandler& h, const std::vector<Expr>& idx) {

@@ -46,11 +46,10 @@ namespace stax::lowering {
 // What pooling_lowering.h declares.
 namespace pooling {
 
-LoweredValue empty_result(const std::string& op, int node, DType dtype,
-                          std::vector<int64_t> sizes) {
+LoweredValue empty_result(const std::string& op, int node, DType dtype, std::vector<Expr> sizes) {
   LoweredValue v;
   v.dtype = dtype;
-  v.sizes = index::to_exprs(std::move(sizes));
+  v.sizes = std::move(sizes);
   v.loader = [dtype](OpsHandler& h, const std::vector<Expr>&) {
     return h.constant(ir::Scalar(int64_t{0}), dtype);
   };
@@ -63,12 +62,96 @@ OpsValue int64_constant(OpsHandler& h, int64_t v) {
   return h.constant(ir::Scalar(v), DType::Int64);
 }
 
-std::array<KernelDim, 2> kernel_dims(const ir::PoolingArgs& a) {
+bool PoolingSizes::proved_at_least(const Expr& a, const Expr& b) const {
+  return index::is_nonnegative(a - b, index::Domain({}, symbols)) == index::Truth::kProved;
+}
+
+PoolingSizes pooling_sizes(const ir::PoolingArgs& a, const std::vector<Expr>& input_sizes,
+                           const std::vector<Expr>& pooled_sizes,
+                           const index::SymbolTable& symbols) {
+  PoolingSizes s;
+  const size_t leading = a.leading_dims();
+  for (size_t d = 0; d < 2; ++d) {
+    s.in[d] = input_sizes.at(leading + d);
+    s.out[d] = pooled_sizes.at(leading + d);
+  }
+  s.symbols = symbols;
+  return s;
+}
+
+std::array<KernelDim, 2> kernel_dims(const ir::PoolingArgs& a, const PoolingSizes& sizes) {
   std::array<KernelDim, 2> dims{};
   for (size_t d = 0; d < 2; ++d) {
-    dims[d] = {a.in[d], a.out[d], a.kernel[d], a.stride[d], a.padding[d], a.dilation[d]};
+    KernelDim& k = dims[d];
+    k.in = sizes.in[d];
+    k.out = sizes.out[d];
+    k.kernel = a.kernel[d];
+    k.stride = a.stride[d];
+    k.padding = a.padding[d];
+    k.dilation = a.dilation[d];
+    // The last window, of output out - 1 (none where out is 0).
+    const Expr last_start = (k.out - 1) * k.stride - k.padding;
+    const bool some_output = !sizes.proved_at_least(Expr(0), k.out);
+    k.may_end_after_input =
+        some_output && !sizes.proved_at_least(k.in - 1, last_start + (k.kernel - 1) * k.dilation);
+    k.may_end_after_padded_input =
+        some_output && !sizes.proved_at_least(k.in + k.padding, last_start + k.kernel);
+    k.may_pass_last_output = !sizes.proved_at_least(
+        k.out - 1,
+        k.stride > 1 ? index::floordiv(k.in - 1 + k.padding, k.stride) : k.in - 1 + k.padding);
   }
   return dims;
+}
+
+AdaptiveDim::AdaptiveDim(Expr in_size, Expr out_size, const PoolingSizes& sizes)
+    : in(std::move(in_size)), out(std::move(out_size)) {
+  if (out.is_constant() && *out.constant_value() <= 0) return;  // no window
+  if (in == Expr(1)) {
+    uniform = true;
+    return;
+  }
+  if (!out.is_constant() && !index::is_divisor(out)) {
+    throw index::SymbolicSizesRefused("lowering an adaptive pooling's windows over " +
+                                      index::to_string(out) +
+                                      " positions: a division by that size is not taken yet");
+  }
+  uniform = index::simplify(index::mod(in, out), index::Domain({}, sizes.symbols)) == Expr(0);
+}
+
+std::array<Expr, 2> window_extents(const ir::PoolingArgs& a, const PoolingSizes& sizes) {
+  const std::array<int64_t, 2> at_hints = a.window();
+  std::array<Expr, 2> w = {Expr(at_hints[0]), Expr(at_hints[1])};
+  if (a.kind != ir::PoolingKind::AdaptiveAverage) return w;
+  const index::Domain domain({}, sizes.symbols);
+  for (size_t d = 0; d < 2; ++d) {
+    // Forward: `from` windows over `to` positions; backward: the same windows with in and out
+    // swapped, each input position met by a run of outputs.
+    const Expr& from = a.backward ? sizes.in[d] : sizes.out[d];
+    const Expr& to = a.backward ? sizes.out[d] : sizes.in[d];
+    if (from.is_constant() && to.is_constant()) continue;  // the static rule's, exact
+    if (to == Expr(1)) {
+      w[d] = Expr(1);  // one position (or output) meets every window
+    } else if (AdaptiveDim(to, from, sizes).uniform) {
+      w[d] = index::simplify(index::floordiv(to, from), domain);
+    } else if (from.is_constant()) {
+      // No window is longer than to / from rounded up, plus the one position two neighbouring
+      // windows share.
+      const int64_t n = std::max<int64_t>(*from.constant_value(), 1);
+      w[d] = index::floordiv(to + (n - 1), n) + 1;
+    } else {
+      // A constant `to` over at least `lo` windows: at most ceil(to / lo) + 1 of them, and
+      // never more than `to`.
+      const std::optional<index::Interval> range = index::bounds(from, domain);
+      const int64_t lo = std::max<int64_t>(range ? range->lo : 1, 1);
+      const int64_t n = to.is_constant() ? *to.constant_value() : 0;
+      if (!to.is_constant()) {
+        throw index::SymbolicSizesRefused(
+            "lowering an adaptive pooling whose input and output sizes are both size symbols");
+      }
+      w[d] = Expr(std::max<int64_t>(std::min<int64_t>((n + lo - 1) / lo + 1, n), 1));
+    }
+  }
+  return w;
 }
 
 // avg_pool2d's count along one dim (eager/pooling.cpp): with count_include_pad the window
@@ -76,25 +159,29 @@ std::array<KernelDim, 2> kernel_dims(const ir::PoolingArgs& a) {
 // input, min(start + kernel, in) - max(start, 0). nullopt where it is the kernel for every o.
 std::optional<OpsValue> avg_count(OpsHandler& h, const KernelDim& dim, bool count_include_pad,
                                   const Expr& o) {
-  const bool clipped_after = dim.out > 0 && (dim.out - 1) * dim.stride - dim.padding + dim.kernel >
-                                                (count_include_pad ? dim.in + dim.padding : dim.in);
+  // Windows end after the input only where some do past in - 1 - (kernel - 1): the same
+  // condition a window of dilation 1 meets past the input (avg_pool2d has no dilation).
+  const bool clipped_after =
+      count_include_pad ? dim.may_end_after_padded_input : dim.may_end_after_input;
   const bool clipped_before = !count_include_pad && dim.padding > 0;
   if (!clipped_after && !clipped_before) return std::nullopt;
   const OpsValue start = h.index_value(dim.start(o), DType::Int64);
   if (count_include_pad) {
-    return apply(h, PointwiseOp::Minimum,
-                 {int64_constant(h, dim.kernel),
-                  apply(h, PointwiseOp::Sub, {int64_constant(h, dim.in + dim.padding), start})});
+    return apply(
+        h, PointwiseOp::Minimum,
+        {int64_constant(h, dim.kernel),
+         apply(h, PointwiseOp::Sub, {h.index_value(dim.in + dim.padding, DType::Int64), start})});
   }
   const OpsValue end = apply(h, PointwiseOp::Minimum,
                              {apply(h, PointwiseOp::Add, {start, int64_constant(h, dim.kernel)}),
-                              int64_constant(h, dim.in)});
+                              h.index_value(dim.in, DType::Int64)});
   return apply(h, PointwiseOp::Sub,
                {end, apply(h, PointwiseOp::Maximum, {start, int64_constant(h, 0)})});
 }
 
-bool reads_channels_last(const Loader& load, const std::vector<int64_t>& sizes) {
-  return sizes.size() >= 3 && lowering::reads_channels_last(load, sizes, sizes.size() - 3);
+bool reads_channels_last(const Loader& load, const std::vector<Expr>& sizes,
+                         const index::SymbolTable& symbols) {
+  return sizes.size() >= 3 && lowering::reads_channels_last(load, sizes, sizes.size() - 3, symbols);
 }
 
 }  // namespace pooling
@@ -161,23 +248,28 @@ LoweredValue Lowerer::lower_pooling(const ir::Node& node, const ir::Value& out) 
   const LoweredValue& src = value(a.input.index);
   const Loader load = src.loader;
   const DType result = out.type.dtype;
-  const std::vector<int64_t>& out_sizes = out.type.sizes;
+  const std::vector<Expr> out_sizes = sizes_of(out.type);
   const int self = node_index(node);
   const bool indices = a.kind == ir::PoolingKind::Max && node.result_index == 1;
+  const index::SymbolTable& symbols = graph_.size_symbols();
+  const pooling::PoolingSizes spatial = pooling::pooling_sizes(a, src.sizes, out_sizes, symbols);
 
-  // An empty result: nothing to read (and no window to divide by).
-  if (out.type.numel() == 0) return pooling::empty_result(node.op, self, result, out_sizes);
+  // An empty result: nothing to read (and no window to divide by). Over size symbols the
+  // windows are proved to fit (ir::infer_symbolic_sizes), and an empty batch runs no loop.
+  if (!out.type.is_symbolic() && out.type.numel() == 0) {
+    return pooling::empty_result(node.op, self, result, out_sizes);
+  }
 
   // The order of the output dims in the loops (and in the stored results): row-major, or
   // channels last where the input is stored channels last (or computed from such operands),
   // so that the innermost loop walks the channels of both contiguously and the kernels
   // vectorize across outputs (as eager's channels-last kernel does, whose results are
   // channels last too).
-  const bool channels_last = reads_channels_last(load, a.input_sizes);
+  const bool channels_last = reads_channels_last(load, src.sizes, symbols);
   const pooling::ResultLoops loops(out_sizes, channels_last);
-  const std::vector<int64_t>& loop_sizes = loops.loop_sizes;
-  const std::vector<int64_t>& loop_strides = loops.loop_strides;
-  const std::vector<int64_t>& strides = loops.strides;
+  const std::vector<Expr>& loop_sizes = loops.loop_sizes;
+  const std::vector<Expr>& loop_strides = loops.loop_strides;
+  const std::vector<Expr>& strides = loops.strides;
   auto logical = [loops](const std::vector<Expr>& idx) { return loops.logical(idx); };
   // Channels last, an epilogue is stored in that layout too, by loops in that order: else
   // whatever stores it (a graph output) would write the output's dims in another order than
@@ -187,7 +279,7 @@ LoweredValue Lowerer::lower_pooling(const ir::Node& node, const ir::Value& out) 
   };
 
   // Stores one reduction of `element` over the windows (ridx = (rh, rw) over window()).
-  const std::array<int64_t, 2> window = a.window();
+  const std::array<Expr, 2> window = pooling::window_extents(a, spatial);
   using Element =
       std::function<OpsValue(OpsHandler&, const std::vector<Expr>&, const std::vector<Expr>&)>;
   auto reduce = [&](ReductionType type, DType value_dtype, Element element,
@@ -195,13 +287,13 @@ LoweredValue Lowerer::lower_pooling(const ir::Node& node, const ir::Value& out) 
     ComputedBuffer buf;
     buf.name = next_buffer_name();
     buf.dtype = reduction_result_dtype(type, value_dtype);
-    buf.sizes = index::to_exprs(out_sizes);
-    buf.strides = index::to_exprs(strides);
-    buf.ranges = index::to_exprs(loop_sizes);
+    buf.sizes = out_sizes;
+    buf.strides = strides;
+    buf.ranges = loop_sizes;
     buf.reduction_ranges = {window[0], window[1]};
     buf.reduction = type;
     buf.output_index = [loop_strides](const std::vector<Expr>& idx) {
-      return strided_offset(idx, index::to_exprs(loop_strides));
+      return strided_offset(idx, loop_strides);
     };
     buf.value = [element = std::move(element), logical](OpsHandler& h, const std::vector<Expr>& idx,
                                                         const std::vector<Expr>& ridx) {
@@ -211,7 +303,7 @@ LoweredValue Lowerer::lower_pooling(const ir::Node& node, const ir::Value& out) 
     origin.push_back(what);
     buf.origin = join(origin, "+");
     result_.log.push_back(buf.name + " (" + node.op + "): a loop nest, " + what + " over " +
-                          std::to_string(window[0]) + "x" + std::to_string(window[1]) +
+                          index::to_string(window[0]) + "x" + index::to_string(window[1]) +
                           " windows in " + std::string(dtype_name(buf.dtype)));
     LoweredValue stored = add_buffer(std::move(buf), ComposedNodes(self, {src.composed}));
     stored.origin.clear();
@@ -225,7 +317,7 @@ LoweredValue Lowerer::lower_pooling(const ir::Node& node, const ir::Value& out) 
                           finish) {
     LoweredValue v;
     v.dtype = dtype;
-    v.sizes = index::to_exprs(out_sizes);
+    v.sizes = out_sizes;
     v.origin = {node.op};
     v.composed = ComposedNodes(self, {});
     v.stats = stats;
@@ -239,8 +331,8 @@ LoweredValue Lowerer::lower_pooling(const ir::Node& node, const ir::Value& out) 
 
   if (a.kind == ir::PoolingKind::AdaptiveAverage) {
     const DType acc = opmath_dtype(result);
-    const std::array<AdaptiveDim, 2> dims = {AdaptiveDim{a.in[0], a.out[0]},
-                                             AdaptiveDim{a.in[1], a.out[1]}};
+    const std::array<AdaptiveDim, 2> dims = {AdaptiveDim(spatial.in[0], spatial.out[0], spatial),
+                                             AdaptiveDim(spatial.in[1], spatial.out[1], spatial)};
     LoweredValue sum = reduce(
         ReductionType::Sum, acc,
         [load, dims, acc](OpsHandler& h, const std::vector<Expr>& idx,
@@ -250,7 +342,7 @@ LoweredValue Lowerer::lower_pooling(const ir::Node& node, const ir::Value& out) 
           std::optional<OpsValue> inside;
           for (size_t d = 0; d < 2; ++d) {
             // ridx < end - start: the window's own length.
-            if (dims[d].uniform()) continue;
+            if (dims[d].uniform) continue;
             inside = both(h, inside,
                           index_at_least(h, dims[d].end(o[d]) - dims[d].start(o[d]) - ridx[d], 1));
           }
@@ -277,7 +369,7 @@ LoweredValue Lowerer::lower_pooling(const ir::Node& node, const ir::Value& out) 
                     });
   }
 
-  const std::array<KernelDim, 2> dims = kernel_dims(a);
+  const std::array<KernelDim, 2> dims = kernel_dims(a, spatial);
   // The positions of window offset ridx for output index idx, and where they are inside.
   auto positions = [dims](const std::vector<Expr>& idx, const std::vector<Expr>& ridx) {
     const size_t n = idx.size();
@@ -348,7 +440,7 @@ LoweredValue Lowerer::lower_pooling(const ir::Node& node, const ir::Value& out) 
         });
   }
 
-  const int64_t kw = window[1];
+  const int64_t kw = a.kernel[1];
   std::vector<Loader> parts = {
       reduce(ReductionType::ArgMax, compute, window_value, "argmax").loader};
   const bool nans = is_floating(compute);
@@ -373,7 +465,7 @@ LoweredValue Lowerer::lower_pooling(const ir::Node& node, const ir::Value& out) 
         PointwiseOp::Mul, PointwiseOp::Add, PointwiseOp::Mul, PointwiseOp::Add}) {
     stats += op_stats(op);
   }
-  const int64_t plane_width = a.in[1];
+  const Expr plane_width = spatial.in[1];
   return epilogue(
       DType::Int64, std::move(parts), stats,
       [dims, kw, nans, plane_width](OpsHandler& h, const std::vector<Expr>& idx,
@@ -401,8 +493,9 @@ LoweredValue Lowerer::lower_pooling(const ir::Node& node, const ir::Value& out) 
             at[d] = apply(h, PointwiseOp::Maximum, {at[d], first_inside(h, dims[d], o)});
           }
         }
-        return apply(h, PointwiseOp::Add,
-                     {apply(h, PointwiseOp::Mul, {at[0], int64_constant(h, plane_width)}), at[1]});
+        return apply(
+            h, PointwiseOp::Add,
+            {apply(h, PointwiseOp::Mul, {at[0], h.index_value(plane_width, DType::Int64)}), at[1]});
       });
 }
 

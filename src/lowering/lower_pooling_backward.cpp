@@ -75,7 +75,7 @@ Expr kernel_output(OpsHandler& h, const KernelDim& dim, const Expr& i, const Exp
   }
   const Expr o = dim.stride > 1 ? index::floordiv(t, dim.stride) : t;
   // o < out always where the largest t, in - 1 + padding, gives an output.
-  if ((dim.in - 1 + dim.padding) / dim.stride >= dim.out) {
+  if (dim.may_pass_last_output) {
     inside = both(h, inside, index_below(h, o, dim.out));
   }
   return o;
@@ -88,22 +88,26 @@ LoweredValue Lowerer::lower_pooling_backward(const ir::Node& node, const ir::Val
   const LoweredValue& grad = value(a.grad_output.index);
   const Loader load_grad = grad.loader;
   const DType result = out.type.dtype;
-  const std::vector<int64_t>& sizes = out.type.sizes;
+  const std::vector<Expr> sizes = sizes_of(out.type);
   const int self = node_index(node);
+  const index::SymbolTable& symbols = graph_.size_symbols();
+  const pooling::PoolingSizes spatial = pooling::pooling_sizes(a, sizes, grad.sizes, symbols);
 
-  // An empty gradient (an empty batch or no channels): nothing to read.
-  if (out.type.numel() == 0) return pooling::empty_result(node.op, self, result, sizes);
+  // An empty gradient (an empty batch or no channels): nothing to read. Over size symbols an
+  // empty batch runs no loop.
+  if (!out.type.is_symbolic() && out.type.numel() == 0) {
+    return pooling::empty_result(node.op, self, result, sizes);
+  }
 
   // The loop order: row-major, or the channels innermost where grad_output is channels last.
-  const bool channels_last =
-      pooling::reads_channels_last(load_grad, graph_.value(a.grad_output).type.sizes);
+  const bool channels_last = pooling::reads_channels_last(load_grad, grad.sizes, symbols);
   if (a.kind == ir::PoolingKind::Max && !channels_last && a.stride[1] > 1) {
     return lower_max_pool_backward_scatter(node, a, out);
   }
   const pooling::ResultLoops loops(sizes, channels_last);
-  const std::vector<int64_t>& loop_sizes = loops.loop_sizes;
-  const std::vector<int64_t>& loop_strides = loops.loop_strides;
-  const std::vector<int64_t>& strides = loops.strides;
+  const std::vector<Expr>& loop_sizes = loops.loop_sizes;
+  const std::vector<Expr>& loop_strides = loops.loop_strides;
+  const std::vector<Expr>& strides = loops.strides;
   auto logical = [loops](const std::vector<Expr>& idx) { return loops.logical(idx); };
 
   const DType acc = is_floating(result) ? opmath_dtype(result) : DType::Int64;
@@ -132,10 +136,12 @@ LoweredValue Lowerer::lower_pooling_backward(const ir::Node& node, const ir::Val
   if (a.kind == ir::PoolingKind::AdaptiveAverage) {
     // Input position i along dim d meets the outputs [first(i), end(i)): the adaptive windows
     // with in and out swapped.
-    const std::array<AdaptiveDim, 2> outputs = {AdaptiveDim{a.out[0], a.in[0]},
-                                                AdaptiveDim{a.out[1], a.in[1]}};
-    const std::array<AdaptiveDim, 2> windows = {AdaptiveDim{a.in[0], a.out[0]},
-                                                AdaptiveDim{a.in[1], a.out[1]}};
+    const std::array<AdaptiveDim, 2> outputs = {
+        AdaptiveDim(spatial.out[0], spatial.in[0], spatial),
+        AdaptiveDim(spatial.out[1], spatial.in[1], spatial)};
+    const std::array<AdaptiveDim, 2> windows = {
+        AdaptiveDim(spatial.in[0], spatial.out[0], spatial),
+        AdaptiveDim(spatial.in[1], spatial.out[1], spatial)};
     what = "adaptive window gradient";
     term = [load_grad, outputs, windows, grad_index, masked, acc, result](
                OpsHandler& h, const std::vector<Expr>& idx, const std::vector<Expr>& ridx) {
@@ -145,7 +151,7 @@ LoweredValue Lowerer::lower_pooling_backward(const ir::Node& node, const ir::Val
       for (size_t d = 0; d < 2; ++d) {
         const Expr i = idx[n - 2 + d];
         o[d] = outputs[d].start(i) + ridx[d];
-        if (!outputs[d].uniform()) {
+        if (!outputs[d].uniform) {
           inside = both(h, inside, index_at_least(h, outputs[d].end(i) - o[d], 1));
         }
       }
@@ -160,8 +166,8 @@ LoweredValue Lowerer::lower_pooling_backward(const ir::Node& node, const ir::Val
       });
     };
   } else {
-    const std::array<KernelDim, 2> dims = pooling::kernel_dims(a);
-    const int64_t plane_width = a.in[1];
+    const std::array<KernelDim, 2> dims = pooling::kernel_dims(a, spatial);
+    const Expr plane_width = spatial.in[1];
     if (a.kind == ir::PoolingKind::Max) {
       const Loader load_indices = value(a.indices.index).loader;
       composed.push_back(value(a.indices.index).composed);
@@ -219,23 +225,28 @@ LoweredValue Lowerer::lower_pooling_backward(const ir::Node& node, const ir::Val
     }
   }
 
-  const std::array<int64_t, 2> window = a.window();
+  // A backward window's extents are constants (the kernel, or a bound of the outputs an input
+  // position meets: pooling::window_extents).
+  const std::array<Expr, 2> extents = pooling::window_extents(a, spatial);
+  const std::array<int64_t, 2> window = {
+      index::static_value(extents[0], "lowering " + node.op, "a window"),
+      index::static_value(extents[1], "lowering " + node.op, "a window")};
   const std::string window_text = std::to_string(window[0]) + "x" + std::to_string(window[1]);
   std::vector<std::string> origin = grad.origin;
   origin.push_back(what);
   auto output_index = [loop_strides](const std::vector<Expr>& idx) {
-    return strided_offset(idx, index::to_exprs(loop_strides));
+    return strided_offset(idx, loop_strides);
   };
 
-  if (a.window_elements() <= kMaxUnrolledTerms) {
+  if (window[0] * window[1] <= kMaxUnrolledTerms) {
     // Eager's sum exactly: the terms added one by one in its order, each partial sum rounded
     // to the dtype (a no-op for float32 and float64, whose acc is themselves).
     ComputedBuffer buf;
     buf.name = next_buffer_name();
     buf.dtype = result;
-    buf.sizes = index::to_exprs(sizes);
-    buf.strides = index::to_exprs(strides);
-    buf.ranges = index::to_exprs(loop_sizes);
+    buf.sizes = sizes;
+    buf.strides = strides;
+    buf.ranges = loop_sizes;
     buf.output_index = output_index;
     buf.value = [term = std::move(term), logical, window, acc, result](
                     OpsHandler& h, const std::vector<Expr>& idx, const std::vector<Expr>&) {
@@ -263,9 +274,9 @@ LoweredValue Lowerer::lower_pooling_backward(const ir::Node& node, const ir::Val
   ComputedBuffer buf;
   buf.name = next_buffer_name();
   buf.dtype = reduction_result_dtype(ReductionType::Sum, acc);
-  buf.sizes = index::to_exprs(sizes);
-  buf.strides = index::to_exprs(strides);
-  buf.ranges = index::to_exprs(loop_sizes);
+  buf.sizes = sizes;
+  buf.strides = strides;
+  buf.ranges = loop_sizes;
   buf.reduction_ranges = {window[0], window[1]};
   buf.reduction = ReductionType::Sum;
   buf.output_index = output_index;
@@ -286,7 +297,7 @@ LoweredValue Lowerer::lower_pooling_backward(const ir::Node& node, const ir::Val
   // that whatever stores it writes the dims in the loops' order).
   LoweredValue v;
   v.dtype = result;
-  v.sizes = index::to_exprs(sizes);
+  v.sizes = sizes;
   v.origin = {node.op};
   v.composed = ComposedNodes(self, {});
   v.stats = sum.stats;
@@ -298,9 +309,9 @@ LoweredValue Lowerer::lower_pooling_backward(const ir::Node& node, const ir::Val
   ComputedBuffer rounded;
   rounded.name = next_buffer_name();
   rounded.dtype = result;
-  rounded.sizes = index::to_exprs(sizes);
-  rounded.strides = index::to_exprs(strides);
-  rounded.ranges = index::to_exprs(loop_sizes);
+  rounded.sizes = sizes;
+  rounded.strides = strides;
+  rounded.ranges = loop_sizes;
   rounded.output_index = output_index;
   const Loader load_v = v.loader;
   rounded.value = [load_v, logical](OpsHandler& h, const std::vector<Expr>& idx,
@@ -320,16 +331,16 @@ LoweredValue Lowerer::lower_pooling_backward(const ir::Node& node, const ir::Val
 LoweredValue Lowerer::lower_max_pool_backward_scatter(const ir::Node& node,
                                                       const ir::PoolingArgs& a,
                                                       const ir::Value& out) {
-  const std::vector<int64_t>& sizes = out.type.sizes;
+  const std::vector<Expr> sizes = sizes_of(out.type);
   const size_t leading = a.leading_dims();
-  const int64_t plane = a.in[0] * a.in[1];
-  std::vector<int64_t> flat(sizes.begin(), sizes.begin() + static_cast<std::ptrdiff_t>(leading));
+  const Expr plane = sizes[leading] * sizes[leading + 1];
+  std::vector<Expr> flat(sizes.begin(), sizes.begin() + static_cast<std::ptrdiff_t>(leading));
   flat.push_back(plane);
   const std::string role =
       " of " + ir::describe_node(graph_, node) + ": the scatter reads stored tensors only";
 
   ScatterCall s;
-  s.space = index::to_exprs(graph_.value(a.grad_output).type.sizes);  // [leading..., OH, OW]
+  s.space = sizes_of(graph_.value(a.grad_output).type);  // [leading..., OH, OW]
   std::vector<int64_t> every_dim(s.space.size());
   for (size_t d = 0; d < every_dim.size(); ++d) every_dim[d] = static_cast<int64_t>(d);
   for (size_t d = 0; d < leading; ++d) s.dest_dims.push_back(static_cast<int64_t>(d));
@@ -338,11 +349,19 @@ LoweredValue Lowerer::lower_max_pool_backward_scatter(const ir::Node& node,
   s.combine = ir::ScatterCombine::Add;
   s.float_sum = false;  // eager rounds each 16-bit addition
   ir::IndexRule rule;
-  rule.size = plane;
-  rule.message = node.op + ": index {} is outside the input plane of " + std::to_string(a.in[0]) +
-                 "x" + std::to_string(a.in[1]) + " (eager writes out of bounds there)";
+  std::optional<Expr> rule_size;
+  if (plane.is_constant()) {
+    rule.size = *plane.constant_value();
+    rule.message = node.op + ": index {} is outside the input plane of " + std::to_string(a.in[0]) +
+                   "x" + std::to_string(a.in[1]) + " (eager writes out of bounds there)";
+  } else {
+    rule_size = plane;  // bound per call
+    rule.message = node.op + ": index {} is outside the input plane of " +
+                   index::to_string(sizes[leading]) + "x" + index::to_string(sizes[leading + 1]) +
+                   " (eager writes out of bounds there)";
+  }
   s.indices.push_back(ScatterIndex{stored_operand(a.indices, "the indices" + role), every_dim,
-                                   std::move(rule), -1});
+                                   std::move(rule), -1, rule_size});
   s.values = stored_operand(a.grad_output, "grad_output" + role);
 
   ExternalCall call;
@@ -354,11 +373,12 @@ LoweredValue Lowerer::lower_max_pool_backward_scatter(const ir::Node& node,
       "loads along W divide by the stride " +
       std::to_string(a.stride[1]) + ": no vector loop)";
   // The contiguous [leading..., H * W] buffer read as the contiguous [leading..., H, W] it is.
-  LoweredValue v = add_external_buffer(node, std::move(call), out.type.dtype, flat);
-  const std::vector<int64_t> strides = ir::contiguous_strides(sizes);
-  v.sizes = index::to_exprs(sizes);
-  v.layout->strides = index::to_exprs(strides);
-  v.loader = make_load(v.layout->buffer, v.dtype, index::to_exprs(strides), 0);
+  LoweredValue v = add_external_buffer(node, std::move(call), out.type.dtype, flat,
+                                       index::contiguous_strides(flat));
+  const std::vector<Expr> strides = index::contiguous_strides(sizes);
+  v.sizes = sizes;
+  v.layout->strides = strides;
+  v.loader = make_load(v.layout->buffer, v.dtype, strides, 0);
   return v;
 }
 

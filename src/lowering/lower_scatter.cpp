@@ -138,9 +138,17 @@ LoweredValue Lowerer::lower_scatter(const ir::Node& node, const ir::Value& out) 
     s.value = ir::convert_scalar(a.value, float_type).as_double();
     s.alpha = ir::convert_scalar(a.alpha, float_type).as_double();
   }
+  const std::vector<Expr> self_sizes = sizes_of(graph_.value(a.layout.source).type);
   for (const ir::IndexTerm& t : a.layout.terms) {
-    s.indices.push_back(ScatterIndex{stored_operand(t.index, "the index" + role), t.index_dims,
-                                     t.rule, std::nullopt});
+    ScatterIndex index{stored_operand(t.index, "the index" + role), t.index_dims, t.rule,
+                       std::nullopt, std::nullopt};
+    // A dim of self over size symbols bounds the index values by its size at each call: the
+    // rule and its message take it per call (bind_external_call), not at the hints.
+    if (t.dim >= 0 && !self_sizes.at(static_cast<size_t>(t.dim)).is_constant()) {
+      index.rule_size = self_sizes[static_cast<size_t>(t.dim)];
+      index.rule.message = symbolic_rule_message(index.rule.message, t.size, *index.rule_size);
+    }
+    s.indices.push_back(std::move(index));
   }
   if (a.values) s.values = stored_operand(*a.values, "the values" + role);
   if (!is_zero_fill(graph_, a.layout.source))

@@ -191,22 +191,22 @@ class Lowerer {
   // a private copy an external call reads): channels last where it is an image batch
   // computed from channels-last data (channels_last.h), else contiguous.
   LoweredValue realize_for_readers(const LoweredValue& v, int idx, const std::string& why) {
-    const auto sizes = index::constant_values(v.sizes);  // images of static sizes only, so far
+    const index::SymbolTable& symbols = graph_.size_symbols();
     if (!options_.channels_last_intermediates || (idx >= 0 && seen_by_outputs_.count(idx)) ||
-        !sizes || !is_image_batch(*sizes) ||
-        !reads_channels_last(v.loader, *sizes, kImageChannelDim)) {
+        !is_image_batch(v.sizes, symbols) ||
+        !reads_channels_last(v.loader, v.sizes, kImageChannelDim, symbols)) {
       return realize(v, why);
     }
-    return realize_in_loops(v, StoreLoops(*sizes, kImageChannelDim),
+    return realize_in_loops(v, StoreLoops(v.sizes, kImageChannelDim),
                             why + "; stored channels last, as the data it is computed from");
   }
 
   // Stores `v` by loops in the order `loops` gives, densely in that order (channels_last.h).
   LoweredValue realize_in_loops(const LoweredValue& v, const StoreLoops& loops,
                                 const std::string& why) {
-    ComputedBuffer buf = buffer_storing(v, index::to_exprs(loops.strides));
-    buf.ranges = index::to_exprs(loops.loop_sizes);
-    const std::vector<Expr> loop_strides = index::to_exprs(loops.loop_strides);
+    ComputedBuffer buf = buffer_storing(v, loops.strides);
+    buf.ranges = loops.loop_sizes;
+    const std::vector<Expr> loop_strides = loops.loop_strides;
     buf.output_index = [loop_strides](const std::vector<Expr>& at) {
       return strided_offset(at, loop_strides);
     };
@@ -258,6 +258,16 @@ class Lowerer {
       OpsValue x = inner(h, map(idx));
       return from == dtype ? x : convert(h, x, dtype);
     };
+  }
+
+  // The target's library for `call` (LoweringOptions::library_for), asked at the symbols'
+  // hints for a call over them: its choice rests on the dtypes and the layouts' kinds, which
+  // every size shares (a size it refuses is refused by the plan built for it, per call).
+  std::optional<std::string> library_for_call(const ExternalCall& call, std::string* why) const {
+    return options_.library_for(
+        call.is_symbolic() ? bind_external_call(call, index::hint_values(graph_.size_symbols()))
+                           : call,
+        why);
   }
 
   // Whether `node` reads or makes sizes known only at run time (issue 33).
@@ -360,6 +370,8 @@ class Lowerer {
       case ir::OpCategory::Contraction:
       case ir::OpCategory::Attention:
       case ir::OpCategory::Scatter:
+      case ir::OpCategory::Convolution:
+      case ir::OpCategory::Pooling:
         break;
       default:
         refuse_symbolic_sizes(node);

@@ -2,6 +2,9 @@
 // lower_*.cpp files of each op family.
 #include "lowering/lowering.h"
 
+#include <cctype>
+#include <string>
+
 #include "lowering/lowerer.h"
 
 namespace stax::lowering {
@@ -63,6 +66,7 @@ std::vector<const ExternalOperand*> ExternalCall::operands() const {
 
 bool ExternalCall::is_symbolic() const {
   if (scatter && !index::all_constant(scatter->space)) return true;
+  if (convolution && !index::all_constant(convolution->result_sizes)) return true;
   for (const ExternalOperand* op : operands()) {
     if (!index::all_constant(op->sizes) || !index::all_constant(op->strides) ||
         !op->offset.is_constant()) {
@@ -70,6 +74,24 @@ bool ExternalCall::is_symbolic() const {
     }
   }
   return false;
+}
+
+std::string symbolic_rule_message(std::string message, int64_t hint_size, const Expr& size) {
+  bool named = false;
+  for (const std::string prefix : {"size ", "axis_dim="}) {
+    const std::string text = prefix + std::to_string(hint_size);
+    for (size_t at = message.find(text); at != std::string::npos; at = message.find(text, at)) {
+      const size_t end = at + text.size();
+      if (end < message.size() && std::isdigit(static_cast<unsigned char>(message[end]))) {
+        at = end;
+        continue;
+      }
+      message.replace(at, text.size(), prefix + "{size}");
+      named = true;
+    }
+  }
+  if (!named) message += " (the dim's size is " + index::to_string(size) + ", {size} here)";
+  return message;
 }
 
 ExternalCall bind_external_call(const ExternalCall& call,
@@ -83,7 +105,19 @@ ExternalCall bind_external_call(const ExternalCall& call,
     at(op->strides);
     op->offset = Expr(index::evaluate(op->offset, values));
   }
-  if (bound.scatter) at(bound.scatter->space);
+  if (bound.scatter) {
+    at(bound.scatter->space);
+    for (ScatterIndex& index : bound.scatter->indices) {
+      if (!index.rule_size) continue;
+      index.rule.size = index::evaluate(*index.rule_size, values);
+      index.rule_size.reset();
+      std::string& m = index.rule.message;
+      for (size_t at = m.find("{size}"); at != std::string::npos; at = m.find("{size}", at)) {
+        m.replace(at, 6, std::to_string(index.rule.size));
+      }
+    }
+  }
+  if (bound.convolution) at(bound.convolution->result_sizes);
   return bound;
 }
 

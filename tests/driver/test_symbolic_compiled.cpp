@@ -16,9 +16,13 @@
 #include "graph_passes/bind_sizes.h"
 #include "ir/graph.h"
 #include "runtime/block_pool.h"
+#include "symbolic_expectations.h"
 
 namespace stax {
 namespace {
+
+using symbolic_testing::expect_matches_eager;
+using symbolic_testing::expect_one_program_matches_eager;
 
 const char* const kRows =
     "def rows(x: f32[s0, 24], b: f32[24]) where s0: [1, 4096] hint=40:\n"
@@ -30,55 +34,6 @@ const char* const kRows =
     "    p = div(e, s)\n"
     "    c = sum(p, dim=[0])\n"
     "    return p, c\n";
-
-// The graph's inputs at these sizes (random, one seed per call), its outputs from `compiled`
-// at `threads`, against the eager interpreter within the tolerances of the graph bound to
-// those sizes (its reductions' lengths and conditioning).
-void expect_matches_eager(const ir::Graph& graph, const CompiledGraph& compiled,
-                          const std::map<std::string, int64_t>& values, int threads = 0) {
-  const ir::Graph bound = graph_passes::bind_sizes(graph, values);
-  std::vector<Tensor> inputs;
-  uint64_t seed = 1;
-  for (const ir::ValueRef in : bound.inputs()) {
-    const ir::TensorType& type = bound.value(in).type;
-    for (const auto& [name, v] : values) seed = seed * 31 + static_cast<uint64_t>(v);
-    if (type.dtype == DType::Int64) {
-      // Ids into the 10 rows of the cache graph's table.
-      Tensor ids = Tensor::empty(DType::Int64, type.sizes);
-      for (int64_t p = 0; p < ids.numel(); ++p) ids.set_flat(p, static_cast<double>((p * 7) % 10));
-      inputs.push_back(ids);
-    } else {
-      inputs.push_back(eager::random_tensor(type.dtype, type.sizes, seed++));
-    }
-  }
-  RunOptions run;
-  run.num_threads = threads;
-  const std::vector<Tensor> got = compiled.run(inputs, run);
-  std::vector<Tensor> intermediate;
-  const std::vector<Tensor> want = eager::run(graph, inputs, &intermediate);
-  ASSERT_EQ(got.size(), want.size());
-  const std::vector<Tolerance> tolerances = output_tolerances(bound, &intermediate);
-  std::string where;
-  for (const auto& [name, v] : values) where += " " + name + "=" + std::to_string(v);
-  for (size_t k = 0; k < got.size(); ++k) {
-    EXPECT_EQ(got[k].sizes(), want[k].sizes()) << "output " << k << " at" << where;
-    EXPECT_TRUE(
-        eager::compare(got[k], want[k], tolerances[k].rtol, tolerances[k].atol).within_tolerance)
-        << "output " << k << " at" << where << ", " << threads << " threads";
-  }
-}
-
-// Compiles `text` once, expects one program for every size, and runs it at each value of s0
-// at 1 and 2 threads against eager.
-void expect_one_program_matches_eager(const std::string& text,
-                                      const std::vector<int64_t>& s0_values) {
-  const ir::Graph graph = ir::parse_graph(text, "graph.stax");
-  const CompiledGraph compiled = compile(graph);
-  ASSERT_TRUE(compiled.takes_every_size()) << compiled.per_size_reason();
-  for (int threads : {1, 2}) {
-    for (int64_t s0 : s0_values) expect_matches_eager(graph, compiled, {{"s0", s0}}, threads);
-  }
-}
 
 TEST(SymbolicCompiled, OneProgramRunsEverySize) {
   const ir::Graph graph = ir::parse_graph(kRows, "rows.stax");
@@ -243,21 +198,21 @@ TEST(SymbolicCompiled, AttentionForwardAndBackwardPlanPerShapeInOneProgram) {
   }
 }
 
-// A convolution's lowering does not take symbols yet: the graph runs a program per size, the
-// reason kept, the programs bounded.
-constexpr const char* kConvolution =
-    "def c(x: f32[s0, 3, 8, 8], w: f32[4, 3, 3, 3]) where s0: [1, 64] hint=2:\n"
-    "    y = convolution(x, w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1)\n"
+// pow's lowering reads its exponent at the hints: the graph runs a program per size, the reason
+// kept, the programs bounded.
+constexpr const char* kScan =
+    "def c(x: f32[s0, 3, 8]) where s0: [1, 64] hint=2:\n"
+    "    y = pow(x, s0)\n"
     "    t = tanh(y)\n"
     "    return t\n";
 
 TEST(SymbolicCompiled, WhereAStageRefusesTheSymbolsTheProgramsPerSizeAreBounded) {
-  const ir::Graph graph = ir::parse_graph(kConvolution, "c.stax");
+  const ir::Graph graph = ir::parse_graph(kScan, "c.stax");
   CompileOptions options;
   options.max_symbolic_sizes = 2;
   const CompiledGraph compiled = compile(graph, options);
   EXPECT_FALSE(compiled.takes_every_size());
-  EXPECT_NE(compiled.per_size_reason().find("lowering convolution"), std::string::npos)
+  EXPECT_NE(compiled.per_size_reason().find("lowering pow"), std::string::npos)
       << compiled.per_size_reason();
   for (int64_t n : {5, 6, 5}) expect_matches_eager(graph, compiled, {{"s0", n}});
   const std::vector<std::map<std::string, int64_t>> sizes = compiled.compiled_sizes();
@@ -345,6 +300,40 @@ TEST(SymbolicCompiled, ScattersOverTheSymbolsRunOneProgram) {
       "    c = scatter_add(base, 1, i3, h)\n"
       "    return r, c\n",
       {7, 1, 33, 2000});
+}
+
+// A scatter into a dim of s0 rows bounds its index values by s0 at each call, not at the hint:
+// a row past the hint is written where s0 holds it, and a row past a smaller s0 is refused
+// with eager's message naming that size (never written out of bounds).
+TEST(SymbolicCompiled, AScattersIndexBoundIsTheSizeAtEachCall) {
+  const ir::Graph graph = ir::parse_graph(
+      "def g(x: f32[s0, 4], ids: i64[3], v: f32[3, 4]) where s0: [1, 4096] hint=8:\n"
+      "    r = index_put(x, [ids], v, True)\n"
+      "    return r\n",
+      "g.stax");
+  const CompiledGraph compiled = compile(graph);
+  ASSERT_TRUE(compiled.takes_every_size()) << compiled.per_size_reason();
+  auto ids = [](std::vector<int64_t> values) {
+    Tensor t = Tensor::empty(DType::Int64, {static_cast<int64_t>(values.size())});
+    for (size_t p = 0; p < values.size(); ++p) {
+      t.set_flat(static_cast<int64_t>(p), static_cast<double>(values[p]));
+    }
+    return t;
+  };
+  const Tensor v = eager::random_tensor(DType::Float32, {3, 4}, 5);
+  const std::vector<Tensor> inputs = {eager::random_tensor(DType::Float32, {20, 4}, 4),
+                                      ids({0, 12, 19}), v};
+  const std::vector<Tensor> got = compiled.run(inputs);
+  const std::vector<Tensor> want = eager::run(graph, inputs);
+  EXPECT_TRUE(eager::compare(got[0], want[0], 0, 0).within_tolerance);
+  try {
+    compiled.run({eager::random_tensor(DType::Float32, {4, 4}, 4), ids({0, 5, 1}), v});
+    ADD_FAILURE() << "index 5 into 4 rows was taken";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("index 5 is out of bounds for dimension 0 with size 4"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 // slice_scatter and select_scatter over the symbols (the backward of a split or a slice in a
@@ -459,7 +448,7 @@ TEST(SymbolicCompiled, ValuesWhoseExtentsOverflowAreRefusedEveryTime) {
 
 // A graph compiled per size takes each call's layouts too: the program of those sizes runs.
 TEST(SymbolicCompiled, RunIntoOfAGraphCompiledPerSizeRunsThatSizesProgram) {
-  const ir::Graph graph = ir::parse_graph(kConvolution, "c.stax");
+  const ir::Graph graph = ir::parse_graph(kScan, "c.stax");
   const CompiledGraph compiled = compile(graph);
   ASSERT_FALSE(compiled.takes_every_size());
   for (int64_t n : {2, 5}) {
