@@ -3,6 +3,8 @@
 1. New lengths: a bench/models text model (2 layers, batch 1) called at 16 sequence lengths in
    turn; per backend the first call at each length (ms), the compiles it took (Dynamo graphs;
    for Stax also its own per-shape compiles), and the median of 5 calls at the last length.
+   With --model resnet18 (bench/models' ResNet-18, batch 1): images of --sizes in turn
+   (square), the same table.
 2. Greedy decoding: `model.generate(max_new_tokens=N, do_sample=False)` with the model's
    forward compiled, transformers' default dynamic KV cache and its static cache
    (`cache_implementation="static"`); ms per new token on a second generate (the first warms
@@ -81,10 +83,13 @@ def compiled_forward(model, backend: str):
 
 
 def new_lengths(model_name: str, lengths: list[int]) -> None:
-    model, _, vocab = models.build(model_name, torch.float32)
+    model, kind, vocab = models.build(model_name, torch.float32)
     model.eval()
     g = torch.Generator().manual_seed(1)
-    inputs = {n: torch.randint(0, vocab, (1, n), generator=g) for n in lengths}
+    if kind == "image":
+        inputs = {n: {"pixel_values": torch.randn(1, 3, n, n, generator=g)} for n in lengths}
+    else:
+        inputs = {n: {"input_ids": torch.randint(0, vocab, (1, n), generator=g)} for n in lengths}
     rows = {}
     for backend in BACKENDS:
         forward, counter = compiled_forward(model, backend)
@@ -92,17 +97,18 @@ def new_lengths(model_name: str, lengths: list[int]) -> None:
         with torch.no_grad():
             for n in lengths:
                 start = time.perf_counter()
-                forward(input_ids=inputs[n])
+                forward(**inputs[n])
                 firsts.append((time.perf_counter() - start) * 1e3)
             steady = []
             for _ in range(5):
                 start = time.perf_counter()
-                forward(input_ids=inputs[lengths[-1]])
+                forward(**inputs[lengths[-1]])
                 steady.append((time.perf_counter() - start) * 1e3)
         rows[backend] = (firsts, statistics.median(steady), counter.compiles() if counter else "-")
-    print(f"\n### {model_name}, batch 1, lengths {lengths[0]}..{lengths[-1]} in turn\n")
-    print("| backend | first call at each length, ms | median of lengths 3.. | "
-          "steady call at the last length, ms | compiles |")
+    what = "image sizes" if kind == "image" else "lengths"
+    print(f"\n### {model_name}, batch 1, {what} {' '.join(map(str, lengths))} in turn\n")
+    print(f"| backend | first call at each of the {what}, ms | median of the 3rd.. | "
+          "steady call at the last, ms | compiles |")
     print("|---|---|---|---|---|")
     for backend, (firsts, steady, compiles) in rows.items():
         shown = " ".join(f"{t:.0f}" for t in firsts)
@@ -158,8 +164,10 @@ def decoding(model_name: str, new_tokens: int) -> None:
 def main():
     global BACKENDS
     parser = argparse.ArgumentParser()
-    parser.add_argument("--model", default="gpt2", choices=("gpt2", "llama"))
+    parser.add_argument("--model", default="gpt2", choices=("gpt2", "llama", "resnet18"))
     parser.add_argument("--lengths", default="64:80", help="first:end (end excluded)")
+    parser.add_argument("--sizes", default="224,192,256,160,288,208",
+                        help="image sizes in turn (resnet18)")
     parser.add_argument("--new-tokens", type=int, default=64)
     parser.add_argument("--parts", default="lengths,decoding")
     parser.add_argument("--backends", default=",".join(BACKENDS))
@@ -170,7 +178,9 @@ def main():
     print(f"CPU: {_cpu()}; torch {torch.__version__}; 2 threads; "
           f"recompile_limit {torch._dynamo.config.recompile_limit}")
     if "lengths" in args.parts:
-        new_lengths(args.model, list(range(first, end)))
+        sizes = ([int(v) for v in args.sizes.split(",")] if args.model == "resnet18"
+                 else list(range(first, end)))
+        new_lengths(args.model, sizes)
     if "decoding" in args.parts:
         decoding(args.model, args.new_tokens)
 

@@ -219,6 +219,17 @@ def translate_region(sub: torch.fx.GraphModule, name: str, stax_ops) -> TextGrap
 
 
 def _translate_nodes(sub, graph, names, stax_name, name_of, stax_ops):
+    # The inputs' sizes first: a size Stax's expressions do not take becomes a symbol of its
+    # own where an input dim has it (SymbolFacts._derived), and a size argument given before
+    # that input is then written over it.
+    for node in sub.graph.nodes:
+        val = node.meta.get("val")
+        if node.op == "placeholder" and isinstance(val, torch.Tensor):
+            for size in val.shape:
+                try:
+                    graph.symbols.text(size)
+                except Unsupported:
+                    pass  # said where the input is translated below
     position = 0
     for node in sub.graph.nodes:
         val = node.meta.get("val")

@@ -31,24 +31,28 @@ from .aten_ops import TextGraph
 from .frozen_weights import FrozenWeights
 from .layouts import dense_order, same_layout
 from .region import Region, _empty_strided, _Variant, compile_text, write_outputs_in_order
-from .symbolic_sizes import SymbolFacts, Unsupported
+from .symbolic_sizes import SymbolFacts, Unsupported, _exact_quotients
 
 # How many sizes' output plans a symbolic program keeps (each a few hundred bytes; a decoder
 # meets every length once, so older ones go first).
 PLANS_KEPT = 64
 
 
-def _value_at(size, values: dict[str, int]) -> int:
+def _value_at(size, values: dict[str, int], derived=None) -> int:
+    """A size at these values of Stax's symbols; `derived` maps the sizes given a symbol of
+    their own (SymbolFacts.derived) to it."""
     if isinstance(size, int):
         return size
     expr = size.node.expr
+    if derived:
+        expr = _exact_quotients(expr).xreplace(derived)
     return int(expr.xreplace({s: values[str(s)] for s in expr.free_symbols}))
 
 
-def _bound_layout(fake, values: dict[str, int]) -> torch.Tensor:
+def _bound_layout(fake, values: dict[str, int], derived=None) -> torch.Tensor:
     """A meta tensor with `fake`'s layout at these sizes (what Region reads of a value)."""
-    shape = [_value_at(s, values) for s in fake.shape]
-    stride = [_value_at(s, values) for s in fake.stride()]
+    shape = [_value_at(s, values, derived) for s in fake.shape]
+    stride = [_value_at(s, values, derived) for s in fake.stride()]
     return torch.empty_strided(shape, stride, dtype=fake.dtype, device="meta")
 
 
@@ -79,6 +83,7 @@ class SymbolicProgram:
         self.name = graph.name
         self.options = options
         self.output_vals = list(graph.output_vals)
+        self.derived = dict(graph.symbols.derived)
         hints = {name: hint for name, (_, _, hint) in graph.symbols.facts.items()}
         # Raises stax._C.SymbolicSizesRefused where a stage does not take the symbols yet.
         compiled = compile_text(graph.text(), graph.name, options, per_size_programs=False)
@@ -87,7 +92,7 @@ class SymbolicProgram:
         outputs = compiled.layout_at(hints)[0]
         orders = {}
         for k, val in enumerate(self.output_vals):
-            sizes, strides = _layout_at(val, hints)
+            sizes, strides = _layout_at(val, hints, self.derived)
             if not same_layout(sizes, outputs[k][4], strides):
                 orders[k] = dense_order(sizes, strides)
         laid = dataclasses.replace(graph, statements=list(graph.statements),
@@ -119,7 +124,7 @@ class SymbolicProgram:
                                    layout=(outputs, slot_bytes))
                 relayout = {}
                 for k, (p, val) in enumerate(zip(variant.plans, self.output_vals)):
-                    sizes, strides = _layout_at(val, values)
+                    sizes, strides = _layout_at(val, values, self.derived)
                     if not same_layout(p.sizes, p.strides, strides):
                         relayout[k] = (tuple(sizes), tuple(strides))
                 plan = _SizePlan(inputs, variant, relayout)
@@ -157,10 +162,10 @@ class SymbolicProgram:
         return outs
 
 
-def _layout_at(fake, values: dict[str, int]):
+def _layout_at(fake, values: dict[str, int], derived=None):
     """(sizes, strides) of a fake tensor's symbolic layout at these values of the symbols."""
-    return (tuple(_value_at(s, values) for s in fake.shape),
-            tuple(_value_at(s, values) for s in fake.stride()))
+    return (tuple(_value_at(s, values, derived) for s in fake.shape),
+            tuple(_value_at(s, values, derived) for s in fake.stride()))
 
 
 class SymbolicRegion:
@@ -186,6 +191,10 @@ class SymbolicRegion:
         for k, (_, fake) in enumerate(graph.inputs):
             for d, size in enumerate(fake.shape):
                 if not isinstance(size, torch.SymInt):
+                    continue
+                derived = graph.symbols.derived.get(size.node.expr)
+                if derived is not None:  # a size given a symbol of its own (SymbolFacts)
+                    self.symbol_dims.setdefault(str(derived), (k, d, 1))
                     continue
                 coeff, rest = size.node.expr.as_coeff_Mul()
                 if rest.is_Symbol and coeff.is_Integer and int(coeff) > 0:
@@ -298,12 +307,12 @@ class SymbolicRegion:
         g = self.graph
         return dataclasses.replace(
             g,
-            inputs=[(n, _bound_layout(v, values)) for n, v in g.inputs],
+            inputs=[(n, _bound_layout(v, values, g.symbols.derived)) for n, v in g.inputs],
             statements=[bind(s) for s in g.statements],
             origins=list(g.origins),
             outputs=list(g.outputs),
             offset_guards=dict(g.offset_guards),
-            output_vals=[_bound_layout(v, values) for v in g.output_vals],
+            output_vals=[_bound_layout(v, values, g.symbols.derived) for v in g.output_vals],
             returned=list(g.returned),
             symbols=SymbolFacts(),
         )

@@ -19,6 +19,8 @@ import torch
 # What an undeclared symbol may be in Stax (ir::default_size_symbol): a ShapeEnv range with
 # no upper bound is clipped to it.
 MAX_SIZE = 2**31 - 1
+# The first number of the symbols SymbolFacts._derived names (Dynamo numbers its own from 0).
+_DERIVED_BASE = 900000
 _SYMBOL_NAME = re.compile(r"s[0-9]+\Z")
 
 
@@ -31,6 +33,8 @@ class SymbolFacts:
 
     def __init__(self):
         self.facts: dict[str, tuple[int, int, int]] = {}
+        # Sizes Stax's expressions do not take, each a symbol of its own (_derived).
+        self.derived: dict = {}
 
     def where_clause(self) -> str:
         if not self.facts:
@@ -72,11 +76,49 @@ class SymbolFacts:
         expr = node.expr
         if expr.is_Integer:
             return str(int(expr))
-        return self._expr_text(_exact_quotients(expr), getattr(node, "shape_env", None))
+        shape_env = getattr(node, "shape_env", None)
+        expr = _exact_quotients(expr)
+        try:
+            return self._expr_text(expr, shape_env)
+        except Unsupported:
+            return self._derived(expr, shape_env)
+
+    def _derived(self, expr, shape_env) -> str:
+        """A size Stax's expressions do not take (a window's result, (s53 - 1)//8 + 1, in the
+        regions of a ResNet's training graphs) as a size symbol of its own, with the range and
+        hint Dynamo gives the expression. Its value is read at each call from an input dim that
+        has it, as any symbol's, and no relation to the symbols it is computed from is assumed:
+        where the graph needs one, its shape rules refuse it and the region is traced per size.
+        Later sizes (strides over it) are written over the new symbol."""
+        if shape_env is None or not expr.free_symbols:
+            raise Unsupported(f"size expression {expr} (Stax takes sums and products of sizes)")
+        # One that differs from a derived size by a constant (the placeholder (s53 - 1)//2 of
+        # an input dim (s53 - 1)//2 + 1) is written over that size's symbol.
+        for known, symbol in self.derived.items():
+            offset = sympy.expand(expr - known)
+            if offset.is_Integer:
+                if offset == 0:
+                    return str(symbol)
+                return f"{symbol} {'-' if offset < 0 else '+'} {abs(int(offset))}"
+        try:
+            hint = int(shape_env.optimization_hint(expr))
+            value_range = shape_env.bound_sympy(expr)
+        except Exception as e:  # noqa: BLE001 - any failure: no symbol for it
+            raise Unsupported(f"size expression {expr}: no hint or range ({e})") from e
+        lo = max(0, _bound(value_range.lower, 0))
+        hi = min(MAX_SIZE, _bound(value_range.upper, MAX_SIZE))
+        if not lo <= hint <= hi:
+            raise Unsupported(f"size expression {expr}: its hint {hint} is outside [{lo}, {hi}]")
+        name = f"s{_DERIVED_BASE + len(self.derived)}"
+        self.derived[expr] = sympy.Symbol(name, integer=True, positive=True)
+        self.facts[name] = (lo, hi, hint)
+        return name
 
     def _expr_text(self, expr, shape_env) -> str:
         if expr.is_Integer:
             return str(int(expr))
+        if expr in self.derived:
+            return str(self.derived[expr])
         if expr.is_Symbol:
             return self._record(expr, shape_env)
         if expr.is_Add:

@@ -216,3 +216,78 @@ def test_training_steps_run_one_program_each(is_stax, compiles, name):
     # static region is).
     assert len({name.rsplit("_stax_region", 1)[0] for name in compiles}) == 2, compiles
     assert compiles == after_first, compiles
+
+
+def small_resnet():
+    """transformers' ResNet (basic blocks: a strided stem convolution, batch norms, the stem's
+    max pool, residual blocks with a strided downsample, the global average pool) at small
+    widths, random weights."""
+    from transformers import ResNetConfig, ResNetModel
+
+    config = ResNetConfig(num_channels=3, embedding_size=8, hidden_sizes=[8, 16], depths=[1, 1],
+                          layer_type="basic")
+    return ResNetModel(config)
+
+
+def image(size: int, batch: int = 2) -> torch.Tensor:
+    g = torch.Generator().manual_seed(size)
+    return torch.randn(batch, 3, size, size + 3, generator=g)
+
+
+def test_resnet_runs_one_program_at_every_image_size(is_stax, compiles):
+    """Issue 33's ResNet target: images of several sizes in turn compile at most twice (the
+    first size static, then Dynamo's symbolic graph, whose convolutions, pools and batch norms
+    are one Stax program), and every size matches eager, odd and even sizes alike."""
+    if not is_stax:
+        return
+    torch.manual_seed(0)
+    model = small_resnet().eval()
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="stax")
+    with torch.no_grad():
+        for size in (32, 40, 27, 64, 33, 48):
+            x = image(size)
+            got, want = compiled(x), model(x)
+            for field in ("last_hidden_state", "pooler_output"):
+                assert_same(getattr(got, field), getattr(want, field), f"{field} at {size}",
+                            rtol=1e-5, atol=1e-5)
+            if size == 40:
+                assert len(compiles) == 2, compiles
+    torch._dynamo.reset()
+    assert len(compiles) == 2, compiles
+
+
+def test_resnet_training_steps_run_one_program_each(is_stax, compiles):
+    """A ResNet training step (batch norms over the batch, the convolutions' data and weight
+    gradients, the max pool's gradient through its indices) with dynamic=True: the forward and
+    the backward graph are one program each for every image size; loss and every parameter's
+    gradient match eager's."""
+    if not is_stax:
+        return
+    torch.manual_seed(0)
+    model = small_resnet().train()
+    reference = small_resnet().train()
+    reference.load_state_dict(model.state_dict())
+
+    def loss(m, x):
+        return m(x).pooler_output.square().mean()
+
+    torch._dynamo.reset()
+    compiled = torch.compile(lambda x: loss(model, x), backend="stax", dynamic=True)
+    after_first = []
+    for size in (32, 27, 44, 36):
+        x = image(size)
+        model.zero_grad()
+        reference.zero_grad()
+        actual = compiled(x)
+        actual.backward()
+        expected = loss(reference, x)
+        expected.backward()
+        assert_same(actual, expected, f"loss at {size}", rtol=1e-5, atol=1e-6)
+        for (name, p), q in zip(model.named_parameters(), reference.parameters()):
+            assert_same(p.grad, q.grad, f"grad {name} at {size}", rtol=1e-4, atol=1e-6)
+        if size == 32:
+            after_first.extend(compiles)
+    torch._dynamo.reset()
+    assert len({name.rsplit("_stax_region", 1)[0] for name in compiles}) == 2, compiles
+    assert compiles == after_first, compiles

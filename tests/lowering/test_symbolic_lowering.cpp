@@ -153,16 +153,22 @@ TEST(SymbolicLowering, LoopRangesAndStridesAreExpressionsOverTheSymbols) {
 
 TEST(SymbolicLowering, FamiliesWithoutSymbolicLoweringRefuseByName) {
   // The refusals are index::SymbolicSizesRefused, so that the driver compiles per size.
-  const ir::Graph convolution = ir::parse_graph(
-      "def f(x: f32[s0, 3, 8, 8], w: f32[4, 3, 3, 3]):\n"
-      "    y = convolution(x, w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1)\n"
-      "    return y\n",
-      "conv.stax");
+  // An adaptive pool's gradient over a window's result would divide by (s0 + 1) // 2.
+  const ir::Graph adaptive = ir::parse_graph(
+      "def f(x: f32[2, 3, s0, 8]) where s0: [8, 512] hint=20:\n"
+      "    p, i = max_pool2d_with_indices(x, [3, 3], [2, 2], [1, 1])\n"
+      "    d = _adaptive_avg_pool2d(p, [3, 2])\n"
+      "    gd = _adaptive_avg_pool2d_backward(d, p)\n"
+      "    return gd\n",
+      "adaptive.stax");
   try {
-    lower(convolution);
+    lower(adaptive);
     FAIL() << "lowered";
   } catch (const index::SymbolicSizesRefused& e) {
-    EXPECT_NE(std::string(e.what()).find("lowering convolution: sizes known only at run time"),
+    EXPECT_NE(std::string(e.what()).find("lowering _adaptive_avg_pool2d_backward"),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("a division by that size is not taken yet"),
               std::string::npos)
         << e.what();
   }
