@@ -94,6 +94,10 @@ class TextGraph:
     num_args: int = 0  # the region's arguments, sizes included (0: as many as inputs)
     # Why an input's symbolic sizes cannot be spelled (a floor division), or None.
     unspellable: str | None = None
+    # Size symbols no input dim gives, each read from a stand-in input of that size and
+    # stride 0 made at each call from the int argument Dynamo passes (partition.py):
+    # (input name, symbol, argument position), declared after the inputs.
+    size_carriers: list = field(default_factory=list)
     _counter: int = 0
 
     def fresh(self, hint: str) -> str:
@@ -106,8 +110,9 @@ class TextGraph:
         self.origins.append(origin)
 
     def text(self) -> str:
-        params = ", ".join(f"{n}: {tensor_type_text(v, self.symbols)}" for n, v in self.inputs)
-        lines = [f"def {self.name}({params}){self.symbols.where_clause()}:"]
+        params = [f"{n}: {tensor_type_text(v, self.symbols)}" for n, v in self.inputs]
+        params += [f"{n}: bool[{symbol}] strides=[0]" for n, symbol, _ in self.size_carriers]
+        lines = [f"def {self.name}({', '.join(params)}){self.symbols.where_clause()}:"]
         lines += self.statements
         lines.append("    return " + ", ".join(self.outputs))
         return "\n".join(lines) + "\n"

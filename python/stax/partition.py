@@ -82,6 +82,8 @@ def node_problem(node: torch.fx.Node, stax_ops) -> str | None:
         val = inp.meta.get("val")
         if node.target is operator.getitem:
             continue
+        if isinstance(val, torch.SymInt) and not symbolic_sizes.is_symbolic_value(val):
+            continue  # a size Dynamo specialized to a constant: an int
         if symbolic_sizes.is_symbolic_value(val):
             # A size argument (view's, expand's): spelled as an expression (issue 33).
             try:
@@ -269,6 +271,43 @@ def _translate_nodes(sub, graph, names, stax_name, name_of, stax_ops):
         else:
             raise Unsupported(f"{node.op} node in a region")
     graph.num_args = position
+    _add_size_carriers(sub, graph)
+
+
+def _add_size_carriers(sub, graph: TextGraph) -> None:
+    """A size symbol that no input dim gives (a region that computes a dropout's counters
+    reads only the sizes Dynamo passes as ints) is read from a stand-in input of that size and
+    stride 0, made at each call from the int argument (TextGraph.size_carriers)."""
+    if not graph.symbols.facts:
+        return
+    given = set()
+    for _, fake in graph.inputs:
+        for size in getattr(fake, "shape", ()):
+            if not isinstance(size, torch.SymInt):
+                continue
+            expr = size.node.expr
+            derived = graph.symbols.derived.get(expr)
+            if derived is not None:
+                given.add(str(derived))
+                continue
+            coeff, rest = expr.as_coeff_Mul()
+            if rest.is_Symbol and coeff.is_Integer and int(coeff) > 0:
+                given.add(str(rest))
+    taken = {n for n, _ in graph.inputs}
+    position = 0
+    for node in sub.graph.nodes:
+        if node.op != "placeholder":
+            continue
+        val = node.meta.get("val")
+        if isinstance(val, torch.SymInt) and val.node.expr.is_Symbol:
+            symbol = str(val.node.expr)
+            if symbol in graph.symbols.facts and symbol not in given:
+                name = f"size_of_{symbol}"
+                while name in taken:
+                    name += "_"
+                graph.size_carriers.append((name, symbol, position))
+                given.add(symbol)
+        position += 1
 
 
 def _returned_value(node: torch.fx.Node, graph: TextGraph, inputs, name_of):
@@ -281,7 +320,7 @@ def _returned_value(node: torch.fx.Node, graph: TextGraph, inputs, name_of):
     if val.numel() > 0 and layouts.dense_order(sizes, strides) is None:
         root, chain = view_outputs.storage_root(node)
         if chain:
-            replay = view_outputs.ViewReplay(root, chain)
+            replay = view_outputs.ViewReplay(root, chain, inputs)
             if root.op == "placeholder":
                 return ("input", inputs.index(root), replay)
             node, val = root, root.meta["val"]

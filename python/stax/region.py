@@ -355,7 +355,7 @@ class Region:
             outs[k] = laid
         if self.returned is not None:
             outs = [(outs if where == "output" else args)[k] if replay is None
-                    else replay((outs if where == "output" else args)[k])
+                    else replay((outs if where == "output" else args)[k], args)
                     for where, k, replay in self.returned]
         return outs
 

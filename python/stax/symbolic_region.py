@@ -36,6 +36,8 @@ from .symbolic_sizes import SymbolFacts, Unsupported, _exact_quotients
 # How many sizes' output plans a symbolic program keeps (each a few hundred bytes; a decoder
 # meets every length once, so older ones go first).
 PLANS_KEPT = 64
+# The one element every stand-in of a size expands (TextGraph.size_carriers).
+_CARRIER = torch.zeros(1, dtype=torch.bool)
 
 
 def _value_at(size, values: dict[str, int], derived=None) -> int:
@@ -172,8 +174,6 @@ class SymbolicRegion:
     """The Region interface (fast_call, boxed_call, compile) over a symbolic TextGraph."""
 
     def __init__(self, graph: TextGraph, options, freezing=None, reference=None):
-        if any(replay is not None for _, _, replay in graph.returned):
-            raise Unsupported("an output is a view replayed on a value with symbolic sizes")
         self.graph = graph
         self.name = graph.name
         self.options = options
@@ -199,6 +199,10 @@ class SymbolicRegion:
                 coeff, rest = size.node.expr.as_coeff_Mul()
                 if rest.is_Symbol and coeff.is_Integer and int(coeff) > 0:
                     self.symbol_dims.setdefault(str(rest), (k, d, int(coeff)))
+        # A symbol no input dim gives: its stand-in input (TextGraph.size_carriers), last.
+        self.carriers = [position for _, _, position in graph.size_carriers]
+        for j, (_, symbol, _) in enumerate(graph.size_carriers):
+            self.symbol_dims.setdefault(symbol, (len(graph.inputs) + j, 0, 1))
         missing = set(graph.symbols.facts) - set(self.symbol_dims)
         if missing and not graph.unspellable:
             raise Unsupported(f"size symbols {sorted(missing)} are no input's dim")
@@ -314,6 +318,7 @@ class SymbolicRegion:
             offset_guards=dict(g.offset_guards),
             output_vals=[_bound_layout(v, values, g.symbols.derived) for v in g.output_vals],
             returned=list(g.returned),
+            size_carriers=[],  # the sizes are numbers in a per-size graph
             symbols=SymbolFacts(),
         )
 
@@ -351,15 +356,29 @@ class SymbolicRegion:
             return {f"input{k}": tuple(t.shape) for k, t in enumerate(tensors)}
         return {name: int(tensors[k].shape[d]) // c for name, (k, d, c) in self.symbol_dims.items()}
 
-    def _returned(self, outs, tensors):
+    def _returned(self, outs, args):
+        """The region's results: its outputs, or region arguments it returns, each through the
+        view ops replayed on it where eager's result is such a view (view_outputs.py)."""
         if self.returned is None:
             return outs
-        return [(outs if where == "output" else tensors)[k] for where, k, _ in self.returned]
+        results = []
+        for where, k, replay in self.returned:
+            value = (outs if where == "output" else args)[k]
+            results.append(value if replay is None else replay(value, args))
+        return results
+
+    def _tensors(self, args) -> list:
+        """The program's inputs: the region's tensors, then a stand-in of each size no input
+        dim gives (size, stride 0: no memory of its own)."""
+        tensors = [args[i] for i in self.tensor_positions]
+        for position in self.carriers:
+            tensors.append(_CARRIER.expand(int(args[position])))
+        return tensors
 
     def _call_boxed(self, args: list):
         """AOTAutograd's boxed call (the list of arguments is ours): the program drops each
         input after its last read of it, as a static region's boxed call does."""
-        tensors = [args[i] for i in self.tensor_positions]
+        tensors = self._tensors(args)
         if self.returned is None:
             outs = self.program.run(tensors, given_up=args)
             if outs is not None:
@@ -370,11 +389,11 @@ class SymbolicRegion:
         return outs
 
     def __call__(self, *args):
-        tensors = [args[i] for i in self.tensor_positions]
+        tensors = self._tensors(args)
         if self.program is not None:
             outs = self.program.run(tensors)
             if outs is not None:
-                return self._returned(outs, tensors)
+                return self._returned(outs, args)
             # Laid out otherwise than the program reads them: the size's own program.
         values = self._sizes(tensors)
         region = self.instances.get(tuple(sorted(values.items())))

@@ -74,9 +74,13 @@ class SymbolFacts:
             raise Unsupported(f"a size of type {type(size).__name__}")
         node = size.node
         expr = node.expr
+        shape_env = getattr(node, "shape_env", None)
+        if shape_env is not None and not expr.is_Integer:
+            # The symbols Dynamo specialized since the node was made (a length it guarded
+            # equal to 32) replaced by their values, as the fake tensors' sizes have them.
+            expr = shape_env.replace(expr)
         if expr.is_Integer:
             return str(int(expr))
-        shape_env = getattr(node, "shape_env", None)
         expr = _exact_quotients(expr)
         try:
             return self._expr_text(expr, shape_env)
@@ -200,8 +204,15 @@ def _bound(value, default: int) -> int:
 
 
 def is_symbolic_value(value) -> bool:
-    """Whether a node's value is a SymInt that is not a constant."""
-    return isinstance(value, torch.SymInt) and not value.node.expr.is_Integer
+    """Whether a node's value is a SymInt that is not a constant (Dynamo's specializations
+    applied)."""
+    if not isinstance(value, torch.SymInt):
+        return False
+    expr = value.node.expr
+    shape_env = getattr(value.node, "shape_env", None)
+    if shape_env is not None and not expr.is_Integer:
+        expr = shape_env.replace(expr)
+    return not expr.is_Integer
 
 
 def has_symbolic_layout(t) -> bool:

@@ -75,9 +75,13 @@ def _is_view(node: torch.fx.Node) -> bool:
 
 
 class ViewReplay:
-    """The view ops from a storage root to an output, applied to the root's tensor."""
+    """The view ops from a storage root to an output, applied to the root's tensor. A size a
+    step reads from the region's arguments (the batch of an expand over symbolic sizes: an int
+    Dynamo passes) is taken from each call's arguments; `placeholders` are the region's, in
+    argument order."""
 
-    def __init__(self, root: torch.fx.Node, chain: list[torch.fx.Node]):
+    def __init__(self, root: torch.fx.Node, chain: list[torch.fx.Node],
+                 placeholders: list[torch.fx.Node] = ()):
         self.steps = []
         previous = root
         for node in chain:
@@ -88,6 +92,8 @@ class ViewReplay:
                 if arg is previous:
                     uses.append(arg)
                     return marker
+                if arg in placeholders and isinstance(arg.meta.get("val"), (int, torch.SymInt)):
+                    return _Argument(placeholders.index(arg))
                 raise Unsupported(
                     f"output {chain[-1].name} is a view (its layout is not dense) made with "
                     f"{node.name}, which reads another value ({arg.name}) besides its base")
@@ -98,10 +104,11 @@ class ViewReplay:
             self.steps.append((node.target, args, kwargs, marker))
             previous = node
 
-    def __call__(self, base: torch.Tensor) -> torch.Tensor:
+    def __call__(self, base: torch.Tensor, call_args=()) -> torch.Tensor:
         value = base
         for target, args, kwargs, marker in self.steps:
-            value = target(*_put(args, marker, value), **_put(kwargs, marker, value))
+            value = target(*_put(args, marker, value, call_args),
+                           **_put(kwargs, marker, value, call_args))
         return value
 
 
@@ -111,13 +118,24 @@ class _Previous:
     __slots__ = ()
 
 
-def _put(args, marker, value):
+class _Argument:
+    """Stands for the region's argument at `position` (a size) in a step's arguments."""
+
+    __slots__ = ("position",)
+
+    def __init__(self, position: int):
+        self.position = position
+
+
+def _put(args, marker, value, call_args):
     if args is marker:
         return value
+    if isinstance(args, _Argument):
+        return int(call_args[args.position])
     if isinstance(args, tuple):
-        return tuple(_put(a, marker, value) for a in args)
+        return tuple(_put(a, marker, value, call_args) for a in args)
     if isinstance(args, list):
-        return [_put(a, marker, value) for a in args]
+        return [_put(a, marker, value, call_args) for a in args]
     if isinstance(args, dict):
-        return {k: _put(v, marker, value) for k, v in args.items()}
+        return {k: _put(v, marker, value, call_args) for k, v in args.items()}
     return args

@@ -106,3 +106,34 @@ def test_dropout_sees_one_mask_and_stays_in_one_region():
     torch.testing.assert_close(y, torch.where(kept, h / (1 - p), torch.zeros_like(h)))
     expected_grad = torch.where(kept, 1 / (1 - p), 0.0) @ model[0].weight
     torch.testing.assert_close(x.grad, expected_grad)
+
+
+def test_dropout_over_symbolic_sizes_is_one_program_per_graph(capfd):
+    """Issue 33: a dropout in a graph with symbolic sizes (dynamic=True) stays in Stax: the
+    regions that draw its numbers read the sizes Dynamo passes as ints (each given to the
+    program as a stand-in input of that size), so the forward and the backward are one program
+    each for every batch size, none traced again or left to PyTorch; at each size the mask
+    keeps about 1 - p of the elements and the backward sees the forward's mask."""
+    torch.manual_seed(0)
+    p = 0.25
+    model = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.Dropout(p)).train()
+    torch._dynamo.reset()
+    step = torch.compile(lambda x: model(x), backend="stax", dynamic=True,
+                         options={"logs": ["recompiles", "fallback"]})
+    for n in (512, 300, 777):
+        x = torch.randn(n, 64, requires_grad=True)
+        y = step(x)
+        y.sum().backward()
+        kept = y != 0
+        count = kept.numel()
+        assert abs(kept.float().mean().item() - (1 - p)) < 5 * math.sqrt(p * (1 - p) / count)
+        h = model[0](x).detach()
+        torch.testing.assert_close(y, torch.where(kept, h / (1 - p), torch.zeros_like(h)))
+        expected_grad = torch.where(kept, 1 / (1 - p), 0.0) @ model[0].weight
+        torch.testing.assert_close(x.grad, expected_grad)
+    torch._dynamo.reset()
+    err = capfd.readouterr().err
+    assert "compiled for sizes" not in err, err
+    assert "traced again" not in err, err
+    assert "runs in PyTorch" not in err and "run in PyTorch" not in err, err
+    assert err.count("one program for every size") >= 2, err

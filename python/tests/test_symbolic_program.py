@@ -8,6 +8,7 @@ level the CPU runs and at 1 and 2 threads; the models of test_one_program at sev
 
 import os
 import random
+import re
 
 import pytest
 import torch
@@ -291,3 +292,30 @@ def test_resnet_training_steps_run_one_program_each(is_stax, compiles):
     torch._dynamo.reset()
     assert len({name.rsplit("_stax_region", 1)[0] for name in compiles}) == 2, compiles
     assert compiles == after_first, compiles
+
+
+def test_an_output_view_over_symbolic_sizes_is_replayed(is_stax, capfd):
+    """An output that eager gives as a stride-0 view (a buffer expanded over a symbolic batch,
+    as BERT's token types are) is the view replayed on its base in PyTorch, its sizes taken
+    from each call's arguments; the rest of the region is one Stax program."""
+    if not is_stax:
+        return
+    types = torch.arange(8.0).reshape(1, 8)
+
+    def f(x):
+        return x * 2 + types, types.expand(x.shape[0], 8)
+
+    torch._dynamo.reset()
+    compiled = torch.compile(f, backend="stax", dynamic=True,
+                             options={"logs": ["recompiles", "fallback"]})
+    for n in (3, 5, 11):
+        x = torch.randn(n, 8)
+        got, want = compiled(x), f(x)
+        for g, w in zip(got, want):
+            assert_same(g, w, f"batch {n}", rtol=0, atol=0)
+            assert g.shape == w.shape and g.stride() == w.stride(), (g.stride(), w.stride())
+    torch._dynamo.reset()
+    err = capfd.readouterr().err
+    assert "one program for every size" in err, err
+    assert "compiled for sizes" not in err, err
+    assert re.search(r"1 Stax region\(s\), 3 op\(s\) in Stax, 0 in PyTorch", err), err

@@ -536,6 +536,27 @@ std::vector<Expr> infer_symbolic_sizes(const Graph& graph, const Node& node,
         sizes.push_back(symbolic_sizes_of(tensor_arg(graph, node, 0).type).at(1));
         break;
       }
+      if (node.op == "gather") {
+        // The index's sizes. Along every other dim PyTorch requires index.size(d) <=
+        // self.size(d), which must hold at every size the symbols' facts allow.
+        sizes = symbolic_sizes_of(tensor_arg(graph, node, 2).type);
+        const std::vector<Expr> self = symbolic_sizes_of(tensor_arg(graph, node, 0).type);
+        if (!self.empty() && self.size() == sizes.size()) {
+          const int64_t dim = normalize_dim(int_arg(node, 1), self.size(), node.op);
+          const index::Domain domain({}, graph.size_symbols());
+          for (size_t d = 0; d < self.size(); ++d) {
+            if (static_cast<int64_t>(d) == dim ||
+                index::is_nonnegative(self[d] - sizes[d], domain) == index::Truth::kProved) {
+              continue;
+            }
+            refuse(node, "index size " + index::to_string(sizes[d]) + " along dim " +
+                             std::to_string(d) + " is within self's size " +
+                             index::to_string(self[d]) +
+                             " only for some values of the size symbols");
+          }
+        }
+        break;
+      }
       if (node.op == "index_select") {
         sizes = symbolic_sizes_of(tensor_arg(graph, node, 0).type);
         const int64_t dim = normalize_dim(int_arg(node, 1), sizes.size(), node.op);

@@ -302,6 +302,19 @@ TEST(SymbolicCompiled, ScattersOverTheSymbolsRunOneProgram) {
       {7, 1, 33, 2000});
 }
 
+// BERT's token types: a gather of s0 positions from a buffer of 512 (expanded over the batch),
+// then an embedding; one program, each length matching eager.
+TEST(SymbolicCompiled, AGatherOfSymbolicPositionsRunsOneProgram) {
+  expect_one_program_matches_eager(
+      "def tt(types: i64[1, 512], pos: i64[2, s0], table: f32[10, 16]) "
+      "where s0: [1, 512] hint=7:\n"
+      "    e = expand(types, [2, 512])\n"
+      "    t = gather(e, 1, pos)\n"
+      "    v = embedding(table, t)\n"
+      "    return t, v\n",
+      {7, 1, 64, 512});
+}
+
 // A scatter into a dim of s0 rows bounds its index values by s0 at each call, not at the hint:
 // a row past the hint is written where s0 holds it, and a row past a smaller s0 is refused
 // with eager's message naming that size (never written out of bounds).
