@@ -94,7 +94,7 @@ class SymbolicProgram:
         outputs = compiled.layout_at(hints)[0]
         orders = {}
         for k, val in enumerate(self.output_vals):
-            sizes, strides = _layout_at(val, hints, self.derived)
+            sizes, strides = _output_layout(val, hints, self.derived, outputs[k][3])
             if not same_layout(sizes, outputs[k][4], strides):
                 orders[k] = dense_order(sizes, strides)
         laid = dataclasses.replace(graph, statements=list(graph.statements),
@@ -126,7 +126,7 @@ class SymbolicProgram:
                                    layout=(outputs, slot_bytes))
                 relayout = {}
                 for k, (p, val) in enumerate(zip(variant.plans, self.output_vals)):
-                    sizes, strides = _layout_at(val, values, self.derived)
+                    sizes, strides = _output_layout(val, values, self.derived, p.sizes)
                     if not same_layout(p.sizes, p.strides, strides):
                         relayout[k] = (tuple(sizes), tuple(strides))
                 plan = _SizePlan(inputs, variant, relayout)
@@ -168,6 +168,38 @@ def _layout_at(fake, values: dict[str, int], derived=None):
     """(sizes, strides) of a fake tensor's symbolic layout at these values of the symbols."""
     return (tuple(_value_at(s, values, derived) for s in fake.shape),
             tuple(_value_at(s, values, derived) for s in fake.stride()))
+
+
+def _hint_layout(fake):
+    """(sizes, strides) of a fake tensor at Dynamo's hints."""
+    def hint(size):
+        if isinstance(size, int):
+            return size
+        env = size.node.shape_env
+        return int(env.optimization_hint(size.node.expr) if env is not None else size.node.hint)
+
+    return [hint(s) for s in fake.shape], [hint(s) for s in fake.stride()]
+
+
+def _output_layout(fake, values: dict[str, int], derived, sizes):
+    """The layout PyTorch gives an output at these values: its symbolic layout evaluated, or,
+    where that reads a size Stax has no symbol for (a convolution's result inside the region,
+    over a symbol only Dynamo has), the output's `sizes` (Stax's, at these values) laid out
+    densely in the order PyTorch's layout has at the hints (outputs are dense in some order;
+    the others are replayed views)."""
+    try:
+        return _layout_at(fake, values, derived)
+    except KeyError:
+        pass
+    order = dense_order(*_hint_layout(fake))
+    if order is None:
+        raise Unsupported("an output's layout reads a size Stax has no symbol for")
+    strides = [0] * len(sizes)
+    step = 1
+    for d in reversed(order):
+        strides[d] = step
+        step *= int(sizes[d])
+    return tuple(int(n) for n in sizes), tuple(strides)
 
 
 class SymbolicRegion:
@@ -242,7 +274,7 @@ class SymbolicRegion:
         else:
             try:
                 self.program = SymbolicProgram(self.graph, self.options, self.freezing)
-            except _C.SymbolicSizesRefused as e:
+            except (_C.SymbolicSizesRefused, Unsupported) as e:
                 self.per_size_reason = str(e).splitlines()[0]
         if self.program is not None:
             debug.log(self.options, "recompiles",
@@ -303,6 +335,12 @@ class SymbolicRegion:
                         for line in region.frozen_report()]
 
     def _bound_graph(self, values: dict[str, int]) -> TextGraph:
+        try:
+            return self._bind(values)
+        except KeyError as e:  # a layout over a symbol only Dynamo has
+            raise Unsupported(f"a layout reads the size symbol {e} that no input gives") from e
+
+    def _bind(self, values: dict[str, int]) -> TextGraph:
         def bind(statement: str) -> str:
             return re.sub(r"\bs[0-9]+\b",
                           lambda m: str(values[m.group(0)]) if m.group(0) in values else m.group(0),
