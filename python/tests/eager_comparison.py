@@ -99,29 +99,39 @@ def training_at_lengths_matches_eager(make_model, output, compile_kwargs, length
     """A model's training step (the mean square of `output(model(ids))`) compiled with the stax
     backend and `compile_kwargs`, at each sequence length of `lengths` (batch 2), against an
     eager copy: loss and every parameter's gradient. `after_each(length)` runs after each."""
+    def ids(length):
+        return torch.randint(0, vocab, (2, length), generator=torch.Generator().manual_seed(length))
+
+    training_at_sizes_matches_eager(make_model, output, compile_kwargs, lengths, ids, after_each)
+
+
+def training_at_sizes_matches_eager(make_model, output, compile_kwargs, sizes, make_input,
+                                    after_each=None):
+    """training_at_lengths_matches_eager over any input: `make_input(size)` for each of
+    `sizes` (token ids of a length, images of a size)."""
     torch.manual_seed(0)
     model = make_model().train()
     reference = make_model().train()
     reference.load_state_dict(model.state_dict())
 
-    def loss(m, ids):
-        return output(m(ids)).float().square().mean()
+    def loss(m, x):
+        return output(m(x)).float().square().mean()
 
     torch._dynamo.reset()
-    compiled = torch.compile(lambda ids: loss(model, ids), backend="stax", **compile_kwargs)
-    for length in lengths:
-        ids = torch.randint(0, vocab, (2, length), generator=torch.Generator().manual_seed(length))
+    compiled = torch.compile(lambda x: loss(model, x), backend="stax", **compile_kwargs)
+    for size in sizes:
+        x = make_input(size)
         model.zero_grad()
         reference.zero_grad()
-        actual = compiled(ids)
+        actual = compiled(x)
         actual.backward()
-        expected = loss(reference, ids)
+        expected = loss(reference, x)
         expected.backward()
-        assert_same(actual, expected, f"loss at {length}", rtol=1e-5, atol=1e-6)
+        assert_same(actual, expected, f"loss at {size}", rtol=1e-5, atol=1e-6)
         for (name, p), q in zip(model.named_parameters(), reference.parameters()):
-            assert_same(p.grad, q.grad, f"grad {name} at {length}", rtol=1e-4, atol=1e-6)
+            assert_same(p.grad, q.grad, f"grad {name} at {size}", rtol=1e-4, atol=1e-6)
         if after_each is not None:
-            after_each(length)
+            after_each(size)
     torch._dynamo.reset()
 
 

@@ -15,7 +15,7 @@ import torch
 
 import stax
 from eager_comparison import (assert_same, counted_compiles, summation_tolerance,
-                              training_at_lengths_matches_eager)
+                              training_at_lengths_matches_eager, training_at_sizes_matches_eager)
 from test_one_program import MODELS, VOCAB, first_tensor
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -265,31 +265,15 @@ def test_resnet_training_steps_run_one_program_each(is_stax, compiles):
     gradient match eager's."""
     if not is_stax:
         return
-    torch.manual_seed(0)
-    model = small_resnet().train()
-    reference = small_resnet().train()
-    reference.load_state_dict(model.state_dict())
-
-    def loss(m, x):
-        return m(x).pooler_output.square().mean()
-
-    torch._dynamo.reset()
-    compiled = torch.compile(lambda x: loss(model, x), backend="stax", dynamic=True)
     after_first = []
-    for size in (32, 27, 44, 36):
-        x = image(size)
-        model.zero_grad()
-        reference.zero_grad()
-        actual = compiled(x)
-        actual.backward()
-        expected = loss(reference, x)
-        expected.backward()
-        assert_same(actual, expected, f"loss at {size}", rtol=1e-5, atol=1e-6)
-        for (name, p), q in zip(model.named_parameters(), reference.parameters()):
-            assert_same(p.grad, q.grad, f"grad {name} at {size}", rtol=1e-4, atol=1e-6)
+
+    def remember_first(size):
         if size == 32:
             after_first.extend(compiles)
-    torch._dynamo.reset()
+
+    training_at_sizes_matches_eager(small_resnet, lambda out: out.pooler_output,
+                                    {"dynamic": True}, (32, 27, 44, 36), image,
+                                    after_each=remember_first)
     assert len({name.rsplit("_stax_region", 1)[0] for name in compiles}) == 2, compiles
     assert compiles == after_first, compiles
 
