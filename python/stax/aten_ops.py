@@ -20,6 +20,7 @@ from typing import Any, Callable
 import torch
 
 from . import symbolic_sizes
+from .layouts import at_hints
 from .symbolic_sizes import SymbolFacts, Unsupported
 
 aten = torch.ops.aten
@@ -126,7 +127,8 @@ def tensor_type_text(t: Any, symbols: SymbolFacts | None = None) -> str:
         sizes = [symbols.text(s) for s in t.shape]
         strides = [symbols.text(s) for s in t.stride()]
         text = f"{dtype}[{', '.join(sizes)}]"
-        if not t.is_contiguous():
+        # Decided at the hints, without a guard (layouts.at_hints).
+        if list(at_hints(t.stride())) != contiguous_strides(list(at_hints(t.shape))):
             text += " strides=[" + ", ".join(strides) + "]"
         return text
     sizes = ", ".join(str(int(s)) for s in t.shape)

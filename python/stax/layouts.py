@@ -18,6 +18,22 @@ PyTorch code after the region may depend on it. How depends on the layout:
 from __future__ import annotations
 
 
+def at_hints(values) -> tuple:
+    """Sizes or strides with each SymInt at Dynamo's hint, read without a guard: comparing a
+    SymInt (or int() of one) adds a guard, and an equality guard specializes the symbol (a
+    BERT's sequence length became 32 that way, a recompile at every length). The layout rules
+    below decide on the hints; over symbolic sizes their answer is structural (strides are
+    products of sizes), the same at every size the symbols' facts allow."""
+    out = []
+    for v in values:
+        if isinstance(v, int):
+            out.append(v)
+            continue
+        env = v.node.shape_env
+        out.append(int(env.optimization_hint(v.node.expr) if env is not None else v.node.hint))
+    return tuple(out)
+
+
 def same_layout(sizes, a, b) -> bool:
     """Whether two stride tuples address the elements of `sizes` alike (strides of
     dimensions of size 1 do not matter, nor any of an empty tensor)."""

@@ -315,16 +315,16 @@ def _returned_value(node: torch.fx.Node, graph: TextGraph, inputs, name_of):
     layout PyTorch gives it, or, when that layout is not dense in any order, as eager makes
     it: the view ops replayed on the value's storage root (view_outputs.py)."""
     val = node.meta["val"]
-    sizes, strides = tuple(val.shape), tuple(val.stride())
+    sizes, strides = layouts.at_hints(val.shape), layouts.at_hints(val.stride())
     replay = None
-    if val.numel() > 0 and layouts.dense_order(sizes, strides) is None:
+    if 0 not in sizes and layouts.dense_order(sizes, strides) is None:
         root, chain = view_outputs.storage_root(node)
         if chain:
             replay = view_outputs.ViewReplay(root, chain, inputs)
             if root.op == "placeholder":
                 return ("input", inputs.index(root), replay)
             node, val = root, root.meta["val"]
-            sizes, strides = tuple(val.shape), tuple(val.stride())
+            sizes, strides = layouts.at_hints(val.shape), layouts.at_hints(val.stride())
         if not layouts.provably_non_overlapping(sizes, strides):
             raise Unsupported(f"output {node.name} has elements at one address (sizes "
                               f"{list(sizes)}, strides {list(strides)}) and is not a view")

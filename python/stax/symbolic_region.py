@@ -29,7 +29,7 @@ import torch
 from . import _C, aten_ops, debug
 from .aten_ops import TextGraph
 from .frozen_weights import FrozenWeights
-from .layouts import dense_order, same_layout
+from .layouts import at_hints, dense_order, same_layout
 from .region import Region, _empty_strided, _Variant, compile_text, write_outputs_in_order
 from .symbolic_sizes import SymbolFacts, Unsupported, _exact_quotients
 
@@ -172,13 +172,7 @@ def _layout_at(fake, values: dict[str, int], derived=None):
 
 def _hint_layout(fake):
     """(sizes, strides) of a fake tensor at Dynamo's hints."""
-    def hint(size):
-        if isinstance(size, int):
-            return size
-        env = size.node.shape_env
-        return int(env.optimization_hint(size.node.expr) if env is not None else size.node.hint)
-
-    return [hint(s) for s in fake.shape], [hint(s) for s in fake.stride()]
+    return at_hints(fake.shape), at_hints(fake.stride())
 
 
 def _output_layout(fake, values: dict[str, int], derived, sizes):

@@ -303,3 +303,26 @@ def test_an_output_view_over_symbolic_sizes_is_replayed(is_stax, capfd):
     assert "one program for every size" in err, err
     assert "compiled for sizes" not in err, err
     assert re.search(r"1 Stax region\(s\), 3 op\(s\) in Stax, 0 in PyTorch", err), err
+
+
+def test_deciding_an_outputs_layout_adds_no_guard_on_its_sizes(is_stax, compiles):
+    """The bridge decides whether an output is dense, or a view with gaps to replay on its
+    base, at Dynamo's hints without a guard: int() of a symbolic size would specialize it
+    (BERT's sequence length was fixed to its first value that way, a recompile at each new
+    length). A step slice of a computed value over a symbolic batch: one graph, one program,
+    each size eager's values and strides."""
+    if not is_stax:
+        return
+
+    def f(x):
+        return (x * 2 + 1)[:, ::2]
+
+    torch._dynamo.reset()
+    compiled = torch.compile(f, backend="stax", dynamic=True)
+    for n in (3, 5, 11, 4):
+        x = torch.randn(n, 8)
+        got, want = compiled(x), f(x)
+        assert_same(got, want, f"batch {n}", rtol=0, atol=0)
+        assert got.stride() == want.stride(), (got.stride(), want.stride())
+    torch._dynamo.reset()
+    assert len(compiles) == 1, compiles
