@@ -283,16 +283,9 @@ def _add_size_carriers(sub, graph: TextGraph) -> None:
     given = set()
     for _, fake in graph.inputs:
         for size in getattr(fake, "shape", ()):
-            if not isinstance(size, torch.SymInt):
-                continue
-            expr = size.node.expr
-            derived = graph.symbols.derived.get(expr)
-            if derived is not None:
-                given.add(str(derived))
-                continue
-            coeff, rest = expr.as_coeff_Mul()
-            if rest.is_Symbol and coeff.is_Integer and int(coeff) > 0:
-                given.add(str(rest))
+            found = symbolic_sizes.dim_symbol(size, graph.symbols.derived)
+            if found is not None:
+                given.add(found[0])
     taken = {n for n, _ in graph.inputs}
     position = 0
     for node in sub.graph.nodes:

@@ -31,7 +31,7 @@ from .aten_ops import TextGraph
 from .frozen_weights import FrozenWeights
 from .layouts import at_hints, dense_order, same_layout
 from .region import Region, _empty_strided, _Variant, compile_text, write_outputs_in_order
-from .symbolic_sizes import SymbolFacts, Unsupported, _exact_quotients
+from .symbolic_sizes import SymbolFacts, Unsupported, _exact_quotients, dim_symbol
 
 # How many sizes' output plans a symbolic program keeps (each a few hundred bytes; a decoder
 # meets every length once, so older ones go first).
@@ -216,15 +216,9 @@ class SymbolicRegion:
         self.symbol_dims = {}
         for k, (_, fake) in enumerate(graph.inputs):
             for d, size in enumerate(fake.shape):
-                if not isinstance(size, torch.SymInt):
-                    continue
-                derived = graph.symbols.derived.get(size.node.expr)
-                if derived is not None:  # a size given a symbol of its own (SymbolFacts)
-                    self.symbol_dims.setdefault(str(derived), (k, d, 1))
-                    continue
-                coeff, rest = size.node.expr.as_coeff_Mul()
-                if rest.is_Symbol and coeff.is_Integer and int(coeff) > 0:
-                    self.symbol_dims.setdefault(str(rest), (k, d, int(coeff)))
+                found = dim_symbol(size, graph.symbols.derived)
+                if found is not None:
+                    self.symbol_dims.setdefault(found[0], (k, d, found[1]))
         # A symbol no input dim gives: its stand-in input (TextGraph.size_carriers), last.
         self.carriers = [position for _, _, position in graph.size_carriers]
         for j, (_, symbol, _) in enumerate(graph.size_carriers):

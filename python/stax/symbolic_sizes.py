@@ -203,6 +203,22 @@ def _bound(value, default: int) -> int:
     return default
 
 
+def dim_symbol(size, derived: dict):
+    """(symbol, factor) where an input dim of this size gives a symbol: a size c*s (c >= 1,
+    the rows of a flattened [2, s] batch give s as well), or a size SymbolFacts._derived gave a
+    symbol of its own (`derived`, SymbolFacts.derived); None for any other size."""
+    if not isinstance(size, torch.SymInt):
+        return None
+    expr = size.node.expr
+    symbol = derived.get(expr)
+    if symbol is not None:
+        return str(symbol), 1
+    coeff, rest = expr.as_coeff_Mul()
+    if rest.is_Symbol and coeff.is_Integer and int(coeff) > 0:
+        return str(rest), int(coeff)
+    return None
+
+
 def is_symbolic_value(value) -> bool:
     """Whether a node's value is a SymInt that is not a constant (Dynamo's specializations
     applied)."""

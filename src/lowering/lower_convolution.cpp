@@ -173,14 +173,12 @@ std::optional<LoweredValue> Lowerer::library_convolution(
   }
   // The output channels last where the library runs this convolution in place on that
   // layout (channels_last.h), unless a graph output shows it.
-  // Asked at the symbols' hints for a call over them, as the library is.
   std::vector<Expr> strides = index::contiguous_strides(window.result_sizes);
-  const index::SymbolTable& symbols = graph_.size_symbols();
   if (options_.channels_last_intermediates && options_.channels_last_output_for &&
       window.direction == ConvolutionWindow::Direction::Forward &&
-      is_image_batch(window.result_sizes, symbols) && layout_is_free(node.output.index)) {
-    if (auto why_channels_last = options_.channels_last_output_for(
-            call.is_symbolic() ? bind_external_call(call, index::hint_values(symbols)) : call)) {
+      is_image_batch(window.result_sizes, graph_.size_symbols()) &&
+      layout_is_free(node.output.index)) {
+    if (auto why_channels_last = options_.channels_last_output_for(call_at_hints(call))) {
       strides = StoreLoops(window.result_sizes, kImageChannelDim).strides;
       call.reason += "; its output stored channels last: " + *why_channels_last;
     }

@@ -141,13 +141,13 @@ std::array<Expr, 2> window_extents(const ir::PoolingArgs& a, const PoolingSizes&
     } else {
       // A constant `to` over at least `lo` windows: at most ceil(to / lo) + 1 of them, and
       // never more than `to`.
-      const std::optional<index::Interval> range = index::bounds(from, domain);
-      const int64_t lo = std::max<int64_t>(range ? range->lo : 1, 1);
-      const int64_t n = to.is_constant() ? *to.constant_value() : 0;
       if (!to.is_constant()) {
         throw index::SymbolicSizesRefused(
             "lowering an adaptive pooling whose input and output sizes are both size symbols");
       }
+      const std::optional<index::Interval> range = index::bounds(from, domain);
+      const int64_t lo = std::max<int64_t>(range ? range->lo : 1, 1);
+      const int64_t n = *to.constant_value();
       w[d] = Expr(std::max<int64_t>(std::min<int64_t>((n + lo - 1) / lo + 1, n), 1));
     }
   }

@@ -260,14 +260,17 @@ class Lowerer {
     };
   }
 
-  // The target's library for `call` (LoweringOptions::library_for), asked at the symbols'
-  // hints for a call over them: its choice rests on the dtypes and the layouts' kinds, which
-  // every size shares (a size it refuses is refused by the plan built for it, per call).
+  // `call` as the target's library is asked about it: at the symbols' hints for a call over
+  // them. The library's choices (whether it runs the call, in which layout) rest on the dtypes
+  // and the layouts' kinds, which every size shares; a size it refuses is refused by the plan
+  // built for it, per call.
+  ExternalCall call_at_hints(const ExternalCall& call) const {
+    return call.is_symbolic() ? bind_external_call(call, index::hint_values(graph_.size_symbols()))
+                              : call;
+  }
+  // The target's library for `call` (LoweringOptions::library_for), asked at the hints.
   std::optional<std::string> library_for_call(const ExternalCall& call, std::string* why) const {
-    return options_.library_for(
-        call.is_symbolic() ? bind_external_call(call, index::hint_values(graph_.size_symbols()))
-                           : call,
-        why);
+    return options_.library_for(call_at_hints(call), why);
   }
 
   // Whether `node` reads or makes sizes known only at run time (issue 33).
