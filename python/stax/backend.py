@@ -31,6 +31,7 @@ from .frozen_weights import Freezing, ModuleState
 from .options import Options
 from .partition import PartitionReport, node_problem, op_name, partition, translate_region
 from .reinplace import reinplace_scatters
+from .size_hoisting import hoist_size_reads
 from .region import Region
 from .symbolic_region import SymbolicRegion
 
@@ -183,7 +184,9 @@ def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs, options: Option
     debug.write_fx_graph(options, name, gm)
 
     # 1. Partition into Stax regions and PyTorch nodes, the scatters PyTorch runs made
-    # in-place where nothing else reads their destination (reinplace.py).
+    # in-place where nothing else reads their destination (reinplace.py), the sizes read off
+    # computed tensors read off the inputs instead (size_hoisting.py).
+    hoist_size_reads(gm)
     reinplace_scatters(gm, lambda node: node_problem(node, stax_ops) is not None)
     fused, region_names, reasons = partition(gm, stax_ops)
 
@@ -205,8 +208,9 @@ def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs, options: Option
         sub = getattr(fused, rname)
         try:
             text_graph = translate_region(sub, f"{name}_{rname}", stax_ops)
-            if text_graph.symbols.facts or text_graph.unspellable:
-                # Sizes known only at run time (issue 33): translated once, run at any size.
+            if text_graph.symbols.facts or text_graph.unspellable or text_graph.number_inputs:
+                # Sizes known only at run time (issue 33): translated once, run at any size;
+                # numbers computed from sizes are inputs made at each call.
                 regions[rname] = SymbolicRegion(text_graph, options, freezing, reference=sub)
             else:
                 regions[rname] = Region(text_graph, options, freezing)
