@@ -99,6 +99,10 @@ class TextGraph:
     # stride 0 made at each call from the int argument Dynamo passes (partition.py):
     # (input name, symbol, argument position), declared after the inputs.
     size_carriers: list = field(default_factory=list)
+    # The region's arguments that are numbers (a batch norm's n / (n - 1), a SymFloat; an
+    # element count over a floor division, a SymInt): position -> dtype of the 0-d tensor
+    # input of the graph made from the number at each call (partition.number_operand_problem).
+    number_inputs: dict = field(default_factory=dict)
     _counter: int = 0
 
     def fresh(self, hint: str) -> str:

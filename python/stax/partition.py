@@ -84,6 +84,11 @@ def node_problem(node: torch.fx.Node, stax_ops) -> str | None:
             continue
         if isinstance(val, torch.SymInt) and not symbolic_sizes.is_symbolic_value(val):
             continue  # a size Dynamo specialized to a constant: an int
+        if isinstance(val, torch.SymFloat):
+            problem = number_operand_problem(node, inp)
+            if problem:
+                return f"input {inp.name} is a SymFloat value {problem}"
+            continue
         if symbolic_sizes.is_symbolic_value(val):
             # A size argument (view's, expand's): spelled as an expression (issue 33).
             try:
@@ -118,6 +123,71 @@ def node_problem(node: torch.fx.Node, stax_ops) -> str | None:
         return str(e)
     finally:
         aten_ops._translating.symbols = None
+    return None
+
+
+def number_operand_problem(node: torch.fx.Node, inp: torch.fx.Node) -> str | None:
+    """Why the number `inp` cannot be an operand of `node` in a region as a 0-d tensor input
+    (TextGraph.number_inputs), or None. The numbers are a SymFloat computed from sizes in
+    PyTorch (a batch norm's n / (n - 1)) and a SymInt whose expression no input dim gives
+    (a bfloat16 batch norm's element count over a strided convolution's result). Where it is
+    a Tensor argument of a pointwise op whose operands with dims give the result its dtype, a
+    0-d float64 (int64) tensor promotes as the Python float (int) does, and the op reads it
+    as its opmath type, as it reads the Python number."""
+    is_float = isinstance(inp.meta.get("val"), torch.SymFloat)
+    target = node.target
+    if not isinstance(target, torch._ops.OpOverload) or target in aten_ops.REWRITES:
+        return "(an op that takes it as a number only)"
+    # The promoted dtype of the other tensor operands with dims, and of the 0-d ones: a 0-d
+    # operand (the carrier included) changes the result's dtype only without the former.
+    dims, zero_dims = None, None
+    for arg, (name, value, _) in zip(target._schema.arguments, aten_ops.bind_arguments(node)):
+        if value is inp and not isinstance(arg.type, torch.TensorType):
+            return f"(argument {name} of {target} is a number, not a tensor)"
+        val = value.meta.get("val") if isinstance(value, torch.fx.Node) else None
+        if isinstance(val, torch.Tensor) and val.dim() > 0:
+            dims = val.dtype if dims is None else torch.promote_types(dims, val.dtype)
+        elif isinstance(val, torch.Tensor):
+            zero_dims = val.dtype if zero_dims is None else torch.promote_types(zero_dims, val.dtype)
+    out = node.meta.get("val")
+    base = dims if dims is not None else zero_dims
+    if base is None or not isinstance(out, torch.Tensor):
+        return "(the op has no tensor operand)"
+    if is_float:
+        if not base.is_floating_point:
+            return "(the op's other operands do not give its result a floating dtype)"
+        as_number = base
+    else:
+        as_number = torch.int64 if base == torch.bool else base
+    carrier = torch.float64 if is_float else torch.int64
+    as_tensor = as_number if dims is not None else torch.promote_types(base, carrier)
+    if as_tensor != as_number or out.dtype != as_number:
+        return (f"(a 0-d {carrier} tensor there would make the result {as_tensor}, and the "
+                f"number {as_number}; the op's result is {out.dtype})")
+    return None
+
+
+def _number_input(graph: TextGraph, name: str, position: int, dtype: torch.dtype) -> None:
+    graph.inputs.append((name, torch.empty((), dtype=dtype)))
+    graph.tensor_positions.append(position)
+    graph.number_inputs[position] = dtype
+
+
+def _spelled_over_input_dims(symbols, val) -> str | None:
+    """The text of a size the region is given, or None where it needs a size symbol no input
+    dim gives (SymbolFacts._derived: a floor division) or cannot be spelled; `symbols` is left
+    as it was then."""
+    derived, facts = dict(symbols.derived), dict(symbols.facts)
+    try:
+        text = symbols.text(val)
+    except Unsupported:
+        text = None
+    if text is not None and len(symbols.derived) == len(derived):
+        return text
+    symbols.derived.clear()
+    symbols.derived.update(derived)
+    symbols.facts.clear()
+    symbols.facts.update(facts)
     return None
 
 
@@ -239,8 +309,21 @@ def _translate_nodes(sub, graph, names, stax_name, name_of, stax_ops):
                                          or isinstance(val, (int, torch.SymInt))):
             # A size the region is given (issue 33): its uses spell the expression (or the
             # int, in a region traced at one call's sizes); the value comes from the inputs'
-            # sizes at run time, not as an input.
-            names[node] = graph.symbols.text(val)
+            # sizes at run time, not as an input. One that no input's dims give and that is
+            # only an operand of pointwise ops is a 0-d int64 input instead.
+            text = _spelled_over_input_dims(graph.symbols, val)
+            if text is None and node.users and all(
+                    number_operand_problem(user, node) is None for user in node.users):
+                names[node] = stax_name(node.name)
+                _number_input(graph, names[node], position, torch.int64)
+            else:
+                names[node] = text if text is not None else graph.symbols.text(val)
+            position += 1
+        elif node.op == "placeholder" and isinstance(val, torch.SymFloat):
+            # A number computed from sizes in PyTorch (number_operand_problem): an input of
+            # the region, as a 0-d float64 tensor made at each call.
+            names[node] = stax_name(node.name)
+            _number_input(graph, names[node], position, torch.float64)
             position += 1
         elif node.op == "placeholder":
             s = stax_name(node.name)

@@ -212,6 +212,8 @@ class SymbolicRegion:
         # Which of the region's arguments are tensors (the others are sizes Dynamo passes as
         # ints, which the tensors' sizes give as well), and where each symbol is one dim.
         self.tensor_positions = list(graph.tensor_positions)
+        # Numbers the region is given, each a 0-d tensor input (TextGraph.number_inputs).
+        self.number_inputs = list(graph.number_inputs.items())
         # A dim of size c*s (the rows of a flattened [2, s] batch) gives s as well.
         self.symbol_dims = {}
         for k, (_, fake) in enumerate(graph.inputs):
@@ -404,6 +406,8 @@ class SymbolicRegion:
     def _call_boxed(self, args: list):
         """AOTAutograd's boxed call (the list of arguments is ours): the program drops each
         input after its last read of it, as a static region's boxed call does."""
+        for p, dtype in self.number_inputs:
+            args[p] = torch.tensor(args[p], dtype=dtype)
         tensors = self._tensors(args)
         if self.returned is None:
             outs = self.program.run(tensors, given_up=args)
@@ -415,6 +419,11 @@ class SymbolicRegion:
         return outs
 
     def __call__(self, *args):
+        if self.number_inputs:
+            args = list(args)
+            for p, dtype in self.number_inputs:
+                if not isinstance(args[p], torch.Tensor):
+                    args[p] = torch.tensor(args[p], dtype=dtype)
         tensors = self._tensors(args)
         if self.program is not None:
             outs = self.program.run(tensors)
