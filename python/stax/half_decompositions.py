@@ -213,6 +213,18 @@ def _in_dtype(value: float, dtype: torch.dtype) -> float:
     return single
 
 
+def _count_in_dtype(count, dtype: torch.dtype):
+    """An element count converted to `dtype` as _in_dtype converts a number. A symbolic count
+    (issue 33) cannot be converted in Python without a guard on its value, which would make
+    Dynamo compile the graph again at every size: it is converted by the graph instead, as a
+    0-d tensor of `dtype`, which a 16-bit op reads as its float32 value, as it reads the
+    Python number."""
+    if not isinstance(count, torch.SymInt):
+        return _in_dtype(count, dtype)
+    as_float = aten.add.Tensor(aten.zeros.default([], dtype=torch.float32), count)
+    return as_float if dtype == torch.float32 else aten._to_copy.default(as_float, dtype=dtype)
+
+
 def _batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps):
     """(output, save_mean, save_rstd, new_running_mean, new_running_var) as eager's CPU kernel
     computes them for a 16-bit contiguous input, with parameters of dtype `params` (the
@@ -249,7 +261,7 @@ def _batch_norm(input, weight, bias, running_mean, running_var, training, moment
         stats = torch.bfloat16 if params == torch.bfloat16 else f32
         mean = aten._to_copy.default(mean, dtype=stats)
         var_sum = aten._to_copy.default(var_sum, dtype=stats)
-        var = aten.div.Tensor(var_sum, _in_dtype(count, stats))
+        var = aten.div.Tensor(var_sum, _count_in_dtype(count, stats))
         rstd = aten.reciprocal.default(aten.sqrt.default(
             aten.add.Tensor(aten._to_copy.default(var, dtype=torch.float64), eps)))
         if eps == 0:
@@ -264,7 +276,7 @@ def _batch_norm(input, weight, bias, running_mean, running_var, training, moment
                     aten._to_copy.default(running_mean, dtype=stats), keep)),
                 dtype=running_mean.dtype)
         if running_var is not None:
-            unbiased = aten.div.Tensor(var_sum, _in_dtype(count - 1, stats))
+            unbiased = aten.div.Tensor(var_sum, _count_in_dtype(count - 1, stats))
             new_var = aten._to_copy.default(
                 aten.add.Tensor(
                     aten.mul.Tensor(aten._to_copy.default(unbiased, dtype=f32), rate),
