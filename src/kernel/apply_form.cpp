@@ -158,16 +158,26 @@ Block merge_column_instances(std::vector<Block> instances) {
   return before;
 }
 
-void column_reduction(Kernel& k, NestView& v, const NestDecision& d) {
-  Stmt& x_loop = *v.pointwise.back();
+// The blocked column form of `x_loop` (a loop over outputs whose body holds reduction loops):
+// kColumnBlock vectors of outputs per step, then single vectors, then a masked tail. Over an
+// extent known only at run time (issue 33) all three are emitted with bounds computed from
+// it, as vector_loop's: the tail's count is a run-time value in [0, lanes - 1].
+Block column_loops(Kernel& k, Stmt& x_loop, int n) {
   const std::string x = x_loop.loop->var;
-  const int n = d.vector_width;
-  const int64_t e = extent(x_loop);
-  const int64_t main_end = e - e % n;
+  const Expr e = x_loop.loop->end;
+  const bool known = e.is_constant();
   const int64_t block = kColumnBlock * n;
-  const int64_t blocks_end = main_end - main_end % block;
+  const Expr main_end =
+      known ? Expr(extent(x_loop) - extent(x_loop) % n) : Expr(n) * index::floordiv(e, n);
+  const Expr blocks_end =
+      known ? Expr(main_end.constant_value().value() - main_end.constant_value().value() % block)
+            : Expr(block) * index::floordiv(e, block);
+  // Whether a piece may run: a known empty one is left out.
+  auto may_run = [&](const Expr& from, const Expr& to) {
+    return !known || from.constant_value().value() < to.constant_value().value();
+  };
   Block out;
-  if (blocks_end > 0) {
+  if (may_run(Expr(0), blocks_end)) {
     const std::string xb = x + "_block";
     k.ranges.extents[xb] = e;
     std::vector<Block> instances;
@@ -181,7 +191,7 @@ void column_reduction(Kernel& k, NestView& v, const NestDecision& d) {
     }
     Loop l = *x_loop.loop;
     l.var = xb;
-    l.end = Expr(blocks_end);
+    l.end = blocks_end;
     l.step = block;
     l.vector_width = n;
     out.push_back(make_loop(std::move(l), merge_column_instances(std::move(instances))));
@@ -189,20 +199,34 @@ void column_reduction(Kernel& k, NestView& v, const NestDecision& d) {
   VectorContext c;
   c.var = x;
   c.lanes = n;
-  if (blocks_end < main_end) {
+  if (may_run(blocks_end, main_end)) {
     c.accumulators = clone_accumulators(k, x_loop.body, n);
     Loop l = *x_loop.loop;
-    l.begin = Expr(blocks_end);
-    l.end = Expr(main_end);
+    l.begin = blocks_end;
+    l.end = main_end;
     l.step = n;
     l.vector_width = n;
     out.push_back(make_loop(std::move(l), vectorize_block(k, x_loop.body, c)));
   }
-  if (main_end < e) {
+  if (may_run(main_end, e)) {
     c.accumulators = clone_accumulators(k, x_loop.body, n);
-    c.count = Expr(e - main_end);
-    out.push_back(tail_block(x, main_end, vectorize_block(k, x_loop.body, c)));
+    // e - main_end; over a run-time extent bounds() sees it within [0, n - 1].
+    c.count = known ? Expr(extent(x_loop)) - main_end : index::mod(e, n);
+    Stmt tail = make_block(vectorize_block(k, x_loop.body, c));
+    Stmt define;
+    define.kind = StmtKind::DefineIndex;
+    define.name = x;
+    define.index = main_end;
+    tail.body.insert(tail.body.begin(), std::move(define));
+    tail.vector_tail = true;
+    out.push_back(std::move(tail));
   }
+  return out;
+}
+
+void column_reduction(Kernel& k, NestView& v, const NestDecision& d) {
+  Stmt& x_loop = *v.pointwise.back();
+  Block out = column_loops(k, x_loop, d.vector_width);
   replace(parent_of(v, v.pointwise.size() - 1), &x_loop, std::move(out));
 }
 
@@ -394,6 +418,13 @@ void tiled(Kernel& k, NestView& v, const NestDecision& d) {
 }  // namespace
 
 void apply_kernel_form(Kernel& k) {
+  if (k.decisions.column_over_outer) {
+    auto outer = outer_loops(k);
+    Stmt& x_loop = *outer.back();
+    Block out = column_loops(k, x_loop, k.decisions.nests.at(0).vector_width);
+    replace(outer[outer.size() - 2]->body, &x_loop, std::move(out));
+    return;
+  }
   auto views = nests(k);
   for (size_t i = 0; i < views.size(); ++i) {
     NestView& v = views[i];

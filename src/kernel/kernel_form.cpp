@@ -295,6 +295,59 @@ NestDecision decide(const Kernel& k, NestView& v, const TargetOptions& t) {
   return d;
 }
 
+// Window reductions whose outputs' loops are shared outer loops (a max pool with indices over
+// sizes known at run time: its outputs' dims do not collapse, so the nest that turns the
+// window's argmax into an input index has the reductions' pointwise loops and shares them as
+// outer loops). No nest has a pointwise loop of its own for the column form, and vectorizing
+// each short window would leave most lanes masked off. When every reduction under the outer
+// loops is shorter than a vector, the innermost outer loop is vectorized for all the nests
+// at once: one output per lane, each nest's results stored and read back as vectors. Returns
+// whether it chose that form.
+bool outer_column_form(Kernel& k, const TargetOptions& t) {
+  auto outer = outer_loops(k);
+  if (outer.size() < 2 || t.simd == runtime::SimdLevel::Scalar) return false;
+  auto views = nests(k);
+  bool any_reduction = false;
+  for (const NestView& v : views) {
+    if (!v.pointwise.empty()) return false;
+    if (v.reduction.empty()) continue;
+    any_reduction = true;
+    const VectorWidth along_r =
+        choose_vector_width(k, v.block->body, v.reduction.back()->loop->var, t);
+    for (const Stmt* loop : v.reduction) {
+      // A heuristic: at the hints where extents are symbolic (issue 33).
+      if (index::value_at_hints(k.ranges.extents.at(loop->loop->var), k.ranges.symbols) >=
+          along_r.lanes) {
+        return false;
+      }
+    }
+  }
+  if (!any_reduction) return false;
+  Stmt& x_loop = *outer.back();
+  const std::string x = x_loop.loop->var;
+  const Block& body = x_loop.body;
+  const VectorWidth along_x = choose_vector_width(k, body, x, t);
+  std::string why;
+  if (index::value_at_hints(k.ranges.extents.at(x), k.ranges.symbols) < along_x.lanes ||
+      !per_lane_accumulators(k, body, &why) || vector_obstacle(k, body, x)) {
+    return false;
+  }
+  const std::string reason =
+      "every reduction loop under the shared outer loops is shorter "
+      "than a vector: one output per lane along the outer loop " +
+      x + "; " + access_summary(k, loads_of(body), x);
+  for (NestDecision& d : k.decisions.nests) {
+    d = NestDecision{};
+    d.form = KernelForm::ColumnReduction;
+    d.vector_var = x;
+    d.vector_width = along_x.lanes;
+    d.vector_width_reason = along_x.reason;
+    d.reason = reason;
+  }
+  k.decisions.column_over_outer = true;
+  return true;
+}
+
 }  // namespace
 
 void choose_kernel_form(Kernel& kernel, const TargetOptions& target) {
@@ -302,23 +355,22 @@ void choose_kernel_form(Kernel& kernel, const TargetOptions& target) {
   for (NestView& v : nests(kernel)) {
     NestDecision d = decide(kernel, v, target);
     // Issue 33: the vector forms split their innermost loops into whole vectors and a masked
-    // tail of constant length. Over an innermost extent known only at run time the tail's
-    // length is a run-time value, which they do not generate yet: such a nest runs scalar.
-    // The plain vectorized form takes a tail of run-time length; the others not yet.
+    // tail. Over an innermost extent known only at run time the tail's length is a run-time
+    // value, which the vectorized and column forms take (apply_form.cpp); the tiled form's
+    // tiles are cut at static extents, so such a nest runs scalar.
     for (const std::vector<Stmt*>* loops : {&v.pointwise, &v.reduction}) {
-      if (d.form == KernelForm::Scalar || d.form == KernelForm::Vectorized || loops->empty()) {
-        continue;
-      }
+      if (d.form != KernelForm::Tiled || loops->empty()) continue;
       const Loop& innermost = *loops->back()->loop;
       if (innermost.end.is_constant()) continue;
       d = NestDecision{};
       d.reason = "the innermost loop " + innermost.var + " runs to " +
                  index::to_string(innermost.end) +
-                 ", known only at run time: the column and tiled forms take static extents only, "
-                 "so far";
+                 ", known only at run time: the tiled form takes static extents only, so far";
     }
     kernel.decisions.nests.push_back(std::move(d));
   }
+  kernel.decisions.column_over_outer = false;
+  outer_column_form(kernel, target);
 }
 
 }  // namespace stax::kernel

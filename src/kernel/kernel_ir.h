@@ -269,8 +269,11 @@ struct KernelDecisions {
   std::string parallel_reason;
   bool split_reduction = false;
   bool parallel_vector_loop = false;  // the vectorized loop itself is work-shared
-  std::string index_width_reason;     // which variables are int32, and why the others are not
-  std::string hoisting_reason;        // the loop-invariant values moved out of their loops
+  // The innermost shared outer loop is the vectorized one, one output per lane for every
+  // nest under it (kernel_form.cpp, outer_column_form).
+  bool column_over_outer = false;
+  std::string index_width_reason;  // which variables are int32, and why the others are not
+  std::string hoisting_reason;     // the loop-invariant values moved out of their loops
 };
 
 struct Kernel {

@@ -77,6 +77,7 @@ void choose_parallel_depth(Kernel& k, const TargetOptions& t) {
     pointwise_vectorized = (views[0].reduction.empty() && form != KernelForm::Scalar) ||
                            form == KernelForm::ColumnReduction;
   }
+  if (d.column_over_outer) max_depth -= 1;  // the vectorized outer loop stays in a thread
   const bool single_vector_loop = pointwise_vectorized && views[0].pointwise.size() == 1;
   if (pointwise_vectorized && !single_vector_loop) {
     max_depth -= 1;  // the vectorized innermost loop stays within a thread

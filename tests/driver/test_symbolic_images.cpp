@@ -107,6 +107,25 @@ TEST(SymbolicImages, SymbolicBatchInBFloat16) {
              {{"s0", 64}, {"s2", 2}}});
 }
 
+// A max pool with its indices over square images: its output rows of (s0 + 1) // 2 outputs
+// run one output per lane along the shared outer loop (kernel_form.cpp), in blocks of eight
+// vectors, single vectors and a tail of run-time length. The sizes give rows of 66 (blocks,
+// vectors and a tail), 10, 8 (one vector, no tail), 5 and 2 (a tail only) outputs, with the
+// hint's 20 among them; inputs with NaNs take the last NaN's index, as eager does.
+TEST(SymbolicImages, MaxPoolWithIndicesRowsOfEveryLength) {
+  const std::string text =
+      "def f(x: f32[2, 3, s0, s0], y: bf16[2, 3, s0, s0]) where s0: [2, 512] hint=40:\n"
+      "    m = neg(x)\n"
+      "    n = sqrt(m)\n"
+      "    c = gt(x, 0.8)\n"
+      "    z = where(c, n, x)\n"
+      "    v, i = max_pool2d_with_indices(z, [3, 3], [2, 2], [1, 1])\n"
+      "    w, j = max_pool2d_with_indices(y, [2, 2], [2, 2])\n"
+      "    return v, i, w, j\n";
+  std::vector<int64_t> sizes = {40, 131, 20, 16, 9, 3};
+  expect_one_program_matches_eager(text, sizes);
+}
+
 // The gradient of an adaptive pool over a window's result ((s0 + 1) // 2 positions) would
 // divide by that size, which the index algebra does not take: compiled per size, by name.
 TEST(SymbolicImages, AdaptivePoolingGradientOverAWindowsResultIsCompiledPerSize) {

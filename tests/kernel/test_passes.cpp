@@ -125,25 +125,69 @@ TEST(KernelPasses, ColumnReductionKeepsOneOutputPerLaneInBlocksOfEightVectors) {
   EXPECT_TRUE(contains(text, "_outer.lanes()")) << text;
 }
 
+// The one kernel of a 3x3 max pool of stride 2 over an input of type `input` (and the
+// symbols' `where` clause), its values returned.
+kernel::Kernel max_pool_kernel(const std::string& input, const std::string& where = "") {
+  auto s = schedule_text("def f(x: " + input + ")" + where +
+                         ":\n"
+                         "    v, i = max_pool2d_with_indices(x, [3, 3], [2, 2], [1, 1], [1, 1], "
+                         "False)\n"
+                         "    return v\n");
+  auto ks = lower_all(*s, avx512());
+  EXPECT_EQ(ks.size(), 1u);
+  return ks.at(0);
+}
+
 // A window reduction (max pooling's 3x3 windows, a stride of 2 along the output row) puts one
 // output in each lane, its loads gathered, rather than 9 terms in 16 mostly masked lanes; a
-// reduction at least a vector long is still vectorized along itself.
+// reduction at least a vector long is still vectorized along itself. Over sizes known only at
+// run time (issue 33) the output row's extent is (s0 + 1) // 2: the column form takes it
+// with a tail of run-time length.
 TEST(KernelPasses, ShortWindowReductionsPutOneOutputInEachLane) {
-  auto s = schedule_text(
-      "def f(x: f32[2, 8, 40, 40]):\n"
-      "    v, i = max_pool2d_with_indices(x, [3, 3], [2, 2], [1, 1], [1, 1], False)\n"
-      "    return v\n");
-  const auto ks = lower_all(*s, avx512());
-  ASSERT_EQ(ks.size(), 1u);
-  ASSERT_EQ(ks[0].decisions.nests.size(), 1u);
-  EXPECT_EQ(kernel::nest_form_names(ks[0]).at(0), "vectorized(W=16) over x1, one output per lane");
-  EXPECT_TRUE(contains(ks[0].decisions.nests[0].reason, "shorter than the 16 lanes (9 terms"))
-      << ks[0].decisions.nests[0].reason;
+  const kernel::Kernel k = max_pool_kernel("f32[2, 8, 40, 40]");
+  ASSERT_EQ(k.decisions.nests.size(), 1u);
+  EXPECT_EQ(kernel::nest_form_names(k).at(0), "vectorized(W=16) over x1, one output per lane");
+  EXPECT_TRUE(contains(k.decisions.nests[0].reason, "shorter than the 16 lanes (9 terms"))
+      << k.decisions.nests[0].reason;
+  const kernel::Kernel symbolic =
+      max_pool_kernel("f32[2, 8, s0, s0]", " where s0: [2, 4096] hint=40");
+  ASSERT_EQ(symbolic.decisions.nests.size(), 1u);
+  EXPECT_TRUE(contains(kernel::nest_form_names(symbolic).at(0), ", one output per lane"))
+      << kernel::nest_form_names(symbolic).at(0) << ": " << symbolic.decisions.nests[0].reason;
+  EXPECT_TRUE(contains(kernel::print_kernel(symbolic), "% 16)"))  // the tail's run-time count
+      << kernel::print_kernel(symbolic);
   auto rows = schedule_text("def f(x: f32[64, 40]):\n    s = sum(x, [1])\n    return s\n");
   const auto row_kernels = lower_all(*rows, avx512());
   ASSERT_EQ(row_kernels.size(), 1u);
   EXPECT_TRUE(contains(kernel::nest_form_names(row_kernels[0]).at(0), "over r0"))
       << kernel::nest_form_names(row_kernels[0]).at(0);
+}
+
+// With its indices the pool's outputs' dims do not collapse over the symbol, and the nest
+// that turns each window's argmax into an input index shares the reductions' loops as outer
+// loops: the innermost outer loop is then the vectorized one, for every nest under it, rather
+// than 9 terms in 16 mostly masked lanes per output.
+TEST(KernelPasses, WindowReductionsUnderSharedOuterLoopsVectorizeTheOuterLoop) {
+  auto s = schedule_text(
+      "def f(x: f32[2, 8, s0, s0]) where s0: [2, 4096] hint=40:\n"
+      "    v, i = max_pool2d_with_indices(x, [3, 3], [2, 2], [1, 1], [1, 1], False)\n"
+      "    return v, i\n");
+  const auto ks = lower_all(*s, avx512());
+  ASSERT_EQ(ks.size(), 1u);
+  const auto& k = ks[0];
+  ASSERT_GT(k.decisions.nests.size(), 1u);
+  EXPECT_TRUE(k.decisions.column_over_outer);
+  for (size_t n = 0; n < k.decisions.nests.size(); ++n) {
+    EXPECT_EQ(kernel::nest_form_names(k).at(n), "vectorized(W=8) over x2, one output per lane");
+    EXPECT_TRUE(contains(k.decisions.nests[n].reason, "under the shared outer loops"))
+        << k.decisions.nests[n].reason;
+  }
+  // The outer loops x0 and x1 are left to the threads, x2 to the lanes.
+  EXPECT_LE(k.decisions.parallel_depth, 2);
+  const std::string text = kernel::print_kernel(k);
+  EXPECT_TRUE(contains(text, "x2_block += 64")) << text;
+  EXPECT_TRUE(contains(text, "gather_masked")) << text;
+  EXPECT_TRUE(contains(text, "% 8)")) << text;
 }
 
 TEST(KernelPasses, FullReductionIsSplitAcrossThreadsAndBlocked) {
