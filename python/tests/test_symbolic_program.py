@@ -258,11 +258,15 @@ def test_resnet_runs_one_program_at_every_image_size(is_stax, compiles):
     assert len(compiles) == 2, compiles
 
 
-def test_resnet_training_steps_run_one_program_each(is_stax, compiles):
+@pytest.mark.parametrize("dtype", (torch.float32, torch.bfloat16), ids=("f32", "bf16"))
+def test_resnet_training_steps_run_one_program_each(is_stax, compiles, dtype):
     """A ResNet training step (batch norms over the batch, the convolutions' data and weight
     gradients, the max pool's gradient through its indices) with dynamic=True: the forward and
-    the backward graph are one program each for every image size; loss and every parameter's
-    gradient match eager's."""
+    the backward graph are one program each for every image size, and one region each: the
+    batch norms' n / (n - 1) over a convolution's result is computed from the inputs' sizes
+    (size_hoisting.py) and enters the region as a number (partition.number_operand_problem),
+    so no region is cut to hand PyTorch a result for its size. Loss, every parameter's gradient
+    and the running statistics match eager's."""
     if not is_stax:
         return
     after_first = []
@@ -273,8 +277,10 @@ def test_resnet_training_steps_run_one_program_each(is_stax, compiles):
 
     training_at_sizes_matches_eager(small_resnet, lambda out: out.pooler_output,
                                     {"dynamic": True}, (32, 27, 44, 36), image,
-                                    after_each=remember_first)
-    assert len({name.rsplit("_stax_region", 1)[0] for name in compiles}) == 2, compiles
+                                    after_each=remember_first, dtype=dtype)
+    graphs = {name.rsplit("_stax_region", 1)[0] for name in compiles}
+    assert len(graphs) == 2, compiles
+    assert len(compiles) == 2, compiles  # one region in each graph
     assert compiles == after_first, compiles
 
 
@@ -324,5 +330,30 @@ def test_deciding_an_outputs_layout_adds_no_guard_on_its_sizes(is_stax, compiles
         got, want = compiled(x), f(x)
         assert_same(got, want, f"batch {n}", rtol=0, atol=0)
         assert got.stride() == want.stride(), (got.stride(), want.stride())
+    torch._dynamo.reset()
+    assert len(compiles) == 1, compiles
+
+
+def test_numbers_computed_from_sizes_enter_the_region(is_stax, compiles):
+    """A SymFloat computed from the sizes (n / (n - 1), as a batch norm's unbiased variance
+    has it) and a SymInt no input dim gives ((n + 1) // 2) are operands of the region's
+    pointwise ops as 0-d tensor inputs made at each call: one program for every size, each
+    size's value. An int tensor times a SymFloat (whose result takes the default float dtype,
+    which a 0-d float64 input would not give) runs in PyTorch."""
+    if not is_stax:
+        return
+
+    def f(x, i):
+        n = x.shape[0]
+        return x.sum(0) * (n / (n - 1)), x * ((n + 1) // 2), i * (n / 3), i + (n + 1) // 2
+
+    torch._dynamo.reset()
+    compiled = torch.compile(f, backend="stax", dynamic=True)
+    for n in (5, 8, 13, 2):
+        x, i = torch.randn(n, 7), torch.arange(n * 7).reshape(n, 7)
+        for k, (got, want) in enumerate(zip(compiled(x, i), f(x, i))):
+            assert got.dtype == want.dtype, (k, got.dtype, want.dtype)
+            assert_same(got, want, f"output {k} at {n}",
+                        **summation_tolerance(torch.float32, n, 8.0))
     torch._dynamo.reset()
     assert len(compiles) == 1, compiles
