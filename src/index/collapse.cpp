@@ -42,8 +42,12 @@ struct Loop {
 };
 
 struct MergeState {
-  std::vector<Loop> loops;               // current loops, outermost first
-  std::vector<Expr> indices;             // indices in the current loop variables
+  std::vector<Loop> loops;    // current loops, outermost first
+  std::vector<Expr> indices;  // indices in the current loop variables
+  // Values the body computes from the loop variables (a relative position j - i), in the
+  // current loop variables: held to the merge test only where the inner loop's extent is
+  // known at run time (below).
+  std::vector<Expr> values;
   std::map<std::string, Expr> old_expr;  // original loop variable -> expression in current ones
   std::set<std::string> taken;           // names that fresh variables must avoid
   SymbolTable symbols;                   // the size symbols extents may use
@@ -118,23 +122,39 @@ void merge_adjacent(MergeState& st, const std::function<bool(const Loop&, const 
     loops[p] = Loop{c, extent, a.used || b.used};
     loops.erase(loops.begin() + static_cast<std::ptrdiff_t>(p) + 1);
     const Domain ranges = domain_of(loops, st.symbols);
-    std::vector<Expr> indices;
-    bool ok = true;
-    for (const Expr& idx : st.indices) {
-      if (!depends_on(idx, a.name) && !depends_on(idx, b.name)) {
-        indices.push_back(idx);
-        continue;
+    // The merged form of each expression of `from`, or nullopt where one fails the test.
+    auto merged_all = [&](const std::vector<Expr>& from) -> std::optional<std::vector<Expr>> {
+      std::vector<Expr> out;
+      for (const Expr& idx : from) {
+        if (!depends_on(idx, a.name) && !depends_on(idx, b.name)) {
+          out.push_back(idx);
+          continue;
+        }
+        Expr merged = simplify(substitute(idx, sub), ranges);
+        if (count_atoms(merged, c, c) > count_atoms(idx, a.name, b.name)) return std::nullopt;
+        out.push_back(std::move(merged));
       }
-      Expr merged = simplify(substitute(idx, sub), ranges);
-      if (count_atoms(merged, c, c) > count_atoms(idx, a.name, b.name)) {
-        ok = false;
-        break;
+      return out;
+    };
+    std::optional<std::vector<Expr>> indices = merged_all(st.indices);
+    if (!indices) continue;
+    // A value over a merge with an inner extent known at run time would be computed with a
+    // division by a size symbol (c % s0 for j), which no vector form takes: such loops stay
+    // apart. Over a constant inner extent the division is by a constant, which the vector
+    // forms split (contiguous_split.cpp); the merge is then decided by the indices alone.
+    std::optional<std::vector<Expr>> values = st.values;
+    if (!nb) {
+      values = merged_all(st.values);
+      if (!values) continue;
+    } else {
+      for (Expr& v : *values) {
+        if (depends_on(v, a.name) || depends_on(v, b.name))
+          v = simplify(substitute(v, sub), ranges);
       }
-      indices.push_back(std::move(merged));
     }
-    if (!ok) continue;
     st.loops = std::move(loops);
-    st.indices = std::move(indices);
+    st.indices = std::move(*indices);
+    st.values = std::move(*values);
     for (auto& [old, expr] : st.old_expr) {
       if (depends_on(expr, a.name) || depends_on(expr, b.name)) expr = substitute(expr, sub);
     }
@@ -225,7 +245,8 @@ CollapsedIndex collapse(const Expr& e, const std::vector<LoopVar>& loop_vars,
 }
 
 MergedLoops merge_loops(const std::vector<LoopVar>& loop_vars, const std::vector<Expr>& indices,
-                        const std::string& prefix, const SymbolTable& symbols) {
+                        const std::string& prefix, const SymbolTable& symbols,
+                        const std::vector<Expr>& values) {
   std::set<std::string> outside = outside_vars(indices, loop_vars);
   const Domain full = domain_of(loop_vars, symbols);
   MergeState st;
@@ -233,6 +254,10 @@ MergedLoops merge_loops(const std::vector<LoopVar>& loop_vars, const std::vector
   for (const Expr& idx : indices) {
     st.indices.push_back(simplify(idx, full));
     for (const std::string& v : free_vars(idx)) st.taken.insert(v);
+  }
+  for (const Expr& v : values) {
+    st.values.push_back(simplify(v, full));
+    for (const std::string& name : free_vars(v)) st.taken.insert(name);
   }
   MergedLoops result;
   for (const LoopVar& l : loop_vars) {

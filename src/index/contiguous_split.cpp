@@ -70,10 +70,12 @@ bool var_in_atom(const Expr& e, const std::string& var) {
 }  // namespace
 
 std::optional<int64_t> contiguous_split(const std::vector<Expr>& indices, const std::string& var,
-                                        const RangeMap& ranges) {
-  const auto it = ranges.find(var);
-  if (it == ranges.end()) return std::nullopt;
-  const int64_t extent = it->second;
+                                        const Domain& ranges) {
+  // The other loops' extents may be expressions over size symbols (issue 33); var's is a
+  // constant, which the split divides.
+  const auto it = ranges.extents.find(var);
+  if (it == ranges.extents.end() || !it->second.is_constant()) return std::nullopt;
+  const int64_t extent = it->second.constant_value().value();
   int64_t period = 0;
   bool found = false;
   for (const Expr& e : indices) gather_periods(e, var, period, found);
@@ -81,10 +83,10 @@ std::optional<int64_t> contiguous_split(const std::vector<Expr>& indices, const 
 
   // '%' never occurs in a loop variable of generated code: these names clash with nothing.
   const std::string hi = "%split_hi", lo = "%split_lo";
-  RangeMap split_ranges = ranges;
-  split_ranges.erase(var);
-  split_ranges[hi] = extent / period;
-  split_ranges[lo] = period;
+  Domain split_ranges = ranges;
+  split_ranges.extents.erase(var);
+  split_ranges.extents[hi] = Expr(extent / period);
+  split_ranges.extents[lo] = Expr(period);
   const std::map<std::string, Expr> sub{{var, Expr(period) * Expr::var(hi) + Expr::var(lo)}};
   for (const Expr& e : indices) {
     if (var_in_atom(simplify(substitute(e, sub), split_ranges), lo)) return std::nullopt;

@@ -210,8 +210,12 @@ struct MergedLoops {
   std::vector<LoopVar> vars;
   std::map<std::string, Expr> old_to_new;
 };
+// `values`: what the body computes from the loop variables besides its indices (index values,
+// a relative position); over a loop pair whose inner extent is known only at run time they
+// take the merge test as the indices do.
 MergedLoops merge_loops(const std::vector<LoopVar>& loop_vars, const std::vector<Expr>& indices,
-                        const std::string& prefix, const SymbolTable& symbols = {});
+                        const std::string& prefix, const SymbolTable& symbols = {},
+                        const std::vector<Expr>& values = {});
 
 // Where to split a loop `var` (its extent in `ranges`) that the indices reach through floor
 // division or modulo: the period d such that, with var = d*hi + lo (hi < extent/d, lo < d),
@@ -219,6 +223,6 @@ MergedLoops merge_loops(const std::vector<LoopVar>& loop_vars, const std::vector
 // constant stride (contiguous_split.cpp). nullopt when no index divides var, when d does not
 // divide the extent, or when some division would still depend on lo.
 std::optional<int64_t> contiguous_split(const std::vector<Expr>& indices, const std::string& var,
-                                        const RangeMap& ranges);
+                                        const Domain& ranges);
 
 }  // namespace stax::index

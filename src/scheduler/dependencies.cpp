@@ -205,8 +205,10 @@ SchedulerNode make_scheduler_node(int id, const lowering::ComputedBuffer& buffer
   for (const auto& r : raw.loads) indices.push_back(index::simplify(r.index, raw_ranges));
   for (const auto& s : raw.stores) indices.push_back(index::simplify(s.index, raw_ranges));
 
-  index::MergedLoops merged_pw = index::merge_loops(pw, indices, "x", symbols);
-  index::MergedLoops merged_red = index::merge_loops(red, indices, "r", symbols);
+  std::vector<Expr> values;
+  for (const Expr& v : raw.index_values) values.push_back(index::simplify(v, raw_ranges));
+  index::MergedLoops merged_pw = index::merge_loops(pw, indices, "x", symbols, values);
+  index::MergedLoops merged_red = index::merge_loops(red, indices, "r", symbols, values);
   node.vars = merged_pw.vars;
   node.reduction_vars = merged_red.vars;
   if (buffer.is_reduction() && node.reduction_vars.empty()) {

@@ -26,7 +26,8 @@ OpsValue RecordingHandler::to_dtype(OpsValue, DType dtype) {
   return {0, dtype};
 }
 
-OpsValue RecordingHandler::index_value(const index::Expr&, DType dtype) {
+OpsValue RecordingHandler::index_value(const index::Expr& index, DType dtype) {
+  index_values.push_back(index);
   return {0, dtype};
 }
 

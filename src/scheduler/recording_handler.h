@@ -26,6 +26,7 @@ class RecordingHandler final : public lowering::OpsHandler {
   std::vector<Record> loads;
   std::vector<IndirectIndex> indirect;
   std::vector<Record> stores;
+  std::vector<index::Expr> index_values;  // the expressions index_value computed
   std::vector<lowering::PointwiseOp> ops;
   bool has_reduction = false;
 

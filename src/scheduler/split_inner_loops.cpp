@@ -43,12 +43,14 @@ void split_inner_loops(const std::vector<SchedulerNode>& nodes, std::vector<Fuse
     if (!nest.reduction_sizes.empty() || nest.sizes.empty()) continue;
     if (has_external_member(nodes, group)) continue;
     const std::string inner = "x" + std::to_string(group.outer.size() + nest.sizes.size() - 1);
-    // Issue 33: a split needs the extent's value (a symbolic innermost loop is kept).
+    // Issue 33: a split needs the innermost extent's value (a symbolic innermost loop is
+    // kept); the outer loops' may be symbolic.
     const std::optional<int64_t> known = nest.sizes.back().constant_value();
-    if (!known || !index::all_constant(group.outer) || !index::all_constant(nest.sizes)) continue;
+    if (!known) continue;
     const int64_t extent = *known;
-    const std::optional<int64_t> period =
-        index::contiguous_split(placed_accesses(nodes, group), inner, nest_ranges(group, 0));
+    const std::optional<int64_t> period = index::contiguous_split(
+        placed_accesses(nodes, group), inner,
+        nest_domain(group, 0, nodes.at(static_cast<size_t>(group.members().front())).symbols));
     if (!period) continue;
     const std::string what = group.name + ": innermost loop " + std::to_string(extent);
     if (*period % vector_lanes != 0) {

@@ -29,6 +29,20 @@ TEST(ContiguousSplit, HeadsMergedIntoTheHiddenDimension) {
   EXPECT_EQ(contiguous_split({store, load}, "x0", r), std::optional<int64_t>(128));
 }
 
+// The same over a sequence length known only at run time (issue 33): [s0, 512] written
+// contiguously, read from [8, s0, 64] (a T5 encoder's attention output, heads merged). The
+// split loop's extent is a constant; the other loop's and the load's strides are symbolic.
+TEST(ContiguousSplit, HeadsMergedOverASymbolicLength) {
+  const Domain r({{"x0", Expr::var("s0")}, {"x1", Expr(512)}},
+                 SymbolTable{{"s0", {1, 4096, 1, 128}}});
+  const Expr s0 = Expr::var("s0");
+  const Expr store = 512 * x0 + x1;
+  const Expr load = Expr(64) * s0 * floordiv(x1, 64) + 64 * x0 + mod(x1, 64);
+  EXPECT_EQ(contiguous_split({store, load}, "x1", r), std::optional<int64_t>(64));
+  // The symbolic loop itself is not split.
+  EXPECT_EQ(contiguous_split({store, load}, "x0", r), std::nullopt);
+}
+
 TEST(ContiguousSplit, TheGcdOfThePeriods) {
   const RangeMap r{{"x0", 256}};
   EXPECT_EQ(contiguous_split({floordiv(x0, 64), mod(x0, 32)}, "x0", r), std::optional<int64_t>(32));

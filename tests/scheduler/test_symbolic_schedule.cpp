@@ -94,6 +94,30 @@ TEST(SymbolicSchedule, SizesEqualOnlyAtTheHintsDoNotFuse) {
   EXPECT_EQ(s.kernels.size(), 2u);
 }
 
+// Relative positions j - i over an [s0, s0] grid (a T5 encoder's position buckets): the
+// static program merges the two loops into one of s0*s0 and computes i and j with divisions by
+// a constant, which its vector forms split. Over a symbolic s0 the merged loop would compute
+// them as c // s0 and c % s0, which no vector form takes: the loops stay apart, and the inner
+// one is vectorized with a contiguous load.
+TEST(SymbolicSchedule, LoopsAValueWouldDivideByASymbolStayApart) {
+  const char* text =
+      "def f(x: f32[s0, s0]) where s0: [1, 512] hint=64:\n"
+      "    i = arange(0, s0)\n"
+      "    r = unsqueeze(i, 1)\n"
+      "    d = sub(i, r)\n"
+      "    e = add(x, d)\n"
+      "    return e\n";
+  const ir::Graph g = ir::parse_graph(text, "f.stax");
+  const lowering::LoweredGraph at_64 = lowering::lower(graph_passes::bind_sizes(g, {{"s0", 64}}));
+  const Schedule bound = schedule(at_64);
+  ASSERT_EQ(bound.kernels.size(), 1u);
+  EXPECT_EQ(kernels_of(bound, {}).at(0), "outer | 4096 / : buf0");
+  const lowering::LoweredGraph symbolic = lowering::lower(g);
+  const Schedule s = schedule(symbolic);
+  ASSERT_EQ(s.kernels.size(), 1u);
+  EXPECT_EQ(kernels_of(s, {{"s0", 64}}).at(0), "outer | 64 64 / : buf0");
+}
+
 // The host program of a symbolic schedule takes the symbols: the wrapper reads s0 from x's
 // rows and checks its facts, every kernel function takes it, the buffers over s0 are
 // allocated with bytes over s0 (the arena's tree evaluated per call), none at the hints.
