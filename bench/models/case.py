@@ -10,7 +10,9 @@ Usage: .venv/bin/python bench/models/case.py MODEL MODE DTYPE --reps N --warmup 
   --stax-variant NAME=JSON (repeatable): one more backend, stax with those options, timed in the
   same round-robin (a before/after of an option measured interleaved), e.g.
   --stax-variant 'stax-frozen={"freeze_parameters": true}'; "dynamic": true compiles that variant with
-  dynamic=True (a symbolic program against the static one). --backends: the subset to run."""
+  dynamic=True (a symbolic program against the static one). --backends: the subset to run.
+  --seq N / --image N: the sequence length of the text models (default models.SEQ) and the
+  image size of ResNet (default models.IMAGE; ViT's position embeddings fix its size)."""
 
 from __future__ import annotations
 
@@ -201,13 +203,19 @@ def main():
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--backends", default=",".join(BACKENDS))
     parser.add_argument("--stax-variant", action="append", default=[], metavar="NAME=JSON")
+    parser.add_argument("--seq", type=int, default=models.SEQ)
+    parser.add_argument("--image", type=int, default=models.IMAGE)
     args = parser.parse_args()
+    if args.image != models.IMAGE and args.model == "vit":
+        raise SystemExit("--image: ViT's position embeddings are made for its configured size")
+    models.SEQ, models.IMAGE = args.seq, args.image
     backends = [b for b in args.backends.split(",") if b]
     unknown = sorted(set(backends) - set(BACKENDS))
     if unknown:
         raise SystemExit(f"--backends: unknown {', '.join(unknown)} (known: {', '.join(BACKENDS)})")
     result = run_case(args.model, args.mode, args.dtype, args.reps, args.warmup, backends,
                       parse_variants(args.stax_variant))
+    result["seq"], result["image"] = args.seq, args.image
     print(json.dumps(result))
 
 
