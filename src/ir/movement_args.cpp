@@ -320,15 +320,20 @@ RollArgs roll_args(const Graph& graph, const Node& node) {
     for (int64_t s : sizes) numel *= s;
     r.flattened = true;
     r.flat_shift = wrap_shift(shifts[0], numel);
+    r.raw_flat_shift = shifts[0];
     return r;
   }
   if (shifts.size() != dims.size()) {
     fail(node, "shifts and dimensions must align. shifts: " + std::to_string(shifts.size()) +
                    ", dims:" + std::to_string(dims.size()));
   }
+  r.raw_shifts.assign(sizes.size(), 0);
   for (size_t k = 0; k < dims.size(); ++k) {
     const auto d = static_cast<size_t>(wrap_dim(dims[k], sizes.size(), node.op, "dims"));
     r.shifts[d] = wrap_shift(r.shifts[d] + wrap_shift(shifts[k], sizes[d]), sizes[d]);
+    if (__builtin_add_overflow(r.raw_shifts[d], shifts[k], &r.raw_shifts[d])) {
+      fail(node, "the shifts of dim " + std::to_string(d) + " add up past int64");
+    }
   }
   return r;
 }

@@ -77,7 +77,11 @@ PadArgs pad_args(const Graph& graph, const Node& node);
 struct RollArgs {
   bool flattened = false;
   int64_t flat_shift = 0;
-  std::vector<int64_t> shifts;  // per dim of self
+  std::vector<int64_t> shifts;  // per dim of self, wrapped into [0, size) at self's sizes
+  // The same before wrapping (the shifts of a dim added up), for sizes known only at run
+  // time (issue 33), where the wrap depends on each call's size.
+  int64_t raw_flat_shift = 0;
+  std::vector<int64_t> raw_shifts;
 };
 RollArgs roll_args(const Graph& graph, const Node& node);
 

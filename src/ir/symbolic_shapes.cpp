@@ -512,6 +512,10 @@ std::vector<Expr> infer_symbolic_sizes(const Graph& graph, const Node& node,
     case OpCategory::Pooling:
       sizes = windowed(graph, node);
       break;
+    case OpCategory::Scan:
+      // cumsum, cumprod, logcumsumexp, cummax, cummin: every result has self's sizes.
+      sizes = symbolic_sizes_of(tensor_arg(graph, node, 0).type);
+      break;
     case OpCategory::Mutation:
     case OpCategory::Scatter:
       // A scatter writes into a copy of self; whether its indices and values fit self's sizes
@@ -523,7 +527,7 @@ std::vector<Expr> infer_symbolic_sizes(const Graph& graph, const Node& node,
       // slice_scatter and select_scatter give self's sizes; the window src must fill is
       // checked by the static rule where the sizes are bound (bind_sizes, each call).
       if (node.op == "clone" || node.op == "contiguous" || node.op == "slice_scatter" ||
-          node.op == "select_scatter") {
+          node.op == "select_scatter" || node.op == "flip" || node.op == "roll") {
         sizes = symbolic_sizes_of(tensor_arg(graph, node, 0).type);
         break;
       }

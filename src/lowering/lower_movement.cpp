@@ -233,14 +233,21 @@ LoweredValue Lowerer::lower_pad(const ir::Node& node, const ir::Value& out) {
 }
 
 LoweredValue Lowerer::lower_flip_roll(const ir::Node& node, const ir::Value& out) {
-  refuse_symbolic_sizes(node);
   const LoweredValue& src = value(std::get<ir::ValueRef>(node.args[0]).index);
   IndexMap map;
   if (node.op == "flip") {
-    map = flip_index(src.sizes, ir::flip_dims(graph_, node));
+    map = flip_index(src.sizes, ir::flip_dims(graph_, node));  // size - 1 - i at any size
   } else {
+    // Over sizes known only at run time (issue 33) the shifts are wrapped by each call's
+    // sizes, in the index (roll_index), not at the hints.
     const ir::RollArgs r = ir::roll_args(graph_, node);
-    map = r.flattened ? flat_roll_index(src.sizes, r.flat_shift) : roll_index(src.sizes, r.shifts);
+    const bool symbolic = has_symbolic_sizes(node);
+    map = r.flattened ? flat_roll_index(src.sizes, symbolic ? r.raw_flat_shift : r.flat_shift)
+                      : roll_index(src.sizes, symbolic ? r.raw_shifts : r.shifts);
+    std::vector<Expr> probe;
+    for (size_t d = 0; d < src.sizes.size(); ++d)
+      probe.push_back(Expr::var("i" + std::to_string(d)));
+    map(probe);  // a size the index algebra takes no divisor of is refused here, by name
   }
   LoweredValue v = remapped(src, sizes_of(out.type), map);
   append_unique(v.origin, node.op);

@@ -6,6 +6,7 @@
 // cumsum and cumprod convert their input to the result dtype first, as eager does (dtype=, or
 // int64 for integer and bool inputs): that conversion is a pointwise value, stored for the
 // call. cummax's and cummin's indices are a further result of the call (ResultOf).
+#include "index/shape_exprs.h"
 #include "lowering/lowerer.h"
 
 namespace stax::lowering {
@@ -37,7 +38,11 @@ LoweredValue Lowerer::lower_scan(const ir::Node& node, const ir::Value& out) {
   call.reason = std::string("a scan carries a running ") + ir::scan_kind_name(a.kind) +
                 " along dim " + std::to_string(a.dim) +
                 ": lines in parallel, a long line split by associativity (Section 7.7)";
-  LoweredValue v = add_external_buffer(node, std::move(call), out.type.dtype, out.type.sizes);
+  // Issue 33: over sizes known only at run time the call is bound to each call's sizes
+  // (bind_external_call); its output is the contiguous tensor of the input's sizes.
+  const std::vector<Expr> sizes = sizes_of(out.type);
+  LoweredValue v = add_external_buffer(node, std::move(call), out.type.dtype, sizes,
+                                       index::contiguous_strides(sizes));
   if (a.with_indices) first_result_calls_[node_index(node)] = v;
   return v;
 }

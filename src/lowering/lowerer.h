@@ -375,6 +375,7 @@ class Lowerer {
       case ir::OpCategory::Scatter:
       case ir::OpCategory::Convolution:
       case ir::OpCategory::Pooling:
+      case ir::OpCategory::Scan:
         break;
       default:
         refuse_symbolic_sizes(node);

@@ -175,12 +175,27 @@ IndexMap flip_index(const std::vector<Expr>& sizes, const std::vector<bool>& fli
   };
 }
 
+namespace {
+
+// out - shift brought into [0, size), its dividend non-negative: out + size - shift for a
+// shift already in [0, size) (a number size), else out - c + max(c, 0) * size, which is at
+// least 0 at every size >= 1.
+Expr rolled(const Expr& out, const Expr& size, int64_t shift) {
+  if (!index::is_divisor(size)) {
+    throw index::SymbolicSizesRefused("lowering roll: a dim of size " + index::to_string(size) +
+                                      " is no divisor the index algebra takes");
+  }
+  if (size.is_constant()) return index::mod(out + size - Expr(shift), size);
+  return index::mod(out - Expr(shift) + Expr(std::max<int64_t>(shift, 0)) * size, size);
+}
+
+}  // namespace
+
 IndexMap roll_index(const std::vector<Expr>& sizes, const std::vector<int64_t>& shifts) {
   return [sizes, shifts](const std::vector<Expr>& out) {
     std::vector<Expr> in = out;
     for (size_t d = 0; d < in.size(); ++d) {
-      // out - shift, brought into [0, size): the dividend stays non-negative.
-      if (shifts[d] != 0) in[d] = index::mod(out[d] + sizes[d] - Expr(shifts[d]), sizes[d]);
+      if (shifts[d] != 0) in[d] = rolled(out[d], sizes[d], shifts[d]);
     }
     return in;
   };
@@ -194,7 +209,7 @@ IndexMap flat_roll_index(const std::vector<Expr>& sizes, int64_t flat_shift) {
   return [numel, flat_shift, unflatten, flatten](const std::vector<Expr>& out) {
     const Expr flat = flatten(out)[0];
     if (flat_shift == 0) return out;
-    return unflatten({index::mod(flat + numel - Expr(flat_shift), numel)});
+    return unflatten({rolled(flat, numel, flat_shift)});
   };
 }
 

@@ -39,6 +39,10 @@ IndexMap select_index(int64_t dim, const index::Expr& index);
 IndexMap flip_index(const std::vector<index::Expr>& sizes, const std::vector<bool>& flipped);
 // roll: per-dim shifts in [0, size) (floor division and modulo), or with `flat_shift` the
 // roll of the row-major flattening.
+// roll's maps. `shifts` (`flat_shift`) are wrapped into [0, size) where the sizes are numbers;
+// over sizes known only at run time (issue 33) they are any shift, the dividend of the modulo
+// kept non-negative at every size >= 1 (out - c + c * size for a shift c > 0). Throws
+// index::SymbolicSizesRefused where a size is no divisor the index algebra takes.
 IndexMap roll_index(const std::vector<index::Expr>& sizes, const std::vector<int64_t>& shifts);
 IndexMap flat_roll_index(const std::vector<index::Expr>& sizes, int64_t flat_shift);
 // Shifts every dim by `offsets` (input index = output index + offsets): the operand regions of

@@ -200,14 +200,14 @@ TEST(SymbolicCompiled, AttentionForwardAndBackwardPlanPerShapeInOneProgram) {
 
 // pow's lowering reads its exponent at the hints: the graph runs a program per size, the reason
 // kept, the programs bounded.
-constexpr const char* kScan =
+constexpr const char* kPowOverASymbol =
     "def c(x: f32[s0, 3, 8]) where s0: [1, 64] hint=2:\n"
     "    y = pow(x, s0)\n"
     "    t = tanh(y)\n"
     "    return t\n";
 
 TEST(SymbolicCompiled, WhereAStageRefusesTheSymbolsTheProgramsPerSizeAreBounded) {
-  const ir::Graph graph = ir::parse_graph(kScan, "c.stax");
+  const ir::Graph graph = ir::parse_graph(kPowOverASymbol, "c.stax");
   CompileOptions options;
   options.max_symbolic_sizes = 2;
   const CompiledGraph compiled = compile(graph, options);
@@ -300,6 +300,40 @@ TEST(SymbolicCompiled, ScattersOverTheSymbolsRunOneProgram) {
       "    c = scatter_add(base, 1, i3, h)\n"
       "    return r, c\n",
       {7, 1, 33, 2000});
+}
+
+// flip reverses a dim of any size (s - 1 - i); roll wraps its shifts by each call's size, in
+// the index, not at the hint: shifts larger than some sizes (7 over s0 = 1, 2, 3), negative
+// ones, two shifts of one dim that add up, and the roll of the flattened tensor (its numel a
+// product of symbols).
+TEST(SymbolicCompiled, FlipAndRollRunOneProgram) {
+  expect_one_program_matches_eager(
+      "def f(x: f32[s0, 5], y: f32[3, s1]) where s0: [1, 512] hint=40, s1: [1, 512] hint=9:\n"
+      "    c = flip(x, [0, 1])\n"
+      "    d = roll(y, [7], [1])\n"
+      "    e = roll(x, [-3, 1, 9], [0, 1, 0])\n"
+      "    g = roll(y, [5])\n"
+      "    return c, d, e, g\n",
+      {{{"s0", 40}, {"s1", 9}},
+       {{"s0", 1}, {"s1", 1}},
+       {{"s0", 2}, {"s1", 3}},
+       {{"s0", 3}, {"s1", 7}},
+       {{"s0", 300}, {"s1", 64}}});
+}
+
+// The scans are the runtime's calls, bound to each call's sizes: a cumsum along and across the
+// symbolic dim, a bfloat16 logcumsumexp, cummax's values and indices, an int64 cumsum, and a
+// line long enough to be split across the threads (3000).
+TEST(SymbolicCompiled, ScansRunOneProgram) {
+  expect_one_program_matches_eager(
+      "def f(x: f32[s0, 5], y: bf16[2, s0], z: i64[s0]) where s0: [1, 4096] hint=40:\n"
+      "    a = cumsum(x, 0)\n"
+      "    b = cumsum(x, 1)\n"
+      "    c = logcumsumexp(y, 1)\n"
+      "    m, i = cummax(y, 1)\n"
+      "    p = cumsum(z, 0)\n"
+      "    return a, b, c, m, i, p\n",
+      {40, 1, 3, 3000});
 }
 
 // BERT's token types: a gather of s0 positions from a buffer of 512 (expanded over the batch),
@@ -461,7 +495,7 @@ TEST(SymbolicCompiled, ValuesWhoseExtentsOverflowAreRefusedEveryTime) {
 
 // A graph compiled per size takes each call's layouts too: the program of those sizes runs.
 TEST(SymbolicCompiled, RunIntoOfAGraphCompiledPerSizeRunsThatSizesProgram) {
-  const ir::Graph graph = ir::parse_graph(kScan, "c.stax");
+  const ir::Graph graph = ir::parse_graph(kPowOverASymbol, "c.stax");
   const CompiledGraph compiled = compile(graph);
   ASSERT_FALSE(compiled.takes_every_size());
   for (int64_t n : {2, 5}) {
