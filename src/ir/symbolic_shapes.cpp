@@ -535,6 +535,23 @@ std::vector<Expr> infer_symbolic_sizes(const Graph& graph, const Node& node,
         sizes = concatenated(graph, node);
         break;
       }
+      if (node.op == "constant_pad_nd") {
+        // Each padded dim grows by its pads (a negative pad cuts), which must leave a size of
+        // at least 0 at every size the symbols' facts allow.
+        sizes = symbolic_sizes_of(tensor_arg(graph, node, 0).type);
+        const std::vector<int64_t>& pad = std::get<std::vector<int64_t>>(node.args[1]);
+        const index::Domain domain({}, graph.size_symbols());
+        for (size_t k = 0; k < pad.size() / 2 && k < sizes.size(); ++k) {
+          Expr& size = sizes[sizes.size() - 1 - k];
+          size = size + Expr(pad[2 * k]) + Expr(pad[2 * k + 1]);
+          if (index::is_nonnegative(size, domain) != index::Truth::kProved) {
+            refuse(node, "the padded size " + index::to_string(size) + " of dim " +
+                             std::to_string(sizes.size() - 1 - k) +
+                             " is at least 0 only for some values of the size symbols");
+          }
+        }
+        break;
+      }
       if (node.op == "embedding") {
         sizes = symbolic_sizes_of(tensor_arg(graph, node, 1).type);
         sizes.push_back(symbolic_sizes_of(tensor_arg(graph, node, 0).type).at(1));

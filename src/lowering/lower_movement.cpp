@@ -181,10 +181,10 @@ LoweredValue Lowerer::lower_scatter_window(const ir::Node& node, const ir::Value
 }
 
 LoweredValue Lowerer::lower_pad(const ir::Node& node, const ir::Value& out) {
-  refuse_symbolic_sizes(node);
   const ir::PadArgs p = ir::pad_args(graph_, node);
   const LoweredValue& src = value(std::get<ir::ValueRef>(node.args[0]).index);
-  const std::vector<int64_t> in_sizes = index::static_values(src.sizes, "lowering " + node.op);
+  // Issue 33: the input's sizes may be expressions over size symbols; the pads are numbers.
+  const std::vector<Expr> in_sizes = src.sizes;
   std::vector<Expr> offsets;
   int bounded_sides = 0;
   for (size_t d = 0; d < in_sizes.size(); ++d) {
@@ -211,7 +211,7 @@ LoweredValue Lowerer::lower_pad(const ir::Node& node, const ir::Value& out) {
     std::optional<OpsValue> mask;
     for (size_t d = 0; d < idx.size(); ++d) {
       if (before[d] > 0) mask = both(h, mask, index_at_least(h, idx[d], before[d]));
-      if (after[d] > 0) mask = both(h, mask, index_below(h, idx[d], before[d] + in_sizes[d]));
+      if (after[d] > 0) mask = both(h, mask, index_below(h, idx[d], Expr(before[d]) + in_sizes[d]));
     }
     h.push_mask(*mask);
     OpsValue x = inner(h, idx);

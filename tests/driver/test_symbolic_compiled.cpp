@@ -321,6 +321,31 @@ TEST(SymbolicCompiled, FlipAndRollRunOneProgram) {
        {{"s0", 300}, {"s1", 64}}});
 }
 
+// constant_pad_nd pads and cuts dims of symbolic size (its masks bound by s + pad); a cut that
+// leaves a size below 0 for some values the facts allow is refused by name.
+TEST(SymbolicCompiled, PadsRunOneProgram) {
+  expect_one_program_matches_eager(
+      "def f(x: f32[s0, 5], y: bf16[3, s1]) where s0: [1, 512] hint=40, s1: [3, 512] hint=9:\n"
+      "    a = constant_pad_nd(x, [1, 2, 3, 0], 1.5)\n"
+      "    b = constant_pad_nd(y, [-2, 1])\n"
+      "    c = constant_pad_nd(x, [0, 0, -1, 4])\n"
+      "    return a, b, c\n",
+      {{{"s0", 40}, {"s1", 9}}, {{"s0", 1}, {"s1", 3}}, {{"s0", 300}, {"s1", 100}}});
+  try {
+    ir::parse_graph(
+        "def f(x: f32[s0, 5]) where s0: [1, 512] hint=40:\n"
+        "    a = constant_pad_nd(x, [0, 0, -2, 0])\n"
+        "    return a\n",
+        "cut.stax");
+    ADD_FAILURE() << "a cut below size 0 was taken";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "the padded size s0 - 2 of dim 0 is at least 0 only for some values"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 // The scans are the runtime's calls, bound to each call's sizes: a cumsum along and across the
 // symbolic dim, a bfloat16 logcumsumexp, cummax's values and indices, an int64 cumsum, and a
 // line long enough to be split across the threads (3000).
