@@ -21,8 +21,8 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CASE = os.path.join(os.path.dirname(HERE), "models", "case.py")
-TEXT_MODELS = ("bert", "gpt2", "t5-encoder", "llama")
-MODES = ("infer-b1", "train-b2")
+TEXT_MODELS = ("bert", "bert-sdpa", "gpt2", "t5-encoder", "llama", "llama-gqa-sdpa")
+MODES = ("infer-b1", "infer-b4", "train-b2")
 DTYPES = ("float32", "bfloat16")
 
 
