@@ -300,8 +300,8 @@ TEST(SymbolicShapes, RulesThatWouldDependOnTheSymbolsValuesAreRefusedByName) {
   EXPECT_EQ(infer_error("x: f32[s0, 4]", "view(x, [256])"),
             "view: sizes [256] hold as many elements as [s0, 4] only for some values of the size "
             "symbols");
-  EXPECT_EQ(infer_error("x: f32[s0, 4]", "constant_pad_nd(x, [1, 1])"),
-            "constant_pad_nd: has no symbolic shape rule yet (an operand's sizes are symbolic)");
+  EXPECT_EQ(infer_error("x: f32[s0, 4]", "stack([x, x], 0)"),
+            "stack: has no symbolic shape rule yet (an operand's sizes are symbolic)");
   // amax has no identity: its symbolic dim must be proved non-empty.
   EXPECT_EQ(infer_error("x: f32[s0, 4]", "amax(x, dim=[0])"),
             "amax: reduces dim 0 of size s0, which may be 0 (the reduction has no identity; "
