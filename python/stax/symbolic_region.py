@@ -406,8 +406,7 @@ class SymbolicRegion:
     def _call_boxed(self, args: list):
         """AOTAutograd's boxed call (the list of arguments is ours): the program drops each
         input after its last read of it, as a static region's boxed call does."""
-        for p, dtype in self.number_inputs:
-            args[p] = torch.tensor(args[p], dtype=dtype)
+        self._numbers_as_tensors(args)
         tensors = self._tensors(args)
         if self.returned is None:
             outs = self.program.run(tensors, given_up=args)
@@ -418,12 +417,17 @@ class SymbolicRegion:
         args.clear()
         return outs
 
+    def _numbers_as_tensors(self, args: list) -> None:
+        """The numbers among `args` (TextGraph.number_inputs) as the 0-d tensors the program
+        takes, in place; one converted already is left as it is."""
+        for p, dtype in self.number_inputs:
+            if not isinstance(args[p], torch.Tensor):
+                args[p] = torch.tensor(args[p], dtype=dtype)
+
     def __call__(self, *args):
         if self.number_inputs:
             args = list(args)
-            for p, dtype in self.number_inputs:
-                if not isinstance(args[p], torch.Tensor):
-                    args[p] = torch.tensor(args[p], dtype=dtype)
+            self._numbers_as_tensors(args)
         tensors = self._tensors(args)
         if self.program is not None:
             outs = self.program.run(tensors)
