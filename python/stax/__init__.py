@@ -110,4 +110,22 @@ def memory_stats() -> dict:
       whose cached bytes count them."""
     return _C.memory_stats()
 
+
+PackageError = _C.PackageError
+
+
+def aot_compile(model_or_fn, example_inputs, path, **kwargs) -> str:
+    """Exports and compiles a model into an ahead-of-time package at `path` (aot.py)."""
+    from .aot import aot_compile as _aot_compile
+
+    return _aot_compile(model_or_fn, example_inputs, path, **kwargs)
+
+
+def load(path, **kwargs):
+    """Loads an ahead-of-time package without compiling (aot.py's LoadedPackage)."""
+    from .aot import load as _load
+
+    return _load(path, **kwargs)
+
+
 _register_backend()

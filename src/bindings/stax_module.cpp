@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "bindings/output_pool.h"
+#include "bindings/package_bindings.h"
 #include "driver/compiler.h"
 #include "driver/explain.h"
 #include "driver/external_calls.h"
@@ -485,6 +486,8 @@ NB_MODULE(_C, m) {
   if (symbolic_sizes_refused_type == nullptr) throw nb::python_error();
   m.attr("SymbolicSizesRefused") = nb::borrow(symbolic_sizes_refused_type);
   nb::register_exception_translator(&translate_exception);
+  // After translate_exception: nanobind tries the translators registered last first.
+  bind_packages(m);
   // Compiled graphs live in torch.compile's caches until the interpreter exits; those are not
   // leaks, so nanobind's shutdown report would only be noise.
   nb::set_leak_warnings(false);

@@ -20,6 +20,11 @@ const char* const kUsage =
     "                [--sizes s0=N,...]\n"
     "                [--simd avx512|avx2|scalar] [--eager] [--no-graph-passes]\n"
     "                [--row-major-intermediates] [--matmul-weights-in-place]\n"
+    "       stax compile FILE --output PKG [--threads N] [--simd avx512|avx2|scalar]\n"
+    "                [--sizes s0=N,...] [--no-graph-passes] [--row-major-intermediates]\n"
+    "                [--matmul-weights-in-place]   (an ahead-of-time package)\n"
+    "       stax run PKG [--inputs IN.json] [--outputs OUT.json] [--json] [--threads N]\n"
+    "                (a package: its program against the eager interpreter)\n"
     "       stax fuzz [--seconds N | --cases N] [--seed S] [--mode valid|mutate|both]\n"
     "                 [--out DIR] [--no-reduce]   (stax fuzz --help)\n";
 
@@ -41,18 +46,20 @@ const std::vector<OptionSpec>& option_specs() {
       // Lists every fusion candidate refused or left unfused, with its reason (the text only
       // counts them; the JSON always lists them).
       {"--verbose", false, {"explain"}},
-      {"--threads", true, {"explain", "emit", "run"}},
-      {"--simd", true, {"explain", "emit", "run"}},
+      {"--threads", true, {"explain", "emit", "run", "compile"}},
+      {"--simd", true, {"explain", "emit", "run", "compile"}},
+      // compile: where the package goes.
+      {"--output", true, {"compile"}},
       {"--inputs", true, {"run"}},
       {"--outputs", true, {"run"}},
       {"--eager", false, {"run"}},
       // Lowers the graph as written (no graph_passes rewrite), for comparisons.
-      {"--no-graph-passes", false, {"explain", "emit", "run"}},
+      {"--no-graph-passes", false, {"explain", "emit", "run", "compile"}},
       // Stores every intermediate row-major (no channels-last layout around convolutions).
-      {"--row-major-intermediates", false, {"explain", "emit", "run"}},
-      {"--matmul-weights-in-place", false, {"explain", "emit", "run"}},
+      {"--row-major-intermediates", false, {"explain", "emit", "run", "compile"}},
+      {"--matmul-weights-in-place", false, {"explain", "emit", "run", "compile"}},
       // The values of the size symbols of a graph with symbolic sizes (x: f32[s0, 128]).
-      {"--sizes", true, {"explain", "emit", "run"}},
+      {"--sizes", true, {"explain", "emit", "run", "compile"}},
   };
   return specs;
 }
@@ -111,13 +118,14 @@ CliArgs parse_cli_args(int argc, char** argv) {
   if (argc < 2) throw UsageError("missing command");
   CliArgs a;
   a.command = argv[1];
-  if (a.command != "explain" && a.command != "emit" && a.command != "run") {
+  if (a.command != "explain" && a.command != "emit" && a.command != "run" &&
+      a.command != "compile") {
     throw UsageError("unknown command '" + a.command + "'");
   }
   std::optional<std::string> file;
   std::set<std::string> seen;
   for (int i = 2; i < argc; ++i) {
-    const std::string arg = argv[i];
+    const std::string arg = std::string(argv[i]) == "-o" ? "--output" : argv[i];
     if (arg.rfind("--", 0) != 0) {
       if (file)
         throw UsageError("unexpected argument '" + arg + "' (FILE is already " + *file + ")");
@@ -165,12 +173,18 @@ CliArgs parse_cli_args(int argc, char** argv) {
       }
     } else if (arg == "--sizes") {
       a.sizes = parse_sizes(value);
+    } else if (arg == "--output") {
+      if (value.empty()) throw UsageError("option --output needs a file name, got ''");
+      a.package_path = value;
     } else if (arg == "--inputs" || arg == "--outputs") {
       if (value.empty()) throw UsageError("option " + arg + " needs a file name, got ''");
       (arg == "--inputs" ? a.inputs_path : a.outputs_path) = value;
     }
   }
   if (!file) throw UsageError("missing FILE");
+  if (a.command == "compile" && !a.package_path) {
+    throw UsageError("compile needs --output PKG (where the package goes)");
+  }
   a.file = *file;
   return a;
 }

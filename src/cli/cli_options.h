@@ -19,13 +19,15 @@ class UsageError : public std::runtime_error {
 };
 
 struct CliArgs {
-  std::string command;  // explain, emit or run
+  std::string command;  // explain, emit, run or compile
   std::string file;
   bool json_output = false;
   // explain --verbose: the text lists each fusion candidate refused, with its reason.
   bool verbose = false;
   std::optional<std::string> inputs_path;
   std::optional<std::string> outputs_path;
+  // compile --output PKG (or -o PKG): where the ahead-of-time package is written.
+  std::optional<std::string> package_path;
   // run --eager: only the eager interpreter (no compilation, no comparison), e.g. for ops
   // that lowering does not handle yet; --outputs writes its results.
   bool eager_only = false;

@@ -8,7 +8,9 @@
 // or input, or a failure to read or write a file (with a message on stderr).
 #include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <iostream>
+#include <iterator>
 #include <optional>
 #include <set>
 #include <stdexcept>
@@ -29,6 +31,8 @@
 #include "graph_passes/bind_sizes.h"
 #include "ir/graph.h"
 #include "ir/symbolic_shapes.h"
+#include "package/package.h"
+#include "package/package_file.h"
 
 namespace {
 
@@ -69,14 +73,17 @@ json read_inputs_file(const stax::ir::Graph& graph, const std::string& path) {
   return given;
 }
 
-// `given` is the inputs file's object, or null to draw every input at random.
+// `given` is the inputs file's object, or null to draw every input at random. `bound`: inputs
+// whose values come from elsewhere (a package's weights), left undefined here.
 std::vector<stax::Tensor> make_inputs(const stax::ir::Graph& graph, const CliArgs& args,
-                                      const json& given) {
+                                      const json& given, const std::set<std::string>& bound = {}) {
   std::vector<stax::Tensor> inputs;
   uint64_t seed = 1;
   for (stax::ir::ValueRef ref : graph.inputs()) {
     const auto& v = graph.value(ref);
-    if (given.contains(v.name)) {
+    if (bound.count(v.name) != 0) {
+      inputs.emplace_back();
+    } else if (given.contains(v.name)) {
       // The graph declares the layout it is compiled for: hand the values over in it.
       try {
         inputs.push_back(stax::eager::tensor_from_json(given[v.name], v.type.dtype, v.type.sizes,
@@ -132,6 +139,54 @@ double median_seconds(F&& f) {
   return times[times.size() / 2];
 }
 
+// Each output (and each input written in place) against the eager oracle, within the
+// tolerances its dtype and operations allow; *all_ok is cleared by any mismatch.
+json compare_with_eager(const stax::ir::Graph& graph, const std::vector<stax::Tensor>& actual,
+                        const std::vector<stax::Tensor>& expected,
+                        const std::vector<stax::Tensor>& oracle_values,
+                        const std::vector<stax::ir::InputWrite>& writes,
+                        const std::vector<stax::Tensor>& compiled_inputs,
+                        const std::vector<stax::Tensor>& eager_inputs, bool* all_ok) {
+  const std::vector<stax::Tolerance> tolerances = stax::output_tolerances(graph, &oracle_values);
+  json outs = json::array();
+  for (size_t k = 0; k < actual.size(); ++k) {
+    const auto& value = graph.value(graph.outputs()[k]);
+    const stax::Tolerance& tol = tolerances[k];
+    const auto diff = stax::eager::compare(actual[k], expected[k], tol.rtol, tol.atol);
+    *all_ok = *all_ok && diff.within_tolerance;
+    outs.push_back({{"name", value.name},
+                    {"max_abs_diff", diff.max_abs},
+                    {"max_rel_diff", diff.max_rel},
+                    {"rtol", tol.rtol},
+                    {"atol", tol.atol},
+                    {"within_tolerance", diff.within_tolerance}});
+  }
+  for (const auto& w : writes) {
+    const stax::Tolerance tol = stax::graph_value_tolerance(graph, w.value, &oracle_values);
+    const auto diff =
+        stax::eager::compare(compiled_inputs[w.input], eager_inputs[w.input], tol.rtol, tol.atol);
+    *all_ok = *all_ok && diff.within_tolerance;
+    outs.push_back(
+        {{"name", "input " + graph.value(graph.inputs()[w.input]).name + " (written in place)"},
+         {"max_abs_diff", diff.max_abs},
+         {"max_rel_diff", diff.max_rel},
+         {"rtol", tol.rtol},
+         {"atol", tol.atol},
+         {"within_tolerance", diff.within_tolerance}});
+  }
+  return outs;
+}
+
+void print_outputs(const json& outs) {
+  for (const auto& o : outs) {
+    std::cout << "  output " << o["name"].get<std::string>() << ": max abs diff "
+              << o["max_abs_diff"].get<double>() << ", max rel diff "
+              << o["max_rel_diff"].get<double>() << " (rtol " << o["rtol"].get<double>()
+              << ", atol " << o["atol"].get<double>() << ") "
+              << (o["within_tolerance"].get<bool>() ? "ok" : "MISMATCH") << "\n";
+  }
+}
+
 // `graph` at the sizes of the run; `symbolic`: the graph over its size symbols (issue 33), or
 // null. Where one program takes every size of it, that program is the one checked and timed,
 // against the static program of these sizes, interleaved (what the symbolic one costs).
@@ -163,41 +218,15 @@ int run_command(const CliArgs& args, const stax::ir::Graph& graph,
   // The oracle's every value measures the condition numbers the tolerances follow.
   std::vector<stax::Tensor> oracle_values;
   const auto expected = stax::eager::run(graph, eager_inputs, &oracle_values);
-  const std::vector<stax::Tolerance> tolerances = stax::output_tolerances(graph, &oracle_values);
-
   json report;
   report["graph"] = graph.name();
-  report["simd"] =
-      std::string(stax::runtime::simd_level_name(compiled.compilation().module.options.simd));
-  report["threads"] = compiled.compilation().module.options.num_threads;
+  report["simd"] = std::string(
+      stax::runtime::simd_level_name(compiled.runtime_compilation().module.options.simd));
+  report["threads"] = compiled.runtime_compilation().module.options.num_threads;
   report["cache_hit"] = compiled.cache_hit();
-  json outs = json::array();
   bool all_ok = true;
-  for (size_t k = 0; k < actual.size(); ++k) {
-    const auto& value = graph.value(graph.outputs()[k]);
-    const stax::Tolerance& tol = tolerances[k];
-    const auto diff = stax::eager::compare(actual[k], expected[k], tol.rtol, tol.atol);
-    all_ok = all_ok && diff.within_tolerance;
-    outs.push_back({{"name", value.name},
-                    {"max_abs_diff", diff.max_abs},
-                    {"max_rel_diff", diff.max_rel},
-                    {"rtol", tol.rtol},
-                    {"atol", tol.atol},
-                    {"within_tolerance", diff.within_tolerance}});
-  }
-  for (const auto& w : writes) {
-    const stax::Tolerance tol = stax::graph_value_tolerance(graph, w.value, &oracle_values);
-    const auto diff =
-        stax::eager::compare(compiled_inputs[w.input], eager_inputs[w.input], tol.rtol, tol.atol);
-    all_ok = all_ok && diff.within_tolerance;
-    outs.push_back(
-        {{"name", "input " + graph.value(graph.inputs()[w.input]).name + " (written in place)"},
-         {"max_abs_diff", diff.max_abs},
-         {"max_rel_diff", diff.max_rel},
-         {"rtol", tol.rtol},
-         {"atol", tol.atol},
-         {"within_tolerance", diff.within_tolerance}});
-  }
+  const json outs = compare_with_eager(graph, actual, expected, oracle_values, writes,
+                                       compiled_inputs, eager_inputs, &all_ok);
   report["outputs"] = outs;
   if (args.outputs_path) write_outputs_file(*args.outputs_path, graph, actual);
   double compiled_s = 0;
@@ -229,13 +258,7 @@ int run_command(const CliArgs& args, const stax::ir::Graph& graph,
     std::cout << "graph " << graph.name() << " (" << report["simd"].get<std::string>() << ", "
               << report["threads"].get<int>() << " threads"
               << (compiled.cache_hit() ? ", compiled code from cache" : "") << ")\n";
-    for (const auto& o : outs) {
-      std::cout << "  output " << o["name"].get<std::string>() << ": max abs diff "
-                << o["max_abs_diff"].get<double>() << ", max rel diff "
-                << o["max_rel_diff"].get<double>() << " (rtol " << o["rtol"].get<double>()
-                << ", atol " << o["atol"].get<double>() << ") "
-                << (o["within_tolerance"].get<bool>() ? "ok" : "MISMATCH") << "\n";
-    }
+    print_outputs(outs);
     std::cout << "  median time: compiled " << compiled_s * 1e6 << " us, eager " << eager_s * 1e6
               << " us (eager/compiled " << eager_s / compiled_s << "x)\n";
     if (one_program) {
@@ -338,6 +361,97 @@ stax::ir::Graph symbols_bound(stax::ir::Graph graph, const CliArgs& args) {
   return stax::graph_passes::bind_sizes(graph, sizes);
 }
 
+// Whether `path` starts as a package does (package/package_file.h).
+bool is_package_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char magic[sizeof stax::package::kPackageMagic] = {};
+  in.read(magic, sizeof magic);
+  return in && std::equal(std::begin(magic), std::end(magic), stax::package::kPackageMagic);
+}
+
+// `stax compile FILE --output PKG`: the graph compiled (one program for every size of a
+// symbolic graph, or at --sizes) and written as an ahead-of-time package.
+int compile_command(const CliArgs& args, const stax::ir::Graph& graph) {
+  const auto start = std::chrono::steady_clock::now();
+  const stax::CompiledGraph compiled = stax::compile(graph, args.options);
+  stax::save_package(compiled, graph, *args.package_path);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::cout << "wrote " << *args.package_path << ": graph " << graph.name() << " ("
+            << stax::runtime::simd_level_name(compiled.runtime_compilation().module.options.simd)
+            << ", " << compiled.runtime_compilation().module.options.num_threads << " threads"
+            << (graph.is_symbolic() ? ", one program for every size" : "") << ") in " << seconds
+            << " s\n";
+  return 0;
+}
+
+// `stax run PKG`: the package's program, loaded without compiling, against the eager
+// interpreter over the graph it holds, with its weights; a symbolic graph at --sizes (or the
+// sizes of --inputs, or the hints).
+int package_run_command(const CliArgs& args) {
+  const auto start = std::chrono::steady_clock::now();
+  const stax::Package package = stax::Package::load(args.file);
+  const double load_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const stax::ir::Graph graph =
+      symbols_bound(stax::ir::parse_graph(package.graph_text(), args.file), args);
+  if (args.outputs_path) stax::cli::check_outputs_fit_json(graph, *args.outputs_path);
+  const std::vector<std::string> weights = package.weight_inputs();
+  const std::set<std::string> bound(weights.begin(), weights.end());
+  json given = args.inputs_path ? read_inputs_file(graph, *args.inputs_path) : json();
+  stax::cli::check_eager_work(graph, stax::cli::kMaxEagerElementSteps);
+  // Every input for the oracle: the package's weights where it binds them.
+  // Every input for the oracle: a copy of the package's weight where it binds one (the oracle
+  // must not write into the package's mapping).
+  std::vector<stax::Tensor> all = make_inputs(graph, args, given, bound);
+  const std::vector<stax::Tensor>& bound_values = package.bound_inputs();
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (!all[i].defined()) all[i] = bound_values[i].contiguous_copy();
+  }
+  stax::RunOptions run_options;
+  run_options.num_threads = args.options.num_threads;
+  // Inputs the graph writes in place (copy_) get one copy for each run, compared afterwards.
+  const std::vector<stax::ir::InputWrite> writes = stax::ir::input_writes(graph);
+  std::vector<stax::Tensor> compiled_all = all;
+  for (const auto& w : writes) compiled_all[w.input] = all[w.input].clone_storage();
+  std::vector<stax::Tensor> compiled_passed;
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (!bound_values[i].defined()) compiled_passed.push_back(compiled_all[i]);
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto actual = package.run(compiled_passed, run_options);
+  const double first_call_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::vector<stax::Tensor> eager_inputs = all;
+  for (const auto& w : writes) eager_inputs[w.input] = all[w.input].clone_storage();
+  std::vector<stax::Tensor> oracle_values;
+  const auto expected = stax::eager::run(graph, eager_inputs, &oracle_values);
+  bool all_ok = true;
+  const json outs = compare_with_eager(graph, actual, expected, oracle_values, writes, compiled_all,
+                                       eager_inputs, &all_ok);
+  if (args.outputs_path) write_outputs_file(*args.outputs_path, graph, actual);
+  json report;
+  report["package"] = args.file;
+  report["graph"] = graph.name();
+  report["simd"] = std::string(
+      stax::runtime::simd_level_name(package.program().runtime_compilation().module.options.simd));
+  report["weights"] = weights.size();
+  report["load_seconds"] = load_s;
+  report["first_call_seconds"] = first_call_s;
+  report["outputs"] = outs;
+  report["match"] = all_ok;
+  if (args.json_output) {
+    std::cout << report.dump(2) << "\n";
+  } else {
+    std::cout << "package " << args.file << ": graph " << graph.name() << " ("
+              << report["simd"].get<std::string>() << ", " << weights.size()
+              << " weights bound), loaded in " << load_s * 1e3 << " ms, first call "
+              << first_call_s * 1e3 << " ms\n";
+    print_outputs(outs);
+  }
+  return all_ok ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -352,6 +466,13 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
+    if (args.command == "run" && is_package_file(args.file)) {
+      if (args.eager_only) {
+        throw std::invalid_argument("--eager: '" + args.file +
+                                    "' is a package; run its graph text with --eager instead");
+      }
+      return package_run_command(args);
+    }
     const stax::ir::Graph parsed = stax::ir::parse_graph_file(args.file);
     const stax::ir::Graph graph = symbols_bound(parsed, args);
     if (args.command == "explain") {
@@ -383,6 +504,7 @@ int main(int argc, char** argv) {
       }
       return 0;
     }
+    if (args.command == "compile") return compile_command(args, graph);
     if (args.command == "emit") {
       std::cout << stax::analyze(graph, args.options)->module.source;
       return 0;

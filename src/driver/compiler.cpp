@@ -214,19 +214,7 @@ CompiledGraph compile_lowered(lowering::LoweredGraph lowered, const CompileOptio
   jit.cache_dir = options.cache_dir;
   runtime::JitResult r = runtime::compile_and_load(out.compilation_->module.source, jit);
   out.cache_hit_ = r.cache_hit;
-  out.library_path_ = r.library_path;
-  out.entry_ = r.library->symbol(out.compilation_->module.entry_point);
-  out.library_ = r.library;
-  // The program's arena and large scratch blocks come from the process's pool, shared with
-  // the other programs and the outputs (runtime/block_pool.h).
-  r.library->function<void (*)(void* (*)(int64_t, int), void (*)(void*))>("stax_use_process_pool")(
-      &runtime::process_pool_take, &runtime::process_pool_give);
-  driver::register_program(out.library_, r.library_path, out.compilation_->module.arena_bytes,
-                           r.library->function<driver::MemoryHeldFn>("stax_memory_held"));
-  // The library primitives are built now, once, not on every call.
-  out.externals_ = std::make_shared<const driver::ExternalPlans>(
-      out.compilation_->module.externals, out.compilation_->module.options.num_threads,
-      matmul_weights(options), library_plan_dir(options), out.compilation_->module.symbols);
+  attach_library(out, r.library, r.library_path, options);
   if (!options.keep_analysis) {
     // What running reads: the inputs' and outputs' layouts, the entry point, the options.
     auto kept = std::make_shared<Compilation>();
@@ -251,6 +239,27 @@ CompiledGraph compile_lowered(lowering::LoweredGraph lowered, const CompileOptio
                                ", which this CPU does not support";
   }
   return out;
+}
+
+void attach_library(CompiledGraph& out, std::shared_ptr<runtime::SharedLibrary> library,
+                    const std::string& library_path, const CompileOptions& options) {
+  out.library_path_ = library_path;
+  out.entry_ = library->symbol(out.compilation_->module.entry_point);
+  out.library_ = library;
+  // The program's arena and large scratch blocks come from the process's pool, shared with
+  // the other programs and the outputs (runtime/block_pool.h).
+  library->function<void (*)(void* (*)(int64_t, int), void (*)(void*))>("stax_use_process_pool")(
+      &runtime::process_pool_take, &runtime::process_pool_give);
+  driver::register_program(out.library_, library_path, out.compilation_->module.arena_bytes,
+                           library->function<driver::MemoryHeldFn>("stax_memory_held"));
+  // The library primitives are built now, once, not on every call.
+  out.externals_ = std::make_shared<const driver::ExternalPlans>(
+      out.compilation_->module.externals, out.compilation_->module.options.num_threads,
+      matmul_weights(options), library_plan_dir(options), out.compilation_->module.symbols);
+}
+
+const Compilation& CompiledGraph::runtime_compilation() const {
+  return *compilation_;
 }
 
 const Compilation& CompiledGraph::compilation() const {
@@ -284,6 +293,37 @@ namespace {
 // batch a few bucket sizes again and again.
 constexpr size_t kCheckedValuesKept = 16;
 }  // namespace
+
+CompiledGraph load_compiled(std::shared_ptr<const Compilation> runtime_half,
+                            std::shared_ptr<runtime::SharedLibrary> library,
+                            const std::string& library_path, const ir::Graph* symbolic_graph,
+                            const CompileOptions& options) {
+  CompiledGraph out;
+  out.compilation_ = std::move(runtime_half);
+  out.analysis_kept_ = false;
+  const index::SymbolTable& symbols = out.compilation_->module.symbols;
+  for (const auto& in : out.compilation_->lowered.inputs) {
+    out.input_types_.push_back({in.dtype,
+                                index::values_at_hints(in.sizes, symbols),
+                                index::values_at_hints(in.strides, symbols),
+                                {},
+                                {}});
+    out.input_names_.push_back(in.name);
+  }
+  out.layout_ = call_layout(out.compilation_->module, index::hint_values(symbols));
+  if (!symbols.empty()) {
+    if (symbolic_graph == nullptr) {
+      throw std::invalid_argument("load_compiled: a program over size symbols needs its graph");
+    }
+    auto symbolic = std::make_shared<CompiledGraph::SymbolicPrograms>();
+    symbolic->graph = *symbolic_graph;
+    symbolic->options = options;
+    symbolic->hints = index::hint_values(symbols);
+    out.symbolic_ = std::move(symbolic);
+  }
+  attach_library(out, std::move(library), library_path, options);
+  return out;
+}
 
 CompiledGraph compile(const ir::Graph& graph, const CompileOptions& options) {
   if (!graph.is_symbolic()) return compile_lowered(lower_graph(graph, options), options);

@@ -16,6 +16,7 @@
 #include "ir/symbolic_shapes.h"
 #include "lowering/lowering.h"
 #include "program/log_topics.h"
+#include "runtime/shared_library.h"
 #include "runtime/tensor.h"
 #include "scheduler/schedule.h"
 
@@ -207,6 +208,10 @@ class CompiledGraph {
   const std::vector<OutputLayout>& outputs() const { return layout_.outputs; }
   // Throws std::logic_error when compiled with CompileOptions::keep_analysis = false.
   const Compilation& compilation() const;
+  // What running reads of the compilation, kept whatever keep_analysis says: the inputs' and
+  // outputs' layouts, the entry point, the target, the library call sites (what an
+  // ahead-of-time package holds, package/program_json.h).
+  const Compilation& runtime_compilation() const;
   bool analysis_kept() const { return analysis_kept_; }
   int64_t arena_bytes() const { return compilation_->module.arena_bytes; }
   // The library plans of the loaded program, by call site: freeze_parameters packs weights
@@ -250,6 +255,11 @@ class CompiledGraph {
                         const std::vector<int64_t>& slot_bytes, std::vector<void*>& output_slots,
                         const RunOptions& options) const;
   friend CompiledGraph compile_lowered(lowering::LoweredGraph, const CompileOptions&);
+  friend CompiledGraph load_compiled(std::shared_ptr<const Compilation>,
+                                     std::shared_ptr<runtime::SharedLibrary>, const std::string&,
+                                     const ir::Graph*, const CompileOptions&);
+  friend void attach_library(CompiledGraph&, std::shared_ptr<runtime::SharedLibrary>,
+                             const std::string&, const CompileOptions&);
   std::shared_ptr<const Compilation> compilation_;
   std::shared_ptr<void> library_;                           // keeps the shared object loaded
   std::shared_ptr<const driver::ExternalPlans> externals_;  // the library plans, by call site
@@ -271,5 +281,20 @@ lowering::LoweringOptions lowering_options(const CompileOptions& options);
 // lowering.
 lowering::LoweredGraph lower_graph(const ir::Graph& graph, const CompileOptions& options);
 CompiledGraph compile_lowered(lowering::LoweredGraph lowered, const CompileOptions& options = {});
+
+// Issue 34: a program from its parts, without lowering or compiling (an ahead-of-time
+// package, package/package.h): the run-time half of its compilation
+// (CompiledGraph::runtime_compilation()), its compiled library, loaded, and for a program over
+// size symbols the graph it was compiled from (the size checks of each call read it; one
+// program must take every size). `options` gives what loading decides: how matrix products
+// hand B over and where they keep what they measure.
+CompiledGraph load_compiled(std::shared_ptr<const Compilation> runtime_half,
+                            std::shared_ptr<runtime::SharedLibrary> library,
+                            const std::string& library_path, const ir::Graph* symbolic_graph,
+                            const CompileOptions& options);
+// The loading half of compile_lowered and load_compiled: the entry point, the process pool,
+// the program's registration and its library plans.
+void attach_library(CompiledGraph& out, std::shared_ptr<runtime::SharedLibrary> library,
+                    const std::string& library_path, const CompileOptions& options);
 
 }  // namespace stax
