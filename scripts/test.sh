@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 
 # Every suite the project has; the run fails when CTest does not list each of them.
 suites=(test_index test_ir test_runtime test_external test_external.convolution test_eager test_lowering
-  test_scheduler test_kernel test_codegen test_driver test_cli test_random_graphs test_fuzz test_fuzz_ci
+  test_scheduler test_kernel test_codegen test_driver test_package test_cli test_random_graphs test_fuzz test_fuzz_ci
   test_sweep test_sweep.shard1 test_runtime.block_pool)
 # The suites that do not JIT-compile kernels run again under the sanitizers (generated
 # kernels run in their own shared objects, which the sanitizers would not instrument).

@@ -49,6 +49,19 @@ def _exported(model_or_fn, example_inputs, dynamic_shapes, strict):
                                dynamic_shapes=dynamic_shapes, strict=strict)
 
 
+def _drop_runtime_asserts(gm) -> None:
+    """torch.export keeps its checks of dtypes and of the size symbols' ranges as nodes; the
+    package checks every input's dtype, sizes and strides, and the symbols' facts, itself."""
+    asserts = {torch.ops.aten._assert_tensor_metadata.default,
+               torch.ops.aten._assert_scalar.default,
+               torch.ops.aten.sym_constrain_range_for_size.default}
+    for node in list(gm.graph.nodes):
+        if node.op == "call_function" and node.target in asserts and not node.users:
+            gm.graph.erase_node(node)
+    gm.graph.eliminate_dead_code()
+    gm.recompile()
+
+
 def _one_region(fused, region_names, reasons):
     """The call of the one Stax region that computes every tensor of the partitioned graph;
     PackageError naming the nodes left to PyTorch otherwise. Nodes outside it may only read
@@ -96,13 +109,15 @@ def aot_compile(model_or_fn, example_inputs, path, *, dynamic_shapes=None, weigh
     signature = ep.graph_signature
     from torch.export.graph_signature import InputKind, OutputKind
 
-    mutated = [s for s in signature.output_specs if s.kind != OutputKind.USER_OUTPUT]
+    mutated = [s for s in signature.output_specs
+               if s.kind in (OutputKind.BUFFER_MUTATION, OutputKind.USER_INPUT_MUTATION)]
     if mutated:
         raise PackageError(
             "aot_compile: the exported program writes "
             + ", ".join(f"{s.target or s.arg.name} ({s.kind.name.lower()})" for s in mutated)
             + "; a package runs a function without state: export the model in eval mode")
     stax_ops = aten_ops.stax_op_params()
+    _drop_runtime_asserts(gm)
     hoist_size_reads(gm)
     fused, region_names, reasons = partition(gm, stax_ops)
     call = _one_region(fused, region_names, reasons)

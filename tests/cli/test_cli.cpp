@@ -857,4 +857,39 @@ TEST(Cli, SymbolicProgramsRunAtTheSizesGiven) {
   EXPECT_NE(static_graph.out.find("--sizes: graph"), std::string::npos) << static_graph.out;
 }
 
+
+// Issue 34: `stax compile FILE -o PKG` writes an ahead-of-time package; `stax run PKG` loads it
+// without compiling and checks it against the eager interpreter, at any size of its symbols.
+TEST(Cli, CompileWritesAPackageThatRunLoads) {
+  const auto pkg = temp_file("rows.staxpkg", "");
+  const Result compiled = run("compile " + example("symbolic_rows.stax") + " -o " + pkg.string());
+  ASSERT_EQ(compiled.status, 0) << compiled.out;
+  EXPECT_NE(compiled.out.find("one program for every size"), std::string::npos) << compiled.out;
+  for (const char* sizes : {"s0=37", "s0=1", "s0=4096"}) {
+    const Result ran = run("run " + pkg.string() + " --sizes " + sizes + " --json");
+    ASSERT_EQ(ran.status, 0) << ran.out;
+    const nlohmann::json report = nlohmann::json::parse(ran.out.substr(ran.out.find('{')));
+    EXPECT_TRUE(report["match"].get<bool>()) << ran.out;
+    EXPECT_EQ(report["package"], pkg.string());
+  }
+  // Sizes the package's facts refuse, a package cut short, options that do not apply.
+  const Result too_big = run("run " + pkg.string() + " --sizes s0=4097");
+  EXPECT_EQ(too_big.status, 2);
+  EXPECT_NE(too_big.out.find("s0"), std::string::npos) << too_big.out;
+  std::ifstream in(pkg, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto cut = temp_file("cut.staxpkg", bytes.substr(0, bytes.size() / 2));
+  const Result truncated = run("run " + cut.string());
+  EXPECT_EQ(truncated.status, 2);
+  EXPECT_NE(truncated.out.find("truncated"), std::string::npos) << truncated.out;
+  const Result no_output = run("compile " + example("example_7_2.stax"));
+  EXPECT_EQ(no_output.status, 2);
+  EXPECT_NE(no_output.out.find("compile needs --output PKG"), std::string::npos) << no_output.out;
+  const Result eager = run("run " + pkg.string() + " --eager");
+  EXPECT_EQ(eager.status, 2);
+  EXPECT_NE(eager.out.find("is a package"), std::string::npos) << eager.out;
+  const Result inputs_option = run("compile " + example("example_7_2.stax") + " -o x --inputs y");
+  EXPECT_EQ(inputs_option.status, 2);
+}
+
 }  // namespace
