@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(g++ make cmake ninja-build ccache libsleef-dev libgtest-dev nlohmann-json3-dev libdnnl-dev
-  libdlpack-dev)
+  libdlpack-dev pkg-config)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -241,7 +241,7 @@ struct FileStamp {
 };
 
 std::optional<FileStamp> stamp_of(const fs::path& path) {
-  struct stat info {};
+  struct stat info{};
   if (::stat(path.c_str(), &info) != 0) return std::nullopt;
   return FileStamp{static_cast<uint64_t>(info.st_dev), static_cast<uint64_t>(info.st_ino),
                    static_cast<int64_t>(info.st_size),
@@ -436,6 +436,11 @@ std::string locate_kernel_include_dir(const std::string& env_value,
         (fs::absolute(module_file).parent_path() / "kernel_include").lexically_normal();
     std::error_code ec;
     if (fs::is_regular_file(beside / kKernelHeader, ec)) return beside.string();
+    // An installed libstax (lib/libstax.so): the headers in share/stax/kernel_include.
+    const fs::path installed =
+        (fs::absolute(module_file).parent_path() / ".." / "share" / "stax" / "kernel_include")
+            .lexically_normal();
+    if (fs::is_regular_file(installed / kKernelHeader, ec)) return installed.string();
   }
   return STAX_KERNEL_INCLUDE_DIR;
 }

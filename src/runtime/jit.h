@@ -88,7 +88,9 @@ std::string kernel_include_dir();
 // The rules behind kernel_include_dir(): `env_value` when not empty (it must hold
 // stax_kernel.h, else std::runtime_error names the variable); else `kernel_include/` in the
 // directory of `module_file` when it holds stax_kernel.h (the Python package installs the
-// headers beside stax/_C); else src/runtime/kernel_include, baked in at build time.
+// headers beside stax/_C); else `../share/stax/kernel_include/` from that directory (an
+// installed libstax in lib/, issue 34); else src/runtime/kernel_include, baked in at build
+// time.
 std::string locate_kernel_include_dir(const std::string& env_value, const std::string& module_file);
 // Path of the shared object or executable this code is linked into (dladdr); empty when
 // unknown.

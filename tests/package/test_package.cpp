@@ -409,6 +409,36 @@ TEST(Package, TwoPackagesLoadedInTurnRunTheirOwnPrograms) {
   expect_identical(b, compile(other).run(inputs));
 }
 
+// A bit-at-a-time CRC-32C (the definition), continuing from `crc` (not inverted).
+uint32_t reference_crc(uint32_t crc, const uint8_t* p, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    crc ^= p[i];
+    for (int k = 0; k < 8; ++k) crc = (crc & 1) ? (crc >> 1) ^ 0x82F63B78u : crc >> 1;
+  }
+  return crc;
+}
+
+TEST(PackageChecksum, MatchesItsDefinitionAtEveryLength) {
+  const std::string check = "123456789";
+  EXPECT_EQ(package::crc32c(check.data(), check.size()), 0xE3069283u);  // the standard check
+  std::vector<uint8_t> bytes(1000);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 131 + 7);
+  for (size_t n : {size_t{0}, size_t{1}, size_t{7}, size_t{8}, size_t{31}, size_t{32}, size_t{33},
+                   size_t{100}, size_t{999}, size_t{1000}}) {
+    uint32_t lanes[4] = {~0u, ~0u, ~0u, ~0u};
+    const size_t blocks = n / 32;
+    for (size_t b = 0; b < blocks; ++b) {
+      for (int j = 0; j < 4; ++j) lanes[j] = reference_crc(lanes[j], &bytes[32 * b + 8 * j], 8);
+    }
+    lanes[0] = reference_crc(lanes[0], bytes.data() + 32 * blocks, n - 32 * blocks);
+    uint8_t folded[16];
+    for (int j = 0; j < 4; ++j) {
+      for (int k = 0; k < 4; ++k) folded[4 * j + k] = static_cast<uint8_t>(lanes[j] >> (8 * k));
+    }
+    EXPECT_EQ(package::section_checksum(bytes.data(), n), ~reference_crc(~0u, folded, 16)) << n;
+  }
+}
+
 TEST(Safetensors, RoundTripsEveryDtypeAndRefusesBadHeaders) {
   std::map<std::string, Tensor> tensors;
   uint64_t seed = 1;

@@ -333,6 +333,15 @@ TEST(Jit, KernelIncludeDirBesideTheModule) {
   EXPECT_EQ(locate_kernel_include_dir("", module), built_in) << "an empty directory is no match";
   write_text(package.path() + "/kernel_include/stax_kernel.h", "// installed copy\n");
   EXPECT_EQ(locate_kernel_include_dir("", module), package.path() + "/kernel_include");
+  // An installed library, lib/libstax.so: share/stax/kernel_include.
+  TempDir prefix;
+  fs::create_directories(prefix.path() + "/lib");
+  fs::create_directories(prefix.path() + "/share/stax/kernel_include");
+  const std::string library = prefix.path() + "/lib/libstax.so";
+  EXPECT_EQ(locate_kernel_include_dir("", library), built_in) << "no header there yet";
+  write_text(prefix.path() + "/share/stax/kernel_include/stax_kernel.h", "// installed\n");
+  EXPECT_EQ(locate_kernel_include_dir("", library),
+            fs::path(prefix.path() + "/share/stax/kernel_include").lexically_normal().string());
   // The environment wins over the module's directory.
   TempDir other;
   write_text(other.path() + "/stax_kernel.h", "// override\n");
