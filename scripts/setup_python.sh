@@ -52,7 +52,7 @@ EOF
 fi
 
 # Reinstall the project when a file it is built from is newer than the last install.
-sources=(pyproject.toml CMakeLists.txt src python/stax)
+sources=(pyproject.toml CMakeLists.txt cmake src python/stax)
 if [ -f "$stamp" ] && "$venv/bin/python" -c 'import stax._C' 2>/dev/null &&
   [ -z "$(find "${sources[@]}" -newer "$stamp" -print -quit)" ]; then
   exit 0

@@ -81,4 +81,9 @@ if ! tail -n 1 "$pytest_log" | grep -Eq '[0-9]+ passed'; then
   echo "test.sh: pytest passed no test" >&2
   exit 1
 fi
-echo "test.sh: all ${#suites[@]} suites passed, ${#sanitized_suites[@]} again under ASan+UBSan, and pytest"
+
+# The wheel, installed into a fresh virtual environment with only what it declares.
+scripts/wheel_check.sh
+step_done "wheel in a fresh environment"
+echo "test.sh: all ${#suites[@]} suites passed, ${#sanitized_suites[@]} again under ASan+UBSan," \
+  "pytest, and the wheel in a fresh environment"

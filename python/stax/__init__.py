@@ -9,7 +9,9 @@ it too, through the `torch_dynamo_backends` entry point):
 import os as _os
 import sys as _sys
 
-from . import _C
+from .requirements import import_extension as _import_extension
+
+_C = _import_extension()
 
 __version__ = _C.__version__
 
@@ -51,6 +53,11 @@ def _register_backend() -> None:
         from torch._dynamo import list_backends, register_backend
     except ImportError:  # PyTorch is optional for the C++ API's bindings
         return
+    import torch
+
+    from .requirements import check_torch
+
+    check_torch(torch)
     from .backend import stax_backend
 
     if "stax" not in list_backends(exclude_tags=()):

@@ -142,9 +142,15 @@ def aot_compile(model_or_fn, example_inputs, path, *, dynamic_shapes=None, weigh
     tensor_args = [call.args[i] for i in positions]
     if any(getattr(a, "op", None) != "placeholder" for a in tensor_args):
         raise PackageError("aot_compile: the program reads a tensor computed outside it")
-    kinds = {s.arg.name: s for s in signature.input_specs}
-    unread = [p.name for p in fused.graph.nodes if p.op == "placeholder"
-              and kinds[p.name].kind == InputKind.USER_INPUT and p not in tensor_args]
+    # The partitioned graph keeps the placeholders in order, not always their names (FX
+    # renames one called like a builtin, `input`): matched by position.
+    placeholders = [p for p in fused.graph.nodes if p.op == "placeholder"]
+    if len(placeholders) != len(signature.input_specs):
+        raise PackageError("aot_compile: the exported program's inputs do not match its "
+                           "signature")
+    kinds = {p.name: s for p, s in zip(placeholders, signature.input_specs)}
+    unread = [kinds[p.name].arg.name for p in placeholders
+              if kinds[p.name].kind == InputKind.USER_INPUT and p not in tensor_args]
     if unread:
         raise PackageError(f"aot_compile: the program never reads input(s) {', '.join(unread)}; "
                            "export a function without them")

@@ -25,7 +25,7 @@ import torch
 from torch._dynamo.backends.common import aot_autograd
 from torch._decomp import core_aten_decompositions, get_decompositions
 
-from . import aten_ops, debug, dynamo_rewrites, half_decompositions, random_ops
+from . import aten_ops, debug, dynamo_rewrites, half_decompositions, random_ops, requirements
 from .aten_ops import Unsupported
 from .frozen_weights import Freezing, ModuleState
 from .options import Options
@@ -235,11 +235,16 @@ def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs, options: Option
     else:
         results = [build(i) for i in items]
     for rname, region, error in results:
-        if region is None:
-            debug.log(options, "fallback", f"stax: region {rname} of {name} runs in PyTorch: {error}")
-            del regions[rname]
-            _inline_region(fused, rname, f"Stax refused the region: {_first_line(error)}",
-                           report, reasons)
+        if region is not None:
+            continue
+        missing = requirements.environment_problem(error)
+        if missing is not None:
+            # Not the graph's fault: every region would fall back, silently slow.
+            raise requirements.MissingRequirement(f"stax: {missing}") from error
+        debug.log(options, "fallback", f"stax: region {rname} of {name} runs in PyTorch: {error}")
+        del regions[rname]
+        _inline_region(fused, rname, f"Stax refused the region: {_first_line(error)}",
+                       report, reasons)
 
     # 4. Install the compiled regions and count what runs where.
     for rname, region in regions.items():

@@ -165,3 +165,13 @@ def test_command_line_tool_loads_a_python_package(tmp_path):
                          timeout=300)
     assert out.returncode == 0, out.stdout + out.stderr
     assert '"match": true' in out.stdout
+
+
+def test_an_input_named_like_a_builtin(tmp_path):
+    # nn.Sequential's forward takes `input`, which FX renames in the partitioned graph.
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU()).eval()
+    x = torch.randn(3, 8)
+    run = stax.load(stax.aot_compile(model, (x,), tmp_path / "seq.staxpkg"))
+    assert run.input_names == ["input"]
+    with torch.no_grad():
+        assert_same(run(x), model(x), **summation_tolerance(torch.float32, 8, 4.0))
