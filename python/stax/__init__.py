@@ -59,6 +59,15 @@ def _register_backend() -> None:
 
     check_torch(torch)
     from .backend import stax_backend
+    from .compile_log import install_dynamo_hook
+
+    install_dynamo_hook()
+    try:  # TORCH_LOGS=stax turns on the `stax` logger (a private API, used where it exists)
+        from torch._logging._internal import register_log
+
+        register_log("stax", "stax")
+    except (ImportError, AttributeError, ValueError):
+        pass
 
     if "stax" not in list_backends(exclude_tags=()):
         register_backend(name="stax")(stax_backend)
@@ -126,6 +135,15 @@ def aot_compile(model_or_fn, example_inputs, path, **kwargs) -> str:
     from .aot import aot_compile as _aot_compile
 
     return _aot_compile(model_or_fn, example_inputs, path, **kwargs)
+
+
+def compile_stats() -> dict:
+    """What compiling has cost this process, summed over graphs (compile_log.py): graphs,
+    regions, kernel-cache hits and misses, and seconds in Dynamo, AOTAutograd, Stax's front
+    end, the C++ compiler, the library plans, and in all of the backend."""
+    from .compile_log import compile_stats as _compile_stats
+
+    return _compile_stats()
 
 
 def load(path, **kwargs):

@@ -231,6 +231,7 @@ class LoadedPackage:
                 outputs, slot_bytes, _ = self.program.layout_at(values)
                 layout = (outputs, slot_bytes)
             v = _Variant(self.program, output_pool=False, layout=layout)
+            v.label = f"stax::package::{os.path.basename(self.path)}"
             self._variants[key] = v
             if len(self._variants) > 16:
                 self._variants.popitem(last=False)

@@ -25,7 +25,8 @@ import torch
 from torch._dynamo.backends.common import aot_autograd
 from torch._decomp import core_aten_decompositions, get_decompositions
 
-from . import aten_ops, debug, dynamo_rewrites, half_decompositions, random_ops, requirements
+from . import (aten_ops, compile_log, debug, dynamo_rewrites, half_decompositions, random_ops,
+               requirements)
 from .aten_ops import Unsupported
 from .frozen_weights import Freezing, ModuleState
 from .options import Options
@@ -179,6 +180,20 @@ def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs, options: Option
     """The steps for one AOTAutograd graph; returns a boxed callable. `module_state`: the
     Dynamo graph's parameters and buffers, for freeze_parameters."""
     name = _next_graph_name(kind)
+    with compile_log.GraphCompile(options, name) as timer:
+        return _compile_aten_graph(gm, options, kind, module_state, name, timer)
+
+
+def _compiled_programs(region) -> list:
+    """The programs a region compiled when the graph was compiled (compile_log)."""
+    primary = getattr(region, "primary", None)
+    if primary is not None:
+        return [primary.compiled]
+    program = getattr(region, "program", None)
+    return [program.compiled] if program is not None else []
+
+
+def _compile_aten_graph(gm, options, kind, module_state, name, timer):
     stax_ops = aten_ops.stax_op_params()
     report = PartitionReport()
     debug.write_fx_graph(options, name, gm)
@@ -245,6 +260,9 @@ def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs, options: Option
         del regions[rname]
         _inline_region(fused, rname, f"Stax refused the region: {_first_line(error)}",
                        report, reasons)
+    for region in regions.values():
+        for compiled in _compiled_programs(region):
+            timer.add_region(compiled)
 
     # 4. Install the compiled regions and count what runs where.
     for rname, region in regions.items():
@@ -520,6 +538,7 @@ def stax_backend(gm: torch.fx.GraphModule, example_inputs, options: dict | None 
     """torch.compile(fn, backend="stax", options={...}): see options.py for the options."""
     if kwargs:
         raise ValueError(f"stax: unknown backend argument(s) {', '.join(sorted(kwargs))}")
+    compile_log.backend_entered()
     opts = Options.parse(options)
     dynamo_rewrites.restore_addcdiv(gm)
     if _has_symbolic(example_inputs):

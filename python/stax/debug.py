@@ -2,22 +2,61 @@
 
 STAX_LOGS=fusion,schedule,ir,output_code (or options={"logs": ...}) prints those to stderr;
 "graph" prints each ATen graph, "fallback" the ops left to PyTorch with their reasons and
-"recompiles" each compile of a region with symbolic sizes for new sizes (symbolic_region.py).
-STAX_DEBUG_DIR=path (or options={"debug_dir": path}) writes, per graph, into path/<graph>/:
-the FX graph (fx_graph.py), per region the Stax graph text (<region>.stax, runnable with
-`stax run`), its fusion and schedule log (<region>.explain.txt), its kernel IR after every
-pass (<region>.kernel_ir.txt) and the generated C++ (<region>.cpp), and report.txt.
+"recompiles" each compile of a region with symbolic sizes for new sizes (symbolic_region.py),
+"compile" where each graph's compile time went (compile_log.py). Every line also goes to
+Python's logging, to the logger `stax.<topic>` at INFO (TORCH_LOGS=stax shows them through
+PyTorch's logging).
+STAX_DEBUG_DIR=path (or options={"debug_dir": path}) writes, per graph, into
+path/<run>/<graph>/, <run> being this process's own folder (its start time, process id and
+distributed rank: runs and ranks never overwrite each other's files): the FX graph
+(fx_graph.py), per region the Stax graph text (<region>.stax, runnable with `stax run`), its
+fusion and schedule log (<region>.explain.txt), its kernel IR after every pass
+(<region>.kernel_ir.txt) and the generated C++ (<region>.cpp), and report.txt.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
+import threading
+import time
 
 
 def log(options, topic: str, text: str) -> None:
     if topic in options.logs:
         print(text, file=sys.stderr)
+    logging.getLogger("stax." + topic).info(text)
+
+
+_run_dirs: dict = {}
+_run_dirs_lock = threading.Lock()
+_process_start = time.strftime("%Y%m%d-%H%M%S")
+
+
+def _rank() -> str:
+    try:
+        import torch.distributed as dist
+
+        if dist.is_available() and dist.is_initialized():
+            return str(dist.get_rank())
+    except ImportError:
+        pass
+    return os.environ.get("RANK", "")
+
+
+def run_dir(options) -> str:
+    """This process's folder under the debug directory, made (and said on stderr) once."""
+    with _run_dirs_lock:
+        d = _run_dirs.get(options.debug_dir)
+        if d is None:
+            rank = _rank()
+            name = f"run-{_process_start}-pid{os.getpid()}" + (f"-rank{rank}" if rank else "")
+            d = os.path.join(options.debug_dir, name)
+            os.makedirs(d, exist_ok=True)
+            _run_dirs[options.debug_dir] = d
+            print(f"stax: debug files of this run in {d}", file=sys.stderr)
+        return d
 
 
 def write_fx_graph(options, name: str, gm) -> None:
@@ -30,7 +69,7 @@ def write_fx_graph(options, name: str, gm) -> None:
 
 
 def _graph_dir(options, name: str) -> str:
-    d = os.path.join(options.debug_dir, name)
+    d = os.path.join(run_dir(options), name)
     os.makedirs(d, exist_ok=True)
     return d
 

@@ -10,7 +10,8 @@ from . import _C
 
 SIMD_LEVELS = ("", "avx512", "avx2", "scalar")
 # Topics this package prints; "ir" from the IR the C++ side records (Options.record_ir).
-PYTHON_LOG_TOPICS = ("fusion", "schedule", "ir", "output_code", "graph", "fallback", "recompiles")
+PYTHON_LOG_TOPICS = ("fusion", "schedule", "ir", "output_code", "graph", "fallback", "recompiles",
+                     "compile")
 # One configuration serves both sides: the C++ side prints its other topics ("graph_passes",
 # "program") as this package's options name them (Options.cpp_logs), not from STAX_LOGS.
 CPP_LOG_TOPICS = tuple(t for t in _C.log_topics() if t not in PYTHON_LOG_TOPICS)
@@ -65,6 +66,9 @@ class Options:
     # not seen: call stax.unfreeze() after them. Weights that require grad in training are
     # never packed.
     freeze_parameters: bool = False
+    # A line on stderr when a graph's compile has taken a second, and one when it ends
+    # (compile_log.py); STAX_PROGRESS=0 turns them off too.
+    progress: bool = True
 
     @property
     def cpp_logs(self) -> list:
@@ -101,7 +105,8 @@ class Options:
         channels_last_intermediates = options.get("channels_last_intermediates", True)
         measure_matmul_weights = options.get("measure_matmul_weights", True)
         matmul_blas = options.get("matmul_blas", True)
-        for name, value in (("debug", debug), ("graph_passes", graph_passes),
+        progress = options.get("progress", os.environ.get("STAX_PROGRESS", "1") != "0")
+        for name, value in (("debug", debug), ("graph_passes", graph_passes), ("progress", progress),
                             ("channels_last_intermediates", channels_last_intermediates),
                             ("measure_matmul_weights", measure_matmul_weights),
                             ("matmul_blas", matmul_blas),
@@ -133,4 +138,4 @@ class Options:
                        output_pool=output_pool,
                        streaming_stores=streaming_stores,
                        mutations_in_place=mutations_in_place,
-                       freeze_parameters=freeze_parameters)
+                       freeze_parameters=freeze_parameters, progress=progress)

@@ -109,11 +109,24 @@ class _Variant:
         self.outputs_are_slots = len(self.plans) == len(slot_bytes) and all(
             p.kind == "slot_tensor" and p.index == k for k, p in enumerate(self.plans))
 
+    # The name torch.profiler's traces give the region's runs (issue 34, point 4).
+    label = "stax::region"
+
     def run_into_slots(self, pointers, threads, owners=None, shapes=None):
         """Runs on the input pointers; returns the slots: tensors allocated here, and the
         pooled ones the program took from the pool. `owners` (the inputs, given up) is
         emptied and each input dropped after the program's last read of it. `shapes`: the
         inputs' (sizes, strides), for a program over size symbols."""
+        if profiling():
+            with record_function(self.label):
+                _C.trace_library_calls(True)
+                try:
+                    return self._run_into_slots(pointers, threads, owners, shapes)
+                finally:
+                    _C.trace_library_calls(False)
+        return self._run_into_slots(pointers, threads, owners, shapes)
+
+    def _run_into_slots(self, pointers, threads, owners, shapes):
         slots = [None if allocate is None else allocate() for allocate in self.allocators]
         if shapes is not None:
             capsules = self.compiled.run_pooled(
@@ -156,6 +169,22 @@ class _Variant:
                 buf = slots[plan.index].view(plan.dtype)
                 outs.append(buf.as_strided(plan.sizes, plan.strides, plan.offset))
         return outs
+
+
+# Whether torch.profiler is recording (the check its own record_function makes: a C++ call,
+# no Python frames), and the range a region's run is recorded as; inside it, each library
+# call gets a range of its own (_C.trace_library_calls).
+profiling = getattr(getattr(torch._C, "_autograd", None), "_profiler_enabled", lambda: False)
+record_function = torch.profiler.record_function
+
+
+def _profiled(line: str) -> list:
+    """The generated call's run line, inside a record_function range while profiling."""
+    body = line.strip()
+    return ["    if profiling():", "        with record_function(label):",
+            "            trace_library_calls(True)", "            try:",
+            f"                {body}", "            finally:",
+            "                trace_library_calls(False)", "    else:", f"        {body}"]
 
 
 def _is_64_aligned_allocation(nbytes: int) -> bool:
@@ -263,7 +292,10 @@ class Region:
             return self.__call__, None
         n = len(self.input_layouts)
         params = ", ".join(f"a{i}" for i in range(n))
-        env = {"general": self.__call__, "run": v.run, "run_releasing": v.compiled.run_releasing,
+        env = {"general": self.__call__, "profiling": profiling,
+               "record_function": record_function, "label": v.label,
+               "trace_library_calls": _C.trace_library_calls,
+               "run": v.run, "run_releasing": v.compiled.run_releasing,
                "run_pooled": v.compiled.run_pooled, "from_dlpack": torch.from_dlpack,
                "layouts": v.pooled_layouts, "empty_strided": _empty_strided,
                "threads": self.threads, "get_num_threads": torch.get_num_threads,
@@ -292,7 +324,7 @@ class Region:
         else:
             run = f"    run([{ins}], [{ptrs}], nt)"
             run_releasing = f"    run_releasing(owners, ins, [{ptrs}], nt)"
-        lines = [f"def call({params}):", *checks, *allocations, run, *pooled,
+        lines = [f"def call({params}):", *checks, *allocations, *_profiled(run), *pooled,
                  f"    return [{outs}]"]
         # AOTAutograd's boxed convention (issue 16, point 5): the list of arguments is ours.
         # The inputs move into the run, which drops each after the program's last read of it,
@@ -304,7 +336,7 @@ class Region:
                   *[c.replace(f"general({params})", "general(*args)") for c in checks],
                   "    args.clear()", *allocations,
                   f"    owners = [{params}]", f"    ins = [{ins}]", released,
-                  run_releasing, *pooled,
+                  *_profiled(run_releasing), *pooled,
                   f"    return [{outs}]"]
         exec(compile("\n".join(lines), f"<stax region {self.name}>", "exec"), env)
         boxed = env["call_boxed"]
@@ -314,7 +346,9 @@ class Region:
 
     def _compile_variant(self, layouts, text):
         compiled = compile_text(text, self.name, self.options)
-        return _Variant(compiled, self.options.output_pool, self.freezing)
+        variant = _Variant(compiled, self.options.output_pool, self.freezing)
+        variant.label = f"stax::{self.name}"
+        return variant
 
     def _variant_for(self, args):
         layouts = tuple((tuple(a.shape), tuple(a.stride())) for a in args)

@@ -124,6 +124,7 @@ class SymbolicProgram:
                 outputs, slot_bytes, inputs = self.compiled.layout_at(values)
                 variant = _Variant(self.compiled, self.options.output_pool, None,
                                    layout=(outputs, slot_bytes))
+                variant.label = f"stax::{self.name}"
                 relayout = {}
                 for k, (p, val) in enumerate(zip(variant.plans, self.output_vals)):
                     sizes, strides = _output_layout(val, values, self.derived, p.sizes)

@@ -63,6 +63,40 @@ using namespace nb::literals;
 namespace stax::bindings {
 namespace {
 
+// torch.profiler ranges around library calls (driver::TraceScope) while a region's run is
+// profiled: PyTorch's own record-function ops, entered and left with the GIL taken on the
+// calling thread. Set per profiled run by the Python side (trace_library_calls).
+struct ProfilerOps {
+  nb::object enter;
+  nb::object exit;
+};
+ProfilerOps* profiler_ops = nullptr;
+thread_local std::vector<nb::object> open_ranges;
+
+void trace_library_call(const char* name, bool begin) {
+  nb::gil_scoped_acquire gil;
+  try {
+    if (begin) {
+      open_ranges.push_back(profiler_ops->enter(name, nb::none()));
+    } else if (!open_ranges.empty()) {
+      nb::object handle = std::move(open_ranges.back());
+      open_ranges.pop_back();
+      profiler_ops->exit(handle);
+    }
+  } catch (nb::python_error& e) {
+    e.discard_as_unraisable("stax: tracing a library call");
+  }
+}
+
+void trace_library_calls(bool on) {
+  if (on && profiler_ops == nullptr) {
+    nb::object ops = nb::module_::import_("torch").attr("ops").attr("profiler");
+    profiler_ops = new ProfilerOps{ops.attr("_record_function_enter_new"),
+                                   ops.attr("_record_function_exit").attr("_RecordFunction")};
+  }
+  driver::set_trace_hook(on ? &trace_library_call : nullptr);
+}
+
 // (name, dtype, sizes, strides) of one graph input.
 using InputInfo = std::tuple<std::string, std::string, std::vector<int64_t>, std::vector<int64_t>>;
 // (from_input, index, dtype, sizes, strides, offset) of one graph output: index is the output
@@ -577,6 +611,13 @@ NB_MODULE(_C, m) {
                    "whether the kernel library came from the cache, without the C++ compiler")
       .def_prop_ro("library_path", &CompiledGraph::library_path)
       .def_prop_ro(
+          "compile_times",
+          [](const CompiledGraph& c) {
+            const CompileTimes& t = c.compile_times();
+            return std::make_tuple(t.front_end_s, t.cxx_compile_s, t.library_plans_s);
+          },
+          "(front end, C++ compile or cache lookup, library plans) in seconds")
+      .def_prop_ro(
           "ir_log", [](const CompiledGraph& c) { return c.compilation().module.ir_log; },
           "the kernel IR after every code-generation pass (compile(..., record_ir=True))")
       .def(
@@ -696,6 +737,9 @@ NB_MODULE(_C, m) {
       "at the first query, or set_profiling)");
   m.def("reset_profile_counters", &driver::reset_profile_counters,
         "sets every profiling counter to zero");
+  m.def("trace_library_calls", &trace_library_calls, "on"_a,
+        "while on, each library call (matmul, convolution, attention, scatter, scan) opens a "
+        "torch.profiler range named 'stax::<op> -> <buffer>' on the calling thread");
   m.def("set_profiling", &driver::set_profiling_enabled, "on"_a,
         "turns the profiling counters on or off, whatever STAX_PROFILE said");
   m.def(

@@ -2,6 +2,7 @@
 #include "driver/compiler.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -194,9 +195,27 @@ CallLayout call_layout(const codegen::GeneratedModule& module,
   return layout;
 }
 
+namespace {
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+}  // namespace
+
+// compile_lowered after lowering `graph`, the lowering counted in the front end's time.
+CompiledGraph lower_and_compile(const ir::Graph& graph, const CompileOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  lowering::LoweredGraph lowered = lower_graph(graph, options);
+  const double lowering_s = seconds_since(start);
+  CompiledGraph out = compile_lowered(std::move(lowered), options);
+  out.times_.front_end_s += lowering_s;
+  return out;
+}
+
 CompiledGraph compile_lowered(lowering::LoweredGraph lowered, const CompileOptions& options) {
   CompiledGraph out;
+  auto start = std::chrono::steady_clock::now();
   out.compilation_ = analyze_lowered(std::move(lowered), options);
+  out.times_.front_end_s = seconds_since(start);
   // The layouts a caller without sizes (run_into) gives: the symbols' hints.
   const std::map<std::string, int64_t> hints = index::hint_values(out.compilation_->module.symbols);
   for (const auto& in : out.compilation_->lowered.inputs) {
@@ -212,9 +231,13 @@ CompiledGraph compile_lowered(lowering::LoweredGraph lowered, const CompileOptio
   runtime::JitOptions jit;
   jit.simd = out.compilation_->module.options.simd;
   jit.cache_dir = options.cache_dir;
+  start = std::chrono::steady_clock::now();
   runtime::JitResult r = runtime::compile_and_load(out.compilation_->module.source, jit);
+  out.times_.cxx_compile_s = seconds_since(start);
   out.cache_hit_ = r.cache_hit;
+  start = std::chrono::steady_clock::now();
   attach_library(out, r.library, r.library_path, options);
+  out.times_.library_plans_s = seconds_since(start);
   if (!options.keep_analysis) {
     // What running reads: the inputs' and outputs' layouts, the entry point, the options.
     auto kept = std::make_shared<Compilation>();
@@ -326,7 +349,7 @@ CompiledGraph load_compiled(std::shared_ptr<const Compilation> runtime_half,
 }
 
 CompiledGraph compile(const ir::Graph& graph, const CompileOptions& options) {
-  if (!graph.is_symbolic()) return compile_lowered(lower_graph(graph, options), options);
+  if (!graph.is_symbolic()) return lower_and_compile(graph, options);
   if (options.max_symbolic_sizes < 1) {
     throw std::invalid_argument("CompileOptions::max_symbolic_sizes must be at least 1, got " +
                                 std::to_string(options.max_symbolic_sizes));
@@ -339,7 +362,7 @@ CompiledGraph compile(const ir::Graph& graph, const CompileOptions& options) {
   symbolic->hints = hints;
   // Issue 33: one program for every size where every stage takes the symbols.
   try {
-    CompiledGraph out = compile_lowered(lower_graph(graph, options), options);
+    CompiledGraph out = lower_and_compile(graph, options);
     out.symbolic_ = std::move(symbolic);
     return out;
   } catch (const index::SymbolicSizesRefused& refused) {

@@ -134,6 +134,15 @@ struct CallLayout {
 CallLayout call_layout(const codegen::GeneratedModule& module,
                        const std::map<std::string, int64_t>& values);
 
+// Where a compile's time went (issue 34, point 4): the front end (graph passes, lowering,
+// scheduling, kernel passes, code generation), the C++ compiler (or the JIT cache's lookup
+// on a hit) with loading, and building the library plans.
+struct CompileTimes {
+  double front_end_s = 0;
+  double cxx_compile_s = 0;
+  double library_plans_s = 0;
+};
+
 // Options of one run of a compiled graph.
 struct RunOptions {
   // Threads of every parallel region: any count >= 1 (more than the cores, or than at
@@ -219,6 +228,9 @@ class CompiledGraph {
   const driver::ExternalPlans& external_plans() const { return *externals_; }
   const std::string& source() const { return compilation().module.source; }
   bool cache_hit() const { return cache_hit_; }
+  // Of the program at the hints (a symbolic graph compiled per size: of that one); zero for a
+  // program loaded from a package.
+  const CompileTimes& compile_times() const { return times_; }
   const std::string& library_path() const { return library_path_; }
   bool is_symbolic() const { return symbolic_ != nullptr; }
   // Whether one program serves every size of a symbolic graph (false for a static graph).
@@ -272,6 +284,8 @@ class CompiledGraph {
   std::string not_runnable_reason_;
   bool cache_hit_ = false;
   std::string library_path_;
+  CompileTimes times_;
+  friend CompiledGraph lower_and_compile(const ir::Graph&, const CompileOptions&);
 };
 
 CompiledGraph compile(const ir::Graph& graph, const CompileOptions& options = {});

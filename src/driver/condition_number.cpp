@@ -28,71 +28,32 @@ using SensitivityFn = std::function<Sensitivity(double)>;
 // One operand ops, by the name of the op.
 const std::unordered_map<std::string, SensitivityFn>& unary_sensitivities() {
   static const std::unordered_map<std::string, SensitivityFn> table = {
-      {"exp",
-       [](double x) {
-         return Sensitivity{std::exp(x), std::fabs(x * std::exp(x))};
-       }},
+      {"exp", [](double x) { return Sensitivity{std::exp(x), std::fabs(x * std::exp(x))}; }},
       {"exp2",
        [](double x) {
          return Sensitivity{std::exp2(x), std::fabs(x * std::numbers::ln2 * std::exp2(x))};
        }},
-      {"expm1",
-       [](double x) {
-         return Sensitivity{std::expm1(x), std::fabs(x * std::exp(x))};
-       }},
-      {"log",
-       [](double x) {
-         return Sensitivity{std::log(x), 1.0};
-       }},
-      {"log2",
-       [](double x) {
-         return Sensitivity{std::log2(x), 1.0 / std::numbers::ln2};
-       }},
-      {"log10",
-       [](double x) {
-         return Sensitivity{std::log10(x), 1.0 / std::numbers::ln10};
-       }},
-      {"log1p",
-       [](double x) {
-         return Sensitivity{std::log1p(x), std::fabs(x / (1.0 + x))};
-       }},
-      {"sin",
-       [](double x) {
-         return Sensitivity{std::sin(x), std::fabs(x * std::cos(x))};
-       }},
-      {"cos",
-       [](double x) {
-         return Sensitivity{std::cos(x), std::fabs(x * std::sin(x))};
-       }},
+      {"expm1", [](double x) { return Sensitivity{std::expm1(x), std::fabs(x * std::exp(x))}; }},
+      {"log", [](double x) { return Sensitivity{std::log(x), 1.0}; }},
+      {"log2", [](double x) { return Sensitivity{std::log2(x), 1.0 / std::numbers::ln2}; }},
+      {"log10", [](double x) { return Sensitivity{std::log10(x), 1.0 / std::numbers::ln10}; }},
+      {"log1p", [](double x) { return Sensitivity{std::log1p(x), std::fabs(x / (1.0 + x))}; }},
+      {"sin", [](double x) { return Sensitivity{std::sin(x), std::fabs(x * std::cos(x))}; }},
+      {"cos", [](double x) { return Sensitivity{std::cos(x), std::fabs(x * std::sin(x))}; }},
       {"tan",
        [](double x) {
          const double t = std::tan(x);
          return Sensitivity{t, std::fabs(x * (1.0 + t * t))};
        }},
-      {"sinh",
-       [](double x) {
-         return Sensitivity{std::sinh(x), std::fabs(x * std::cosh(x))};
-       }},
-      {"cosh",
-       [](double x) {
-         return Sensitivity{std::cosh(x), std::fabs(x * std::sinh(x))};
-       }},
+      {"sinh", [](double x) { return Sensitivity{std::sinh(x), std::fabs(x * std::cosh(x))}; }},
+      {"cosh", [](double x) { return Sensitivity{std::cosh(x), std::fabs(x * std::sinh(x))}; }},
       {"asin",
-       [](double x) {
-         return Sensitivity{std::asin(x), std::fabs(x / std::sqrt(1.0 - x * x))};
-       }},
+       [](double x) { return Sensitivity{std::asin(x), std::fabs(x / std::sqrt(1.0 - x * x))}; }},
       {"acos",
-       [](double x) {
-         return Sensitivity{std::acos(x), std::fabs(x / std::sqrt(1.0 - x * x))};
-       }},
+       [](double x) { return Sensitivity{std::acos(x), std::fabs(x / std::sqrt(1.0 - x * x))}; }},
       {"acosh",
-       [](double x) {
-         return Sensitivity{std::acosh(x), std::fabs(x / std::sqrt(x * x - 1.0))};
-       }},
-      {"atanh",
-       [](double x) {
-         return Sensitivity{std::atanh(x), std::fabs(x / (1.0 - x * x))};
-       }},
+       [](double x) { return Sensitivity{std::acosh(x), std::fabs(x / std::sqrt(x * x - 1.0))}; }},
+      {"atanh", [](double x) { return Sensitivity{std::atanh(x), std::fabs(x / (1.0 - x * x))}; }},
       {"erfc",
        [](double x) {
          return Sensitivity{std::erfc(x),

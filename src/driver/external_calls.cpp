@@ -483,6 +483,7 @@ ExternalPlans::ExternalPlans(const std::vector<program::ExternalSite>& sites, in
       plans_.push_back(build_plan(site));
     }
     sources_.push_back(site.source);
+    trace_names_.push_back("stax::" + site.call->op + " -> " + site.output);
   }
 }
 
@@ -557,6 +558,9 @@ int ExternalPlans::call(void* ctx, int64_t site, const int64_t* symbols,
   const auto* self = static_cast<const ExternalPlans*>(ctx);
   const auto k = static_cast<size_t>(site);
   const ProfileScope profile(ProfileSite::External);
+  const TraceScope trace(self != nullptr && k < self->trace_names_.size()
+                             ? self->trace_names_[k].c_str()
+                             : "stax::library call");
   try {
     if (self == nullptr) throw std::logic_error("no plans for external call sites");
     std::shared_ptr<const Plan> hold;

@@ -174,6 +174,7 @@ class ExternalPlans {
   std::vector<std::shared_ptr<const Plan>> plans_;  // null for a site over size symbols
   std::vector<std::unique_ptr<PerShape>> per_shape_;
   std::vector<std::string> sources_;
+  std::vector<std::string> trace_names_;  // per site: "stax::addmm -> buf3" (TraceScope)
 };
 
 }  // namespace stax::driver

@@ -52,4 +52,16 @@ void add_profile_sample(ProfileSite site, int64_t ns) {
   (entry ? entry_calls : external_calls).fetch_add(1, std::memory_order_relaxed);
 }
 
+namespace {
+std::atomic<TraceHook> trace_hook_slot{nullptr};
+}  // namespace
+
+void set_trace_hook(TraceHook hook) {
+  trace_hook_slot.store(hook, std::memory_order_relaxed);
+}
+
+TraceHook trace_hook() {
+  return trace_hook_slot.load(std::memory_order_relaxed);
+}
+
 }  // namespace stax::driver

@@ -47,4 +47,29 @@ class ProfileScope {
   std::chrono::steady_clock::time_point start_;
 };
 
+// Issue 34, point 4: names each library call in a tracer's timeline (the Python bridge opens
+// a torch.profiler range per call while it profiles a region's run), called with the call's
+// name on entry (begin) and on exit, on the thread that makes the call. Null: none, which
+// costs a call one relaxed atomic load.
+using TraceHook = void (*)(const char* name, bool begin);
+void set_trace_hook(TraceHook hook);
+TraceHook trace_hook();
+
+// Calls the trace hook around its scope when one is set (decided at construction).
+class TraceScope {
+ public:
+  explicit TraceScope(const char* name) : name_(name), hook_(trace_hook()) {
+    if (hook_ != nullptr) hook_(name_, true);
+  }
+  ~TraceScope() {
+    if (hook_ != nullptr) hook_(name_, false);
+  }
+  TraceScope(const TraceScope&) = delete;
+  TraceScope& operator=(const TraceScope&) = delete;
+
+ private:
+  const char* name_;
+  TraceHook hook_;
+};
+
 }  // namespace stax::driver
