@@ -69,17 +69,27 @@ def worker(rank, port, backend, result_dir):
         counter = CountingBackend(backend)
         expected = train(reference, reference, rank)
         actual = train(compiled, torch.compile(compiled, backend=counter), rank)
-        result = {"expected": expected, "actual": actual, "graphs": counter.graphs}
+        stats = None
+        if backend == "stax":
+            import stax
+
+            stats = stax.compile_stats()
+        result = {"expected": expected, "actual": actual, "graphs": counter.graphs,
+                  "stats": stats}
         torch.save(result, os.path.join(result_dir, f"rank{rank}.pt"))
     finally:
         dist.destroy_process_group()
 
 
-def test_ddp_compiled_matches_uncompiled(backend, tmp_path):
+def test_ddp_compiled_matches_uncompiled(backend, is_stax, tmp_path):
     mp.spawn(worker, args=(free_port(), backend, str(tmp_path)), nprocs=WORLD_SIZE, join=True)
     results = [torch.load(tmp_path / f"rank{rank}.pt") for rank in range(WORLD_SIZE)]
     for rank, result in enumerate(results):
         assert result["graphs"] > 1, f"rank {rank}: the graph was not split at bucket boundaries"
+        if is_stax:
+            # Every graph DDP's split made, forward and backward, compiled Stax regions.
+            stats = result["stats"]
+            assert stats["graphs"] >= 2 * result["graphs"] and stats["regions"] >= stats["graphs"], stats
         assert_same(result["actual"], result["expected"], f"rank {rank} parameters")
     # DDP keeps the replicas identical.
     assert_same(results[1]["actual"], results[0]["actual"], "rank 1 vs rank 0")
