@@ -857,7 +857,6 @@ TEST(Cli, SymbolicProgramsRunAtTheSizesGiven) {
   EXPECT_NE(static_graph.out.find("--sizes: graph"), std::string::npos) << static_graph.out;
 }
 
-
 // Issue 34: `stax compile FILE -o PKG` writes an ahead-of-time package; `stax run PKG` loads it
 // without compiling and checks it against the eager interpreter, at any size of its symbols.
 TEST(Cli, CompileWritesAPackageThatRunLoads) {
