@@ -42,25 +42,10 @@ void delete_unused_capsule(PyObject* capsule) {
 DLDataType dl_dtype(const std::string& name) {
   const auto dtype = parse_dtype(name);
   if (!dtype) throw std::invalid_argument("pooled_output: unknown dtype " + name);
-  const auto bits = static_cast<uint8_t>(8 * dtype_size(*dtype));
-  switch (*dtype) {
-    case DType::Float16:
-    case DType::Float32:
-    case DType::Float64:
-      return {kDLFloat, bits, 1};
-    case DType::BFloat16:
-      return {kDLBfloat, bits, 1};
-    case DType::Int8:
-    case DType::Int16:
-    case DType::Int32:
-    case DType::Int64:
-      return {kDLInt, bits, 1};
-    case DType::UInt8:
-      return {kDLUInt, bits, 1};
-    case DType::Bool:
-      break;
+  if (*dtype == DType::Bool) {
+    throw std::invalid_argument("pooled_output: DLPack 0.6 has no " + name + " type");
   }
-  throw std::invalid_argument("pooled_output: DLPack 0.6 has no " + name + " type");
+  return dlpack_type(*dtype);
 }
 
 // The DLPack type of `dtype`, after checking that `nbytes` hold the layout.
@@ -88,6 +73,27 @@ DLDataType check_layout(const std::vector<int64_t>& sizes, const std::vector<int
 }
 
 }  // namespace
+
+DLDataType dlpack_type(DType dtype) {
+  const auto bits = static_cast<uint8_t>(8 * dtype_size(dtype));
+  switch (dtype) {
+    case DType::Float16:
+    case DType::Float32:
+    case DType::Float64:
+      return {kDLFloat, bits, 1};
+    case DType::BFloat16:
+      return {kDLBfloat, bits, 1};
+    case DType::Int8:
+    case DType::Int16:
+    case DType::Int32:
+    case DType::Int64:
+      return {kDLInt, bits, 1};
+    case DType::UInt8:
+    case DType::Bool:  // DLPack 0.6 has no bool type
+      break;
+  }
+  return {kDLUInt, bits, 1};
+}
 
 PyObject* pooled_output(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides,
                         const std::string& dtype, int64_t nbytes) {

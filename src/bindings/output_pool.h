@@ -19,6 +19,9 @@
 #include <utility>
 #include <vector>
 
+#include <dlpack/dlpack.h>
+
+#include "ir/dtype.h"
 #include "runtime/block_pool.h"
 
 namespace stax::bindings {
@@ -26,6 +29,9 @@ namespace stax::bindings {
 // A DLPack capsule ("dltensor") over a pooled block of `nbytes` (at least the extent of
 // `sizes`/`strides` in `dtype`, a Stax dtype name) laid out with those sizes and strides.
 // Throws std::invalid_argument for a dtype DLPack 0.6 cannot name or a size below the extent.
+// The DLPack type of `dtype`; bool (which DLPack 0.6 lacks) as uint8, for the caller to view.
+DLDataType dlpack_type(DType dtype);
+
 PyObject* pooled_output(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides,
                         const std::string& dtype, int64_t nbytes);
 

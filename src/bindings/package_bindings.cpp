@@ -12,6 +12,7 @@
 #include <cstring>
 #include <memory>
 
+#include "bindings/output_pool.h"
 #include "ir/graph.h"
 #include "package/package.h"
 #include "package/program_json.h"
@@ -43,27 +44,6 @@ void delete_unused(PyObject* capsule) {
   if (managed != nullptr && managed->deleter != nullptr) managed->deleter(managed);
 }
 
-DLDataType dl_type(DType d) {
-  const auto bits = static_cast<uint8_t>(8 * dtype_size(d));
-  switch (d) {
-    case DType::Float16:
-    case DType::Float32:
-    case DType::Float64:
-      return {kDLFloat, bits, 1};
-    case DType::BFloat16:
-      return {kDLBfloat, bits, 1};
-    case DType::Int8:
-    case DType::Int16:
-    case DType::Int32:
-    case DType::Int64:
-      return {kDLInt, bits, 1};
-    case DType::UInt8:
-    case DType::Bool:  // this DLPack has no bool type: the Python side views it as bool
-      return {kDLUInt, bits, 1};
-  }
-  return {kDLUInt, bits, 1};
-}
-
 nb::object weight_capsule(const Tensor& t) {
   auto owned = std::make_unique<WeightCapsule>();
   owned->tensor = t;
@@ -73,7 +53,7 @@ nb::object weight_capsule(const Tensor& t) {
   dl.data = t.data();
   dl.device = {kDLCPU, 0};
   dl.ndim = static_cast<int32_t>(owned->sizes.size());
-  dl.dtype = dl_type(t.dtype());
+  dl.dtype = dlpack_type(t.dtype());  // bool as uint8: the Python side views it as bool
   dl.shape = owned->sizes.data();
   dl.strides = owned->strides.data();
   owned->managed.manager_ctx = owned.get();
