@@ -199,7 +199,8 @@ def _check_outputs(fused, call, text_graph) -> None:
 class LoadedPackage:
     """A package loaded for PyTorch tensors: call it with the model's inputs (CPU tensors of
     the exported dtypes; any sizes the package's size symbols allow); it returns the outputs
-    as a tuple (one tensor alone for a single output)."""
+    as a tuple (one tensor alone for a single output). `threads`: of every kernel (None:
+    torch.get_num_threads() at each call)."""
 
     def __init__(self, path, *, threads: int | None = None, measure_matmul_weights=True,
                  cache_dir=""):
@@ -261,8 +262,10 @@ class LoadedPackage:
             tensors.append(t.contiguous())
         variant = self._variant(tensors)
         shapes = ([tuple(t.shape) for t in tensors], [tuple(t.stride()) for t in tensors])
-        slots = variant.run_into_slots([t.data_ptr() for t in tensors], self.threads,
-                                       shapes=shapes)
+        # PyTorch's thread count at each call, as the torch.compile backend runs (not the count
+        # of the machine that wrote the package).
+        threads = self.threads or torch.get_num_threads()
+        slots = variant.run_into_slots([t.data_ptr() for t in tensors], threads, shapes=shapes)
         outs = variant.finish(tensors, slots)
         return outs[0] if len(outs) == 1 else tuple(outs)
 

@@ -92,7 +92,10 @@ def test_debug_dir_holds_a_runnable_repro(tmp_path):
     r = run_program({"STAX_CACHE_DIR": str(tmp_path / "cache"),
                      "STAX_DEBUG_DIR": str(debug_dir)}, imports="import stax")
     assert r.returncode == 0, r.stderr[-3000:]
-    graphs = sorted(p for p in debug_dir.iterdir() if p.is_dir())
+    # One folder for this run (test_visibility.py checks its name), a folder per graph in it.
+    (run,) = [p for p in debug_dir.iterdir() if p.is_dir()]
+    assert f"debug files of this run in {run}" in r.stderr
+    graphs = sorted(p for p in run.iterdir() if p.is_dir())
     assert graphs, "no per-graph directory"
     files = {p.name for p in graphs[0].iterdir()}
     assert "fx_graph.py" in files and "report.txt" in files

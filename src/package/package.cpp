@@ -13,6 +13,7 @@
 #include <fstream>
 #include <iterator>
 #include <set>
+#include <thread>
 
 #include "ir/text_format.h"
 #include "package/package_file.h"
@@ -282,7 +283,10 @@ std::vector<Tensor> Package::run(const std::vector<Tensor>& inputs,
   all.reserve(bound_.size());
   size_t next = 0;
   for (const Tensor& w : bound_) all.push_back(w.defined() ? w : inputs[next++]);
-  return program_->run(all, options);
+  // The machine that wrote the package may have had other cores: by default, this one's.
+  RunOptions here = options;
+  if (here.num_threads == 0) here.num_threads = std::max(1u, std::thread::hardware_concurrency());
+  return program_->run(all, here);
 }
 
 std::vector<std::string> Package::weight_inputs() const {

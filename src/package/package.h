@@ -58,8 +58,9 @@ class Package {
   static Package load(const std::string& path, const PackageLoadOptions& options = {});
 
   // Runs the program on the graph inputs the package does not keep, in graph order
-  // (input_names()); InputError for a wrong count, dtype, size or stride, or sizes that break
-  // the size symbols' facts.
+  // (input_names()), on RunOptions::num_threads threads (0: this machine's hardware threads,
+  // not the count of the machine that wrote the package); InputError for a wrong count,
+  // dtype, size or stride, or sizes that break the size symbols' facts.
   std::vector<Tensor> run(const std::vector<Tensor>& inputs, const RunOptions& options = {}) const;
 
   // The inputs a caller passes, in order, and their types (at the size symbols' hints; the
