@@ -466,29 +466,44 @@ std::string measure_weights_forms(const MatmulSpec& planned, const MatmulSpec& s
                                   Primitive& direct, Primitive* packed,
                                   const detail::BlasLibrary* blas, int threads,
                                   const std::string& directory, MatmulWeights* chosen) {
-  const ScratchOperand a(detail::layout_extent(spec.a), spec.dtype);
-  const ScratchOperand b(detail::layout_extent(spec.b), spec.dtype);
-  const ScratchOperand c(detail::layout_extent(spec.c), spec.dtype);
-  std::optional<ScratchOperand> bias;
-  if (spec.bias) bias.emplace(detail::layout_extent(*spec.bias), spec.dtype);
-  std::vector<ScratchOperand> operands;
-  for (const PostOp& op : spec.post_ops) {
-    if (op.operand) operands.emplace_back(detail::layout_extent(*op.operand), op.operand_dtype);
-  }
-  std::vector<const void*> operand_data;
-  for (const ScratchOperand& operand : operands) operand_data.push_back(operand.data());
-  const void* bias_data = bias ? bias->data() : nullptr;
+  // Made only when the decision is measured, not when it is read from the cache (up to the
+  // measurement's budget of memory written: most of a package's load time otherwise).
+  struct Scratch {
+    ScratchOperand a, b, c;
+    std::optional<ScratchOperand> bias;
+    std::vector<ScratchOperand> operands;
+    std::vector<const void*> operand_data;
+    explicit Scratch(const MatmulSpec& spec)
+        : a(detail::layout_extent(spec.a), spec.dtype),
+          b(detail::layout_extent(spec.b), spec.dtype),
+          c(detail::layout_extent(spec.c), spec.dtype) {
+      if (spec.bias) bias.emplace(detail::layout_extent(*spec.bias), spec.dtype);
+      for (const PostOp& op : spec.post_ops) {
+        if (op.operand) operands.emplace_back(detail::layout_extent(*op.operand), op.operand_dtype);
+      }
+      for (const ScratchOperand& operand : operands) operand_data.push_back(operand.data());
+    }
+    const void* bias_data() const { return bias ? bias->data() : nullptr; }
+  };
+  std::optional<Scratch> scratch;
+  auto operands = [&]() -> const Scratch& {
+    if (!scratch) scratch.emplace(spec);
+    return *scratch;
+  };
   auto run_with = [&](Primitive& p) {
     return [&] {
-      execute(spec, form, p, a.data(), b.data(), bias_data, c.data(), operand_data, threads);
+      const Scratch& s = operands();
+      execute(spec, form, p, s.a.data(), s.b.data(), s.bias_data(), s.c.data(), s.operand_data,
+              threads);
     };
   };
   // In order of preference (matmul_weights_form.h).
   std::vector<detail::WeightsFormCandidate> candidates{{MatmulWeights::Direct, run_with(direct)}};
   if (blas != nullptr) {
     candidates.push_back({MatmulWeights::Blas, [&] {
-                            detail::run_blas_product(*blas, spec, a.data(), b.data(), bias_data,
-                                                     c.data(), threads);
+                            const Scratch& s = operands();
+                            detail::run_blas_product(*blas, spec, s.a.data(), s.b.data(),
+                                                     s.bias_data(), s.c.data(), threads);
                           }});
   }
   if (packed != nullptr) candidates.push_back({MatmulWeights::Packed, run_with(*packed)});

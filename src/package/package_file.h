@@ -32,10 +32,13 @@ inline constexpr size_t kSectionAlignment = 64;
 
 // CRC-32C (Castagnoli) of `bytes`: the SSE4.2 instruction where the CPU has it, else a table.
 uint32_t crc32c(const void* data, size_t bytes);
-// A section's checksum: the bytes' 8-byte words dealt in turn to four CRC-32C lanes (word j of
-// each 32-byte block to lane j, the last partial block's bytes to lane 0), each lane started
-// at all ones, then the CRC-32C of the four lanes' values (little-endian). Four chains run
-// three times as fast as one on the CPU's instruction; the table gives the same values.
+// A section's checksum. A chunk's (at most kChecksumChunkBytes): its 8-byte words dealt in turn
+// to four CRC-32C lanes (word j of each 32-byte block to lane j, the last partial block's
+// bytes to lane 0), each lane started at all ones, then the CRC-32C of the four lanes' values
+// (little-endian). A section of one chunk has that checksum; a longer one, the CRC-32C of its
+// chunks' checksums (little-endian), computed on every core. Four chains run three times as
+// fast as one on the CPU's instruction; the table gives the same values.
+inline constexpr size_t kChecksumChunkBytes = size_t{4} << 20;
 uint32_t section_checksum(const void* data, size_t bytes);
 
 // Writes `manifest` (to which the sections' table and the file's length are added) and the

@@ -418,6 +418,41 @@ uint32_t reference_crc(uint32_t crc, const uint8_t* p, size_t n) {
   return crc;
 }
 
+// The definition of one chunk's checksum (package_file.h), bit at a time.
+uint32_t reference_chunk(const uint8_t* bytes, size_t n) {
+  uint32_t lanes[4] = {~0u, ~0u, ~0u, ~0u};
+  const size_t blocks = n / 32;
+  for (size_t b = 0; b < blocks; ++b) {
+    for (int j = 0; j < 4; ++j) lanes[j] = reference_crc(lanes[j], &bytes[32 * b + 8 * j], 8);
+  }
+  lanes[0] = reference_crc(lanes[0], bytes + 32 * blocks, n - 32 * blocks);
+  uint8_t folded[16];
+  for (int j = 0; j < 4; ++j) {
+    for (int k = 0; k < 4; ++k) folded[4 * j + k] = static_cast<uint8_t>(lanes[j] >> (8 * k));
+  }
+  return ~reference_crc(~0u, folded, 16);
+}
+
+TEST(PackageChecksum, LongSectionsAreTheChecksumOfTheirChunks) {
+  const size_t chunk = package::kChecksumChunkBytes;
+  for (size_t n : {chunk + 1, 2 * chunk + 12345}) {
+    std::vector<uint8_t> bytes(n);
+    for (size_t i = 0; i < n; ++i) bytes[i] = static_cast<uint8_t>((i * 2654435761u) >> 13);
+    std::vector<uint8_t> list;
+    for (size_t start = 0; start < n; start += chunk) {
+      const uint32_t c = reference_chunk(bytes.data() + start, std::min(chunk, n - start));
+      for (int k = 0; k < 4; ++k) list.push_back(static_cast<uint8_t>(c >> (8 * k)));
+    }
+    EXPECT_EQ(package::section_checksum(bytes.data(), n),
+              ~reference_crc(~0u, list.data(), list.size()))
+        << n;
+    // A byte changed in the last chunk changes it.
+    bytes[n - 1] ^= 1;
+    EXPECT_NE(package::section_checksum(bytes.data(), n),
+              ~reference_crc(~0u, list.data(), list.size()));
+  }
+}
+
 TEST(PackageChecksum, MatchesItsDefinitionAtEveryLength) {
   const std::string check = "123456789";
   EXPECT_EQ(package::crc32c(check.data(), check.size()), 0xE3069283u);  // the standard check
