@@ -3,7 +3,6 @@
 // and loads the kernels; each refusal names what differs.
 #include "package/package.h"
 
-#include <dlfcn.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -12,7 +11,6 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
-#include <set>
 #include <thread>
 
 #include "ir/text_format.h"
@@ -65,8 +63,7 @@ std::string read_file(const std::string& path) {
 // shared with another process). A library the object needs that the loader cannot find is
 // named in the PackageError.
 std::shared_ptr<runtime::SharedLibrary> load_program(const std::string& package_path,
-                                                     const char* data, size_t bytes,
-                                                     std::string* loaded_from) {
+                                                     const char* data, size_t bytes) {
   const int fd = ::memfd_create("stax-package", MFD_CLOEXEC);
   if (fd < 0)
     throw PackageError("cannot load package '" + package_path +
@@ -102,14 +99,7 @@ std::shared_ptr<runtime::SharedLibrary> load_program(const std::string& package_
                                   "; on Debian: apt install libsleef3 libgomp1)"
                             : why));
   }
-  *loaded_from = package_path + " (program.so)";
   return library;
-}
-
-std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& sizes) {
-  std::vector<int64_t> strides(sizes.size(), 1);
-  for (size_t d = sizes.size(); d > 1; --d) strides[d - 2] = strides[d - 1] * sizes[d - 1];
-  return strides;
 }
 
 bool same_type(const ir::TensorType& type, const Tensor& t) {
@@ -146,7 +136,7 @@ void save_package(const CompiledGraph& compiled, const ir::Graph& graph, const s
     bool fixed = true;
     for (const index::Expr& s : in.sizes) fixed = fixed && s.is_constant();
     if (!w.value.defined() || !same_type(type, w.value) || !fixed ||
-        type.strides != contiguous_strides(type.sizes)) {
+        type.strides != ir::contiguous_strides(type.sizes)) {
       throw PackageError("cannot package graph '" + graph.name() + "': weight '" + w.name +
                          "' does not match input '" + w.input + "' (" + ir::format_type(type) +
                          ", of fixed sizes, contiguous)");
@@ -228,13 +218,12 @@ Package Package::load(const std::string& path, const PackageLoadOptions& options
     fail(std::string("its graph does not parse: ") + e.what());
   }
   const auto [so, so_bytes] = file->section(kProgramSection);
-  std::string loaded_from;
-  std::shared_ptr<runtime::SharedLibrary> library = load_program(path, so, so_bytes, &loaded_from);
+  std::shared_ptr<runtime::SharedLibrary> library = load_program(path, so, so_bytes);
   CompileOptions compile_options;
   compile_options.cache_dir = options.cache_dir;
   compile_options.measure_matmul_weights = options.measure_matmul_weights;
   out.program_ = std::make_shared<const CompiledGraph>(
-      load_compiled(std::move(runtime_half), std::move(library), loaded_from,
+      load_compiled(std::move(runtime_half), std::move(library), path + " (program.so)",
                     graph ? &*graph : nullptr, compile_options));
 
   // The weights, read in place from the mapping; a tensor keeps the mapping alive.
@@ -268,7 +257,7 @@ Package Package::load(const std::string& path, const PackageLoadOptions& options
         new Storage(weights_base + it->second.offset, it->second.bytes, [](void*) {}),
         [keep](Storage* s) { delete s; });
     out.bound_[i] =
-        Tensor(std::move(storage), type.dtype, type.sizes, contiguous_strides(type.sizes), 0);
+        Tensor(std::move(storage), type.dtype, type.sizes, ir::contiguous_strides(type.sizes), 0);
   }
   return out;
 }

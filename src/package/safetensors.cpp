@@ -35,7 +35,10 @@ const char* format_name(DType d) {
 
 std::string safetensors_bytes(const std::map<std::string, Tensor>& tensors) {
   std::vector<std::pair<std::string, Tensor>> order;
-  for (const auto& [name, t] : tensors) order.emplace_back(name, t.contiguous_copy());
+  // A contiguous tensor is written from its own memory, another from a contiguous copy.
+  for (const auto& [name, t] : tensors) {
+    order.emplace_back(name, t.is_contiguous() ? t : t.contiguous_copy());
+  }
   std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
     return dtype_size(a.second.dtype()) > dtype_size(b.second.dtype());
   });
