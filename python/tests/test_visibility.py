@@ -2,7 +2,7 @@
 went (Dynamo, AOTAutograd, Stax's front end, the C++ compile, the library plans) and its
 kernel-cache hits, on the "compile" topic and in Python's logging; the process's totals; a
 progress line for a compile past a second; Stax's regions and library calls named in
-torch.profiler traces; and a debug folder of its own per run and rank."""
+torch.profiler traces, and with them each kernel function; and a debug folder of its own per run and rank."""
 
 import logging
 import os
@@ -101,6 +101,14 @@ def test_regions_and_library_calls_are_named_in_profiler_traces():
     assert any(re.fullmatch(r"stax::backward_\d+_stax_region_0", n) for n in names), names
     assert any(re.fullmatch(r"stax::addmm -> buf\d+", n) for n in names), names
     assert any(re.fullmatch(r"stax::mm -> buf\d+", n) for n in names), names
+    # Each kernel function too, named after the fused nodes it runs, inside its region's range.
+    events = prof.events()
+    regions = [e for e in events if re.fullmatch(r"stax::(forward|backward)_\d+_stax_region_0", e.name)]
+    kernels = [e for e in events if re.fullmatch(r"stax::kernel\d+ op\d+(_op\d+)*(, op\d+(_op\d+)*)*", e.name)]
+    assert kernels, names
+    for k in kernels:
+        assert any(r.time_range.start <= k.time_range.start and k.time_range.end <= r.time_range.end
+                   for r in regions), (k.name, k.time_range)
     # Outside the profiler no range is opened (the hook is off again).
     with torch.profiler.profile() as prof:
         pass

@@ -273,6 +273,8 @@ void attach_library(CompiledGraph& out, std::shared_ptr<runtime::SharedLibrary> 
   // the other programs and the outputs (runtime/block_pool.h).
   library->function<void (*)(void* (*)(int64_t, int), void (*)(void*))>("stax_use_process_pool")(
       &runtime::process_pool_take, &runtime::process_pool_give);
+  // Its kernels' ranges go to the tracer the runtime has now, if any (driver/profile.h).
+  library->function<void (*)(void (*)(const char*, int))>("stax_set_trace")(&driver::trace_kernel);
   driver::register_program(out.library_, library_path, out.compilation_->module.arena_bytes,
                            library->function<driver::MemoryHeldFn>("stax_memory_held"));
   // The library primitives are built now, once, not on every call.

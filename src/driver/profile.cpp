@@ -64,4 +64,8 @@ TraceHook trace_hook() {
   return trace_hook_slot.load(std::memory_order_relaxed);
 }
 
+void trace_kernel(const char* name, int begin) {
+  if (TraceHook hook = trace_hook()) hook(name, begin != 0);
+}
+
 }  // namespace stax::driver

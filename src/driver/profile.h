@@ -54,6 +54,9 @@ class ProfileScope {
 using TraceHook = void (*)(const char* name, bool begin);
 void set_trace_hook(TraceHook hook);
 TraceHook trace_hook();
+// What every loaded program calls around each kernel function it runs
+// (stax_kernel_trace.h): forwards to the trace hook when one is set.
+void trace_kernel(const char* name, int begin);
 
 // Calls the trace hook around its scope when one is set (decided at construction).
 class TraceScope {

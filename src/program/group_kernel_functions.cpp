@@ -48,6 +48,10 @@ void group_kernel_functions(HostProgram& program) {
   }
   // What each function takes: the buffers its loops read or write in memory.
   for (KernelFunction& f : program.functions) {
+    f.trace_name = "stax::" + f.name;
+    for (size_t k = 0; k < f.steps.size(); ++k) {
+      f.trace_name += (k ? ", " : " ") + s.kernels[program.steps[f.steps[k]].fused].name;
+    }
     std::set<std::string> used;
     for (size_t i : f.steps) {
       const Step& step = program.steps[i];

@@ -295,10 +295,11 @@ class Printer {
 
   void print_call_kernel(const CallKernel& c) {
     const KernelFunction& f = p_.functions[c.function];
-    out_ << f.name << "(";
+    out_ << "{\nStaxTraceScope stax_trace(" << format_literal(f.trace_name) << ");\n"
+         << f.name << "(";
     for (const auto& param : f.params) out_ << pointer(param) << ", ";
     for (const auto& entry : p_.symbols) out_ << entry.first << ", ";
-    out_ << "num_threads" << (f.checks ? ", &stax_error, &stax_error_value" : "") << ");\n";
+    out_ << "num_threads" << (f.checks ? ", &stax_error, &stax_error_value" : "") << ");\n}\n";
     if (!f.checks) return;
     // A kernel that set its error code ran to completion (its checks never trap): report the
     // first error in PyTorch's words.

@@ -37,7 +37,10 @@ struct Step {
 
 // Adjacent loop steps sharing one C++ function and one OpenMP parallel region.
 struct KernelFunction {
-  std::string name;           // kernel0, kernel1, ...
+  std::string name;  // kernel0, kernel1, ...
+  // Its range's name in a tracer's timeline (stax_kernel_trace.h): "stax::kernel0 " and the
+  // fused nodes it runs.
+  std::string trace_name;
   std::vector<size_t> steps;  // indices into HostProgram::steps
   std::vector<std::string> params;
   bool checks = false;  // takes the error code

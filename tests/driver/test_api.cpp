@@ -3,9 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "driver/compiler.h"
 #include "driver/explain.h"
+#include "driver/profile.h"
 #include "driver/tolerance.h"
 #include "eager/interpreter.h"
 #include "eager/tensor_io.h"
@@ -34,6 +38,51 @@ TEST(Api, ReadmeExample) {
 }
 
 // CompileOptions::keep_analysis = false: the program runs as before, what running reads stays,
+// Issue 34, point 4: with a tracer set (driver::set_trace_hook; the Python bridge sets one
+// while torch.profiler records), every kernel function and library call of a run opens and
+// closes a range on the calling thread, in the program's order, named after the function and
+// the fused nodes it runs (or the call and the buffer it writes); with none set, nothing.
+std::vector<std::pair<std::string, bool>> traced;
+void record_trace(const char* name, bool begin) {
+  traced.emplace_back(name, begin);
+}
+
+TEST(Api, KernelsAndLibraryCallsOpenRangesInATracersTimeline) {
+  stax::Graph g("k");
+  auto x = stax::ops::input(g, "x", stax::DType::Float32, {32, 64});
+  auto w = stax::ops::input(g, "w", stax::DType::Float32, {64, 48});
+  auto h = stax::ops::mm(stax::ops::exp(x), w);
+  stax::ops::output(g, {stax::ops::sum(stax::ops::relu(h), {-1}, /*keepdim=*/false)});
+  const CompiledGraph compiled = stax::compile(g);
+  const Tensor xs = eager::random_tensor(DType::Float32, {32, 64}, 1);
+  const Tensor ws = eager::random_tensor(DType::Float32, {64, 48}, 2);
+  traced.clear();
+  (void)compiled.run({xs, ws});
+  EXPECT_TRUE(traced.empty());
+  driver::set_trace_hook(&record_trace);
+  (void)compiled.run({xs, ws});
+  driver::set_trace_hook(nullptr);
+  std::vector<std::string> kernels;
+  const std::string source = compiled.source();
+  for (size_t at = source.find("static void kernel"); at != std::string::npos;
+       at = source.find("static void kernel", at + 1)) {
+    kernels.push_back(source.substr(at + 12, source.find('(', at) - at - 12));
+  }
+  ASSERT_EQ(kernels.size(), 2u) << source;  // exp before the product, relu and sum after
+  ASSERT_EQ(traced.size(), 6u);
+  EXPECT_EQ(traced[0].first.rfind("stax::kernel0 op", 0), 0u) << traced[0].first;
+  EXPECT_EQ(traced[2].first.rfind("stax::mm -> ", 0), 0u) << traced[2].first;
+  EXPECT_EQ(traced[4].first.rfind("stax::kernel1 op", 0), 0u) << traced[4].first;
+  for (size_t k = 0; k < traced.size(); k += 2) {
+    EXPECT_TRUE(traced[k].second);
+    EXPECT_FALSE(traced[k + 1].second);
+    EXPECT_EQ(traced[k].first, traced[k + 1].first);
+  }
+  traced.clear();
+  (void)compiled.run({xs, ws});
+  EXPECT_TRUE(traced.empty());
+}
+
 // and the analysis it freed is refused, not read empty.
 TEST(Api, AProgramCompiledWithoutItsAnalysisRunsAndRefusesExplain) {
   stax::Graph g("k");

@@ -15,6 +15,7 @@
 
 #include "stax_kernel_abi.h"
 #include "stax_kernel_scratch.h"
+#include "stax_kernel_trace.h"
 
 #if defined(_OPENMP)
 #include <omp.h>

@@ -123,7 +123,10 @@ if (buf0 == nullptr) { stax_set_error(err, err_capacity, "out of memory allocati
 float* buf1 = static_cast<float*>(alloc(alloc_ctx, 1, 2048));
 outputs[1] = buf1;
 if (buf1 == nullptr) { stax_set_error(err, err_capacity, "out of memory allocating buf1 (2048 bytes)"); return 2; }
+{
+StaxTraceScope stax_trace("stax::kernel0 op0_op1");
 kernel0(buf0, buf1, in_x, num_threads);
+}
 in_x = nullptr;  // last use of input x
 if (release != nullptr) release(release_ctx, 0);
 (void)outputs;

@@ -54,7 +54,10 @@ const float* in_x = static_cast<const float*>(inputs[0].data);
 float* buf1 = static_cast<float*>(alloc(alloc_ctx, 0, 32768));
 outputs[0] = buf1;
 if (buf1 == nullptr) { stax_set_error(err, err_capacity, "out of memory allocating buf1 (32768 bytes)"); return 2; }
+{
+StaxTraceScope stax_trace("stax::kernel0 op0_op1");
 kernel0(buf1, in_x, num_threads);
+}
 in_x = nullptr;  // last use of input x
 if (release != nullptr) release(release_ctx, 0);
 (void)outputs;

@@ -90,7 +90,10 @@ if (buf1 == nullptr) { stax_arena_release(stax_arena); stax_set_error(err, err_c
 float* buf2 = static_cast<float*>(alloc(alloc_ctx, 1, 16384));
 outputs[1] = buf2;
 if (buf2 == nullptr) { stax_arena_release(stax_arena); stax_set_error(err, err_capacity, "out of memory allocating buf2 (16384 bytes)"); return 2; }
+{
+StaxTraceScope stax_trace("stax::kernel0 op0, op1_op2");
 kernel0(buf0, buf1, buf2, in_x, num_threads);
+}
 in_x = nullptr;  // last use of input x
 if (release != nullptr) release(release_ctx, 0);
 stax_arena_release(stax_arena);

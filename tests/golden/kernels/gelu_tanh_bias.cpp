@@ -56,7 +56,10 @@ const float* in_b = static_cast<const float*>(inputs[1].data);
 float* buf0 = static_cast<float*>(alloc(alloc_ctx, 0, 16777216));
 outputs[0] = buf0;
 if (buf0 == nullptr) { stax_set_error(err, err_capacity, "out of memory allocating buf0 (16777216 bytes)"); return 2; }
+{
+StaxTraceScope stax_trace("stax::kernel0 op0");
 kernel0(in_b, buf0, in_x, num_threads);
+}
 in_b = nullptr;  // last use of input b
 if (release != nullptr) release(release_ctx, 1);
 in_x = nullptr;  // last use of input x

@@ -64,7 +64,10 @@ int64_t* buf0 = reinterpret_cast<int64_t*>(stax_arena + 0);  // 1024 bytes
 int32_t* buf1 = static_cast<int32_t*>(alloc(alloc_ctx, 0, 512));
 outputs[0] = buf1;
 if (buf1 == nullptr) { stax_arena_release(stax_arena); stax_set_error(err, err_capacity, "out of memory allocating buf1 (512 bytes)"); return 2; }
+{
+StaxTraceScope stax_trace("stax::kernel0 op0, op1");
 kernel0(in_a, in_b, buf0, buf1, num_threads);
+}
 in_a = nullptr;  // last use of input a
 if (release != nullptr) release(release_ctx, 0);
 in_b = nullptr;  // last use of input b

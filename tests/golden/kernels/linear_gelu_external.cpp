@@ -70,7 +70,10 @@ const float* in_b = static_cast<const float*>(inputs[2].data);
 char* stax_arena = static_cast<char*>(stax_arena_acquire(24576));
 if (stax_arena == nullptr) { stax_set_error(err, err_capacity, "out of memory allocating the intermediates' arena (24576 bytes)"); return 2; }
 float* buf0 = reinterpret_cast<float*>(stax_arena + 0);  // 24576 bytes
+{
+StaxTraceScope stax_trace("stax::kernel0 op0");
 kernel0(buf0, in_x, num_threads);
+}
 in_x = nullptr;  // last use of input x
 if (release != nullptr) release(release_ctx, 0);
 float* buf1 = static_cast<float*>(alloc(alloc_ctx, 0, 12288));
@@ -86,7 +89,10 @@ if (release != nullptr) release(release_ctx, 2);
 in_w = nullptr;  // last use of input w
 if (release != nullptr) release(release_ctx, 1);
 float* buf2 = reinterpret_cast<float*>(buf1);  // output 0, in place of buf1
+{
+StaxTraceScope stax_trace("stax::kernel1 op2");
 kernel1(buf1, buf2, num_threads);
+}
 stax_arena_release(stax_arena);
 (void)outputs;
 (void)external;

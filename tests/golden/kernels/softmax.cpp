@@ -108,7 +108,10 @@ const float* in_x = static_cast<const float*>(inputs[0].data);
 float* buf3 = static_cast<float*>(alloc(alloc_ctx, 0, 16777216));
 outputs[0] = buf3;
 if (buf3 == nullptr) { stax_set_error(err, err_capacity, "out of memory allocating buf3 (16777216 bytes)"); return 2; }
+{
+StaxTraceScope stax_trace("stax::kernel0 op0_op1_op2_op3");
 kernel0(buf3, in_x, num_threads);
+}
 in_x = nullptr;  // last use of input x
 if (release != nullptr) release(release_ctx, 0);
 (void)outputs;

@@ -66,7 +66,10 @@ const float* in_y = static_cast<const float*>(inputs[1].data);
 float* buf0 = static_cast<float*>(alloc(alloc_ctx, 0, 36400));
 outputs[0] = buf0;
 if (buf0 == nullptr) { stax_set_error(err, err_capacity, "out of memory allocating buf0 (36400 bytes)"); return 2; }
+{
+StaxTraceScope stax_trace("stax::kernel0 op0");
 kernel0(buf0, in_x, in_y, num_threads);
+}
 in_x = nullptr;  // last use of input x
 if (release != nullptr) release(release_ctx, 0);
 in_y = nullptr;  // last use of input y
