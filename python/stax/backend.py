@@ -514,24 +514,31 @@ def _aot(gm, example_inputs, options: Options):
 
 
 def _plain_inference_graph() -> bool:
-    """Whether AOTAutograd's metadata of the graph being compiled shows no input mutation,
-    no output aliasing an input or intermediate, no effect tokens and no tensor subclass."""
+    return inference_graph_runtime_work() is None
+
+
+def inference_graph_runtime_work() -> str | None:
+    """What AOTAutograd's metadata of the graph being compiled says its runtime wrappers must
+    do around it (write an input back, remake an alias, thread effect tokens, unwrap a tensor
+    subclass), or None when nothing: a plain function of its inputs."""
     from torch._functorch._aot_autograd.schemas import OutputType, PlainTensorMeta
 
     ctx = torch._guards.TracingContext.try_get()
     meta = getattr(ctx, "fw_metadata", None) if ctx is not None else None
     if meta is None:
-        return False
+        return "AOTAutograd gave no metadata of the graph"
     if any(i.mutates_data or i.mutates_metadata or i.mutates_storage_metadata
            for i in meta.input_info):
-        return False
+        return "it writes one of its inputs"
     if any(o.output_type != OutputType.non_alias for o in meta.output_info):
-        return False
-    if meta.num_intermediate_bases or meta.tokens:
-        return False
+        return "it returns an alias of an input or of another output"
+    if meta.tokens:
+        return "it calls an op with side effects (effect tokens)"
+    if meta.num_intermediate_bases:
+        return "it returns views of one intermediate"
     if any(not isinstance(m, (int, PlainTensorMeta)) for m in meta.subclass_inp_meta or ()):
-        return False
-    return True
+        return "it takes a tensor subclass"
+    return None
 
 
 def stax_backend(gm: torch.fx.GraphModule, example_inputs, options: dict | None = None, **kwargs):

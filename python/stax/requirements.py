@@ -36,6 +36,7 @@ PRIVATE_TORCH_APIS = (
     ("torch._prims_common", "compute_elementwise_output_logical_to_physical_perm"),
     ("torch._subclasses.fake_tensor", "FakeTensorMode"),  # symbolic_region.py
     ("torch._dynamo.config", "recompile_limit"),
+    ("torch.fx.node", "Node._rename"),  # aot.py: naming a torch.compile graph's inputs
 )
 
 # Shared libraries the extension links, and the Debian package that has each.
@@ -88,8 +89,11 @@ def missing_private_apis() -> list[str]:
         except ImportError:
             missing.append(module)
             continue
-        if attribute is not None and not hasattr(m, attribute):
-            missing.append(f"{module}.{attribute}")
+        for part in (attribute or "").split(".") if attribute else ():
+            if not hasattr(m, part):
+                missing.append(f"{module}.{attribute}")
+                break
+            m = getattr(m, part)
     return missing
 
 
