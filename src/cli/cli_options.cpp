@@ -7,11 +7,14 @@
 #include <set>
 #include <vector>
 
+#include "target/cuda_device.h"
+
 namespace stax::cli {
 
 const char* const kUsage =
     "usage: stax explain FILE [--json] [--ir] [--verbose] [--threads N] [--sizes s0=N,...]\n"
     "                [--simd avx512|avx2|scalar] [--no-graph-passes]\n"
+    "                [--device cpu|cuda:sm_80|cuda:sm_90|cuda:sm_100]\n"
     "                [--row-major-intermediates] [--matmul-weights-in-place]\n"
     "       stax emit FILE [--threads N] [--simd avx512|avx2|scalar] [--no-graph-passes]\n"
     "                [--sizes s0=N,...]\n"
@@ -48,6 +51,9 @@ const std::vector<OptionSpec>& option_specs() {
       {"--verbose", false, {"explain"}},
       {"--threads", true, {"explain", "emit", "run", "compile"}},
       {"--simd", true, {"explain", "emit", "run", "compile"}},
+      // The device the partition is made for (issue 35): a CUDA architecture of the offline
+      // table on any machine; no CUDA kernel is generated yet, so only explain takes it.
+      {"--device", true, {"explain"}},
       // compile: where the package goes.
       {"--output", true, {"compile"}},
       {"--inputs", true, {"run"}},
@@ -171,6 +177,13 @@ CliArgs parse_cli_args(int argc, char** argv) {
       if (!a.options.simd) {
         throw UsageError("--simd must be avx512, avx2 or scalar, got '" + value + "'");
       }
+    } else if (arg == "--device") {
+      try {
+        (void)target::parse_device(value);
+      } catch (const std::invalid_argument& e) {
+        throw UsageError(std::string("--device: ") + e.what());
+      }
+      a.options.device = value;
     } else if (arg == "--sizes") {
       a.sizes = parse_sizes(value);
     } else if (arg == "--output") {

@@ -101,6 +101,18 @@ target::Target make_target(const CompileOptions& options) {
   t.num_threads = resolve_threads(options.num_threads);
   t.caches = options.caches.value_or(runtime::detect_cache_sizes());
   t.outputs_in_mapped_memory = options.outputs_in_mapped_memory;
+  const target::DeviceSpec device = target::parse_device(options.device);
+  if (device.cuda) {
+    if (device.arch.empty()) {
+      throw std::invalid_argument(
+          "device '" + options.device +
+          "': Stax does not load the CUDA driver yet (issue 35, point 4); name an architecture "
+          "to compile for offline (cuda:sm_80, cuda:sm_90, cuda:sm_100)");
+    }
+    t.device = target::DeviceKind::Cuda;
+    t.cuda = *target::offline_cuda_device(device.arch);
+    return t;  // no library on the GPU yet: every product is a loop nest
+  }
   if (options.external_libraries) {
     t.libraries.push_back(driver::kMatmulLibrary);
     t.libraries.push_back(driver::kConvolutionLibrary);
@@ -127,7 +139,15 @@ std::shared_ptr<const Compilation> analyze_lowered(lowering::LoweredGraph lowere
   so.max_local_bytes = co.max_local_bytes();
   so.vector_lanes = co.vector_lanes(DType::Float32);
   if (co.has_library(driver::kMatmulLibrary)) so.epilogue_check = &driver::library_runs_epilogue;
+  if (co.device == target::DeviceKind::Cuda) so.device = lowering::Device::Gpu;
   c->schedule = scheduler::schedule(c->lowered, so);
+  if (co.device == target::DeviceKind::Cuda) {
+    // The GPU partition is made; the CUDA pass list and printer (issue 35, point 3) are not
+    // built yet, so there is no kernel to generate: explain shows the partition.
+    c->module.options = co;
+    c->module.symbols = c->lowered.symbols;
+    return c;
+  }
   c->module = codegen::generate_cpp(c->schedule, co);
   return c;
 }
@@ -138,6 +158,9 @@ program::LogTopics log_topics(const CompileOptions& options) {
 
 lowering::LoweringOptions lowering_options(const CompileOptions& options) {
   lowering::LoweringOptions lo;
+  // Section 6.6's cost model takes the device's values: on the GPU a transcendental read
+  // twice is inlined (Example 7.2).
+  if (make_target(options).device == target::DeviceKind::Cuda) lo.device = lowering::Device::Gpu;
   if (make_target(options).has_library(driver::kMatmulLibrary)) {
     lo.library_for = &driver::library_for;
     lo.channels_last_output_for = &driver::channels_last_output_for;
@@ -213,6 +236,11 @@ CompiledGraph lower_and_compile(const ir::Graph& graph, const CompileOptions& op
 
 CompiledGraph compile_lowered(lowering::LoweredGraph lowered, const CompileOptions& options) {
   CompiledGraph out;
+  if (make_target(options).device == target::DeviceKind::Cuda) {
+    throw std::invalid_argument("device '" + options.device +
+                                "': Stax makes the GPU partition of a graph (stax explain "
+                                "--device) but generates no CUDA kernel yet (issue 35, point 3)");
+  }
   auto start = std::chrono::steady_clock::now();
   out.compilation_ = analyze_lowered(std::move(lowered), options);
   out.times_.front_end_s = seconds_since(start);

@@ -33,6 +33,10 @@ class InputError : public std::invalid_argument {
 };
 
 struct CompileOptions {
+  // Issue 35: "cpu", or a CUDA device (target/cuda_device.h): "cuda:sm_90" compiles for an
+  // architecture of the offline table on any machine. On a CUDA target, lowering and the
+  // scheduler make the GPU partition (analyze, explain); no CUDA kernel is generated yet.
+  std::string device = "cpu";
   std::optional<runtime::SimdLevel> simd;     // default: the widest the CPU supports
   int num_threads = 0;                        // default: all hardware threads
   std::optional<runtime::CacheSizes> caches;  // default: the running machine's

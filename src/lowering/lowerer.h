@@ -443,7 +443,14 @@ class Lowerer {
           decision.reason += " (" + std::to_string(reads) + " reads, broadcast to " +
                              std::to_string(evaluations) + " evaluations per element)";
         }
-        if (decision.materialize) result = realize_for_readers(result, idx, decision.reason);
+        if (decision.materialize) {
+          result = realize_for_readers(result, idx, decision.reason);
+        } else if (evaluations > 1) {
+          // A value read more than once and still recomputed by each reader is a decision
+          // too (Example 7.2 on the GPU): explain shows it beside the stored ones.
+          result_.log.push_back(ir::describe_node(graph_, node) +
+                                " (not stored): " + decision.reason);
+        }
       }
       values_[static_cast<size_t>(idx)] = std::move(result);
     }

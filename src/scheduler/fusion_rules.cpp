@@ -1,6 +1,8 @@
 // The CPU fusion legality rules and the fusion score (Sections 7.1-7.3).
 #include "scheduler/fusion_rules.h"
 
+#include "scheduler/compatibility_gpu.h"
+
 #include <algorithm>
 #include <map>
 #include <optional>
@@ -138,14 +140,20 @@ Placement place(const FusedNode& fused, const SchedulerNode& node) {
     }
     std::vector<Expr> extents = fused.outer;
     extents.insert(extents.end(), nest.sizes.begin(), nest.sizes.end());
+    std::vector<Expr> node_extents;
+    for (const index::LoopVar& v : node.vars) node_extents.push_back(v.extent);
+    const Expr node_count = element_count(node_extents);
     if (node.is_reduction() || nest.reduction_sizes.empty()) {
       p.reduction = red;
+    } else if (node_count != element_count(extents) * element_count(nest.reduction_sizes) &&
+               node_count == element_count(extents)) {
+      p.per_output = true;  // GPU: one element per output of the nest's reduction
     } else {
       // A pointwise node inside a reduction nest walks the reduction loops as its own.
       p.pointwise.insert(p.pointwise.end(), red.begin(), red.end());
       extents.insert(extents.end(), nest.reduction_sizes.begin(), nest.reduction_sizes.end());
     }
-    if (node.vars.size() != p.pointwise.size()) {
+    if (node_extents != extents) {
       // The node's loops are a coarsening of the nest's (its loop simplification merged
       // loops that the nest keeps apart): each of its variables is the row-major combination
       // of a run of the nest's variables.
@@ -153,10 +161,25 @@ Placement place(const FusedNode& fused, const SchedulerNode& node) {
       size_t fine = 0;
       for (const index::LoopVar& v : node.vars) {
         const std::optional<size_t> end = run_covering(extents, fine, v.extent);
-        if (!end) throw std::logic_error(node.name + " does not fit " + fused.name);
+        if (!end) break;
         Expr combined(0);
         for (; fine < *end; ++fine) combined = combined * extents[fine] + p.pointwise[fine];
         regrouped.push_back(combined);
+      }
+      if (regrouped.size() != node.vars.size()) {
+        // The GPU's element-count nests: the node's loops are no re-grouping of the nest's,
+        // only as many elements. Each variable is div/mod of the nest's flat row-major index.
+        if (node_count != element_count(extents)) {
+          throw std::logic_error(node.name + " does not fit " + fused.name);
+        }
+        Expr flat(0);
+        for (size_t j = 0; j < extents.size(); ++j) flat = flat * extents[j] + p.pointwise[j];
+        regrouped.assign(node.vars.size(), Expr(0));
+        Expr inner(1);
+        for (size_t k = node.vars.size(); k-- > 0;) {
+          regrouped[k] = index::mod(index::floordiv(flat, inner), node.vars[k].extent);
+          inner = inner * node.vars[k].extent;
+        }
       }
       p.pointwise = regrouped;
     }
@@ -306,9 +329,19 @@ std::string FusionRules::check_accesses(const FusedNode& fused, const FusedNode&
       const Expr w = placed_index(fused, producer, producer.write.index, pw);
       const Expr r = placed_index(fused, reader, read.index, pr);
       if (pw.nest == pr.nest) {
-        if (producer.is_reduction()) {
+        // In a reduction nest, a node inside the reduction loop cannot read what the loop has
+        // not finished: a reduction's result, read inside the loop, or a value computed
+        // inside it, read once per output (GPU).
+        const bool reduction_nest = !fused.nests[pw.nest].reduction_sizes.empty();
+        const bool producer_in_loop = reduction_nest && !pw.per_output;
+        const bool reader_in_loop = reduction_nest && !pr.per_output;
+        if (producer.is_reduction() && reader_in_loop) {
           return reader.name + " reads " + read.buffer + ", the result of reduction " +
                  producer.name + ", inside the same loop";
+        }
+        if (producer_in_loop && !producer.is_reduction() && pr.per_output) {
+          return reader.name + " reads " + read.buffer + " once per output, but " + producer.name +
+                 " computes it inside the reduction loop";
         }
         if (w != r) {
           return reader.name + " reads " + read.buffer + " at " + index::to_string(r) + " but " +
@@ -369,6 +402,26 @@ FusionDecision FusionRules::try_same_nest(const FusedNode& a, const FusedNode& b
     return d;
   }
   nest.nodes = a.nests[0].nodes;
+  nest.nodes.insert(nest.nodes.end(), b.nests[0].nodes.begin(), b.nests[0].nodes.end());
+  d.fused.name = a.name + "_" + b.name;
+  d.fused.nests = {nest};
+  if (std::string why = check_accesses(d.fused, a, b); !why.empty()) {
+    d.reason = why;
+    return d;
+  }
+  d.accepted = true;
+  return d;
+}
+
+FusionDecision FusionRules::try_same_nest_gpu(const FusedNode& a, const FusedNode& b,
+                                              bool vertical) const {
+  FusionDecision d;
+  d.vertical = vertical;
+  const GpuCompatibility c = gpu_compatibility(a.pointwise_ranges(), a.reduction_ranges(),
+                                               b.pointwise_ranges(), b.reduction_ranges());
+  d.reason = c.reason;
+  if (!c.compatible) return d;
+  LoopNest nest{c.sizes, c.reduction_sizes, a.nests[0].nodes};
   nest.nodes.insert(nest.nodes.end(), b.nests[0].nodes.begin(), b.nests[0].nodes.end());
   d.fused.name = a.name + "_" + b.name;
   d.fused.nests = {nest};
@@ -523,6 +576,27 @@ FusionDecision FusionRules::can_fuse(const FusedNode& first, const FusedNode& se
                                 " bytes of shared data: below the threshold of " +
                                 std::to_string(limits_.min_shared_bytes);
     return rejected;
+  }
+  if (limits_.device == lowering::Device::Gpu) {
+    FusionDecision gpu = try_same_nest_gpu(a, b, vertical);
+    if (!gpu.accepted) {
+      rejected.reason = gpu.reason;
+      return rejected;
+    }
+    if (std::string why = check_in_place_writes(gpu.fused, a, b); !why.empty()) {
+      rejected.reason = why;
+      return rejected;
+    }
+    gpu.score = rejected.score;
+    if (!vertical && raised_peak) {
+      if (const std::optional<PeakChange> peak = raised_peak()) {
+        rejected.reason = "horizontal fusion would raise the simulated peak from " +
+                          std::to_string(peak->before) + " to " + std::to_string(peak->after) +
+                          " bytes (Definition 7.5)";
+        return rejected;
+      }
+    }
+    return gpu;
   }
   FusionDecision fused = try_same_nest(a, b, vertical);
   if (!fused.accepted) {

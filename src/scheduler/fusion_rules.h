@@ -14,7 +14,10 @@
 // iteration. A write into a graph input in place may share the loop body only with reads of
 // that input at the element written and earlier in the body (FusedNode::runs_before). Last, a
 // horizontal pair that passes all of these must not raise the peak memory that
-// Definition 7.5 simulates (fusion_peak.h).
+// Definition 7.5 simulates (fusion_peak.h). On a GPU target (FusionLimits::device) the loop
+// rules are Definition 7.2 by element count (compatibility_gpu.h) and there is no outer-loop
+// fusion; a pointwise node with one element per output of a reduction it shares a nest with
+// runs once per output, outside the reduction loop (Placement::per_output).
 #pragma once
 
 #include <functional>
@@ -24,6 +27,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "lowering/materialization.h"
 #include "scheduler/fused_node.h"
 
 namespace stax::scheduler {
@@ -38,6 +42,9 @@ struct FusionLimits {
   // buffer are paired only when at most this far apart in the original order (greedy_fusion.cpp
   // says why). Whether a horizontal pair may fuse is decided by the peak (fusion_peak.h).
   int horizontal_pair_distance = 64;
+  // Whose reading of Definition 7.2 applies: the CPU's per-dimension loops, or the GPU's
+  // element counts (compatibility_gpu.h).
+  lowering::Device device = lowering::Device::Cpu;
 };
 
 struct FusionScore {
@@ -84,6 +91,7 @@ class FusionRules {
 
  private:
   FusionDecision try_same_nest(const FusedNode& a, const FusedNode& b, bool vertical) const;
+  FusionDecision try_same_nest_gpu(const FusedNode& a, const FusedNode& b, bool vertical) const;
   FusionDecision try_outer_loop(const FusedNode& a, const FusedNode& b) const;
   std::string check_accesses(const FusedNode& fused, const FusedNode& a, const FusedNode& b) const;
 
@@ -118,6 +126,10 @@ struct Placement {
   size_t nest = 0;
   std::vector<index::Expr> pointwise;
   std::vector<index::Expr> reduction;
+  // A pointwise node of a reduction nest with one element per output (GPU, Definition 7.2
+  // condition 3 with N = n): it runs once per output, outside the reduction loop, before or
+  // after it as the nest orders its nodes.
+  bool per_output = false;
 };
 Placement place(const FusedNode& fused, const SchedulerNode& node);
 // Whether every extent of `coarse` is the product of a run of consecutive extents of `fine`

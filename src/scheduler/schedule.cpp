@@ -160,11 +160,14 @@ Schedule schedule(const lowering::LoweredGraph& graph, const ScheduleOptions& op
   // the groups instead of ancestor sets (cycle_check.h).
   const std::set<std::string> outputs = returned_buffers(graph);
   StorageOptions storage_options;
-  storage_options.localize = options.localize;
+  const bool gpu = options.device == lowering::Device::Gpu;
+  storage_options.localize = options.localize && !gpu;
   storage_options.max_local_bytes = options.max_local_bytes;
   storage_options.in_place_reuse = options.in_place_reuse;
   if (options.fuse) {
-    greedy_fusion(s.nodes, groups, outputs, s.fusion_log, options.limits, storage_options);
+    FusionLimits limits = options.limits;
+    limits.device = options.device;
+    greedy_fusion(s.nodes, groups, outputs, s.fusion_log, limits, storage_options);
   }
   // Step 4b: external calls absorb the pointwise loops they can run as epilogues.
   if (options.fuse) {
@@ -173,7 +176,7 @@ Schedule schedule(const lowering::LoweredGraph& graph, const ScheduleOptions& op
     fuse_epilogues(s.nodes, groups, graph_outputs, options.epilogue_check, s.epilogue_log);
   }
   // Step 4c: innermost loops that accesses divide are split so they walk memory contiguously.
-  split_inner_loops(s.nodes, groups, options.vector_lanes, s.loop_split_log);
+  if (!gpu) split_inner_loops(s.nodes, groups, options.vector_lanes, s.loop_split_log);
   s.kernels = topological_order(std::move(groups), s.nodes);
   // Step 5: the order of smallest simulated peak memory (Section 7.5).
   if (options.reorder_for_memory) {

@@ -26,6 +26,12 @@ bool Target::has_library(const std::string& name) const {
 
 std::string Target::describe() const {
   std::ostringstream out;
+  if (device == DeviceKind::Cuda) {
+    out << "cuda " << cuda.describe() << "; libraries: ";
+    if (libraries.empty()) out << "none";
+    for (size_t k = 0; k < libraries.size(); ++k) out << (k ? ", " : "") << libraries[k];
+    return out.str();
+  }
   out << runtime::simd_level_name(simd) << ", " << num_threads << " threads, L1d "
       << caches.l1d_bytes / 1024 << " KiB, L2 " << caches.l2_bytes / 1024 << " KiB, LLC "
       << caches.llc_bytes / (1024 * 1024) << " MiB; vector lanes";

@@ -13,8 +13,11 @@
 #include "ir/dtype.h"
 #include "runtime/cache_info.h"
 #include "runtime/simd.h"
+#include "target/cuda_device.h"
 
 namespace stax::target {
+
+enum class DeviceKind { Cpu, Cuda };
 
 struct Target {
   runtime::SimdLevel simd = runtime::SimdLevel::Scalar;
@@ -37,6 +40,11 @@ struct Target {
   // external/arithmetic.h); empty where they compute every dtype they take natively. For
   // explain: each plan asks its library itself.
   std::vector<std::string> library_notes = {};
+  // Issue 35: the kind of device the program runs on (last, so that the CPU's aggregate
+  // initializers keep their order). A CUDA target reads `cuda`; the CPU fields describe the
+  // host, which runs the launch plan and the library calls.
+  DeviceKind device = DeviceKind::Cpu;
+  CudaDevice cuda = {};
 
   // The vector registers of the SIMD level (x86-64: 16 YMM with AVX2, 32 ZMM with AVX-512;
   // none at the scalar level) and their width in bytes (0 at the scalar level).

@@ -80,6 +80,35 @@ TEST(Cli, ExplainJsonExample72) {
   EXPECT_EQ(doc["kernels"][0]["loops"].size(), 2u);
 }
 
+// Issue 35: Example 7.2 partitioned for a GPU from its offline table, on any machine, as the
+// seed's Listing 7.2 has it: e inlined into both reductions, which share one kernel.
+TEST(Cli, ExplainExample72ForACudaArchitecture) {
+  const Result r = run("explain " + example("example_7_2.stax") + " --device cuda:sm_90");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("target: cuda sm_90 "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(not stored): 2 reads, cheap on the GPU: inlined"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("fusing op0 with op1: SAME_VARS_REDUCE (GPU: element counts (n, r) = "
+                       "(64, 128))"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("round 2: found 0 possible fusions"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("kernels (cuda:sm_90): one per final node, 1 in all"), std::string::npos)
+      << r.out;
+  const Result j = run("explain " + example("example_7_2.stax") + " --device cuda:sm_80 --json");
+  ASSERT_EQ(j.status, 0) << j.out;
+  const auto doc = nlohmann::json::parse(j.out);
+  EXPECT_EQ(doc["device"], "cuda:sm_80");
+  EXPECT_EQ(doc["final_nodes"].size(), 1u);
+  // An architecture the table does not know, and a command that would need CUDA kernels.
+  const Result unknown = run("explain " + example("example_7_2.stax") + " --device cuda:sm_75");
+  EXPECT_EQ(unknown.status, 2);
+  EXPECT_NE(unknown.out.find("sm_75 is not in the offline table (sm_80, sm_90, sm_100)"),
+            std::string::npos)
+      << unknown.out;
+  EXPECT_EQ(run("run " + example("example_7_2.stax") + " --device cuda:sm_90").status, 2);
+}
+
 TEST(Cli, ExplainAndEmitNameTheOpsOfEachKernel) {
   // Example 7.2: exp is stored by one loop, sum and amax read it in the other.
   const Result text = run("explain " + example("example_7_2.stax"));

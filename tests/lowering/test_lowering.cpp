@@ -256,8 +256,17 @@ TEST(Materialization, AValueBroadcastByItsReadersCountsEveryEvaluation) {
     return false;
   };
   EXPECT_TRUE(stored(bias_log(4)));
-  // Batch 1: both adds recompute the bias (only the two outputs are stored).
-  EXPECT_EQ(bias_log(1).size(), 2u);
+  // Batch 1: both adds recompute the bias (only the two outputs are stored), and the log says
+  // why it was not stored.
+  const std::vector<std::string> unbroadcast = bias_log(1);
+  ASSERT_EQ(unbroadcast.size(), 3u);
+  int recomputed = 0;
+  for (const auto& line : unbroadcast) {
+    recomputed +=
+        line.find("mul 'bias'") != std::string::npos &&
+        line.find("(not stored): 2 reads, cheap to recompute: inlined") != std::string::npos;
+  }
+  EXPECT_EQ(recomputed, 1) << unbroadcast[0] << "\n" << unbroadcast[1] << "\n" << unbroadcast[2];
   // The rule itself: 8 evaluations of a body loading 2 operands move more than storing it.
   EXPECT_TRUE(decide_materialization(Device::Cpu, BodyStats{2, 1, 0, 0}, 8).materialize);
   EXPECT_FALSE(decide_materialization(Device::Cpu, BodyStats{2, 1, 0, 0}, 2).materialize);
