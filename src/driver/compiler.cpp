@@ -142,10 +142,11 @@ std::shared_ptr<const Compilation> analyze_lowered(lowering::LoweredGraph lowere
   if (co.device == target::DeviceKind::Cuda) so.device = lowering::Device::Gpu;
   c->schedule = scheduler::schedule(c->lowered, so);
   if (co.device == target::DeviceKind::Cuda) {
-    // The GPU partition is made; the CUDA pass list and printer (issue 35, point 3) are not
-    // built yet, so there is no kernel to generate: explain shows the partition.
+    // The GPU partition and its CUDA kernels (issue 35, point 3); the host side of a CUDA
+    // program (launch plan, device arena) is not built yet: explain shows them.
     c->module.options = co;
     c->module.symbols = c->lowered.symbols;
+    c->cuda = codegen::generate_cuda(c->schedule, co, options.record_ir);
     return c;
   }
   c->module = codegen::generate_cpp(c->schedule, co);
@@ -238,8 +239,9 @@ CompiledGraph compile_lowered(lowering::LoweredGraph lowered, const CompileOptio
   CompiledGraph out;
   if (make_target(options).device == target::DeviceKind::Cuda) {
     throw std::invalid_argument("device '" + options.device +
-                                "': Stax makes the GPU partition of a graph (stax explain "
-                                "--device) but generates no CUDA kernel yet (issue 35, point 3)");
+                                "': Stax makes the GPU partition and kernels of a graph (stax "
+                                "explain --device, emit --device) but cannot run them yet: the "
+                                "launch plan is not built (issue 35, point 4)");
   }
   auto start = std::chrono::steady_clock::now();
   out.compilation_ = analyze_lowered(std::move(lowered), options);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "codegen/cpp_codegen.h"
+#include "codegen/cuda_codegen.h"
 #include "external/matmul.h"
 #include "ir/graph.h"
 #include "ir/symbolic_shapes.h"
@@ -96,6 +97,8 @@ struct Compilation {
   lowering::LoweredGraph lowered;
   scheduler::Schedule schedule;  // points into `lowered`
   codegen::GeneratedModule module;
+  // A CUDA target (issue 35): its kernels, and `module` holds only the target and symbols.
+  std::optional<codegen::CudaModule> cuda;
 };
 
 // Where library plans keep what they measured on this machine (external/measurement_cache.h):

@@ -216,6 +216,25 @@ json explain_json(const Compilation& c, const driver::ExternalPlans* plans) {
   // CUDA pass list (issue 35, point 3) does not generate yet.
   const bool gpu = c.module.options.device == target::DeviceKind::Cuda;
   doc["device"] = gpu ? "cuda:" + c.module.options.cuda.arch() : "cpu";
+  if (gpu && c.cuda) {
+    json kernels = json::array();
+    for (const auto& k : c.cuda->kernels) {
+      json entry = {{"fused_node", k.fused_node}, {"ops", source_ops_json(k.ops)}};
+      if (!k.refused.empty()) {
+        entry["refused"] = k.refused;
+      } else {
+        entry["function"] = k.function;
+        entry["form"] = k.launch.form;
+        entry["reason"] = k.launch.reason;
+        entry["launch"] = k.launch.launch_reason;
+        entry["threads_per_row"] = k.launch.threads_per_row;
+        entry["rows_per_block"] = k.launch.rows_per_block;
+      }
+      kernels.push_back(entry);
+    }
+    doc["cuda_kernels"] = kernels;
+    if (!c.cuda->ir_log.empty()) doc["kernel_ir"] = c.cuda->ir_log;
+  }
   if (gpu) {
     for (size_t k = 0; k < s.kernels.size(); ++k) {
       function_of[s.kernels[k].name] = "GPU kernel " + std::to_string(k);
@@ -347,8 +366,17 @@ std::string explain_text(const Compilation& c, bool verbose, const driver::Exter
   }
   if (doc["device"].get<std::string>() != "cpu") {
     out << "\nkernels (" << doc["device"].get<std::string>() << "): one per final node, "
-        << doc["final_nodes"].size()
-        << " in all; CUDA code generation (issue 35, point 3) is not built yet\n";
+        << doc["cuda_kernels"].size() << " in all\n";
+    for (const auto& k : doc["cuda_kernels"]) {
+      out << "  " << k["fused_node"].get<std::string>() << ": ";
+      if (k.contains("refused")) {
+        out << "no CUDA kernel: " << k["refused"].get<std::string>() << "\n";
+        continue;
+      }
+      out << k["function"].get<std::string>() << ", " << k["form"].get<std::string>() << " ("
+          << k["reason"].get<std::string>() << ")\n    launch: " << k["launch"].get<std::string>()
+          << "\n      ops: " << source_ops_text(k["ops"]) << "\n";
+    }
   } else {
     out << "\nkernels (" << doc["simd"].get<std::string>() << ", " << doc["threads"].get<int>()
         << " threads):\n";

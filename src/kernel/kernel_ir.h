@@ -157,6 +157,10 @@ enum class StmtKind : uint8_t {
   Call,
   Comment,
   TransposeBlock,  // transpose: a register transpose of one block into a local tile
+  // GPU (kernel/cuda/map_threads.cpp): the accumulator combined across the threads of a row
+  // (Loop::threads_per_row of the enclosing GpuRows loop), every thread ending with the
+  // result, in a fixed order (a warp-shuffle tree, then shared memory across warps).
+  ThreadCombine,
 };
 
 // Where a loop sits in its fused node; the passes use it to find their loops.
@@ -173,6 +177,14 @@ enum class ForKind : uint8_t {
   Serial,    // the thread that reaches the loop runs every iteration, in order
   Parallel,  // the iterations of this loop and of the collapse - 1 loops perfectly nested in
              // it are shared among the threads of the kernel's parallel region
+  // GPU (issue 35, kernel/cuda/): this loop and the collapse - 1 loops nested in it, flattened
+  // row-major, are rows dealt to groups of threads_per_row threads, rows_per_block groups per
+  // block, the grid striding over them; every thread of a group runs its row.
+  GpuRows,
+  // GPU: this loop and the collapse - 1 loops nested in it, flattened, are strided over the
+  // threads_per_row threads of the enclosing GpuRows loop's group (thread t takes t, t + T,
+  // ...).
+  GpuLanes,
 };
 
 // How a parallel loop deals its iterations to the threads.
@@ -204,6 +216,9 @@ struct Loop {
   // The C++ type of the loop variable: Int32 when the index-narrowing pass proved it and every
   // index it takes part in fit (issue 6 point 8, narrow_indices.cpp).
   DType index_type = DType::Int64;
+  // GpuRows (and its GpuLanes loops): threads per row and rows per block.
+  int threads_per_row = 1;
+  int rows_per_block = 1;
 };
 
 struct Stmt {
@@ -232,6 +247,9 @@ struct Stmt {
   // DefineIndex: the variable's C++ type (as Loop::index_type).
   DType index_type = DType::Int64;
   BlockTranspose transpose;  // TransposeBlock
+  // GPU: a store after the GpuLanes loops of its row, whose value every thread of the row
+  // holds: written by the row's first thread only.
+  bool first_thread_of_row = false;
 };
 
 // A check's error: its code in the kernel's error variable and the wrapper's message.
@@ -262,7 +280,23 @@ struct NestDecision {
 };
 
 // The decisions the passes took, for explain and the summaries.
+// Issue 35: the GPU form of a kernel and its launch shape (kernel/cuda/gpu_form.cpp).
+struct GpuDecision {
+  bool on = false;
+  std::string form;  // "pointwise", "row reduction (a warp per row)", ...
+  std::string reason;
+  int threads_per_row = 1;
+  int rows_per_block = 1;
+  int block = 1;  // threads per block: threads_per_row * rows_per_block
+  // Rows (pointwise: elements) the grid covers, over the size symbols: the host divides it by
+  // rows_per_block, capped at max_blocks, at each call.
+  index::Expr rows = index::Expr(0);
+  int64_t max_blocks = 0;
+  std::string launch_reason;
+};
+
 struct KernelDecisions {
+  GpuDecision gpu;
   std::vector<NestDecision> nests;
   int parallel_depth = 0;
   std::vector<int64_t> parallel_ranges;  // the loops Algorithm 8.1 looked at

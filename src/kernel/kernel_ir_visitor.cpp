@@ -39,6 +39,8 @@ std::string_view stmt_kind_name(StmtKind kind) {
       return "comment";
     case StmtKind::TransposeBlock:
       return "block transpose";
+    case StmtKind::ThreadCombine:
+      return "thread combine";
   }
   return "?";
 }
@@ -105,6 +107,8 @@ void IRVisitor::visit(const Stmt& s) {
       return visit_comment(s);
     case StmtKind::TransposeBlock:
       return visit_transpose_block(s);
+    case StmtKind::ThreadCombine:
+      return visit_thread_combine(s);
   }
 }
 
@@ -155,6 +159,8 @@ void IRMutator::mutate(const Stmt& s, Block& out) {
       return mutate_comment(s, out);
     case StmtKind::TransposeBlock:
       return mutate_transpose_block(s, out);
+    case StmtKind::ThreadCombine:
+      return mutate_thread_combine(s, out);
   }
 }
 

@@ -115,6 +115,7 @@ void stmt_value_uses(StmtT& s, F& f) {
     case StmtKind::FoldBlock:
     case StmtKind::StorePartial:
     case StmtKind::Comment:
+    case StmtKind::ThreadCombine:
       return;
   }
 }
@@ -184,6 +185,7 @@ void map_accumulator_uses(Stmt& s, F&& f) {
     case StmtKind::Reduce:
     case StmtKind::FoldBlock:
     case StmtKind::StorePartial:
+    case StmtKind::ThreadCombine:
       f(s.accumulator);
       return;
     case StmtKind::Let:
@@ -261,6 +263,7 @@ class IRVisitor {
   virtual void visit_call(const Stmt& s) { visit_children(s); }
   virtual void visit_comment(const Stmt& s) { visit_children(s); }
   virtual void visit_transpose_block(const Stmt& s) { visit_children(s); }
+  virtual void visit_thread_combine(const Stmt& s) { visit_children(s); }
 
   // Leaves: a value `s` uses, an index expression of `s`. Nothing by default.
   virtual void visit_value_use(int /*value*/, ValueRole /*role*/, const Stmt& /*s*/) {}
@@ -302,6 +305,7 @@ class IRMutator {
   virtual void mutate_call(const Stmt& s, Block& out) { out.push_back(rebuild(s)); }
   virtual void mutate_comment(const Stmt& s, Block& out) { out.push_back(rebuild(s)); }
   virtual void mutate_transpose_block(const Stmt& s, Block& out) { out.push_back(rebuild(s)); }
+  virtual void mutate_thread_combine(const Stmt& s, Block& out) { out.push_back(rebuild(s)); }
 
   // The mappings rebuild applies; identities by default.
   virtual int mutate_value(int value, ValueRole /*role*/) { return value; }

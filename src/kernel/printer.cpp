@@ -512,6 +512,9 @@ class Printer {
       case StmtKind::Comment:
         line(indent, "// " + s.text);
         break;
+      case StmtKind::ThreadCombine:
+        throw std::logic_error("kernel " + k_.name +
+                               ": a GPU thread combine in a CPU kernel (kernel/cuda/)");
       case StmtKind::TransposeBlock: {
         const BlockTranspose& t = s.transpose;
         line(indent, "stax::transpose_tile<" + elem_type(t.source.storage) + ", " +

@@ -298,6 +298,9 @@ class Verifier {
       case StmtKind::Barrier:
       case StmtKind::Comment:
         break;
+      case StmtKind::ThreadCombine:
+        fail("a GPU thread combine in a CPU kernel");
+        break;
     }
   }
 
