@@ -35,9 +35,11 @@ fi
 # database (python/tests/test_opinfo_half.py) imports it. pytest-xdist: scripts/test.sh runs
 # the tests on every core. mkl: MKL's BLAS, which float32 products whose B has contiguous
 # columns measure against oneDNN and take where it is faster (src/external/blas_library.h;
-# loaded at run time on libgomp, never needed to build).
+# loaded at run time on libgomp, never needed to build). nvidia-cuda-nvrtc: NVRTC (libnvrtc.so.13
+# and its builtins, no driver needed), which the CUDA runtime's tests (tests/cuda) compile
+# kernels with on machines without a GPU; 13.0.88 is the NVRTC of the GPU machine's PyTorch.
 requirements=(torch==2.13.0 numpy pytest pytest-xdist expecttest nanobind scikit-build-core
-  transformers mkl==2026.2.0)
+  transformers mkl==2026.2.0 nvidia-cuda-nvrtc==13.0.88)
 if ! "$venv/bin/python" - "${requirements[@]}" <<'EOF' 2>/dev/null; then
 import sys
 from importlib.metadata import version

@@ -8,13 +8,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Every suite the project has; the run fails when CTest does not list each of them.
-suites=(test_index test_ir test_runtime test_external test_external.convolution test_eager test_lowering
-  test_scheduler test_kernel test_codegen test_driver test_package test_cli test_random_graphs test_fuzz test_fuzz_ci
-  test_sweep test_sweep.shard1 test_runtime.block_pool)
+suites=(test_index test_ir test_runtime test_cuda_runtime test_external test_external.convolution test_eager
+  test_lowering test_scheduler test_kernel test_codegen test_driver test_package test_cli test_random_graphs
+  test_fuzz test_fuzz_ci test_sweep test_sweep.shard1 test_runtime.block_pool)
 # The suites that do not JIT-compile kernels run again under the sanitizers (generated
-# kernels run in their own shared objects, which the sanitizers would not instrument).
-sanitized_suites=(test_index test_ir test_external test_external.convolution test_eager test_lowering
-  test_scheduler test_kernel test_runtime.block_pool)
+# kernels run in their own shared objects, which the sanitizers would not instrument). The CUDA
+# runtime's suite is among them: it loads NVRTC (uninstrumented, but it runs clean under them)
+# and runs no generated code on the CPU.
+sanitized_suites=(test_index test_ir test_cuda_runtime test_external test_external.convolution test_eager
+  test_lowering test_scheduler test_kernel test_runtime.block_pool)
 # The executables they run: a suite's name up to its first dot (test_external.convolution runs
 # test_external).
 sanitized_targets=($(printf '%s\n' "${sanitized_suites[@]%%.*}" | sort -u))
@@ -46,6 +48,14 @@ scripts/setup.sh build -DSTAX_BUILD_TESTS=ON
 step_done "set-up and build"
 scripts/setup_python.sh
 step_done "Python package set-up"
+# NVRTC for test_cuda_runtime: the nvidia-cuda-nvrtc wheel scripts/setup_python.sh installed
+# (the suite would also find it in .venv itself); the suite fails without it.
+nvrtc="$(ls .venv/lib/python3*/site-packages/nvidia/cu13/lib/libnvrtc.so.13 2>/dev/null | head -n 1)"
+if [ -z "$nvrtc" ]; then
+  echo "test.sh: no libnvrtc.so.13 in .venv (scripts/setup_python.sh installs nvidia-cuda-nvrtc)" >&2
+  exit 1
+fi
+export STAX_NVRTC_LIBRARY="$PWD/$nvrtc"
 # A BLAS must be found (src/external/blas_library.h), rather than its paths left untested: the
 # C++ suites load the libmkl_rt that scripts/setup_python.sh installed (PyPI's mkl, what a C++
 # program uses); pytest the MKL inside PyTorch, which `import stax` points at.

@@ -32,7 +32,6 @@
 #include <sstream>
 
 #include "runtime/jit_cache_entries.h"
-#include "runtime/sha256.h"
 #include "runtime/subprocess.h"
 
 #if !defined(STAX_KERNEL_INCLUDE_DIR) || !defined(STAX_SLEEF_INCLUDE_DIR) || \
@@ -45,6 +44,10 @@ namespace fs = std::filesystem;
 
 namespace stax::runtime {
 
+using cache::checksum_matches;
+using cache::ensure_directory;
+using cache::KeyBuilder;
+using cache::publish_with_checksum;
 using cache::remove_quietly;
 using cache::temp_path_for;
 using cache::write_file_atomically;
@@ -64,99 +67,6 @@ std::string env_or_empty(const char* name) {
   return value != nullptr ? value : "";
 }
 
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read '" + path.string() + "'");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-void ensure_directory(const fs::path& dir) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (!fs::is_directory(dir)) {
-    throw std::runtime_error("cannot create cache directory '" + dir.string() +
-                             "': " + ec.message());
-  }
-}
-
-// Hex SHA-256 of the bytes of `path`, read in chunks (precompiled headers are tens of MB);
-// nullopt when it cannot be read.
-std::optional<std::string> file_sha256(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  Sha256 hash;
-  std::vector<char> chunk(1 << 16);
-  while (in.read(chunk.data(), static_cast<std::streamsize>(chunk.size())) || in.gcount() > 0) {
-    hash.update(chunk.data(), static_cast<size_t>(in.gcount()));
-  }
-  if (in.bad()) return std::nullopt;
-  return hash.hex_digest();
-}
-
-// --- Checksum files --------------------------------------------------------------------
-// F.sha256 holds one sha256sum-style line: the digest of F, two spaces, and the entry's
-// name. The name carries the entry's key, so a checksum file copied along with a file from
-// another entry does not match.
-
-fs::path checksum_path(const fs::path& file) {
-  return fs::path(file.string() + ".sha256");
-}
-
-std::string checksum_line(const std::string& digest, const std::string& entry_name) {
-  return digest + "  " + entry_name + "\n";
-}
-
-// Whether `file` exists and its checksum file records its current bytes under `entry_name`.
-bool checksum_matches(const fs::path& file, const std::string& entry_name) {
-  // Anything but regular files (a FIFO, a link to /dev/zero) could block or never end.
-  std::error_code ec;
-  if (!fs::is_regular_file(file, ec) || !fs::is_regular_file(checksum_path(file), ec)) {
-    return false;
-  }
-  std::string recorded;
-  try {
-    recorded = read_file(checksum_path(file));
-  } catch (const std::runtime_error&) {
-    return false;
-  }
-  const std::optional<std::string> digest = file_sha256(file);
-  return digest && recorded == checksum_line(*digest, entry_name);
-}
-
-// Publishes the finished file `temp` as `file`: renames it into place, then writes its
-// checksum file. A reader that comes in between sees a stale or missing checksum: a miss.
-void publish_with_checksum(const fs::path& temp, const fs::path& file,
-                           const std::string& entry_name) {
-  const std::optional<std::string> digest = file_sha256(temp);
-  if (!digest) {
-    remove_quietly(temp);
-    throw std::runtime_error("cannot read the freshly built '" + temp.string() + "'");
-  }
-  cache::rename_or_throw(temp, file);
-  write_file_atomically(checksum_path(file), checksum_line(*digest, entry_name));
-}
-
-// Length-prefixed fields, so different field lists never hash the same byte stream.
-class KeyBuilder {
- public:
-  void field(std::string_view text) {
-    const uint64_t size = text.size();
-    hash_.update(&size, sizeof size);
-    hash_.update(text);
-  }
-  void fields(const std::vector<std::string>& list) {
-    field("list:" + std::to_string(list.size()));
-    for (const std::string& item : list) field(item);
-  }
-  // 128 bits of SHA-256, as 32 hex characters.
-  std::string key() { return hash_.hex_digest().substr(0, 32); }
-
- private:
-  Sha256 hash_;
-};
-
 // Digest of every file under the kernel include directory `root`, so header edits invalidate
 // cached kernels. Computed once per directory and process ($STAX_KERNEL_INCLUDE_DIR may name
 // another directory later in the same process).
@@ -166,17 +76,7 @@ std::string kernel_headers_digest(const fs::path& root) {
   std::lock_guard<std::mutex> lock(mutex);
   auto it = digests.find(root.string());
   if (it != digests.end()) return it->second;
-  std::vector<fs::path> files;
-  for (const auto& entry : fs::recursive_directory_iterator(root)) {
-    if (entry.is_regular_file()) files.push_back(entry.path());
-  }
-  std::sort(files.begin(), files.end());
-  KeyBuilder builder;
-  for (const fs::path& file : files) {
-    builder.field(file.lexically_relative(root).string());
-    builder.field(read_file(file));
-  }
-  return digests.emplace(root.string(), builder.key()).first->second;
+  return digests.emplace(root.string(), cache::directory_digest(root)).first->second;
 }
 
 struct CompilerInfo {

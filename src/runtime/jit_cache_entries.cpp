@@ -14,6 +14,7 @@
 #include <chrono>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <stdexcept>
 #include <tuple>
 #include <utility>
@@ -64,7 +65,7 @@ struct Stat {
 };
 
 std::optional<Stat> lstat_of(const fs::path& path) {
-  struct stat info {};
+  struct stat info{};
   if (::lstat(path.c_str(), &info) != 0) return std::nullopt;
   return Stat{static_cast<int64_t>(info.st_size),
               static_cast<int64_t>(info.st_mtim.tv_sec) * 1000000000 + info.st_mtim.tv_nsec,
@@ -131,6 +132,14 @@ std::map<std::string, EntryOnDisk> scan_entries(const fs::path& cache_dir) {
   return entries;
 }
 
+fs::path checksum_path(const fs::path& file) {
+  return fs::path(file.string() + ".sha256");
+}
+
+std::string checksum_line(const std::string& digest, const std::string& entry_name) {
+  return digest + "  " + entry_name + "\n";
+}
+
 // Removes an entry's files; the caller holds its lock and removes the lock file last.
 // Checksum files go first, so that a reader that does not lock sees a miss at every point.
 void remove_entry_files(const fs::path& cache_dir, const std::string& id,
@@ -150,6 +159,91 @@ void remove_entry_files(const fs::path& cache_dir, const std::string& id,
 }
 
 }  // namespace
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read '" + path.string() + "'");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void ensure_directory(const fs::path& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (!fs::is_directory(dir)) {
+    throw std::runtime_error("cannot create cache directory '" + dir.string() +
+                             "': " + ec.message());
+  }
+}
+
+std::optional<std::string> file_sha256(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  Sha256 hash;
+  std::vector<char> chunk(1 << 16);
+  while (in.read(chunk.data(), static_cast<std::streamsize>(chunk.size())) || in.gcount() > 0) {
+    hash.update(chunk.data(), static_cast<size_t>(in.gcount()));
+  }
+  if (in.bad()) return std::nullopt;
+  return hash.hex_digest();
+}
+
+bool checksum_matches(const fs::path& file, const std::string& entry_name) {
+  // Anything but regular files (a FIFO, a link to /dev/zero) could block or never end.
+  std::error_code ec;
+  if (!fs::is_regular_file(file, ec) || !fs::is_regular_file(checksum_path(file), ec)) {
+    return false;
+  }
+  std::string recorded;
+  try {
+    recorded = read_file(checksum_path(file));
+  } catch (const std::runtime_error&) {
+    return false;
+  }
+  const std::optional<std::string> digest = file_sha256(file);
+  return digest && recorded == checksum_line(*digest, entry_name);
+}
+
+void publish_with_checksum(const fs::path& temp, const fs::path& file,
+                           const std::string& entry_name) {
+  const std::optional<std::string> digest = file_sha256(temp);
+  if (!digest) {
+    remove_quietly(temp);
+    throw std::runtime_error("cannot read the freshly built '" + temp.string() + "'");
+  }
+  rename_or_throw(temp, file);
+  write_file_atomically(checksum_path(file), checksum_line(*digest, entry_name));
+}
+
+void KeyBuilder::field(std::string_view text) {
+  const uint64_t size = text.size();
+  hash_.update(&size, sizeof size);
+  hash_.update(text);
+}
+
+void KeyBuilder::fields(const std::vector<std::string>& list) {
+  field("list:" + std::to_string(list.size()));
+  for (const std::string& item : list) field(item);
+}
+
+std::string KeyBuilder::key() {
+  return hash_.hex_digest().substr(0, 32);
+}
+
+std::string directory_digest(const fs::path& root) {
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::recursive_directory_iterator(root)) {
+    if (entry.is_regular_file()) files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  KeyBuilder builder;
+  for (const fs::path& file : files) {
+    builder.field(file.lexically_relative(root).string());
+    builder.field(read_file(file));
+  }
+  return builder.key();
+}
 
 fs::path temp_path_for(const fs::path& path) {
   return fs::path(path.string() + ".tmp." + std::to_string(::getpid()) + "." +
@@ -200,8 +294,8 @@ std::optional<EntryLock> EntryLock::lock(const fs::path& cache_dir, const std::s
     }
     // The file may have been evicted (unlinked) between open and flock: then this lock
     // guards nothing, and the entry's current lock file is a different one.
-    struct stat held {};
-    struct stat current {};
+    struct stat held{};
+    struct stat current{};
     if (::fstat(fd, &held) == 0 && ::stat(path.c_str(), &current) == 0 &&
         held.st_dev == current.st_dev && held.st_ino == current.st_ino) {
       return EntryLock(fd, path);

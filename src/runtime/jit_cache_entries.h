@@ -4,9 +4,15 @@
 // whole entries after a new one is written.
 //
 // An entry is everything in the cache directory named after its id: a kernel library
-// `stax_<key>` (stax_<key>.so, .so.sha256, .cpp, .key.cpp) or a precompiled header
-// `pch-<key>` (the directory pch-<key>/), with <id>.used (its recency), <id>.lock, and
-// temporary files of writers that died (<file>.tmp.<pid>.<n>). Ids contain no '.'.
+// `stax_<key>` (stax_<key>.so, .so.sha256, .cpp, .key.cpp), a CUDA module `stax_<key>`
+// (stax_<key>.cubin or .ptx, .log, their .sha256 files, .cu; runtime/cuda/cuda_jit.h) or a
+// precompiled header `pch-<key>` (the directory pch-<key>/), with <id>.used (its recency),
+// <id>.lock, and temporary files of writers that died (<file>.tmp.<pid>.<n>). Ids contain no
+// '.'.
+//
+// Published files are verified, not trusted: each file F a reader uses has a checksum file
+// F.sha256 beside it (checksum_matches, publish_with_checksum), and cache keys come from
+// KeyBuilder.
 #pragma once
 
 #include <cstdint>
@@ -14,10 +20,19 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
+#include "runtime/sha256.h"
+
 namespace stax::runtime::cache {
+
+// The bytes of `path`; std::runtime_error when it cannot be read.
+std::string read_file(const std::filesystem::path& path);
+
+// Creates `dir` and its parents; std::runtime_error naming it when that fails.
+void ensure_directory(const std::filesystem::path& dir);
 
 // A name next to `path` that no other thread or process uses.
 std::filesystem::path temp_path_for(const std::filesystem::path& path);
@@ -30,6 +45,41 @@ void rename_or_throw(const std::filesystem::path& from, const std::filesystem::p
 // Writes `contents` to a temporary file and renames it over `path`, so readers only ever
 // see complete files.
 void write_file_atomically(const std::filesystem::path& path, const std::string& contents);
+
+// --- Checksum files ---------------------------------------------------------------------
+// F.sha256 holds one sha256sum-style line: the digest of F, two spaces, and the entry's name
+// (e.g. "stax_<key>.so"). The name carries the entry's key, so a checksum file copied along
+// with a file from another entry does not match.
+
+// Hex SHA-256 of the bytes of `path`, read in chunks; nullopt when it cannot be read.
+std::optional<std::string> file_sha256(const std::filesystem::path& path);
+
+// Whether `file` is a regular file whose checksum file records its current bytes under
+// `entry_name`. Reads `file` (never maps it), so a damaged file cannot crash the reader.
+bool checksum_matches(const std::filesystem::path& file, const std::string& entry_name);
+
+// Publishes the finished file `temp` as `file`: renames it into place, then writes its
+// checksum file. A reader that comes in between sees a stale or missing checksum: a miss.
+// Throws std::runtime_error (and removes `temp`) when it cannot.
+void publish_with_checksum(const std::filesystem::path& temp, const std::filesystem::path& file,
+                           const std::string& entry_name);
+
+// A cache key from length-prefixed fields, so different field lists never hash the same byte
+// stream.
+class KeyBuilder {
+ public:
+  void field(std::string_view text);
+  void fields(const std::vector<std::string>& list);
+  // 128 bits of SHA-256, as 32 hex characters.
+  std::string key();
+
+ private:
+  Sha256 hash_;
+};
+
+// Digest (a KeyBuilder key) of the relative path and bytes of every regular file under
+// `root`, in path order, so editing, adding or renaming a header changes it. Not memoized.
+std::string directory_digest(const std::filesystem::path& root);
 
 // An exclusive flock on <cache_dir>/<id>.lock. Every process holds it while it looks an
 // entry up on disk, builds it or loads it, and eviction removes only entries whose lock it

@@ -16,6 +16,17 @@ SharedLibrary::SharedLibrary(const std::string& path) : path_(path) {
   }
 }
 
+std::unique_ptr<SharedLibrary> SharedLibrary::try_open(const std::string& path,
+                                                       std::string* error) {
+  void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    const char* text = ::dlerror();
+    if (error != nullptr) *error = text != nullptr ? text : "unknown error";
+    return nullptr;
+  }
+  return std::unique_ptr<SharedLibrary>(new SharedLibrary(path, handle));
+}
+
 SharedLibrary::~SharedLibrary() {
   if (handle_ != nullptr) ::dlclose(handle_);
 }

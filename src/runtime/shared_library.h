@@ -1,7 +1,9 @@
 // RAII handle for a dynamically loaded shared object (dlopen / dlsym / dlclose).
 #pragma once
 
+#include <memory>
 #include <string>
+#include <utility>
 
 namespace stax::runtime {
 
@@ -9,6 +11,9 @@ class SharedLibrary {
  public:
   // dlopen(path, RTLD_NOW | RTLD_LOCAL); throws std::runtime_error with dlerror() on failure.
   explicit SharedLibrary(const std::string& path);
+  // dlopen(path, RTLD_NOW | RTLD_LOCAL) without throwing: nullptr on failure, with dlerror()'s
+  // text in *error (when given). For libraries that may legitimately be absent (libcuda.so.1).
+  static std::unique_ptr<SharedLibrary> try_open(const std::string& path, std::string* error);
   ~SharedLibrary();  // dlclose
   SharedLibrary(const SharedLibrary&) = delete;
   SharedLibrary& operator=(const SharedLibrary&) = delete;
@@ -27,6 +32,8 @@ class SharedLibrary {
   void* handle() const { return handle_; }
 
  private:
+  SharedLibrary(std::string path, void* handle) : path_(std::move(path)), handle_(handle) {}
+
   std::string path_;
   void* handle_ = nullptr;
 };
