@@ -4,5 +4,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake --build build --target test_kernel
-STAX_UPDATE_GOLDEN=1 build/tests/kernel/test_kernel --gtest_filter='Programs/GoldenReplay.*'
+STAX_UPDATE_GOLDEN=1 build/tests/kernel/test_kernel --gtest_filter='Programs/GoldenReplay.*:CudaPrograms/CudaGoldenReplay.*'
 git status --short tests/golden/kernels

@@ -413,26 +413,6 @@ FusionDecision FusionRules::try_same_nest(const FusedNode& a, const FusedNode& b
   return d;
 }
 
-FusionDecision FusionRules::try_same_nest_gpu(const FusedNode& a, const FusedNode& b,
-                                              bool vertical) const {
-  FusionDecision d;
-  d.vertical = vertical;
-  const GpuCompatibility c = gpu_compatibility(a.pointwise_ranges(), a.reduction_ranges(),
-                                               b.pointwise_ranges(), b.reduction_ranges());
-  d.reason = c.reason;
-  if (!c.compatible) return d;
-  LoopNest nest{c.sizes, c.reduction_sizes, a.nests[0].nodes};
-  nest.nodes.insert(nest.nodes.end(), b.nests[0].nodes.begin(), b.nests[0].nodes.end());
-  d.fused.name = a.name + "_" + b.name;
-  d.fused.nests = {nest};
-  if (std::string why = check_accesses(d.fused, a, b); !why.empty()) {
-    d.reason = why;
-    return d;
-  }
-  d.accepted = true;
-  return d;
-}
-
 namespace {
 
 // A column reduction: some load walks the node's innermost output loop contiguously and its
@@ -580,8 +560,12 @@ FusionDecision FusionRules::can_fuse(const FusedNode& first, const FusedNode& se
   if (limits_.device == lowering::Device::Gpu) {
     FusionDecision gpu = try_same_nest_gpu(a, b, vertical);
     if (!gpu.accepted) {
-      rejected.reason = gpu.reason;
-      return rejected;
+      FusionDecision rows = try_rows_gpu(a, b, vertical);
+      if (!rows.accepted) {
+        rejected.reason = gpu.reason + "; " + rows.reason;
+        return rejected;
+      }
+      gpu = std::move(rows);
     }
     if (std::string why = check_in_place_writes(gpu.fused, a, b); !why.empty()) {
       rejected.reason = why;

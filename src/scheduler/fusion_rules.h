@@ -91,7 +91,10 @@ class FusionRules {
 
  private:
   FusionDecision try_same_nest(const FusedNode& a, const FusedNode& b, bool vertical) const;
+  // fusion_rules_gpu.cpp: one nest by element count, or rows of a reduction with the work
+  // over each row after it.
   FusionDecision try_same_nest_gpu(const FusedNode& a, const FusedNode& b, bool vertical) const;
+  FusionDecision try_rows_gpu(const FusedNode& a, const FusedNode& b, bool vertical) const;
   FusionDecision try_outer_loop(const FusedNode& a, const FusedNode& b) const;
   std::string check_accesses(const FusedNode& fused, const FusedNode& a, const FusedNode& b) const;
 

@@ -139,6 +139,12 @@ std::vector<StorageDecision> decide_storage(const std::vector<SchedulerNode>& no
     const auto* computed = nodes[static_cast<size_t>(d.node)].buffer;
     const int64_t bytes = slice * static_cast<int64_t>(dtype_size(computed->dtype));
     if (slice <= 0) continue;
+    if (options.max_local_elements > 0 && slice > options.max_local_elements) {
+      d.local_reason = "its slice of " + std::to_string(slice) + " elements per outer iteration " +
+                       "is more than the target keeps per thread (" +
+                       std::to_string(options.max_local_elements) + ")";
+      continue;
+    }
     if (bytes > options.max_local_bytes) {
       d.local_reason = "its slice of " + std::to_string(bytes) + " bytes per outer iteration " +
                        "exceeds the " + std::to_string(options.max_local_bytes) +

@@ -30,6 +30,9 @@ struct StorageOptions {
   bool localize = true;
   int64_t max_local_bytes = 64 * 1024;
   bool in_place_reuse = true;
+  // More elements per outer iteration stay in memory (0: no bound). A GPU target sets 1: a
+  // row's value is then a register of every thread of the row.
+  int64_t max_local_elements = 0;
 };
 
 // Step 6's decisions for one computed buffer that depend on the fused groups alone.

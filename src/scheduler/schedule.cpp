@@ -161,7 +161,10 @@ Schedule schedule(const lowering::LoweredGraph& graph, const ScheduleOptions& op
   const std::set<std::string> outputs = returned_buffers(graph);
   StorageOptions storage_options;
   const bool gpu = options.device == lowering::Device::Gpu;
-  storage_options.localize = options.localize && !gpu;
+  storage_options.localize = options.localize;
+  // On the GPU a row's threads each hold a one-element slice (a reduction's result they all
+  // combined) in a register; a longer slice stays in memory.
+  if (gpu) storage_options.max_local_elements = 1;
   storage_options.max_local_bytes = options.max_local_bytes;
   storage_options.in_place_reuse = options.in_place_reuse;
   if (options.fuse) {

@@ -74,9 +74,9 @@ struct Schedule {
 
 struct ScheduleOptions {
   FusionLimits limits;
-  // Issue 35: the GPU partition (Definition 7.2 by element count, compatibility_gpu.h): no
-  // outer-loop fusion, no per-outer-iteration local arrays (a CPU thread's stack), no split of
-  // innermost loops for the CPU's vectors.
+  // Issue 35: the GPU partition (Definition 7.2 by element count, compatibility_gpu.h; rows
+  // of a reduction with the pointwise work over them, fusion_rules_gpu.cpp), one-element
+  // local slices only, no split of innermost loops for the CPU's vectors.
   lowering::Device device = lowering::Device::Cpu;
   bool fuse = true;
   // Give buffers that live within one outer iteration a local array (see BufferPlan).

@@ -76,8 +76,8 @@ TEST(GpuPartition, DevicesAreParsedAndRefusedByName) {
     EXPECT_GT(d->sm_count, 0);
     EXPECT_GT(d->shared_bytes_per_block_optin, 48 * 1024);
   }
-  // No CUDA kernel is generated yet: compiling for a CUDA target says so; "cuda" without an
-  // architecture needs the driver, which Stax does not load yet.
+  // CUDA kernels are generated but not run yet: compiling for a CUDA target says so; "cuda"
+  // without an architecture needs the driver, which the compiler does not query yet.
   stax::Graph g("k");
   auto x = stax::ops::input(g, "x", DType::Float32, {4, 8});
   stax::ops::output(g, {stax::ops::exp(x)});
@@ -87,7 +87,9 @@ TEST(GpuPartition, DevicesAreParsedAndRefusedByName) {
     (void)compile(g, options);
     FAIL() << "compiled for a CUDA target";
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("generates no CUDA kernel yet"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("cannot run them yet: the launch plan is not built"),
+              std::string::npos)
+        << e.what();
   }
   options.device = "cuda";
   EXPECT_THROW((void)analyze(g, options), std::invalid_argument);
@@ -241,14 +243,32 @@ def g(x: f32[64, 128]):
   ASSERT_EQ(gpu->schedule.kernels.size(), 1u);
   EXPECT_EQ(gpu->schedule.fusion_log.rounds.at(0).candidates.at(0).reason,
             "COMPATIBLE_REDUCTION (GPU: N = n = 64, once per output)");
-  // The per-row value read inside the loop of a reduction that computes it is refused.
-  const auto inside = schedule_gpu(R"(
+  // x / x.sum(-1): the per-row value is read by every element of the row, which cannot run
+  // inside the loop that computes it. It joins as the work over each row after the reduction
+  // (condition 3, N = n r): one kernel whose rows are the sum's outputs, the division a second
+  // nest of each row.
+  const auto rows = schedule_gpu(R"(
 def g(x: f32[64, 128]):
     s = sum(x, dim=[-1], keepdim=True)
     y = div(x, s)
     return s, y
 )");
-  EXPECT_EQ(inside->schedule.kernels.size(), 2u);
+  ASSERT_EQ(rows->schedule.kernels.size(), 1u);
+  const auto& f = rows->schedule.kernels[0];
+  EXPECT_TRUE(f.outer_loop_fused);
+  EXPECT_EQ(f.group_string(), "outer (64,): ((), (128,)) ; ((128,), ())");
+  EXPECT_EQ(rows->schedule.fusion_log.rounds.at(0).candidates.at(0).reason,
+            "COMPATIBLE_REDUCTION (GPU: 64 rows, the work over each row after its reduction)");
+  // Rows that do not divide: 64 rows of x.sum(-1) and a pointwise node of 100 elements share
+  // nothing to split.
+  const auto apart = schedule_gpu(R"(
+def g(x: f32[64, 128], z: f32[100]):
+    s = sum(x, dim=[-1])
+    t = sum(s)
+    w = add(z, t)
+    return w
+)");
+  EXPECT_GE(apart->schedule.kernels.size(), 2u);
 }
 
 }  // namespace

@@ -35,17 +35,21 @@ class Verifier {
   void run() {
     for (const Stmt& s : k_.body) {
       if (s.kind == StmtKind::Comment) continue;
-      if (s.kind != StmtKind::Block || s.nest < 0 || s.body.size() != 1 ||
-          s.body[0].kind != StmtKind::Loop || s.body[0].loop->kind != ForKind::GpuRows) {
-        fail("a nest is not one GpuRows loop");
+      // A node of rows is one GpuRows loop; a node of one nest, a nest of one GpuRows loop.
+      const Stmt* rows_stmt = &s;
+      if (s.kind == StmtKind::Block && s.nest >= 0 && s.body.size() == 1) rows_stmt = &s.body[0];
+      if (rows_stmt->kind != StmtKind::Loop || rows_stmt->loop->kind != ForKind::GpuRows) {
+        fail("the kernel is not one GpuRows loop");
       }
-      const Loop& rows = *s.body[0].loop;
+      const Loop& rows = *rows_stmt->loop;
       threads_ = rows.threads_per_row;
       if (threads_ < 1 || rows.rows_per_block < 1 ||
           threads_ * rows.rows_per_block != k_.decisions.gpu.block) {
         fail("the row shape differs from the decided block");
       }
-      walk(s.body[0].body, false, false);
+      const Stmt* at = rows_stmt;
+      for (int j = 1; j < rows.collapse; ++j) at = &at->body[0];
+      walk(at->body, false, false);
     }
   }
 
@@ -62,7 +66,6 @@ class Verifier {
           if (s.loop->kind == ForKind::GpuRows) fail("GpuRows nested in a row");
           if (s.loop->kind == ForKind::GpuLanes) {
             if (in_lanes) fail("GpuLanes nested in GpuLanes");
-            if (threads_ == 1) fail("GpuLanes in a row of one thread");
             walk(s.body, true, false);
             std::set<int> updated;
             for_each_stmt(s.body, [&](const Stmt& u) {
@@ -89,8 +92,11 @@ class Verifier {
           break;
         case StmtKind::ThreadCombine:
           fail("a combine not right after its GpuLanes loop");
+        case StmtKind::LocalArray:
+          local_.insert(s.name);
+          break;
         case StmtKind::Store:
-          if (combined && !s.first_thread_of_row) {
+          if (combined && !s.first_thread_of_row && !local_.count(s.access.buffer)) {
             fail("a store of combined values by every thread of the row");
           }
           if (in_lanes && s.first_thread_of_row) fail("a first-thread store inside the lanes");
@@ -104,6 +110,7 @@ class Verifier {
   const Kernel& k_;
   std::string pass_;
   int threads_ = 1;
+  std::set<std::string> local_;
 };
 
 }  // namespace

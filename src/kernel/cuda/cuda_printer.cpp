@@ -121,7 +121,7 @@ class Printer {
       for (const Accumulator& a : k_.accumulators) types.insert(value_type(a.dtype));
       for (const std::string& t : types) line(1, "__shared__ " + t + " " + scratch(t) + "[32];");
     }
-    if (threads_per_row_ > 1) {
+    if (d.form != "pointwise") {
       line(1, "const int stax_lane = static_cast<int>(threadIdx.x) % " +
                   std::to_string(threads_per_row_) + ";");
     }
@@ -335,6 +335,24 @@ class Printer {
       case StmtKind::Comment:
         line(indent, "// " + s.text);
         break;
+      case StmtKind::LocalArray:
+        // One element per row: a register of each thread (gpu_form.cpp refuses longer ones).
+        line(indent,
+             cuda_storage_type(s.dtype) + " " + s.name + "[" + std::to_string(s.elements) + "];");
+        break;
+      case StmtKind::Barrier:
+        // The row's threads wait for each other: a block's, or the lanes of its warp.
+        if (threads_per_row_ > 32) {
+          line(indent, "__syncthreads();");
+        } else if (threads_per_row_ == 32) {
+          line(indent, "__syncwarp();");
+        } else {
+          line(indent, "__syncwarp((0xffffffffu >> " + std::to_string(32 - threads_per_row_) +
+                           ") << (static_cast<int>(threadIdx.x) % 32 / " +
+                           std::to_string(threads_per_row_) + " * " +
+                           std::to_string(threads_per_row_) + "));");
+        }
+        break;
       default:
         throw std::logic_error("kernel " + k_.name + ": a CPU statement on the GPU");
     }
@@ -377,11 +395,15 @@ std::string cuda_storage_type(DType dtype) {
 
 std::vector<KernelParam> kernel_params(const Kernel& k) {
   std::map<std::string, KernelParam> buffers;
+  std::set<std::string> local;
+  for_each_stmt(k.body, [&](const Stmt& s) {
+    if (s.kind == StmtKind::LocalArray) local.insert(s.name);
+  });
   for_each_stmt(k.body, [&](const Stmt& s) {
     const Access* a = s.kind == StmtKind::Store                                ? &s.access
                       : s.kind == StmtKind::Let && s.let.kind == LetKind::Load ? &s.let.access
                                                                                : nullptr;
-    if (a == nullptr) return;
+    if (a == nullptr || local.count(a->buffer)) return;
     KernelParam& p = buffers[a->buffer];
     auto input = k.buffer_is_input.find(a->buffer);
     p.is_input = input != k.buffer_is_input.end() && input->second;

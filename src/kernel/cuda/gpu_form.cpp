@@ -31,6 +31,10 @@ std::string unsupported(const Kernel& k) {
         why = "an index or division check (the device error word is not built yet)";
         break;
       case StmtKind::LocalArray:
+        // A row's one-element slice (a reduction's result every thread of the row holds) is
+        // a register; a longer slice is never localized on the GPU (schedule.cpp).
+        if (s.elements != 1) why = "a local array of " + std::to_string(s.elements) + " elements";
+        break;
       case StmtKind::Call:
       case StmtKind::TransposeBlock:
       case StmtKind::Single:
@@ -94,24 +98,43 @@ void choose_gpu_form(Kernel& k, const target::CudaDevice& device) {
   if (const std::string why = unsupported(k); !why.empty()) {
     throw NoCudaForm("kernel " + k.name + ": no CUDA form yet for " + why);
   }
-  // The fused node's one nest (the GPU partition has no outer-loop fusion).
-  std::vector<const Stmt*> nests;
+  // The rows: the outer loops of a node of rows (fusion_rules_gpu.cpp), else the pointwise
+  // loops of the node's one nest.
+  std::vector<const Loop*> rows;
+  const Block* inside = &k.body;
   for (const Stmt& s : k.body) {
+    if (s.kind == StmtKind::Loop && s.loop->role == LoopRole::Outer) {
+      rows = loop_chain(s, LoopRole::Outer);
+      const Stmt* at = &s;
+      for (size_t j = 1; j < rows.size(); ++j) at = &at->body[0];
+      inside = &at->body;
+    }
+  }
+  std::vector<const Stmt*> nests;
+  for (const Stmt& s : *inside) {
     if (s.kind == StmtKind::Block && s.nest >= 0) nests.push_back(&s);
   }
-  if (nests.size() != 1) {
+  if (nests.empty() || (rows.empty() && nests.size() != 1)) {
     throw NoCudaForm("kernel " + k.name + ": " + std::to_string(nests.size()) +
-                     " loop nests (a GPU kernel has one)");
+                     " loop nests without rows");
   }
-  const Block& nest = nests[0]->body;
-  std::vector<const Loop*> rows =
-      nest.empty() ? std::vector<const Loop*>{} : loop_chain(nest[0], LoopRole::Pointwise);
+  if (rows.empty() && !nests[0]->body.empty()) {
+    rows = loop_chain(nests[0]->body[0], LoopRole::Pointwise);
+  }
+  // The longest reduction of a row sets its threads.
   std::vector<const Loop*> reduction;
-  for_each_stmt(nest, [&](const Stmt& s) {
-    if (reduction.empty() && s.kind == StmtKind::Loop && s.loop->role == LoopRole::Reduction) {
-      reduction = loop_chain(s, LoopRole::Reduction);
-    }
-  });
+  for (const Stmt* nest : nests) {
+    for_each_stmt(nest->body, [&](const Stmt& s) {
+      if (s.kind == StmtKind::Loop && s.loop->role == LoopRole::Reduction) {
+        const auto chain = loop_chain(s, LoopRole::Reduction);
+        const auto longest = product(reduction).constant_value();
+        const auto this_one = product(chain).constant_value();
+        if (reduction.empty() || !this_one || (longest && *this_one > *longest)) {
+          reduction = chain;
+        }
+      }
+    });
+  }
   GpuDecision& d = k.decisions.gpu;
   d.on = true;
   d.rows = product(rows);

@@ -34,15 +34,28 @@ Block& chain_body(Stmt& s) {
   return at->body;
 }
 
-void mark_stores(Block& b) {
-  for_each_stmt(b, [](Stmt& s) {
-    if (s.kind == StmtKind::Store) s.first_thread_of_row = true;
+// Stores every thread of the row would make with the same value: the first thread's. A
+// row's local slice (a register of each thread) is each thread's own.
+void mark_stores(Block& b, const std::set<std::string>& local) {
+  for_each_stmt(b, [&](Stmt& s) {
+    if (s.kind == StmtKind::Store && !local.count(s.access.buffer)) s.first_thread_of_row = true;
   });
+}
+
+std::set<std::string> buffers_accessed(const Block& b, bool stores) {
+  std::set<std::string> out;
+  for_each_stmt(b, [&](const Stmt& s) {
+    if (stores && s.kind == StmtKind::Store) out.insert(s.access.buffer);
+    if (!stores && s.kind == StmtKind::Let && s.let.kind == LetKind::Load) {
+      out.insert(s.let.access.buffer);
+    }
+  });
+  return out;
 }
 
 // In a row's body: the GpuLanes loop, a combine per accumulator it updates, and the stores
 // after it written once.
-void map_row_body(Block& body, const GpuDecision& d) {
+void map_row_body(Block& body, const GpuDecision& d, const std::set<std::string>& local) {
   for (size_t i = 0; i < body.size(); ++i) {
     Stmt& s = body[i];
     if (s.kind == StmtKind::Loop && s.loop->role == LoopRole::Reduction) {
@@ -63,12 +76,49 @@ void map_row_body(Block& body, const GpuDecision& d) {
       for (size_t j = i + 1 + combines.size(); j < body.size(); ++j) {
         Block one;
         one.push_back(body[j]);
-        mark_stores(one);
+        mark_stores(one, local);
         body[j] = std::move(one[0]);
       }
       return;
     }
-    if (s.kind == StmtKind::Block) map_row_body(s.body, d);
+    if (s.kind == StmtKind::Block) map_row_body(s.body, d, local);
+  }
+}
+
+// The nests of one row, in order: a nest of the row's elements strides them over the row's
+// threads (each thread its own elements), a reduction nest too, combined after. A nest that
+// reads what an earlier one wrote to memory waits for the row's threads first (another
+// thread may have written it).
+void map_row_nests(Block& row, const GpuDecision& d, const std::set<std::string>& local) {
+  std::set<std::string> written;
+  for (size_t i = 0; i < row.size(); ++i) {
+    if (row[i].kind != StmtKind::Block || row[i].nest < 0) continue;
+    const std::set<std::string> reads = buffers_accessed(row[i].body, false);
+    for (const std::string& b : reads) {
+      if (written.count(b)) {
+        Stmt barrier;
+        barrier.kind = StmtKind::Barrier;
+        row.insert(row.begin() + static_cast<std::ptrdiff_t>(i), barrier);
+        ++i;
+        written.clear();
+        break;
+      }
+    }
+    Stmt& nest = row[i];
+    Block& body = nest.body;
+    bool has_loop = false;
+    for (const Stmt& s : body) has_loop |= s.kind == StmtKind::Loop;
+    if (!body.empty() && body[0].kind == StmtKind::Loop &&
+        body[0].loop->role == LoopRole::Pointwise) {
+      collapse_chain(body[0], LoopRole::Pointwise, ForKind::GpuLanes, d);
+    } else if (has_loop) {
+      map_row_body(body, d, local);
+    } else {
+      mark_stores(body, local);  // once per row
+    }
+    for (const std::string& b : buffers_accessed(body, true)) {
+      if (!local.count(b)) written.insert(b);
+    }
   }
 }
 
@@ -77,6 +127,18 @@ void map_row_body(Block& body, const GpuDecision& d) {
 void map_threads(Kernel& k) {
   const GpuDecision& d = k.decisions.gpu;
   if (!d.on) throw std::logic_error("map_threads: kernel " + k.name + " has no GPU form");
+  std::set<std::string> local;
+  for_each_stmt(k.body, [&](const Stmt& s) {
+    if (s.kind == StmtKind::LocalArray) local.insert(s.name);
+  });
+  // A node of rows: its outer loops are the rows.
+  for (Stmt& s : k.body) {
+    if (s.kind == StmtKind::Loop && s.loop->role == LoopRole::Outer) {
+      collapse_chain(s, LoopRole::Outer, ForKind::GpuRows, d);
+      map_row_nests(chain_body(s), d, local);
+      return;
+    }
+  }
   for (Stmt& nest : k.body) {
     if (nest.kind != StmtKind::Block || nest.nest < 0) continue;
     Block& body = nest.body;
@@ -94,7 +156,7 @@ void map_threads(Kernel& k) {
       k.ranges.extents["x_row"] = index::Expr(1);
     }
     collapse_chain(body[0], LoopRole::Pointwise, ForKind::GpuRows, d);
-    if (d.threads_per_row > 1) map_row_body(chain_body(body[0]), d);
+    if (d.threads_per_row > 1) map_row_body(chain_body(body[0]), d, local);
   }
 }
 

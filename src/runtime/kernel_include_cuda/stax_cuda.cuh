@@ -32,11 +32,15 @@
 //    of `width` lanes (power of two <= 32), every lane gets the result;
 //    stax::block_allreduce_{sum,prod,max,min}(T v, T* scratch): scratch a __shared__ T[32],
 //    blockDim.x a multiple of 32 up to 1024, every thread gets the result.
-//    Both use one fixed combination order, so results repeat run to run.
+//    Both use one fixed combination order, so results repeat run to run. A warp all-reduce
+//    names only the caller's group of `width` lanes, so the rows of one warp may end apart.
+//  stax_cuda_index.cuh    stax_floordiv / stax_mod (unqualified, Python semantics), which the
+//    index printer uses where a dividend may be negative.
 // The macro STAX_DEVICE (__device__ __forceinline__) is defined for these headers.
 #pragma once
 
 #include "stax_cuda_convert.cuh"
+#include "stax_cuda_index.cuh"
 #include "stax_cuda_ops.cuh"
 #include "stax_cuda_reduce.cuh"
 #include "stax_cuda_types.cuh"

@@ -10,9 +10,11 @@
 // combine is not commutative bit for bit (NaN payloads, max(+0, -0)). Across warps, warp 0
 // combines the per-warp values with the same tree in warp order.
 //
-// Callers: every one of the 32 lanes of a warp must call a warp all-reduce (full mask), and
-// every thread of the block a block all-reduce; lanes without data pass the identity of the
-// combine (sum 0, prod 1, max -inf / the type's minimum, min +inf / its maximum).
+// Callers: every lane of the caller's aligned group of `width` lanes must call a warp
+// all-reduce (the shuffles name that group only, so the groups of one warp, each a row of
+// its own, may run different numbers of rows), and every thread of the block a block
+// all-reduce; lanes without data pass the identity of the combine (sum 0, prod 1, max -inf /
+// the type's minimum, min +inf / its maximum).
 // Included by stax_cuda.cuh; not meant to be included directly.
 #pragma once
 
@@ -64,11 +66,11 @@ namespace detail {
 // __shfl_xor_sync of any value type: 32-bit and 64-bit types through the builtin overloads
 // (int, unsigned, long long, float, double), the narrow ones widened to int.
 template <class T>
-STAX_DEVICE T shfl_xor(T v, int lane_mask, int width) {
+STAX_DEVICE T shfl_xor(unsigned int group, T v, int lane_mask, int width) {
   if constexpr (kSame<T, i64> || kSame<T, i32> || kSame<T, float> || kSame<T, double>) {
-    return __shfl_xor_sync(0xffffffffu, v, lane_mask, width);
+    return __shfl_xor_sync(group, v, lane_mask, width);
   } else {
-    return static_cast<T>(__shfl_xor_sync(0xffffffffu, static_cast<int>(v), lane_mask, width));
+    return static_cast<T>(__shfl_xor_sync(group, static_cast<int>(v), lane_mask, width));
   }
 }
 
@@ -100,8 +102,11 @@ STAX_DEVICE T combine(T a, T b) {
 template <Combine C, class T>
 STAX_DEVICE T warp_allreduce(T v, int width) {
   const int lane = lane_id();
+  // The lanes of this aligned group of `width`.
+  const unsigned int group =
+      width >= 32 ? 0xffffffffu : ((1u << width) - 1u) << (lane & ~(width - 1));
   for (int step = 1; step < width; step <<= 1) {
-    const T other = shfl_xor(v, step, width);
+    const T other = shfl_xor(group, v, step, width);
     v = (lane & step) ? combine<C>(other, v) : combine<C>(v, other);
   }
   return v;
@@ -123,7 +128,7 @@ STAX_DEVICE T block_allreduce(T v, T* scratch) {
   if (warp == 0) {
     T w = lane < warps ? scratch[lane] : scratch[0];
     for (int step = 1; step < 32; step <<= 1) {
-      const T other = shfl_xor(w, step, 32);
+      const T other = shfl_xor(0xffffffffu, w, step, 32);
       // The upper half of this step's group starts at the group's base + step.
       const bool upper_present = ((lane & ~(2 * step - 1)) + step) < warps;
       if (upper_present) {
