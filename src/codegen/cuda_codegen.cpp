@@ -11,8 +11,78 @@ bool CudaModule::complete() const {
   for (const CudaKernel& k : kernels) {
     if (!k.refused.empty()) return false;
   }
-  return true;
+  return plan_refused.empty();
 }
+
+namespace {
+
+using runtime::cuda::PlanBuffer;
+
+// The launch plan of a module whose every fused node has a kernel: the graph's inputs, its
+// outputs (each a whole computed buffer), the intermediates the schedule allocates (not elided,
+// not a row's registers), and a launch per kernel in the schedule's order.
+std::string plan_launches(const scheduler::Schedule& s, CudaModule& m) {
+  const lowering::LoweredGraph& g = *s.graph;
+  runtime::cuda::LaunchPlan plan;
+  std::map<std::string, int> index_of;
+  for (size_t k = 0; k < g.inputs.size(); ++k) {
+    const auto& in = g.inputs[k];
+    index::Expr elements(1);
+    for (const auto& e : in.sizes) elements = elements * e;
+    index_of[in.name] = static_cast<int>(plan.buffers.size());
+    plan.buffers.push_back({in.name, PlanBuffer::Role::Input, static_cast<int>(k), in.dtype,
+                            elements * index::Expr(static_cast<int64_t>(dtype_size(in.dtype)))});
+  }
+  plan.num_inputs = static_cast<int>(g.inputs.size());
+  for (size_t k = 0; k < g.outputs.size(); ++k) {
+    const auto& out = g.outputs[k];
+    if (out.is_input || index_of.count(out.buffer)) {
+      return "output " + std::to_string(k) + " is an input or repeats another output";
+    }
+    const scheduler::BufferPlan* p = s.plan_of(out.buffer);
+    if (p == nullptr || out.offset != index::Expr(0) ||
+        out.strides != index::contiguous_strides(out.sizes)) {
+      return "output " + std::to_string(k) + " (" + out.buffer + ") is a view of its buffer";
+    }
+    index_of[out.buffer] = static_cast<int>(plan.buffers.size());
+    plan.buffers.push_back(
+        {out.buffer, PlanBuffer::Role::Output, static_cast<int>(k), out.dtype, p->size});
+  }
+  plan.num_outputs = static_cast<int>(g.outputs.size());
+  for (const scheduler::BufferPlan& p : s.buffers) {
+    if (p.elided || p.localized || index_of.count(p.buffer)) continue;
+    const lowering::ComputedBuffer* b = g.find_buffer(p.buffer);
+    index_of[p.buffer] = static_cast<int>(plan.buffers.size());
+    plan.buffers.push_back({p.buffer, PlanBuffer::Role::Intermediate, 0,
+                            b != nullptr ? b->dtype : DType::Float32, p.size});
+  }
+  for (const CudaKernel& k : m.kernels) {
+    runtime::cuda::PlanLaunch l;
+    l.function = k.function;
+    l.block = k.launch.block;
+    l.rows_per_block = k.launch.rows_per_block;
+    l.rows = k.launch.rows;
+    l.max_blocks = k.launch.max_blocks;
+    for (const kernel::cuda::KernelParam& p : k.params) {
+      runtime::cuda::PlanArg a;
+      if (!p.buffer) {
+        a.symbol = true;
+        a.symbol_name = p.name;
+      } else {
+        const auto it = index_of.find(p.buffer_name);
+        if (it == index_of.end())
+          return "kernel " + k.function + " reads " + p.buffer_name + ", which no plan holds";
+        a.buffer = it->second;
+      }
+      l.args.push_back(a);
+    }
+    plan.launches.push_back(std::move(l));
+  }
+  m.plan = std::move(plan);
+  return "";
+}
+
+}  // namespace
 
 CudaModule generate_cuda(const scheduler::Schedule& schedule, const target::Target& target,
                          bool record_ir) {
@@ -47,6 +117,10 @@ CudaModule generate_cuda(const scheduler::Schedule& schedule, const target::Targ
     }
     m.kernels.push_back(std::move(out));
   }
+  for (const CudaKernel& k : m.kernels) {
+    if (!k.refused.empty()) m.plan_refused = "kernel " + k.fused_node + " has no CUDA form";
+  }
+  if (m.plan_refused.empty()) m.plan_refused = plan_launches(schedule, m);
   return m;
 }
 

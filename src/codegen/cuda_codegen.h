@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernel/cuda/cuda_printer.h"
+#include "runtime/cuda/launch_plan.h"
 #include "kernel/kernel_ir.h"
 #include "scheduler/schedule.h"
 #include "target/target.h"
@@ -29,7 +30,12 @@ struct CudaModule {
   std::string source;  // every kernel, after #include "stax_cuda.cuh"
   std::vector<CudaKernel> kernels;
   std::vector<std::string> ir_log;  // with record_ir: the kernel IR after each pass
-  bool complete() const;            // every fused node has a kernel
+  // The host side: buffers and launches (runtime/cuda/launch_plan.h); empty with
+  // `plan_refused` saying why when the program has no plan yet (an output that is an input or
+  // a view, a kernel without a form).
+  runtime::cuda::LaunchPlan plan;
+  std::string plan_refused;
+  bool complete() const;  // every fused node has a kernel and the program a plan
 };
 
 CudaModule generate_cuda(const scheduler::Schedule& schedule, const target::Target& target,

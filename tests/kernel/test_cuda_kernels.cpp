@@ -159,5 +159,39 @@ TEST(CudaKernels, WhatHasNoFormYetIsNamed) {
   EXPECT_FALSE(c->cuda->complete());
 }
 
+// The launch plan (issue 35, point 4): the buffers the caller gives and those the plan
+// allocates, each kernel's arguments and its grid at the call's sizes.
+TEST(CudaKernels, TheLaunchPlanHoldsEveryBufferAndLaunch) {
+  using runtime::cuda::PlanBuffer;
+  const auto c = analyzed(program("example_7_2"), "cuda:sm_90");
+  const auto& plan = c->cuda->plan;
+  ASSERT_TRUE(c->cuda->complete()) << c->cuda->plan_refused;
+  ASSERT_EQ(plan.buffers.size(), 3u);  // x; the sum and the amax (e is never stored)
+  EXPECT_EQ(plan.num_inputs, 1);
+  EXPECT_EQ(plan.num_outputs, 2);
+  EXPECT_EQ(plan.buffers[0].role, PlanBuffer::Role::Input);
+  EXPECT_EQ(index::evaluate(plan.buffers[1].bytes, {}), 64 * 4);
+  ASSERT_EQ(plan.launches.size(), 1u);
+  const auto& l = plan.launches[0];
+  EXPECT_EQ(l.function, "stax_op0_op1");
+  ASSERT_EQ(l.args.size(), 3u);  // buf0, buf1, in_x: the kernel's parameters in order
+  EXPECT_EQ(plan.buffers[static_cast<size_t>(l.args[2].buffer)].name, "x");
+  EXPECT_EQ(runtime::cuda::grid_blocks(l, {}), 16u);  // 64 rows, 4 per block
+  // A symbolic row count: the symbol is an argument and the grid follows its value; a huge
+  // one is capped (the rows loop strides the grid).
+  const auto s = analyzed(program("symbolic_rows"), "cuda:sm_90");
+  const auto& sl = s->cuda->plan.launches.at(0);
+  ASSERT_TRUE(sl.args.back().symbol);
+  EXPECT_EQ(sl.args.back().symbol_name, "s0");
+  EXPECT_EQ(runtime::cuda::grid_blocks(sl, {{"s0", 37}}), 10u);
+  EXPECT_EQ(runtime::cuda::grid_blocks(sl, {{"s0", int64_t{1} << 40}}),
+            static_cast<unsigned>(sl.max_blocks));
+  // Softmax's row maxima and sums live in registers: nothing to allocate.
+  const auto soft = analyzed(program("softmax"), "cuda:sm_90");
+  for (const auto& b : soft->cuda->plan.buffers) {
+    EXPECT_NE(b.role, PlanBuffer::Role::Intermediate) << b.name;
+  }
+}
+
 }  // namespace
 }  // namespace stax::kernel_test
