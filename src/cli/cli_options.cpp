@@ -17,6 +17,7 @@ const char* const kUsage =
     "                [--device cpu|cuda:sm_80|cuda:sm_90|cuda:sm_100]\n"
     "                [--row-major-intermediates] [--matmul-weights-in-place]\n"
     "       stax emit FILE [--threads N] [--simd avx512|avx2|scalar] [--no-graph-passes]\n"
+    "                [--device cpu|cuda:sm_80|cuda:sm_90|cuda:sm_100]\n"
     "                [--sizes s0=N,...]\n"
     "                [--row-major-intermediates] [--matmul-weights-in-place]\n"
     "       stax run FILE [--inputs IN.json] [--outputs OUT.json] [--json] [--threads N]\n"
@@ -52,8 +53,9 @@ const std::vector<OptionSpec>& option_specs() {
       {"--threads", true, {"explain", "emit", "run", "compile"}},
       {"--simd", true, {"explain", "emit", "run", "compile"}},
       // The device the partition is made for (issue 35): a CUDA architecture of the offline
-      // table on any machine; no CUDA kernel is generated yet, so only explain takes it.
-      {"--device", true, {"explain"}},
+      // table on any machine. explain shows the GPU partition and kernels, emit prints the
+      // CUDA source; running CUDA programs from the CLI is not built yet.
+      {"--device", true, {"explain", "emit"}},
       // compile: where the package goes.
       {"--output", true, {"compile"}},
       {"--inputs", true, {"run"}},

@@ -506,7 +506,16 @@ int main(int argc, char** argv) {
     }
     if (args.command == "compile") return compile_command(args, graph);
     if (args.command == "emit") {
-      std::cout << stax::analyze(graph, args.options)->module.source;
+      const auto c = stax::analyze(graph, args.options);
+      if (c->cuda) {
+        // The CUDA module: every kernel, or why a fused node has none yet.
+        std::cout << c->cuda->source;
+        for (const auto& k : c->cuda->kernels) {
+          if (!k.refused.empty()) std::cout << "// " << k.fused_node << ": " << k.refused << "\n";
+        }
+        return 0;
+      }
+      std::cout << c->module.source;
       return 0;
     }
     if (args.eager_only) return eager_run_command(args, graph);

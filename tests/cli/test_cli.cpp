@@ -107,6 +107,13 @@ TEST(Cli, ExplainExample72ForACudaArchitecture) {
             std::string::npos)
       << unknown.out;
   EXPECT_EQ(run("run " + example("example_7_2.stax") + " --device cuda:sm_90").status, 2);
+  // emit prints the CUDA module: Listing 7.2's one kernel.
+  const Result emit = run("emit " + example("example_7_2.stax") + " --device cuda:sm_90");
+  ASSERT_EQ(emit.status, 0) << emit.out;
+  EXPECT_NE(emit.out.find("#include \"stax_cuda.cuh\""), std::string::npos) << emit.out;
+  EXPECT_NE(emit.out.find("extern \"C\" __global__ void __launch_bounds__(128) stax_op0_op1("),
+            std::string::npos)
+      << emit.out;
 }
 
 TEST(Cli, ExplainAndEmitNameTheOpsOfEachKernel) {
