@@ -54,7 +54,7 @@ sanitizer="$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-san
 if [ -n "$sanitizer" ]; then
   for tool in memcheck racecheck; do
     step "compute-sanitizer $tool"
-    for p in example_7_2 short_rows rows_of_3_tail softmax_bf16_tail column_sum; do
+    for p in example_7_2 short_rows rows_of_3_tail softmax_bf16_tail column_sum once_per_row; do
       "$sanitizer" --tool "$tool" --error-exitcode 9 build-gpu/tests/gpu/stax_gpu_check "$p" \
         > "$out/sanitizer_${tool}_$p.log" 2>&1 || status=1
       echo "$p: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitizer_${tool}_$p.log" | tail -1)" |

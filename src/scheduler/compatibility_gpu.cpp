@@ -91,6 +91,7 @@ GpuCompatibility gpu_compatibility(const std::vector<Expr>& pa, const std::vecto
     }
     if (big_n == n) {
       c.compatible = true;
+      c.once_per_output = true;
       c.reason = "COMPATIBLE_REDUCTION (GPU: N = n = " + index::to_string(n) + ", once per output)";
       return c;
     }

@@ -31,6 +31,9 @@ struct GpuCompatibility {
   std::string reason;
   std::vector<index::Expr> sizes;            // the shared nest's pointwise ranges
   std::vector<index::Expr> reduction_sizes;  // and reduction ranges
+  // Condition 3 with N = n: the pointwise node runs once per output, outside the reduction
+  // loop (the scheduler makes the pair a node of rows).
+  bool once_per_output = false;
 };
 GpuCompatibility gpu_compatibility(const std::vector<index::Expr>& pointwise_a,
                                    const std::vector<index::Expr>& reduction_a,

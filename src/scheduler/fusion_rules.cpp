@@ -145,9 +145,6 @@ Placement place(const FusedNode& fused, const SchedulerNode& node) {
     const Expr node_count = element_count(node_extents);
     if (node.is_reduction() || nest.reduction_sizes.empty()) {
       p.reduction = red;
-    } else if (node_count != element_count(extents) * element_count(nest.reduction_sizes) &&
-               node_count == element_count(extents)) {
-      p.per_output = true;  // GPU: one element per output of the nest's reduction
     } else {
       // A pointwise node inside a reduction nest walks the reduction loops as its own.
       p.pointwise.insert(p.pointwise.end(), red.begin(), red.end());
@@ -329,19 +326,9 @@ std::string FusionRules::check_accesses(const FusedNode& fused, const FusedNode&
       const Expr w = placed_index(fused, producer, producer.write.index, pw);
       const Expr r = placed_index(fused, reader, read.index, pr);
       if (pw.nest == pr.nest) {
-        // In a reduction nest, a node inside the reduction loop cannot read what the loop has
-        // not finished: a reduction's result, read inside the loop, or a value computed
-        // inside it, read once per output (GPU).
-        const bool reduction_nest = !fused.nests[pw.nest].reduction_sizes.empty();
-        const bool producer_in_loop = reduction_nest && !pw.per_output;
-        const bool reader_in_loop = reduction_nest && !pr.per_output;
-        if (producer.is_reduction() && reader_in_loop) {
+        if (producer.is_reduction()) {
           return reader.name + " reads " + read.buffer + ", the result of reduction " +
                  producer.name + ", inside the same loop";
-        }
-        if (producer_in_loop && !producer.is_reduction() && pr.per_output) {
-          return reader.name + " reads " + read.buffer + " once per output, but " + producer.name +
-                 " computes it inside the reduction loop";
         }
         if (w != r) {
           return reader.name + " reads " + read.buffer + " at " + index::to_string(r) + " but " +

@@ -15,9 +15,9 @@
 // that input at the element written and earlier in the body (FusedNode::runs_before). Last, a
 // horizontal pair that passes all of these must not raise the peak memory that
 // Definition 7.5 simulates (fusion_peak.h). On a GPU target (FusionLimits::device) the loop
-// rules are Definition 7.2 by element count (compatibility_gpu.h) and there is no outer-loop
-// fusion; a pointwise node with one element per output of a reduction it shares a nest with
-// runs once per output, outside the reduction loop (Placement::per_output).
+// rules are Definition 7.2 by element count (compatibility_gpu.h), and a pair that must run one
+// after the other in each row of a reduction (a reader of its result, or work once per output)
+// becomes a node of rows (fusion_rules_gpu.cpp) instead of outer-loop fusion.
 #pragma once
 
 #include <functional>
@@ -129,10 +129,6 @@ struct Placement {
   size_t nest = 0;
   std::vector<index::Expr> pointwise;
   std::vector<index::Expr> reduction;
-  // A pointwise node of a reduction nest with one element per output (GPU, Definition 7.2
-  // condition 3 with N = n): it runs once per output, outside the reduction loop, before or
-  // after it as the nest orders its nodes.
-  bool per_output = false;
 };
 Placement place(const FusedNode& fused, const SchedulerNode& node);
 // Whether every extent of `coarse` is the product of a run of consecutive extents of `fine`

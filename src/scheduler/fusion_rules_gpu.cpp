@@ -25,6 +25,12 @@ FusionDecision FusionRules::try_same_nest_gpu(const FusedNode& a, const FusedNod
                                                b.pointwise_ranges(), b.reduction_ranges());
   d.reason = c.reason;
   if (!c.compatible) return d;
+  if (c.once_per_output) {
+    // One element per output of the reduction: it runs before or after the reduction loop,
+    // not inside it, so the pair is a node of rows (try_rows_gpu).
+    d.reason = c.reason + ": a nest of its own in each row";
+    return d;
+  }
   LoopNest nest{c.sizes, c.reduction_sizes, a.nests[0].nodes};
   nest.nodes.insert(nest.nodes.end(), b.nests[0].nodes.begin(), b.nests[0].nodes.end());
   d.fused.name = a.name + "_" + b.name;

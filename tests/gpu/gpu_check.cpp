@@ -59,6 +59,9 @@ std::vector<Program> programs() {
   p.push_back({"softmax_f16_wide", "def f(x: f16[64, 5000]):\n" + softmax});
   p.push_back({"short_rows", "def f(x: f32[1000, 6]):\n    s = sum(x, dim=[-1])\n    return s\n"});
   p.push_back({"rows_of_3_tail", "def f(x: f32[1001, 3]):\n" + softmax});
+  p.push_back({"once_per_row",
+               "def f(x: f32[64, 128]):\n    s = sum(x, dim=[-1])\n    r = reciprocal(s)\n"
+               "    return s, r\n"});
   p.push_back({"int_sum", "def f(x: i64[300, 77]):\n    s = sum(x, dim=[-1])\n    return s\n"});
   p.push_back({"example_7_2_32768x4096",
                "def f(x: f32[32768, 4096]):\n    e = exp(x)\n    s = sum(e, dim=[-1])\n"

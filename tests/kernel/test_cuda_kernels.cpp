@@ -46,6 +46,10 @@ std::vector<CudaProgram> cuda_programs() {
                "    y = div(e, s)\n    return y\n"});
   p.push_back(
       {"short_rows", "", "def f(x: f32[1000, 6]):\n    s = sum(x, dim=[-1])\n    return s\n"});
+  // Work once per row after the reduction, reading its stored result: a row barrier first.
+  p.push_back({"once_per_row", "",
+               "def f(x: f32[64, 128]):\n    s = sum(x, dim=[-1])\n    r = reciprocal(s)\n"
+               "    return s, r\n"});
   p.push_back({"symbolic_rows", "",
                "def f(x: f32[s0, 256]):\n    m = amax(x, dim=[-1], keepdim=True)\n"
                "    y = sub(x, m)\n    return y\n"});
@@ -127,6 +131,12 @@ TEST(CudaKernels, SoftmaxAndLayerNormAreOneKernelWithTheRowsResultsInRegisters) 
     EXPECT_GE(count(s, "[1];"), 2u) << name << "\n" << s;  // the two per-row results
     EXPECT_EQ(count(s, "__syncwarp"), 0u) << name;         // nothing is shared through memory
   }
+  // A stored row result read by the row's other threads: they wait for its writer.
+  const std::string once = analyzed(program("once_per_row"), "cuda:sm_90")->cuda->source;
+  const size_t barrier = once.find("__syncwarp();");
+  ASSERT_NE(barrier, std::string::npos) << once;
+  EXPECT_LT(once.find("if (stax_lane == 0) buf0[x0] = "), barrier);
+  EXPECT_GT(once.find("= buf0[x0];"), barrier);
   const std::string bf16 = analyzed(program("softmax_bf16"), "cuda:sm_90")->cuda->source;
   EXPECT_NE(bf16.find("stax::load_float(in_x + "), std::string::npos) << bf16;
   EXPECT_NE(bf16.find("stax::store_float("), std::string::npos) << bf16;

@@ -240,9 +240,16 @@ def g(x: f32[64, 128]):
     r = reciprocal(s)
     return s, r
 )");
+  // Definition 7.2 holds (N = n); the reciprocal runs after the reduction loop, not in it: a
+  // node of rows whose second nest is once per row.
+  const auto c = scheduler::gpu_compatibility(exprs({64}), {}, exprs({64}), exprs({128}));
+  EXPECT_TRUE(c.compatible);
+  EXPECT_TRUE(c.once_per_output);
+  EXPECT_EQ(c.reason, "COMPATIBLE_REDUCTION (GPU: N = n = 64, once per output)");
   ASSERT_EQ(gpu->schedule.kernels.size(), 1u);
+  EXPECT_EQ(gpu->schedule.kernels[0].group_string(), "outer (64,): ((), (128,)) ; ((), ())");
   EXPECT_EQ(gpu->schedule.fusion_log.rounds.at(0).candidates.at(0).reason,
-            "COMPATIBLE_REDUCTION (GPU: N = n = 64, once per output)");
+            "COMPATIBLE_REDUCTION (GPU: 64 rows, the work over each row after its reduction)");
   // x / x.sum(-1): the per-row value is read by every element of the row, which cannot run
   // inside the loop that computes it. It joins as the work over each row after the reduction
   // (condition 3, N = n r): one kernel whose rows are the sum's outputs, the division a second
