@@ -12,31 +12,8 @@ import pytest
 import torch
 
 import stax
+from aot_models import HIDDEN, ids, tiny_bert, tiny_gpt2, tolerance
 from eager_comparison import assert_same, summation_tolerance
-
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-
-from transformers import BertConfig, BertModel, GPT2Config, GPT2Model  # noqa: E402
-
-HIDDEN = 64
-INTERMEDIATE = 128
-
-
-def tiny_bert():
-    torch.manual_seed(0)
-    config = BertConfig(vocab_size=100, hidden_size=HIDDEN, num_hidden_layers=2,
-                        num_attention_heads=4, intermediate_size=INTERMEDIATE,
-                        max_position_embeddings=64)
-    return BertModel(config).eval()
-
-
-def tolerance(magnitude):
-    return summation_tolerance(torch.float32, INTERMEDIATE, magnitude)
-
-
-def ids(length, seed=0, batch=2):
-    g = torch.Generator().manual_seed(seed)
-    return torch.randint(0, 100, (batch, length), generator=g)
 
 
 def test_bert_package_matches_eager(tmp_path):
@@ -92,10 +69,7 @@ def test_weights_as_inputs(tmp_path):
 
 
 def test_gpt2_package_matches_eager(tmp_path):
-    torch.manual_seed(0)
-    model = GPT2Model(GPT2Config(vocab_size=100, n_embd=64, n_layer=2, n_head=4,
-                                 n_positions=64, bos_token_id=0, eos_token_id=0,
-                                 use_cache=False)).eval()
+    model = tiny_gpt2()
     x = ids(12)
     run = stax.load(stax.aot_compile(model, (x,), tmp_path / "gpt2.staxpkg"))
     with torch.no_grad():

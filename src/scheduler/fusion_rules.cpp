@@ -544,40 +544,18 @@ FusionDecision FusionRules::can_fuse(const FusedNode& first, const FusedNode& se
                                 std::to_string(limits_.min_shared_bytes);
     return rejected;
   }
-  if (limits_.device == lowering::Device::Gpu) {
-    FusionDecision gpu = try_same_nest_gpu(a, b, vertical);
-    if (!gpu.accepted) {
-      FusionDecision rows = try_rows_gpu(a, b, vertical);
-      if (!rows.accepted) {
-        rejected.reason = gpu.reason + "; " + rows.reason;
-        return rejected;
-      }
-      gpu = std::move(rows);
-    }
-    if (std::string why = check_in_place_writes(gpu.fused, a, b); !why.empty()) {
-      rejected.reason = why;
-      return rejected;
-    }
-    gpu.score = rejected.score;
-    if (!vertical && raised_peak) {
-      if (const std::optional<PeakChange> peak = raised_peak()) {
-        rejected.reason = "horizontal fusion would raise the simulated peak from " +
-                          std::to_string(peak->before) + " to " + std::to_string(peak->after) +
-                          " bytes (Definition 7.5)";
-        return rejected;
-      }
-    }
-    return gpu;
-  }
-  FusionDecision fused = try_same_nest(a, b, vertical);
+  // The loop rules of the device: the CPU's one nest or shared outer loops; the GPU's one
+  // nest by element count or rows (fusion_rules_gpu.cpp).
+  const bool gpu = limits_.device == lowering::Device::Gpu;
+  FusionDecision fused = gpu ? try_same_nest_gpu(a, b, vertical) : try_same_nest(a, b, vertical);
   if (!fused.accepted) {
-    FusionDecision outer = try_outer_loop(a, b);
-    outer.vertical = vertical;
-    if (!outer.accepted) {
-      rejected.reason = fused.reason + "; " + outer.reason;
+    FusionDecision other = gpu ? try_rows_gpu(a, b, vertical) : try_outer_loop(a, b);
+    other.vertical = vertical;
+    if (!other.accepted) {
+      rejected.reason = fused.reason + "; " + other.reason;
       return rejected;
     }
-    fused = std::move(outer);
+    fused = std::move(other);
   }
   // Issue 16, point 6: an in-place write shares a loop only with reads of the same element,
   // none of them later in the loop body than the write.
